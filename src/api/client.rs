@@ -1,0 +1,129 @@
+//! A small client for the API over a Unix socket, used by the CLI and the tests.
+
+use std::path::{Path, PathBuf};
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::UnixStream;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot reach gatebot at {}: {source} (is `gatebot run` running? set --socket or GATEBOT_SOCKET)", path.display())]
+    Unreachable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("talking to gatebot failed: {0}")]
+    Protocol(String),
+}
+
+/// An API response: status and JSON body.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: StatusCode,
+    pub body: Value,
+}
+
+impl Response {
+    /// The `error.message` of an error response, or the body.
+    #[must_use]
+    pub fn error_message(&self) -> String {
+        self.body["error"]["message"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| self.body.to_string())
+    }
+
+    #[must_use]
+    pub fn error_code(&self) -> Option<&str> {
+        self.body["error"]["code"].as_str()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Client {
+    socket: PathBuf,
+    token: Option<String>,
+}
+
+impl Client {
+    #[must_use]
+    pub fn new(socket: impl AsRef<Path>) -> Self {
+        Client {
+            socket: socket.as_ref().to_path_buf(),
+            token: None,
+        }
+    }
+
+    /// Sends `Authorization: Bearer <token>` with every request.
+    #[must_use]
+    pub fn with_token(mut self, token: Option<String>) -> Self {
+        self.token = token;
+        self
+    }
+
+    pub async fn get(&self, path: &str) -> Result<Response, ClientError> {
+        self.send(Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Result<Response, ClientError> {
+        self.send(Method::POST, path, Some(body.to_string().into_bytes()))
+            .await
+    }
+
+    /// Sends raw bytes (tests use it for malformed and oversize bodies).
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<Response, ClientError> {
+        let stream =
+            UnixStream::connect(&self.socket)
+                .await
+                .map_err(|source| ClientError::Unreachable {
+                    path: self.socket.clone(),
+                    source,
+                })?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let conn = tokio::spawn(conn);
+        let mut req = Request::builder()
+            .method(method)
+            .uri(format!("http://gatebot{path}"))
+            .header("host", "gatebot");
+        if body.is_some() {
+            req = req.header("content-type", "application/json");
+        }
+        if let Some(t) = &self.token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        let req = req
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let res = sender
+            .send_request(req)
+            .await
+            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+        let status = res.status();
+        let bytes = res
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| ClientError::Protocol(e.to_string()))?
+            .to_bytes();
+        conn.abort();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).map_err(|e| {
+                ClientError::Protocol(format!("the daemon answered with invalid JSON: {e}"))
+            })?
+        };
+        Ok(Response { status, body })
+    }
+}

@@ -1,0 +1,457 @@
+//! The local HTTP/JSON API.
+//!
+//! Two routers share the handlers:
+//! - the **agent API** ([`agent_router`]), served on the agents' Unix socket and the
+//!   optional TCP listener: submit, get (long-poll), report a result, cancel, list
+//!   the agent's own pending requests. It has no route that decides a request.
+//! - the **owner API** ([`owner_router`]), served only on the control socket (mode
+//!   0600): everything above for any agent, plus decisions and the audit trail.
+//!
+//! Errors are `{"error": {"code": "…", "message": "…"}}` with a fitting status.
+
+pub mod client;
+mod wire;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, Request, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::approval::{Approval, Channel, Decision, Status};
+use crate::engine::{Engine, EngineError, Submission, Transport};
+
+pub use wire::{ApprovalView, DecisionBody, ResultBody, SubmitBody};
+
+/// Shared state of a router.
+#[derive(Clone)]
+pub struct ApiState {
+    pub engine: Arc<Engine>,
+    pub transport: Transport,
+    /// True on the owners' control socket.
+    pub owner: bool,
+    /// Fires at shutdown so long-polls return at once.
+    pub shutdown: CancellationToken,
+}
+
+/// An API error: status, stable code, human message.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    /// The request the error is about, if any (e.g. who already decided it).
+    pub approval: Option<Box<Approval>>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            approval: None,
+        }
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        let message = e.to_string();
+        match e {
+            EngineError::UnknownAgent(_) => {
+                ApiError::new(StatusCode::FORBIDDEN, "unknown_agent", message)
+            }
+            EngineError::Unauthorized(_) => {
+                ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+            }
+            EngineError::Forbidden(_) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", message),
+            EngineError::Invalid(_) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)
+            }
+            EngineError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "not_found", message),
+            EngineError::Ambiguous { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "ambiguous_id", message)
+            }
+            EngineError::AlreadySettled(a) => ApiError {
+                status: StatusCode::CONFLICT,
+                code: "already_decided",
+                message,
+                approval: Some(a),
+            },
+            EngineError::IdempotencyConflict { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "idempotency_conflict", message)
+            }
+            EngineError::Store(_) | EngineError::Internal(_) => {
+                tracing::error!(error = %message, "request failed");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "internal error; see the daemon's log",
+                )
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({"error": {"code": self.code, "message": self.message}});
+        if let Some(a) = self.approval {
+            body["request"] = serde_json::to_value(ApprovalView::from(&*a)).unwrap_or_default();
+        }
+        (self.status, Json(body)).into_response()
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// Routes agents may use.
+pub fn agent_router(state: ApiState) -> Router {
+    common_routes()
+        .route("/v1/requests/{id}/decision", post(decision_forbidden))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+/// Routes for owners: the agent routes plus decisions and the audit trail.
+pub fn owner_router(state: ApiState) -> Router {
+    common_routes()
+        .route("/v1/requests/{id}/decision", post(decide))
+        .route("/v1/audit", get(audit))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
+fn common_routes() -> Router<ApiState> {
+    Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/requests", post(submit).get(list))
+        .route("/v1/requests/{id}", get(get_request))
+        .route("/v1/requests/{id}/result", post(report))
+        .route("/v1/requests/{id}/cancel", post(cancel))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "no_route",
+        "no such route; see docs/api.md",
+    )
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method; see docs/api.md",
+    )
+}
+
+async fn decision_forbidden() -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        "agents cannot decide requests; an owner decides from a chat channel or the CLI",
+    )
+}
+
+async fn health() -> Json<serde_json::Value> {
+    Json(json!({"ok": true, "version": env!("CARGO_PKG_VERSION")}))
+}
+
+/// The bearer token of a request, if any.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+}
+
+/// Reads and parses a JSON body under the size cap, with errors a person can act on.
+async fn json_body<T: DeserializeOwned>(state: &ApiState, req: Request<Body>) -> ApiResult<T> {
+    let limit = state.engine.config().queue.max_body_bytes;
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the request body is larger than {limit} bytes (queue.max_body_bytes)"),
+        )
+    };
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let bytes = axum::body::to_bytes(req.into_body(), limit)
+        .await
+        .map_err(|_| too_large())?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        use serde_json::error::Category;
+        match e.classify() {
+            Category::Data => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e.to_string())
+            }
+            _ => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "malformed_json",
+                format!("the body is not valid JSON: {e}"),
+            ),
+        }
+    })
+}
+
+async fn submit(State(state): State<ApiState>, req: Request<Body>) -> ApiResult<Response> {
+    let token = bearer(req.headers()).map(str::to_string);
+    let body: SubmitBody = json_body(&state, req).await?;
+    let span = tracing::info_span!("submit", agent = %body.agent, tool = %body.tool);
+    async move {
+        let agent = state
+            .engine
+            .authenticate(&body.agent, token.as_deref(), state.transport)?;
+        let ttl = body
+            .ttl
+            .as_deref()
+            .map(crate::config::parse_duration)
+            .transpose()
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_request",
+                    format!("`ttl`: {e}"),
+                )
+            })?;
+        let submitted = state
+            .engine
+            .submit(
+                Submission {
+                    agent: body.agent,
+                    tool: body.tool,
+                    args: body.args,
+                    summary: body.summary,
+                    confidence: body.confidence,
+                    environment: body.environment,
+                    ttl,
+                    idempotency_key: body.idempotency_key,
+                },
+                &agent,
+            )
+            .await?;
+        let status = if submitted.created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        Ok((status, Json(ApprovalView::from(&submitted.approval))).into_response())
+    }
+    .instrument(span)
+    .await
+}
+
+/// Loads a request and checks the caller may see it: owners see all; an agent
+/// sees its own (with its token, if it has one).
+async fn authorised_request(
+    state: &ApiState,
+    id: &str,
+    headers: &HeaderMap,
+) -> ApiResult<Approval> {
+    let approval = if state.owner {
+        state.engine.lookup(id, false).await?
+    } else {
+        state.engine.get(id).await?
+    };
+    if !state.owner {
+        state
+            .engine
+            .authenticate(&approval.agent, bearer(headers), state.transport)
+            .map_err(|e| match e {
+                // Don't reveal that the id exists to an agent that cannot see it.
+                EngineError::UnknownAgent(_) => EngineError::NotFound(id.to_string()),
+                other => other,
+            })?;
+    }
+    Ok(approval)
+}
+
+#[derive(serde::Deserialize)]
+struct WaitQuery {
+    wait: Option<f64>,
+}
+
+async fn get_request(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    Query(q): Query<WaitQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Json<ApprovalView>> {
+    let approval = authorised_request(&state, &id, &headers).await?;
+    let max = state.engine.config().queue.max_wait;
+    let wait = match q.wait {
+        None => Duration::ZERO,
+        Some(w) if w.is_finite() && w >= 0.0 => Duration::from_secs_f64(w).min(max),
+        Some(_) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "`wait` must be a number of seconds ≥ 0",
+            ))
+        }
+    };
+    let approval = if approval.status == Status::Pending && !wait.is_zero() {
+        state
+            .engine
+            .wait(&approval.id, wait, &state.shutdown)
+            .await?
+    } else {
+        approval
+    };
+    Ok(Json(ApprovalView::from(&approval)))
+}
+
+#[derive(serde::Deserialize)]
+struct ListQuery {
+    status: Option<String>,
+    agent: Option<String>,
+}
+
+async fn list(
+    State(state): State<ApiState>,
+    Query(q): Query<ListQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Json<serde_json::Value>> {
+    let status = match q.status.as_deref() {
+        None | Some("") => None,
+        Some(s) => Some(
+            s.parse::<Status>()
+                .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e))?,
+        ),
+    };
+    if !state.owner {
+        // Agents list only their own requests, and must say who they are.
+        let Some(agent) = q.agent.as_deref() else {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "agents must name themselves: GET /v1/requests?agent=NAME",
+            ));
+        };
+        state
+            .engine
+            .authenticate(agent, bearer(&headers), state.transport)?;
+    }
+    let agent = q.agent.clone();
+    let rows = state.engine.blocking(move |s| s.list(status, 1000)).await?;
+    let views: Vec<ApprovalView> = rows
+        .iter()
+        .filter(|a| agent.as_deref().is_none_or(|n| a.agent == n))
+        .map(ApprovalView::from)
+        .collect();
+    Ok(Json(json!({"requests": views})))
+}
+
+async fn report(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    req: Request<Body>,
+) -> ApiResult<Json<ApprovalView>> {
+    let headers = req.headers().clone();
+    let approval = authorised_request(&state, &id, &headers).await?;
+    let body: ResultBody = json_body(&state, req).await?;
+    let to = match (body.ok, body.executing) {
+        (Some(true), _) => Status::Succeeded,
+        (Some(false), _) => Status::Failed,
+        (None, Some(true)) => Status::Executing,
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "send {\"ok\": true|false, \"detail\": \"…\"} or {\"executing\": true}",
+            ))
+        }
+    };
+    let a = state.engine.report(&approval.id, to, body.detail).await?;
+    Ok(Json(ApprovalView::from(&a)))
+}
+
+async fn cancel(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Json<ApprovalView>> {
+    let approval = authorised_request(&state, &id, &headers).await?;
+    let a = state.engine.cancel(&approval.id, &approval.agent).await?;
+    Ok(Json(ApprovalView::from(&a)))
+}
+
+async fn decide(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+    req: Request<Body>,
+) -> ApiResult<Json<ApprovalView>> {
+    let body: DecisionBody = json_body(&state, req).await?;
+    let verb = body
+        .decision
+        .parse()
+        .map_err(|e: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e))?;
+    let actor = body
+        .actor
+        .filter(|a| !a.trim().is_empty())
+        .unwrap_or_else(local_user);
+    let a = state
+        .engine
+        .decide(
+            &id,
+            Decision {
+                verb,
+                actor,
+                via: Channel::Cli,
+                reason: body.reason.filter(|r| !r.trim().is_empty()),
+            },
+        )
+        .await?;
+    Ok(Json(ApprovalView::from(&a)))
+}
+
+#[derive(serde::Deserialize)]
+struct AuditQuery {
+    request: Option<String>,
+    since: Option<i64>,
+}
+
+async fn audit(
+    State(state): State<ApiState>,
+    Query(q): Query<AuditQuery>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let id = match q.request {
+        Some(typed) => Some(state.engine.lookup(&typed, false).await?.id),
+        None => None,
+    };
+    let rows = state
+        .engine
+        .blocking(move |s| s.audit_rows(id.as_deref(), q.since))
+        .await?;
+    Ok(Json(json!({"audit": rows})))
+}
+
+/// The name of the local user, for decisions made from the CLI.
+#[must_use]
+pub fn local_user() -> String {
+    std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "local owner".to_string())
+}

@@ -1,0 +1,125 @@
+//! The JSON shapes of the API (docs/api.md describes them for users).
+
+use serde::{Deserialize, Serialize};
+
+use crate::approval::{format_ms, Approval, Channel, Status};
+use crate::policy::Risk;
+
+/// `POST /v1/requests`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitBody {
+    pub agent: String,
+    pub tool: String,
+    pub args: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
+    /// A duration like `30m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+/// `POST /v1/requests/{id}/result`: `{ok, detail?}` or `{executing: true}`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResultBody {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executing: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// `POST /v1/requests/{id}/decision` (control socket only).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionBody {
+    /// `approve`, `approve-always` or `deny`.
+    pub decision: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Who decided; defaults to the daemon's idea of the local user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+}
+
+/// A request as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalView {
+    pub id: String,
+    pub short_id: String,
+    pub agent: String,
+    pub tool: String,
+    pub status: Status,
+    pub risk: Risk,
+    /// Why it has this status: the owner's reason, the expiry, or the policy's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The policy's reason, always present.
+    pub policy_reason: String,
+    /// One sentence for the agent's model, distinct per outcome.
+    pub message: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checkpoint: bool,
+    pub always_allow_offered: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    pub args: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_via: Option<Channel>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub always_allowed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_detail: Option<String>,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
+impl From<&Approval> for ApprovalView {
+    fn from(a: &Approval) -> Self {
+        let reason = match a.status {
+            Status::Rejected
+            | Status::Expired
+            | Status::Approved
+            | Status::Executing
+            | Status::Succeeded
+            | Status::Failed => a.decision_reason.clone(),
+            Status::Cancelled => Some("cancelled by the agent".into()),
+            Status::Pending | Status::Allowed | Status::Blocked => Some(a.policy_reason.clone()),
+        };
+        ApprovalView {
+            id: a.id.clone(),
+            short_id: a.short_id.clone(),
+            agent: a.agent.clone(),
+            tool: a.tool.clone(),
+            status: a.status,
+            risk: a.risk.clone(),
+            reason,
+            policy_reason: a.policy_reason.clone(),
+            message: a.message(),
+            checkpoint: a.checkpoint,
+            always_allow_offered: a.always_allow_offered,
+            summary: a.summary.clone(),
+            args: a.args.clone(),
+            decided_by: a.decided_by.clone(),
+            decided_via: a.decided_via,
+            always_allowed: a.always_allowed,
+            result_detail: a.result_detail.clone(),
+            created_at: format_ms(a.created_at),
+            decided_at: a.decided_at.map(format_ms),
+            expires_at: a.expires_at.map(format_ms),
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! The approval record and its lifecycle.
+//!
+//! ```text
+//! submit ─┬─ allowed   (policy: runs at once)          ─┐
+//!         ├─ blocked   (policy: refused)                 │ terminal
+//!         └─ pending ─┬─ approved ─▶ executing ─▶ succeeded | failed
+//!                     ├─ rejected                        │
+//!                     ├─ expired   (deadline passed)     │
+//!                     └─ cancelled (by the agent)       ─┘
+//! ```
+//! `allowed` may also move to `executing` / `succeeded` / `failed` when the agent reports.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::Risk;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pending,
+    Approved,
+    Rejected,
+    Expired,
+    Cancelled,
+    Executing,
+    Succeeded,
+    Failed,
+    Allowed,
+    Blocked,
+}
+
+impl Status {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Approved => "approved",
+            Status::Rejected => "rejected",
+            Status::Expired => "expired",
+            Status::Cancelled => "cancelled",
+            Status::Executing => "executing",
+            Status::Succeeded => "succeeded",
+            Status::Failed => "failed",
+            Status::Allowed => "allowed",
+            Status::Blocked => "blocked",
+        }
+    }
+
+    /// The agent may run the action.
+    #[must_use]
+    pub fn is_go(self) -> bool {
+        matches!(
+            self,
+            Status::Approved
+                | Status::Allowed
+                | Status::Executing
+                | Status::Succeeded
+                | Status::Failed
+        )
+    }
+
+    /// No longer waiting for a human.
+    #[must_use]
+    pub fn is_settled(self) -> bool {
+        self != Status::Pending
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Status {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        serde_json::from_value(serde_json::Value::String(s.to_string()))
+            .map_err(|_| format!("unknown status `{s}`"))
+    }
+}
+
+/// Where a decision came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Channel {
+    Telegram,
+    Slack,
+    Cli,
+    Api,
+    System,
+}
+
+impl Channel {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Telegram => "telegram",
+            Channel::Slack => "slack",
+            Channel::Cli => "cli",
+            Channel::Api => "api",
+            Channel::System => "system",
+        }
+    }
+
+    /// How a channel is named to people ("Approved by alice (Telegram)").
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Channel::Telegram => "Telegram",
+            Channel::Slack => "Slack",
+            Channel::Cli => "CLI",
+            Channel::Api => "API",
+            Channel::System => "gatebot",
+        }
+    }
+}
+
+impl FromStr for Channel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        serde_json::from_value(serde_json::Value::String(s.to_string()))
+            .map_err(|_| format!("unknown channel `{s}`"))
+    }
+}
+
+/// What an owner decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verb {
+    Approve,
+    ApproveAlways,
+    Deny,
+}
+
+impl FromStr for Verb {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "approve" | "allow" | "allow_once" | "yes" => Ok(Verb::Approve),
+            "approve_always" | "allow_always" | "always" => Ok(Verb::ApproveAlways),
+            "deny" | "reject" | "no" => Ok(Verb::Deny),
+            other => Err(format!(
+                "unknown decision `{other}`: use approve, approve-always or deny"
+            )),
+        }
+    }
+}
+
+/// A decision with who made it and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub verb: Verb,
+    /// Who decided: a display name or user id.
+    pub actor: String,
+    pub via: Channel,
+    pub reason: Option<String>,
+}
+
+/// One request and everything that happened to it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Approval {
+    pub id: String,
+    pub short_id: String,
+    pub agent: String,
+    pub tool: String,
+    pub args: serde_json::Value,
+    pub summary: Option<String>,
+    pub confidence: Option<f64>,
+    pub environment: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub status: Status,
+    pub risk: Risk,
+    pub policy_reason: String,
+    pub checkpoint: bool,
+    pub always_allow_offered: bool,
+    pub decided_by: Option<String>,
+    pub decided_via: Option<Channel>,
+    pub decision_reason: Option<String>,
+    pub always_allowed: bool,
+    pub result_detail: Option<String>,
+    /// Unix milliseconds.
+    pub ttl_ms: Option<i64>,
+    pub created_at: i64,
+    pub decided_at: Option<i64>,
+    pub expires_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+impl Approval {
+    /// The sentence a model reads about this request; it cannot be mistaken for
+    /// another outcome, and says plainly when the action did not run.
+    #[must_use]
+    pub fn message(&self) -> String {
+        let tool = &self.tool;
+        match self.status {
+            Status::Pending => format!(
+                "[Action pending] {tool}: waiting for a human decision (id {}). Do not run it yet.",
+                self.short_id
+            ),
+            Status::Allowed => format!("[Action allowed] {tool}: {}", self.policy_reason),
+            Status::Approved | Status::Executing | Status::Succeeded | Status::Failed => {
+                let by = self.decided_by.as_deref().unwrap_or("an approver");
+                let mut m = format!("[Action approved] {tool}: approved by {by}");
+                if let Some(r) = &self.decision_reason {
+                    m.push_str(&format!(": {r}"));
+                }
+                m
+            }
+            Status::Rejected => format!(
+                "[Action rejected] {tool}: {}. The action was not run.",
+                self.decision_reason.as_deref().unwrap_or("No reason given")
+            ),
+            Status::Expired => format!(
+                "[Action expired] {tool}: {}. Nobody decided, so the action was not run; it was not denied.",
+                self.decision_reason.as_deref().unwrap_or("no response in time")
+            ),
+            Status::Cancelled => format!(
+                "[Action cancelled] {tool}: cancelled by the agent. The action was not run."
+            ),
+            Status::Blocked => format!(
+                "[Action blocked] {tool}: {}. The action was not run.",
+                self.policy_reason
+            ),
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+#[must_use]
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// RFC 3339 UTC, seconds precision.
+#[must_use]
+pub fn format_ms(ms: i64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// The alphabet of short ids: no 0/o, 1/l/i, so they survive being read aloud or typed.
+pub const SHORT_ID_ALPHABET: &[u8] = b"23456789abcdefghjkmnpqrstuvwxyz";
+pub const SHORT_ID_LEN: usize = 8;
+
+/// A fresh random short id.
+#[must_use]
+pub fn new_short_id() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    (0..SHORT_ID_LEN)
+        .map(|_| SHORT_ID_ALPHABET[rng.random_range(0..SHORT_ID_ALPHABET.len())] as char)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_ids_use_only_the_unambiguous_alphabet() {
+        for _ in 0..200 {
+            let id = new_short_id();
+            assert_eq!(id.len(), SHORT_ID_LEN);
+            assert!(id.bytes().all(|b| SHORT_ID_ALPHABET.contains(&b)), "{id}");
+        }
+    }
+
+    #[test]
+    fn verbs_accept_the_chat_spellings() {
+        assert_eq!("allow-once".parse::<Verb>().unwrap(), Verb::Approve);
+        assert_eq!("allow-always".parse::<Verb>().unwrap(), Verb::ApproveAlways);
+        assert_eq!(
+            "approve-always".parse::<Verb>().unwrap(),
+            Verb::ApproveAlways
+        );
+        assert_eq!("DENY".parse::<Verb>().unwrap(), Verb::Deny);
+        assert!("maybe".parse::<Verb>().is_err());
+    }
+
+    #[test]
+    fn statuses_round_trip_through_strings() {
+        for s in [
+            Status::Pending,
+            Status::Approved,
+            Status::Rejected,
+            Status::Expired,
+            Status::Cancelled,
+            Status::Executing,
+            Status::Succeeded,
+            Status::Failed,
+            Status::Allowed,
+            Status::Blocked,
+        ] {
+            assert_eq!(s.as_str().parse::<Status>().unwrap(), s);
+        }
+    }
+}

@@ -1,0 +1,773 @@
+//! `bot.toml`: loading, validation and the resolved configuration.
+//!
+//! Loading happens in two steps:
+//! 1. the file is deserialized into the `File*` structs; type errors, unknown keys,
+//!    bad durations, bad enum values and bad regexes are reported by TOML with the
+//!    key path, line and column;
+//! 2. the result is resolved into [`Config`]: secrets are read from the environment
+//!    or files, relative paths are anchored at the config file's directory, and
+//!    cross-key rules are checked. Errors here also name the key path and, where the
+//!    key is in the file, its line.
+//!
+//! Every key is documented in the example `bot.toml` at the top of the repository.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::policy::{
+    AgentRules, ConfidencePreset, ConfidenceThresholds, ContentPatterns, PatternOverrides, Policy,
+    Tier, ToolApprovalMode, ToolClass,
+};
+use crate::secret::Secret;
+
+/// A configuration error: what is wrong, where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file the error is in.
+    pub file: PathBuf,
+    /// The key path (`agents.mailer.tier`), empty when the whole file is at fault.
+    pub key: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if !self.key.is_empty() {
+            write!(f, ": `{}`", self.key)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The resolved configuration the daemon runs with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file this was loaded from (used to reload on SIGHUP).
+    pub source: PathBuf,
+    pub store: StoreConfig,
+    pub queue: QueueConfig,
+    pub log: LogConfig,
+    pub policy: Policy,
+    pub default_ttl: Duration,
+    pub max_ttl: Duration,
+    pub unknown_agents: UnknownAgents,
+    pub agents: BTreeMap<String, AgentConfig>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct QueueConfig {
+    /// The agents' Unix socket (mode 0660).
+    pub socket: PathBuf,
+    /// The owners' Unix socket (mode 0600): decisions and listings.
+    pub control_socket: PathBuf,
+    /// Optional TCP listener for agents; every request needs the agent's token.
+    pub listen: Option<String>,
+    /// Largest accepted request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Longest long-poll a client may ask for.
+    pub max_wait: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Plain,
+    Json,
+}
+
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    /// A `tracing` filter, e.g. `info` or `gatebot=debug,info`.
+    pub level: String,
+}
+
+/// What to do with requests from agents that have no `[agents.NAME]` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownAgents {
+    /// Refuse them with `unknown_agent`.
+    Reject,
+    /// Treat them as `supervised` agents with no lists: every call asks a human.
+    Supervised,
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub rules: AgentRules,
+    /// When set, every request from this agent must carry `Authorization: Bearer <token>`.
+    pub token: Option<Secret>,
+}
+
+impl Config {
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let raw = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            key: String::new(),
+            line: None,
+            message: format!("cannot read the config file: {e}"),
+        })?;
+        Config::parse(&raw, path)
+    }
+
+    /// Validates config text; `path` names the file in errors and anchors relative paths.
+    pub fn parse(raw: &str, path: &Path) -> Result<Config, ConfigError> {
+        let file: FileConfig = parse_file(raw, path)?;
+        let ctx = Resolve {
+            raw,
+            path,
+            base: path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(".")),
+        };
+        ctx.resolve(file)
+    }
+
+    /// The rules for an agent, applying `[policy] unknown_agents`.
+    #[must_use]
+    pub fn agent(&self, name: &str) -> Option<AgentConfig> {
+        match self.agents.get(name) {
+            Some(agent) => Some(agent.clone()),
+            None => match self.unknown_agents {
+                UnknownAgents::Reject => None,
+                UnknownAgents::Supervised => Some(AgentConfig {
+                    rules: AgentRules::with_tier(Tier::Supervised),
+                    token: None,
+                }),
+            },
+        }
+    }
+}
+
+fn parse_file(raw: &str, path: &Path) -> Result<FileConfig, ConfigError> {
+    let err = |key: String, e: toml::de::Error| ConfigError {
+        file: path.to_path_buf(),
+        line: e.span().map(|s| line_of(raw, s.start)),
+        key,
+        message: e.message().trim().to_string(),
+    };
+    let de = toml::Deserializer::parse(raw).map_err(|e| err(String::new(), e))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let key = e.path().to_string();
+        let key = if key == "." { String::new() } else { key };
+        err(key, e.into_inner())
+    })
+}
+
+/// 1-based line of a byte offset.
+fn line_of(raw: &str, offset: usize) -> usize {
+    raw[..offset.min(raw.len())].matches('\n').count() + 1
+}
+
+/// The line of `key` inside `[table]` (dotted, e.g. `agents.mailer`), by a plain scan.
+/// Good enough for error messages about keys we know are present.
+fn locate(raw: &str, table: &str, key: &str) -> Option<usize> {
+    let mut in_table = table.is_empty();
+    let header = format!("[{table}]");
+    for (i, line) in raw.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_table = t.replace(' ', "") == header.replace(' ', "");
+            if in_table && key.is_empty() {
+                return Some(i + 1);
+            }
+            continue;
+        }
+        if in_table && !key.is_empty() {
+            if let Some((k, _)) = t.split_once('=') {
+                if k.trim().trim_matches('"') == key {
+                    return Some(i + 1);
+                }
+            }
+        }
+    }
+    None
+}
+
+// ---- the file as written -------------------------------------------------------------
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct FileConfig {
+    store: FileStore,
+    queue: FileQueue,
+    log: FileLog,
+    policy: FilePolicy,
+    tools: HashMap<String, ToolClass>,
+    agents: BTreeMap<String, FileAgent>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct FileStore {
+    path: PathBuf,
+}
+
+impl Default for FileStore {
+    fn default() -> Self {
+        FileStore {
+            path: PathBuf::from("gatebot.db"),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct FileQueue {
+    socket: PathBuf,
+    control_socket: PathBuf,
+    listen: Option<String>,
+    max_body_bytes: usize,
+    #[serde(deserialize_with = "de_duration")]
+    max_wait: Duration,
+}
+
+impl Default for FileQueue {
+    fn default() -> Self {
+        FileQueue {
+            socket: PathBuf::from("gatebot.sock"),
+            control_socket: PathBuf::from("gatebot-control.sock"),
+            listen: None,
+            max_body_bytes: 64 * 1024,
+            max_wait: Duration::from_secs(300),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct FileLog {
+    format: LogFormat,
+    level: String,
+}
+
+impl Default for FileLog {
+    fn default() -> Self {
+        FileLog {
+            format: LogFormat::Plain,
+            level: "info".into(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct FilePolicy {
+    tool_approval_mode: ToolApprovalMode,
+    #[serde(deserialize_with = "de_duration")]
+    default_ttl: Duration,
+    #[serde(deserialize_with = "de_duration")]
+    max_ttl: Duration,
+    unknown_agents: UnknownAgents,
+    internal_tools: BTreeSet<String>,
+    patterns: PatternOverrides,
+}
+
+impl Default for FilePolicy {
+    fn default() -> Self {
+        FilePolicy {
+            tool_approval_mode: ToolApprovalMode::Dangerous,
+            default_ttl: Duration::from_secs(24 * 3600),
+            max_ttl: Duration::from_secs(7 * 24 * 3600),
+            unknown_agents: UnknownAgents::Reject,
+            internal_tools: BTreeSet::new(),
+            patterns: PatternOverrides::default(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAgent {
+    tier: Tier,
+    #[serde(default)]
+    require_approval_for: BTreeSet<String>,
+    #[serde(default)]
+    always_allow: BTreeSet<String>,
+    #[serde(default)]
+    deny: BTreeSet<String>,
+    #[serde(default)]
+    checkpoint_before: BTreeSet<String>,
+    #[serde(default)]
+    confidence: Option<FileConfidence>,
+    token: Option<String>,
+    token_env: Option<String>,
+    token_file: Option<PathBuf>,
+}
+
+/// `confidence = "standard"` or `confidence = { preset = "full", ask_human = 0.4 }`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum FileConfidence {
+    Preset(ConfidencePreset),
+    Custom(FileThresholds),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileThresholds {
+    preset: Option<ConfidencePreset>,
+    proceed_freely: Option<f64>,
+    proceed_cautiously: Option<f64>,
+    ask_human: Option<f64>,
+}
+
+fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_duration(&s).map_err(serde::de::Error::custom)
+}
+
+/// Parses `30s`, `30m`, `24h`, `7d`, `1h 30m`. Zero is refused.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|e| format!("`{s}` is not a duration like 30m, 24h or 7d ({e})"))?;
+    if d.is_zero() {
+        return Err(format!("`{s}` must be longer than zero"));
+    }
+    Ok(d)
+}
+
+/// Formats a duration the way the config writes it: `7d`, `24h`, `90m`, `45s`.
+#[must_use]
+pub fn format_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        _ if s >= 2 * 86_400 && s % 86_400 == 0 => format!("{}d", s / 86_400),
+        _ if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
+        _ if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
+        _ => format!("{s}s"),
+    }
+}
+
+// ---- resolution ----------------------------------------------------------------------
+
+struct Resolve<'a> {
+    raw: &'a str,
+    path: &'a Path,
+    base: PathBuf,
+}
+
+impl Resolve<'_> {
+    fn error(&self, table: &str, key: &str, message: impl Into<String>) -> ConfigError {
+        let full = match (table.is_empty(), key.is_empty()) {
+            (true, _) => key.to_string(),
+            (false, true) => table.to_string(),
+            (false, false) => format!("{table}.{key}"),
+        };
+        ConfigError {
+            file: self.path.to_path_buf(),
+            key: full,
+            line: locate(self.raw, table, key).or_else(|| locate(self.raw, table, "")),
+            message: message.into(),
+        }
+    }
+
+    fn anchor(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.base.join(p)
+        }
+    }
+
+    fn resolve(&self, file: FileConfig) -> Result<Config, ConfigError> {
+        let FileConfig {
+            store,
+            queue,
+            log,
+            policy,
+            tools,
+            agents,
+        } = file;
+
+        if queue.max_body_bytes < 1024 {
+            return Err(self.error("queue", "max_body_bytes", "must be at least 1024"));
+        }
+        if let Some(listen) = &queue.listen {
+            if listen.parse::<std::net::SocketAddr>().is_err() {
+                return Err(self.error(
+                    "queue",
+                    "listen",
+                    format!("`{listen}` is not an address like 127.0.0.1:8377"),
+                ));
+            }
+        }
+        if queue.socket == queue.control_socket {
+            return Err(self.error(
+                "queue",
+                "control_socket",
+                "must differ from `queue.socket`: agents must not reach the owners' socket",
+            ));
+        }
+        if tracing_subscriber::EnvFilter::try_new(&log.level).is_err() {
+            return Err(self.error(
+                "log",
+                "level",
+                format!(
+                    "`{}` is not a log filter like info or gatebot=debug",
+                    log.level
+                ),
+            ));
+        }
+        if policy.default_ttl > policy.max_ttl {
+            return Err(self.error(
+                "policy",
+                "default_ttl",
+                format!(
+                    "{} is longer than `policy.max_ttl` ({})",
+                    format_duration(policy.default_ttl),
+                    format_duration(policy.max_ttl)
+                ),
+            ));
+        }
+        let patterns = ContentPatterns::new(&policy.patterns).map_err(|e| {
+            self.error(
+                "policy.patterns",
+                e.key,
+                format!("invalid regular expression: {}", e.message),
+            )
+        })?;
+
+        let mut resolved = BTreeMap::new();
+        let mut tokens: HashMap<String, String> = HashMap::new();
+        for (name, agent) in agents {
+            let table = format!("agents.{name}");
+            if !valid_agent_name(&name) {
+                return Err(self.error(
+                    &table,
+                    "",
+                    "agent names may use only letters, digits, '-', '_' and '.' (at most 64)",
+                ));
+            }
+            let token = self.secret(
+                &table,
+                "token",
+                agent.token,
+                agent.token_env,
+                agent.token_file,
+            )?;
+            if let Some(t) = &token {
+                if let Some(other) = tokens.insert(t.expose().to_string(), name.clone()) {
+                    return Err(self.error(
+                        &table,
+                        "token",
+                        format!("agents `{other}` and `{name}` share a token; each agent needs its own so one cannot act as the other"),
+                    ));
+                }
+            }
+            if let Some(tool) = agent.always_allow.intersection(&agent.deny).next() {
+                return Err(self.error(
+                    &table,
+                    "deny",
+                    format!("`{tool}` is in both always_allow and deny"),
+                ));
+            }
+            let confidence = self.confidence(&table, agent.confidence)?;
+            resolved.insert(
+                name,
+                AgentConfig {
+                    rules: AgentRules {
+                        tier: agent.tier,
+                        require_approval_for: agent.require_approval_for,
+                        always_allow: agent.always_allow,
+                        deny: agent.deny,
+                        confidence,
+                        checkpoint_before: agent.checkpoint_before,
+                    },
+                    token,
+                },
+            );
+        }
+
+        Ok(Config {
+            source: self.path.to_path_buf(),
+            store: StoreConfig {
+                path: self.anchor(&store.path),
+            },
+            queue: QueueConfig {
+                socket: self.anchor(&queue.socket),
+                control_socket: self.anchor(&queue.control_socket),
+                listen: queue.listen,
+                max_body_bytes: queue.max_body_bytes,
+                max_wait: queue.max_wait,
+            },
+            log: LogConfig {
+                format: log.format,
+                level: log.level,
+            },
+            policy: Policy {
+                tool_classes: tools,
+                tool_approval_mode: policy.tool_approval_mode,
+                internal_tools: policy.internal_tools,
+                patterns,
+            },
+            default_ttl: policy.default_ttl,
+            max_ttl: policy.max_ttl,
+            unknown_agents: policy.unknown_agents,
+            agents: resolved,
+        })
+    }
+
+    /// Resolves `KEY`, `KEY_env` or `KEY_file` (at most one may be set).
+    fn secret(
+        &self,
+        table: &str,
+        key: &str,
+        inline: Option<String>,
+        env: Option<String>,
+        file: Option<PathBuf>,
+    ) -> Result<Option<Secret>, ConfigError> {
+        let set = [inline.is_some(), env.is_some(), file.is_some()]
+            .iter()
+            .filter(|x| **x)
+            .count();
+        if set > 1 {
+            return Err(self.error(
+                table,
+                key,
+                format!("set only one of `{key}`, `{key}_env` and `{key}_file`"),
+            ));
+        }
+        let value = if let Some(v) = inline {
+            v
+        } else if let Some(var) = env {
+            std::env::var(&var).map_err(|_| {
+                self.error(
+                    table,
+                    &format!("{key}_env"),
+                    format!("environment variable `{var}` is not set"),
+                )
+            })?
+        } else if let Some(f) = file {
+            let f = self.anchor(&f);
+            std::fs::read_to_string(&f)
+                .map_err(|e| {
+                    self.error(
+                        table,
+                        &format!("{key}_file"),
+                        format!("cannot read `{}`: {e}", f.display()),
+                    )
+                })?
+                .trim()
+                .to_string()
+        } else {
+            return Ok(None);
+        };
+        if value.trim().is_empty() {
+            return Err(self.error(table, key, "is empty"));
+        }
+        Ok(Some(Secret::new(value)))
+    }
+
+    fn confidence(
+        &self,
+        table: &str,
+        c: Option<FileConfidence>,
+    ) -> Result<ConfidenceThresholds, ConfigError> {
+        let t = match c {
+            None => ConfidencePreset::Standard.thresholds(),
+            Some(FileConfidence::Preset(p)) => p.thresholds(),
+            Some(FileConfidence::Custom(c)) => {
+                let base = c.preset.unwrap_or(ConfidencePreset::Standard).thresholds();
+                ConfidenceThresholds {
+                    proceed_freely: c.proceed_freely.unwrap_or(base.proceed_freely),
+                    proceed_cautiously: c.proceed_cautiously.unwrap_or(base.proceed_cautiously),
+                    ask_human: c.ask_human.unwrap_or(base.ask_human),
+                }
+            }
+        };
+        let ok = |x: f64| (0.0..=1.0).contains(&x);
+        let in_range = ok(t.proceed_freely) && ok(t.proceed_cautiously) && ok(t.ask_human);
+        let ordered =
+            t.ask_human <= t.proceed_cautiously && t.proceed_cautiously <= t.proceed_freely;
+        if !(in_range && ordered) {
+            return Err(self.error(
+                table,
+                "confidence",
+                "thresholds must lie in 0.0..=1.0 with ask_human <= proceed_cautiously <= proceed_freely",
+            ));
+        }
+        Ok(t)
+    }
+}
+
+/// Agent names appear in URLs, logs and chat prompts: keep them plain.
+#[must_use]
+pub fn valid_agent_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(raw: &str) -> Result<Config, ConfigError> {
+        Config::parse(raw, Path::new("/etc/gatebot/bot.toml"))
+    }
+
+    #[test]
+    fn an_empty_file_gives_safe_defaults() {
+        let c = parse("").unwrap();
+        assert_eq!(c.default_ttl, Duration::from_secs(86_400));
+        assert_eq!(c.unknown_agents, UnknownAgents::Reject);
+        assert_eq!(c.policy.tool_approval_mode, ToolApprovalMode::Dangerous);
+        assert_eq!(c.store.path, PathBuf::from("/etc/gatebot/gatebot.db"));
+        assert_eq!(c.queue.socket, PathBuf::from("/etc/gatebot/gatebot.sock"));
+        assert!(c.agent("nobody").is_none());
+    }
+
+    #[test]
+    fn the_example_bot_toml_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("bot.toml");
+        let c = Config::load(&path).unwrap();
+        assert!(!c.agents.is_empty());
+    }
+
+    #[test]
+    fn a_bad_tier_names_key_and_line() {
+        let e = parse("[agents.mailer]\n\ntier = \"yolo\"\n").unwrap_err();
+        assert_eq!(e.key, "agents.mailer.tier");
+        assert_eq!(e.line, Some(3));
+        assert!(e.message.contains("unknown variant"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_duration_names_key_and_line() {
+        let e = parse("[policy]\ndefault_ttl = \"soon\"\n").unwrap_err();
+        assert_eq!(e.key, "policy.default_ttl");
+        assert_eq!(e.line, Some(2));
+        assert!(e.message.contains("30m"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error() {
+        let e = parse("[queue]\nsocket = \"a.sock\"\nsockett = 1\n").unwrap_err();
+        assert_eq!(e.line, Some(3));
+        assert!(e.message.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_pattern_names_its_key() {
+        let e = parse("[policy.patterns]\npricing = \"(unclosed\"\n").unwrap_err();
+        assert_eq!(e.key, "policy.patterns.pricing");
+        assert_eq!(e.line, Some(2));
+    }
+
+    #[test]
+    fn a_missing_token_env_is_an_error() {
+        let e = parse(
+            "[agents.a]\ntier = \"supervised\"\ntoken_env = \"GATEBOT_TEST_SURELY_UNSET_VAR\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "agents.a.token_env");
+        assert_eq!(e.line, Some(3));
+        assert!(e.message.contains("GATEBOT_TEST_SURELY_UNSET_VAR"));
+    }
+
+    #[test]
+    fn two_token_sources_are_an_error() {
+        let e = parse("[agents.a]\ntier = \"supervised\"\ntoken = \"x\"\ntoken_env = \"Y\"\n")
+            .unwrap_err();
+        assert!(e.message.contains("only one"), "{e}");
+    }
+
+    #[test]
+    fn shared_tokens_are_an_error() {
+        let e = parse(
+            "[agents.a]\ntier = \"supervised\"\ntoken = \"same\"\n[agents.b]\ntier = \"supervised\"\ntoken = \"same\"\n",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("share a token"), "{e}");
+        assert!(
+            !e.to_string().contains("same\""),
+            "the token must not be echoed"
+        );
+    }
+
+    #[test]
+    fn a_token_file_is_read_and_trimmed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tok"), "s3cret\n").unwrap();
+        let cfg = dir.path().join("bot.toml");
+        std::fs::write(
+            &cfg,
+            "[agents.a]\ntier = \"supervised\"\ntoken_file = \"tok\"\n",
+        )
+        .unwrap();
+        let c = Config::load(&cfg).unwrap();
+        assert_eq!(c.agents["a"].token.as_ref().unwrap().expose(), "s3cret");
+    }
+
+    #[test]
+    fn confidence_presets_and_overrides_resolve() {
+        let c = parse(
+            "[agents.a]\ntier = \"autonomous\"\nconfidence = \"full\"\n[agents.b]\ntier = \"autonomous\"\nconfidence = { preset = \"minimal\", ask_human = 0.6 }\n",
+        )
+        .unwrap();
+        assert_eq!(c.agents["a"].rules.confidence.proceed_freely, 0.7);
+        assert_eq!(c.agents["b"].rules.confidence.proceed_freely, 0.99);
+        assert_eq!(c.agents["b"].rules.confidence.ask_human, 0.6);
+    }
+
+    #[test]
+    fn disordered_confidence_thresholds_are_an_error() {
+        let e = parse(
+            "[agents.a]\ntier = \"autonomous\"\nconfidence = { proceed_freely = 0.5, ask_human = 0.9 }\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "agents.a.confidence");
+    }
+
+    #[test]
+    fn unknown_agents_supervised_gives_a_supervised_stranger() {
+        let c = parse("[policy]\nunknown_agents = \"supervised\"\n").unwrap();
+        assert_eq!(c.agent("stranger").unwrap().rules.tier, Tier::Supervised);
+    }
+
+    #[test]
+    fn default_ttl_longer_than_max_is_an_error() {
+        let e = parse("[policy]\ndefault_ttl = \"30d\"\n").unwrap_err();
+        assert_eq!(e.key, "policy.default_ttl");
+    }
+
+    #[test]
+    fn same_socket_twice_is_an_error() {
+        let e = parse("[queue]\nsocket = \"a.sock\"\ncontrol_socket = \"a.sock\"\n").unwrap_err();
+        assert_eq!(e.key, "queue.control_socket");
+    }
+
+    #[test]
+    fn durations_parse_like_the_docs_say() {
+        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
+        assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86_400));
+        assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(604_800));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("tomorrow").is_err());
+        assert_eq!(format_duration(Duration::from_secs(86_400)), "24h");
+        assert_eq!(format_duration(Duration::from_secs(604_800)), "7d");
+        assert_eq!(format_duration(Duration::from_secs(5400)), "90m");
+    }
+}

@@ -1,0 +1,580 @@
+//! The approval engine: the only code that changes an approval's state.
+//!
+//! 1. [`Engine::submit`] authenticates the agent, asks the policy for a verdict,
+//!    commits the request (and its audit rows) to SQLite, then publishes
+//!    [`Event::Submitted`].
+//! 2. A human decides with [`Engine::decide`] (CLI, Telegram, Slack); the store's
+//!    `UPDATE … WHERE status = 'pending'` makes the first decision win, and the
+//!    loser gets [`EngineError::AlreadySettled`] with the winner's record.
+//! 3. [`Engine::run_expiry`] sleeps until the earliest deadline (not a coarse
+//!    poll) and expires what is due; deadlines live in SQLite, so a restart picks
+//!    them up again.
+//! 4. Every change is published as [`Event::Settled`]; long-polling agents
+//!    ([`Engine::wait`]) and chat channels listen on the bus.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, Notify};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::approval::{now_ms, Approval, Channel, Decision, Status, Verb};
+use crate::config::{format_duration, valid_agent_name, AgentConfig, Config};
+use crate::policy::{Action, History, Request};
+use crate::store::{Inserted, Lookup, NewApproval, Store, StoreError, Transition};
+
+/// Longest tool name accepted.
+pub const MAX_TOOL_LEN: usize = 128;
+/// Longest summary accepted, in characters.
+pub const MAX_SUMMARY_CHARS: usize = 2000;
+/// Longest idempotency key accepted.
+pub const MAX_KEY_LEN: usize = 200;
+
+/// Something that happened to an approval.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A new request was stored (any status: pending ones need a prompt).
+    Submitted(Arc<Approval>),
+    /// A request changed state after submission (decided, expired, cancelled, result).
+    Settled(Arc<Approval>),
+}
+
+impl Event {
+    #[must_use]
+    pub fn approval(&self) -> &Approval {
+        match self {
+            Event::Submitted(a) | Event::Settled(a) => a,
+        }
+    }
+}
+
+/// How a client reached gatebot; TCP clients must always present a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Unix,
+    Tcp,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("unknown agent `{0}`: add an [agents.{0}] table to the config")]
+    UnknownAgent(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no request with id `{0}`")]
+    NotFound(String),
+    #[error("`{typed}` matches several requests: {}", candidates.join(", "))]
+    Ambiguous {
+        typed: String,
+        candidates: Vec<String>,
+    },
+    #[error("request {} is already {}", .0.short_id, describe_settled(.0))]
+    AlreadySettled(Box<Approval>),
+    #[error(
+        "idempotency_key `{key}` was already used by this agent for another call (request {id})"
+    )]
+    IdempotencyConflict { key: String, id: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// "approved by alice (Telegram)", "expired: no response within 24h".
+#[must_use]
+pub fn describe_settled(a: &Approval) -> String {
+    let by = a.decided_by.as_deref().unwrap_or("someone");
+    let via = a.decided_via.map(|c| c.label()).unwrap_or("gatebot");
+    match a.status {
+        Status::Expired => format!(
+            "expired: {}",
+            a.decision_reason
+                .as_deref()
+                .unwrap_or("no response in time")
+        ),
+        Status::Rejected => match &a.decision_reason {
+            Some(r) => format!("denied by {by} ({via}): {r}"),
+            None => format!("denied by {by} ({via})"),
+        },
+        Status::Cancelled => "cancelled by the agent".to_string(),
+        Status::Allowed => "allowed by policy".to_string(),
+        Status::Blocked => "blocked by policy".to_string(),
+        Status::Pending => "pending".to_string(),
+        Status::Approved | Status::Executing | Status::Succeeded | Status::Failed => {
+            format!("approved by {by} ({via})")
+        }
+    }
+}
+
+/// A request as an agent submits it.
+#[derive(Debug, Clone, Default)]
+pub struct Submission {
+    pub agent: String,
+    pub tool: String,
+    pub args: Value,
+    pub summary: Option<String>,
+    pub confidence: Option<f64>,
+    pub environment: Option<String>,
+    pub ttl: Option<Duration>,
+    pub idempotency_key: Option<String>,
+}
+
+/// The result of a submission.
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    pub approval: Approval,
+    /// False when an earlier request with the same idempotency key was returned.
+    pub created: bool,
+}
+
+pub struct Engine {
+    store: Arc<Store>,
+    config: RwLock<Arc<Config>>,
+    events: broadcast::Sender<Event>,
+    deadlines_changed: Notify,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    #[must_use]
+    pub fn new(store: Store, config: Config) -> Arc<Engine> {
+        let (events, _) = broadcast::channel(4096);
+        Arc::new(Engine {
+            store: Arc::new(store),
+            config: RwLock::new(Arc::new(config)),
+            events,
+            deadlines_changed: Notify::new(),
+        })
+    }
+
+    /// The configuration in force.
+    #[must_use]
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces the configuration (SIGHUP). Pending requests keep their verdicts.
+    pub async fn reload(&self, config: Config) -> Result<(), EngineError> {
+        let source = config.source.display().to_string();
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+        self.blocking(move |s| {
+            s.audit(
+                now_ms(),
+                None,
+                "config_reloaded",
+                Some("gatebot"),
+                Some(Channel::System),
+                &json!({"source": source}),
+            )
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Subscribes to every approval event from now on.
+    #[must_use]
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// Runs a store call on the blocking pool: SQLite calls block, sometimes on fsync.
+    pub async fn blocking<T, F>(&self, f: F) -> Result<T, EngineError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| EngineError::Internal(format!("store task failed: {e}")))?
+            .map_err(EngineError::from)
+    }
+
+    fn publish(&self, event: Event) {
+        // No receiver is fine: nobody is waiting or prompting.
+        let _ = self.events.send(event);
+    }
+
+    /// Checks that a client may act as `agent`, and returns the agent's config.
+    ///
+    /// An agent with a token must present it on every transport; on TCP every
+    /// agent must have and present one. A token never identifies a different agent.
+    pub fn authenticate(
+        &self,
+        agent: &str,
+        bearer: Option<&str>,
+        transport: Transport,
+    ) -> Result<AgentConfig, EngineError> {
+        let config = self.config();
+        let Some(cfg) = config.agent(agent) else {
+            return Err(EngineError::UnknownAgent(agent.to_string()));
+        };
+        match (&cfg.token, bearer) {
+            (Some(token), Some(b)) if token.matches(b) => Ok(cfg),
+            (Some(_), Some(_)) => Err(EngineError::Unauthorized(format!(
+                "the bearer token is not agent `{agent}`'s token"
+            ))),
+            (Some(_), None) => Err(EngineError::Unauthorized(format!(
+                "agent `{agent}` has a token: send it as `Authorization: Bearer <token>`"
+            ))),
+            (None, _) if transport == Transport::Tcp => Err(EngineError::Unauthorized(format!(
+                "agent `{agent}` has no token configured, and the TCP listener requires one"
+            ))),
+            (None, Some(_)) => Err(EngineError::Unauthorized(format!(
+                "a bearer token was sent, but agent `{agent}` has none configured"
+            ))),
+            (None, None) => Ok(cfg),
+        }
+    }
+
+    fn validate(&self, sub: &Submission) -> Result<Duration, EngineError> {
+        let config = self.config();
+        if !valid_agent_name(&sub.agent) {
+            return Err(EngineError::Invalid(
+                "`agent` must be 1-64 letters, digits, '-', '_' or '.'".into(),
+            ));
+        }
+        if sub.tool.trim().is_empty() || sub.tool.len() > MAX_TOOL_LEN {
+            return Err(EngineError::Invalid(format!(
+                "`tool` must be 1-{MAX_TOOL_LEN} characters"
+            )));
+        }
+        if sub.tool.chars().any(char::is_control) {
+            return Err(EngineError::Invalid(
+                "`tool` must not contain control characters".into(),
+            ));
+        }
+        if let Some(s) = &sub.summary {
+            if s.chars().count() > MAX_SUMMARY_CHARS {
+                return Err(EngineError::Invalid(format!(
+                    "`summary` is longer than {MAX_SUMMARY_CHARS} characters"
+                )));
+            }
+        }
+        if let Some(c) = sub.confidence {
+            if !(0.0..=1.0).contains(&c) {
+                return Err(EngineError::Invalid(format!(
+                    "`confidence` must be between 0.0 and 1.0, got {c}"
+                )));
+            }
+        }
+        if let Some(k) = &sub.idempotency_key {
+            if k.is_empty() || k.len() > MAX_KEY_LEN {
+                return Err(EngineError::Invalid(format!(
+                    "`idempotency_key` must be 1-{MAX_KEY_LEN} bytes"
+                )));
+            }
+        }
+        let ttl = sub.ttl.unwrap_or(config.default_ttl);
+        if ttl.is_zero() || ttl > config.max_ttl {
+            return Err(EngineError::Invalid(format!(
+                "`ttl` must be between 1s and {} (policy.max_ttl)",
+                format_duration(config.max_ttl)
+            )));
+        }
+        Ok(ttl)
+    }
+
+    /// Scores, stores and publishes a request. The request is committed before this returns.
+    pub async fn submit(
+        &self,
+        sub: Submission,
+        agent: &AgentConfig,
+    ) -> Result<Submitted, EngineError> {
+        let ttl = self.validate(&sub)?;
+        let config = self.config();
+        let (name, tool) = (sub.agent.clone(), sub.tool.clone());
+        let (always_allowed, run_before) = self
+            .blocking(move |s| {
+                Ok((
+                    s.is_always_allowed(&name, &tool)?,
+                    s.has_run_before(&name, &tool)?,
+                ))
+            })
+            .await?;
+        let verdict = config.policy.evaluate(
+            &agent.rules,
+            History {
+                always_allowed,
+                first_use: !run_before,
+            },
+            &Request {
+                tool: &sub.tool,
+                args: &sub.args,
+                confidence: sub.confidence,
+                environment: sub.environment.as_deref(),
+            },
+        );
+        let now = now_ms();
+        let status = match verdict.action {
+            Action::Allow => Status::Allowed,
+            Action::Ask => Status::Pending,
+            Action::Block => Status::Blocked,
+        };
+        let ttl_ms = ttl.as_millis() as i64;
+        let new = NewApproval {
+            agent: sub.agent,
+            tool: sub.tool,
+            args: sub.args,
+            summary: sub.summary,
+            confidence: sub.confidence,
+            environment: sub.environment,
+            idempotency_key: sub.idempotency_key.clone(),
+            status,
+            risk: verdict.risk,
+            policy_reason: verdict.reason,
+            checkpoint: verdict.checkpoint,
+            always_allow_offered: verdict.always_allow_offered,
+            ttl_ms: (status == Status::Pending).then_some(ttl_ms),
+            created_at: now,
+            expires_at: (status == Status::Pending).then_some(now + ttl_ms),
+        };
+        let inserted = self.blocking(move |s| s.insert(&new)).await?;
+        let submitted = match inserted {
+            Inserted::New(a) => {
+                info!(
+                    id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
+                    verdict = %a.status, risk = a.risk.score.as_str(),
+                    "request submitted"
+                );
+                if a.status == Status::Pending {
+                    self.deadlines_changed.notify_one();
+                }
+                self.publish(Event::Submitted(Arc::new(a.clone())));
+                Submitted {
+                    approval: a,
+                    created: true,
+                }
+            }
+            Inserted::Existing(a) => Submitted {
+                approval: a,
+                created: false,
+            },
+            Inserted::Conflict(a) => {
+                return Err(EngineError::IdempotencyConflict {
+                    key: sub.idempotency_key.unwrap_or_default(),
+                    id: a.short_id,
+                })
+            }
+        };
+        Ok(submitted)
+    }
+
+    /// Finds a request by full id, short id or unique prefix (≥ 4 characters).
+    pub async fn lookup(&self, typed: &str, pending_only: bool) -> Result<Approval, EngineError> {
+        let t = typed.to_string();
+        match self.blocking(move |s| s.lookup(&t, pending_only)).await? {
+            Lookup::Found(a) => Ok(*a),
+            Lookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
+                typed: typed.to_string(),
+                candidates,
+            }),
+            Lookup::NotFound => Err(EngineError::NotFound(typed.to_string())),
+        }
+    }
+
+    /// A request by its full id.
+    pub async fn get(&self, id: &str) -> Result<Approval, EngineError> {
+        let i = id.to_string();
+        self.blocking(move |s| s.get(&i))
+            .await?
+            .ok_or_else(|| EngineError::NotFound(id.to_string()))
+    }
+
+    /// Applies an owner's decision to the request `typed` names. Channels must
+    /// check that the actor is an approver before calling this.
+    pub async fn decide(&self, typed: &str, decision: Decision) -> Result<Approval, EngineError> {
+        let approval = match self.lookup(typed, true).await {
+            Err(EngineError::NotFound(_)) => self.lookup(typed, false).await?,
+            other => other?,
+        };
+        if decision.verb == Verb::ApproveAlways
+            && approval.status == Status::Pending
+            && !approval.always_allow_offered
+        {
+            return Err(EngineError::Invalid(format!(
+                "\"Always allow\" does not apply to request {}: {} needs a human every time \
+                 (require_approval_for or critical risk); approve it once instead",
+                approval.short_id, approval.tool
+            )));
+        }
+        let id = approval.id.clone();
+        let d = decision.clone();
+        match self.blocking(move |s| s.decide(&id, &d, now_ms())).await? {
+            Transition::Done(a) => {
+                info!(
+                    id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
+                    verdict = %a.status, by = %decision.actor, via = decision.via.as_str(),
+                    "request decided"
+                );
+                self.deadlines_changed.notify_one();
+                self.publish(Event::Settled(Arc::new(a.clone())));
+                Ok(a)
+            }
+            Transition::AlreadySettled(a) => {
+                let (id, actor, via) = (a.id.clone(), decision.actor.clone(), decision.via);
+                let detail = json!({"attempted": decision.verb, "status": a.status.as_str()});
+                self.blocking(move |s| {
+                    s.audit(
+                        now_ms(),
+                        Some(&id),
+                        "decision_refused",
+                        Some(&actor),
+                        Some(via),
+                        &detail,
+                    )
+                })
+                .await?;
+                Err(EngineError::AlreadySettled(Box::new(a)))
+            }
+            Transition::NotFound => Err(EngineError::NotFound(typed.to_string())),
+        }
+    }
+
+    /// Records a refused attempt to decide by someone who is not an approver.
+    pub async fn record_unauthorised(
+        &self,
+        approval_id: Option<String>,
+        actor: String,
+        via: Channel,
+        detail: Value,
+    ) -> Result<(), EngineError> {
+        warn!(actor = %actor, via = via.as_str(), "decision attempt by a non-approver refused");
+        self.blocking(move |s| {
+            s.audit(
+                now_ms(),
+                approval_id.as_deref(),
+                "unauthorised_attempt",
+                Some(&actor),
+                Some(via),
+                &detail,
+            )
+        })
+        .await
+    }
+
+    /// The agent withdraws its own pending request.
+    pub async fn cancel(&self, id: &str, agent: &str) -> Result<Approval, EngineError> {
+        let (i, ag) = (id.to_string(), agent.to_string());
+        match self.blocking(move |s| s.cancel(&i, &ag, now_ms())).await? {
+            Transition::Done(a) => {
+                info!(id = %a.id, agent = %a.agent, tool = %a.tool, "request cancelled");
+                self.deadlines_changed.notify_one();
+                self.publish(Event::Settled(Arc::new(a.clone())));
+                Ok(a)
+            }
+            Transition::AlreadySettled(a) => Err(EngineError::AlreadySettled(Box::new(a))),
+            Transition::NotFound => Err(EngineError::NotFound(id.to_string())),
+        }
+    }
+
+    /// The agent reports that it is running the action, or how it went.
+    pub async fn report(
+        &self,
+        id: &str,
+        to: Status,
+        detail: Option<String>,
+    ) -> Result<Approval, EngineError> {
+        let i = id.to_string();
+        match self
+            .blocking(move |s| s.report(&i, to, detail.as_deref(), now_ms()))
+            .await?
+        {
+            Transition::Done(a) => {
+                info!(id = %a.id, agent = %a.agent, tool = %a.tool, status = %a.status, "result reported");
+                self.publish(Event::Settled(Arc::new(a.clone())));
+                Ok(a)
+            }
+            Transition::AlreadySettled(a) => Err(EngineError::Invalid(format!(
+                "request {} is {}; a result can be reported only for an allowed or approved request",
+                a.short_id, a.status
+            ))),
+            Transition::NotFound => Err(EngineError::NotFound(id.to_string())),
+        }
+    }
+
+    /// Waits until the request leaves `pending`, `timeout` passes, or `stop` fires;
+    /// returns the request as it is then.
+    pub async fn wait(
+        &self,
+        id: &str,
+        timeout: Duration,
+        stop: &CancellationToken,
+    ) -> Result<Approval, EngineError> {
+        // Subscribe before reading, so a change between the read and the wait is not missed.
+        let mut rx = self.subscribe();
+        let current = self.get(id).await?;
+        if current.status.is_settled() || timeout.is_zero() {
+            return Ok(current);
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => return self.get(id).await,
+                _ = stop.cancelled() => return self.get(id).await,
+                ev = rx.recv() => match ev {
+                    Ok(Event::Settled(a)) if a.id == id => return Ok((*a).clone()),
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let a = self.get(id).await?;
+                        if a.status.is_settled() {
+                            return Ok(a);
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return self.get(id).await,
+                },
+            }
+        }
+    }
+
+    /// Pending requests, oldest first.
+    pub async fn pending(&self) -> Result<Vec<Approval>, EngineError> {
+        self.blocking(|s| s.pending()).await
+    }
+
+    /// Expires requests at their deadlines until `stop` fires.
+    pub async fn run_expiry(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            let expired = match self.blocking(|s| s.expire_due(now_ms())).await {
+                Ok(v) => v,
+                Err(e) => {
+                    warn!(error = %e, "expiry pass failed; retrying in 5s");
+                    Vec::new()
+                }
+            };
+            for a in expired {
+                info!(
+                    id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
+                    verdict = "expired", "request expired"
+                );
+                self.publish(Event::Settled(Arc::new(a)));
+            }
+            let next = self.blocking(|s| s.next_deadline()).await.unwrap_or(None);
+            // Sleep until the next deadline; a new request or a decision wakes us to
+            // recompute. Cap the sleep so a clock jump cannot strand a deadline.
+            let sleep = match next {
+                Some(at) => Duration::from_millis((at - now_ms()).clamp(0, 60_000) as u64),
+                None => Duration::from_secs(60),
+            };
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = self.deadlines_changed.notified() => {}
+                _ = tokio::time::sleep(sleep) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! gatebot: a daemon that stands between AI agents and the actions they want to take.
+//!
+//! # Layout
+//! - [`policy`]: pure risk scoring and the allow / ask / block decision.
+//! - [`config`]: `bot.toml`, validated with key paths and line numbers.
+//! - [`store`]: SQLite (WAL): approvals, the append-only audit trail, always-allow additions.
+//! - [`engine`]: the only code that changes an approval's state; the event bus; expiry.
+//! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), and its client.
+//! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
+//! - [`cli`]: the `gatebot` command line.
+
+pub mod api;
+pub mod approval;
+pub mod cli;
+pub mod config;
+pub mod daemon;
+pub mod engine;
+pub mod policy;
+pub mod secret;
+pub mod store;
+pub mod telemetry;

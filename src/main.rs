@@ -1,0 +1,43 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use gatebot::cli::{run_client, Cli, Command, EXIT_ERROR};
+use gatebot::config::Config;
+use gatebot::daemon::{reload_on_sighup, shutdown_signal, App};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run => run(cli).await,
+        _ => run_client(cli).await,
+    }
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    let config = match Config::load(&cli.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    gatebot::telemetry::init(config.log.format, &config.log.level);
+    let source = config.source.clone();
+    let app = match App::build(config).await {
+        Ok(app) => app,
+        Err(e) => {
+            tracing::error!("cannot start: {e:#}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    tokio::spawn(reload_on_sighup(app.engine(), source));
+    match app.run_until(shutdown_signal()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("stopped with an error: {e:#}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}

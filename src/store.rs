@@ -1,0 +1,900 @@
+//! SQLite persistence: approvals, the audit trail, always-allow additions.
+//!
+//! One connection behind a mutex; callers run store methods on a blocking thread
+//! (see `Engine`). Every state change is one transaction that also writes its audit
+//! row, and every transition out of `pending` is `UPDATE … WHERE status = 'pending'`,
+//! so two racing decisions (two taps, a tap and the expiry) yield exactly one winner.
+//!
+//! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
+//! only after its transaction commits, and FULL makes that commit survive a power
+//! loss, not just a process crash; the extra fsync per commit is the price of
+//! "a restart loses nothing".
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
+use rusqlite_migration::{Migrations, M};
+use serde_json::{json, Value};
+
+use crate::approval::{new_short_id, Approval, Channel, Decision, Status, Verb};
+use crate::policy::{Risk, RiskScore, ToolClass};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("database migration failed: {0}")]
+    Migration(#[from] rusqlite_migration::Error),
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![M::up(include_str!("../migrations/0001_initial.sql"))])
+}
+
+/// A new request as the engine hands it to the store.
+#[derive(Debug, Clone)]
+pub struct NewApproval {
+    pub agent: String,
+    pub tool: String,
+    pub args: Value,
+    pub summary: Option<String>,
+    pub confidence: Option<f64>,
+    pub environment: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub status: Status,
+    pub risk: Risk,
+    pub policy_reason: String,
+    pub checkpoint: bool,
+    pub always_allow_offered: bool,
+    pub ttl_ms: Option<i64>,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+}
+
+/// Result of [`Store::insert`].
+#[derive(Debug, Clone)]
+pub enum Inserted {
+    /// A new request was stored.
+    New(Approval),
+    /// The agent already sent this idempotency key with the same tool and args.
+    Existing(Approval),
+    /// The agent already used this idempotency key for a different call.
+    Conflict(Approval),
+}
+
+/// Result of a transition out of `pending`.
+#[derive(Debug, Clone)]
+pub enum Transition {
+    /// This call made the change; the approval as it is now.
+    Done(Approval),
+    /// The approval had already left `pending` (or was never there); as it is now.
+    AlreadySettled(Approval),
+    NotFound,
+}
+
+/// Result of resolving an id typed by a person.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    Found(Box<Approval>),
+    /// Several requests match the prefix; their short ids.
+    Ambiguous(Vec<String>),
+    NotFound,
+}
+
+/// One audit row.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AuditRow {
+    pub seq: i64,
+    pub at: i64,
+    pub approval_id: Option<String>,
+    pub event: String,
+    pub actor: Option<String>,
+    pub channel: Option<String>,
+    pub detail: Value,
+}
+
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+const COLUMNS: &str = "id, short_id, agent, tool, args, summary, confidence, environment, \
+    idempotency_key, status, risk_score, tool_class, risk_factors, policy_reason, checkpoint, \
+    always_allow_offered, decided_by, decided_via, decision_reason, always_allowed, \
+    result_detail, ttl_ms, created_at, decided_at, expires_at, finished_at";
+
+impl Store {
+    /// Opens (creating if needed) the database and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Store> {
+        let mut conn = Connection::open(path)?;
+        Self::prepare(&mut conn)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// An in-memory store, for tests and benchmarks.
+    pub fn open_in_memory() -> Result<Store> {
+        let mut conn = Connection::open_in_memory()?;
+        Self::prepare(&mut conn)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn prepare(conn: &mut Connection) -> Result<()> {
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        migrations().to_latest(conn)?;
+        Ok(())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (transactions roll
+        // back on drop), so a poisoned lock is safe to keep using.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stores a new request with its `submitted` and `evaluated` audit rows, or
+    /// returns the earlier request with the same `(agent, idempotency_key)`.
+    pub fn insert(&self, new: &NewApproval) -> Result<Inserted> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        if let Some(key) = &new.idempotency_key {
+            let existing = tx
+                .query_row(
+                    &format!(
+                        "SELECT {COLUMNS} FROM approvals WHERE agent = ?1 AND idempotency_key = ?2"
+                    ),
+                    params![new.agent, key],
+                    row_to_approval,
+                )
+                .optional()?;
+            if let Some(existing) = existing {
+                let existing = existing?;
+                let same = existing.tool == new.tool && existing.args == new.args;
+                return Ok(if same {
+                    Inserted::Existing(existing)
+                } else {
+                    Inserted::Conflict(existing)
+                });
+            }
+        }
+        let id = ulid::Ulid::new().to_string();
+        let short_id = loop {
+            let candidate = new_short_id();
+            let taken: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM approvals WHERE short_id = ?1)",
+                [&candidate],
+                |r| r.get(0),
+            )?;
+            if !taken {
+                break candidate;
+            }
+        };
+        tx.execute(
+            "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
+             environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
+             policy_reason, checkpoint, always_allow_offered, ttl_ms, created_at, expires_at, \
+             finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
+             ?15, ?16, ?17, ?18, ?19, ?20)",
+            params![
+                id,
+                short_id,
+                new.agent,
+                new.tool,
+                new.args.to_string(),
+                new.summary,
+                new.confidence,
+                new.environment,
+                new.idempotency_key,
+                new.status.as_str(),
+                new.risk.score.as_str(),
+                new.risk.tool_class.as_str(),
+                serde_json::to_string(&new.risk.factors).unwrap_or_else(|_| "[]".into()),
+                new.policy_reason,
+                new.checkpoint,
+                new.always_allow_offered,
+                new.ttl_ms,
+                new.created_at,
+                new.expires_at,
+                (new.status != Status::Pending).then_some(new.created_at),
+            ],
+        )?;
+        audit_tx(
+            &tx,
+            new.created_at,
+            Some(&id),
+            "submitted",
+            Some(&new.agent),
+            None,
+            &json!({"tool": new.tool, "short_id": short_id}),
+        )?;
+        audit_tx(
+            &tx,
+            new.created_at,
+            Some(&id),
+            "evaluated",
+            None,
+            Some(Channel::System),
+            &json!({
+                "outcome": new.status.as_str(),
+                "risk": new.risk.score.as_str(),
+                "tool_class": new.risk.tool_class.as_str(),
+                "factors": new.risk.factors,
+                "reason": new.policy_reason,
+                "checkpoint": new.checkpoint,
+            }),
+        )?;
+        let approval = get_tx(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+        tx.commit()?;
+        Ok(Inserted::New(approval))
+    }
+
+    pub fn get(&self, id: &str) -> Result<Option<Approval>> {
+        let conn = self.lock();
+        get_conn(&conn, id)
+    }
+
+    /// Resolves a full id, a short id, or a unique prefix (≥ 4 chars) of a short id.
+    /// Matching is case-insensitive. `pending_only` restricts prefixes to open requests.
+    pub fn lookup(&self, typed: &str, pending_only: bool) -> Result<Lookup> {
+        let typed = typed.trim();
+        let conn = self.lock();
+        if let Some(a) = get_conn(&conn, typed)? {
+            return Ok(Lookup::Found(Box::new(a)));
+        }
+        let lower = typed.to_ascii_lowercase();
+        if let Some(a) = conn
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM approvals WHERE short_id = ?1"),
+                [&lower],
+                row_to_approval,
+            )
+            .optional()?
+        {
+            return Ok(Lookup::Found(Box::new(a?)));
+        }
+        if lower.len() < 4 || !lower.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Ok(Lookup::NotFound);
+        }
+        let filter = if pending_only {
+            " AND status = 'pending'"
+        } else {
+            ""
+        };
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM approvals WHERE short_id LIKE ?1 || '%'{filter} \
+             ORDER BY id DESC LIMIT 11"
+        ))?;
+        let found: Vec<Approval> = stmt
+            .query_map([&lower], row_to_approval)?
+            .collect::<std::result::Result<Result<Vec<_>>, _>>()??;
+        Ok(match found.len() {
+            0 => Lookup::NotFound,
+            1 => Lookup::Found(Box::new(found.into_iter().next().expect("one"))),
+            _ => Lookup::Ambiguous(found.into_iter().map(|a| a.short_id).collect()),
+        })
+    }
+
+    /// Applies an owner's decision if the request is still pending.
+    /// `approve_always` also adds the tool to the agent's persisted allowlist.
+    pub fn decide(&self, id: &str, decision: &Decision, now: i64) -> Result<Transition> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let (status, always) = match decision.verb {
+            Verb::Approve => (Status::Approved, false),
+            Verb::ApproveAlways => (Status::Approved, true),
+            Verb::Deny => (Status::Rejected, false),
+        };
+        let changed = tx.execute(
+            "UPDATE approvals SET status = ?2, decided_by = ?3, decided_via = ?4, \
+             decision_reason = ?5, always_allowed = ?6, decided_at = ?7, \
+             finished_at = CASE WHEN ?2 = 'rejected' THEN ?7 ELSE NULL END \
+             WHERE id = ?1 AND status = 'pending'",
+            params![
+                id,
+                status.as_str(),
+                decision.actor,
+                decision.via.as_str(),
+                decision.reason,
+                always,
+                now
+            ],
+        )?;
+        if changed == 0 {
+            return Ok(match get_tx(&tx, id)? {
+                Some(a) => Transition::AlreadySettled(a),
+                None => Transition::NotFound,
+            });
+        }
+        audit_tx(
+            &tx,
+            now,
+            Some(id),
+            "decided",
+            Some(&decision.actor),
+            Some(decision.via),
+            &json!({
+                "outcome": status.as_str(),
+                "always_allow": always,
+                "reason": decision.reason,
+            }),
+        )?;
+        let approval = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+        if always {
+            let added = tx.execute(
+                "INSERT OR IGNORE INTO always_allow (agent, tool, added_at, added_by, added_via, \
+                 approval_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    approval.agent,
+                    approval.tool,
+                    now,
+                    decision.actor,
+                    decision.via.as_str(),
+                    id
+                ],
+            )?;
+            if added > 0 {
+                audit_tx(
+                    &tx,
+                    now,
+                    Some(id),
+                    "allowlist_added",
+                    Some(&decision.actor),
+                    Some(decision.via),
+                    &json!({"agent": approval.agent, "tool": approval.tool}),
+                )?;
+            }
+        }
+        tx.commit()?;
+        Ok(Transition::Done(approval))
+    }
+
+    /// Expires every pending request whose deadline is at or before `now`.
+    pub fn expire_due(&self, now: i64) -> Result<Vec<Approval>> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let due: Vec<(String, Option<i64>)> = {
+            let mut stmt = tx.prepare(
+                "SELECT id, ttl_ms FROM approvals WHERE status = 'pending' AND expires_at <= ?1",
+            )?;
+            let rows = stmt.query_map([now], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        let mut expired = Vec::with_capacity(due.len());
+        for (id, ttl_ms) in due {
+            let reason = format!(
+                "no response within {}",
+                crate::config::format_duration(std::time::Duration::from_millis(
+                    ttl_ms.unwrap_or(0).max(0) as u64
+                ))
+            );
+            let changed = tx.execute(
+                "UPDATE approvals SET status = 'expired', decided_by = 'gatebot', \
+                 decided_via = 'system', decision_reason = ?2, decided_at = ?3, finished_at = ?3 \
+                 WHERE id = ?1 AND status = 'pending'",
+                params![id, reason, now],
+            )?;
+            if changed == 1 {
+                audit_tx(
+                    &tx,
+                    now,
+                    Some(&id),
+                    "expired",
+                    Some("gatebot"),
+                    Some(Channel::System),
+                    &json!({"reason": reason}),
+                )?;
+                if let Some(a) = get_tx(&tx, &id)? {
+                    expired.push(a);
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(expired)
+    }
+
+    /// The earliest deadline among pending requests.
+    pub fn next_deadline(&self) -> Result<Option<i64>> {
+        let conn = self.lock();
+        Ok(conn.query_row(
+            "SELECT MIN(expires_at) FROM approvals WHERE status = 'pending'",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Cancels a pending request on behalf of its agent.
+    pub fn cancel(&self, id: &str, agent: &str, now: i64) -> Result<Transition> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let changed = tx.execute(
+            "UPDATE approvals SET status = 'cancelled', decided_by = ?2, decided_via = 'api', \
+             decided_at = ?3, finished_at = ?3 WHERE id = ?1 AND status = 'pending'",
+            params![id, agent, now],
+        )?;
+        if changed == 0 {
+            return Ok(match get_tx(&tx, id)? {
+                Some(a) => Transition::AlreadySettled(a),
+                None => Transition::NotFound,
+            });
+        }
+        audit_tx(
+            &tx,
+            now,
+            Some(id),
+            "cancelled",
+            Some(agent),
+            Some(Channel::Api),
+            &json!({}),
+        )?;
+        let a = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+        tx.commit()?;
+        Ok(Transition::Done(a))
+    }
+
+    /// Records the agent's report: `executing`, `succeeded` or `failed`. Allowed from
+    /// approved/allowed (and from executing to a final result).
+    pub fn report(
+        &self,
+        id: &str,
+        to: Status,
+        detail: Option<&str>,
+        now: i64,
+    ) -> Result<Transition> {
+        debug_assert!(matches!(
+            to,
+            Status::Executing | Status::Succeeded | Status::Failed
+        ));
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let from: &[&str] = if to == Status::Executing {
+            &["approved", "allowed"]
+        } else {
+            &["approved", "allowed", "executing"]
+        };
+        let placeholders = from
+            .iter()
+            .map(|s| format!("'{s}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let finished = (to != Status::Executing).then_some(now);
+        let changed = tx.execute(
+            &format!(
+                "UPDATE approvals SET status = ?2, result_detail = COALESCE(?3, result_detail), \
+                 finished_at = ?4 WHERE id = ?1 AND status IN ({placeholders})"
+            ),
+            params![id, to.as_str(), detail, finished],
+        )?;
+        if changed == 0 {
+            return Ok(match get_tx(&tx, id)? {
+                Some(a) => Transition::AlreadySettled(a),
+                None => Transition::NotFound,
+            });
+        }
+        let a = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+        audit_tx(
+            &tx,
+            now,
+            Some(id),
+            to.as_str(),
+            Some(&a.agent),
+            Some(Channel::Api),
+            &json!({"detail": detail}),
+        )?;
+        tx.commit()?;
+        Ok(Transition::Done(a))
+    }
+
+    /// Pending requests, oldest first.
+    pub fn pending(&self) -> Result<Vec<Approval>> {
+        self.list(Some(Status::Pending), 1000)
+    }
+
+    /// Requests, newest first unless `status` is pending (then oldest first).
+    pub fn list(&self, status: Option<Status>, limit: usize) -> Result<Vec<Approval>> {
+        let conn = self.lock();
+        let (sql, p): (String, Vec<String>) = match status {
+            Some(Status::Pending) => (
+                format!("SELECT {COLUMNS} FROM approvals WHERE status = 'pending' ORDER BY id ASC LIMIT {limit}"),
+                vec![],
+            ),
+            Some(s) => (
+                format!("SELECT {COLUMNS} FROM approvals WHERE status = ?1 ORDER BY id DESC LIMIT {limit}"),
+                vec![s.as_str().to_string()],
+            ),
+            None => (
+                format!("SELECT {COLUMNS} FROM approvals ORDER BY id DESC LIMIT {limit}"),
+                vec![],
+            ),
+        };
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(p.iter()), row_to_approval)?;
+        rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
+    }
+
+    /// Whether an owner chose "Always allow" for this agent and tool.
+    pub fn is_always_allowed(&self, agent: &str, tool: &str) -> Result<bool> {
+        let conn = self.lock();
+        Ok(conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM always_allow WHERE agent = ?1 AND tool = ?2)",
+            params![agent, tool],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Tools added to an agent's allowlist by owners.
+    pub fn always_allowed_tools(&self, agent: &str) -> Result<Vec<String>> {
+        let conn = self.lock();
+        let mut stmt =
+            conn.prepare("SELECT tool FROM always_allow WHERE agent = ?1 ORDER BY tool")?;
+        let rows = stmt.query_map([agent], |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Whether the agent has run this tool before (allowed or approved).
+    pub fn has_run_before(&self, agent: &str, tool: &str) -> Result<bool> {
+        let conn = self.lock();
+        Ok(conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM approvals WHERE agent = ?1 AND tool = ?2 AND status IN \
+             ('allowed', 'approved', 'executing', 'succeeded', 'failed'))",
+            params![agent, tool],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Appends an audit row that is not part of a state change (refused attempts,
+    /// config reloads, daemon start).
+    pub fn audit(
+        &self,
+        now: i64,
+        approval_id: Option<&str>,
+        event: &str,
+        actor: Option<&str>,
+        channel: Option<Channel>,
+        detail: &Value,
+    ) -> Result<()> {
+        let conn = self.lock();
+        audit_conn(&conn, now, approval_id, event, actor, channel, detail)
+    }
+
+    /// Audit rows, oldest first, optionally for one approval and/or since a time.
+    pub fn audit_rows(
+        &self,
+        approval_id: Option<&str>,
+        since: Option<i64>,
+    ) -> Result<Vec<AuditRow>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare(
+            "SELECT seq, at, approval_id, event, actor, channel, detail FROM audit \
+             WHERE (?1 IS NULL OR approval_id = ?1) AND (?2 IS NULL OR at >= ?2) ORDER BY seq",
+        )?;
+        let rows = stmt.query_map(params![approval_id, since], |r| {
+            let detail: Option<String> = r.get(6)?;
+            Ok(AuditRow {
+                seq: r.get(0)?,
+                at: r.get(1)?,
+                approval_id: r.get(2)?,
+                event: r.get(3)?,
+                actor: r.get(4)?,
+                channel: r.get(5)?,
+                detail: detail
+                    .and_then(|d| serde_json::from_str(&d).ok())
+                    .unwrap_or(Value::Null),
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+}
+
+fn get_conn(conn: &Connection, id: &str) -> Result<Option<Approval>> {
+    conn.query_row(
+        &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
+        [id],
+        row_to_approval,
+    )
+    .optional()?
+    .transpose()
+}
+
+fn get_tx(tx: &Transaction<'_>, id: &str) -> Result<Option<Approval>> {
+    get_conn(tx, id)
+}
+
+fn audit_tx(
+    tx: &Transaction<'_>,
+    now: i64,
+    approval_id: Option<&str>,
+    event: &str,
+    actor: Option<&str>,
+    channel: Option<Channel>,
+    detail: &Value,
+) -> Result<()> {
+    audit_conn(tx, now, approval_id, event, actor, channel, detail)
+}
+
+fn audit_conn(
+    conn: &Connection,
+    now: i64,
+    approval_id: Option<&str>,
+    event: &str,
+    actor: Option<&str>,
+    channel: Option<Channel>,
+    detail: &Value,
+) -> Result<()> {
+    conn.execute(
+        "INSERT INTO audit (at, approval_id, event, actor, channel, detail) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            now,
+            approval_id,
+            event,
+            actor,
+            channel.map(Channel::as_str),
+            detail.to_string()
+        ],
+    )?;
+    Ok(())
+}
+
+/// Reads one row. The outer `rusqlite::Result` is for column access, the inner one
+/// for values that do not parse (a corrupt or hand-edited database).
+fn row_to_approval(r: &Row<'_>) -> rusqlite::Result<Result<Approval>> {
+    let args: String = r.get(4)?;
+    let status: String = r.get(9)?;
+    let score: String = r.get(10)?;
+    let class: String = r.get(11)?;
+    let factors: String = r.get(12)?;
+    let via: Option<String> = r.get(17)?;
+    let id: String = r.get(0)?;
+    let corrupt = |what: &str| StoreError::Corrupt(format!("approval {id}: bad {what}"));
+    let parse = || -> Result<Approval> {
+        Ok(Approval {
+            id: id.clone(),
+            short_id: r.get(1)?,
+            agent: r.get(2)?,
+            tool: r.get(3)?,
+            args: serde_json::from_str(&args).map_err(|_| corrupt("args"))?,
+            summary: r.get(5)?,
+            confidence: r.get(6)?,
+            environment: r.get(7)?,
+            idempotency_key: r.get(8)?,
+            status: status.parse().map_err(|_| corrupt("status"))?,
+            risk: Risk {
+                score: serde_json::from_value::<RiskScore>(Value::String(score.clone()))
+                    .map_err(|_| corrupt("risk_score"))?,
+                tool_class: serde_json::from_value::<ToolClass>(Value::String(class.clone()))
+                    .map_err(|_| corrupt("tool_class"))?,
+                factors: serde_json::from_str(&factors).map_err(|_| corrupt("risk_factors"))?,
+            },
+            policy_reason: r.get(13)?,
+            checkpoint: r.get(14)?,
+            always_allow_offered: r.get(15)?,
+            decided_by: r.get(16)?,
+            decided_via: via
+                .map(|v| v.parse().map_err(|_| corrupt("decided_via")))
+                .transpose()?,
+            decision_reason: r.get(18)?,
+            always_allowed: r.get(19)?,
+            result_detail: r.get(20)?,
+            ttl_ms: r.get(21)?,
+            created_at: r.get(22)?,
+            decided_at: r.get(23)?,
+            expires_at: r.get(24)?,
+            finished_at: r.get(25)?,
+        })
+    };
+    Ok(parse())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new(agent: &str, tool: &str, key: Option<&str>, expires_at: Option<i64>) -> NewApproval {
+        NewApproval {
+            agent: agent.into(),
+            tool: tool.into(),
+            args: json!({"to": "a@example.com"}),
+            summary: None,
+            confidence: None,
+            environment: None,
+            idempotency_key: key.map(Into::into),
+            status: Status::Pending,
+            risk: Risk {
+                score: RiskScore::High,
+                tool_class: ToolClass::Destructive,
+                factors: vec![],
+            },
+            policy_reason: "test".into(),
+            checkpoint: false,
+            always_allow_offered: true,
+            ttl_ms: Some(1000),
+            created_at: 1,
+            expires_at,
+        }
+    }
+
+    fn inserted(s: &Store, n: &NewApproval) -> Approval {
+        match s.insert(n).unwrap() {
+            Inserted::New(a) => a,
+            other => panic!("expected new, got {other:?}"),
+        }
+    }
+
+    fn decision(verb: Verb, actor: &str) -> Decision {
+        Decision {
+            verb,
+            actor: actor.into(),
+            via: Channel::Cli,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn a_second_decision_loses_and_sees_the_first() {
+        let s = Store::open_in_memory().unwrap();
+        let a = inserted(&s, &new("m", "send_email", None, Some(10_000)));
+        let first = s
+            .decide(&a.id, &decision(Verb::Approve, "alice"), 5)
+            .unwrap();
+        assert!(matches!(first, Transition::Done(ref x) if x.status == Status::Approved));
+        match s.decide(&a.id, &decision(Verb::Deny, "bob"), 6).unwrap() {
+            Transition::AlreadySettled(x) => {
+                assert_eq!(x.status, Status::Approved);
+                assert_eq!(x.decided_by.as_deref(), Some("alice"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let decided: Vec<_> = s
+            .audit_rows(Some(&a.id), None)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.event == "decided")
+            .collect();
+        assert_eq!(decided.len(), 1);
+    }
+
+    #[test]
+    fn expiry_and_decision_race_has_one_outcome() {
+        let s = Store::open_in_memory().unwrap();
+        let a = inserted(&s, &new("m", "t", None, Some(100)));
+        let expired = s.expire_due(100).unwrap();
+        assert_eq!(expired.len(), 1);
+        assert_eq!(
+            expired[0].decision_reason.as_deref(),
+            Some("no response within 1s")
+        );
+        assert!(matches!(
+            s.decide(&a.id, &decision(Verb::Approve, "alice"), 101).unwrap(),
+            Transition::AlreadySettled(x) if x.status == Status::Expired
+        ));
+        assert!(s.expire_due(200).unwrap().is_empty());
+    }
+
+    #[test]
+    fn idempotency_key_returns_the_same_request_or_a_conflict() {
+        let s = Store::open_in_memory().unwrap();
+        let a = inserted(&s, &new("m", "t", Some("k1"), None));
+        assert!(
+            matches!(s.insert(&new("m", "t", Some("k1"), None)).unwrap(), Inserted::Existing(x) if x.id == a.id)
+        );
+        assert!(matches!(
+            s.insert(&new("m", "other", Some("k1"), None)).unwrap(),
+            Inserted::Conflict(_)
+        ));
+        // Another agent may use the same key.
+        assert!(matches!(
+            s.insert(&new("n", "t", Some("k1"), None)).unwrap(),
+            Inserted::New(_)
+        ));
+    }
+
+    #[test]
+    fn approve_always_persists_the_tool_for_the_agent() {
+        let s = Store::open_in_memory().unwrap();
+        let a = inserted(&s, &new("m", "send_email", None, None));
+        s.decide(&a.id, &decision(Verb::ApproveAlways, "alice"), 5)
+            .unwrap();
+        assert!(s.is_always_allowed("m", "send_email").unwrap());
+        assert!(!s.is_always_allowed("other", "send_email").unwrap());
+        assert_eq!(s.always_allowed_tools("m").unwrap(), vec!["send_email"]);
+    }
+
+    #[test]
+    fn lookup_resolves_prefixes_and_reports_ambiguity() {
+        let s = Store::open_in_memory().unwrap();
+        let a = inserted(&s, &new("m", "t", None, None));
+        assert!(matches!(s.lookup(&a.short_id, false).unwrap(), Lookup::Found(x) if x.id == a.id));
+        assert!(
+            matches!(s.lookup(&a.short_id[..4].to_uppercase(), false).unwrap(), Lookup::Found(x) if x.id == a.id)
+        );
+        assert!(matches!(
+            s.lookup(&a.short_id[..3], false).unwrap(),
+            Lookup::NotFound
+        ));
+        assert!(matches!(s.lookup(&a.id, false).unwrap(), Lookup::Found(_)));
+        assert!(matches!(
+            s.lookup("zzzz9999", false).unwrap(),
+            Lookup::NotFound
+        ));
+        // Force two short ids with a common prefix.
+        let b = inserted(&s, &new("m", "t", None, None));
+        s.lock()
+            .execute(
+                "UPDATE approvals SET short_id = 'abcd2345' WHERE id = ?1",
+                [&a.id],
+            )
+            .unwrap();
+        s.lock()
+            .execute(
+                "UPDATE approvals SET short_id = 'abcd6789' WHERE id = ?1",
+                [&b.id],
+            )
+            .unwrap();
+        match s.lookup("abcd", false).unwrap() {
+            Lookup::Ambiguous(ids) => assert_eq!(ids.len(), 2),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(s.lookup("abcd6", false).unwrap(), Lookup::Found(x) if x.id == b.id));
+    }
+
+    #[test]
+    fn the_audit_trail_refuses_edits_and_deletes() {
+        let s = Store::open_in_memory().unwrap();
+        inserted(&s, &new("m", "t", None, None));
+        let conn = s.lock();
+        assert!(conn.execute("UPDATE audit SET event = 'x'", []).is_err());
+        assert!(conn.execute("DELETE FROM audit", []).is_err());
+    }
+
+    #[test]
+    fn results_follow_the_lifecycle() {
+        let s = Store::open_in_memory().unwrap();
+        let a = inserted(&s, &new("m", "t", None, None));
+        // Not approved yet: a result is refused.
+        assert!(matches!(
+            s.report(&a.id, Status::Succeeded, None, 2).unwrap(),
+            Transition::AlreadySettled(_)
+        ));
+        s.decide(&a.id, &decision(Verb::Approve, "alice"), 3)
+            .unwrap();
+        assert!(matches!(
+            s.report(&a.id, Status::Executing, None, 4).unwrap(),
+            Transition::Done(_)
+        ));
+        assert!(
+            matches!(s.report(&a.id, Status::Failed, Some("smtp 550"), 5).unwrap(), Transition::Done(x) if x.result_detail.as_deref() == Some("smtp 550"))
+        );
+        assert!(matches!(
+            s.report(&a.id, Status::Succeeded, None, 6).unwrap(),
+            Transition::AlreadySettled(_)
+        ));
+    }
+
+    #[test]
+    fn data_survives_reopening_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        let id = {
+            let s = Store::open(&path).unwrap();
+            inserted(&s, &new("m", "t", None, Some(500))).id
+        };
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.get(&id).unwrap().unwrap().status, Status::Pending);
+        assert_eq!(s.next_deadline().unwrap(), Some(500));
+    }
+}

@@ -1,0 +1,23 @@
+//! Logging: plain or JSON lines on stderr, filtered by `[log] level` or `RUST_LOG`.
+//!
+//! Tokens are never logged: they live in [`crate::secret::Secret`], whose `Debug`
+//! and `Display` print `[redacted]`, and no code path formats them into a field.
+
+use tracing_subscriber::EnvFilter;
+
+use crate::config::LogFormat;
+
+/// Installs the global subscriber. `RUST_LOG`, when set, wins over `level`.
+pub fn init(format: LogFormat, level: &str) {
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(level))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // A second init (tests) is not an error worth failing over.
+    let _ = match format {
+        LogFormat::Plain => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}

@@ -1,0 +1,580 @@
+//! The agent and owner APIs, through the real sockets of an in-process daemon.
+
+use std::os::unix::fs::PermissionsExt;
+
+use gatebot::api::client::Client;
+use hyper::{Method, StatusCode};
+use serde_json::json;
+
+use crate::helpers::spawn_app;
+
+#[tokio::test]
+async fn a_read_only_call_from_a_semi_autonomous_agent_runs_at_once() {
+    let app = spawn_app("").await;
+    let res = app
+        .submit(json!({"agent": "mailer", "tool": "query_org_data", "args": {"q": "contacts in Berlin"}}))
+        .await;
+    assert_eq!(res.status, StatusCode::CREATED);
+    assert_eq!(res.body["status"], "allowed", "{:?}", res.body);
+    assert_eq!(res.body["risk"]["tool_class"], "read-only");
+    assert_eq!(res.body["risk"]["score"], "low");
+    assert!(res.body["reason"].as_str().unwrap().len() > 5);
+    assert!(res.body["expires_at"].is_null());
+}
+
+#[tokio::test]
+async fn a_destructive_call_waits_and_the_waiting_agent_gets_the_approval() {
+    let app = spawn_app("").await;
+    let body = app
+        .submit_ok(
+            "mailer",
+            "send_email",
+            json!({"to": ["a@example.com"], "body": "Our price is $49"}),
+        )
+        .await;
+    assert_eq!(body["status"], "pending");
+    assert_eq!(body["risk"]["score"], "high");
+    assert!(body["risk"]["factors"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("pricing_content")));
+    assert!(body["expires_at"].is_string());
+    let id = body["id"].as_str().unwrap().to_string();
+
+    // The agent long-polls; the owner decides while it waits.
+    let waiter = {
+        let agent = app.agent.clone();
+        let id = id.clone();
+        tokio::spawn(async move { agent.get(&format!("/v1/requests/{id}?wait=30")).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let short = body["short_id"].as_str().unwrap();
+    let res = app.decide(&short[..5], "approve", None).await;
+    assert_eq!(res.status, StatusCode::OK, "{:?}", res.body);
+    let got = waiter.await.unwrap().unwrap();
+    assert_eq!(got.body["status"], "approved");
+    assert_eq!(got.body["decided_by"], "alice");
+    assert_eq!(got.body["decided_via"], "cli");
+
+    let events = app.audit_events(&id).await;
+    assert_eq!(events, ["submitted", "evaluated", "decided"]);
+}
+
+#[tokio::test]
+async fn a_denial_reaches_the_agent_with_its_reason() {
+    let app = spawn_app("").await;
+    let body = app
+        .submit_ok("intern", "create_contact", json!({"name": "Bo"}))
+        .await;
+    assert_eq!(body["status"], "pending");
+    let id = body["id"].as_str().unwrap();
+    let res = app.decide(id, "deny", Some("not this client")).await;
+    assert_eq!(res.status, StatusCode::OK);
+    let got = app.get(id, 0.0).await;
+    assert_eq!(got.body["status"], "rejected");
+    assert_eq!(got.body["reason"], "not this client");
+    assert_eq!(
+        got.body["message"],
+        "[Action rejected] create_contact: not this client. The action was not run."
+    );
+}
+
+#[tokio::test]
+async fn approve_always_lets_the_next_call_through_but_not_required_tools() {
+    let app = spawn_app("").await;
+    let first = app
+        .submit_ok("mailer", "send_email", json!({"to": "a@example.com"}))
+        .await;
+    assert_eq!(first["status"], "pending");
+    assert_eq!(first["always_allow_offered"], true);
+    let res = app
+        .decide(first["id"].as_str().unwrap(), "approve-always", None)
+        .await;
+    assert_eq!(res.body["always_allowed"], true);
+    let second = app
+        .submit_ok("mailer", "send_email", json!({"to": "b@example.com"}))
+        .await;
+    assert_eq!(second["status"], "allowed", "{second}");
+
+    // require_approval_for wins over an earlier "Always allow".
+    let bulk = app.submit_ok("mailer", "send_bulk_email", json!({})).await;
+    assert_eq!(bulk["status"], "pending");
+    assert_eq!(bulk["always_allow_offered"], false);
+    let res = app
+        .decide(bulk["id"].as_str().unwrap(), "approve-always", None)
+        .await;
+    assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(res.error_message().contains("does not apply"));
+    // And the request is still pending after the refused decision.
+    let still = app.get(bulk["id"].as_str().unwrap(), 0.0).await;
+    assert_eq!(still.body["status"], "pending");
+}
+
+#[tokio::test]
+async fn the_same_idempotency_key_returns_the_same_request() {
+    let app = spawn_app("").await;
+    let body = json!({"agent": "mailer", "tool": "send_email", "args": {"to": "x@example.com"}, "idempotency_key": "k-1"});
+    let a = app.submit(body.clone()).await;
+    let b = app.submit(body).await;
+    assert_eq!(a.status, StatusCode::CREATED);
+    assert_eq!(b.status, StatusCode::OK);
+    assert_eq!(a.body["id"], b.body["id"]);
+    let pending = app.owner.get("/v1/requests?status=pending").await.unwrap();
+    assert_eq!(pending.body["requests"].as_array().unwrap().len(), 1);
+
+    let c = app
+        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"to": "other@example.com"}, "idempotency_key": "k-1"}))
+        .await;
+    assert_eq!(c.status, StatusCode::CONFLICT);
+    assert_eq!(c.error_code(), Some("idempotency_conflict"));
+}
+
+#[tokio::test]
+async fn malformed_json_is_a_clear_400_and_stores_nothing() {
+    let app = spawn_app("").await;
+    let res = app
+        .agent
+        .send(
+            Method::POST,
+            "/v1/requests",
+            Some(b"{\"agent\": \"mailer\", ".to_vec()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, StatusCode::BAD_REQUEST);
+    assert_eq!(res.error_code(), Some("malformed_json"));
+    let all = app.owner.get("/v1/requests").await.unwrap();
+    assert!(all.body["requests"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_missing_field_is_named() {
+    let app = spawn_app("").await;
+    let res = app.submit(json!({"agent": "mailer", "args": {}})).await;
+    assert_eq!(res.status, StatusCode::BAD_REQUEST);
+    assert_eq!(res.error_code(), Some("invalid_request"));
+    assert!(
+        res.error_message().contains("tool"),
+        "{}",
+        res.error_message()
+    );
+}
+
+#[tokio::test]
+async fn a_misspelt_field_is_rejected_not_ignored() {
+    let app = spawn_app("").await;
+    let res = app
+        .submit(json!({"agent": "mailer", "tool": "t", "args": {}, "sumary": "typo"}))
+        .await;
+    assert_eq!(res.status, StatusCode::BAD_REQUEST);
+    assert!(res.error_message().contains("sumary"));
+}
+
+#[tokio::test]
+async fn an_unknown_agent_is_refused() {
+    let app = spawn_app("").await;
+    let res = app
+        .submit(json!({"agent": "ghost", "tool": "t", "args": {}}))
+        .await;
+    assert_eq!(res.status, StatusCode::FORBIDDEN);
+    assert_eq!(res.error_code(), Some("unknown_agent"));
+    assert!(res.error_message().contains("ghost"));
+}
+
+#[tokio::test]
+async fn unknown_agents_can_be_accepted_as_supervised() {
+    let app = spawn_app("").await;
+    // Rewrite the policy in a fresh app rather than patching BASE_CONFIG.
+    drop(app);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("bot.toml");
+    std::fs::write(&cfg, "[policy]\nunknown_agents = \"supervised\"\n").unwrap();
+    let config = gatebot::config::Config::load(&cfg).unwrap();
+    let sock = config.queue.socket.clone();
+    let app = gatebot::daemon::App::build(config).await.unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(app.run_until(async {
+        let _ = rx.await;
+    }));
+    let res = Client::new(&sock)
+        .post(
+            "/v1/requests",
+            &json!({"agent": "stranger", "tool": "Read", "args": {}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.body["status"], "pending");
+    tx.send(()).unwrap();
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn an_oversize_body_gets_413_and_stores_nothing() {
+    let app = spawn_app("[queue]\nmax_body_bytes = 4096\n").await;
+    let big = "x".repeat(10_000);
+    let res = app
+        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"body": big}}))
+        .await;
+    assert_eq!(res.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(res.error_code(), Some("payload_too_large"));
+    let all = app.owner.get("/v1/requests").await.unwrap();
+    assert!(all.body["requests"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn an_agent_with_a_token_must_present_it() {
+    let app = spawn_app("").await;
+    let body = json!({"agent": "secure", "tool": "send_email", "args": {}});
+    let none = app.submit(body.clone()).await;
+    assert_eq!(none.status, StatusCode::UNAUTHORIZED);
+    let wrong = app
+        .agent
+        .clone()
+        .with_token(Some("guess".into()))
+        .post("/v1/requests", &body)
+        .await
+        .unwrap();
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    let right = app
+        .agent
+        .clone()
+        .with_token(Some("secure-token-123".into()))
+        .post("/v1/requests", &body)
+        .await
+        .unwrap();
+    assert_eq!(right.status, StatusCode::CREATED, "{:?}", right.body);
+}
+
+#[tokio::test]
+async fn an_agent_cannot_act_as_another_with_its_own_token() {
+    let app = spawn_app("").await;
+    let as_other = app
+        .agent
+        .clone()
+        .with_token(Some("secure-token-123".into()));
+    let res = as_other
+        .post(
+            "/v1/requests",
+            &json!({"agent": "other", "tool": "t", "args": {}}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+
+    // Nor read, cancel or report on another agent's request.
+    let theirs = app
+        .agent
+        .clone()
+        .with_token(Some("other-token-456".into()))
+        .post(
+            "/v1/requests",
+            &json!({"agent": "other", "tool": "send_email", "args": {}}),
+        )
+        .await
+        .unwrap();
+    let id = theirs.body["id"].as_str().unwrap();
+    let peek = as_other.get(&format!("/v1/requests/{id}")).await.unwrap();
+    assert_eq!(peek.status, StatusCode::UNAUTHORIZED);
+    let cancel = as_other
+        .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(cancel.status, StatusCode::UNAUTHORIZED);
+    let still = app.owner.get(&format!("/v1/requests/{id}")).await.unwrap();
+    assert_eq!(still.body["status"], "pending");
+}
+
+#[tokio::test]
+async fn agents_cannot_decide_requests() {
+    let app = spawn_app("").await;
+    let body = app.submit_ok("mailer", "send_email", json!({})).await;
+    let id = body["id"].as_str().unwrap();
+    let res = app
+        .agent
+        .post(
+            &format!("/v1/requests/{id}/decision"),
+            &json!({"decision": "approve"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, StatusCode::FORBIDDEN);
+    assert_eq!(app.get(id, 0.0).await.body["status"], "pending");
+    // The audit route is not on the agents' socket either.
+    let audit = app.agent.get("/v1/audit").await.unwrap();
+    assert_eq!(audit.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn an_unknown_id_is_404() {
+    let app = spawn_app("").await;
+    let res = app
+        .agent
+        .get("/v1/requests/01HZZZZZZZZZZZZZZZZZZZZZZZ")
+        .await
+        .unwrap();
+    assert_eq!(res.status, StatusCode::NOT_FOUND);
+    assert_eq!(res.error_code(), Some("not_found"));
+    let res = app.decide("zzzz9999", "approve", None).await;
+    assert_eq!(res.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_second_decision_is_refused_and_names_the_first() {
+    let app = spawn_app("").await;
+    let body = app.submit_ok("mailer", "send_email", json!({})).await;
+    let id = body["id"].as_str().unwrap();
+    assert_eq!(
+        app.decide(id, "deny", Some("no")).await.status,
+        StatusCode::OK
+    );
+    let second = app.decide(id, "approve", None).await;
+    assert_eq!(second.status, StatusCode::CONFLICT);
+    assert_eq!(second.error_code(), Some("already_decided"));
+    assert!(
+        second.error_message().contains("denied by alice (CLI): no"),
+        "{}",
+        second.error_message()
+    );
+    assert_eq!(app.get(id, 0.0).await.body["status"], "rejected");
+    let events = app.audit_events(id).await;
+    assert_eq!(events.iter().filter(|e| *e == "decided").count(), 1);
+    assert!(events.contains(&"decision_refused".to_string()));
+}
+
+#[tokio::test]
+async fn concurrent_decisions_yield_exactly_one_outcome() {
+    let app = spawn_app("").await;
+    let body = app.submit_ok("mailer", "send_email", json!({})).await;
+    let id = body["id"].as_str().unwrap().to_string();
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let owner = app.owner.clone();
+        let id = id.clone();
+        let verb = if i % 2 == 0 { "approve" } else { "deny" };
+        tasks.push(tokio::spawn(async move {
+            owner
+                .post(
+                    &format!("/v1/requests/{id}/decision"),
+                    &json!({"decision": verb}),
+                )
+                .await
+                .unwrap()
+                .status
+        }));
+    }
+    let mut ok = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            StatusCode::OK => ok += 1,
+            StatusCode::CONFLICT => {}
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!(ok, 1);
+}
+
+#[tokio::test]
+async fn an_ambiguous_prefix_lists_the_candidates() {
+    let app = spawn_app("").await;
+    let a = app.submit_ok("mailer", "send_email", json!({})).await;
+    let b = app.submit_ok("mailer", "send_email", json!({"n": 2})).await;
+    // Give both requests short ids with a common prefix, straight in the database.
+    let db = rusqlite::Connection::open(app.path().join("gatebot.db")).unwrap();
+    db.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+    for (id, short) in [(&a["id"], "abcd2345"), (&b["id"], "abcd6789")] {
+        db.execute(
+            "UPDATE approvals SET short_id = ?1 WHERE id = ?2",
+            [short, id.as_str().unwrap()],
+        )
+        .unwrap();
+    }
+    let res = app.decide("abcd", "approve", None).await;
+    assert_eq!(res.status, StatusCode::CONFLICT);
+    assert_eq!(res.error_code(), Some("ambiguous_id"));
+    assert!(res.error_message().contains("abcd2345") && res.error_message().contains("abcd6789"));
+    // Both still pending; a longer prefix decides exactly one.
+    assert_eq!(
+        app.decide("ABCD6", "approve", None).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.get(a["id"].as_str().unwrap(), 0.0).await.body["status"],
+        "pending"
+    );
+    assert_eq!(
+        app.get(b["id"].as_str().unwrap(), 0.0).await.body["status"],
+        "approved"
+    );
+    // Fewer than 4 characters never match a prefix.
+    assert_eq!(
+        app.decide("abc", "approve", None).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn the_agent_can_cancel_and_report_results() {
+    let app = spawn_app("").await;
+    let body = app.submit_ok("mailer", "send_email", json!({})).await;
+    let id = body["id"].as_str().unwrap();
+    let res = app
+        .agent
+        .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(res.body["status"], "cancelled");
+    assert!(res.body["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("[Action cancelled]"));
+    // A decision on a cancelled request is refused.
+    assert_eq!(
+        app.decide(id, "approve", None).await.status,
+        StatusCode::CONFLICT
+    );
+
+    let ok = app.submit_ok("mailer", "query_org_data", json!({})).await;
+    let id = ok["id"].as_str().unwrap();
+    let r = app
+        .agent
+        .post(
+            &format!("/v1/requests/{id}/result"),
+            &json!({"executing": true}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.body["status"], "executing");
+    let r = app
+        .agent
+        .post(
+            &format!("/v1/requests/{id}/result"),
+            &json!({"ok": false, "detail": "timeout"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.body["status"], "failed");
+    assert_eq!(r.body["result_detail"], "timeout");
+    let r = app
+        .agent
+        .post(&format!("/v1/requests/{id}/result"), &json!({"ok": true}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn a_result_for_a_pending_request_is_refused() {
+    let app = spawn_app("").await;
+    let body = app.submit_ok("mailer", "send_email", json!({})).await;
+    let id = body["id"].as_str().unwrap();
+    let r = app
+        .agent
+        .post(&format!("/v1/requests/{id}/result"), &json!({"ok": true}))
+        .await
+        .unwrap();
+    assert_eq!(r.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(app.get(id, 0.0).await.body["status"], "pending");
+}
+
+#[tokio::test]
+async fn bad_values_are_refused_with_the_field_named() {
+    let app = spawn_app("").await;
+    for (body, needle) in [
+        (
+            json!({"agent": "mailer", "tool": "t", "args": {}, "confidence": 1.5}),
+            "confidence",
+        ),
+        (
+            json!({"agent": "mailer", "tool": "t", "args": {}, "ttl": "soon"}),
+            "ttl",
+        ),
+        (
+            json!({"agent": "mailer", "tool": "t", "args": {}, "ttl": "30d"}),
+            "ttl",
+        ),
+        (json!({"agent": "mailer", "tool": "", "args": {}}), "tool"),
+        (json!({"agent": "../etc", "tool": "t", "args": {}}), "agent"),
+    ] {
+        let res = app.submit(body.clone()).await;
+        assert!(res.status.is_client_error(), "{body}: {:?}", res.body);
+        assert!(
+            res.error_message().contains(needle),
+            "{body}: {}",
+            res.error_message()
+        );
+    }
+}
+
+#[tokio::test]
+async fn agents_list_only_their_own_requests() {
+    let app = spawn_app("").await;
+    app.submit_ok("mailer", "send_email", json!({})).await;
+    app.submit_ok("intern", "send_email", json!({})).await;
+    let res = app.agent.get("/v1/requests?status=pending").await.unwrap();
+    assert_eq!(res.status, StatusCode::BAD_REQUEST);
+    let res = app
+        .agent
+        .get("/v1/requests?status=pending&agent=mailer")
+        .await
+        .unwrap();
+    let list = res.body["requests"].as_array().unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["agent"], "mailer");
+    let all = app.owner.get("/v1/requests?status=pending").await.unwrap();
+    assert_eq!(all.body["requests"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn sockets_have_the_documented_modes() {
+    let app = spawn_app("").await;
+    let mode = |p: &str| {
+        std::fs::metadata(app.path().join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("gatebot.sock"), 0o660);
+    assert_eq!(mode("gatebot-control.sock"), 0o600);
+}
+
+#[tokio::test]
+async fn the_tcp_listener_requires_a_token() {
+    let app = spawn_app("[queue]\nlisten = \"127.0.0.1:0\"\n").await;
+    let addr = app.tcp.unwrap();
+    let send = |body: serde_json::Value, token: Option<&str>| {
+        let token = token.map(str::to_string);
+        async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let body = body.to_string();
+            let auth = token
+                .map(|t| format!("Authorization: Bearer {t}\r\n"))
+                .unwrap_or_default();
+            let req = format!(
+                "POST /v1/requests HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            s.write_all(req.as_bytes()).await.unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).await.unwrap();
+            out
+        }
+    };
+    let no_token = send(json!({"agent": "mailer", "tool": "t", "args": {}}), None).await;
+    assert!(no_token.starts_with("HTTP/1.1 401"), "{no_token}");
+    let with_token = send(
+        json!({"agent": "secure", "tool": "query_org_data", "args": {}}),
+        Some("secure-token-123"),
+    )
+    .await;
+    assert!(with_token.starts_with("HTTP/1.1 201"), "{with_token}");
+}
+
+#[tokio::test]
+async fn unknown_routes_answer_json() {
+    let app = spawn_app("").await;
+    let res = app.agent.get("/nope").await.unwrap();
+    assert_eq!(res.status, StatusCode::NOT_FOUND);
+    assert_eq!(res.error_code(), Some("no_route"));
+}

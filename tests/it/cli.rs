@@ -1,0 +1,360 @@
+//! The real `gatebot` binary: daemon as a process, `ask` / `decide` / `status` /
+//! `pending` / `check-config` and their exit codes, SIGTERM.
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use tokio::process::{Child, Command};
+
+use crate::helpers::BASE_CONFIG;
+
+const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
+
+struct Daemon {
+    dir: tempfile::TempDir,
+    child: Child,
+}
+
+impl Daemon {
+    async fn start() -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("bot.toml"), BASE_CONFIG).unwrap();
+        let child = Command::new(BIN)
+            .args(["run", "--config"])
+            .arg(dir.path().join("bot.toml"))
+            .env("RUST_LOG", "debug")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let d = Daemon { dir, child };
+        for _ in 0..200 {
+            if d.path().join("gatebot-control.sock").exists() {
+                return d;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the daemon did not start");
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn config(&self) -> PathBuf {
+        self.path().join("bot.toml")
+    }
+
+    /// Runs `gatebot ARGS` against this daemon's config.
+    async fn cli(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .arg("--config")
+            .arg(self.config())
+            .args(args)
+            .env_remove("GATEBOT_SOCKET")
+            .env_remove("GATEBOT_TOKEN")
+            .output()
+            .await
+            .unwrap()
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[tokio::test]
+async fn ask_exits_0_when_the_policy_allows() {
+    let d = Daemon::start().await;
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "mailer",
+            "--tool",
+            "query_org_data",
+            "--args",
+            "{\"q\":1}",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("allowed"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[tokio::test]
+async fn ask_waits_for_a_decision_made_with_decide() {
+    let d = Daemon::start().await;
+    let ask = Command::new(BIN)
+        .arg("--config")
+        .arg(d.config())
+        .args([
+            "ask",
+            "--agent",
+            "mailer",
+            "--tool",
+            "send_email",
+            "--args",
+            "-",
+            "--json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut ask = ask;
+        let mut stdin = ask.stdin.take().unwrap();
+        stdin
+            .write_all(b"{\"to\": \"a@example.com\"}")
+            .await
+            .unwrap();
+        drop(stdin);
+        // Find the pending request and approve it as the owner.
+        let id = loop {
+            let out = d.cli(&["pending", "--json"]).await;
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            if let Some(r) = v["requests"].as_array().and_then(|a| a.first()) {
+                break r["short_id"].as_str().unwrap().to_string();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        let decided = d.cli(&["decide", &id, "approve"]).await;
+        assert_eq!(decided.status.code(), Some(0), "{}", text(&decided.stderr));
+        let out = ask.wait_with_output().await.unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["status"], "approved");
+        // A second decision exits 1 and says who decided first.
+        let again = d.cli(&["decide", &id, "deny"]).await;
+        assert_eq!(again.status.code(), Some(1));
+        assert!(
+            text(&again.stderr).contains("already approved by"),
+            "{}",
+            text(&again.stderr)
+        );
+    }
+}
+
+#[tokio::test]
+async fn ask_exits_1_with_the_reason_when_denied() {
+    let d = Daemon::start().await;
+    let ask = Command::new(BIN)
+        .arg("--config")
+        .arg(d.config())
+        .args([
+            "ask",
+            "--agent",
+            "intern",
+            "--tool",
+            "create_contact",
+            "--summary",
+            "add Bo",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = loop {
+        let out = d.cli(&["pending", "--json"]).await;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        if let Some(r) = v["requests"].as_array().and_then(|a| a.first()) {
+            break r["short_id"].as_str().unwrap().to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let decided = d
+        .cli(&["decide", &id, "deny", "--reason", "wrong client"])
+        .await;
+    assert_eq!(decided.status.code(), Some(0));
+    let out = ask.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("[Action rejected] create_contact: wrong client"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn ask_exits_3_when_the_wait_runs_out_and_the_request_stays() {
+    let d = Daemon::start().await;
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "mailer",
+            "--tool",
+            "send_email",
+            "--wait",
+            "1s",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("pending"));
+    let status = d.cli(&["pending"]).await;
+    assert!(text(&status.stdout).contains("send_email"));
+}
+
+#[tokio::test]
+async fn ask_exits_1_when_blocked_and_2_on_errors() {
+    let d = Daemon::start().await;
+    let out = d
+        .cli(&["ask", "--agent", "drafter", "--tool", "send_email"])
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("[Action blocked]"));
+    let out = d.cli(&["ask", "--agent", "ghost", "--tool", "t"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown agent"));
+    let out = d
+        .cli(&["ask", "--agent", "mailer", "--tool", "t", "--args", "{bad"])
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("not valid JSON"));
+}
+
+#[tokio::test]
+async fn ask_exits_2_when_the_daemon_is_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["ask", "--agent", "a", "--tool", "t", "--socket"])
+        .arg(dir.path().join("nobody.sock"))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot reach gatebot"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn check_config_accepts_the_example_and_explains_errors() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("bot.toml");
+    let out = Command::new(BIN)
+        .args(["check-config", "--config"])
+        .arg(&example)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(": ok"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bot.toml");
+    std::fs::write(
+        &bad,
+        "[agents.mailer]\ntier = \"semi_autonomous\"\n\n[policy]\ndefault_ttl = \"forever\"\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["check-config", "--config"])
+        .arg(&bad)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(":5:") && err.contains("policy.default_ttl"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_daemon_cleanly_with_exit_0() {
+    let mut d = Daemon::start().await;
+    let pid = d.child.id().unwrap() as i32;
+    // A request with a token, so the log has had a chance to leak it.
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "secure",
+            "--tool",
+            "query_org_data",
+            "--token",
+            "secure-token-123",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let bad = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "secure",
+            "--tool",
+            "query_org_data",
+            "--token",
+            "secure-token-999",
+        ])
+        .await;
+    assert_eq!(bad.status.code(), Some(2));
+    // kill(1) keeps this test free of unsafe libc calls.
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut stderr = d.child.stderr.take().unwrap();
+    let exit = tokio::time::timeout(Duration::from_secs(10), d.child.wait())
+        .await
+        .expect("exits within 10s")
+        .unwrap();
+    assert_eq!(exit.code(), Some(0));
+    let mut log = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut log)
+        .await
+        .unwrap();
+    assert!(log.contains("shutting down"), "{log}");
+    assert!(
+        !log.contains("secure-token"),
+        "a token reached the log:\n{log}"
+    );
+    assert!(
+        !d.path().join("gatebot.sock").exists(),
+        "socket removed on exit"
+    );
+    // The database is intact and reopens with nothing lost.
+    let store = gatebot::store::Store::open(&d.path().join("gatebot.db")).unwrap();
+    assert!(store.pending().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_daemon_starts_on_the_example_config_without_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("bot.toml");
+    std::fs::copy(&example, dir.path().join("bot.toml")).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["run", "--config"])
+        .arg(dir.path().join("bot.toml"))
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    for _ in 0..200 {
+        if dir.path().join("gatebot-control.sock").exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let out = Command::new(BIN)
+        .args(["pending", "--config"])
+        .arg(dir.path().join("bot.toml"))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("No pending requests"));
+    child.start_kill().unwrap();
+}
