@@ -271,7 +271,29 @@ fn check_config(path: &std::path::Path) -> Result<u8, String> {
                     if a.token.is_some() { ", token set" } else { "" }
                 );
             }
-            println!("  chat channels:   none configured; owners decide with `gatebot decide`");
+            if let Some(t) = &c.telegram {
+                println!(
+                    "  telegram:        {} chat(s), {} approver(s), API {}",
+                    t.chats.len(),
+                    t.approvers.len(),
+                    t.api_url
+                );
+            }
+            if let Some(s) = &c.slack {
+                println!(
+                    "  slack:           {:?} mode, {} channel(s), {} approver(s), API {}",
+                    s.mode,
+                    s.channels.len(),
+                    s.approvers.len(),
+                    s.api_url
+                );
+            }
+            for note in &c.notes {
+                println!("  note: {note}");
+            }
+            if c.telegram.is_none() && c.slack.is_none() {
+                println!("  chat channels:   none on; owners decide with `gatebot decide`");
+            }
             Ok(EXIT_GO)
         }
         Err(e) => Err(e.to_string()),

@@ -64,6 +64,50 @@ pub struct Config {
     pub max_ttl: Duration,
     pub unknown_agents: UnknownAgents,
     pub agents: BTreeMap<String, AgentConfig>,
+    /// `None` when `[telegram]` is absent or has no token: the channel is off.
+    pub telegram: Option<TelegramConfig>,
+    /// `None` when `[slack]` is absent or has no tokens: the channel is off.
+    pub slack: Option<SlackConfig>,
+    /// Why a configured chat channel is off (e.g. its token variable is unset).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct TelegramConfig {
+    pub token: Secret,
+    /// Bot API base URL, without the trailing `/bot<token>`.
+    pub api_url: String,
+    /// Chats prompts go to (private chats or groups).
+    pub chats: Vec<i64>,
+    /// Telegram user ids allowed to decide.
+    pub approvers: BTreeSet<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SlackMode {
+    /// Socket Mode: gatebot opens a WebSocket to Slack; no public URL needed.
+    Socket,
+    /// HTTP events: Slack posts to `events_listen`; requests are signature-checked.
+    Http,
+}
+
+#[derive(Debug, Clone)]
+pub struct SlackConfig {
+    pub bot_token: Secret,
+    /// Needed in Socket Mode.
+    pub app_token: Option<Secret>,
+    /// Needed in HTTP mode.
+    pub signing_secret: Option<Secret>,
+    /// Web API base URL, e.g. `https://slack.com/api` (no trailing slash).
+    pub api_url: String,
+    pub mode: SlackMode,
+    /// Address the HTTP events listener binds (HTTP mode).
+    pub events_listen: Option<String>,
+    /// Channel ids prompts go to.
+    pub channels: Vec<String>,
+    /// Slack user ids allowed to decide.
+    pub approvers: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -214,6 +258,57 @@ struct FileConfig {
     policy: FilePolicy,
     tools: HashMap<String, ToolClass>,
     agents: BTreeMap<String, FileAgent>,
+    telegram: Option<FileTelegram>,
+    slack: Option<FileSlack>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTelegram {
+    token: Option<String>,
+    token_env: Option<String>,
+    token_file: Option<PathBuf>,
+    #[serde(default = "default_telegram_api")]
+    api_url: String,
+    #[serde(default)]
+    chats: Vec<i64>,
+    #[serde(default)]
+    approvers: BTreeSet<u64>,
+}
+
+fn default_telegram_api() -> String {
+    "https://api.telegram.org".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSlack {
+    bot_token: Option<String>,
+    bot_token_env: Option<String>,
+    bot_token_file: Option<PathBuf>,
+    app_token: Option<String>,
+    app_token_env: Option<String>,
+    app_token_file: Option<PathBuf>,
+    signing_secret: Option<String>,
+    signing_secret_env: Option<String>,
+    signing_secret_file: Option<PathBuf>,
+    #[serde(default = "default_slack_api")]
+    api_url: String,
+    #[serde(default = "default_slack_mode")]
+    mode: SlackMode,
+    events_listen: Option<String>,
+    #[serde(default)]
+    channels: Vec<String>,
+    #[serde(default)]
+    approvers: BTreeSet<String>,
+}
+
+fn default_slack_api() -> String {
+    "https://slack.com/api".into()
+}
+
+fn default_slack_mode() -> SlackMode {
+    SlackMode::Socket
 }
 
 #[derive(Debug, Deserialize)]
@@ -397,7 +492,18 @@ impl Resolve<'_> {
             policy,
             tools,
             agents,
+            telegram,
+            slack,
         } = file;
+        let mut notes = Vec::new();
+        let telegram = match telegram {
+            Some(t) => self.telegram(t, &mut notes)?,
+            None => None,
+        };
+        let slack = match slack {
+            Some(s) => self.slack(s, &mut notes)?,
+            None => None,
+        };
 
         if queue.max_body_bytes < 1024 {
             return Err(self.error("queue", "max_body_bytes", "must be at least 1024"));
@@ -443,7 +549,11 @@ impl Resolve<'_> {
             self.error(
                 "policy.patterns",
                 e.key,
-                format!("invalid regular expression: {}", e.message),
+                if e.key == "internal_domains" {
+                    e.message
+                } else {
+                    format!("invalid regular expression: {}", e.message)
+                },
             )
         })?;
 
@@ -524,7 +634,171 @@ impl Resolve<'_> {
             max_ttl: policy.max_ttl,
             unknown_agents: policy.unknown_agents,
             agents: resolved,
+            telegram,
+            slack,
+            notes,
         })
+    }
+
+    /// A chat secret: like [`Resolve::secret`], except that an unset environment
+    /// variable turns the channel off (with a note) instead of failing, so the same
+    /// config runs with and without chat tokens.
+    fn chat_secret(
+        &self,
+        table: &str,
+        key: &str,
+        inline: Option<String>,
+        env: Option<String>,
+        file: Option<PathBuf>,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<Secret>, ConfigError> {
+        if let Some(var) = &env {
+            if inline.is_none() && file.is_none() && std::env::var_os(var).is_none() {
+                notes.push(format!(
+                    "{table}: off, because the environment variable `{var}` ({table}.{key}_env) is not set"
+                ));
+                return Ok(None);
+            }
+        }
+        self.secret(table, key, inline, env, file)
+    }
+
+    fn url(&self, table: &str, url: &str) -> Result<String, ConfigError> {
+        let trimmed = url.trim_end_matches('/');
+        if !(trimmed.starts_with("https://") || trimmed.starts_with("http://")) {
+            return Err(self.error(table, "api_url", format!("`{url}` is not an http(s) URL")));
+        }
+        Ok(trimmed.to_string())
+    }
+
+    fn telegram(
+        &self,
+        t: FileTelegram,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<TelegramConfig>, ConfigError> {
+        let api_url = self.url("telegram", &t.api_url)?;
+        let Some(token) = self.chat_secret(
+            "telegram",
+            "token",
+            t.token,
+            t.token_env,
+            t.token_file,
+            notes,
+        )?
+        else {
+            if !notes.iter().any(|n| n.starts_with("telegram")) {
+                notes.push("telegram: off, because no token is set".into());
+            }
+            return Ok(None);
+        };
+        if t.approvers.is_empty() {
+            return Err(self.error(
+                "telegram",
+                "approvers",
+                "list the Telegram user ids allowed to decide; with none, nobody could approve",
+            ));
+        }
+        // With no chats, prompts go to each approver's private chat (chat id = user id).
+        let chats = if t.chats.is_empty() {
+            t.approvers.iter().map(|&u| u as i64).collect()
+        } else {
+            t.chats
+        };
+        Ok(Some(TelegramConfig {
+            token,
+            api_url,
+            chats,
+            approvers: t.approvers,
+        }))
+    }
+
+    fn slack(
+        &self,
+        s: FileSlack,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<SlackConfig>, ConfigError> {
+        let api_url = self.url("slack", &s.api_url)?;
+        let Some(bot_token) = self.chat_secret(
+            "slack",
+            "bot_token",
+            s.bot_token,
+            s.bot_token_env,
+            s.bot_token_file,
+            notes,
+        )?
+        else {
+            if !notes.iter().any(|n| n.starts_with("slack")) {
+                notes.push("slack: off, because no bot token is set".into());
+            }
+            return Ok(None);
+        };
+        let app_token = self.chat_secret(
+            "slack",
+            "app_token",
+            s.app_token,
+            s.app_token_env,
+            s.app_token_file,
+            notes,
+        )?;
+        let signing_secret = self.chat_secret(
+            "slack",
+            "signing_secret",
+            s.signing_secret,
+            s.signing_secret_env,
+            s.signing_secret_file,
+            notes,
+        )?;
+        match s.mode {
+            SlackMode::Socket if app_token.is_none() => {
+                notes.push("slack: off, because Socket Mode needs an app token (xapp-…)".into());
+                return Ok(None);
+            }
+            SlackMode::Http if signing_secret.is_none() => {
+                notes.push("slack: off, because HTTP mode needs a signing secret".into());
+                return Ok(None);
+            }
+            SlackMode::Http if s.events_listen.is_none() => {
+                return Err(self.error(
+                    "slack",
+                    "events_listen",
+                    "HTTP mode needs an address to receive Slack's requests, like 127.0.0.1:3000",
+                ));
+            }
+            _ => {}
+        }
+        if let Some(l) = &s.events_listen {
+            if l.parse::<std::net::SocketAddr>().is_err() {
+                return Err(self.error(
+                    "slack",
+                    "events_listen",
+                    format!("`{l}` is not an address like 127.0.0.1:3000"),
+                ));
+            }
+        }
+        if s.approvers.is_empty() {
+            return Err(self.error(
+                "slack",
+                "approvers",
+                "list the Slack user ids (U…) allowed to decide; with none, nobody could approve",
+            ));
+        }
+        if s.channels.is_empty() {
+            return Err(self.error(
+                "slack",
+                "channels",
+                "list the channel ids (C…) where prompts go",
+            ));
+        }
+        Ok(Some(SlackConfig {
+            bot_token,
+            app_token,
+            signing_secret,
+            api_url,
+            mode: s.mode,
+            events_listen: s.events_listen,
+            channels: s.channels,
+            approvers: s.approvers,
+        }))
     }
 
     /// Resolves `KEY`, `KEY_env` or `KEY_file` (at most one may be set).
@@ -757,6 +1031,47 @@ mod tests {
     fn same_socket_twice_is_an_error() {
         let e = parse("[queue]\nsocket = \"a.sock\"\ncontrol_socket = \"a.sock\"\n").unwrap_err();
         assert_eq!(e.key, "queue.control_socket");
+    }
+
+    #[test]
+    fn chat_channels_are_off_without_tokens() {
+        let c = parse(
+            "[telegram]\ntoken_env = \"GATEBOT_TEST_UNSET_TG\"\napprovers = [1]\n[slack]\nbot_token_env = \"GATEBOT_TEST_UNSET_SL\"\n",
+        )
+        .unwrap();
+        assert!(c.telegram.is_none() && c.slack.is_none());
+        assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
+        assert!(c.notes[0].contains("GATEBOT_TEST_UNSET_TG"));
+    }
+
+    #[test]
+    fn telegram_needs_approvers_and_defaults_chats_to_them() {
+        let e = parse("[telegram]\ntoken = \"1:x\"\n").unwrap_err();
+        assert_eq!(e.key, "telegram.approvers");
+        let c = parse(
+            "[telegram]\ntoken = \"1:x\"\napprovers = [42]\napi_url = \"http://127.0.0.1:9/\"\n",
+        )
+        .unwrap();
+        let t = c.telegram.unwrap();
+        assert_eq!(t.chats, vec![42]);
+        assert_eq!(t.api_url, "http://127.0.0.1:9");
+    }
+
+    #[test]
+    fn slack_needs_channels_approvers_and_the_mode_s_secret() {
+        let e =
+            parse("[slack]\nbot_token = \"xoxb\"\napp_token = \"xapp\"\napprovers = [\"U1\"]\n")
+                .unwrap_err();
+        assert_eq!(e.key, "slack.channels");
+        let c = parse("[slack]\nbot_token = \"xoxb\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n")
+            .unwrap();
+        assert!(c.slack.is_none(), "socket mode without an app token is off");
+        let c = parse("[slack]\nbot_token = \"xoxb\"\napp_token = \"xapp\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n")
+            .unwrap();
+        assert_eq!(c.slack.unwrap().mode, SlackMode::Socket);
+        let e = parse("[slack]\nmode = \"http\"\nbot_token = \"xoxb\"\nsigning_secret = \"s\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n")
+            .unwrap_err();
+        assert_eq!(e.key, "slack.events_listen");
     }
 
     #[test]

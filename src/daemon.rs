@@ -56,6 +56,9 @@ impl App {
             ),
             None => None,
         };
+        for note in &config.notes {
+            info!("{note}");
+        }
         let engine = Engine::new(store, config);
         let pending = engine.pending().await?.len();
         engine

@@ -6,11 +6,13 @@
 //! - [`store`]: SQLite (WAL): approvals, the append-only audit trail, always-allow additions.
 //! - [`engine`]: the only code that changes an approval's state; the event bus; expiry.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), and its client.
+//! - [`channel`]: what the chat channels share: commands, prompts, replies, delivery.
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
 //! - [`cli`]: the `gatebot` command line.
 
 pub mod api;
 pub mod approval;
+pub mod channel;
 pub mod cli;
 pub mod config;
 pub mod daemon;

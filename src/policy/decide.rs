@@ -36,7 +36,8 @@
 //!
 //! # Afterwards
 //! - An allowed call to a tool in `checkpoint_before` carries `checkpoint: true`.
-//! - `always_allow_offered` is true when the action is ask, the tool is not in
+//! - `always_allow_offered` is true when the action is ask, the agent is not
+//!   `supervised` (which asks for everything, whatever its lists say), the tool is not in
 //!   `require_approval_for` and the risk is not critical: only then can "Always allow"
 //!   change how the next call is decided.
 
@@ -82,6 +83,7 @@ pub(crate) fn decide(
     }
 
     let always_allow_offered = action == Action::Ask
+        && agent.tier != Tier::Supervised
         && !agent.require_approval_for.contains(tool)
         && risk.score != RiskScore::Critical;
 
@@ -882,8 +884,10 @@ mod tests {
             ..AgentRules::with_tier(SemiAutonomous)
         };
         let semi = AgentRules::with_tier(SemiAutonomous);
+        let supervised = AgentRules::with_tier(Supervised);
         let cases: &[(&str, &AgentRules, RiskScore, bool)] = &[
             ("a plain ask", &semi, High, true),
+            ("a supervised agent", &supervised, Low, false),
             ("require_approval_for", &listed, Medium, false),
             ("critical", &semi, Critical, false),
             ("an allow", &semi, Low, false),

@@ -5,11 +5,11 @@
 //! whether this is the agent's first use of the tool) into a [`Verdict`].
 //!
 //! # How a verdict is reached
-//! 1. **Risk** ([`risk`]): the tool class from `[tools]` (unknown = write) gives the
+//! 1. **Risk** (`risk.rs`): the tool class from `[tools]` (unknown = write) gives the
 //!    base level, content factors found in the arguments raise it, educational
 //!    content and internal tools lower the count (layer2 §2.2). Dangerous shell
 //!    commands lift it to high or critical; the environment moves it one level.
-//! 2. **Decision** ([`decide`]): deny list, tier, critical rule, require_approval_for,
+//! 2. **Decision** (`decide.rs`): deny list, tier, critical rule, require_approval_for,
 //!    always_allow, org `tool_approval_mode`, tier matrix, in that order, and then
 //!    the confidence gate, which may only make a verdict stricter.
 
@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-pub use risk::{ContentPatterns, PatternOverrides, RiskInput};
+pub use risk::{ContentPatterns, PatternError, PatternOverrides, RiskInput};
 
 /// An agent's autonomy tier (layer2 §2.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -76,7 +76,8 @@ pub enum ToolApprovalMode {
     All,
     /// Destructive tools ask a human.
     Dangerous,
-    /// No org-level rule; lists and tiers decide.
+    /// Whatever the earlier rules (deny list, draft_only, supervised, critical risk,
+    /// require_approval_for) do not hold back runs without asking (layer2 seed).
     None,
 }
 
@@ -139,7 +140,7 @@ pub enum Action {
 pub struct Risk {
     pub score: RiskScore,
     pub tool_class: ToolClass,
-    /// Factor names, in a stable order (see [`risk`] for the list).
+    /// Factor names, in a stable order (see `risk.rs` for the list).
     pub factors: Vec<String>,
 }
 

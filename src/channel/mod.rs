@@ -1,0 +1,11 @@
+//! What Telegram and Slack share: command parsing and button data ([`command`]),
+//! prompt content ([`prompt`]), authorisation and replies ([`handle`]), and durable
+//! delivery of prompts and their final edits ([`delivery`]).
+//!
+//! A channel module (`telegram`, `slack`) only translates: platform updates into
+//! [`handle`] calls, and [`prompt::PromptContent`] into the platform's markup.
+
+pub mod command;
+pub mod delivery;
+pub mod handle;
+pub mod prompt;

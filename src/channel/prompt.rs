@@ -1,0 +1,140 @@
+//! What a prompt says, independent of how a channel formats it.
+//!
+//! All strings here are raw text from agents or gatebot; each channel escapes
+//! them for its own markup (HTML for Telegram, mrkdwn for Slack) before sending.
+
+use crate::approval::{format_ms, now_ms, Approval, Status};
+use crate::config::format_duration;
+
+/// The parts of an approval prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptContent {
+    pub short_id: String,
+    pub agent: String,
+    pub tool: String,
+    pub summary: Option<String>,
+    /// `high`.
+    pub risk: String,
+    /// `destructive tool; pricing_content, external_url`.
+    pub risk_detail: String,
+    /// The policy's reason for asking.
+    pub reason: String,
+    /// Pretty JSON, cut to fit.
+    pub args: String,
+    /// Set when `args` was cut: what was left out.
+    pub args_note: Option<String>,
+    /// `2026-11-23 21:00 UTC (in 24h)`.
+    pub expires: Option<String>,
+    /// Whether the "Always allow" button applies.
+    pub always_allow_offered: bool,
+}
+
+/// Builds prompt content, cutting the arguments to at most `max_args_chars` characters.
+#[must_use]
+pub fn content(a: &Approval, max_args_chars: usize) -> PromptContent {
+    let pretty = serde_json::to_string_pretty(&a.args).unwrap_or_else(|_| a.args.to_string());
+    let (args, args_note) = truncate(&pretty, max_args_chars);
+    let mut detail = format!("{} tool", a.risk.tool_class.as_str());
+    if !a.risk.factors.is_empty() {
+        detail.push_str("; ");
+        detail.push_str(&a.risk.factors.join(", "));
+    }
+    PromptContent {
+        short_id: a.short_id.clone(),
+        agent: a.agent.clone(),
+        tool: a.tool.clone(),
+        summary: a.summary.clone().filter(|s| !s.trim().is_empty()),
+        risk: a.risk.score.as_str().to_string(),
+        risk_detail: detail,
+        reason: a.policy_reason.clone(),
+        args,
+        args_note,
+        expires: a.expires_at.map(|at| {
+            let left = std::time::Duration::from_millis((at - now_ms()).max(0) as u64);
+            format!("{} (in {})", clock(at), format_duration(left))
+        }),
+        always_allow_offered: a.always_allow_offered,
+    }
+}
+
+/// Cuts `s` to `max` characters on a char boundary; the note says how much was cut.
+#[must_use]
+pub fn truncate(s: &str, max: usize) -> (String, Option<String>) {
+    let total = s.chars().count();
+    if total <= max {
+        return (s.to_string(), None);
+    }
+    let kept: String = s.chars().take(max).collect();
+    let cut = total - max;
+    (
+        kept,
+        Some(format!(
+            "… {cut} more characters of arguments not shown (full text: gatebot status)"
+        )),
+    )
+}
+
+/// `2026-11-23 21:00 UTC`.
+#[must_use]
+pub fn clock(ms: i64) -> String {
+    let s = format_ms(ms); // 2026-11-23T21:00:05Z
+    format!("{} {} UTC", &s[..10], &s[11..16])
+}
+
+/// The line that replaces the buttons once a request is settled:
+/// "✅ Approved by alice (Telegram) 2026-11-23 12:03 UTC".
+#[must_use]
+pub fn outcome_line(a: &Approval) -> String {
+    let by = a.decided_by.as_deref().unwrap_or("someone");
+    let via = a.decided_via.map(|c| c.label()).unwrap_or("gatebot");
+    let when = a.decided_at.map(clock).unwrap_or_default();
+    let reason = |r: &Option<String>| r.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+    match a.status {
+        Status::Pending => "⏳ Waiting for a decision".to_string(),
+        Status::Approved => {
+            let always = if a.always_allowed {
+                " (always allow)"
+            } else {
+                ""
+            };
+            format!("✅ Approved{always} by {by} ({via}) {when}")
+        }
+        Status::Executing => format!("✅ Approved by {by} ({via}) {when}; running"),
+        Status::Succeeded => format!("✅ Approved by {by} ({via}) {when}; succeeded"),
+        Status::Failed => format!(
+            "✅ Approved by {by} ({via}) {when}; failed{}",
+            reason(&a.result_detail)
+        ),
+        Status::Rejected => format!(
+            "❌ Denied by {by} ({via}) {when}{}",
+            reason(&a.decision_reason)
+        ),
+        Status::Expired => format!(
+            "⌛ Expired: {}",
+            a.decision_reason
+                .as_deref()
+                .unwrap_or("no response in time")
+        ),
+        Status::Cancelled => format!("🚫 Cancelled by the agent {when}"),
+        Status::Allowed => "✅ Allowed by policy".to_string(),
+        Status::Blocked => "⛔ Blocked by policy".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_counts_characters_and_says_what_was_cut() {
+        assert_eq!(truncate("héllo", 10), ("héllo".to_string(), None));
+        let (kept, note) = truncate("ééééé", 3);
+        assert_eq!(kept, "ééé");
+        assert!(note.unwrap().starts_with("… 2 more characters"));
+    }
+
+    #[test]
+    fn clock_is_minutes_in_utc() {
+        assert_eq!(clock(0), "1970-01-01 00:00 UTC");
+    }
+}
