@@ -83,16 +83,31 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Print the audit trail (owner).
+    /// Print the audit trail (owner), or check it with `audit verify`.
     Audit {
+        #[command(subcommand)]
+        action: Option<AuditAction>,
         /// Only this request.
         #[arg(long)]
         request: Option<String>,
+        /// Only rows from this long ago (e.g. 24h) or since this time (RFC 3339).
+        #[arg(long)]
+        since: Option<String>,
+        /// One JSON object per line.
         #[arg(long)]
         json: bool,
     },
     /// Validate the config file and explain every error.
     CheckConfig,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditAction {
+    /// Recompute the hash chain; exit 1 if any row was edited, deleted or reordered.
+    Verify {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -221,11 +236,49 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             }
             Ok(EXIT_GO)
         }
-        Command::Audit { request, json } => {
+        Command::Audit {
+            action: Some(AuditAction::Verify { json }),
+            ..
+        } => {
             let client = Client::new(socket_for(&cli.socket, &cli.config, true)?);
-            let path = match request {
-                Some(r) => format!("/v1/audit?request={}", encode(&r)),
-                None => "/v1/audit".to_string(),
+            let res = expect_ok(client.get("/v1/audit/verify").await)?;
+            let problems = res.body["problems"].as_array().cloned().unwrap_or_default();
+            if json {
+                println!("{}", pretty(&res.body));
+            } else if problems.is_empty() {
+                println!(
+                    "audit trail intact: {} rows checked ({} written before the chain existed)",
+                    res.body["rows"], res.body["unchained"]
+                );
+            } else {
+                for p in &problems {
+                    println!("{}", p.as_str().unwrap_or_default());
+                }
+            }
+            Ok(if problems.is_empty() {
+                EXIT_GO
+            } else {
+                EXIT_NO
+            })
+        }
+        Command::Audit {
+            action: None,
+            request,
+            since,
+            json,
+        } => {
+            let client = Client::new(socket_for(&cli.socket, &cli.config, true)?);
+            let mut query = Vec::new();
+            if let Some(r) = request {
+                query.push(format!("request={}", encode(&r)));
+            }
+            if let Some(s) = since {
+                query.push(format!("since={}", parse_since(&s)?));
+            }
+            let path = if query.is_empty() {
+                "/v1/audit".to_string()
+            } else {
+                format!("/v1/audit?{}", query.join("&"))
             };
             let res = expect_ok(client.get(&path).await)?;
             let rows = res.body["audit"].as_array().cloned().unwrap_or_default();
@@ -362,6 +415,24 @@ async fn ask(client: Client, a: AskArgs) -> Result<u8, String> {
         view = wait_for(&client, &path, wait.unwrap_or(Duration::MAX)).await?;
     }
     Ok(report_view(&view, a.json))
+}
+
+/// `24h` (that long ago) or an RFC 3339 time, as Unix milliseconds.
+fn parse_since(s: &str) -> Result<i64, String> {
+    if let Ok(d) = parse_duration(s) {
+        return Ok(crate::approval::now_ms() - d.as_millis() as i64);
+    }
+    humantime::parse_rfc3339_weak(s)
+        .map(|t| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0)
+        })
+        .map_err(|_| {
+            format!(
+                "--since `{s}` is neither a duration like 24h nor a time like 2026-11-22T10:00:00Z"
+            )
+        })
 }
 
 fn parse_args(s: &str) -> Result<Value, String> {

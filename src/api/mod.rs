@@ -128,6 +128,7 @@ pub fn owner_router(state: ApiState) -> Router {
     common_routes()
         .route("/v1/requests/{id}/decision", post(decide))
         .route("/v1/audit", get(audit))
+        .route("/v1/audit/verify", get(audit_verify))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -446,6 +447,11 @@ async fn audit(
         .blocking(move |s| s.audit_rows(id.as_deref(), q.since))
         .await?;
     Ok(Json(json!({"audit": rows})))
+}
+
+async fn audit_verify(State(state): State<ApiState>) -> ApiResult<Json<serde_json::Value>> {
+    let check = state.engine.blocking(|s| s.verify_audit()).await?;
+    Ok(Json(serde_json::to_value(check).unwrap_or_default()))
 }
 
 /// The name of the local user, for decisions made from the CLI.

@@ -358,3 +358,40 @@ async fn the_daemon_starts_on_the_example_config_without_tokens() {
     assert!(text(&out.stdout).contains("No pending requests"));
     child.start_kill().unwrap();
 }
+
+#[tokio::test]
+async fn audit_prints_the_trail_and_verify_detects_tampering() {
+    let d = Daemon::start().await;
+    let out = d
+        .cli(&["ask", "--agent", "mailer", "--tool", "query_org_data"])
+        .await;
+    assert_eq!(out.status.code(), Some(0));
+    let out = d.cli(&["audit", "--json", "--since", "1h"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let events: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(events.iter().any(|e| e["event"] == "submitted"));
+    let out = d.cli(&["audit", "--since", "yesterday-ish"]).await;
+    assert_eq!(out.status.code(), Some(2));
+
+    let ok = d.cli(&["audit", "verify"]).await;
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stdout));
+    assert!(text(&ok.stdout).contains("intact"));
+
+    // Someone with write access to the database edits a row behind gatebot's back.
+    let db = rusqlite::Connection::open(d.path().join("gatebot.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    db.execute_batch(
+        "DROP TRIGGER audit_is_append_only_update; UPDATE audit SET actor = 'mallory' WHERE event = 'submitted';",
+    )
+    .unwrap();
+    let bad = d.cli(&["audit", "verify"]).await;
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        text(&bad.stdout).contains("changed after it was written"),
+        "{}",
+        text(&bad.stdout)
+    );
+}
