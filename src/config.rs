@@ -127,6 +127,8 @@ pub struct QueueConfig {
     pub max_body_bytes: usize,
     /// Longest long-poll a client may ask for.
     pub max_wait: Duration,
+    /// Serve Prometheus metrics at `/metrics` on the TCP listener too.
+    pub metrics: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -334,6 +336,7 @@ struct FileQueue {
     max_body_bytes: usize,
     #[serde(deserialize_with = "de_duration")]
     max_wait: Duration,
+    metrics: bool,
 }
 
 impl Default for FileQueue {
@@ -344,6 +347,7 @@ impl Default for FileQueue {
             listen: None,
             max_body_bytes: 64 * 1024,
             max_wait: Duration::from_secs(300),
+            metrics: false,
         }
     }
 }
@@ -517,6 +521,13 @@ impl Resolve<'_> {
                 ));
             }
         }
+        if queue.metrics && queue.listen.is_none() {
+            return Err(self.error(
+                "queue",
+                "metrics",
+                "metrics are served on the TCP listener: set `queue.listen` too (the control socket always serves /metrics)",
+            ));
+        }
         if queue.socket == queue.control_socket {
             return Err(self.error(
                 "queue",
@@ -619,6 +630,7 @@ impl Resolve<'_> {
                 listen: queue.listen,
                 max_body_bytes: queue.max_body_bytes,
                 max_wait: queue.max_wait,
+                metrics: queue.metrics,
             },
             log: LogConfig {
                 format: log.format,

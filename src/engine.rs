@@ -134,6 +134,8 @@ pub struct Submitted {
 }
 
 pub struct Engine {
+    /// Counters for `GET /metrics`.
+    pub metrics: crate::metrics::Metrics,
     store: Arc<Store>,
     config: RwLock<Arc<Config>>,
     events: broadcast::Sender<Event>,
@@ -151,6 +153,7 @@ impl Engine {
     pub fn new(store: Store, config: Config) -> Arc<Engine> {
         let (events, _) = broadcast::channel(4096);
         Arc::new(Engine {
+            metrics: crate::metrics::Metrics::default(),
             store: Arc::new(store),
             config: RwLock::new(Arc::new(config)),
             events,
@@ -351,6 +354,7 @@ impl Engine {
                     verdict = %a.status, risk = a.risk.score.as_str(),
                     "request submitted"
                 );
+                self.metrics.submitted(a.status);
                 if a.status == Status::Pending {
                     self.deadlines_changed.notify_one();
                 }
@@ -421,6 +425,10 @@ impl Engine {
                     verdict = %a.status, by = %decision.actor, via = decision.via.as_str(),
                     "request decided"
                 );
+                self.metrics.settled(
+                    a.status,
+                    a.decided_at.unwrap_or(a.created_at) - a.created_at,
+                );
                 self.deadlines_changed.notify_one();
                 self.publish(Event::Settled(Arc::new(a.clone())));
                 Ok(a)
@@ -473,6 +481,7 @@ impl Engine {
         match self.blocking(move |s| s.cancel(&i, &ag, now_ms())).await? {
             Transition::Done(a) => {
                 info!(id = %a.id, agent = %a.agent, tool = %a.tool, "request cancelled");
+                self.metrics.settled(a.status, 0);
                 self.deadlines_changed.notify_one();
                 self.publish(Event::Settled(Arc::new(a.clone())));
                 Ok(a)
@@ -561,6 +570,7 @@ impl Engine {
                     id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
                     verdict = "expired", "request expired"
                 );
+                self.metrics.settled(a.status, 0);
                 self.publish(Event::Settled(Arc::new(a)));
             }
             let next = self.blocking(|s| s.next_deadline()).await.unwrap_or(None);

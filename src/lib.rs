@@ -17,6 +17,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod engine;
+pub mod metrics;
 pub mod policy;
 pub mod secret;
 pub mod store;

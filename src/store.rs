@@ -514,6 +514,17 @@ impl Store {
         Ok(Transition::Done(a))
     }
 
+    /// How many requests are pending.
+    pub fn count_pending(&self) -> Result<usize> {
+        let conn = self.lock();
+        let n: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM approvals WHERE status = 'pending'",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(n as usize)
+    }
+
     /// Pending requests, oldest first.
     pub fn pending(&self) -> Result<Vec<Approval>> {
         self.list(Some(Status::Pending), 1000)

@@ -114,9 +114,15 @@ impl IntoResponse for ApiError {
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// Routes agents may use.
+/// Routes agents may use (and `/metrics` on TCP when `[queue] metrics` is on).
 pub fn agent_router(state: ApiState) -> Router {
-    common_routes()
+    let with_metrics = state.transport == Transport::Tcp && state.engine.config().queue.metrics;
+    let routes = if with_metrics {
+        common_routes().route("/metrics", get(metrics))
+    } else {
+        common_routes()
+    };
+    routes
         .route("/v1/requests/{id}/decision", post(decision_forbidden))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -129,6 +135,7 @@ pub fn owner_router(state: ApiState) -> Router {
         .route("/v1/requests/{id}/decision", post(decide))
         .route("/v1/audit", get(audit))
         .route("/v1/audit/verify", get(audit_verify))
+        .route("/metrics", get(metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -447,6 +454,15 @@ async fn audit(
         .blocking(move |s| s.audit_rows(id.as_deref(), q.since))
         .await?;
     Ok(Json(json!({"audit": rows})))
+}
+
+async fn metrics(State(state): State<ApiState>) -> ApiResult<Response> {
+    let pending = state.engine.blocking(|s| s.count_pending()).await?;
+    Ok((
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.engine.metrics.render(pending),
+    )
+        .into_response())
 }
 
 async fn audit_verify(State(state): State<ApiState>) -> ApiResult<Json<serde_json::Value>> {

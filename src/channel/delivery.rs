@@ -89,6 +89,9 @@ pub async fn run<S: ChatSender>(engine: Arc<Engine>, sender: Arc<S>, stop: Cance
                     attempts.remove(&id);
                 }
                 Err(e) => {
+                    engine
+                        .metrics
+                        .chat_error(channel, matches!(e, SendError::RetryAfter(_)));
                     let n = attempts.entry(id.clone()).or_insert(0);
                     *n += 1;
                     let wait = match &e {

@@ -578,3 +578,43 @@ async fn unknown_routes_answer_json() {
     assert_eq!(res.status, StatusCode::NOT_FOUND);
     assert_eq!(res.error_code(), Some("no_route"));
 }
+
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}
+
+#[tokio::test]
+async fn metrics_count_verdicts_outcomes_and_pending() {
+    let app = spawn_app("[queue]\nlisten = \"127.0.0.1:0\"\nmetrics = true\n").await;
+    app.submit_ok("mailer", "query_org_data", json!({})).await;
+    let a = app.submit_ok("mailer", "send_email", json!({})).await;
+    app.submit_ok("mailer", "send_email", json!({"n": 2})).await;
+    app.submit_ok("drafter", "send_email", json!({})).await;
+    app.decide(a["id"].as_str().unwrap(), "deny", None).await;
+    let text = http_get(app.tcp.unwrap(), "/metrics").await;
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    for line in [
+        "gatebot_requests_total{verdict=\"allow\"} 1",
+        "gatebot_requests_total{verdict=\"ask\"} 2",
+        "gatebot_requests_total{verdict=\"block\"} 1",
+        "gatebot_outcomes_total{outcome=\"rejected\"} 1",
+        "gatebot_pending 1",
+        "gatebot_decision_latency_seconds_count 1",
+    ] {
+        assert!(text.contains(line), "missing {line}:\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn metrics_are_off_on_tcp_unless_enabled() {
+    let app = spawn_app("[queue]\nlisten = \"127.0.0.1:0\"\n").await;
+    let text = http_get(app.tcp.unwrap(), "/metrics").await;
+    assert!(text.starts_with("HTTP/1.1 404"), "{text}");
+}

@@ -395,3 +395,88 @@ async fn audit_prints_the_trail_and_verify_detects_tampering() {
         text(&bad.stdout)
     );
 }
+
+#[tokio::test]
+async fn sighup_reloads_the_config_and_refuses_an_invalid_one() {
+    let d = Daemon::start().await;
+    let pid = d.child.id().unwrap().to_string();
+    let hup = || {
+        assert!(std::process::Command::new("kill")
+            .args(["-HUP", &pid])
+            .status()
+            .unwrap()
+            .success());
+    };
+    // A pending request from before the reload.
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "intern",
+            "--tool",
+            "create_contact",
+            "--wait",
+            "1s",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(3));
+
+    let config = BASE_CONFIG.replace(
+        "[agents.intern]\ntier = \"supervised\"",
+        "[agents.intern]\ntier = \"autonomous\"",
+    );
+    assert_ne!(config, BASE_CONFIG);
+    std::fs::write(d.config(), &config).unwrap();
+    hup();
+    let mut reloaded = false;
+    for _ in 0..100 {
+        let out = d
+            .cli(&[
+                "ask",
+                "--agent",
+                "intern",
+                "--tool",
+                "create_contact",
+                "--wait",
+                "1s",
+            ])
+            .await;
+        if out.status.code() == Some(0) {
+            reloaded = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(reloaded, "the new tier never took effect");
+
+    // An invalid file is refused; the daemon keeps the last good config.
+    std::fs::write(d.config(), "[agents.intern]\ntier = \"yolo\"\n").unwrap();
+    hup();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The config file is now invalid, so name the socket instead of reading it.
+    let sock = d.path().join("gatebot.sock");
+    let out = Command::new(BIN)
+        .args([
+            "ask",
+            "--agent",
+            "intern",
+            "--tool",
+            "create_contact",
+            "--socket",
+        ])
+        .arg(&sock)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let pending = Command::new(BIN)
+        .args(["pending", "--socket"])
+        .arg(d.path().join("gatebot-control.sock"))
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        text(&pending.stdout).contains("create_contact"),
+        "the old pending request survives"
+    );
+}

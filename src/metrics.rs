@@ -1,0 +1,183 @@
+//! Counters for the Prometheus endpoint (`GET /metrics`), kept with atomics and
+//! rendered in the text exposition format. No labels beyond small fixed sets.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::approval::{Channel, Status};
+
+/// Upper bounds (seconds) of the decision-latency histogram buckets.
+const LATENCY_BUCKETS: [f64; 12] = [
+    1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 14_400.0, 43_200.0, 86_400.0,
+];
+const CHANNELS: [Channel; 2] = [Channel::Telegram, Channel::Slack];
+
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// allowed, ask (pending), blocked.
+    verdicts: [AtomicU64; 3],
+    /// approved, rejected, expired, cancelled.
+    outcomes: [AtomicU64; 4],
+    latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
+    latency_count: AtomicU64,
+    latency_sum_ms: AtomicU64,
+    /// Per channel (telegram, slack): failed calls, and those that were 429s.
+    chat_errors: [AtomicU64; 2],
+    chat_rate_limited: [AtomicU64; 2],
+}
+
+fn channel_index(c: Channel) -> Option<usize> {
+    CHANNELS.iter().position(|x| *x == c)
+}
+
+impl Metrics {
+    /// A request was submitted and got this status.
+    pub fn submitted(&self, status: Status) {
+        let i = match status {
+            Status::Allowed => 0,
+            Status::Pending => 1,
+            Status::Blocked => 2,
+            _ => return,
+        };
+        self.verdicts[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A pending request left `pending` after `waited_ms`.
+    pub fn settled(&self, status: Status, waited_ms: i64) {
+        let i = match status {
+            Status::Approved => 0,
+            Status::Rejected => 1,
+            Status::Expired => 2,
+            Status::Cancelled => 3,
+            _ => return,
+        };
+        self.outcomes[i].fetch_add(1, Ordering::Relaxed);
+        if matches!(status, Status::Approved | Status::Rejected) {
+            let secs = waited_ms.max(0) as f64 / 1000.0;
+            for (b, bound) in self.latency_buckets.iter().zip(LATENCY_BUCKETS) {
+                if secs <= bound {
+                    b.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            self.latency_count.fetch_add(1, Ordering::Relaxed);
+            self.latency_sum_ms
+                .fetch_add(waited_ms.max(0) as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// A chat API call failed; `rate_limited` when it was a 429.
+    pub fn chat_error(&self, channel: Channel, rate_limited: bool) {
+        if let Some(i) = channel_index(channel) {
+            self.chat_errors[i].fetch_add(1, Ordering::Relaxed);
+            if rate_limited {
+                self.chat_rate_limited[i].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The exposition text; `pending` is read from the store at scrape time.
+    #[must_use]
+    pub fn render(&self, pending: usize) -> String {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_requests_total Requests submitted, by the policy's verdict."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_requests_total counter");
+        for (v, c) in ["allow", "ask", "block"].iter().zip(&self.verdicts) {
+            let _ = writeln!(o, "gatebot_requests_total{{verdict=\"{v}\"}} {}", get(c));
+        }
+        let _ = writeln!(o, "# HELP gatebot_pending Requests waiting for a human.");
+        let _ = writeln!(o, "# TYPE gatebot_pending gauge");
+        let _ = writeln!(o, "gatebot_pending {pending}");
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_outcomes_total Pending requests settled, by outcome."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_outcomes_total counter");
+        for (v, c) in ["approved", "rejected", "expired", "cancelled"]
+            .iter()
+            .zip(&self.outcomes)
+        {
+            let _ = writeln!(o, "gatebot_outcomes_total{{outcome=\"{v}\"}} {}", get(c));
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_expired_total Requests that expired unanswered."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_expired_total counter");
+        let _ = writeln!(o, "gatebot_expired_total {}", get(&self.outcomes[2]));
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_decision_latency_seconds Time from submission to a human decision."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_decision_latency_seconds histogram");
+        for (b, bound) in self.latency_buckets.iter().zip(LATENCY_BUCKETS) {
+            let _ = writeln!(
+                o,
+                "gatebot_decision_latency_seconds_bucket{{le=\"{bound}\"}} {}",
+                get(b)
+            );
+        }
+        let count = get(&self.latency_count);
+        let _ = writeln!(
+            o,
+            "gatebot_decision_latency_seconds_bucket{{le=\"+Inf\"}} {count}"
+        );
+        let _ = writeln!(
+            o,
+            "gatebot_decision_latency_seconds_sum {}",
+            get(&self.latency_sum_ms) as f64 / 1000.0
+        );
+        let _ = writeln!(o, "gatebot_decision_latency_seconds_count {count}");
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_chat_send_errors_total Failed chat API calls."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_chat_send_errors_total counter");
+        for (ch, c) in CHANNELS.iter().zip(&self.chat_errors) {
+            let _ = writeln!(
+                o,
+                "gatebot_chat_send_errors_total{{channel=\"{}\"}} {}",
+                ch.as_str(),
+                get(c)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_chat_rate_limited_total Chat API calls answered 429."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_chat_rate_limited_total counter");
+        for (ch, c) in CHANNELS.iter().zip(&self.chat_rate_limited) {
+            let _ = writeln!(
+                o,
+                "gatebot_chat_rate_limited_total{{channel=\"{}\"}} {}",
+                ch.as_str(),
+                get(c)
+            );
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_histogram_is_cumulative_and_counts_only_human_decisions() {
+        let m = Metrics::default();
+        m.settled(Status::Approved, 2_000);
+        m.settled(Status::Rejected, 100_000);
+        m.settled(Status::Expired, 86_400_000);
+        let text = m.render(3);
+        assert!(text.contains("gatebot_decision_latency_seconds_bucket{le=\"1\"} 0"));
+        assert!(text.contains("gatebot_decision_latency_seconds_bucket{le=\"5\"} 1"));
+        assert!(text.contains("gatebot_decision_latency_seconds_bucket{le=\"300\"} 2"));
+        assert!(text.contains("gatebot_decision_latency_seconds_count 2"));
+        assert!(text.contains("gatebot_decision_latency_seconds_sum 102"));
+        assert!(text.contains("gatebot_expired_total 1"));
+        assert!(text.contains("gatebot_pending 3"));
+    }
+}
