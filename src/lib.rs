@@ -7,6 +7,8 @@
 //! - [`engine`]: the only code that changes an approval's state; the event bus; expiry.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), and its client.
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
+//! - [`hooks`]: Claude Code, Codex and Gemini CLI hooks; [`mcp`]: the MCP approval tool;
+//!   [`guidance`]: what an agent's system prompt should say about its tier.
 //! - [`cli`]: the `gatebot` command line.
 
 pub mod api;
@@ -15,6 +17,9 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod engine;
+pub mod guidance;
+pub mod hooks;
+pub mod mcp;
 pub mod policy;
 pub mod secret;
 pub mod store;
