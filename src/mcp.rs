@@ -14,10 +14,15 @@
 //!    answered while one waits. With `_meta.progressToken`, a waiting call sends
 //!    `notifications/progress` when it starts waiting and every
 //!    [`crate::hooks::WAIT_SLICE`], so the client does not time it out as idle.
-//! 5. Errors: -32700 parse error, -32600 invalid request, -32601 unknown method,
+//! 5. `notifications/cancelled` for a waiting call, or the client closing stdin,
+//!    withdraws its gatebot request, so nobody is asked to decide for a caller
+//!    that is gone.
+//! 6. Errors: -32700 parse error, -32600 invalid request, -32601 unknown method,
 //!    -32602 bad params (unknown tool, missing `tool_name`).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -66,6 +71,8 @@ where
         Ok::<_, std::io::Error>(())
     });
     let mut calls = JoinSet::new();
+    let mut waiting: HashMap<String, (tokio::task::AbortHandle, Slot)> = HashMap::new();
+    let mut withdrawals = JoinSet::new();
     let mut lines = input.lines();
     while let Some(line) = lines.next_line().await? {
         if line.trim().is_empty() {
@@ -86,22 +93,63 @@ where
             Dispatch::Reply(r) => {
                 let _ = tx.send(r);
             }
-            Dispatch::Call(fut) => {
-                calls.spawn(fut);
+            Dispatch::Call(key, slot, fut) => {
+                waiting.insert(key, (calls.spawn(fut), slot));
+            }
+            Dispatch::Cancel(key) => {
+                if let Some((handle, slot)) = waiting.remove(&key) {
+                    withdraw(&opts, &handle, &slot, &mut withdrawals);
+                }
             }
             Dispatch::Nothing => {}
         }
+        // Forget finished calls.
+        waiting.retain(|_, (h, _)| !h.is_finished());
     }
     // The client hung up: nobody is left to read answers.
+    for (handle, slot) in waiting.values() {
+        withdraw(&opts, handle, slot, &mut withdrawals);
+    }
     calls.abort_all();
+    while withdrawals.join_next().await.is_some() {}
     drop(tx);
     writer.await.map_err(std::io::Error::other)?
 }
 
+/// The gatebot request id of a waiting call, once it is known.
+type Slot = Arc<Mutex<Option<String>>>;
+
 enum Dispatch {
     Reply(Value),
-    Call(std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>),
+    /// A tool call: its JSON-RPC id (as text), its request slot, and its work.
+    Call(
+        String,
+        Slot,
+        std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+    ),
+    /// The client gave up on the call with this JSON-RPC id.
+    Cancel(String),
     Nothing,
+}
+
+/// Stops a waiting call and withdraws its request, if it has one still pending.
+fn withdraw(
+    opts: &McpOptions,
+    handle: &tokio::task::AbortHandle,
+    slot: &Slot,
+    tasks: &mut JoinSet<()>,
+) {
+    handle.abort();
+    let id = slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if let (Some(id), Ok(socket)) = (id, &opts.socket) {
+        let client = Client::new(socket).with_token(opts.token.clone());
+        tasks.spawn(async move {
+            // Already settled is fine: then there is nothing to withdraw.
+            let _ = client
+                .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
+                .await;
+        });
+    }
 }
 
 fn dispatch(opts: &McpOptions, msg: Value, tx: &mpsc::UnboundedSender<Value>) -> Dispatch {
@@ -119,7 +167,12 @@ fn dispatch(opts: &McpOptions, msg: Value, tx: &mpsc::UnboundedSender<Value>) ->
         ));
     };
     let Some(id) = id else {
-        // Notifications (initialized, cancelled, …) need no answer.
+        if method == "notifications/cancelled" {
+            if let Some(r) = msg["params"].get("requestId") {
+                return Dispatch::Cancel(r.to_string());
+            }
+        }
+        // Other notifications (initialized, …) need no answer.
         return Dispatch::Nothing;
     };
     let params = msg.get("params").cloned().unwrap_or(json!({}));
@@ -148,13 +201,20 @@ fn dispatch(opts: &McpOptions, msg: Value, tx: &mpsc::UnboundedSender<Value>) ->
             Ok(call) => {
                 let progress = params["_meta"]["progressToken"].clone();
                 let (opts, tx) = (opts.clone(), tx.clone());
-                Dispatch::Call(Box::pin(async move {
-                    let text = approve(&opts, &call, progress, &tx).await;
-                    let _ = tx.send(result(
-                        id,
-                        json!({"content": [{"type": "text", "text": text}], "isError": false}),
-                    ));
-                }))
+                let slot = Slot::default();
+                let key = id.to_string();
+                let request = slot.clone();
+                Dispatch::Call(
+                    key,
+                    slot,
+                    Box::pin(async move {
+                        let text = approve(&opts, &call, progress, &tx, &request).await;
+                        let _ = tx.send(result(
+                            id,
+                            json!({"content": [{"type": "text", "text": text}], "isError": false}),
+                        ));
+                    }),
+                )
             }
         },
         other => Dispatch::Reply(error(
@@ -218,6 +278,7 @@ async fn approve(
     call: &ToolCall,
     progress: Value,
     tx: &mpsc::UnboundedSender<Value>,
+    request: &Slot,
 ) -> String {
     let verdict = match &opts.socket {
         Err(e) => Verdict::unreachable(&call.tool, e),
@@ -231,6 +292,7 @@ async fn approve(
                 &call.submit_body(&opts.agent),
                 opts.budget,
                 |view, elapsed| {
+                    *request.lock().unwrap_or_else(|e| e.into_inner()) = Some(view.id.clone());
                     if progress.is_null() {
                         return;
                     }
@@ -291,7 +353,8 @@ mod tests {
         let (tx, _rx) = mpsc::unbounded_channel();
         match dispatch(&opts(), msg, &tx) {
             Dispatch::Reply(r) => r,
-            Dispatch::Call(_) => panic!("expected a reply, got a call"),
+            Dispatch::Call(..) => panic!("expected a reply, got a call"),
+            Dispatch::Cancel(_) => panic!("expected a reply, got a cancel"),
             Dispatch::Nothing => Value::Null,
         }
     }

@@ -379,6 +379,24 @@ async fn the_mcp_server_answers_the_permission_prompt_tool() {
         )
         .await;
     assert_eq!(bad["error"]["code"], -32602);
+
+    // The client gives up on a waiting call: its request is withdrawn.
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+        "name": "request_approval",
+        "arguments": {"tool_name": "Bash", "input": {"command": "make release"}},
+        "_meta": {"progressToken": 8}}}),
+    )
+    .await;
+    assert_eq!(mcp.recv().await["method"], "notifications/progress");
+    let req = pending_one(&app).await;
+    mcp.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": 8, "reason": "user interrupted"}}),
+    )
+    .await;
+    let now = app.get(req["id"].as_str().unwrap(), 10.0).await;
+    assert_eq!(now.body["status"], "cancelled", "{:?}", now.body);
 }
 
 #[tokio::test]
