@@ -16,6 +16,8 @@ use crate::api::client::{Client, Response};
 use crate::api::ApprovalView;
 use crate::approval::Status;
 use crate::config::{format_duration, parse_duration, Config};
+use crate::hooks::cli::{HookRun, Kind};
+use crate::mcp::McpOptions;
 
 /// Exit code: allowed or approved.
 pub const EXIT_GO: u8 = 0;
@@ -99,6 +101,49 @@ pub enum Command {
     },
     /// Validate the config file and explain every error.
     CheckConfig,
+    /// Answer an agent's hook: JSON on stdin, the decision as JSON on stdout.
+    Hook {
+        #[command(subcommand)]
+        agent: HookCommand,
+    },
+    /// Run a stdio MCP server with the `request_approval` tool
+    /// (Claude Code's --permission-prompt-tool).
+    Mcp(HookArgs),
+    /// Print the system-prompt paragraph for an agent's autonomy tier.
+    AgentGuidance {
+        /// The agent's name.
+        name: String,
+        /// Print the API's JSON (tier, lists, guidance) instead.
+        #[arg(long)]
+        json: bool,
+        /// The agent's token, needed with --socket on the agents' socket.
+        #[arg(long, env = "GATEBOT_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Claude Code's PermissionRequest or PreToolUse command hook.
+    ClaudeCode(HookArgs),
+    /// Codex's PermissionRequest hook (.codex/hooks.json).
+    Codex(HookArgs),
+    /// Gemini CLI's BeforeTool hook (settings.json).
+    Gemini(HookArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The agent to submit as (default: claude-code, codex, gemini; mcp: claude-code).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Answer (deny) after this long if nobody decided; keep it under the agent's
+    /// hook timeout (default: 540s; gemini: 55s).
+    #[arg(long)]
+    pub timeout: Option<String>,
+    /// The agent's token, if it has one.
+    #[arg(long, env = "GATEBOT_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -163,6 +208,54 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
     match cli.command {
         Command::Run => unreachable!("run is handled by main"),
         Command::CheckConfig => check_config(&cli.config),
+        Command::Hook { agent } => {
+            let (kind, args) = match agent {
+                HookCommand::ClaudeCode(a) => (Kind::ClaudeCode, a),
+                HookCommand::Codex(a) => (Kind::Codex, a),
+                HookCommand::Gemini(a) => (Kind::Gemini, a),
+            };
+            let budget = args.timeout.as_deref().map(parse_duration).transpose()?;
+            let mut input = String::new();
+            std::io::stdin()
+                .read_to_string(&mut input)
+                .map_err(|e| format!("cannot read the hook input from stdin: {e}"))?;
+            let run = HookRun {
+                kind,
+                agent: args.agent,
+                budget,
+                socket: socket_for(&cli.socket, &cli.config, false),
+                token: args.token,
+            };
+            let answer = crate::hooks::cli::run(run, &input).await?;
+            println!("{answer}");
+            Ok(EXIT_GO)
+        }
+        Command::Mcp(args) => {
+            let budget = args.timeout.as_deref().map(parse_duration).transpose()?;
+            let opts = McpOptions {
+                agent: args
+                    .agent
+                    .unwrap_or_else(|| Kind::ClaudeCode.default_agent().to_string()),
+                budget: budget.unwrap_or(crate::hooks::DEFAULT_BUDGET),
+                socket: socket_for(&cli.socket, &cli.config, false),
+                token: args.token,
+            };
+            let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+            crate::mcp::serve(opts, stdin, tokio::io::stdout())
+                .await
+                .map_err(|e| format!("the MCP server stopped: {e}"))?;
+            Ok(EXIT_GO)
+        }
+        Command::AgentGuidance { name, json, token } => {
+            let client = Client::new(socket_for(&cli.socket, &cli.config, true)?).with_token(token);
+            let res = expect_ok(client.get(&format!("/v1/agents/{}", encode(&name))).await)?;
+            if json {
+                println!("{}", pretty(&res.body));
+            } else {
+                println!("{}", res.body["guidance"].as_str().unwrap_or_default());
+            }
+            Ok(EXIT_GO)
+        }
         Command::Ask(args) => {
             let socket = socket_for(&cli.socket, &cli.config, false)?;
             ask(Client::new(socket).with_token(args.token.clone()), args).await

@@ -8,6 +8,8 @@
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), and its client.
 //! - [`channel`]: what the chat channels share: commands, prompts, replies, delivery.
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
+//! - [`hooks`]: Claude Code, Codex and Gemini CLI hooks; [`mcp`]: the MCP approval tool;
+//!   [`guidance`]: what an agent's system prompt should say about its tier.
 //! - [`cli`]: the `gatebot` command line.
 
 pub mod api;
@@ -17,6 +19,9 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod engine;
+pub mod guidance;
+pub mod hooks;
+pub mod mcp;
 pub mod metrics;
 pub mod policy;
 pub mod secret;

@@ -7,9 +7,14 @@
 //! - the **owner API** ([`owner_router`]), served only on the control socket (mode
 //!   0600): everything above for any agent, plus decisions and the audit trail.
 //!
+//! Both also serve `GET /v1/agents/{name}` (tier guidance); the agent API also serves
+//! `POST /v1/hooks/claude-code` (Claude Code's `type: "http"` hook).
+//!
 //! Errors are `{"error": {"code": "…", "message": "…"}}` with a fitting status.
 
+mod agents;
 pub mod client;
+mod hook;
 mod wire;
 
 use std::sync::Arc;
@@ -124,6 +129,7 @@ pub fn agent_router(state: ApiState) -> Router {
     };
     routes
         .route("/v1/requests/{id}/decision", post(decision_forbidden))
+        .route("/v1/hooks/claude-code", post(hook::claude_code))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -148,6 +154,7 @@ fn common_routes() -> Router<ApiState> {
         .route("/v1/requests/{id}", get(get_request))
         .route("/v1/requests/{id}/result", post(report))
         .route("/v1/requests/{id}/cancel", post(cancel))
+        .route("/v1/agents/{name}", get(agents::guidance))
 }
 
 async fn not_found() -> ApiError {

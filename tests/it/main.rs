@@ -4,4 +4,6 @@
 mod api;
 mod cli;
 mod helpers;
+mod hooks;
+mod integrations;
 mod lifecycle;

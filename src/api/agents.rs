@@ -1,0 +1,33 @@
+//! `GET /v1/agents/{name}`: an agent's tier, lists and system-prompt guidance.
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::Json;
+
+use super::{bearer, ApiResult, ApiState};
+use crate::engine::EngineError;
+use crate::guidance::{for_agent, AgentGuidance};
+
+pub(super) async fn guidance(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> ApiResult<Json<AgentGuidance>> {
+    let cfg = if state.owner {
+        state
+            .engine
+            .config()
+            .agent(&name)
+            .ok_or_else(|| EngineError::UnknownAgent(name.clone()))?
+    } else {
+        state
+            .engine
+            .authenticate(&name, bearer(&headers), state.transport)?
+    };
+    let n = name.clone();
+    let added = state
+        .engine
+        .blocking(move |s| s.always_allowed_tools(&n))
+        .await?;
+    Ok(Json(for_agent(&name, &cfg.rules, &added)))
+}

@@ -1,0 +1,316 @@
+//! Agent integrations: Claude Code, Codex and Gemini CLI hooks, and the shared
+//! "submit, wait within a budget, answer" loop the MCP server uses too.
+//!
+//! A hook is a short-lived process (or, for Claude Code's `type: "http"` hooks, a
+//! request to the daemon) that must answer before the agent's own hook timeout:
+//! every agent treats a timed-out hook as "no opinion", which lets the action run.
+//! So every integration here works to a **budget** shorter than that timeout:
+//!
+//! 1. Map the hook's JSON (`tool_name`, `tool_input`, …) to a [`ToolCall`].
+//! 2. Submit it as the agent ([`Gate::submit`]); any error is a deny that says why.
+//! 3. While it is pending, long-poll in slices ([`Gate::wait`]) until the budget ends.
+//! 4. If nobody decided in time, withdraw the request ([`Gate::cancel`]) so it cannot
+//!    be approved after the agent was told no, and deny with a "still queued" message.
+//!    If the withdrawal loses a race with a decision, that decision is the answer.
+//! 5. Render the [`Verdict`] in the agent's own JSON shape.
+
+pub mod claude_code;
+pub mod cli;
+pub mod codex;
+pub mod gemini;
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::api::client::Client;
+use crate::api::{ApprovalView, SubmitBody};
+use crate::approval::Status;
+use crate::config::format_duration;
+use crate::engine::MAX_KEY_LEN;
+
+/// Default budget for Claude Code and Codex hooks: their hook timeout defaults to
+/// 600 s, and a timed-out hook fails open, so answer a minute before that.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(540);
+/// Default budget for Gemini CLI hooks, whose timeout defaults to 60 000 ms.
+pub const GEMINI_DEFAULT_BUDGET: Duration = Duration::from_secs(55);
+/// Longest single long-poll; also how often a waiting MCP call reports progress.
+pub const WAIT_SLICE: Duration = Duration::from_secs(15);
+/// Longest summary a hook derives from the tool input, in characters.
+const SUMMARY_CHARS: usize = 300;
+
+/// A tool call as gatebot sees it, derived from a hook's payload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCall {
+    pub tool: String,
+    pub args: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+impl ToolCall {
+    /// Builds a call from a hook's tool name and input; `tool_use_id` becomes the
+    /// idempotency key, so a hook that is re-run for the same call finds the same request.
+    #[must_use]
+    pub fn new(tool: &str, input: Value, tool_use_id: Option<&str>) -> ToolCall {
+        let input = match input {
+            Value::Null => json!({}),
+            other => other,
+        };
+        ToolCall {
+            tool: tool.to_string(),
+            summary: summarize(tool, &input),
+            args: input,
+            idempotency_key: tool_use_id
+                .filter(|k| !k.is_empty() && k.len() <= MAX_KEY_LEN)
+                .map(str::to_string),
+        }
+    }
+
+    /// The `POST /v1/requests` body for `agent`.
+    #[must_use]
+    pub fn submit_body(&self, agent: &str) -> SubmitBody {
+        SubmitBody {
+            agent: agent.to_string(),
+            tool: self.tool.clone(),
+            args: self.args.clone(),
+            summary: self.summary.clone(),
+            confidence: None,
+            environment: None,
+            ttl: None,
+            idempotency_key: self.idempotency_key.clone(),
+        }
+    }
+}
+
+/// One line for the owner: the input's `description` if the agent gave one,
+/// else a short rendering of the command, path or arguments.
+#[must_use]
+pub fn summarize(tool: &str, input: &Value) -> Option<String> {
+    let text = |k: &str| {
+        input
+            .get(k)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+    };
+    let line = if let Some(d) = text("description") {
+        d.to_string()
+    } else if let Some(c) = text("command") {
+        format!("{tool}: {c}")
+    } else if let Some(p) = text("file_path").or_else(|| text("path")) {
+        format!("{tool} {p}")
+    } else if let Some(u) = text("url") {
+        format!("{tool} {u}")
+    } else {
+        match input {
+            Value::Object(m) if m.is_empty() => return None,
+            other => format!("{tool} {other}"),
+        }
+    };
+    Some(truncate(&line.replace(['\n', '\r'], " "), SUMMARY_CHARS))
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+/// The answer for the agent: run it or not, and the sentence its model reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub allow: bool,
+    pub message: String,
+}
+
+impl Verdict {
+    /// The verdict a settled request carries ([`crate::approval::Approval::message`]).
+    #[must_use]
+    pub fn from_view(v: &ApprovalView) -> Verdict {
+        Verdict {
+            allow: v.status.is_go(),
+            message: v.message.clone(),
+        }
+    }
+
+    /// gatebot could not be asked: deny, because an unchecked action must not run.
+    #[must_use]
+    pub fn unreachable(tool: &str, error: &str) -> Verdict {
+        Verdict {
+            allow: false,
+            message: format!(
+                "[Action not checked] {tool}: gatebot could not be asked ({error}). \
+                 The action was not run."
+            ),
+        }
+    }
+
+    /// Nobody decided within the budget.
+    #[must_use]
+    pub fn still_queued(v: &ApprovalView, budget: Duration, withdrawn: bool) -> Verdict {
+        let tool = &v.tool;
+        let wait = format_duration(budget);
+        let message = if withdrawn {
+            format!(
+                "[Action not decided in time] {tool}: no human decided within {wait}, so gatebot \
+                 withdrew request {}. The action was not run. Tell the user it needs their \
+                 approval, and try again when they are available.",
+                v.short_id
+            )
+        } else {
+            format!(
+                "[Action still queued] {tool}: no human decided within {wait}; request {} is \
+                 still queued. The action was not run. Do not run it until a later request \
+                 is approved.",
+                v.short_id
+            )
+        };
+        Verdict {
+            allow: false,
+            message,
+        }
+    }
+}
+
+/// Where requests go: the daemon over its socket, or the engine in-process.
+pub(crate) trait Gate {
+    async fn submit(&self, body: &SubmitBody) -> Result<ApprovalView, String>;
+    /// The request after waiting up to `up_to` for it to leave `pending`.
+    async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, String>;
+    /// Withdraws a pending request; if it was settled meanwhile, returns it as it is.
+    async fn cancel(&self, id: &str) -> Result<ApprovalView, String>;
+}
+
+/// Submits `body`, waits up to `budget`, and returns what the agent should do.
+/// `on_wait` runs before every wait slice (the MCP server reports progress there).
+pub(crate) async fn resolve<G: Gate>(
+    gate: &G,
+    body: &SubmitBody,
+    budget: Duration,
+    mut on_wait: impl FnMut(&ApprovalView, Duration),
+) -> Verdict {
+    let start = Instant::now();
+    let mut view = match gate.submit(body).await {
+        Ok(v) => v,
+        Err(e) => return Verdict::unreachable(&body.tool, &e),
+    };
+    while view.status == Status::Pending {
+        let elapsed = start.elapsed();
+        if elapsed >= budget {
+            return match gate.cancel(&view.id).await {
+                Ok(v) if v.status == Status::Cancelled => Verdict::still_queued(&v, budget, true),
+                Ok(v) if v.status != Status::Pending => Verdict::from_view(&v),
+                _ => Verdict::still_queued(&view, budget, false),
+            };
+        }
+        on_wait(&view, elapsed);
+        let slice = (budget - elapsed).min(WAIT_SLICE);
+        view = match gate.wait(&view.id, slice).await {
+            Ok(v) => v,
+            Err(e) => return Verdict::unreachable(&body.tool, &e),
+        };
+    }
+    Verdict::from_view(&view)
+}
+
+/// The daemon over its agents' Unix socket.
+#[derive(Debug, Clone)]
+pub(crate) struct SocketGate {
+    pub client: Client,
+}
+
+fn view_from(res: crate::api::client::Response) -> Result<ApprovalView, String> {
+    if !res.status.is_success() {
+        return Err(format!(
+            "{} ({})",
+            res.error_message(),
+            res.error_code().unwrap_or("error")
+        ));
+    }
+    serde_json::from_value(res.body).map_err(|e| format!("unexpected answer from gatebot: {e}"))
+}
+
+impl Gate for SocketGate {
+    async fn submit(&self, body: &SubmitBody) -> Result<ApprovalView, String> {
+        let body = serde_json::to_value(body).map_err(|e| e.to_string())?;
+        let res = self
+            .client
+            .post("/v1/requests", &body)
+            .await
+            .map_err(|e| e.to_string())?;
+        view_from(res)
+    }
+
+    async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, String> {
+        let path = format!("/v1/requests/{id}?wait={:.3}", up_to.as_secs_f64());
+        view_from(self.client.get(&path).await.map_err(|e| e.to_string())?)
+    }
+
+    async fn cancel(&self, id: &str) -> Result<ApprovalView, String> {
+        let res = self
+            .client
+            .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
+            .await
+            .map_err(|e| e.to_string())?;
+        if res.error_code() == Some("already_decided") {
+            return serde_json::from_value(res.body["request"].clone())
+                .map_err(|e| format!("unexpected answer from gatebot: {e}"));
+        }
+        view_from(res)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_description_is_the_summary_when_given() {
+        let s = summarize(
+            "Bash",
+            &json!({"command": "ls", "description": "List files"}),
+        );
+        assert_eq!(s.as_deref(), Some("List files"));
+    }
+
+    #[test]
+    fn a_command_or_path_is_rendered_when_there_is_no_description() {
+        assert_eq!(
+            summarize("Bash", &json!({"command": "git push\norigin"})).as_deref(),
+            Some("Bash: git push origin")
+        );
+        assert_eq!(
+            summarize("Edit", &json!({"file_path": "/a/b.rs", "old_string": "x"})).as_deref(),
+            Some("Edit /a/b.rs")
+        );
+        assert_eq!(summarize("T", &json!({})), None);
+    }
+
+    #[test]
+    fn long_summaries_are_cut_on_a_character_boundary() {
+        let long = "é".repeat(1000);
+        let s = summarize("Bash", &json!({ "description": long })).unwrap();
+        assert_eq!(s.chars().count(), SUMMARY_CHARS);
+        assert!(s.ends_with('…'));
+    }
+
+    #[test]
+    fn an_oversize_tool_use_id_is_not_used_as_a_key() {
+        let long = "x".repeat(MAX_KEY_LEN + 1);
+        assert_eq!(
+            ToolCall::new("T", json!({}), Some(&long)).idempotency_key,
+            None
+        );
+        assert_eq!(
+            ToolCall::new("T", Value::Null, Some("toolu_1")).idempotency_key,
+            Some("toolu_1".into())
+        );
+    }
+}

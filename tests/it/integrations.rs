@@ -1,0 +1,526 @@
+//! The agent integrations end to end: `gatebot hook …` and `gatebot mcp` as real
+//! processes against an in-process daemon, the daemon's http hook route (Unix and
+//! TCP), and tier guidance.
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::Duration;
+
+use gatebot::config::Config;
+use hyper::StatusCode;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::helpers::{spawn_app, TestApp};
+
+const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
+/// Every call of a supervised agent waits for a human.
+const EXTRA: &str = "[agents.claude-code]\ntier = \"supervised\"\n";
+
+fn fixture(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/hooks")
+        .join(name);
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn sockets(app: &TestApp) -> (PathBuf, PathBuf) {
+    let c = Config::load(&app.config_path).unwrap();
+    (c.queue.socket, c.queue.control_socket)
+}
+
+/// `gatebot --socket SOCKET ARGS…` with piped stdio and no inherited gatebot env.
+fn gatebot(socket: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("--config")
+        .arg("/nonexistent/bot.toml")
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .env_remove("GATEBOT_SOCKET")
+        .env_remove("GATEBOT_TOKEN")
+        .env_remove("GATEBOT_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    c
+}
+
+/// Starts a hook with `input` on its stdin (then closed).
+async fn start_hook(socket: &Path, args: &[&str], input: &str) -> Child {
+    let mut child = gatebot(socket, args).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).await.unwrap();
+    drop(stdin);
+    child
+}
+
+async fn finish(child: Child) -> (Output, Value) {
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the hook answered")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let answer = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {stdout:?}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, answer)
+}
+
+/// The one pending request, once it exists.
+async fn pending_one(app: &TestApp) -> Value {
+    for _ in 0..1000 {
+        let res = app.owner.get("/v1/requests?status=pending").await.unwrap();
+        if let Some(r) = res.body["requests"].as_array().and_then(|a| a.first()) {
+            return r.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no request became pending");
+}
+
+#[tokio::test]
+async fn the_claude_code_hook_allows_what_the_owner_approves() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let child = start_hook(
+        &socket,
+        &["hook", "claude-code"],
+        &fixture("claude-code-permission-request.json"),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    assert_eq!(req["agent"], "claude-code");
+    assert_eq!(req["tool"], "Bash");
+    assert_eq!(req["summary"], "Clean the build and publish the package");
+    assert_eq!(req["risk"]["score"], "critical", "rm -rf is scanned: {req}");
+    let id = req["id"].as_str().unwrap();
+    assert!(app.decide(id, "approve", None).await.status.is_success());
+    let (out, answer) = finish(child).await;
+    assert!(out.status.success());
+    assert_eq!(
+        answer,
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+               "decision": {"behavior": "allow"}}})
+    );
+}
+
+#[tokio::test]
+async fn the_claude_code_hook_denies_with_the_reason_given_to_gatebot_decide() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, control) = sockets(&app);
+    let child = start_hook(
+        &socket,
+        &["hook", "claude-code", "--agent", "claude-code"],
+        &fixture("claude-code-pre-tool-use.json"),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    assert_eq!(req["tool"], "Edit");
+    let short = req["short_id"].as_str().unwrap();
+    let decided = gatebot(
+        &control,
+        &[
+            "decide",
+            short,
+            "deny",
+            "--reason",
+            "discounts need finance",
+        ],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert!(decided.status.success(), "{decided:?}");
+    let (out, answer) = finish(child).await;
+    assert!(out.status.success());
+    let o = &answer["hookSpecificOutput"];
+    assert_eq!(o["hookEventName"], "PreToolUse");
+    assert_eq!(o["permissionDecision"], "deny");
+    let reason = o["permissionDecisionReason"].as_str().unwrap();
+    assert!(reason.contains("discounts need finance"), "{reason}");
+    assert!(reason.contains("was not run"), "{reason}");
+}
+
+#[tokio::test]
+async fn the_hook_denies_when_the_daemon_is_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = start_hook(
+        &dir.path().join("nothing-here.sock"),
+        &["hook", "claude-code"],
+        &fixture("claude-code-permission-request.json"),
+    )
+    .await;
+    let (out, answer) = finish(child).await;
+    assert!(out.status.success());
+    let d = &answer["hookSpecificOutput"]["decision"];
+    assert_eq!(d["behavior"], "deny");
+    let m = d["message"].as_str().unwrap();
+    assert!(m.contains("could not be asked"), "{m}");
+    assert!(m.contains("was not run"), "{m}");
+}
+
+#[tokio::test]
+async fn the_hook_denies_and_withdraws_the_request_when_its_budget_runs_out() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let child = start_hook(
+        &socket,
+        &["hook", "claude-code", "--timeout", "1s"],
+        &fixture("claude-code-permission-request.json"),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    let (out, answer) = finish(child).await;
+    assert!(out.status.success());
+    let d = &answer["hookSpecificOutput"]["decision"];
+    assert_eq!(d["behavior"], "deny");
+    let m = d["message"].as_str().unwrap();
+    assert!(m.contains("no human decided within 1s"), "{m}");
+    assert!(m.contains("was not run"), "{m}");
+    // Withdrawn, so a late approval cannot contradict the deny the agent got.
+    let now = app.get(req["id"].as_str().unwrap(), 0.0).await;
+    assert_eq!(now.body["status"], "cancelled");
+}
+
+#[tokio::test]
+async fn the_codex_and_gemini_hooks_answer_in_their_own_shapes() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let child = start_hook(
+        &socket,
+        &["hook", "codex", "--agent", "claude-code"],
+        &fixture("codex-permission-request.json"),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    assert_eq!(req["summary"], "Push the rebased branch");
+    app.decide(req["id"].as_str().unwrap(), "approve", None)
+        .await;
+    let (_, answer) = finish(child).await;
+    assert_eq!(
+        answer["hookSpecificOutput"]["decision"]["behavior"],
+        "allow"
+    );
+
+    let child = start_hook(
+        &socket,
+        &["hook", "gemini", "--agent", "claude-code"],
+        &fixture("gemini-before-tool.json"),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    app.decide(
+        req["id"].as_str().unwrap(),
+        "deny",
+        Some("not the orders table"),
+    )
+    .await;
+    let (_, answer) = finish(child).await;
+    assert_eq!(answer["decision"], "deny");
+    assert!(answer["reason"]
+        .as_str()
+        .unwrap()
+        .contains("not the orders table"));
+}
+
+#[tokio::test]
+async fn a_hook_given_something_else_exits_2_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let child = start_hook(
+        &dir.path().join("x.sock"),
+        &["hook", "claude-code"],
+        "{\"hook_event_name\": \"Stop\"}",
+    )
+    .await;
+    let out = child.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Stop"));
+}
+
+struct Mcp {
+    _child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl Mcp {
+    fn start(socket: &Path) -> Mcp {
+        let mut child = gatebot(socket, &["mcp", "--agent", "claude-code"])
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Mcp {
+            _child: child,
+            stdin,
+            lines,
+        }
+    }
+
+    async fn send(&mut self, msg: Value) {
+        let line = format!("{msg}\n");
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    async fn recv(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+            .await
+            .expect("the MCP server answered")
+            .unwrap()
+            .expect("the MCP server is still running");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Sends a request and returns its response.
+    async fn call(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let r = self.recv().await;
+        assert_eq!(r["id"], id, "{r}");
+        r
+    }
+}
+
+fn tool_result(r: &Value) -> Value {
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    serde_json::from_str(text).unwrap()
+}
+
+#[tokio::test]
+async fn the_mcp_server_answers_the_permission_prompt_tool() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let mut mcp = Mcp::start(&socket);
+
+    let init = mcp
+        .call(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "test", "version": "0"}}),
+        )
+        .await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(init["result"]["serverInfo"]["name"], "gatebot");
+    assert!(init["result"]["capabilities"]["tools"].is_object());
+    mcp.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+
+    let list = mcp.call(2, "tools/list", json!({})).await;
+    let tools = list["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0]["name"], "request_approval");
+    assert_eq!(
+        tools[0]["inputSchema"]["required"],
+        json!(["tool_name", "input"])
+    );
+
+    let unknown = mcp.call(3, "resources/list", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32601);
+
+    // Approve, with progress while waiting.
+    let input = json!({"command": "npm publish", "description": "Release 1.2"});
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+        "name": "request_approval",
+        "arguments": {"tool_name": "Bash", "input": input, "tool_use_id": "toolu_1"},
+        "_meta": {"progressToken": "tok-4"}}}),
+    )
+    .await;
+    let progress = mcp.recv().await;
+    assert_eq!(progress["method"], "notifications/progress", "{progress}");
+    assert_eq!(progress["params"]["progressToken"], "tok-4");
+    // The server still answers while the call waits.
+    let pong = mcp.call(5, "ping", json!({})).await;
+    assert_eq!(pong["result"], json!({}));
+    let req = pending_one(&app).await;
+    assert_eq!(req["summary"], "Release 1.2");
+    app.decide(req["id"].as_str().unwrap(), "approve", None)
+        .await;
+    let done = mcp.recv().await;
+    assert_eq!(done["id"], 4, "{done}");
+    assert_eq!(
+        tool_result(&done),
+        json!({"behavior": "allow", "updatedInput": input})
+    );
+
+    // Deny with a reason.
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
+        "name": "request_approval",
+        "arguments": {"tool_name": "Write", "input": {"file_path": "/etc/hosts"}}}}),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    app.decide(
+        req["id"].as_str().unwrap(),
+        "deny",
+        Some("not system files"),
+    )
+    .await;
+    let done = mcp.recv().await;
+    assert_eq!(done["id"], 6, "no progress without a progressToken: {done}");
+    let r = tool_result(&done);
+    assert_eq!(r["behavior"], "deny");
+    assert!(r["message"].as_str().unwrap().contains("not system files"));
+
+    let bad = mcp
+        .call(
+            7,
+            "tools/call",
+            json!({"name": "request_approval", "arguments": {"input": {}}}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], -32602);
+
+    // The client gives up on a waiting call: its request is withdrawn.
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {
+        "name": "request_approval",
+        "arguments": {"tool_name": "Bash", "input": {"command": "make release"}},
+        "_meta": {"progressToken": 8}}}),
+    )
+    .await;
+    assert_eq!(mcp.recv().await["method"], "notifications/progress");
+    let req = pending_one(&app).await;
+    mcp.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": 8, "reason": "user interrupted"}}),
+    )
+    .await;
+    let now = app.get(req["id"].as_str().unwrap(), 10.0).await;
+    assert_eq!(now.body["status"], "cancelled", "{:?}", now.body);
+}
+
+#[tokio::test]
+async fn the_daemon_serves_claude_codes_http_hook() {
+    let app = spawn_app(EXTRA).await;
+    let client = app.agent.clone();
+    let body: Value = serde_json::from_str(&fixture("claude-code-pre-tool-use.json")).unwrap();
+    let call = tokio::spawn(async move {
+        client
+            .post("/v1/hooks/claude-code?agent=claude-code&wait=60", &body)
+            .await
+            .unwrap()
+    });
+    let req = pending_one(&app).await;
+    assert_eq!(req["tool"], "Edit");
+    app.decide(req["id"].as_str().unwrap(), "deny", Some("freeze week"))
+        .await;
+    let res = call.await.unwrap();
+    assert_eq!(res.status, StatusCode::OK, "{:?}", res.body);
+    let o = &res.body["hookSpecificOutput"];
+    assert_eq!(o["permissionDecision"], "deny");
+    assert!(o["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .contains("freeze week"));
+
+    // A zero budget withdraws at once and says so.
+    let body: Value =
+        serde_json::from_str(&fixture("claude-code-permission-request.json")).unwrap();
+    let res = app
+        .agent
+        .post("/v1/hooks/claude-code?agent=claude-code&wait=0", &body)
+        .await
+        .unwrap();
+    let d = &res.body["hookSpecificOutput"]["decision"];
+    assert_eq!(d["behavior"], "deny");
+    assert!(d["message"].as_str().unwrap().contains("withdrew"), "{d}");
+
+    // Not a hook payload: a clear 400.
+    let res = app
+        .agent
+        .post("/v1/hooks/claude-code", &json!({"tool_name": "Bash"}))
+        .await
+        .unwrap();
+    assert_eq!(res.status, StatusCode::BAD_REQUEST);
+}
+
+async fn tcp_post(
+    addr: std::net::SocketAddr,
+    path: &str,
+    body: &str,
+    token: Option<&str>,
+) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}
+
+#[tokio::test]
+async fn the_http_hook_over_tcp_needs_the_agents_token() {
+    let app = spawn_app("[queue]\nlisten = \"127.0.0.1:0\"\n").await;
+    let addr = app.tcp.unwrap();
+    let body = json!({"hook_event_name": "PreToolUse", "tool_name": "query_org_data",
+                      "tool_input": {"q": "contacts"}, "tool_use_id": "toolu_tcp"})
+    .to_string();
+    let path = "/v1/hooks/claude-code?agent=secure";
+    let no_token = tcp_post(addr, path, &body, None).await;
+    assert!(no_token.starts_with("HTTP/1.1 401"), "{no_token}");
+    let wrong = tcp_post(addr, path, &body, Some("other-token-456")).await;
+    assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+    let ok = tcp_post(addr, path, &body, Some("secure-token-123")).await;
+    assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+    assert!(ok.contains("\"permissionDecision\":\"allow\""), "{ok}");
+}
+
+#[tokio::test]
+async fn agents_can_read_their_tier_guidance() {
+    let app = spawn_app("").await;
+    let res = app.agent.get("/v1/agents/mailer").await.unwrap();
+    assert_eq!(res.status, StatusCode::OK, "{:?}", res.body);
+    assert_eq!(res.body["tier"], "semi_autonomous");
+    assert_eq!(res.body["require_approval_for"], json!(["send_bulk_email"]));
+    assert_eq!(res.body["always_allow"], json!([]));
+    assert!(res.body["guidance"]
+        .as_str()
+        .unwrap()
+        .contains("semi-autonomous mode"));
+
+    // "Always allow" shows up in the list.
+    let sub = app
+        .submit_ok("mailer", "create_contact", json!({"name": "Ann"}))
+        .await;
+    assert_eq!(sub["status"], "pending", "{sub}");
+    let d = app
+        .decide(sub["id"].as_str().unwrap(), "approve-always", None)
+        .await;
+    assert!(d.status.is_success(), "{:?}", d.body);
+    let res = app.owner.get("/v1/agents/mailer").await.unwrap();
+    assert_eq!(res.body["always_allow"], json!(["create_contact"]));
+
+    // An agent with a token must present it; an unknown agent is refused.
+    let res = app.agent.get("/v1/agents/secure").await.unwrap();
+    assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+    let res = app.agent.get("/v1/agents/nobody").await.unwrap();
+    assert_eq!(res.status, StatusCode::FORBIDDEN);
+
+    // `gatebot agent-guidance` prints the paragraph.
+    let (_, control) = sockets(&app);
+    let out = gatebot(&control, &["agent-guidance", "intern"])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("supervised mode"), "{text}");
+    assert!(text.contains("did not run"), "{text}");
+}
