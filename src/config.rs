@@ -844,7 +844,7 @@ impl Resolve<'_> {
                 )
             })?
         } else if let Some(f) = file {
-            let f = self.anchor(&f);
+            let f = self.anchor(&self.expand_credentials(table, key, &f)?);
             std::fs::read_to_string(&f)
                 .map_err(|e| {
                     self.error(
@@ -862,6 +862,23 @@ impl Resolve<'_> {
             return Err(self.error(table, key, "is empty"));
         }
         Ok(Some(Secret::new(value)))
+    }
+
+    /// Expands `${CREDENTIALS_DIRECTORY}` (systemd's `LoadCredential=`) in a `*_file` path.
+    fn expand_credentials(&self, table: &str, key: &str, f: &Path) -> Result<PathBuf, ConfigError> {
+        const VAR: &str = "${CREDENTIALS_DIRECTORY}";
+        let text = f.to_string_lossy();
+        if !text.contains(VAR) {
+            return Ok(f.to_path_buf());
+        }
+        let dir = std::env::var("CREDENTIALS_DIRECTORY").map_err(|_| {
+            self.error(
+                table,
+                &format!("{key}_file"),
+                "uses ${CREDENTIALS_DIRECTORY}, which systemd sets with LoadCredential=; it is not set here",
+            )
+        })?;
+        Ok(PathBuf::from(text.replace(VAR, &dir)))
     }
 
     fn confidence(
@@ -1005,6 +1022,25 @@ mod tests {
         .unwrap();
         let c = Config::load(&cfg).unwrap();
         assert_eq!(c.agents["a"].token.as_ref().unwrap().expose(), "s3cret");
+    }
+
+    #[test]
+    fn token_files_can_name_systemd_credentials() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("mailer-token"), "from-credentials\n").unwrap();
+        let raw = "[agents.a]\ntier = \"supervised\"\ntoken_file = \"${CREDENTIALS_DIRECTORY}/mailer-token\"\n";
+        // Only this test touches CREDENTIALS_DIRECTORY.
+        std::env::remove_var("CREDENTIALS_DIRECTORY");
+        let e = parse(raw).unwrap_err();
+        assert_eq!(e.key, "agents.a.token_file");
+        assert!(e.message.contains("LoadCredential"), "{e}");
+        std::env::set_var("CREDENTIALS_DIRECTORY", dir.path());
+        let c = parse(raw).unwrap();
+        std::env::remove_var("CREDENTIALS_DIRECTORY");
+        assert_eq!(
+            c.agents["a"].token.as_ref().unwrap().expose(),
+            "from-credentials"
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ use crate::approval::{now_ms, Channel};
 use crate::config::Config;
 use crate::engine::{Engine, Transport};
 use crate::store::Store;
+use crate::systemd::Activation;
 
 pub struct App {
     engine: Arc<Engine>,
@@ -31,11 +32,20 @@ pub struct App {
     tcp_listener: Option<TcpListener>,
     socket: PathBuf,
     control_socket: PathBuf,
+    /// Socket files this process created (and removes at shutdown); sockets passed
+    /// by systemd belong to the `.socket` unit and stay.
+    owned_sockets: Vec<PathBuf>,
 }
 
 impl App {
     /// Opens the store and binds every listener.
     pub async fn build(config: Config) -> anyhow::Result<App> {
+        App::build_with(config, Activation::default()).await
+    }
+
+    /// Like [`App::build`], using the agents' socket (`FileDescriptorName=agents`)
+    /// and the control socket (`control`) from systemd socket activation when given.
+    pub async fn build_with(config: Config, mut activation: Activation) -> anyhow::Result<App> {
         let store_path = config.store.path.clone();
         if let Some(dir) = store_path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
@@ -46,8 +56,24 @@ impl App {
             .with_context(|| format!("cannot open the database {}", config.store.path.display()))?;
         let socket = config.queue.socket.clone();
         let control_socket = config.queue.control_socket.clone();
-        let agent_listener = claim_socket(&socket, 0o660).await?;
-        let control_listener = claim_socket(&control_socket, 0o600).await?;
+        let mut owned_sockets = Vec::new();
+        let agent_listener = match activation.take("agents") {
+            Some(l) => {
+                info!("using the agents' socket passed by systemd");
+                inherited(l)?
+            }
+            None => {
+                owned_sockets.push(socket.clone());
+                claim_socket(&socket, 0o660).await?
+            }
+        };
+        let control_listener = match activation.take("control") {
+            Some(l) => inherited(l)?,
+            None => {
+                owned_sockets.push(control_socket.clone());
+                claim_socket(&control_socket, 0o600).await?
+            }
+        };
         let tcp_listener = match &config.queue.listen {
             Some(addr) => Some(
                 TcpListener::bind(addr)
@@ -84,6 +110,7 @@ impl App {
             tcp_listener,
             socket,
             control_socket,
+            owned_sockets,
         })
     }
 
@@ -107,6 +134,7 @@ impl App {
             tcp_listener,
             socket,
             control_socket,
+            owned_sockets,
         } = self;
         let stop = CancellationToken::new();
         let tasks = TaskTracker::new();
@@ -150,14 +178,19 @@ impl App {
                 Ok::<(), std::io::Error>(())
             }
         });
+        if let Some(every) = crate::systemd::watchdog_interval() {
+            tasks.spawn(watchdog(engine.clone(), every, stop.clone()));
+        }
         info!(socket = %socket.display(), control_socket = %control_socket.display(), "gatebot is ready");
+        crate::systemd::notify("READY=1");
 
         shutdown.await;
+        crate::systemd::notify("STOPPING=1");
         info!("shutting down: no new requests; finishing those in flight");
         stop.cancel();
         tasks.close();
         tasks.wait().await;
-        for path in [&socket, &control_socket] {
+        for path in &owned_sockets {
             if let Err(e) = std::fs::remove_file(path) {
                 warn!(path = %path.display(), error = %e, "could not remove the socket file");
             }
@@ -167,6 +200,33 @@ impl App {
         info!("stopped");
         Ok(())
     }
+}
+
+/// Pings systemd's watchdog while the store answers; a wedged store stops the pings
+/// and systemd restarts the service.
+async fn watchdog(
+    engine: Arc<Engine>,
+    every: std::time::Duration,
+    stop: CancellationToken,
+) -> std::io::Result<()> {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return Ok(()),
+            _ = tokio::time::sleep(every) => {}
+        }
+        let healthy = tokio::time::timeout(every, engine.blocking(|s| s.count_pending())).await;
+        match healthy {
+            Ok(Ok(_)) => crate::systemd::notify("WATCHDOG=1"),
+            _ => warn!("the store did not answer in time; skipping the watchdog ping"),
+        }
+    }
+}
+
+/// Adopts a listening socket passed by systemd.
+fn inherited(l: std::os::unix::net::UnixListener) -> anyhow::Result<UnixListener> {
+    l.set_nonblocking(true)
+        .context("cannot use the socket passed by systemd")?;
+    UnixListener::from_std(l).context("cannot use the socket passed by systemd")
 }
 
 /// Binds a Unix socket at `path` with `mode`, refusing to steal one a live daemon owns.

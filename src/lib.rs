@@ -26,4 +26,5 @@ pub mod metrics;
 pub mod policy;
 pub mod secret;
 pub mod store;
+pub mod systemd;
 pub mod telemetry;

@@ -5,6 +5,7 @@ use clap::Parser;
 use gatebot::cli::{run_client, Cli, Command, EXIT_ERROR};
 use gatebot::config::Config;
 use gatebot::daemon::{reload_on_sighup, shutdown_signal, App};
+use gatebot::systemd::Activation;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -16,6 +17,8 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> ExitCode {
+    // Before anything else reads the environment or opens files.
+    let activation = Activation::from_env();
     let config = match Config::load(&cli.config) {
         Ok(c) => c,
         Err(e) => {
@@ -25,7 +28,7 @@ async fn run(cli: Cli) -> ExitCode {
     };
     gatebot::telemetry::init(config.log.format, &config.log.level);
     let source = config.source.clone();
-    let app = match App::build(config).await {
+    let app = match App::build_with(config, activation).await {
         Ok(app) => app,
         Err(e) => {
             tracing::error!("cannot start: {e:#}");

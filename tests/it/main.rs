@@ -7,3 +7,4 @@ mod helpers;
 mod hooks;
 mod integrations;
 mod lifecycle;
+mod systemd;
