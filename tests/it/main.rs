@@ -3,8 +3,10 @@
 
 mod api;
 mod cli;
+mod failure;
 mod helpers;
 mod hooks;
 mod integrations;
 mod lifecycle;
+mod properties;
 mod systemd;

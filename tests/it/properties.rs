@@ -1,0 +1,215 @@
+//! Property tests: the approval state machine under any interleaving, and
+//! arbitrary bytes against every parser that takes outside input (a stand-in for
+//! cargo fuzz that runs in CI: no panic, ever).
+
+use gatebot::approval::{Channel, Decision, Status, Verb};
+use gatebot::channel::command::{decode_button, parse};
+use gatebot::policy::{Risk, RiskScore, ToolClass};
+use gatebot::store::{Inserted, NewApproval, Store, Transition};
+use proptest::prelude::*;
+use serde_json::json;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Decide(Verb, u8),
+    Expire,
+    Cancel,
+    Report(bool),
+    Restart,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (
+            prop_oneof![
+                Just(Verb::Approve),
+                Just(Verb::ApproveAlways),
+                Just(Verb::Deny)
+            ],
+            0u8..3
+        )
+            .prop_map(|(v, who)| Op::Decide(v, who)),
+        Just(Op::Expire),
+        Just(Op::Cancel),
+        any::<bool>().prop_map(Op::Report),
+        Just(Op::Restart),
+    ]
+}
+
+fn new_request() -> NewApproval {
+    NewApproval {
+        agent: "mailer".into(),
+        tool: "send_email".into(),
+        args: json!({"to": "a@example.com"}),
+        summary: None,
+        confidence: None,
+        environment: None,
+        idempotency_key: None,
+        status: Status::Pending,
+        risk: Risk {
+            score: RiskScore::High,
+            tool_class: ToolClass::Destructive,
+            factors: vec![],
+        },
+        policy_reason: "test".into(),
+        checkpoint: false,
+        always_allow_offered: true,
+        ttl_ms: Some(1000),
+        created_at: 0,
+        expires_at: Some(1000),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// Any interleaving of decisions, expiry, cancel, results and restarts leaves
+    /// exactly one way out of `pending`, and the audit trail records that one.
+    #[test]
+    fn every_interleaving_has_exactly_one_terminal_outcome(ops in proptest::collection::vec(op(), 1..12)) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        let mut store = Store::open(&path).unwrap();
+        let Inserted::New(a) = store.insert(&new_request()).unwrap() else { panic!() };
+        let mut first: Option<Status> = None;
+        for (step, op) in ops.iter().enumerate() {
+            let now = 10 + step as i64;
+            match op {
+                Op::Decide(verb, who) => {
+                    let d = Decision { verb: *verb, actor: format!("owner{who}"), via: Channel::Cli, reason: None };
+                    match store.decide(&a.id, &d, now).unwrap() {
+                        Transition::Done(x) => {
+                            prop_assert!(first.is_none(), "second transition out of pending: {op:?}");
+                            first = Some(x.status);
+                        }
+                        Transition::AlreadySettled(_) => prop_assert!(first.is_some()),
+                        Transition::NotFound => prop_assert!(false, "lost the request"),
+                    }
+                }
+                Op::Expire => {
+                    // Far past the deadline.
+                    let expired = store.expire_due(10_000 + now).unwrap();
+                    if expired.is_empty() {
+                        prop_assert!(first.is_some());
+                    } else {
+                        prop_assert!(first.is_none());
+                        first = Some(Status::Expired);
+                    }
+                }
+                Op::Cancel => match store.cancel(&a.id, "mailer", now).unwrap() {
+                    Transition::Done(_) => {
+                        prop_assert!(first.is_none());
+                        first = Some(Status::Cancelled);
+                    }
+                    Transition::AlreadySettled(_) => prop_assert!(first.is_some()),
+                    Transition::NotFound => prop_assert!(false),
+                },
+                Op::Report(ok) => {
+                    let to = if *ok { Status::Succeeded } else { Status::Failed };
+                    let already = reported(&store, &a.id);
+                    let r = store.report(&a.id, to, None, now).unwrap();
+                    // Only an approved request can report a result, and only once.
+                    prop_assert_eq!(matches!(r, Transition::Done(_)), first == Some(Status::Approved) && !already);
+                }
+                Op::Restart => {
+                    drop(store);
+                    store = Store::open(&path).unwrap();
+                }
+            }
+        }
+        let now = store.get(&a.id).unwrap().unwrap();
+        let exits: Vec<String> = store
+            .audit_rows(Some(&a.id), None)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.event)
+            .filter(|e| matches!(e.as_str(), "decided" | "expired" | "cancelled"))
+            .collect();
+        match first {
+            None => {
+                prop_assert_eq!(now.status, Status::Pending);
+                prop_assert!(exits.is_empty());
+            }
+            Some(s) => {
+                prop_assert_eq!(exits.len(), 1, "audit: {:?}", exits);
+                let expected_event = match s {
+                    Status::Expired => "expired",
+                    Status::Cancelled => "cancelled",
+                    _ => "decided",
+                };
+                prop_assert_eq!(exits[0].as_str(), expected_event);
+                if s == Status::Approved {
+                    prop_assert!(matches!(now.status, Status::Approved | Status::Succeeded | Status::Failed));
+                } else {
+                    prop_assert_eq!(now.status, s);
+                }
+            }
+        }
+        prop_assert!(store.verify_audit().unwrap().problems.is_empty());
+    }
+
+    #[test]
+    fn chat_command_parsing_never_panics(text in ".{0,300}", reply in any::<bool>()) {
+        let _ = parse(&text, Some("gatebot"), reply);
+        let _ = parse(&text, None, reply);
+    }
+
+    #[test]
+    fn button_data_decoding_never_panics_and_accepts_only_ours(data in ".{0,80}") {
+        if let Ok((_, id)) = decode_button(&data) {
+            prop_assert!(data.starts_with("gb1:"));
+            prop_assert_eq!(id.len(), 26);
+        }
+    }
+
+    #[test]
+    fn hook_payload_parsing_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let text = String::from_utf8_lossy(&bytes);
+        for kind in [gatebot::hooks::cli::Kind::ClaudeCode, gatebot::hooks::cli::Kind::Codex, gatebot::hooks::cli::Kind::Gemini] {
+            let _ = gatebot::hooks::cli::parse(kind, &text);
+        }
+    }
+
+    #[test]
+    fn request_bodies_never_panic_the_parser(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = serde_json::from_slice::<gatebot::api::SubmitBody>(&bytes);
+        let _ = serde_json::from_slice::<gatebot::api::DecisionBody>(&bytes);
+        let _ = serde_json::from_slice::<gatebot::api::ResultBody>(&bytes);
+    }
+}
+
+fn reported(store: &Store, id: &str) -> bool {
+    matches!(
+        store.get(id).unwrap().unwrap().status,
+        Status::Succeeded | Status::Failed
+    )
+}
+
+/// Random bytes against the live daemon's submit route: always a 4xx JSON error,
+/// never a 5xx, and the daemon keeps answering.
+#[tokio::test]
+async fn random_bodies_against_the_daemon_get_4xx_and_store_nothing() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let app = crate::helpers::spawn_app("").await;
+    let mut runner = TestRunner::deterministic();
+    let strategy = proptest::collection::vec(any::<u8>(), 0..600);
+    for _ in 0..200 {
+        let body = strategy.new_tree(&mut runner).unwrap().current();
+        let res = app
+            .agent
+            .send(hyper::Method::POST, "/v1/requests", Some(body.clone()))
+            .await
+            .unwrap();
+        assert!(
+            res.status.is_client_error(),
+            "{} for {:?}",
+            res.status,
+            String::from_utf8_lossy(&body)
+        );
+        assert!(res.error_code().is_some());
+    }
+    let all = app.owner.get("/v1/requests").await.unwrap();
+    assert!(all.body["requests"].as_array().unwrap().is_empty());
+    app.submit_ok("mailer", "query_org_data", json!({})).await;
+}
