@@ -3,7 +3,8 @@
 //! 1. [`App::build`] opens the store, claims the sockets (refusing to start if a
 //!    live daemon owns one, removing a stale file otherwise) and binds the optional
 //!    TCP listener, so callers (and tests) know every address before anything runs.
-//! 2. [`App::run_until`] serves the APIs and runs the expiry task until the
+//! 2. [`App::run_until`] serves the APIs and runs the expiry task (and the Telegram
+//!    channel, when configured) until the
 //!    shutdown future completes, then stops accepting, lets in-flight requests
 //!    finish (long-polls return at once) and waits for every task.
 
@@ -150,6 +151,9 @@ impl App {
                 Ok::<(), std::io::Error>(())
             }
         });
+        if let Some(telegram) = engine.config().telegram.clone() {
+            tasks.spawn(crate::telegram::run(engine.clone(), telegram, stop.clone()));
+        }
         info!(socket = %socket.display(), control_socket = %control_socket.display(), "gatebot is ready");
 
         shutdown.await;
