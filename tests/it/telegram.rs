@@ -597,3 +597,44 @@ async fn the_token_never_appears_in_the_log() {
         assert!(!text.contains(secret), "a token leaked into the log");
     }
 }
+
+#[tokio::test]
+async fn check_config_telegram_calls_get_me_and_never_prints_the_token() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = |token: &str| {
+        let path = dir.path().join("bot.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "[telegram]\ntoken = \"{token}\"\napi_url = \"{}\"\napprovers = [42]\n",
+                fake.url
+            ),
+        )
+        .unwrap();
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_gatebot"))
+            .args(["check-config", "--telegram", "--config"])
+            .arg(&path)
+            .output()
+    };
+    let out = run(TOKEN).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains(&format!("@{BOT_USERNAME}")), "{stdout}");
+
+    let out = run("424242:AAE-wrong-secret-token-for-tests_9876543210")
+        .await
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(all.contains("refused the bot token"), "{all}");
+    assert!(!all.contains("wrong-secret-token"), "{all}");
+}
