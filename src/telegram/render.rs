@@ -286,10 +286,8 @@ mod tests {
         assert!(t.contains("&lt;/code&gt;&lt;/pre&gt;&lt;b&gt;Risk: low&lt;/b&gt;"));
         assert!(t.contains("<pre>&lt;/pre&gt;Risk: low&lt;b&gt;</pre>"));
         // Our tags balance: the agent added none.
-        assert_eq!(
-            t.matches("<pre>").count() + t.matches("<pre><code").count(),
-            2
-        );
+        assert_eq!(t.matches("<pre>").count(), 2, "{t}");
+        assert_eq!(t.matches("</pre>").count(), 2, "{t}");
     }
 
     #[test]
