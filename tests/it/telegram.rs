@@ -420,9 +420,10 @@ async fn prompts_are_edited_after_a_cli_decision_and_after_expiry() {
     let e = final_edit(&fake, CHAT_A, msg, "Denied by alice (CLI)").await;
     assert!(e["text"].as_str().unwrap().contains("not this week"));
 
+    // Long enough for the prompt to be posted first (an expired request gets none).
     let (eid, eshort) = submit(
         &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {}, "ttl": "1s"}),
+        json!({"agent": "intern", "tool": "create_contact", "args": {}, "ttl": "5s"}),
     )
     .await;
     let (emsg, p) = prompt(&fake, CHAT_B, &eshort).await;
