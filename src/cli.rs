@@ -100,7 +100,11 @@ pub enum Command {
         json: bool,
     },
     /// Validate the config file and explain every error.
-    CheckConfig,
+    CheckConfig {
+        /// Also ask Telegram who the bot is (getMe): checks the token and the API URL.
+        #[arg(long)]
+        telegram: bool,
+    },
     /// Answer an agent's hook: JSON on stdin, the decision as JSON on stdout.
     Hook {
         #[command(subcommand)]
@@ -207,7 +211,13 @@ pub async fn run_client(cli: Cli) -> ExitCode {
 async fn client_command(cli: Cli) -> Result<u8, String> {
     match cli.command {
         Command::Run => unreachable!("run is handled by main"),
-        Command::CheckConfig => check_config(&cli.config),
+        Command::CheckConfig { telegram } => {
+            let code = check_config(&cli.config)?;
+            if telegram {
+                check_telegram(&cli.config).await?;
+            }
+            Ok(code)
+        }
         Command::Hook { agent } => {
             let (kind, args) = match agent {
                 HookCommand::ClaudeCode(a) => (Kind::ClaudeCode, a),
@@ -391,6 +401,24 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             }
             Ok(EXIT_GO)
         }
+    }
+}
+
+/// `check-config --telegram`: one getMe with the configured token and API URL.
+async fn check_telegram(path: &std::path::Path) -> Result<(), String> {
+    let config = Config::load(path).map_err(|e| e.to_string())?;
+    let Some(t) = &config.telegram else {
+        return Err("telegram is off (no token), so there is nothing to check".into());
+    };
+    match crate::telegram::check(t).await {
+        Ok(me) => {
+            println!(
+                "  telegram:        ok, the token belongs to @{}",
+                me.user.username.as_deref().unwrap_or("?")
+            );
+            Ok(())
+        }
+        Err(e) => Err(format!("telegram: {e}")),
     }
 }
 

@@ -3,9 +3,10 @@
 //! 1. [`App::build`] opens the store, claims the sockets (refusing to start if a
 //!    live daemon owns one, removing a stale file otherwise) and binds the optional
 //!    TCP listener, so callers (and tests) know every address before anything runs.
-//! 2. [`App::run_until`] serves the APIs and runs the expiry task until the
-//!    shutdown future completes, then stops accepting, lets in-flight requests
-//!    finish (long-polls return at once) and waits for every task.
+//! 2. [`App::run_until`] serves the APIs, runs the expiry task and, when configured,
+//!    the Telegram channel, until the shutdown future completes; then it stops
+//!    accepting, lets in-flight requests finish (long-polls return at once) and waits
+//!    for every task.
 
 use std::future::Future;
 use std::os::unix::fs::PermissionsExt;
@@ -180,6 +181,9 @@ impl App {
         });
         if let Some(every) = crate::systemd::watchdog_interval() {
             tasks.spawn(watchdog(engine.clone(), every, stop.clone()));
+        }
+        if let Some(telegram) = engine.config().telegram.clone() {
+            tasks.spawn(crate::telegram::run(engine.clone(), telegram, stop.clone()));
         }
         info!(socket = %socket.display(), control_socket = %control_socket.display(), "gatebot is ready");
         crate::systemd::notify("READY=1");

@@ -7,6 +7,7 @@
 //! - [`engine`]: the only code that changes an approval's state; the event bus; expiry.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), and its client.
 //! - [`channel`]: what the chat channels share: commands, prompts, replies, delivery.
+//! - [`telegram`]: the Telegram channel (prompts, buttons, commands over the Bot API).
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
 //! - [`hooks`]: Claude Code, Codex and Gemini CLI hooks; [`mcp`]: the MCP approval tool;
 //!   [`guidance`]: what an agent's system prompt should say about its tier.
@@ -27,4 +28,5 @@ pub mod policy;
 pub mod secret;
 pub mod store;
 pub mod systemd;
+pub mod telegram;
 pub mod telemetry;

@@ -2,6 +2,7 @@
 //!
 //! Tokens are never logged: they live in [`crate::secret::Secret`], whose `Debug`
 //! and `Display` print `[redacted]`, and no code path formats them into a field.
+//! Errors from the Telegram client are scrubbed ([`crate::telegram::scrub`]).
 
 use tracing_subscriber::EnvFilter;
 
@@ -11,7 +12,10 @@ use crate::config::LogFormat;
 pub fn init(format: LogFormat, level: &str) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(level))
-        .unwrap_or_else(|_| EnvFilter::new("info"));
+        .unwrap_or_else(|_| EnvFilter::new("info"))
+        // reqwest logs request URLs at debug level, and Telegram's URLs contain the
+        // bot token (`/bot<TOKEN>/`): never let those lines through.
+        .add_directive("reqwest=info".parse().expect("valid directive"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

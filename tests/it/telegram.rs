@@ -1,0 +1,641 @@
+//! The Telegram channel end to end: the real daemon and real teloxide against
+//! [`FakeTelegram`] on loopback.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::fake_telegram::{Failure, FakeTelegram, User, BOT_USERNAME};
+use crate::helpers::{spawn_app, TestApp};
+
+const TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
+const ALICE: User = (42, "Alice");
+const MALLORY: User = (66, "Mallory");
+/// Private chats (positive ids), so Throttle's 20/min group limit never slows tests.
+const CHAT_A: i64 = 7001;
+const CHAT_B: i64 = 7002;
+
+/// Everything every test logs, to check the token never appears in it.
+fn logs() -> Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let writer = {
+            let buf = buf.clone();
+            move || LogWriter(buf.clone())
+        };
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("gatebot=debug,teloxide=debug,teloxide_core=debug,warn")
+            .with_writer(writer)
+            .with_ansi(false)
+            .try_init();
+        buf
+    })
+    .clone()
+}
+
+struct LogWriter(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn log_text() -> String {
+    String::from_utf8_lossy(&logs().lock().unwrap()).into_owned()
+}
+
+/// Polls `f` until it returns `Some`, for at most 30 s.
+async fn until<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn start_with(token: &str) -> (TestApp, FakeTelegram) {
+    logs();
+    let fake = FakeTelegram::start(TOKEN).await;
+    let app = spawn_app(&format!(
+        "[telegram]\ntoken = \"{token}\"\napi_url = \"{}\"\nchats = [{CHAT_A}, {CHAT_B}]\napprovers = [{}]\n",
+        fake.url, ALICE.0
+    ))
+    .await;
+    (app, fake)
+}
+
+async fn start() -> (TestApp, FakeTelegram) {
+    start_with(TOKEN).await
+}
+
+/// The prompt message for `short_id` in `chat`: (message id, sendMessage params).
+async fn prompt(fake: &FakeTelegram, chat: i64, short_id: &str) -> (i64, Value) {
+    let fake = fake.clone();
+    let sid = short_id.to_string();
+    until(&format!("the prompt for {short_id} in {chat}"), || {
+        let fake = fake.clone();
+        let sid = sid.clone();
+        async move {
+            let sent: Vec<Value> = fake
+                .ok_calls("sendMessage")
+                .into_iter()
+                .filter(|p| p["chat_id"] == json!(chat))
+                .filter(|p| {
+                    p["text"]
+                        .as_str()
+                        .unwrap()
+                        .contains(&format!("id <code>{sid}</code>"))
+                })
+                .collect();
+            let p = sent.last()?.clone();
+            Some((fake.message_id(chat, &p["text"])?, p))
+        }
+    })
+    .await
+}
+
+/// The latest answerCallbackQuery params.
+async fn callback_answer(fake: &FakeTelegram, n: usize) -> Value {
+    until("a callback answer", || async {
+        fake.ok_calls("answerCallbackQuery").get(n).cloned()
+    })
+    .await
+}
+
+/// A reply sent to `chat` whose text contains `needle`.
+async fn reply_containing(fake: &FakeTelegram, chat: i64, needle: &str) -> Value {
+    until(&format!("a reply containing {needle:?}"), || async {
+        fake.ok_calls("sendMessage")
+            .into_iter()
+            .find(|p| p["chat_id"] == json!(chat) && p["text"].as_str().unwrap().contains(needle))
+    })
+    .await
+}
+
+/// The final edit of the prompt message `id` in `chat`.
+async fn final_edit(fake: &FakeTelegram, chat: i64, id: i64, needle: &str) -> Value {
+    until(
+        &format!("the prompt {chat}/{id} edited to {needle:?}"),
+        || async {
+            fake.ok_calls("editMessageText").into_iter().find(|p| {
+                p["chat_id"] == json!(chat)
+                    && p["message_id"] == json!(id)
+                    && p["text"].as_str().unwrap().contains(needle)
+            })
+        },
+    )
+    .await
+}
+
+async fn submit(app: &TestApp, body: Value) -> (String, String) {
+    let res = app.submit(body).await;
+    assert!(res.status.is_success(), "{:?}", res.body);
+    assert_eq!(res.body["status"], "pending", "{:?}", res.body);
+    (
+        res.body["id"].as_str().unwrap().to_string(),
+        res.body["short_id"].as_str().unwrap().to_string(),
+    )
+}
+
+fn button_data(params: &Value) -> Vec<String> {
+    params["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter())
+        .map(|b| b["callback_data"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_approvers_tap_approves_the_waiting_agent_and_edits_every_copy() {
+    let (app, fake) = start().await;
+    let (id, short) = submit(&app, json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Bo"}, "summary": "Add Bo"})).await;
+    let (msg_a, p) = prompt(&fake, CHAT_A, &short).await;
+    let (msg_b, _) = prompt(&fake, CHAT_B, &short).await;
+    assert_eq!(p["parse_mode"], "HTML");
+    let text = p["text"].as_str().unwrap();
+    for part in [
+        "<code>intern</code>",
+        "<code>create_contact</code>",
+        "Risk:",
+        "Expires:",
+        "<pre>Add Bo</pre>",
+    ] {
+        assert!(text.contains(part), "{part} in {text}");
+    }
+    let data = button_data(&p);
+    assert_eq!(data[0], format!("gb1:a:{id}"));
+    assert!(data.iter().all(|d| d.len() <= 64));
+    // setMyCommands was called at start.
+    let cmds = fake.ok_calls("setMyCommands");
+    assert!(cmds[0]["commands"].to_string().contains("approve_always"));
+
+    let waiter = {
+        let agent = app.agent.clone();
+        let id = id.clone();
+        tokio::spawn(async move { agent.get(&format!("/v1/requests/{id}?wait=30")).await })
+    };
+    fake.press(ALICE, CHAT_A, msg_a, &data[0]);
+    let got = waiter.await.unwrap().unwrap();
+    assert_eq!(got.body["status"], "approved", "{:?}", got.body);
+    assert_eq!(got.body["decided_via"], "telegram");
+    assert!(got.body["decided_by"].as_str().unwrap().contains("Alice"));
+    let ans = callback_answer(&fake, 0).await;
+    assert!(ans["text"].as_str().unwrap().contains("Approved"), "{ans}");
+
+    for (chat, msg) in [(CHAT_A, msg_a), (CHAT_B, msg_b)] {
+        let e = final_edit(&fake, chat, msg, "Approved by Alice (42) (Telegram)").await;
+        assert_eq!(
+            e["reply_markup"]["inline_keyboard"],
+            json!([]),
+            "buttons removed"
+        );
+        assert_eq!(e["parse_mode"], "HTML");
+    }
+    // A second tap on the old button.
+    fake.press(ALICE, CHAT_B, msg_b, &data[0]);
+    let ans = callback_answer(&fake, 1).await;
+    assert!(
+        ans["text"]
+            .as_str()
+            .unwrap()
+            .contains("already approved by Alice"),
+        "{ans}"
+    );
+    assert_eq!(ans["show_alert"], true);
+    // Shutdown is prompt even with a long poll in flight (stop() allows 10 s).
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
+    let (app, fake) = start().await;
+    let (id, short) = submit(
+        &app,
+        json!({"agent": "mailer", "tool": "send_email", "args": {"to": "a@example.com"}}),
+    )
+    .await;
+    let (msg, p) = prompt(&fake, CHAT_A, &short).await;
+    let data = button_data(&p);
+    assert_eq!(data.len(), 3, "always allow is offered here");
+    fake.press(ALICE, CHAT_A, msg, &format!("gb1:d:{id}"));
+    let question = reply_containing(&fake, CHAT_A, &format!("Why deny {short}")).await;
+    assert_eq!(question["reply_markup"]["force_reply"], true);
+    assert_eq!(question["reply_parameters"]["message_id"], json!(msg));
+    // ❌ became "Deny without reason" on the prompt.
+    until("the deny-without-reason button", || async {
+        let m = fake.message(CHAT_A, msg);
+        m["reply_markup"]
+            .to_string()
+            .contains(&format!("gb1:s:{id}"))
+            .then_some(())
+    })
+    .await;
+    assert_eq!(app.get(&id, 0.0).await.body["status"], "pending");
+    let qid = fake.message_id(CHAT_A, &question["text"]).unwrap();
+    fake.say(ALICE, CHAT_A, "wrong customer, ask Ann first", Some(qid));
+    let got = app.get(&id, 20.0).await;
+    assert_eq!(got.body["status"], "rejected", "{:?}", got.body);
+    assert_eq!(got.body["reason"], "wrong customer, ask Ann first");
+    final_edit(&fake, CHAT_A, msg, "Denied by Alice (42) (Telegram)").await;
+
+    // Deny without a reason.
+    let (id2, short2) = submit(
+        &app,
+        json!({"agent": "mailer", "tool": "send_email", "args": {"to": "b@example.com"}}),
+    )
+    .await;
+    let (msg2, _) = prompt(&fake, CHAT_B, &short2).await;
+    fake.press(ALICE, CHAT_B, msg2, &format!("gb1:d:{id2}"));
+    reply_containing(&fake, CHAT_B, &format!("Why deny {short2}")).await;
+    fake.press(ALICE, CHAT_B, msg2, &format!("gb1:s:{id2}"));
+    let got = app.get(&id2, 20.0).await;
+    assert_eq!(got.body["status"], "rejected", "{:?}", got.body);
+    assert!(got.body["reason"].is_null(), "{:?}", got.body);
+}
+
+#[tokio::test]
+async fn always_allow_lets_the_next_call_through_and_is_not_offered_where_it_cannot_apply() {
+    let (app, fake) = start().await;
+    let (id, short) = submit(
+        &app,
+        json!({"agent": "mailer", "tool": "send_email", "args": {"to": "a@example.com"}}),
+    )
+    .await;
+    let (msg, p) = prompt(&fake, CHAT_A, &short).await;
+    assert!(button_data(&p).contains(&format!("gb1:A:{id}")));
+    fake.press(ALICE, CHAT_A, msg, &format!("gb1:A:{id}"));
+    let got = app.get(&id, 20.0).await;
+    assert_eq!(got.body["status"], "approved");
+    assert_eq!(got.body["always_allowed"], true);
+    final_edit(&fake, CHAT_A, msg, "Approved (always allow) by Alice").await;
+    let next = app
+        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"to": "b@example.com"}}))
+        .await;
+    assert_eq!(next.body["status"], "allowed", "{:?}", next.body);
+
+    let (bulk, bshort) = submit(
+        &app,
+        json!({"agent": "mailer", "tool": "send_bulk_email", "args": {}}),
+    )
+    .await;
+    let (_, p) = prompt(&fake, CHAT_A, &bshort).await;
+    let data = button_data(&p);
+    assert_eq!(data, [format!("gb1:a:{bulk}"), format!("gb1:d:{bulk}")]);
+}
+
+#[tokio::test]
+async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
+    let (app, fake) = start().await;
+    let (id, short) = submit(
+        &app,
+        json!({"agent": "intern", "tool": "create_contact", "args": {}}),
+    )
+    .await;
+    let (msg, _) = prompt(&fake, CHAT_A, &short).await;
+    fake.press(MALLORY, CHAT_A, msg, &format!("gb1:a:{id}"));
+    let ans = callback_answer(&fake, 0).await;
+    assert_eq!(ans["show_alert"], true);
+    assert!(
+        ans["text"].as_str().unwrap().contains("not allowed"),
+        "{ans}"
+    );
+    fake.press(MALLORY, CHAT_A, msg, &format!("gb1:d:{id}"));
+    callback_answer(&fake, 1).await;
+    fake.say(MALLORY, CHAT_A, &format!("/approve {short}"), None);
+    let r = reply_containing(&fake, CHAT_A, "not allowed").await;
+    assert!(r["text"].as_str().unwrap().contains("66"));
+    let events = until("three audited attempts", || async {
+        let ev = app.audit_events(&id).await;
+        (ev.iter().filter(|e| *e == "unauthorised_attempt").count() == 3).then_some(ev)
+    })
+    .await;
+    assert!(!events.contains(&"decided".to_string()));
+    assert_eq!(app.get(&id, 0.0).await.body["status"], "pending");
+    // No "why deny?" question was sent for Mallory.
+    assert!(!fake
+        .ok_calls("sendMessage")
+        .iter()
+        .any(|p| p["text"].as_str().unwrap().starts_with("Why deny")));
+
+    // A stranger's private chat is ignored (not in chats, not an approver).
+    fake.say(MALLORY, 6666, "/pending", None);
+    fake.say(ALICE, CHAT_A, "/help", None);
+    reply_containing(&fake, CHAT_A, "/approve <id>").await;
+    assert!(fake
+        .ok_calls("sendMessage")
+        .iter()
+        .all(|p| p["chat_id"] != json!(6666)));
+}
+
+#[tokio::test]
+async fn text_commands_decide_by_prefix_mention_and_reply() {
+    let (app, fake) = start().await;
+    let body = |n: u32| json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}});
+    let (id1, s1) = submit(&app, body(1)).await;
+    let (id2, s2) = submit(&app, body(2)).await;
+    let (id3, s3) = submit(&app, body(3)).await;
+    let (id4, s4) = submit(&app, body(4)).await;
+
+    fake.say(ALICE, CHAT_A, &format!("/approve {}", &s1[..5]), None);
+    assert_eq!(app.get(&id1, 20.0).await.body["status"], "approved");
+    fake.say(
+        ALICE,
+        CHAT_A,
+        &format!("/approve@{BOT_USERNAME} {s2}"),
+        None,
+    );
+    assert_eq!(app.get(&id2, 20.0).await.body["status"], "approved");
+    fake.say(ALICE, CHAT_A, &format!("/approve@someotherbot {s3}"), None);
+    let (msg3, _) = prompt(&fake, CHAT_B, &s3).await;
+    fake.say(ALICE, CHAT_B, "deny too risky today", Some(msg3));
+    let got = app.get(&id3, 20.0).await;
+    assert_eq!(got.body["status"], "rejected");
+    assert_eq!(got.body["reason"], "too risky today");
+    assert_eq!(got.body["decided_via"], "telegram");
+    let (msg4, _) = prompt(&fake, CHAT_A, &s4).await;
+    fake.say(ALICE, CHAT_A, "/approve", Some(msg4));
+    assert_eq!(app.get(&id4, 20.0).await.body["status"], "approved");
+
+    fake.say(ALICE, CHAT_A, "/approve zzzz", None);
+    reply_containing(&fake, CHAT_A, "No request matches `zzzz`").await;
+
+    // Two pending requests whose short ids share a prefix.
+    let (id5, _) = submit(&app, body(5)).await;
+    let (id6, _) = submit(&app, body(6)).await;
+    let db = rusqlite::Connection::open(app.path().join("gatebot.db")).unwrap();
+    db.execute(
+        "UPDATE approvals SET short_id = 'qqqq2222' WHERE id = ?1",
+        [&id5],
+    )
+    .unwrap();
+    db.execute(
+        "UPDATE approvals SET short_id = 'qqqq3333' WHERE id = ?1",
+        [&id6],
+    )
+    .unwrap();
+    fake.say(ALICE, CHAT_A, "/deny qqqq no", None);
+    let r = reply_containing(&fake, CHAT_A, "matches several requests").await;
+    assert!(r["text"].as_str().unwrap().contains("qqqq2222"));
+    assert_eq!(app.get(&id5, 0.0).await.body["status"], "pending");
+
+    // /pending lists what is open, with buttons naming each request.
+    fake.say(ALICE, CHAT_A, "/pending", None);
+    let list = reply_containing(&fake, CHAT_A, "pending request(s)").await;
+    let data = button_data(&list);
+    assert!(data.contains(&format!("gb1:a:{id5}")) && data.contains(&format!("gb1:d:{id6}")));
+    assert!(list["text"].as_str().unwrap().contains("qqqq3333"));
+}
+
+#[tokio::test]
+async fn prompts_are_edited_after_a_cli_decision_and_after_expiry() {
+    let (app, fake) = start().await;
+    let (id, short) = submit(
+        &app,
+        json!({"agent": "intern", "tool": "create_contact", "args": {}}),
+    )
+    .await;
+    let (msg, _) = prompt(&fake, CHAT_A, &short).await;
+    let res = app.decide(&id, "deny", Some("not this week")).await;
+    assert!(res.status.is_success());
+    let e = final_edit(&fake, CHAT_A, msg, "Denied by alice (CLI)").await;
+    assert!(e["text"].as_str().unwrap().contains("not this week"));
+
+    // Long enough for the prompt to be posted first (an expired request gets none).
+    let (eid, eshort) = submit(
+        &app,
+        json!({"agent": "intern", "tool": "create_contact", "args": {}, "ttl": "5s"}),
+    )
+    .await;
+    let (emsg, p) = prompt(&fake, CHAT_B, &eshort).await;
+    final_edit(&fake, CHAT_B, emsg, "⌛ Expired").await;
+    fake.press(ALICE, CHAT_B, emsg, &button_data(&p)[0]);
+    let ans = callback_answer(&fake, 0).await;
+    assert!(
+        ans["text"].as_str().unwrap().contains("already expired"),
+        "{ans}"
+    );
+    assert_eq!(app.get(&eid, 0.0).await.body["status"], "expired");
+}
+
+#[tokio::test]
+async fn prompts_survive_429_and_5xx_and_are_delivered_exactly_once() {
+    let (app, fake) = start().await;
+    // Wait until the channel is up, so the failures hit prompts.
+    until("getMe", || async {
+        (!fake.ok_calls("getMe").is_empty()).then_some(())
+    })
+    .await;
+    fake.fail_next_sends(&[
+        Failure::RetryAfter(1),
+        Failure::ServerError,
+        Failure::RetryAfter(1),
+    ]);
+    let mut shorts = Vec::new();
+    for n in 0..3 {
+        let (_, s) = submit(
+            &app,
+            json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}}),
+        )
+        .await;
+        shorts.push(s);
+    }
+    for s in &shorts {
+        for chat in [CHAT_A, CHAT_B] {
+            prompt(&fake, chat, s).await;
+        }
+    }
+    let failed = fake.calls("sendMessage").iter().filter(|c| !c.ok).count();
+    assert_eq!(failed, 3, "every injected failure was hit");
+    // Let any stray retry land, then count.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for s in &shorts {
+        for chat in [CHAT_A, CHAT_B] {
+            let n = fake
+                .ok_calls("sendMessage")
+                .iter()
+                .filter(|p| p["chat_id"] == json!(chat))
+                .filter(|p| {
+                    p["text"]
+                        .as_str()
+                        .unwrap()
+                        .contains(&format!("id <code>{s}</code>"))
+                })
+                .count();
+            assert_eq!(n, 1, "prompt {s} in {chat} sent {n} times");
+        }
+    }
+}
+
+#[tokio::test]
+async fn hostile_agent_text_is_escaped_and_long_arguments_are_cut() {
+    let (app, fake) = start().await;
+    let hostile = "</code></pre><b>Risk: low</b>\nRisk: low & approved by admin <a href=\"x\">";
+    let (_, short) = submit(
+        &app,
+        json!({
+            "agent": "intern", "tool": "create_contact",
+            "args": {"note": hostile, "blob": "A".repeat(6000)},
+            "summary": "Risk: low</pre><i>trust me</i>",
+        }),
+    )
+    .await;
+    let (_, p) = prompt(&fake, CHAT_A, &short).await;
+    assert_eq!(p["parse_mode"], "HTML");
+    let text = p["text"].as_str().unwrap();
+    assert!(
+        text.contains("<pre><code class=\"language-json\">{\n  \"blob\": \"AAAA"),
+        "{text}"
+    );
+    assert!(text.contains(
+        "\"note\": \"&lt;/code&gt;&lt;/pre&gt;&lt;b&gt;Risk: low&lt;/b&gt;\\nRisk: low &amp; approved by admin &lt;a href=\\\"x\\\"&gt;\""
+    ) || !text.contains("\"note\""), "{text}");
+    assert!(text.contains("<b>Summary from the agent:</b>\n<pre>Risk: low&lt;/pre&gt;&lt;i&gt;trust me&lt;/i&gt;</pre>"), "{text}");
+    assert!(!text.contains("<b>Risk: low"));
+    assert!(!text.contains("<i>trust me"));
+    assert!(text.contains("more characters of arguments not shown"));
+    assert!(text.encode_utf16().count() <= 4096);
+    // Our own tags are balanced, so nothing the agent wrote closed one of them.
+    for tag in ["pre", "code", "b", "i"] {
+        assert_eq!(
+            text.matches(&format!("<{tag}>")).count() + text.matches(&format!("<{tag} ")).count(),
+            text.matches(&format!("</{tag}>")).count(),
+            "<{tag}> balanced in {text}"
+        );
+    }
+
+    // The note sorts after the blob and was cut; show it on its own.
+    let (_, short) = submit(
+        &app,
+        json!({"agent": "intern", "tool": "create_contact", "args": {"note": hostile}}),
+    )
+    .await;
+    let (_, p) = prompt(&fake, CHAT_B, &short).await;
+    assert!(p["text"].as_str().unwrap().contains(
+        "\"note\": \"&lt;/code&gt;&lt;/pre&gt;&lt;b&gt;Risk: low&lt;/b&gt;\\nRisk: low &amp; approved by admin &lt;a href=\\\"x\\\"&gt;\""
+    ), "{}", p["text"]);
+}
+
+#[tokio::test]
+async fn a_bad_token_is_logged_without_the_token_and_the_daemon_keeps_serving() {
+    let wrong = "424242:AAE-wrong-secret-token-for-tests_9876543210";
+    let (app, fake) = start_with(wrong).await;
+    until("the refused getMe logged", || async {
+        log_text()
+            .contains("Telegram refused the bot token")
+            .then_some(())
+    })
+    .await;
+    let res = app
+        .submit(json!({"agent": "mailer", "tool": "query_org_data", "args": {}}))
+        .await;
+    assert_eq!(res.body["status"], "allowed");
+    assert!(fake.ok_calls("getMe").is_empty());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_409_conflict_is_reported_and_polling_resumes() {
+    logs();
+    let fake = FakeTelegram::start(TOKEN).await;
+    fake.conflict_next_polls(1);
+    let app = spawn_app(&format!(
+        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [{CHAT_A}]\napprovers = [{}]\n",
+        fake.url, ALICE.0
+    ))
+    .await;
+    until("the conflict logged", || async {
+        log_text()
+            .contains("another process is polling Telegram with this bot token")
+            .then_some(())
+    })
+    .await;
+    fake.say(ALICE, CHAT_A, "/help", None);
+    reply_containing(&fake, CHAT_A, "/approve <id>").await;
+    assert!(fake.calls("getUpdates").iter().filter(|c| c.ok).count() >= 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_token_never_appears_in_the_log() {
+    // Runs alongside the others (bad token, 409, 5xx, 429); check what is there by now
+    // and again after this test's own traffic.
+    let (app, fake) = start().await;
+    until("getMe", || async {
+        (!fake.ok_calls("getMe").is_empty()).then_some(())
+    })
+    .await;
+    fake.fail_next_sends(&[Failure::RetryAfter(1)]);
+    let (_, short) = submit(
+        &app,
+        json!({"agent": "intern", "tool": "create_contact", "args": {}}),
+    )
+    .await;
+    prompt(&fake, CHAT_A, &short).await;
+    app.stop().await;
+    let text = log_text();
+    assert!(text.contains("telegram"), "logs are captured");
+    for secret in ["fake-secret-token", "wrong-secret-token"] {
+        assert!(!text.contains(secret), "a token leaked into the log");
+    }
+}
+
+#[tokio::test]
+async fn check_config_telegram_calls_get_me_and_never_prints_the_token() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = |token: &str| {
+        let path = dir.path().join("bot.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "[telegram]\ntoken = \"{token}\"\napi_url = \"{}\"\napprovers = [42]\n",
+                fake.url
+            ),
+        )
+        .unwrap();
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_gatebot"))
+            .args(["check-config", "--telegram", "--config"])
+            .arg(&path)
+            .output()
+    };
+    let out = run(TOKEN).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains(&format!("@{BOT_USERNAME}")), "{stdout}");
+
+    let out = run("424242:AAE-wrong-secret-token-for-tests_9876543210")
+        .await
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(all.contains("refused the bot token"), "{all}");
+    assert!(!all.contains("wrong-secret-token"), "{all}");
+}
