@@ -150,6 +150,9 @@ impl App {
                 Ok::<(), std::io::Error>(())
             }
         });
+        if let Some(slack) = engine.config().slack.clone() {
+            tasks.spawn(crate::slack::run(engine.clone(), slack, stop.clone()));
+        }
         info!(socket = %socket.display(), control_socket = %control_socket.display(), "gatebot is ready");
 
         shutdown.await;

@@ -7,6 +7,7 @@
 //! - [`engine`]: the only code that changes an approval's state; the event bus; expiry.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), and its client.
 //! - [`channel`]: what the chat channels share: commands, prompts, replies, delivery.
+//! - [`slack`]: the Slack channel (Socket Mode or HTTP events), on top of [`channel`].
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
 //! - [`cli`]: the `gatebot` command line.
 
@@ -19,5 +20,6 @@ pub mod daemon;
 pub mod engine;
 pub mod policy;
 pub mod secret;
+pub mod slack;
 pub mod store;
 pub mod telemetry;
