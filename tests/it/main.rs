@@ -3,5 +3,7 @@
 
 mod api;
 mod cli;
+mod fake_slack;
 mod helpers;
 mod lifecycle;
+mod slack;
