@@ -111,7 +111,7 @@ fn body(a: &Approval, c: &PromptContent) -> Vec<Value> {
         escape(&c.risk_detail),
         escape(&c.reason),
     );
-    if let Some(e) = &c.expires {
+    if let Some(e) = c.expires.as_ref().filter(|_| a.status == Status::Pending) {
         head.push_str(&format!("\n*Expires:* {}", escape(e)));
     }
     let mut blocks = vec![mrkdwn(head)];

@@ -310,8 +310,11 @@ impl Slack {
     /// A message: a command typed in a prompt's thread (no id needed) or a `/command`
     /// typed as a plain message. Other chatter and bot messages are ignored.
     async fn on_event(&self, ev: &Value) {
+        // A reply also sent to the channel is a `thread_broadcast`; other subtypes are
+        // edits, joins, bot posts and the like.
+        let subtype = ev["subtype"].as_str();
         if ev["type"].as_str() != Some("message")
-            || ev.get("subtype").is_some_and(|s| !s.is_null())
+            || subtype.is_some_and(|s| s != "thread_broadcast")
             || ev.get("bot_id").is_some_and(|b| !b.is_null())
         {
             return;

@@ -183,6 +183,7 @@ async fn a_click_on_allow_once_approves_and_the_prompt_loses_its_buttons() {
     let update = update_of(&fake, &p.ts, "Approved").await;
     assert_eq!(update["channel"], "C1");
     assert!(action_ids(&update).is_empty(), "buttons removed: {update}");
+    assert!(!update["blocks"].to_string().contains("*Expires:*"));
     assert!(update["blocks"]
         .to_string()
         .contains("Approved by name-U1 (U1) (Slack)"));
