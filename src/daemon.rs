@@ -185,6 +185,9 @@ impl App {
         if let Some(telegram) = engine.config().telegram.clone() {
             tasks.spawn(crate::telegram::run(engine.clone(), telegram, stop.clone()));
         }
+        if let Some(slack) = engine.config().slack.clone() {
+            tasks.spawn(crate::slack::run(engine.clone(), slack, stop.clone()));
+        }
         info!(socket = %socket.display(), control_socket = %control_socket.display(), "gatebot is ready");
         crate::systemd::notify("READY=1");
 

@@ -8,6 +8,7 @@
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), and its client.
 //! - [`channel`]: what the chat channels share: commands, prompts, replies, delivery.
 //! - [`telegram`]: the Telegram channel (prompts, buttons, commands over the Bot API).
+//! - [`slack`]: the Slack channel (Socket Mode or HTTP events), on top of [`channel`].
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
 //! - [`hooks`]: Claude Code, Codex and Gemini CLI hooks; [`mcp`]: the MCP approval tool;
 //!   [`guidance`]: what an agent's system prompt should say about its tier.
@@ -26,6 +27,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod policy;
 pub mod secret;
+pub mod slack;
 pub mod store;
 pub mod systemd;
 pub mod telegram;

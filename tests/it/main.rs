@@ -5,11 +5,13 @@
 mod api;
 mod cli;
 mod failure;
+mod fake_slack;
 mod fake_telegram;
 mod helpers;
 mod hooks;
 mod integrations;
 mod lifecycle;
 mod properties;
+mod slack;
 mod systemd;
 mod telegram;

@@ -1,0 +1,161 @@
+//! Slack Web API calls through slack-morphism, with raw JSON in and out.
+//!
+//! slack-morphism does the HTTP, the bearer token and the error decoding (`ok: false`,
+//! 429 with `Retry-After`); gatebot builds the Block Kit JSON itself (see
+//! [`super::blocks`]) so what is sent is exactly what the tests read. Every error
+//! leaves here as a [`SendError`] whose text has the tokens scrubbed out.
+
+use std::time::Duration;
+
+use hyper_rustls::HttpsConnectorBuilder;
+use serde_json::Value;
+use slack_morphism::errors::SlackClientError;
+use slack_morphism::prelude::*;
+
+use crate::channel::delivery::SendError;
+use crate::config::SlackConfig;
+
+/// When Slack says 429 without a `Retry-After`, wait this long.
+const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(5);
+
+/// Longest wait for one Web API call.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Slack API error codes worth retrying; every other `ok: false` is permanent.
+const TRANSIENT_CODES: &[&str] = &[
+    "ratelimited",
+    "internal_error",
+    "fatal_error",
+    "service_unavailable",
+    "request_timeout",
+    "team_added_to_org",
+];
+
+pub struct SlackApi {
+    client: SlackClient<SlackClientHyperHttpsConnector>,
+    bot: SlackApiToken,
+    app: Option<SlackApiToken>,
+    secrets: Vec<String>,
+}
+
+impl SlackApi {
+    /// A client for `config.api_url`. Plain `http://` is accepted (self-hosted proxies,
+    /// tests); Slack itself is `https://`.
+    pub fn new(config: &SlackConfig) -> anyhow::Result<SlackApi> {
+        install_crypto_provider();
+        let https = HttpsConnectorBuilder::new()
+            .with_native_roots()?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let connector = SlackClientHyperConnector::with_connector(https)
+            .with_slack_api_url(config.api_url.trim_end_matches('/'));
+        let token = |s: &str| SlackApiToken::new(SlackApiTokenValue(s.to_string()));
+        let mut secrets = vec![config.bot_token.expose().to_string()];
+        secrets.extend(config.app_token.iter().map(|s| s.expose().to_string()));
+        secrets.extend(config.signing_secret.iter().map(|s| s.expose().to_string()));
+        Ok(SlackApi {
+            client: SlackClient::new(connector),
+            bot: token(config.bot_token.expose()),
+            app: config.app_token.as_ref().map(|t| token(t.expose())),
+            secrets,
+        })
+    }
+
+    /// Calls a Web API method with the bot token (`chat.postMessage`, …).
+    pub async fn call(&self, method: &str, body: &Value) -> Result<Value, SendError> {
+        self.call_with(&self.bot, method, body).await
+    }
+
+    /// Calls a method that needs the app-level token (`apps.connections.open`).
+    pub async fn call_app(&self, method: &str, body: &Value) -> Result<Value, SendError> {
+        let Some(app) = &self.app else {
+            return Err(SendError::Permanent(
+                "no app token (xapp-…) configured".into(),
+            ));
+        };
+        self.call_with(app, method, body).await
+    }
+
+    async fn call_with(
+        &self,
+        token: &SlackApiToken,
+        method: &str,
+        body: &Value,
+    ) -> Result<Value, SendError> {
+        let session = self.client.open_session(token);
+        let call = session
+            .http_session_api
+            .http_post::<Value, Value>(method, body, None);
+        // hyper's client has no timeout of its own: a silent network must not hang delivery.
+        match tokio::time::timeout(CALL_TIMEOUT, call).await {
+            Ok(r) => r.map_err(|e| self.classify(method, e)),
+            Err(_) => Err(SendError::Transient(format!("{method}: timed out"))),
+        }
+    }
+
+    fn classify(&self, method: &str, e: SlackClientError) -> SendError {
+        match e {
+            SlackClientError::RateLimitError(r) => {
+                SendError::RetryAfter(r.retry_after.unwrap_or(DEFAULT_RETRY_AFTER))
+            }
+            SlackClientError::ApiError(a) => {
+                let msg = self.scrub(&format!("{method}: {}", a.code));
+                if TRANSIENT_CODES.contains(&a.code.as_str()) {
+                    SendError::Transient(msg)
+                } else {
+                    SendError::Permanent(msg)
+                }
+            }
+            SlackClientError::HttpError(h) if h.status_code.is_client_error() => {
+                SendError::Permanent(self.scrub(&format!("{method}: HTTP {}", h.status_code)))
+            }
+            other => SendError::Transient(self.scrub(&format!("{method}: {other}"))),
+        }
+    }
+
+    /// `s` with every configured secret, and anything shaped like a Slack token,
+    /// replaced by `[redacted]`.
+    #[must_use]
+    pub fn scrub(&self, s: &str) -> String {
+        scrub(s, &self.secrets)
+    }
+}
+
+/// Replaces `secrets` and Slack-token-shaped words (`xoxb-…`, `xapp-…`) in `s`.
+#[must_use]
+pub fn scrub(s: &str, secrets: &[String]) -> String {
+    let mut out = s.to_string();
+    for secret in secrets.iter().filter(|s| s.len() >= 4) {
+        out = out.replace(secret.as_str(), "[redacted]");
+    }
+    static TOKEN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = TOKEN.get_or_init(|| {
+        regex::Regex::new(r"\bx(?:ox[abposre]|app)-[A-Za-z0-9-]+").expect("valid regex")
+    });
+    re.replace_all(&out, "[redacted]").into_owned()
+}
+
+/// rustls needs exactly one process-wide CryptoProvider, and both ring and aws-lc-rs are
+/// linked in (by different dependencies), so it cannot pick one itself. Installing fails
+/// harmlessly if another channel already installed one.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrubbing_removes_configured_secrets_and_token_shapes() {
+        let s = scrub(
+            "auth failed for xoxb-123-abc and xapp-1-A0-99 with sekrit!",
+            &["sekrit".to_string()],
+        );
+        assert_eq!(
+            s,
+            "auth failed for [redacted] and [redacted] with [redacted]!"
+        );
+    }
+}

@@ -1,0 +1,357 @@
+//! A fake Slack on loopback: the Web API (every call recorded with its params) and a
+//! Socket Mode WebSocket server that says `hello`, sends the envelopes a test injects
+//! and records the acks.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+
+/// One Web API call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub method: String,
+    pub params: Value,
+    /// The `Authorization` header.
+    pub auth: String,
+    /// The `ts` answered (postMessage).
+    pub ts: Option<String>,
+}
+
+enum ToClient {
+    Text(String),
+    /// Drop the TCP connection without a close frame, like a network failure.
+    Drop,
+}
+
+#[derive(Default)]
+struct Inner {
+    ws_port: u16,
+    calls: Mutex<Vec<Call>>,
+    next_ts: AtomicU64,
+    next_envelope: AtomicU64,
+    /// Method → how many more calls get a 429.
+    limited: Mutex<HashMap<String, u32>>,
+    /// Method → an `error` code to answer with (`ok: false`).
+    failing: Mutex<HashMap<String, String>>,
+    conn: Mutex<Option<(usize, mpsc::UnboundedSender<ToClient>)>>,
+    connections: AtomicUsize,
+    acks: Mutex<Vec<String>>,
+}
+
+#[derive(Clone)]
+pub struct FakeSlack {
+    /// For `[slack] api_url`.
+    pub api_url: String,
+    inner: Arc<Inner>,
+}
+
+impl FakeSlack {
+    pub async fn start() -> FakeSlack {
+        let api = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let ws = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let inner = Arc::new(Inner {
+            ws_port: ws.local_addr().unwrap().port(),
+            next_ts: AtomicU64::new(100),
+            ..Inner::default()
+        });
+        let api_url = format!("http://{}/api", api.local_addr().unwrap());
+        let router = axum::Router::new()
+            .route("/api/{method}", axum::routing::post(web).get(web))
+            .with_state(inner.clone());
+        tokio::spawn(async move { axum::serve(api, router).await });
+        tokio::spawn(accept(ws, inner.clone()));
+        FakeSlack { api_url, inner }
+    }
+
+    /// The `[slack]` section for a Socket Mode daemon using this fake.
+    pub fn config(&self) -> String {
+        format!(
+            "[slack]\nbot_token = \"xoxb-test-bot\"\napp_token = \"xapp-test-app\"\n\
+             api_url = \"{}\"\nchannels = [\"C1\"]\napprovers = [\"U1\"]\n",
+            self.api_url
+        )
+    }
+
+    pub fn calls(&self, method: &str) -> Vec<Call> {
+        let calls = self.inner.calls.lock().unwrap();
+        calls
+            .iter()
+            .filter(|c| c.method == method)
+            .cloned()
+            .collect()
+    }
+
+    /// The next `times` calls to `method` get a 429 with `Retry-After: 1`.
+    pub fn rate_limit(&self, method: &str, times: u32) {
+        let mut limited = self.inner.limited.lock().unwrap();
+        limited.insert(method.to_string(), times);
+    }
+
+    /// Every call to `method` answers `{"ok": false, "error": code}`.
+    pub fn fail(&self, method: &str, code: &str) {
+        let mut failing = self.inner.failing.lock().unwrap();
+        failing.insert(method.to_string(), code.to_string());
+    }
+
+    pub fn connections(&self) -> usize {
+        self.inner.connections.load(Ordering::SeqCst)
+    }
+
+    pub fn acks(&self) -> Vec<String> {
+        self.inner.acks.lock().unwrap().clone()
+    }
+
+    /// Drops the current WebSocket connection abruptly.
+    pub fn drop_connection(&self) {
+        if let Some((_, tx)) = self.inner.conn.lock().unwrap().take() {
+            let _ = tx.send(ToClient::Drop);
+        }
+    }
+
+    /// Sends an envelope once a client is connected; returns its envelope id.
+    pub async fn send(&self, kind: &str, payload: Value) -> String {
+        let n = self.inner.next_envelope.fetch_add(1, Ordering::SeqCst);
+        let id = format!("env-{n}");
+        self.send_frame(json!({
+            "envelope_id": id,
+            "type": kind,
+            "accepts_response_payload": kind != "events_api",
+            "payload": payload,
+        }))
+        .await;
+        id
+    }
+
+    /// Sends a raw frame once a client is connected.
+    pub async fn send_frame(&self, frame: Value) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some((_, tx)) = self.inner.conn.lock().unwrap().as_ref() {
+                if tx.send(ToClient::Text(frame.to_string())).is_ok() {
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "no Socket Mode client connected");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+async fn web(
+    State(st): State<Arc<Inner>>,
+    Path(method): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("json"));
+    let params: Value = if is_json {
+        serde_json::from_slice(&body).unwrap_or(Value::Null)
+    } else {
+        json!(serde_urlencoded::from_bytes::<HashMap<String, String>>(&body).unwrap_or_default())
+    };
+    let auth = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let mut call = Call {
+        method: method.clone(),
+        params: params.clone(),
+        auth: auth.clone(),
+        ts: None,
+    };
+    let limited = {
+        let mut l = st.limited.lock().unwrap();
+        match l.get_mut(&method) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        }
+    };
+    let failing = st.failing.lock().unwrap().get(&method).cloned();
+    let response = if limited {
+        (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, "1")],
+            Json(json!({"ok": false, "error": "ratelimited"})),
+        )
+            .into_response()
+    } else if let Some(code) = failing {
+        // Echo the credentials, as a careless proxy might: they must not reach gatebot's log.
+        Json(json!({"ok": false, "error": format!("{code} ({auth})")})).into_response()
+    } else {
+        let ts = format!(
+            "1700000000.{:06}",
+            st.next_ts.fetch_add(1, Ordering::SeqCst)
+        );
+        let channel = params["channel"].clone();
+        let body = match method.as_str() {
+            "auth.test" => {
+                json!({"ok": true, "user": "gatebot", "user_id": "UBOT", "team": "Test", "team_id": "T1", "bot_id": "BBOT"})
+            }
+            "apps.connections.open" => {
+                json!({"ok": true, "url": format!("ws://127.0.0.1:{}/link/?ticket=t{ts}", st.ws_port)})
+            }
+            "chat.postMessage" => {
+                call.ts = Some(ts.clone());
+                json!({"ok": true, "channel": channel, "ts": ts, "message": {"text": params["text"], "ts": ts}})
+            }
+            "chat.update" => {
+                json!({"ok": true, "channel": channel, "ts": params["ts"], "text": params["text"], "message": {"text": params["text"], "ts": params["ts"]}})
+            }
+            "chat.postEphemeral" => json!({"ok": true, "message_ts": ts}),
+            "views.open" => json!({"ok": true, "view": {"id": "V1"}}),
+            _ => json!({"ok": false, "error": "unknown_method"}),
+        };
+        Json(body).into_response()
+    };
+    st.calls.lock().unwrap().push(call);
+    response
+}
+
+async fn accept(listener: TcpListener, st: Arc<Inner>) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let st = st.clone();
+        tokio::spawn(async move {
+            let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else {
+                return;
+            };
+            let n = st.connections.fetch_add(1, Ordering::SeqCst) + 1;
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            *st.conn.lock().unwrap() = Some((n, tx));
+            let hello =
+                json!({"type": "hello", "num_connections": 1, "connection_info": {"app_id": "A1"}});
+            if ws.send(Message::text(hello.to_string())).await.is_err() {
+                return;
+            }
+            loop {
+                tokio::select! {
+                    out = rx.recv() => match out {
+                        Some(ToClient::Text(t)) => {
+                            if ws.send(Message::text(t)).await.is_err() {
+                                break;
+                            }
+                        }
+                        Some(ToClient::Drop) | None => break,
+                    },
+                    msg = ws.next() => match msg {
+                        Some(Ok(Message::Text(t))) => {
+                            if let Ok(v) = serde_json::from_str::<Value>(t.as_str()) {
+                                if let Some(id) = v["envelope_id"].as_str() {
+                                    st.acks.lock().unwrap().push(id.to_string());
+                                }
+                            }
+                        }
+                        Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+                        Some(Ok(_)) => {}
+                    },
+                }
+            }
+            let mut conn = st.conn.lock().unwrap();
+            if conn.as_ref().is_some_and(|(id, _)| *id == n) {
+                *conn = None;
+            }
+        });
+    }
+}
+
+/// Polls `f` until it returns `Some`, for at most 15 s.
+pub async fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A `block_actions` payload for a click on a prompt's button.
+pub fn click(user: &str, ts: &str, value: &str) -> Value {
+    json!({
+        "type": "block_actions",
+        "user": {"id": user, "username": format!("name-{user}"), "team_id": "T1"},
+        "api_app_id": "A1",
+        "trigger_id": format!("trigger-{ts}"),
+        "container": {"type": "message", "message_ts": ts, "channel_id": "C1", "is_ephemeral": false},
+        "channel": {"id": "C1", "name": "approvals"},
+        "message": {"ts": ts, "text": "…"},
+        "actions": [{"type": "button", "block_id": "gatebot_decide", "action_id": value, "value": value, "action_ts": "1700000001.000001"}]
+    })
+}
+
+/// A `view_submission` of the deny modal.
+pub fn submit_modal(user: &str, private_metadata: &str, reason: Option<&str>) -> Value {
+    json!({
+        "type": "view_submission",
+        "user": {"id": user, "username": format!("name-{user}"), "team_id": "T1"},
+        "api_app_id": "A1",
+        "trigger_id": "trigger-modal",
+        "view": {
+            "id": "V1",
+            "type": "modal",
+            "callback_id": "gatebot_deny",
+            "private_metadata": private_metadata,
+            "state": {"values": {"reason": {"reason": {"type": "plain_text_input", "value": reason}}}}
+        }
+    })
+}
+
+/// A slash command payload.
+pub fn slash(user: &str, command: &str, text: &str) -> Value {
+    json!({
+        "token": "verification-token",
+        "team_id": "T1",
+        "channel_id": "C1",
+        "channel_name": "approvals",
+        "user_id": user,
+        "user_name": format!("name-{user}"),
+        "command": command,
+        "text": text,
+        "api_app_id": "A1",
+        "response_url": "http://127.0.0.1:9/response",
+        "trigger_id": "trigger-cmd"
+    })
+}
+
+/// An Events API `message` payload, in a thread when `thread_ts` is set.
+pub fn message(user: &str, text: &str, thread_ts: Option<&str>, event_id: &str) -> Value {
+    let mut event = json!({
+        "type": "message",
+        "channel": "C1",
+        "user": user,
+        "text": text,
+        "ts": "1700000999.000001",
+        "channel_type": "channel"
+    });
+    if let Some(t) = thread_ts {
+        event["thread_ts"] = json!(t);
+    }
+    json!({
+        "token": "verification-token",
+        "team_id": "T1",
+        "api_app_id": "A1",
+        "type": "event_callback",
+        "event_id": event_id,
+        "event_time": 1700000999,
+        "event": event
+    })
+}

@@ -1,0 +1,906 @@
+//! The Slack channel, end to end: the in-process daemon, real slack-morphism, and a
+//! fake Slack (Web API + Socket Mode) on loopback.
+
+use std::time::Duration;
+
+use gatebot::channel::command::{encode_button, Button};
+use serde_json::{json, Value};
+
+use crate::fake_slack::{click, eventually, message, slash, submit_modal, FakeSlack};
+use crate::helpers::{spawn_app, TestApp};
+
+const APPROVER: &str = "U1";
+const STRANGER: &str = "U999";
+
+async fn setup() -> (TestApp, FakeSlack) {
+    let fake = FakeSlack::start().await;
+    let app = spawn_app(&fake.config()).await;
+    (app, fake)
+}
+
+/// A pending request and its Slack prompt.
+struct Prompted {
+    id: String,
+    short_id: String,
+    ts: String,
+    /// The `chat.postMessage` params.
+    params: Value,
+}
+
+async fn prompted(
+    app: &TestApp,
+    fake: &FakeSlack,
+    agent: &str,
+    tool: &str,
+    args: Value,
+) -> Prompted {
+    let body = app.submit_ok(agent, tool, args).await;
+    assert_eq!(body["status"], "pending", "{body:?}");
+    let id = body["id"].as_str().unwrap().to_string();
+    let call = eventually("the prompt", || {
+        fake.calls("chat.postMessage")
+            .into_iter()
+            .find(|c| c.ts.is_some() && c.params.to_string().contains(&id))
+    })
+    .await;
+    Prompted {
+        short_id: body["short_id"].as_str().unwrap().to_string(),
+        ts: call.ts.clone().unwrap(),
+        params: call.params,
+        id,
+    }
+}
+
+/// The ephemeral messages sent to `user`.
+fn ephemerals(fake: &FakeSlack, user: &str) -> Vec<String> {
+    fake.calls("chat.postEphemeral")
+        .into_iter()
+        .filter(|c| c.params["user"] == user)
+        .map(|c| c.params["text"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+async fn ephemeral_containing(fake: &FakeSlack, user: &str, needle: &str) -> String {
+    eventually(&format!("an ephemeral with {needle:?}"), || {
+        ephemerals(fake, user)
+            .into_iter()
+            .find(|t| t.contains(needle))
+    })
+    .await
+}
+
+/// The `chat.update` that shows `ts` in its final form for `status_word`.
+async fn update_of(fake: &FakeSlack, ts: &str, status_word: &str) -> Value {
+    eventually(
+        &format!("a chat.update of {ts} saying {status_word}"),
+        || {
+            fake.calls("chat.update")
+                .into_iter()
+                .find(|c| {
+                    c.params["ts"] == ts
+                        && c.params["text"]
+                            .as_str()
+                            .unwrap_or("")
+                            .contains(status_word)
+                })
+                .map(|c| c.params)
+        },
+    )
+    .await
+}
+
+async fn status(app: &TestApp, id: &str) -> Value {
+    app.get(id, 0.0).await.body
+}
+
+async fn wait_status(app: &TestApp, id: &str, want: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let body = app.get(id, 2.0).await.body;
+        if body["status"] == want {
+            return body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{id} never became {want}: {body:?}"
+        );
+    }
+}
+
+fn action_ids(params: &Value) -> Vec<String> {
+    params["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "actions")
+        .flat_map(|b| b["elements"].as_array().unwrap().iter())
+        .map(|e| e["action_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_click_on_allow_once_approves_and_the_prompt_loses_its_buttons() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["ann@example.com"], "body": "Hi"}),
+    )
+    .await;
+    assert_eq!(p.params["channel"], "C1");
+    assert!(
+        p.params["text"].as_str().unwrap().contains("send_email"),
+        "a plain text fallback"
+    );
+    let text = p.params["blocks"].to_string();
+    for needle in [
+        "mailer",
+        "send_email",
+        "*Risk:* high",
+        "destructive tool",
+        "ann@example.com",
+        "*Expires:*",
+        &p.short_id,
+    ] {
+        assert!(text.contains(needle), "{needle} missing from {text}");
+    }
+    assert_eq!(
+        action_ids(&p.params),
+        [
+            encode_button(Button::Approve, &p.id),
+            encode_button(Button::ApproveAlways, &p.id),
+            encode_button(Button::Deny, &p.id)
+        ]
+    );
+    assert!(fake.calls("auth.test").len() <= 1);
+    assert!(
+        fake.calls("apps.connections.open")[0]
+            .auth
+            .contains("xapp-test-app"),
+        "Socket Mode uses the app token"
+    );
+    assert!(p.params.get("blocks").is_some());
+
+    let waiter = {
+        let agent = app.agent.clone();
+        let id = p.id.clone();
+        tokio::spawn(async move { agent.get(&format!("/v1/requests/{id}?wait=30")).await })
+    };
+    let env = fake
+        .send(
+            "interactive",
+            click(APPROVER, &p.ts, &encode_button(Button::Approve, &p.id)),
+        )
+        .await;
+    let got = waiter.await.unwrap().unwrap().body;
+    assert_eq!(got["status"], "approved", "{got:?}");
+    assert_eq!(got["decided_via"], "slack");
+    assert_eq!(got["decided_by"], "name-U1 (U1)");
+    eventually("the ack", || fake.acks().contains(&env).then_some(())).await;
+
+    let update = update_of(&fake, &p.ts, "Approved").await;
+    assert_eq!(update["channel"], "C1");
+    assert!(action_ids(&update).is_empty(), "buttons removed: {update}");
+    assert!(!update["blocks"].to_string().contains("*Expires:*"));
+    assert!(update["blocks"]
+        .to_string()
+        .contains("Approved by name-U1 (U1) (Slack)"));
+    // No chatter for the clicker: the prompt itself shows the outcome.
+    assert!(ephemerals(&fake, APPROVER).is_empty());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn deny_opens_a_modal_and_its_reason_reaches_the_agent() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "intern",
+        "create_contact",
+        json!({"name": "Bo"}),
+    )
+    .await;
+    fake.send(
+        "interactive",
+        click(APPROVER, &p.ts, &encode_button(Button::Deny, &p.id)),
+    )
+    .await;
+    let open = eventually("views.open", || fake.calls("views.open").pop()).await;
+    assert_eq!(open.params["trigger_id"], format!("trigger-{}", p.ts));
+    let view = &open.params["view"];
+    assert_eq!(view["type"], "modal");
+    let meta = view["private_metadata"].as_str().unwrap().to_string();
+    assert!(meta.contains(&p.id));
+    // The click alone decides nothing.
+    assert_eq!(status(&app, &p.id).await["status"], "pending");
+
+    fake.send(
+        "interactive",
+        submit_modal(APPROVER, &meta, Some("  wrong customer  ")),
+    )
+    .await;
+    let got = wait_status(&app, &p.id, "rejected").await;
+    assert_eq!(got["reason"], "wrong customer");
+    assert!(got["message"].as_str().unwrap().contains("wrong customer"));
+    let update = update_of(&fake, &p.ts, "Denied").await;
+    assert!(update["blocks"].to_string().contains("wrong customer"));
+}
+
+#[tokio::test]
+async fn always_allow_lets_the_next_call_through_and_is_offered_only_when_it_applies() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "intern",
+        "create_contact",
+        json!({"name": "Bo"}),
+    )
+    .await;
+    // A supervised agent always asks: "Always allow" would not apply.
+    assert_eq!(
+        action_ids(&p.params).len(),
+        2,
+        "{:?}",
+        action_ids(&p.params)
+    );
+
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    fake.send(
+        "interactive",
+        click(
+            APPROVER,
+            &p.ts,
+            &encode_button(Button::ApproveAlways, &p.id),
+        ),
+    )
+    .await;
+    let got = wait_status(&app, &p.id, "approved").await;
+    assert_eq!(got["always_allowed"], true, "{got:?}");
+    let next = app
+        .submit_ok("mailer", "send_email", json!({"to": ["b@example.com"]}))
+        .await;
+    assert_eq!(next["status"], "allowed", "{next:?}");
+}
+
+#[tokio::test]
+async fn non_approvers_are_refused_privately_and_audited() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    fake.send(
+        "interactive",
+        click(STRANGER, &p.ts, &encode_button(Button::Approve, &p.id)),
+    )
+    .await;
+    ephemeral_containing(&fake, STRANGER, "not allowed").await;
+    fake.send(
+        "interactive",
+        click(STRANGER, &p.ts, &encode_button(Button::Deny, &p.id)),
+    )
+    .await;
+    fake.send("slash_commands", slash(STRANGER, "/approve", &p.short_id))
+        .await;
+    eventually("three refusals", || {
+        (ephemerals(&fake, STRANGER).len() == 3).then_some(())
+    })
+    .await;
+    assert!(ephemerals(&fake, STRANGER)
+        .iter()
+        .all(|t| t.contains("not allowed")));
+    assert!(
+        fake.calls("views.open").is_empty(),
+        "no deny form for a stranger"
+    );
+    let events = app.audit_events(&p.id).await;
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| *e == "unauthorised_attempt")
+            .count(),
+        3,
+        "{events:?}"
+    );
+    assert_eq!(status(&app, &p.id).await["status"], "pending");
+    // A refused /pending is audited too.
+    fake.send("slash_commands", slash(STRANGER, "/pending", ""))
+        .await;
+    eventually("the fourth refusal", || {
+        (ephemerals(&fake, STRANGER).len() == 4).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
+    let (app, fake) = setup().await;
+    let a = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let b = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["b@example.com"]}),
+    )
+    .await;
+    let c = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["c@example.com"]}),
+    )
+    .await;
+
+    fake.send("slash_commands", slash(APPROVER, "/pending", ""))
+        .await;
+    let list = ephemeral_containing(&fake, APPROVER, "3 pending").await;
+    assert!(
+        list.contains(&a.short_id) && list.contains(&c.short_id),
+        "{list}"
+    );
+
+    // Make two short ids share a prefix, so the prefix is ambiguous.
+    let db = rusqlite::Connection::open(app.path().join("gatebot.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    db.execute(
+        "UPDATE approvals SET short_id = 'zzzz2345' WHERE id = ?1",
+        [&a.id],
+    )
+    .unwrap();
+    db.execute(
+        "UPDATE approvals SET short_id = 'zzzz6789' WHERE id = ?1",
+        [&b.id],
+    )
+    .unwrap();
+    drop(db);
+    fake.send("slash_commands", slash(APPROVER, "/approve", "zzzz"))
+        .await;
+    let msg = ephemeral_containing(&fake, APPROVER, "matches several").await;
+    assert!(
+        msg.contains("zzzz2345") && msg.contains("zzzz6789"),
+        "{msg}"
+    );
+
+    fake.send("slash_commands", slash(APPROVER, "/approve", "qqqqqq"))
+        .await;
+    ephemeral_containing(&fake, APPROVER, "No request matches").await;
+
+    fake.send("slash_commands", slash(APPROVER, "/approve", "zzzz6"))
+        .await;
+    wait_status(&app, &b.id, "approved").await;
+    ephemeral_containing(&fake, APPROVER, "Approved zzzz6789").await;
+
+    fake.send(
+        "slash_commands",
+        slash(
+            APPROVER,
+            "/deny",
+            &format!("{} not this week", &c.short_id[..5]),
+        ),
+    )
+    .await;
+    let got = wait_status(&app, &c.id, "rejected").await;
+    assert_eq!(got["reason"], "not this week");
+
+    fake.send(
+        "slash_commands",
+        slash(APPROVER, "/approve_always", "zzzz2345"),
+    )
+    .await;
+    wait_status(&app, &a.id, "approved").await;
+    // Every answer was private: nothing was posted to the channel but the three prompts.
+    assert_eq!(fake.calls("chat.postMessage").len(), 3);
+}
+
+#[tokio::test]
+async fn a_reply_in_a_prompt_thread_decides_without_an_id() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let q = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["b@example.com"]}),
+    )
+    .await;
+    // Chatter in the thread and top-level words are ignored.
+    fake.send(
+        "events_api",
+        message(APPROVER, "what is this?", Some(&p.ts), "Ev0"),
+    )
+    .await;
+    fake.send("events_api", message(APPROVER, "approve", None, "Ev1"))
+        .await;
+    fake.send(
+        "events_api",
+        message(APPROVER, "deny not to this address", Some(&p.ts), "Ev2"),
+    )
+    .await;
+    let got = wait_status(&app, &p.id, "rejected").await;
+    assert_eq!(got["reason"], "not to this address");
+    let said = ephemeral_containing(&fake, APPROVER, "Denied").await;
+    assert!(said.contains(&p.short_id));
+    let answer = fake.calls("chat.postEphemeral").pop().unwrap();
+    assert_eq!(
+        answer.params["thread_ts"],
+        p.ts.as_str(),
+        "answered in the thread"
+    );
+
+    fake.send(
+        "events_api",
+        message(APPROVER, "/approve", Some(&q.ts), "Ev3"),
+    )
+    .await;
+    wait_status(&app, &q.id, "approved").await;
+    assert_eq!(
+        ephemerals(&fake, APPROVER).len(),
+        2,
+        "{:?}",
+        ephemerals(&fake, APPROVER)
+    );
+}
+
+#[tokio::test]
+async fn prompts_follow_cli_decisions_and_a_late_click_is_told_who_won() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let res = app.decide(&p.id, "approve", None).await;
+    assert!(res.status.is_success(), "{:?}", res.body);
+    let update = update_of(&fake, &p.ts, "Approved").await;
+    assert!(action_ids(&update).is_empty());
+    assert!(update["blocks"].to_string().contains("by alice (CLI)"));
+
+    fake.send(
+        "interactive",
+        click(APPROVER, &p.ts, &encode_button(Button::Deny, &p.id)),
+    )
+    .await;
+    let said = ephemeral_containing(&fake, APPROVER, "already").await;
+    assert!(said.contains("approved by alice (CLI)"), "{said}");
+    fake.send(
+        "interactive",
+        click(APPROVER, &p.ts, &encode_button(Button::Approve, &p.id)),
+    )
+    .await;
+    eventually("two late-click answers", || {
+        (ephemerals(&fake, APPROVER).len() == 2).then_some(())
+    })
+    .await;
+    assert!(fake.calls("views.open").is_empty());
+    assert_eq!(status(&app, &p.id).await["decided_by"], "alice");
+}
+
+#[tokio::test]
+async fn an_expired_request_updates_its_prompt() {
+    let (app, fake) = setup().await;
+    let res = app
+        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"to": ["a@example.com"]}, "ttl": "1s"}))
+        .await;
+    let id = res.body["id"].as_str().unwrap().to_string();
+    let post = eventually("the prompt", || {
+        fake.calls("chat.postMessage")
+            .into_iter()
+            .find(|c| c.params.to_string().contains(&id))
+    })
+    .await;
+    let ts = post.ts.unwrap();
+    let update = update_of(&fake, &ts, "Expired").await;
+    assert!(action_ids(&update).is_empty());
+    assert_eq!(status(&app, &id).await["status"], "expired");
+}
+
+#[tokio::test]
+async fn a_redelivered_envelope_is_acknowledged_twice_but_decides_once() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let frame = json!({
+        "envelope_id": "dup-1",
+        "type": "interactive",
+        "accepts_response_payload": false,
+        "payload": click(APPROVER, &p.ts, &encode_button(Button::Approve, &p.id)),
+    });
+    fake.send_frame(frame.clone()).await;
+    fake.send_frame(frame).await;
+    // The same event redelivered in a new envelope is also handled once.
+    let p2 = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["b@example.com"]}),
+    )
+    .await;
+    fake.send(
+        "events_api",
+        message(APPROVER, "approve", Some(&p2.ts), "EvSame"),
+    )
+    .await;
+    fake.send(
+        "events_api",
+        message(APPROVER, "approve", Some(&p2.ts), "EvSame"),
+    )
+    .await;
+
+    eventually("both acks", || {
+        (fake.acks().iter().filter(|a| *a == "dup-1").count() == 2).then_some(())
+    })
+    .await;
+    wait_status(&app, &p.id, "approved").await;
+    wait_status(&app, &p2.id, "approved").await;
+    // Let any duplicate handling finish before looking for its traces.
+    eventually("all acks", || (fake.acks().len() == 4).then_some(())).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for id in [&p.id, &p2.id] {
+        let events = app.audit_events(id).await;
+        assert_eq!(
+            events.iter().filter(|e| *e == "decided").count(),
+            1,
+            "{events:?}"
+        );
+        assert!(
+            !events.iter().any(|e| e == "decision_refused"),
+            "{events:?}"
+        );
+    }
+    // Only the thread reply got an answer; no "already approved" for a duplicate.
+    assert_eq!(
+        ephemerals(&fake, APPROVER).len(),
+        1,
+        "{:?}",
+        ephemerals(&fake, APPROVER)
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_socket_reconnects_and_the_next_click_works() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    eventually("a connection", || (fake.connections() == 1).then_some(())).await;
+    fake.drop_connection();
+    eventually("a second connection", || {
+        (fake.connections() == 2).then_some(())
+    })
+    .await;
+    assert!(
+        fake.calls("apps.connections.open").len() >= 2,
+        "a fresh URL for each connection"
+    );
+    fake.send(
+        "interactive",
+        click(APPROVER, &p.ts, &encode_button(Button::Approve, &p.id)),
+    )
+    .await;
+    wait_status(&app, &p.id, "approved").await;
+    // Slack asking us to reconnect is handled the same way.
+    fake.send_frame(json!({"type": "disconnect", "reason": "refresh_requested"}))
+        .await;
+    eventually("a third connection", || {
+        (fake.connections() == 3).then_some(())
+    })
+    .await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_rate_limited_post_is_retried_after_retry_after() {
+    let fake = FakeSlack::start().await;
+    fake.rate_limit("chat.postMessage", 1);
+    let app = spawn_app(&fake.config()).await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let posts = fake.calls("chat.postMessage");
+    assert_eq!(posts.len(), 2, "one 429, then the post");
+    assert!(posts[0].ts.is_none());
+    assert_eq!(posts[1].ts.as_deref(), Some(p.ts.as_str()));
+    let events = app.audit_events(&p.id).await;
+    assert!(!events.is_empty());
+}
+
+#[tokio::test]
+async fn hostile_arguments_render_literally() {
+    let (app, fake) = setup().await;
+    let hostile = "<!channel> <@U0ADMIN> <https://evil.example|click here> & *Risk:* low ```";
+    let res = app
+        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"body": hostile}, "summary": hostile}))
+        .await;
+    let id = res.body["id"].as_str().unwrap().to_string();
+    let post = eventually("the prompt", || {
+        fake.calls("chat.postMessage")
+            .into_iter()
+            .find(|c| c.params.to_string().contains(&id))
+    })
+    .await;
+    let mut texts = vec![post.params["text"].as_str().unwrap().to_string()];
+    for b in post.params["blocks"].as_array().unwrap() {
+        if let Some(t) = b["text"]["text"].as_str() {
+            texts.push(t.to_string());
+        }
+    }
+    let all = texts.join("\n");
+    for raw in ["<!channel>", "<@U0ADMIN>", "<https://", "& "] {
+        assert!(!all.contains(raw), "{raw:?} got through: {all}");
+    }
+    assert!(all.contains("&lt;!channel&gt;") && all.contains("&lt;@U0ADMIN&gt;"));
+    assert!(all.contains("&lt;https://evil.example|click here&gt;") && all.contains("&amp; "));
+    // The fake risk line sits inside code blocks (where mrkdwn does not apply), and
+    // gatebot's real one comes first.
+    for t in &texts[1..] {
+        if t.contains("*Risk:* low") {
+            let before = &t[..t.find("*Risk:* low").unwrap()];
+            assert_eq!(
+                before.matches("```").count() % 2,
+                1,
+                "outside a code block: {t}"
+            );
+            assert_eq!(
+                t.matches("```").count(),
+                2,
+                "the fence in the text stayed closed: {t}"
+            );
+        }
+    }
+    assert!(texts[1].contains("*Risk:* high"));
+}
+
+/// HTTP mode: a daemon listening for Slack's signed requests.
+async fn http_setup() -> (TestApp, FakeSlack, String) {
+    let fake = FakeSlack::start().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = format!(
+        "[slack]\nmode = \"http\"\nbot_token = \"xoxb-test-bot\"\nsigning_secret = \"shh-secret\"\n\
+         events_listen = \"127.0.0.1:{port}\"\napi_url = \"{}\"\nchannels = [\"C1\"]\napprovers = [\"U1\"]\n",
+        fake.api_url
+    );
+    let app = spawn_app(&config).await;
+    (app, fake, format!("http://127.0.0.1:{port}/slack/events"))
+}
+
+fn sign(secret: &str, ts: &str, body: &str) -> String {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("v0:{ts}:{body}").as_bytes());
+    format!("v0={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// POSTs a form body (as Slack sends interactions) with the given signature headers.
+async fn post_form(url: &str, body: &str, ts: &str, signature: &str) -> u16 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        match raw_post(url, body, ts, signature).await {
+            Ok(status) => return status,
+            // The listener starts with the daemon's tasks: retry until it is up.
+            Err(e) if std::time::Instant::now() < deadline => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("cannot reach the events listener: {e}"),
+        }
+    }
+}
+
+async fn raw_post(url: &str, body: &str, ts: &str, signature: &str) -> std::io::Result<u16> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut stream = tokio::net::TcpStream::connect(host).await?;
+    let req = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         X-Slack-Request-Timestamp: {ts}\r\nX-Slack-Signature: {signature}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(req.as_bytes()).await?;
+    let mut out = String::new();
+    stream.read_to_string(&mut out).await?;
+    let status = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Ok(status)
+}
+
+fn form_click(p: &Prompted) -> String {
+    let payload = click(APPROVER, &p.ts, &encode_button(Button::Approve, &p.id)).to_string();
+    serde_urlencoded::to_string([("payload", payload)]).unwrap()
+}
+
+#[tokio::test]
+async fn http_mode_accepts_a_correctly_signed_click() {
+    let (app, fake, url) = http_setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let body = form_click(&p);
+    let ts = now_secs().to_string();
+    assert_eq!(
+        post_form(&url, &body, &ts, &sign("shh-secret", &ts, &body)).await,
+        200
+    );
+    wait_status(&app, &p.id, "approved").await;
+    assert!(
+        fake.calls("apps.connections.open").is_empty(),
+        "no Socket Mode in HTTP mode"
+    );
+}
+
+#[tokio::test]
+async fn http_mode_rejects_a_bad_signature() {
+    let (app, fake, url) = http_setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let body = form_click(&p);
+    let ts = now_secs().to_string();
+    assert_eq!(
+        post_form(&url, &body, &ts, &sign("wrong-secret", &ts, &body)).await,
+        401
+    );
+    // Signed for another body.
+    assert_eq!(
+        post_form(&url, &body, &ts, &sign("shh-secret", &ts, "payload=%7B%7D")).await,
+        401
+    );
+    assert_eq!(post_form(&url, &body, &ts, "").await, 401);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(status(&app, &p.id).await["status"], "pending");
+}
+
+#[tokio::test]
+async fn http_mode_rejects_a_stale_timestamp() {
+    let (app, fake, url) = http_setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let body = form_click(&p);
+    let ts = (now_secs() - 600).to_string();
+    assert_eq!(
+        post_form(&url, &body, &ts, &sign("shh-secret", &ts, &body)).await,
+        401
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(status(&app, &p.id).await["status"], "pending");
+}
+
+/// A `Write` into a shared buffer, for capturing log output.
+#[derive(Clone, Default)]
+struct LogBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogBuffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogBuffer {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+// A current-thread runtime, so the scoped subscriber sees every task of the daemon.
+#[tokio::test(flavor = "current_thread")]
+async fn tokens_never_reach_the_logs_even_when_slack_echoes_them() {
+    let logs = LogBuffer::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer({
+            let logs = logs.clone();
+            move || logs.clone()
+        })
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let fake = FakeSlack::start().await;
+    fake.fail("apps.connections.open", "invalid_auth");
+    fake.fail("chat.postMessage", "not_authed");
+    let app = spawn_app(&fake.config()).await;
+    app.submit_ok("mailer", "send_email", json!({"to": ["a@example.com"]}))
+        .await;
+    eventually("a failed connection attempt and a failed post", || {
+        let text = logs.text();
+        (text.contains("apps.connections.open: invalid_auth") && text.contains("not_authed"))
+            .then_some(())
+    })
+    .await;
+    app.stop().await;
+    let text = logs.text();
+    assert!(text.contains("[redacted]"), "{text}");
+    for secret in ["xoxb-test-bot", "xapp-test-app"] {
+        assert!(
+            !text.contains(secret),
+            "{secret} leaked into the log:\n{text}"
+        );
+    }
+}
