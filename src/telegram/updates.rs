@@ -46,8 +46,6 @@ pub struct Handler {
     bot: TgBot,
     token: String,
     username: String,
-    chats: Vec<i64>,
-    approvers: std::collections::BTreeSet<u64>,
     /// Reason questions: (chat, message id) → request id, in the order asked.
     questions: Mutex<Vec<((i64, i32), String)>>,
 }
@@ -60,18 +58,32 @@ impl Handler {
             bot,
             token: config.token.expose().to_string(),
             username,
-            chats: config.chats.clone(),
-            approvers: config.approvers.clone(),
             questions: Mutex::new(Vec::new()),
         }
     }
 
+    /// Approvers and chats are read from the config in force at each update, so a
+    /// SIGHUP reload takes effect at once (the token and API URL need a restart).
     fn actor(&self, user: &User) -> Actor {
+        let approver = self
+            .engine
+            .config()
+            .telegram
+            .as_ref()
+            .is_some_and(|t| t.approvers.contains(&user.id.0));
         Actor {
             id: user.id.0.to_string(),
             name: user.full_name(),
-            approver: self.approvers.contains(&user.id.0),
+            approver,
         }
+    }
+
+    fn is_configured_chat(&self, chat: i64) -> bool {
+        self.engine
+            .config()
+            .telegram
+            .as_ref()
+            .is_some_and(|t| t.chats.contains(&chat))
     }
 
     fn scrub(&self, e: &RequestError) -> String {
@@ -278,7 +290,7 @@ impl Handler {
         let Some(text) = m.text() else { return };
         let actor = self.actor(from);
         let chat = m.chat.id;
-        if !self.chats.contains(&chat.0) && !actor.approver {
+        if !self.is_configured_chat(chat.0) && !actor.approver {
             info!(chat = chat.0, user = %actor.id, "telegram: ignoring a message from a chat that is not in [telegram] chats");
             return;
         }
