@@ -16,7 +16,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::sync::{broadcast, Notify};
+use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -133,10 +133,17 @@ pub struct Submitted {
     pub created: bool,
 }
 
+/// A request waiting for the group-commit writer, and where to send its result.
+type InsertJob = (NewApproval, oneshot::Sender<Result<Inserted, StoreError>>);
+
+/// Most requests committed in one transaction.
+const MAX_BATCH: usize = 128;
+
 pub struct Engine {
     /// Counters for `GET /metrics`.
     pub metrics: crate::metrics::Metrics,
     store: Arc<Store>,
+    inserts: mpsc::Sender<InsertJob>,
     config: RwLock<Arc<Config>>,
     events: broadcast::Sender<Event>,
     deadlines_changed: Notify,
@@ -149,12 +156,17 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
+    /// Must be called inside a tokio runtime: it starts the group-commit writer.
     #[must_use]
     pub fn new(store: Store, config: Config) -> Arc<Engine> {
         let (events, _) = broadcast::channel(4096);
+        let store = Arc::new(store);
+        let (inserts, rx) = mpsc::channel(4 * MAX_BATCH);
+        tokio::spawn(write_batches(store.clone(), rx));
         Arc::new(Engine {
             metrics: crate::metrics::Metrics::default(),
-            store: Arc::new(store),
+            inserts,
+            store,
             config: RwLock::new(Arc::new(config)),
             events,
             deadlines_changed: Notify::new(),
@@ -346,7 +358,15 @@ impl Engine {
             created_at: now,
             expires_at: (status == Status::Pending).then_some(now + ttl_ms),
         };
-        let inserted = self.blocking(move |s| s.insert(&new)).await?;
+        // Committed (with fsync) before we answer; concurrent submissions share a commit.
+        let (reply, result) = oneshot::channel();
+        self.inserts
+            .send((new, reply))
+            .await
+            .map_err(|_| EngineError::Internal("the store writer has stopped".into()))?;
+        let inserted = result
+            .await
+            .map_err(|_| EngineError::Internal("the store writer has stopped".into()))??;
         let submitted = match inserted {
             Inserted::New(a) => {
                 info!(
@@ -584,6 +604,39 @@ impl Engine {
                 _ = stop.cancelled() => return,
                 _ = self.deadlines_changed.notified() => {}
                 _ = tokio::time::sleep(sleep) => {}
+            }
+        }
+    }
+}
+
+/// The group-commit writer: takes every submission waiting at the moment (up to
+/// [`MAX_BATCH`]) and commits them in one transaction, then answers each. A lone
+/// submission is committed at once; under load, batches form by themselves. It
+/// stops when the engine (the last sender) is dropped.
+async fn write_batches(store: Arc<Store>, mut rx: mpsc::Receiver<InsertJob>) {
+    while let Some(first) = rx.recv().await {
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        let (news, replies): (Vec<NewApproval>, Vec<_>) = jobs.into_iter().unzip();
+        let s = store.clone();
+        match tokio::task::spawn_blocking(move || s.insert_batch(&news)).await {
+            Ok(results) => {
+                for (result, reply) in results.into_iter().zip(replies) {
+                    let _ = reply.send(result);
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "the store writer failed; its requests get an error");
+                for reply in replies {
+                    let _ = reply.send(Err(StoreError::Corrupt(format!(
+                        "store writer failed: {e}"
+                    ))));
+                }
             }
         }
     }

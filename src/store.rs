@@ -167,95 +167,48 @@ impl Store {
     pub fn insert(&self, new: &NewApproval) -> Result<Inserted> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        if let Some(key) = &new.idempotency_key {
-            let existing = tx
-                .query_row(
-                    &format!(
-                        "SELECT {COLUMNS} FROM approvals WHERE agent = ?1 AND idempotency_key = ?2"
-                    ),
-                    params![new.agent, key],
-                    row_to_approval,
-                )
-                .optional()?;
-            if let Some(existing) = existing {
-                let existing = existing?;
-                let same = existing.tool == new.tool && existing.args == new.args;
-                return Ok(if same {
-                    Inserted::Existing(existing)
-                } else {
-                    Inserted::Conflict(existing)
-                });
-            }
-        }
-        let id = ulid::Ulid::new().to_string();
-        let short_id = loop {
-            let candidate = new_short_id();
-            let taken: bool = tx.query_row(
-                "SELECT EXISTS (SELECT 1 FROM approvals WHERE short_id = ?1)",
-                [&candidate],
-                |r| r.get(0),
-            )?;
-            if !taken {
-                break candidate;
-            }
-        };
-        tx.execute(
-            "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
-             environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
-             policy_reason, checkpoint, always_allow_offered, ttl_ms, created_at, expires_at, \
-             finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
-             ?15, ?16, ?17, ?18, ?19, ?20)",
-            params![
-                id,
-                short_id,
-                new.agent,
-                new.tool,
-                new.args.to_string(),
-                new.summary,
-                new.confidence,
-                new.environment,
-                new.idempotency_key,
-                new.status.as_str(),
-                new.risk.score.as_str(),
-                new.risk.tool_class.as_str(),
-                serde_json::to_string(&new.risk.factors).unwrap_or_else(|_| "[]".into()),
-                new.policy_reason,
-                new.checkpoint,
-                new.always_allow_offered,
-                new.ttl_ms,
-                new.created_at,
-                new.expires_at,
-                (new.status != Status::Pending).then_some(new.created_at),
-            ],
-        )?;
-        audit_tx(
-            &tx,
-            new.created_at,
-            Some(&id),
-            "submitted",
-            Some(&new.agent),
-            None,
-            &json!({"tool": new.tool, "short_id": short_id}),
-        )?;
-        audit_tx(
-            &tx,
-            new.created_at,
-            Some(&id),
-            "evaluated",
-            None,
-            Some(Channel::System),
-            &json!({
-                "outcome": new.status.as_str(),
-                "risk": new.risk.score.as_str(),
-                "tool_class": new.risk.tool_class.as_str(),
-                "factors": new.risk.factors,
-                "reason": new.policy_reason,
-                "checkpoint": new.checkpoint,
-            }),
-        )?;
-        let approval = get_tx(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+        let inserted = insert_tx(&tx, new)?;
         tx.commit()?;
-        Ok(Inserted::New(approval))
+        Ok(inserted)
+    }
+
+    /// Stores several requests in one transaction (one fsync): group commit for
+    /// concurrent submissions. Each result is what [`Store::insert`] would give. If
+    /// the transaction fails as a whole, each request is retried on its own, so one
+    /// bad request cannot fail the others.
+    pub fn insert_batch(&self, news: &[NewApproval]) -> Vec<Result<Inserted>> {
+        let attempt = || -> Result<Vec<Inserted>> {
+            let mut conn = self.lock();
+            let tx = conn.transaction()?;
+            let out = news
+                .iter()
+                .map(|n| insert_tx(&tx, n))
+                .collect::<Result<Vec<_>>>()?;
+            tx.commit()?;
+            Ok(out)
+        };
+        match attempt() {
+            Ok(all) => all.into_iter().map(Ok).collect(),
+            Err(_) => news.iter().map(|n| self.insert(n)).collect(),
+        }
+    }
+
+    /// What the policy needs to know of an agent's history with a tool:
+    /// (on its persisted always-allow list, has run it before).
+    pub fn submit_facts(&self, agent: &str, tool: &str) -> Result<(bool, bool)> {
+        let conn = self.lock();
+        let always = conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM always_allow WHERE agent = ?1 AND tool = ?2)",
+            )?
+            .query_row(params![agent, tool], |r| r.get(0))?;
+        let before = conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM approvals WHERE agent = ?1 AND tool = ?2 AND status IN \
+                 ('allowed', 'approved', 'executing', 'succeeded', 'failed'))",
+            )?
+            .query_row(params![agent, tool], |r| r.get(0))?;
+        Ok((always, before))
     }
 
     pub fn get(&self, id: &str) -> Result<Option<Approval>> {
@@ -746,14 +699,101 @@ impl Store {
     }
 }
 
+/// The body of [`Store::insert`], inside the caller's transaction.
+fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
+    if let Some(key) = &new.idempotency_key {
+        let existing = tx
+            .query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM approvals WHERE agent = ?1 AND idempotency_key = ?2"
+                ),
+                params![new.agent, key],
+                row_to_approval,
+            )
+            .optional()?;
+        if let Some(existing) = existing {
+            let existing = existing?;
+            let same = existing.tool == new.tool && existing.args == new.args;
+            return Ok(if same {
+                Inserted::Existing(existing)
+            } else {
+                Inserted::Conflict(existing)
+            });
+        }
+    }
+    let id = ulid::Ulid::new().to_string();
+    let short_id = loop {
+        let candidate = new_short_id();
+        let taken: bool = tx
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM approvals WHERE short_id = ?1)")?
+            .query_row([&candidate], |r| r.get(0))?;
+        if !taken {
+            break candidate;
+        }
+    };
+    tx.prepare_cached(
+        "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
+         environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
+         policy_reason, checkpoint, always_allow_offered, ttl_ms, created_at, expires_at, \
+         finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
+         ?15, ?16, ?17, ?18, ?19, ?20)",
+    )?
+    .execute(params![
+        id,
+        short_id,
+        new.agent,
+        new.tool,
+        new.args.to_string(),
+        new.summary,
+        new.confidence,
+        new.environment,
+        new.idempotency_key,
+        new.status.as_str(),
+        new.risk.score.as_str(),
+        new.risk.tool_class.as_str(),
+        serde_json::to_string(&new.risk.factors).unwrap_or_else(|_| "[]".into()),
+        new.policy_reason,
+        new.checkpoint,
+        new.always_allow_offered,
+        new.ttl_ms,
+        new.created_at,
+        new.expires_at,
+        (new.status != Status::Pending).then_some(new.created_at),
+    ])?;
+    audit_tx(
+        tx,
+        new.created_at,
+        Some(&id),
+        "submitted",
+        Some(&new.agent),
+        None,
+        &json!({"tool": new.tool, "short_id": short_id}),
+    )?;
+    audit_tx(
+        tx,
+        new.created_at,
+        Some(&id),
+        "evaluated",
+        None,
+        Some(Channel::System),
+        &json!({
+            "outcome": new.status.as_str(),
+            "risk": new.risk.score.as_str(),
+            "tool_class": new.risk.tool_class.as_str(),
+            "factors": new.risk.factors,
+            "reason": new.policy_reason,
+            "checkpoint": new.checkpoint,
+        }),
+    )?;
+    let approval = get_tx(tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+    Ok(Inserted::New(approval))
+}
+
 fn get_conn(conn: &Connection, id: &str) -> Result<Option<Approval>> {
-    conn.query_row(
-        &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
-        [id],
-        row_to_approval,
-    )
-    .optional()?
-    .transpose()
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"))?
+        .query_row([id], row_to_approval)
+        .optional()?
+        .transpose()
 }
 
 fn get_tx(tx: &Transaction<'_>, id: &str) -> Result<Option<Approval>> {
@@ -784,11 +824,8 @@ fn audit_conn(
     // Callers hold the connection's mutex (one writer), so the last hash cannot
     // change between this read and the insert.
     let prev: Option<String> = conn
-        .query_row(
-            "SELECT hash FROM audit ORDER BY seq DESC LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
+        .prepare_cached("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1")?
+        .query_row([], |r| r.get(0))
         .optional()?
         .flatten();
     let channel = channel.map(Channel::as_str);
@@ -802,11 +839,20 @@ fn audit_conn(
         channel,
         &detail,
     );
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO audit (at, approval_id, event, actor, channel, detail, prev_hash, hash) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![now, approval_id, event, actor, channel, detail, prev, hash],
-    )?;
+    )?
+    .execute(params![
+        now,
+        approval_id,
+        event,
+        actor,
+        channel,
+        detail,
+        prev,
+        hash
+    ])?;
     Ok(())
 }
 
@@ -1267,6 +1313,27 @@ mod tests {
             p.iter().any(|m| m.contains("removed from the end")),
             "{p:?}"
         );
+    }
+
+    #[test]
+    fn a_batch_commits_together_and_answers_each_request_in_order() {
+        let s = Store::open_in_memory().unwrap();
+        let batch = [
+            new("m", "a", Some("k"), None),
+            new("m", "b", None, None),
+            new("m", "a", Some("k"), None),
+            new("m", "other", Some("k"), None),
+        ];
+        let r = s.insert_batch(&batch);
+        let first = match &r[0] {
+            Ok(Inserted::New(a)) => a.id.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(matches!(&r[1], Ok(Inserted::New(a)) if a.tool == "b"));
+        assert!(matches!(&r[2], Ok(Inserted::Existing(a)) if a.id == first));
+        assert!(matches!(&r[3], Ok(Inserted::Conflict(_))));
+        assert_eq!(s.list(None, 10).unwrap().len(), 2);
+        assert!(s.verify_audit().unwrap().problems.is_empty());
     }
 
     #[test]
