@@ -57,6 +57,23 @@ pub fn content(a: &Approval, max_args_chars: usize) -> PromptContent {
     }
 }
 
+/// Escapes `&`, `<` and `>`: the characters that are markup both in Telegram's HTML
+/// parse mode and in Slack's mrkdwn, so agent text can never become formatting,
+/// links or mentions in either.
+#[must_use]
+pub fn escape_markup(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Cuts `s` to `max` characters on a char boundary; the note says how much was cut.
 #[must_use]
 pub fn truncate(s: &str, max: usize) -> (String, Option<String>) {

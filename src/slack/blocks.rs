@@ -27,16 +27,7 @@ pub const REASON_FIELD: &str = "reason";
 /// Escapes the three characters Slack treats as markup: `&`, `<`, `>`.
 #[must_use]
 pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::channel::prompt::escape_markup(s)
 }
 
 /// Escaped text for inside a ``` block: a fence in the text is broken up so it cannot

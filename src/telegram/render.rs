@@ -22,16 +22,7 @@ const SUMMARY_ROOM: usize = 1200;
 /// Escapes text for Telegram's HTML parse mode (element content).
 #[must_use]
 pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::channel::prompt::escape_markup(s)
 }
 
 /// Escapes text for an HTML attribute value (adds `"`).
