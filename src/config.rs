@@ -81,6 +81,8 @@ pub struct TelegramConfig {
     pub chats: Vec<i64>,
     /// Telegram user ids allowed to decide.
     pub approvers: BTreeSet<u64>,
+    /// More requests than this waiting for a prompt in one chat get one digest.
+    pub digest_after: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -108,6 +110,8 @@ pub struct SlackConfig {
     pub channels: Vec<String>,
     /// Slack user ids allowed to decide.
     pub approvers: BTreeSet<String>,
+    /// More requests than this waiting for a prompt in one channel get one digest.
+    pub digest_after: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -276,10 +280,19 @@ struct FileTelegram {
     chats: Vec<i64>,
     #[serde(default)]
     approvers: BTreeSet<u64>,
+    #[serde(default = "default_digest_after")]
+    digest_after: usize,
 }
 
 fn default_telegram_api() -> String {
     "https://api.telegram.org".into()
+}
+
+/// A burst larger than this becomes one digest message (see `channel::digest`).
+pub const DEFAULT_DIGEST_AFTER: usize = 5;
+
+fn default_digest_after() -> usize {
+    DEFAULT_DIGEST_AFTER
 }
 
 #[derive(Debug, Deserialize)]
@@ -303,6 +316,8 @@ struct FileSlack {
     channels: Vec<String>,
     #[serde(default)]
     approvers: BTreeSet<String>,
+    #[serde(default = "default_digest_after")]
+    digest_after: usize,
 }
 
 fn default_slack_api() -> String {
@@ -683,6 +698,17 @@ impl Resolve<'_> {
         Ok(trimmed.to_string())
     }
 
+    fn digest_after(&self, table: &str, n: usize) -> Result<usize, ConfigError> {
+        if n == 0 {
+            return Err(self.error(
+                table,
+                "digest_after",
+                "must be at least 1 (the most requests posted one by one before a digest)",
+            ));
+        }
+        Ok(n)
+    }
+
     fn telegram(
         &self,
         t: FileTelegram,
@@ -716,11 +742,13 @@ impl Resolve<'_> {
         } else {
             t.chats
         };
+        let digest_after = self.digest_after("telegram", t.digest_after)?;
         Ok(Some(TelegramConfig {
             token,
             api_url,
             chats,
             approvers: t.approvers,
+            digest_after,
         }))
     }
 
@@ -810,6 +838,7 @@ impl Resolve<'_> {
             events_listen: s.events_listen,
             channels: s.channels,
             approvers: s.approvers,
+            digest_after: self.digest_after("slack", s.digest_after)?,
         }))
     }
 

@@ -39,13 +39,22 @@ pub enum Event {
     Submitted(Arc<Approval>),
     /// A request changed state after submission (decided, expired, cancelled, result).
     Settled(Arc<Approval>),
+    /// A chat message must be drawn again from the database (a digest an approver
+    /// navigated): the channel's delivery, its only writer, does it.
+    Redraw {
+        channel: Channel,
+        chat: String,
+        message: String,
+    },
 }
 
 impl Event {
+    /// The request the event is about, if it is about one.
     #[must_use]
-    pub fn approval(&self) -> &Approval {
+    pub fn approval(&self) -> Option<&Approval> {
         match self {
-            Event::Submitted(a) | Event::Settled(a) => a,
+            Event::Submitted(a) | Event::Settled(a) => Some(a),
+            Event::Redraw { .. } => None,
         }
     }
 }
@@ -217,6 +226,15 @@ impl Engine {
             .await
             .map_err(|e| EngineError::Internal(format!("store task failed: {e}")))?
             .map_err(EngineError::from)
+    }
+
+    /// Asks the channel's delivery to draw `message` in `chat` again.
+    pub fn redraw(&self, channel: Channel, chat: &str, message: &str) {
+        self.publish(Event::Redraw {
+            channel,
+            chat: chat.to_string(),
+            message: message.to_string(),
+        });
     }
 
     fn publish(&self, event: Event) {

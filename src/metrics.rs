@@ -24,6 +24,10 @@ pub struct Metrics {
     /// Per channel (telegram, slack): failed calls, and those that were 429s.
     chat_errors: [AtomicU64; 2],
     chat_rate_limited: [AtomicU64; 2],
+    /// Per channel: messages posted, [prompt, digest].
+    chat_posts: [[AtomicU64; 2]; 2],
+    /// Per channel: updates (presses, commands, messages) [handled, ignored].
+    chat_updates: [[AtomicU64; 2]; 2],
 }
 
 fn channel_index(c: Channel) -> Option<usize> {
@@ -72,6 +76,20 @@ impl Metrics {
             if rate_limited {
                 self.chat_rate_limited[i].fetch_add(1, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// A message was posted: a request's prompt, or a digest.
+    pub fn chat_posted(&self, channel: Channel, digest: bool) {
+        if let Some(i) = channel_index(channel) {
+            self.chat_posts[i][usize::from(digest)].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// An update from a chat was handled, or ignored (a chat gatebot does not serve).
+    pub fn chat_update(&self, channel: Channel, handled: bool) {
+        if let Some(i) = channel_index(channel) {
+            self.chat_updates[i][usize::from(!handled)].fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -156,6 +174,36 @@ impl Metrics {
                 ch.as_str(),
                 get(c)
             );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_chat_posts_total Messages posted to chats: one prompt per request, or a digest for a burst."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_chat_posts_total counter");
+        for (ch, kinds) in CHANNELS.iter().zip(&self.chat_posts) {
+            for (kind, c) in ["prompt", "digest"].iter().zip(kinds) {
+                let _ = writeln!(
+                    o,
+                    "gatebot_chat_posts_total{{channel=\"{}\",kind=\"{kind}\"}} {}",
+                    ch.as_str(),
+                    get(c)
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_chat_updates_total Button presses and messages received from chats."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_chat_updates_total counter");
+        for (ch, outcomes) in CHANNELS.iter().zip(&self.chat_updates) {
+            for (outcome, c) in ["handled", "ignored"].iter().zip(outcomes) {
+                let _ = writeln!(
+                    o,
+                    "gatebot_chat_updates_total{{channel=\"{}\",outcome=\"{outcome}\"}} {}",
+                    ch.as_str(),
+                    get(c)
+                );
+            }
         }
         o
     }

@@ -20,6 +20,10 @@ use serde_json::{json, Value};
 use crate::approval::{new_short_id, Approval, Channel, Decision, Status, Verb};
 use crate::policy::{Risk, RiskScore, ToolClass};
 
+mod prompts;
+
+pub use prompts::{DigestGroup, DigestState, DigestSummary, PromptKind, PromptRecord};
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database error: {0}")]
@@ -37,6 +41,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../migrations/0001_initial.sql")),
         M::up(include_str!("../migrations/0002_prompts.sql")),
         M::up(include_str!("../migrations/0003_audit_chain.sql")),
+        M::up(include_str!("../migrations/0004_digests.sql")),
     ])
 }
 
@@ -88,17 +93,6 @@ pub enum Lookup {
     /// Several requests match the prefix; their short ids.
     Ambiguous(Vec<String>),
     NotFound,
-}
-
-/// A chat message that shows a request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PromptRecord {
-    pub approval_id: String,
-    pub channel: Channel,
-    pub chat: String,
-    pub message: String,
-    /// The settled status the message was last edited to show, if any.
-    pub final_status: Option<Status>,
 }
 
 /// One audit row.
@@ -576,126 +570,6 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
-    }
-}
-
-impl Store {
-    /// Records that `message` in `chat` shows the request, with a `prompted` audit row.
-    pub fn record_prompt(
-        &self,
-        approval_id: &str,
-        channel: Channel,
-        chat: &str,
-        message: &str,
-        now: i64,
-    ) -> Result<()> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        tx.execute(
-            "INSERT OR REPLACE INTO prompts (approval_id, channel, chat, message, posted_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![approval_id, channel.as_str(), chat, message, now],
-        )?;
-        audit_tx(
-            &tx,
-            now,
-            Some(approval_id),
-            "prompted",
-            None,
-            Some(channel),
-            &json!({"chat": chat, "message": message}),
-        )?;
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Records that a prompt now shows the settled `status`.
-    pub fn record_prompt_final(
-        &self,
-        approval_id: &str,
-        channel: Channel,
-        chat: &str,
-        status: Status,
-    ) -> Result<()> {
-        let conn = self.lock();
-        conn.execute(
-            "UPDATE prompts SET final_status = ?4 WHERE approval_id = ?1 AND channel = ?2 AND chat = ?3",
-            params![approval_id, channel.as_str(), chat, status.as_str()],
-        )?;
-        Ok(())
-    }
-
-    /// Every prompt of a request on a channel.
-    pub fn prompts_for(&self, approval_id: &str, channel: Channel) -> Result<Vec<PromptRecord>> {
-        self.prompts_where(
-            "approval_id = ?1 AND channel = ?2",
-            params![approval_id, channel.as_str()],
-        )
-    }
-
-    /// The request a chat message shows, if it is one of our prompts.
-    pub fn prompt_by_message(
-        &self,
-        channel: Channel,
-        chat: &str,
-        message: &str,
-    ) -> Result<Option<PromptRecord>> {
-        Ok(self
-            .prompts_where(
-                "channel = ?1 AND chat = ?2 AND message = ?3",
-                params![channel.as_str(), chat, message],
-            )?
-            .into_iter()
-            .next())
-    }
-
-    /// Ids of requests on a channel whose prompts need work: pending requests (they
-    /// may lack a prompt in some chat) and settled ones whose prompts do not show
-    /// their current status yet. Used after a restart or a lagged event stream.
-    pub fn prompts_to_sync(&self, channel: Channel) -> Result<Vec<String>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare(
-            "SELECT id FROM approvals WHERE status = 'pending' \
-             UNION SELECT p.approval_id FROM prompts p JOIN approvals a ON a.id = p.approval_id \
-             WHERE p.channel = ?1 AND a.status != 'pending' \
-             AND (p.final_status IS NULL OR p.final_status != a.status) ORDER BY 1",
-        )?;
-        let rows = stmt.query_map([channel.as_str()], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
-    }
-
-    fn prompts_where(&self, filter: &str, p: impl rusqlite::Params) -> Result<Vec<PromptRecord>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare(&format!(
-            "SELECT approval_id, channel, chat, message, final_status FROM prompts WHERE {filter} \
-             ORDER BY posted_at"
-        ))?;
-        let rows = stmt.query_map(p, |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, Option<String>>(4)?,
-            ))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (approval_id, channel, chat, message, final_status) = row?;
-            out.push(PromptRecord {
-                channel: channel
-                    .parse()
-                    .map_err(|_| StoreError::Corrupt(format!("prompt channel {channel}")))?,
-                final_status: final_status
-                    .map(|s| s.parse())
-                    .transpose()
-                    .map_err(|_| StoreError::Corrupt(format!("prompt of {approval_id}")))?,
-                approval_id,
-                chat,
-                message,
-            });
-        }
-        Ok(out)
     }
 }
 
@@ -1229,43 +1103,6 @@ mod tests {
             s.report(&a.id, Status::Succeeded, None, 6).unwrap(),
             Transition::AlreadySettled(_)
         ));
-    }
-
-    #[test]
-    fn prompts_are_found_by_message_and_synced_until_final() {
-        let s = Store::open_in_memory().unwrap();
-        let a = inserted(&s, &new("m", "t", None, None));
-        assert_eq!(
-            s.prompts_to_sync(Channel::Telegram).unwrap(),
-            vec![a.id.clone()]
-        );
-        s.record_prompt(&a.id, Channel::Telegram, "-100", "7", 2)
-            .unwrap();
-        let p = s
-            .prompt_by_message(Channel::Telegram, "-100", "7")
-            .unwrap()
-            .unwrap();
-        assert_eq!(p.approval_id, a.id);
-        assert!(s
-            .prompt_by_message(Channel::Slack, "-100", "7")
-            .unwrap()
-            .is_none());
-        s.decide(&a.id, &decision(Verb::Approve, "alice"), 3)
-            .unwrap();
-        // Settled but the prompt still shows it pending: it needs an edit.
-        assert_eq!(
-            s.prompts_to_sync(Channel::Telegram).unwrap(),
-            vec![a.id.clone()]
-        );
-        assert!(s.prompts_to_sync(Channel::Slack).unwrap().is_empty());
-        s.record_prompt_final(&a.id, Channel::Telegram, "-100", Status::Approved)
-            .unwrap();
-        assert!(s.prompts_to_sync(Channel::Telegram).unwrap().is_empty());
-        assert!(s
-            .audit_rows(Some(&a.id), None)
-            .unwrap()
-            .iter()
-            .any(|r| r.event == "prompted"));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod blocks;
+pub mod digest;
 pub mod events_http;
 pub mod sender;
 pub mod socket;
@@ -66,6 +67,7 @@ pub async fn run(engine: Arc<Engine>, config: SlackConfig, stop: CancellationTok
     let sender = Arc::new(SlackSender {
         api,
         channels: config.channels.clone(),
+        digest_after: config.digest_after,
     });
     let delivery = tokio::spawn(delivery::run(engine, sender, stop.clone()));
     info!(mode = ?config.mode, channels = ?config.channels, "slack: channel starting");

@@ -9,8 +9,9 @@
 //!    (prompts and final edits, durable in SQLite) and [`updates::poll`] (long polling
 //!    with `getUpdates`; a 409 means another process polls with this token).
 //!
-//! Sends go through teloxide's `Throttle` (≈1 message/s per chat, 20/min per group,
-//! 30/s overall; it waits out 429s itself). Tokens never reach the log: every error
+//! Sends go through teloxide's `Throttle` (1 message/s and 20/min per chat, 10/min per
+//! supergroup or channel, 30/s overall; it waits out 429s itself); delivery also paces
+//! edits per chat, and turns a burst into one digest message. Tokens never reach the log: every error
 //! text passes through [`scrub`], since teloxide's errors may carry the request URL,
 //! which contains `/bot<TOKEN>/`.
 
@@ -114,28 +115,13 @@ pub async fn run(engine: Arc<Engine>, config: TelegramConfig, stop: Cancellation
     info!(bot = %username, chats = ?config.chats, "telegram: connected");
 
     let bot: TgBot = Throttle::new_spawn(plain, Limits::default());
-    let commands = [
-        ("approve", "<id> — allow a request once"),
-        (
-            "approve_always",
-            "<id> — allow it, and this tool for this agent from now on",
-        ),
-        ("deny", "<id> [reason] — refuse a request"),
-        ("pending", "list open requests"),
-        ("help", "how to answer gatebot"),
-    ]
-    .map(|(c, d)| BotCommand::new(c, d));
-    if let Err(e) = bot.set_my_commands(commands).await {
-        warn!(
-            "telegram: cannot set the command list: {}",
-            scrub(&e.to_string(), &token)
-        );
-    }
+    tokio::spawn(set_commands(bot.clone(), token.clone(), stop.clone()));
 
     let sender = Arc::new(sender::TelegramSender {
         bot: bot.clone(),
         chats: config.chats.clone(),
         token: token.clone(),
+        digest_after: config.digest_after,
     });
     let handler = Arc::new(updates::Handler::new(
         engine.clone(),
@@ -148,6 +134,37 @@ pub async fn run(engine: Arc<Engine>, config: TelegramConfig, stop: Cancellation
         updates::poll(handler, stop.clone()),
     );
     info!("telegram: stopped");
+}
+
+/// Sets the bot's command list (so clients offer /approve, /deny, /pending, /help),
+/// retrying with backoff until Telegram takes it.
+async fn set_commands(bot: TgBot, token: String, stop: CancellationToken) {
+    let commands = [
+        ("approve", "<id> — allow a request once"),
+        (
+            "approve_always",
+            "<id> — allow it, and this tool for this agent from now on",
+        ),
+        ("deny", "<id> [reason] — refuse a request"),
+        ("pending", "list open requests"),
+        ("help", "how to answer gatebot"),
+    ]
+    .map(|(c, d)| BotCommand::new(c, d));
+    let mut attempt = 0;
+    loop {
+        match bot.set_my_commands(commands.clone()).await {
+            Ok(_) => return,
+            Err(e) => {
+                let wait = backoff(attempt);
+                attempt += 1;
+                warn!(retry_in = ?wait, "telegram: cannot set the command list: {}", scrub(&e.to_string(), &token));
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        }
+    }
 }
 
 /// How long a `getUpdates` long poll waits for news (below reqwest's 17 s timeout).

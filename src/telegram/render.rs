@@ -10,6 +10,7 @@ use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
 use crate::approval::{Approval, Status};
 use crate::channel::command::{encode_button, Button};
+use crate::channel::digest::{self, encode_nav, DigestView, Nav};
 use crate::channel::prompt::{self, PromptContent};
 
 /// Telegram's limit on a message's text, in UTF-16 code units after entity parsing.
@@ -152,16 +153,18 @@ fn buttons(a: &Approval, suffix: &str) -> Vec<InlineKeyboardButton> {
 /// Most requests `/pending` lists with buttons.
 pub const PENDING_SHOWN: usize = 20;
 
-/// `/pending`: one line per request, one row of buttons per request.
+/// `/pending`: one line per request, one row of buttons per request, for the oldest
+/// [`PENDING_SHOWN`] of `total` pending requests.
 #[must_use]
-pub fn pending(list: &[Approval]) -> (String, InlineKeyboardMarkup) {
+pub fn pending(list: &[Approval], total: usize) -> (String, InlineKeyboardMarkup) {
     if list.is_empty() {
         return (
             "No pending requests.".into(),
             InlineKeyboardMarkup::default(),
         );
     }
-    let mut text = format!("<b>{} pending request(s)</b>", list.len());
+    let total = total.max(list.len());
+    let mut text = format!("<b>{total} pending request(s)</b>");
     let mut rows = Vec::new();
     for a in list.iter().take(PENDING_SHOWN) {
         let expires = a.expires_at.map(prompt::clock).unwrap_or_default();
@@ -175,13 +178,78 @@ pub fn pending(list: &[Approval]) -> (String, InlineKeyboardMarkup) {
         ));
         rows.push(buttons(a, &format!(" {}", a.short_id)));
     }
-    if list.len() > PENDING_SHOWN {
+    let shown = list.len().min(PENDING_SHOWN);
+    if total > shown {
         text.push_str(&format!(
-            "\n… and {} more (gatebot pending lists them all)",
-            list.len() - PENDING_SHOWN
+            "\n… and {} more: decide these to see the next, or review a digest \
+             (gatebot pending lists them all)",
+            total - shown
         ));
     }
     (text, InlineKeyboardMarkup::new(rows))
+}
+
+/// A digest message: its text and buttons (see [`digest`]).
+#[must_use]
+pub fn digest(view: &DigestView) -> (String, InlineKeyboardMarkup) {
+    let s = view.summary();
+    let groups = || {
+        digest::group_lines(s)
+            .iter()
+            .map(|l| format!("\n• {}", escape(l)))
+            .collect::<String>()
+    };
+    match view {
+        DigestView::Summary(_) => {
+            let mut text = format!(
+                "{}\n<b>{}</b>\nThey arrived too fast to post one by one.{}",
+                "📥 <b>gatebot digest</b>",
+                escape(&digest::title(s)),
+                groups()
+            );
+            if let Some(at) = s.next_expiry {
+                text.push_str(&format!(
+                    "\n<b>Next expiry:</b> {}",
+                    escape(&prompt::clock(at))
+                ));
+            }
+            text.push_str("\n\nReview them here one by one, or use /pending.");
+            let review =
+                InlineKeyboardButton::callback("📋 Review one by one", encode_nav(&Nav::Review));
+            (text, InlineKeyboardMarkup::new([[review]]))
+        }
+        DigestView::Review {
+            approval, position, ..
+        } => {
+            let text = format!(
+                "📥 <b>gatebot digest</b> · request {position} of {} · {} pending\n\n{}\n\n\
+                 Tap a button, or reply to this message with <code>approve</code> or <code>deny [reason]</code>.",
+                s.total,
+                s.pending,
+                prompt_body(approval)
+            );
+            let nav = vec![
+                InlineKeyboardButton::callback(
+                    "⏭ Next",
+                    encode_nav(&Nav::Next(approval.id.clone())),
+                ),
+                InlineKeyboardButton::callback("📋 Summary", encode_nav(&Nav::Summary)),
+            ];
+            (
+                text,
+                InlineKeyboardMarkup::new([buttons(approval, ""), nav]),
+            )
+        }
+        DigestView::Closed(_) => (
+            format!(
+                "📥 <b>gatebot digest</b>\n<b>{}</b>: {}.{}",
+                escape(&digest::title(s)),
+                escape(&digest::tally(s)),
+                groups()
+            ),
+            InlineKeyboardMarkup::default(),
+        ),
+    }
 }
 
 /// After ❌: the same keyboard with that request's ❌ Deny replaced by "Deny without reason".
@@ -209,15 +277,19 @@ pub fn with_deny_without_reason(kb: &InlineKeyboardMarkup, id: &str) -> InlineKe
     InlineKeyboardMarkup::new(rows)
 }
 
-/// The question sent (as a ForceReply) after ❌.
+/// The question sent (as a ForceReply, HTML) after ❌. It mentions the approver, so a
+/// selective ForceReply reaches them in a group.
 #[must_use]
-pub fn reason_question(a: &Approval) -> String {
+pub fn reason_question(a: &Approval, approver: &teloxide::types::User) -> String {
     format!(
-        "Why deny {} ({} from {})? Reply to this message with a reason; it reaches the agent. \
+        "<a href=\"tg://user?id={}\">{}</a>, why deny <code>{}</code> (<code>{}</code> from <code>{}</code>)? \
+         Reply to this message with a reason; it reaches the agent. \
          Or tap “Deny without reason” on the prompt.",
-        a.short_id,
-        prompt::truncate(&a.tool, 60).0,
-        a.agent
+        approver.id.0,
+        escape(&prompt::truncate(&approver.full_name(), 60).0),
+        escape(&a.short_id),
+        escape(&prompt::truncate(&a.tool, 60).0),
+        escape(&prompt::truncate(&a.agent, 40).0),
     )
 }
 

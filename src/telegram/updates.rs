@@ -5,20 +5,23 @@
 //!    fires. A 409 Conflict (another process polls with this token) is logged as an
 //!    error and polling resumes after [`CONFLICT_PAUSE`](super::CONFLICT_PAUSE).
 //! 2. Each update is handled in its own task (a slow, throttled reply in one chat
-//!    must not hold up a tap in another):
-//!    - a button press is decoded (`gb1:<code>:<id>`) and goes to [`handle::decide`],
-//!      which checks the presser is an approver (whatever the chat) and audits refusals;
-//!      ❌ first asks for a reason (see below);
-//!    - a text message from a configured chat or an approver is parsed with
-//!      [`command::parse`]; a reply to a prompt names its request (`prompts` table).
-//!      Messages from other chats are ignored and logged.
-//! 3. Deny with a reason: ❌ sends a ForceReply question replying to the prompt and
-//!    swaps ❌ for "🚫 Deny without reason" on the tapped message. The question's message
-//!    id is remembered **in memory** (chat, message) → request, so a reply to it denies
-//!    with the reply's text as the reason. After a restart that mapping is gone: a late
-//!    reply is answered with how to deny by command instead.
+//!    must not hold up a tap in another); at shutdown, tasks under way may finish:
+//!    - a decision button (`gb1:<code>:<id>`) goes to [`handle::decide`], which checks
+//!      the presser is an approver (whatever the chat) and audits refusals; ❌ first
+//!      asks for a reason (see below);
+//!    - a digest button (`gb1:v:…`) goes to [`digest::navigate`];
+//!    - a text message is parsed with [`command::parse`]; a reply to a prompt (or to a
+//!      digest showing a request) names its request. Messages from private chats that
+//!      are not in `chats` and not an approver's are ignored and logged; in groups,
+//!      commands are answered (a non-approver is refused and audited).
+//! 3. Deny with a reason: ❌ sends a ForceReply question (mentioning the approver, so it
+//!    reaches them in a group too) and swaps ❌ for "🚫 Deny without reason" on the
+//!    tapped message. The question is recorded in SQLite, so a reply to it denies with
+//!    the reply's text as the reason, also after a restart.
+//! 4. Replies are retried a few times on 429 and temporary failures.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
 use teloxide::prelude::*;
 use teloxide::types::{
@@ -30,24 +33,26 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, error, info, warn};
 
-use crate::approval::{Channel, Status, Verb};
+use crate::approval::{now_ms, Channel, Status, Verb};
 use crate::channel::command::{self, decode_button, Button, ChatCommand};
-use crate::channel::delivery::backoff;
+use crate::channel::delivery::{backoff, SendError};
+use crate::channel::digest::{self, decode_nav};
 use crate::channel::handle::{self, Actor, Reply};
 use crate::config::TelegramConfig;
 use crate::engine::{describe_settled, Engine};
+use crate::telegram::sender::classify;
 use crate::telegram::{render, scrub, TgBot, CONFLICT_PAUSE, POLL_TIMEOUT};
 
-/// Most reason questions remembered at once (oldest forgotten first).
-const MAX_QUESTIONS: usize = 1000;
+/// How long update handlers under way may finish at shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Attempts for a reply before giving up.
+const REPLY_ATTEMPTS: u32 = 3;
 
 pub struct Handler {
     engine: Arc<Engine>,
     bot: TgBot,
     token: String,
     username: String,
-    /// Reason questions: (chat, message id) → request id, in the order asked.
-    questions: Mutex<Vec<((i64, i32), String)>>,
 }
 
 impl Handler {
@@ -58,7 +63,6 @@ impl Handler {
             bot,
             token: config.token.expose().to_string(),
             username,
-            questions: Mutex::new(Vec::new()),
         }
     }
 
@@ -90,20 +94,36 @@ impl Handler {
         scrub(&e.to_string(), &self.token)
     }
 
-    fn remember_question(&self, chat: i64, message: i32, id: &str) {
-        let mut q = self.questions.lock().unwrap_or_else(|e| e.into_inner());
-        if q.len() >= MAX_QUESTIONS {
-            q.remove(0);
+    /// Sends with a few retries on 429 and temporary failures (Throttle paces sends
+    /// and retries 429s itself; this covers 5xx and network trouble).
+    async fn send_retrying<F, Fut>(&self, what: &str, mut send: F) -> Result<Message, String>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<Message, RequestError>>,
+    {
+        let mut attempt = 0;
+        loop {
+            match send().await {
+                Ok(m) => return Ok(m),
+                Err(e) => {
+                    let text = self.scrub(&e);
+                    let wait = match classify(&e, &self.token) {
+                        SendError::RetryAfter(d) => d,
+                        SendError::Transient(_) => backoff(attempt),
+                        SendError::Unknown(_) | SendError::Permanent(_) => {
+                            warn!("telegram: cannot send {what}: {text}");
+                            return Err(text);
+                        }
+                    };
+                    attempt += 1;
+                    if attempt >= REPLY_ATTEMPTS {
+                        warn!("telegram: cannot send {what} after {attempt} attempts: {text}");
+                        return Err(text);
+                    }
+                    tokio::time::sleep(wait.min(Duration::from_secs(30))).await;
+                }
+            }
         }
-        q.push(((chat, message), id.to_string()));
-    }
-
-    fn question(&self, chat: i64, message: i32) -> Option<String> {
-        let q = self.questions.lock().unwrap_or_else(|e| e.into_inner());
-        q.iter()
-            .rev()
-            .find(|(k, _)| *k == (chat, message))
-            .map(|(_, id)| id.clone())
     }
 }
 
@@ -128,13 +148,8 @@ pub async fn poll(handler: Arc<Handler>, stop: CancellationToken) {
                 failures = 0;
                 for u in updates {
                     offset = offset.max(u.id.0 as i32 + 1);
-                    let (h, stop) = (handler.clone(), stop.clone());
-                    tasks.spawn(async move {
-                        tokio::select! {
-                            _ = stop.cancelled() => {}
-                            _ = h.update(u.kind) => {}
-                        }
-                    });
+                    let h = handler.clone();
+                    tasks.spawn(async move { h.update(u.kind).await });
                 }
                 continue;
             }
@@ -160,8 +175,14 @@ pub async fn poll(handler: Arc<Handler>, stop: CancellationToken) {
             _ = tokio::time::sleep(pause) => {}
         }
     }
+    // Updates already fetched are confirmed to Telegram: let their handlers finish.
     tasks.close();
-    tasks.wait().await;
+    if tokio::time::timeout(SHUTDOWN_GRACE, tasks.wait())
+        .await
+        .is_err()
+    {
+        warn!("telegram: stopped with updates still being handled");
+    }
 }
 
 impl Handler {
@@ -187,10 +208,29 @@ impl Handler {
     }
 
     async fn callback(&self, q: CallbackQuery) {
+        self.engine.metrics.chat_update(Channel::Telegram, true);
         let actor = self.actor(&q.from);
         let Some(data) = q.data.as_deref() else {
             return self.answer(&q, "This button does nothing.", false).await;
         };
+        if let Some(nav) = decode_nav(data) {
+            let Some(msg) = &q.message else {
+                return self
+                    .answer(&q, "This button does nothing here.", false)
+                    .await;
+            };
+            let reply = digest::navigate(
+                &self.engine,
+                Channel::Telegram,
+                &actor,
+                &msg.chat().id.0.to_string(),
+                &msg.id().0.to_string(),
+                nav,
+            )
+            .await;
+            let alert = matches!(reply, Reply::NotAllowed(_));
+            return self.answer(&q, &reply.text(), alert).await;
+        }
         let (button, id) = match decode_button(data) {
             Ok(x) => x,
             Err(e) => {
@@ -202,7 +242,7 @@ impl Handler {
         };
         debug!(user = %actor.id, ?button, id = %id, "telegram: button pressed");
         if button == Button::Deny && actor.approver {
-            return self.ask_reason(&q, &id).await;
+            return self.ask_reason(&q, &actor, &id).await;
         }
         let reply = handle::decide(
             &self.engine,
@@ -218,7 +258,7 @@ impl Handler {
     }
 
     /// After ❌ by an approver: ask for a reason, offer "Deny without reason".
-    async fn ask_reason(&self, q: &CallbackQuery, id: &str) {
+    async fn ask_reason(&self, q: &CallbackQuery, actor: &Actor, id: &str) {
         let approval = match self.engine.get(id).await {
             Ok(a) => a,
             Err(e) => return self.answer(q, &e.to_string(), true).await,
@@ -233,24 +273,55 @@ impl Handler {
         }
         let Some(msg) = &q.message else {
             // No message to reply to (inline mode): deny at once.
-            let reply = handle::decide(
-                &self.engine,
-                Channel::Telegram,
-                &self.actor(&q.from),
-                Verb::Deny,
-                id,
-                None,
-            )
-            .await;
+            let reply =
+                handle::decide(&self.engine, Channel::Telegram, actor, Verb::Deny, id, None).await;
             return self.answer(q, &reply.text(), false).await;
         };
         let chat = msg.chat().id;
-        self.answer(
-            q,
-            "Why deny? Reply to my question, or tap “Deny without reason”.",
-            false,
-        )
-        .await;
+        // A selective ForceReply reaches the users mentioned in the text: the approver.
+        let question = render::reason_question(&approval, &q.from);
+        let sent = self
+            .send_retrying("the deny-reason question", || {
+                self.bot
+                    .send_message(chat, question.clone())
+                    .parse_mode(ParseMode::Html)
+                    .reply_parameters(ReplyParameters::new(msg.id()).allow_sending_without_reply())
+                    .reply_markup(
+                        ForceReply::new()
+                            .selective()
+                            .input_field_placeholder(Some("Reason for denying (optional)".into())),
+                    )
+                    .send()
+            })
+            .await;
+        let asked = match sent {
+            Ok(m) => {
+                let (c, mid, i) = (chat.0.to_string(), m.id.0.to_string(), id.to_string());
+                let recorded = self
+                    .engine
+                    .blocking(move |s| s.record_question(Channel::Telegram, &c, &mid, &i, now_ms()))
+                    .await;
+                if let Err(e) = recorded {
+                    error!(error = %e, "telegram: cannot record the deny-reason question");
+                }
+                true
+            }
+            Err(_) => false,
+        };
+        if !asked {
+            let text = format!(
+                "Could not ask for a reason. Send /deny {} [reason], or tap “Deny without reason”.",
+                approval.short_id
+            );
+            self.answer(q, &text, true).await;
+        } else {
+            self.answer(
+                q,
+                "Why deny? Reply to my question, or tap “Deny without reason”.",
+                false,
+            )
+            .await;
+        }
         if let MaybeInaccessibleMessage::Regular(m) = msg {
             if let Some(kb) = m.reply_markup() {
                 let swapped = render::with_deny_without_reason(kb, id);
@@ -265,21 +336,45 @@ impl Handler {
                         self.scrub(&e)
                     );
                 }
+                self.settle_race(chat, m.id, id).await;
             }
         }
-        let sent = self
+    }
+
+    /// The keyboard swap above may land after the request was settled and its message
+    /// brought up to date, putting buttons back on it. If so, put the outcome back.
+    async fn settle_race(&self, chat: ChatId, message: teloxide::types::MessageId, id: &str) {
+        let Ok(now) = self.engine.get(id).await else {
+            return;
+        };
+        if now.status == Status::Pending {
+            return;
+        }
+        let (c, m) = (chat.0.to_string(), message.0.to_string());
+        let is_digest = self
+            .engine
+            .blocking(move |s| s.digest(Channel::Telegram, &c, &m))
+            .await
+            .ok()
+            .flatten()
+            .is_some();
+        if is_digest {
+            self.engine.redraw(
+                Channel::Telegram,
+                &chat.0.to_string(),
+                &message.0.to_string(),
+            );
+            return;
+        }
+        let res = self
             .bot
-            .send_message(chat, render::reason_question(&approval))
-            .reply_parameters(ReplyParameters::new(msg.id()).allow_sending_without_reply())
-            .reply_markup(
-                ForceReply::new()
-                    .selective()
-                    .input_field_placeholder(Some("Reason for denying (optional)".into())),
-            )
+            .edit_message_text(chat, message, render::final_text(&now))
+            .parse_mode(ParseMode::Html)
+            .reply_markup(teloxide::types::InlineKeyboardMarkup::default())
             .await;
-        match sent {
-            Ok(m) => self.remember_question(chat.0, m.id.0, id),
-            Err(e) => warn!("telegram: cannot ask for a deny reason: {}", self.scrub(&e)),
+        match res {
+            Ok(_) | Err(RequestError::Api(teloxide::ApiError::MessageNotModified)) => {}
+            Err(e) => warn!("telegram: cannot restore the outcome: {}", self.scrub(&e)),
         }
     }
 
@@ -290,46 +385,53 @@ impl Handler {
         let Some(text) = m.text() else { return };
         let actor = self.actor(from);
         let chat = m.chat.id;
-        if !self.is_configured_chat(chat.0) && !actor.approver {
-            info!(chat = chat.0, user = %actor.id, "telegram: ignoring a message from a chat that is not in [telegram] chats");
+        if m.chat.is_private() && !self.is_configured_chat(chat.0) && !actor.approver {
+            self.engine.metrics.chat_update(Channel::Telegram, false);
+            info!(chat = chat.0, user = %actor.id, "telegram: ignoring a message from a private chat that is not in [telegram] chats");
             return;
         }
-        let replied = m.reply_to_message().map(|r| r.id.0);
+        self.engine.metrics.chat_update(Channel::Telegram, true);
+        let replied = m.reply_to_message().map(|r| r.id.0.to_string());
+        let Some(rid) = replied else {
+            return self.command(&m, &actor, text, None).await;
+        };
         // A reply to our reason question: its text is the reason.
-        if let Some(rid) = replied {
-            if let Some(id) = self.question(chat.0, rid) {
-                if !text.trim_start().starts_with('/') {
-                    let reason = Some(text.trim().to_string()).filter(|r| !r.is_empty());
-                    let reply = handle::decide(
-                        &self.engine,
-                        Channel::Telegram,
-                        &actor,
-                        Verb::Deny,
-                        &id,
-                        reason,
-                    )
-                    .await;
-                    return self.reply(&m, reply).await;
-                }
-                return self.command(&m, &actor, text, Some(id)).await;
+        let (c, r) = (chat.0.to_string(), rid.clone());
+        let question = self
+            .engine
+            .blocking(move |s| s.question(Channel::Telegram, &c, &r))
+            .await
+            .unwrap_or_else(|e| {
+                error!(error = %e, "telegram: cannot look up a deny-reason question");
+                None
+            });
+        if let Some(id) = question {
+            if !text.trim_start().starts_with('/') {
+                let reason = Some(text.trim().to_string()).filter(|r| !r.is_empty());
+                let reply = handle::decide(
+                    &self.engine,
+                    Channel::Telegram,
+                    &actor,
+                    Verb::Deny,
+                    &id,
+                    reason,
+                )
+                .await;
+                return self.reply(&m, reply).await;
             }
+            return self.command(&m, &actor, text, Some(id)).await;
         }
-        let prompt_of = match replied {
-            Some(rid) => {
-                let c = chat.0.to_string();
-                match self
-                    .engine
-                    .blocking(move |s| s.prompt_by_message(Channel::Telegram, &c, &rid.to_string()))
-                    .await
-                {
-                    Ok(p) => p.map(|p| p.approval_id),
-                    Err(e) => {
-                        error!(error = %e, "telegram: cannot look up the replied-to prompt");
-                        None
-                    }
-                }
+        let c = chat.0.to_string();
+        let prompt_of = match self
+            .engine
+            .blocking(move |s| s.prompt_by_message(Channel::Telegram, &c, &rid))
+            .await
+        {
+            Ok(p) => p.map(|p| p.approval_id),
+            Err(e) => {
+                error!(error = %e, "telegram: cannot look up the replied-to prompt");
+                None
             }
-            None => None,
         };
         self.command(&m, &actor, text, prompt_of).await;
     }
@@ -354,26 +456,35 @@ impl Handler {
 
     async fn reply(&self, m: &Message, reply: Reply) {
         let to = ReplyParameters::new(m.id).allow_sending_without_reply();
-        let res = match &reply {
+        let _ = match &reply {
             Reply::Pending(list) if !list.is_empty() => {
-                let (text, kb) = render::pending(list);
-                self.bot
-                    .send_message(m.chat.id, text)
-                    .parse_mode(ParseMode::Html)
-                    .reply_markup(kb)
-                    .reply_parameters(to)
+                let total = self
+                    .engine
+                    .blocking(|s| s.count_pending())
                     .await
+                    .unwrap_or(list.len());
+                let (text, kb) = render::pending(list, total);
+                self.send_retrying("the pending list", || {
+                    self.bot
+                        .send_message(m.chat.id, text.clone())
+                        .parse_mode(ParseMode::Html)
+                        .reply_markup(kb.clone())
+                        .reply_parameters(to.clone())
+                        .send()
+                })
+                .await
             }
             // Plain text: no parse mode, so nothing in it is markup.
             other => {
-                self.bot
-                    .send_message(m.chat.id, other.text())
-                    .reply_parameters(to)
-                    .await
+                let text = other.text();
+                self.send_retrying("a reply", || {
+                    self.bot
+                        .send_message(m.chat.id, text.clone())
+                        .reply_parameters(to.clone())
+                        .send()
+                })
+                .await
             }
         };
-        if let Err(e) = res {
-            warn!("telegram: cannot reply: {}", self.scrub(&e));
-        }
     }
 }

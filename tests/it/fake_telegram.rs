@@ -6,11 +6,21 @@
 //! - `getUpdates` long-polls: it honours `offset` (older updates are dropped) and
 //!   `timeout`, returning as soon as a test injects an update.
 //! - Tests inject button presses and messages from chosen users, and make the next
-//!   sends fail with 429 + retry_after or 500, or the next polls answer 409.
+//!   sends or edits fail (429 + retry_after, 500, a dropped connection, a slow answer),
+//!   or the next polls answer 409.
+//! - Optionally it enforces Telegram's documented limits on sends (one message a
+//!   second per chat, 20 a minute per group, 30 a second overall) with 429s, fails a
+//!   share of all sends and edits at random ("chaos"), or holds every call until
+//!   released.
+//! - Failures happen *before* a call takes effect, so a test can count exactly how
+//!   often each message really reached "Telegram".
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -28,13 +38,28 @@ pub struct Call {
     pub method: String,
     pub params: Value,
     pub ok: bool,
+    /// When the call arrived.
+    pub at: Instant,
+    /// The message a successful sendMessage created.
+    pub message_id: Option<i64>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
+    /// 429 Too Many Requests with `retry_after` seconds.
     RetryAfter(u64),
+    /// 500 Internal Server Error.
     ServerError,
+    /// The connection breaks before an answer (nothing was done).
+    Drop,
+    /// The answer comes after this long (the call then succeeds).
+    Slow(Duration),
 }
+
+/// Telegram's documented limits on sending messages.
+const PER_CHAT_GAP: Duration = Duration::from_millis(900); // 1/s, less some network jitter
+const PER_GROUP_MINUTE: usize = 20;
+const OVERALL_PER_SECOND: usize = 30;
 
 #[derive(Default)]
 struct Inner {
@@ -45,13 +70,24 @@ struct Inner {
     /// (chat, message id) → the message as Telegram would return it.
     messages: HashMap<(i64, i64), Value>,
     send_failures: VecDeque<Failure>,
+    edit_failures: VecDeque<Failure>,
     conflicts: u32,
+    /// Enforce the documented send limits with 429s.
+    limits: bool,
+    /// Sends that took effect: (chat, when), for the limits.
+    sent: Vec<(i64, Instant)>,
+    /// 429s answered because a limit was exceeded.
+    limited: u64,
+    /// Fail this share of sends and edits at random.
+    chaos: Option<(f64, StdRng)>,
+    held: bool,
 }
 
 struct Shared {
     token: String,
     inner: Mutex<Inner>,
     news: Notify,
+    released: Notify,
 }
 
 #[derive(Clone)]
@@ -75,7 +111,7 @@ fn chat_json(id: i64) -> Value {
     }
 }
 
-fn now() -> u64 {
+fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -104,6 +140,7 @@ impl FakeTelegram {
                 ..Inner::default()
             }),
             news: Notify::new(),
+            released: Notify::new(),
         });
         let app = Router::new()
             .route("/{bot}/{method}", post(handle))
@@ -124,6 +161,21 @@ impl FakeTelegram {
         self.with(|i| i.calls.iter().filter(|c| c.method == m).cloned().collect())
     }
 
+    /// (chat, message id) of every message the bot posted (not counting replies).
+    pub fn posted(&self) -> Vec<(i64, i64, Value)> {
+        self.calls("sendMessage")
+            .into_iter()
+            .filter(|c| c.ok && c.params["reply_parameters"].is_null())
+            .map(|c| {
+                (
+                    c.params["chat_id"].as_i64().unwrap(),
+                    c.message_id.unwrap(),
+                    c.params,
+                )
+            })
+            .collect()
+    }
+
     /// Params of the successful calls to `method`.
     pub fn ok_calls(&self, method: &str) -> Vec<Value> {
         self.calls(method)
@@ -136,6 +188,37 @@ impl FakeTelegram {
     /// The next sends (sendMessage) fail like this, in order.
     pub fn fail_next_sends(&self, failures: &[Failure]) {
         self.with(|i| i.send_failures.extend(failures.iter().copied()));
+    }
+
+    /// The next edits (editMessageText) fail like this, in order.
+    pub fn fail_next_edits(&self, failures: &[Failure]) {
+        self.with(|i| i.edit_failures.extend(failures.iter().copied()));
+    }
+
+    /// Answer sends beyond Telegram's documented limits with 429.
+    pub fn enforce_limits(&self) {
+        self.with(|i| i.limits = true);
+    }
+
+    /// How many 429s the limits caused.
+    pub fn rate_limited(&self) -> u64 {
+        self.with(|i| i.limited)
+    }
+
+    /// Fail `share` (0.0–1.0) of sends and edits at random: 429, 500, a dropped
+    /// connection or a slow answer, reproducibly for a `seed`.
+    pub fn chaos(&self, share: f64, seed: u64) {
+        self.with(|i| i.chaos = Some((share, StdRng::seed_from_u64(seed))));
+    }
+
+    /// Every call waits until [`FakeTelegram::release`].
+    pub fn hold(&self) {
+        self.with(|i| i.held = true);
+    }
+
+    pub fn release(&self) {
+        self.with(|i| i.held = false);
+        self.shared.released.notify_waiters();
     }
 
     /// The next `n` getUpdates calls answer 409 Conflict.
@@ -189,7 +272,7 @@ impl FakeTelegram {
         });
         let mut msg = json!({
             "message_id": id,
-            "date": now(),
+            "date": now_secs(),
             "chat": chat_json(chat),
             "from": user_json(user),
             "text": text,
@@ -207,6 +290,74 @@ fn rand_id() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
+/// What to do instead of answering normally, if anything.
+fn failure_for(s: &Shared, method: &str) -> Option<Failure> {
+    let mut inner = s.inner.lock().unwrap();
+    let scripted = match method {
+        "sendmessage" => inner.send_failures.pop_front(),
+        "editmessagetext" => inner.edit_failures.pop_front(),
+        _ => return None,
+    };
+    if scripted.is_some() {
+        return scripted;
+    }
+    let (share, rng) = inner.chaos.as_mut()?;
+    if !rng.random_bool(*share) {
+        return None;
+    }
+    Some(match rng.random_range(0..4) {
+        0 => Failure::RetryAfter(1),
+        1 => Failure::ServerError,
+        2 => Failure::Drop,
+        _ => Failure::Slow(Duration::from_millis(rng.random_range(200..2000))),
+    })
+}
+
+/// A 200 whose body breaks off: the client sees the connection drop.
+fn dropped() -> Response {
+    let broken = futures_util::stream::once(async {
+        Err::<axum::body::Bytes, std::io::Error>(std::io::Error::other("connection dropped"))
+    });
+    axum::body::Body::from_stream(broken).into_response()
+}
+
+/// Seconds until a send to `chat` would be within the limits, if it is not now.
+fn over_limits(inner: &mut Inner, chat: i64, now: Instant) -> Option<u64> {
+    inner
+        .sent
+        .retain(|(_, t)| now.duration_since(*t) < Duration::from_secs(60));
+    let last_here = inner
+        .sent
+        .iter()
+        .filter(|(c, _)| *c == chat)
+        .map(|(_, t)| *t)
+        .max();
+    if let Some(t) = last_here {
+        if now.duration_since(t) < PER_CHAT_GAP {
+            return Some(1);
+        }
+    }
+    if chat < 0 && inner.sent.iter().filter(|(c, _)| *c == chat).count() >= PER_GROUP_MINUTE {
+        let oldest = inner
+            .sent
+            .iter()
+            .filter(|(c, _)| *c == chat)
+            .map(|(_, t)| *t)
+            .min()?;
+        return Some(
+            60u64
+                .saturating_sub(now.duration_since(oldest).as_secs())
+                .max(1),
+        );
+    }
+    let last_second = inner
+        .sent
+        .iter()
+        .filter(|(_, t)| now.duration_since(*t) < Duration::from_secs(1))
+        .count();
+    (last_second >= OVERALL_PER_SECOND).then_some(1)
+}
+
 async fn handle(
     State(s): State<Arc<Shared>>,
     Path((bot, method)): Path<(String, String)>,
@@ -217,13 +368,50 @@ async fn handle(
     }
     let method = method.to_ascii_lowercase();
     let params: Value = serde_json::from_slice(&body).unwrap_or(json!({}));
-    let record = |ok: bool| {
+    let at = Instant::now();
+    let record_message = |ok: bool, message_id: Option<i64>| {
         s.inner.lock().unwrap().calls.push(Call {
             method: method.clone(),
             params: params.clone(),
             ok,
+            at,
+            message_id,
         });
     };
+    let record = |ok: bool| record_message(ok, None);
+    loop {
+        let released = s.released.notified();
+        tokio::pin!(released);
+        released.as_mut().enable();
+        if !s.inner.lock().unwrap().held {
+            break;
+        }
+        released.await;
+    }
+    match failure_for(&s, &method) {
+        Some(Failure::RetryAfter(n)) => {
+            record(false);
+            return fail(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!("Too Many Requests: retry after {n}"),
+                json!({"parameters": {"retry_after": n}}),
+            );
+        }
+        Some(Failure::ServerError) => {
+            record(false);
+            return fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Internal Server Error",
+                json!({}),
+            );
+        }
+        Some(Failure::Drop) => {
+            record(false);
+            return dropped();
+        }
+        Some(Failure::Slow(d)) => tokio::time::sleep(d).await,
+        None => {}
+    }
     match method.as_str() {
         "getme" => {
             record(true);
@@ -235,33 +423,26 @@ async fn handle(
         }
         "getupdates" => get_updates(&s, &params, record).await,
         "sendmessage" => {
-            let failure = s.inner.lock().unwrap().send_failures.pop_front();
-            match failure {
-                Some(Failure::RetryAfter(n)) => {
+            let chat = params["chat_id"].as_i64().unwrap();
+            let mut inner = s.inner.lock().unwrap();
+            let now = Instant::now();
+            if inner.limits {
+                if let Some(wait) = over_limits(&mut inner, chat, now) {
+                    inner.limited += 1;
+                    drop(inner);
                     record(false);
                     return fail(
                         StatusCode::TOO_MANY_REQUESTS,
-                        &format!("Too Many Requests: retry after {n}"),
-                        json!({"parameters": {"retry_after": n}}),
+                        &format!("Too Many Requests: retry after {wait}"),
+                        json!({"parameters": {"retry_after": wait}}),
                     );
                 }
-                Some(Failure::ServerError) => {
-                    record(false);
-                    return fail(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "Internal Server Error",
-                        json!({}),
-                    );
-                }
-                None => {}
             }
-            record(true);
-            let chat = params["chat_id"].as_i64().unwrap();
-            let mut inner = s.inner.lock().unwrap();
+            inner.sent.push((chat, now));
             inner.next_message += 1;
             let id = inner.next_message;
             let mut msg = json!({
-                "message_id": id, "date": now(), "chat": chat_json(chat),
+                "message_id": id, "date": now_secs(), "chat": chat_json(chat),
                 "from": {"id": BOT_ID, "is_bot": true, "first_name": "gatebot", "username": BOT_USERNAME},
                 "text": params["text"],
             });
@@ -269,6 +450,8 @@ async fn handle(
                 msg["reply_markup"] = params["reply_markup"].clone();
             }
             inner.messages.insert((chat, id), msg.clone());
+            drop(inner);
+            record_message(true, Some(id));
             ok(msg)
         }
         "editmessagetext" | "editmessagereplymarkup" => {

@@ -157,3 +157,29 @@ impl Drop for TestApp {
         }
     }
 }
+
+impl TestApp {
+    /// The Prometheus text from the control socket.
+    pub async fn metrics(&self) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::UnixStream::connect(self.path().join("gatebot-control.sock"))
+            .await
+            .unwrap();
+        s.write_all(b"GET /metrics HTTP/1.0\r\nHost: gatebot\r\n\r\n")
+            .await
+            .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    /// The audit rows of one request, as JSON.
+    pub async fn audit_rows(&self, id: &str) -> Vec<Value> {
+        let res = self
+            .owner
+            .get(&format!("/v1/audit?request={id}"))
+            .await
+            .unwrap();
+        res.body["audit"].as_array().unwrap().clone()
+    }
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::fake_telegram::{Failure, FakeTelegram, User, BOT_USERNAME};
-use crate::helpers::{spawn_app, TestApp};
+use crate::helpers::{spawn_app, spawn_app_in, TestApp};
 
 const TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
 const ALICE: User = (42, "Alice");
@@ -16,6 +16,8 @@ const MALLORY: User = (66, "Mallory");
 /// Private chats (positive ids), so Throttle's 20/min group limit never slows tests.
 const CHAT_A: i64 = 7001;
 const CHAT_B: i64 = 7002;
+/// A group (negative id): Telegram's 20 messages a minute apply.
+const GROUP: i64 = -5001;
 
 /// Everything every test logs, to check the token never appears in it.
 fn logs() -> Arc<Mutex<Vec<u8>>> {
@@ -238,8 +240,15 @@ async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
     let data = button_data(&p);
     assert_eq!(data.len(), 3, "always allow is offered here");
     fake.press(ALICE, CHAT_A, msg, &format!("gb1:d:{id}"));
-    let question = reply_containing(&fake, CHAT_A, &format!("Why deny {short}")).await;
+    let question = reply_containing(&fake, CHAT_A, &format!("why deny <code>{short}</code>")).await;
     assert_eq!(question["reply_markup"]["force_reply"], true);
+    assert_eq!(question["reply_markup"]["selective"], true);
+    assert_eq!(question["parse_mode"], "HTML");
+    // Mentioned, so the selective force-reply reaches the approver in a group too.
+    assert!(question["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("<a href=\"tg://user?id=42\">Alice</a>"));
     assert_eq!(question["reply_parameters"]["message_id"], json!(msg));
     // ❌ became "Deny without reason" on the prompt.
     until("the deny-without-reason button", || async {
@@ -266,7 +275,7 @@ async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
     .await;
     let (msg2, _) = prompt(&fake, CHAT_B, &short2).await;
     fake.press(ALICE, CHAT_B, msg2, &format!("gb1:d:{id2}"));
-    reply_containing(&fake, CHAT_B, &format!("Why deny {short2}")).await;
+    reply_containing(&fake, CHAT_B, &format!("why deny <code>{short2}</code>")).await;
     fake.press(ALICE, CHAT_B, msg2, &format!("gb1:s:{id2}"));
     let got = app.get(&id2, 20.0).await;
     assert_eq!(got.body["status"], "rejected", "{:?}", got.body);
@@ -335,16 +344,52 @@ async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
     assert!(!fake
         .ok_calls("sendMessage")
         .iter()
-        .any(|p| p["text"].as_str().unwrap().starts_with("Why deny")));
+        .any(|p| p["text"].as_str().unwrap().contains("why deny")));
 
-    // A stranger's private chat is ignored (not in chats, not an approver).
-    fake.say(MALLORY, 6666, "/pending", None);
-    fake.say(ALICE, CHAT_A, "/help", None);
-    reply_containing(&fake, CHAT_A, "/approve <id>").await;
+    // Each refusal names who tried, and where.
+    let tries: Vec<Value> = app
+        .audit_rows(&id)
+        .await
+        .into_iter()
+        .filter(|r| r["event"] == "unauthorised_attempt")
+        .collect();
+    assert_eq!(tries.len(), 3);
+    for r in &tries {
+        assert_eq!(r["detail"]["user_id"], "66", "{r}");
+        assert_eq!(r["channel"], "telegram", "{r}");
+        assert!(r["actor"].as_str().unwrap().contains("Mallory"), "{r}");
+    }
+
+    // A stranger's private chat is ignored (not in chats, not an approver), and logged.
+    fake.say(MALLORY, 6666, &format!("/approve {short}"), None);
+    until("the stranger's message counted as ignored", || async {
+        app.metrics()
+            .await
+            .contains("gatebot_chat_updates_total{channel=\"telegram\",outcome=\"ignored\"} 1")
+            .then_some(())
+    })
+    .await;
+    assert!(log_text().contains("ignoring a message from a private chat"));
     assert!(fake
         .ok_calls("sendMessage")
         .iter()
         .all(|p| p["chat_id"] != json!(6666)));
+
+    // In a group gatebot does not post to, a stranger's command is refused and audited.
+    fake.say(MALLORY, -9999, &format!("/deny {short} nope"), None);
+    let r = reply_containing(&fake, -9999, "not allowed").await;
+    assert!(r["text"].as_str().unwrap().contains("66"));
+    until("the group attempt audited", || async {
+        let n = app
+            .audit_rows(&id)
+            .await
+            .iter()
+            .filter(|r| r["event"] == "unauthorised_attempt")
+            .count();
+        (n == 4).then_some(())
+    })
+    .await;
+    assert_eq!(app.get(&id, 0.0).await.body["status"], "pending");
 }
 
 #[tokio::test]
@@ -404,6 +449,19 @@ async fn text_commands_decide_by_prefix_mention_and_reply() {
     let data = button_data(&list);
     assert!(data.contains(&format!("gb1:a:{id5}")) && data.contains(&format!("gb1:d:{id6}")));
     assert!(list["text"].as_str().unwrap().contains("qqqq3333"));
+
+    // OpenClaw's form: /approve <id> allow-once|allow-always|deny [reason].
+    fake.say(ALICE, CHAT_A, "/approve qqqq2222 deny not today", None);
+    let got = app.get(&id5, 20.0).await;
+    assert_eq!(got.body["status"], "rejected", "{:?}", got.body);
+    assert_eq!(got.body["reason"], "not today");
+    fake.say(ALICE, CHAT_A, "/approve qqqq3333 allow-once", None);
+    let got = app.get(&id6, 20.0).await;
+    assert_eq!(got.body["status"], "approved", "{:?}", got.body);
+    assert!(
+        got.body.get("always_allowed").is_none(),
+        "allowed once only"
+    );
 }
 
 #[tokio::test]
@@ -533,6 +591,20 @@ async fn hostile_agent_text_is_escaped_and_long_arguments_are_cut() {
     assert!(p["text"].as_str().unwrap().contains(
         "\"note\": \"&lt;/code&gt;&lt;/pre&gt;&lt;b&gt;Risk: low&lt;/b&gt;\\nRisk: low &amp; approved by admin &lt;a href=\\\"x\\\"&gt;\""
     ), "{}", p["text"]);
+
+    // A hostile tool name is escaped too.
+    let (_, short) = submit(
+        &app,
+        json!({"agent": "intern", "tool": "</code><b>Risk: low</b>&", "args": {}}),
+    )
+    .await;
+    let (_, p) = prompt(&fake, CHAT_A, &short).await;
+    let text = p["text"].as_str().unwrap();
+    assert!(
+        text.contains("<b>Tool:</b> <code>&lt;/code&gt;&lt;b&gt;Risk: low&lt;/b&gt;&amp;</code>"),
+        "{text}"
+    );
+    assert!(!text.contains("<b>Risk: low"));
 }
 
 #[tokio::test]
@@ -638,4 +710,198 @@ async fn check_config_telegram_calls_get_me_and_never_prints_the_token() {
     assert_eq!(out.status.code(), Some(2), "{all}");
     assert!(all.contains("refused the bot token"), "{all}");
     assert!(!all.contains("wrong-secret-token"), "{all}");
+}
+
+fn config_for(fake: &FakeTelegram, chats: &[i64]) -> String {
+    let chats: Vec<String> = chats.iter().map(i64::to_string).collect();
+    format!(
+        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [{}]\napprovers = [{}]\n",
+        fake.url,
+        chats.join(", "),
+        ALICE.0
+    )
+}
+
+/// How many prompts for `short_id` were really posted to `chat`.
+fn prompts_posted(fake: &FakeTelegram, chat: i64, short_id: &str) -> usize {
+    fake.ok_calls("sendMessage")
+        .iter()
+        .filter(|p| p["chat_id"] == json!(chat))
+        .filter(|p| {
+            p["text"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("id <code>{short_id}</code>"))
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn after_a_restart_prompts_are_edited_not_posted_again_and_reason_replies_still_count() {
+    logs();
+    let fake = FakeTelegram::start(TOKEN).await;
+    let extra = config_for(&fake, &[GROUP]);
+    let app = spawn_app(&extra).await;
+    let body = |n: u32| json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}});
+    let (id1, s1) = submit(&app, body(1)).await;
+    let (id2, s2) = submit(&app, body(2)).await;
+    let (m1, _) = prompt(&fake, GROUP, &s1).await;
+    let (m2, _) = prompt(&fake, GROUP, &s2).await;
+    // ❌ on the second: the reason question goes out, then gatebot restarts.
+    fake.press(ALICE, GROUP, m2, &format!("gb1:d:{id2}"));
+    let q = reply_containing(&fake, GROUP, &format!("why deny <code>{s2}</code>")).await;
+    let qid = fake.message_id(GROUP, &q["text"]).unwrap();
+    let dir = app.stop().await;
+    let app = spawn_app_in(dir, &extra).await;
+
+    let res = app.decide(&id1, "approve", None).await;
+    assert!(res.status.is_success(), "{:?}", res.body);
+    final_edit(&fake, GROUP, m1, "Approved by alice (CLI)").await;
+    fake.say(ALICE, GROUP, "not on a Sunday", Some(qid));
+    let got = app.get(&id2, 20.0).await;
+    assert_eq!(got.body["status"], "rejected", "{:?}", got.body);
+    assert_eq!(got.body["reason"], "not on a Sunday");
+    final_edit(&fake, GROUP, m2, "Denied by Alice (42) (Telegram)").await;
+    for s in [&s1, &s2] {
+        assert_eq!(prompts_posted(&fake, GROUP, s), 1, "prompt {s}");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn failed_edits_are_retried_and_a_429_is_waited_out() {
+    let (app, fake) = start().await;
+    let (id, short) = submit(
+        &app,
+        json!({"agent": "intern", "tool": "create_contact", "args": {}}),
+    )
+    .await;
+    let (msg_a, _) = prompt(&fake, CHAT_A, &short).await;
+    let (msg_b, _) = prompt(&fake, CHAT_B, &short).await;
+    fake.fail_next_edits(&[Failure::RetryAfter(3), Failure::Drop, Failure::ServerError]);
+    let res = app.decide(&id, "approve", None).await;
+    assert!(res.status.is_success());
+    for (chat, msg) in [(CHAT_A, msg_a), (CHAT_B, msg_b)] {
+        let e = final_edit(&fake, chat, msg, "Approved by alice (CLI)").await;
+        assert_eq!(e["reply_markup"]["inline_keyboard"], json!([]));
+    }
+    let edits = fake.calls("editMessageText");
+    assert_eq!(
+        edits.iter().filter(|c| !c.ok).count(),
+        3,
+        "every failure hit"
+    );
+    // The retry of the chat that got the 429 came no sooner than retry_after.
+    let limited = &edits[0];
+    let retry = edits[1..]
+        .iter()
+        .find(|c| c.params["chat_id"] == limited.params["chat_id"])
+        .unwrap();
+    let gap = retry.at.duration_since(limited.at);
+    assert!(gap >= Duration::from_millis(2900), "retried after {gap:?}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
+    logs();
+    let fake = FakeTelegram::start(TOKEN).await;
+    // The burst arrives before the channel is up, so it is waiting all at once.
+    fake.hold();
+    fake.enforce_limits();
+    let app = spawn_app(&config_for(&fake, &[CHAT_A])).await;
+    let mut ids = Vec::new();
+    for n in 0..12 {
+        let (id, _) = submit(
+            &app,
+            json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}}),
+        )
+        .await;
+        ids.push(id);
+    }
+    ids.sort();
+    fake.release();
+
+    let digest = reply_containing(&fake, CHAT_A, "gatebot digest").await;
+    let text = digest["text"].as_str().unwrap();
+    assert!(
+        text.contains("12 of 12 requests in this digest need a decision"),
+        "{text}"
+    );
+    assert!(
+        text.contains("intern · create_contact × 12 (12 pending, up to high risk)"),
+        "{text}"
+    );
+    assert_eq!(button_data(&digest), ["gb1:v:r"]);
+    let dmsg = fake.message_id(CHAT_A, &digest["text"]).unwrap();
+    let shows = |needle: String| {
+        let fake = fake.clone();
+        async move {
+            until(&format!("the digest showing {needle:?}"), || async {
+                let m = fake.message(CHAT_A, dmsg);
+                m["text"].as_str().unwrap().contains(&needle).then_some(m)
+            })
+            .await
+        }
+    };
+
+    // Only approvers can go through it.
+    fake.press(MALLORY, CHAT_A, dmsg, "gb1:v:r");
+    let ans = callback_answer(&fake, 0).await;
+    assert!(
+        ans["text"].as_str().unwrap().contains("not allowed"),
+        "{ans}"
+    );
+
+    fake.press(ALICE, CHAT_A, dmsg, "gb1:v:r");
+    let m = shows("request 1 of 12 · 12 pending".into()).await;
+    assert!(m["reply_markup"]
+        .to_string()
+        .contains(&format!("gb1:a:{}", ids[0])));
+    assert!(m["text"]
+        .as_str()
+        .unwrap()
+        .contains("<b>Tool:</b> <code>create_contact</code>"));
+    fake.press(ALICE, CHAT_A, dmsg, &format!("gb1:a:{}", ids[0]));
+    assert_eq!(app.get(&ids[0], 20.0).await.body["status"], "approved");
+    // The decision moves the digest on to the next request.
+    shows("request 2 of 12 · 11 pending".into()).await;
+    // A reply to the digest decides the request it shows.
+    fake.say(ALICE, CHAT_A, "deny too many at once", Some(dmsg));
+    let got = app.get(&ids[1], 20.0).await;
+    assert_eq!(got.body["status"], "rejected", "{:?}", got.body);
+    assert_eq!(got.body["reason"], "too many at once");
+    shows("request 3 of 12 · 10 pending".into()).await;
+    fake.press(ALICE, CHAT_A, dmsg, &format!("gb1:v:n:{}", ids[2]));
+    shows("request 4 of 12 · 10 pending".into()).await;
+    fake.press(ALICE, CHAT_A, dmsg, "gb1:v:s");
+    shows("10 of 12 requests in this digest need a decision".into()).await;
+
+    // Decided elsewhere, the digest closes with the tally.
+    for id in &ids[2..] {
+        assert!(app.decide(id, "approve", None).await.status.is_success());
+    }
+    let m = shows("all settled".into()).await;
+    assert!(
+        m["text"]
+            .as_str()
+            .unwrap()
+            .contains("11 approved, 1 denied"),
+        "{m}"
+    );
+    assert!(m.get("reply_markup").is_none(), "no buttons left: {m}");
+    // One message for the whole burst: no prompt per request.
+    let posted: Vec<Value> = fake
+        .ok_calls("sendMessage")
+        .into_iter()
+        .filter(|p| p["chat_id"] == json!(CHAT_A))
+        .filter(|p| p["reply_parameters"].is_null())
+        .collect();
+    assert_eq!(posted.len(), 1, "{posted:?}");
+    assert_eq!(fake.rate_limited(), 0, "no send went over Telegram's limits");
+    let audit = app.audit_rows(&ids[5]).await;
+    assert!(audit
+        .iter()
+        .any(|r| r["event"] == "prompted" && r["detail"]["digest"] == true));
+    app.stop().await;
 }
