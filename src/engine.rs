@@ -5,7 +5,9 @@
 //!    [`Event::Submitted`].
 //! 2. A human decides with [`Engine::decide`] (CLI, Telegram, Slack); the store's
 //!    `UPDATE … WHERE status = 'pending'` makes the first decision win, and the
-//!    loser gets [`EngineError::AlreadySettled`] with the winner's record.
+//!    loser gets [`EngineError::AlreadySettled`] with the winner's record. A decision
+//!    that arrives after the deadline loses to it: the store expires the request
+//!    then and there, and the engine publishes that expiry.
 //! 3. [`Engine::run_expiry`] sleeps until the earliest deadline (not a coarse
 //!    poll) and expires what is due; deadlines live in SQLite, so a restart picks
 //!    them up again.
@@ -438,7 +440,7 @@ impl Engine {
         }
         let id = approval.id.clone();
         let d = decision.clone();
-        match self.blocking(move |s| s.decide(&id, &d, now_ms())).await? {
+        let (a, expired_now) = match self.blocking(move |s| s.decide(&id, &d, now_ms())).await? {
             Transition::Done(a) => {
                 info!(
                     id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
@@ -451,26 +453,31 @@ impl Engine {
                 );
                 self.deadlines_changed.notify_one();
                 self.publish(Event::Settled(Arc::new(a.clone())));
-                Ok(a)
+                return Ok(a);
             }
-            Transition::AlreadySettled(a) => {
-                let (id, actor, via) = (a.id.clone(), decision.actor.clone(), decision.via);
-                let detail = json!({"attempted": decision.verb, "status": a.status.as_str()});
-                self.blocking(move |s| {
-                    s.audit(
-                        now_ms(),
-                        Some(&id),
-                        "decision_refused",
-                        Some(&actor),
-                        Some(via),
-                        &detail,
-                    )
-                })
-                .await?;
-                Err(EngineError::AlreadySettled(Box::new(a)))
-            }
-            Transition::NotFound => Err(EngineError::NotFound(typed.to_string())),
+            Transition::NotFound => return Err(EngineError::NotFound(typed.to_string())),
+            Transition::AlreadySettled(a) => (a, false),
+            Transition::Expired(a) => (a, true),
+        };
+        if expired_now {
+            // The deadline had passed: this call expired the request, so it announces it.
+            self.announce_expired(&a);
+            self.deadlines_changed.notify_one();
         }
+        let (id, actor, via) = (a.id.clone(), decision.actor.clone(), decision.via);
+        let detail = json!({"attempted": decision.verb, "status": a.status.as_str()});
+        self.blocking(move |s| {
+            s.audit(
+                now_ms(),
+                Some(&id),
+                "decision_refused",
+                Some(&actor),
+                Some(via),
+                &detail,
+            )
+        })
+        .await?;
+        Err(EngineError::AlreadySettled(Box::new(a)))
     }
 
     /// Records a refused attempt to decide by someone who is not an approver.
@@ -506,9 +513,26 @@ impl Engine {
                 self.publish(Event::Settled(Arc::new(a.clone())));
                 Ok(a)
             }
+            Transition::Expired(a) => {
+                self.announce_expired(&a);
+                self.deadlines_changed.notify_one();
+                Err(EngineError::AlreadySettled(Box::new(a)))
+            }
             Transition::AlreadySettled(a) => Err(EngineError::AlreadySettled(Box::new(a))),
             Transition::NotFound => Err(EngineError::NotFound(id.to_string())),
         }
+    }
+
+    /// Logs, counts and publishes an expiry. Called exactly once per expired request:
+    /// by whichever transition expired it (the expiry pass, or a late decision or
+    /// cancel that found the deadline passed).
+    fn announce_expired(&self, a: &Approval) {
+        info!(
+            id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
+            verdict = "expired", "request expired"
+        );
+        self.metrics.settled(a.status, 0);
+        self.publish(Event::Settled(Arc::new(a.clone())));
     }
 
     /// The agent reports that it is running the action, or how it went.
@@ -528,7 +552,7 @@ impl Engine {
                 self.publish(Event::Settled(Arc::new(a.clone())));
                 Ok(a)
             }
-            Transition::AlreadySettled(a) => Err(EngineError::Invalid(format!(
+            Transition::AlreadySettled(a) | Transition::Expired(a) => Err(EngineError::Invalid(format!(
                 "request {} is {}; a result can be reported only for an allowed or approved request",
                 a.short_id, a.status
             ))),
@@ -586,12 +610,7 @@ impl Engine {
                 }
             };
             for a in expired {
-                info!(
-                    id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
-                    verdict = "expired", "request expired"
-                );
-                self.metrics.settled(a.status, 0);
-                self.publish(Event::Settled(Arc::new(a)));
+                self.announce_expired(&a);
             }
             let next = self.blocking(|s| s.next_deadline()).await.unwrap_or(None);
             // Sleep until the next deadline; a new request or a decision wakes us to
@@ -641,3 +660,4 @@ async fn write_batches(store: Arc<Store>, mut rx: mpsc::Receiver<InsertJob>) {
         }
     }
 }
+

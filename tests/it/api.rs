@@ -6,7 +6,7 @@ use gatebot::api::client::Client;
 use hyper::{Method, StatusCode};
 use serde_json::json;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{http_get, spawn_app};
 
 #[tokio::test]
 async fn a_read_only_call_from_a_semi_autonomous_agent_runs_at_once() {
@@ -577,17 +577,6 @@ async fn unknown_routes_answer_json() {
     let res = app.agent.get("/nope").await.unwrap();
     assert_eq!(res.status, StatusCode::NOT_FOUND);
     assert_eq!(res.error_code(), Some("no_route"));
-}
-
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    out
 }
 
 #[tokio::test]

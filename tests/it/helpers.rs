@@ -150,6 +150,18 @@ impl TestApp {
     }
 }
 
+/// A plain HTTP/1.1 GET over TCP (for `/metrics`, which is not JSON): the raw response.
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
         if let Some(tx) = self.stop.take() {
