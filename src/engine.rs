@@ -141,6 +141,9 @@ type InsertJob = (NewApproval, oneshot::Sender<Result<Inserted, StoreError>>);
 /// Most requests committed in one transaction.
 const MAX_BATCH: usize = 128;
 
+/// How long the expiry task waits after a failed pass before it tries again.
+const EXPIRY_RETRY: Duration = Duration::from_secs(5);
+
 pub struct Engine {
     /// Counters for `GET /metrics`.
     pub metrics: crate::metrics::Metrics,
@@ -605,8 +608,16 @@ impl Engine {
             let expired = match self.blocking(|s| s.expire_due(now_ms())).await {
                 Ok(v) => v,
                 Err(e) => {
+                    self.metrics.expiry_pass_failed();
                     warn!(error = %e, "expiry pass failed; retrying in 5s");
-                    Vec::new()
+                    // Wait the whole delay, whatever the deadlines or new requests say:
+                    // an overdue deadline would otherwise retry a failing pass at once,
+                    // again and again.
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tokio::time::sleep(EXPIRY_RETRY) => {}
+                    }
+                    continue;
                 }
             };
             for a in expired {
@@ -661,3 +672,95 @@ async fn write_batches(store: Arc<Store>, mut rx: mpsc::Receiver<InsertJob>) {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::policy::{Risk, RiskScore, ToolClass};
+
+    fn engine(store: Store) -> Arc<Engine> {
+        let config = Config::parse("", Path::new("/nonexistent/bot.toml")).unwrap();
+        Engine::new(store, config)
+    }
+
+    /// Waits (in real time, off the runtime) until `cond` holds; panics after 10 s.
+    async fn until(what: &str, cond: impl Fn() -> bool) {
+        for _ in 0..1000 {
+            if cond() {
+                return;
+            }
+            tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(10)))
+                .await
+                .unwrap();
+        }
+        panic!("never happened: {what}");
+    }
+
+    /// A store holding a request whose deadline has passed, with args that no longer
+    /// parse: the expiry pass fails on it every time, while the next deadline stays
+    /// in the past.
+    fn overdue_and_corrupt(dir: &Path) -> Store {
+        let path = dir.join("g.db");
+        let store = Store::open(&path).unwrap();
+        let new = NewApproval {
+            agent: "m".into(),
+            tool: "t".into(),
+            args: json!({}),
+            summary: None,
+            confidence: None,
+            environment: None,
+            idempotency_key: None,
+            status: Status::Pending,
+            risk: Risk {
+                score: RiskScore::High,
+                tool_class: ToolClass::Write,
+                factors: vec![],
+            },
+            policy_reason: "test".into(),
+            checkpoint: false,
+            always_allow_offered: true,
+            ttl_ms: Some(1000),
+            created_at: 1,
+            expires_at: Some(2),
+        };
+        let Ok(Inserted::New(a)) = store.insert(&new) else {
+            panic!("not inserted")
+        };
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute(
+                "UPDATE approvals SET args = 'not json' WHERE id = ?1",
+                [&a.id],
+            )
+            .unwrap();
+        store
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_expiry_pass_waits_before_it_retries() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine(overdue_and_corrupt(dir.path()));
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(engine.clone().run_expiry(stop.clone()));
+        until("the first pass failed", || {
+            engine.metrics.expiry_pass_failures() >= 1
+        })
+        .await;
+        // The clock is paused and does not move while a blocking call runs, so a task
+        // that waits its retry delay makes no second attempt here; one that retried
+        // at once would fail again and again in this real-time pause.
+        tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(200)))
+            .await
+            .unwrap();
+        assert_eq!(engine.metrics.expiry_pass_failures(), 1);
+        // After the delay it tries again (and fails again: the row is still corrupt).
+        tokio::time::advance(EXPIRY_RETRY).await;
+        until("the second pass failed", || {
+            engine.metrics.expiry_pass_failures() >= 2
+        })
+        .await;
+        stop.cancel();
+        task.await.unwrap();
+    }
+}
