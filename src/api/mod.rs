@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -118,6 +119,69 @@ impl IntoResponse for ApiError {
 }
 
 type ApiResult<T> = Result<T, ApiError>;
+
+/// Query-string parameters. Unlike axum's `Query`, whose rejection is plain text, a
+/// query that does not parse (an unknown shape, a repeated parameter) gets the JSON
+/// `invalid_request` error. Handlers take values as strings and parse them
+/// themselves, so the message can name the parameter and say what it must be.
+pub(super) struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        serde_urlencoded::from_str(parts.uri.query().unwrap_or_default())
+            .map(ApiQuery)
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    format!("bad query string: {e}"),
+                )
+            })
+    }
+}
+
+/// A path parameter, with the JSON `invalid_request` error when it does not decode
+/// (axum's own `Path` answers in plain text, e.g. for `%FF`).
+pub(super) struct ApiPath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(v)| ApiPath(v))
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e.body_text()))
+    }
+}
+
+/// A `wait` parameter: seconds ≥ 0, fractions allowed; `None` when absent.
+/// Values too large for a `Duration` saturate (callers cap them at `max_wait`).
+pub(super) fn wait_param(name: &str, raw: Option<&str>) -> ApiResult<Option<Duration>> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    match raw.trim().parse::<f64>() {
+        Ok(w) if w.is_finite() && w >= 0.0 => Ok(Some(
+            Duration::try_from_secs_f64(w).unwrap_or(Duration::MAX),
+        )),
+        _ => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!("`{name}` must be a number of seconds ≥ 0, got `{raw}`"),
+        )),
+    }
+}
 
 /// Routes agents may use (and `/metrics` on TCP when `[queue] metrics` is on).
 pub fn agent_router(state: ApiState) -> Router {
@@ -305,28 +369,19 @@ async fn authorised_request(
 
 #[derive(serde::Deserialize)]
 struct WaitQuery {
-    wait: Option<f64>,
+    wait: Option<String>,
 }
 
 async fn get_request(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
-    Query(q): Query<WaitQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<WaitQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Json<ApprovalView>> {
+    let wait = wait_param("wait", q.wait.as_deref())?;
     let approval = authorised_request(&state, &id, &headers).await?;
     let max = state.engine.config().queue.max_wait;
-    let wait = match q.wait {
-        None => Duration::ZERO,
-        Some(w) if w.is_finite() && w >= 0.0 => Duration::from_secs_f64(w).min(max),
-        Some(_) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                "`wait` must be a number of seconds ≥ 0",
-            ))
-        }
-    };
+    let wait = wait.unwrap_or(Duration::ZERO).min(max);
     let approval = if approval.status == Status::Pending && !wait.is_zero() {
         state
             .engine
@@ -346,15 +401,18 @@ struct ListQuery {
 
 async fn list(
     State(state): State<ApiState>,
-    Query(q): Query<ListQuery>,
+    ApiQuery(q): ApiQuery<ListQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Json<serde_json::Value>> {
     let status = match q.status.as_deref() {
         None | Some("") => None,
-        Some(s) => Some(
-            s.parse::<Status>()
-                .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e))?,
-        ),
+        Some(s) => Some(s.parse::<Status>().map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                format!("`status`: {e}"),
+            )
+        })?),
     };
     if !state.owner {
         // Agents list only their own requests, and must say who they are.
@@ -381,7 +439,7 @@ async fn list(
 
 async fn report(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     req: Request<Body>,
 ) -> ApiResult<Json<ApprovalView>> {
     let headers = req.headers().clone();
@@ -405,7 +463,7 @@ async fn report(
 
 async fn cancel(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Json<ApprovalView>> {
     let approval = authorised_request(&state, &id, &headers).await?;
@@ -415,7 +473,7 @@ async fn cancel(
 
 async fn decide(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     req: Request<Body>,
 ) -> ApiResult<Json<ApprovalView>> {
     let body: DecisionBody = json_body(&state, req).await?;
@@ -445,20 +503,33 @@ async fn decide(
 #[derive(serde::Deserialize)]
 struct AuditQuery {
     request: Option<String>,
-    since: Option<i64>,
+    since: Option<String>,
 }
 
 async fn audit(
     State(state): State<ApiState>,
-    Query(q): Query<AuditQuery>,
+    ApiQuery(q): ApiQuery<AuditQuery>,
 ) -> ApiResult<Json<serde_json::Value>> {
+    let since = q
+        .since
+        .as_deref()
+        .map(|s| {
+            s.trim().parse::<i64>().map_err(|_| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    format!("`since` must be a time in Unix milliseconds, got `{s}`"),
+                )
+            })
+        })
+        .transpose()?;
     let id = match q.request {
         Some(typed) => Some(state.engine.lookup(&typed, false).await?.id),
         None => None,
     };
     let rows = state
         .engine
-        .blocking(move |s| s.audit_rows(id.as_deref(), q.since))
+        .blocking(move |s| s.audit_rows(id.as_deref(), since))
         .await?;
     Ok(Json(json!({"audit": rows})))
 }

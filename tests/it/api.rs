@@ -607,3 +607,55 @@ async fn metrics_are_off_on_tcp_unless_enabled() {
     let text = http_get(app.tcp.unwrap(), "/metrics").await;
     assert!(text.starts_with("HTTP/1.1 404"), "{text}");
 }
+
+#[tokio::test]
+async fn bad_query_and_path_parameters_get_the_json_error_naming_them() {
+    let app = spawn_app("").await;
+    let body = app.submit_ok("mailer", "send_email", json!({})).await;
+    let id = body["id"].as_str().unwrap();
+    let cases = [
+        (&app.agent, format!("/v1/requests/{id}?wait=abc"), "wait"),
+        (&app.agent, format!("/v1/requests/{id}?wait=-1"), "wait"),
+        (&app.agent, format!("/v1/requests/{id}?wait=NaN"), "wait"),
+        (
+            &app.owner,
+            "/v1/requests?status=bogus".to_string(),
+            "status",
+        ),
+        (
+            &app.owner,
+            "/v1/requests?status=pending&status=approved".to_string(),
+            "status",
+        ),
+        (&app.owner, "/v1/audit?since=yesterday".to_string(), "since"),
+        (&app.owner, "/v1/requests/%FF".to_string(), "UTF-8"),
+    ];
+    for (client, path, needle) in cases {
+        let res = client.get(&path).await.unwrap();
+        assert_eq!(
+            res.status,
+            StatusCode::BAD_REQUEST,
+            "{path}: {:?}",
+            res.body
+        );
+        assert_eq!(res.error_code(), Some("invalid_request"), "{path}");
+        assert!(
+            res.error_message().contains(needle),
+            "{path}: {}",
+            res.error_message()
+        );
+    }
+    // The hook route's wait is checked the same way.
+    let hook = app
+        .agent
+        .post("/v1/hooks/claude-code?agent=mailer&wait=soon", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(hook.status, StatusCode::BAD_REQUEST);
+    assert_eq!(hook.error_code(), Some("invalid_request"));
+    // A huge wait is capped at max_wait, neither refused nor a panic.
+    app.decide(id, "approve", None).await;
+    let huge = app.get(id, 1e300).await;
+    assert_eq!(huge.status, StatusCode::OK, "{:?}", huge.body);
+    assert_eq!(huge.body["status"], "approved");
+}
