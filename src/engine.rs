@@ -59,6 +59,16 @@ pub enum Transport {
     Tcp,
 }
 
+impl Transport {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Unix => "unix",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("unknown agent `{0}`: add an [agents.{0}] table to the config")]
@@ -259,6 +269,17 @@ impl Engine {
             ))),
             (None, None) => Ok(cfg),
         }
+    }
+
+    /// The agent whose token `bearer` is, if any (to name who tried what in the audit).
+    #[must_use]
+    pub fn token_owner(&self, bearer: &str) -> Option<String> {
+        let config = self.config();
+        config
+            .agents
+            .iter()
+            .find(|(_, a)| a.token.as_ref().is_some_and(|t| t.matches(bearer)))
+            .map(|(name, _)| name.clone())
     }
 
     fn validate(&self, sub: &Submission) -> Result<Duration, EngineError> {
@@ -483,7 +504,9 @@ impl Engine {
         Err(EngineError::AlreadySettled(Box::new(a)))
     }
 
-    /// Records a refused attempt to decide by someone who is not an approver.
+    /// Records a refused attempt: a decision by someone who is not an approver, an
+    /// agent trying to decide, a missing or wrong token. `detail` says what was
+    /// attempted; it must never hold a token.
     pub async fn record_unauthorised(
         &self,
         approval_id: Option<String>,
@@ -491,7 +514,7 @@ impl Engine {
         via: Channel,
         detail: Value,
     ) -> Result<(), EngineError> {
-        warn!(actor = %actor, via = via.as_str(), "decision attempt by a non-approver refused");
+        warn!(actor = %actor, via = via.as_str(), detail = %detail, "unauthorised attempt refused");
         self.blocking(move |s| {
             s.audit(
                 now_ms(),

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
 
-use super::{bearer, ApiPath, ApiResult, ApiState};
+use super::{authenticate, ApiPath, ApiResult, ApiState};
 use crate::engine::EngineError;
 use crate::guidance::{for_agent, AgentGuidance};
 
@@ -20,9 +20,7 @@ pub(super) async fn guidance(
             .agent(&name)
             .ok_or_else(|| EngineError::UnknownAgent(name.clone()))?
     } else {
-        state
-            .engine
-            .authenticate(&name, bearer(&headers), state.transport)?
+        authenticate(&state, &name, &headers, "read its tier guidance", None).await?
     };
     let n = name.clone();
     let added = state

@@ -18,7 +18,7 @@ use axum::Json;
 use serde_json::Value;
 
 use super::{
-    bearer, json_body, wait_param, ApiError, ApiQuery, ApiResult, ApiState, ApprovalView,
+    authenticate, json_body, wait_param, ApiError, ApiQuery, ApiResult, ApiState, ApprovalView,
     SubmitBody,
 };
 use crate::approval::Status;
@@ -43,9 +43,7 @@ pub(super) async fn claude_code(
             .default_agent()
             .to_string()
     });
-    let cfg = state
-        .engine
-        .authenticate(&agent, bearer(&headers), state.transport)?;
+    let cfg = authenticate(&state, &agent, &headers, "use the claude-code hook", None).await?;
     let budget = budget(&state, q.wait.as_deref(), &headers)?;
     let input: Value = json_body(&state, req).await?;
     let (event, call) = claude_code::parse(&input)

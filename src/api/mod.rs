@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::approval::{Approval, Channel, Decision, Status};
+use crate::config::AgentConfig;
 use crate::engine::{Engine, EngineError, Submission, Transport};
 
 pub use wire::{ApprovalView, DecisionBody, ResultBody, SubmitBody};
@@ -237,12 +238,79 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
-async fn decision_forbidden() -> ApiError {
+/// `POST /v1/requests/{id}/decision` on the agents' API: refused, and audited.
+async fn decision_forbidden(
+    State(state): State<ApiState>,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+) -> ApiError {
+    // Who tried: the agent whose token came with it, if any; nobody else can be named.
+    let actor = bearer(&headers)
+        .and_then(|t| state.engine.token_owner(t))
+        .unwrap_or_else(|| "unknown".to_string());
+    let approval_id = state.engine.lookup(&id, false).await.ok().map(|a| a.id);
+    let detail = json!({
+        "attempted": format!("decide request {id} on the agents' API"),
+        "transport": state.transport.as_str(),
+    });
+    audit_refusal(&state, approval_id, actor, detail).await;
     ApiError::new(
         StatusCode::FORBIDDEN,
         "forbidden",
         "agents cannot decide requests; an owner decides from a chat channel or the CLI",
     )
+}
+
+/// Appends an `unauthorised_attempt` audit row. A failure to write it is logged,
+/// and the caller refuses the request all the same.
+async fn audit_refusal(
+    state: &ApiState,
+    approval_id: Option<String>,
+    actor: String,
+    detail: serde_json::Value,
+) {
+    if let Err(e) = state
+        .engine
+        .record_unauthorised(approval_id, actor, Channel::Api, detail)
+        .await
+    {
+        tracing::error!(error = %e, "cannot audit an unauthorised attempt");
+    }
+}
+
+/// Checks that the client may act as `agent` ([`Engine::authenticate`]). A missing
+/// or wrong token also leaves an `unauthorised_attempt` audit row: actor the agent
+/// claimed, detail what was `attempted` and why it was refused (never the token;
+/// if the token is another agent's, that agent is named).
+pub(super) async fn authenticate(
+    state: &ApiState,
+    agent: &str,
+    headers: &HeaderMap,
+    attempted: &str,
+    approval_id: Option<&str>,
+) -> Result<AgentConfig, EngineError> {
+    let token = bearer(headers);
+    match state.engine.authenticate(agent, token, state.transport) {
+        Err(EngineError::Unauthorized(why)) => {
+            let mut detail = json!({
+                "attempted": attempted,
+                "refused": why,
+                "transport": state.transport.as_str(),
+            });
+            if let Some(owner) = token.and_then(|t| state.engine.token_owner(t)) {
+                detail["token_of"] = owner.into();
+            }
+            audit_refusal(
+                state,
+                approval_id.map(str::to_string),
+                agent.to_string(),
+                detail,
+            )
+            .await;
+            Err(EngineError::Unauthorized(why))
+        }
+        other => other,
+    }
 }
 
 async fn health() -> Json<serde_json::Value> {
@@ -296,13 +364,12 @@ async fn json_body<T: DeserializeOwned>(state: &ApiState, req: Request<Body>) ->
 }
 
 async fn submit(State(state): State<ApiState>, req: Request<Body>) -> ApiResult<Response> {
-    let token = bearer(req.headers()).map(str::to_string);
+    let headers = req.headers().clone();
     let body: SubmitBody = json_body(&state, req).await?;
     let span = tracing::info_span!("submit", agent = %body.agent, tool = %body.tool);
     async move {
-        let agent = state
-            .engine
-            .authenticate(&body.agent, token.as_deref(), state.transport)?;
+        let attempted = format!("submit a {} request", body.tool);
+        let agent = authenticate(&state, &body.agent, &headers, &attempted, None).await?;
         let ttl = body
             .ttl
             .as_deref()
@@ -348,6 +415,7 @@ async fn authorised_request(
     state: &ApiState,
     id: &str,
     headers: &HeaderMap,
+    attempted: &str,
 ) -> ApiResult<Approval> {
     let approval = if state.owner {
         state.engine.lookup(id, false).await?
@@ -355,14 +423,19 @@ async fn authorised_request(
         state.engine.get(id).await?
     };
     if !state.owner {
-        state
-            .engine
-            .authenticate(&approval.agent, bearer(headers), state.transport)
-            .map_err(|e| match e {
-                // Don't reveal that the id exists to an agent that cannot see it.
-                EngineError::UnknownAgent(_) => EngineError::NotFound(id.to_string()),
-                other => other,
-            })?;
+        authenticate(
+            state,
+            &approval.agent,
+            headers,
+            attempted,
+            Some(&approval.id),
+        )
+        .await
+        .map_err(|e| match e {
+            // Don't reveal that the id exists to an agent that cannot see it.
+            EngineError::UnknownAgent(_) => EngineError::NotFound(id.to_string()),
+            other => other,
+        })?;
     }
     Ok(approval)
 }
@@ -379,7 +452,7 @@ async fn get_request(
     headers: HeaderMap,
 ) -> ApiResult<Json<ApprovalView>> {
     let wait = wait_param("wait", q.wait.as_deref())?;
-    let approval = authorised_request(&state, &id, &headers).await?;
+    let approval = authorised_request(&state, &id, &headers, "read a request").await?;
     let max = state.engine.config().queue.max_wait;
     let wait = wait.unwrap_or(Duration::ZERO).min(max);
     let approval = if approval.status == Status::Pending && !wait.is_zero() {
@@ -423,9 +496,7 @@ async fn list(
                 "agents must name themselves: GET /v1/requests?agent=NAME",
             ));
         };
-        state
-            .engine
-            .authenticate(agent, bearer(&headers), state.transport)?;
+        authenticate(&state, agent, &headers, "list its requests", None).await?;
     }
     let agent = q.agent.clone();
     let rows = state.engine.blocking(move |s| s.list(status, 1000)).await?;
@@ -443,7 +514,7 @@ async fn report(
     req: Request<Body>,
 ) -> ApiResult<Json<ApprovalView>> {
     let headers = req.headers().clone();
-    let approval = authorised_request(&state, &id, &headers).await?;
+    let approval = authorised_request(&state, &id, &headers, "report a result").await?;
     let body: ResultBody = json_body(&state, req).await?;
     let to = match (body.ok, body.executing) {
         (Some(true), _) => Status::Succeeded,
@@ -466,7 +537,7 @@ async fn cancel(
     ApiPath(id): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Json<ApprovalView>> {
-    let approval = authorised_request(&state, &id, &headers).await?;
+    let approval = authorised_request(&state, &id, &headers, "cancel a request").await?;
     let a = state.engine.cancel(&approval.id, &approval.agent).await?;
     Ok(Json(ApprovalView::from(&a)))
 }

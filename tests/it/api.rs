@@ -235,6 +235,38 @@ async fn an_agent_with_a_token_must_present_it() {
         .await
         .unwrap();
     assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    let theirs = app
+        .agent
+        .clone()
+        .with_token(Some("other-token-456".into()))
+        .post("/v1/requests", &body)
+        .await
+        .unwrap();
+    assert_eq!(theirs.status, StatusCode::UNAUTHORIZED);
+    // Each refusal is audited: who was claimed, what was tried, never the token.
+    let rows = unauthorised_rows(&app).await;
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for row in &rows {
+        assert_eq!(row["actor"], "secure", "{row}");
+        assert_eq!(row["channel"], "api", "{row}");
+        assert!(row["approval_id"].is_null(), "{row}");
+        assert_eq!(row["detail"]["attempted"], "submit a send_email request");
+        assert_eq!(row["detail"]["transport"], "unix");
+        let text = row.to_string();
+        assert!(!text.contains("guess") && !text.contains("token-456"), "{text}");
+    }
+    assert!(rows[0]["detail"]["refused"]
+        .as_str()
+        .unwrap()
+        .contains("send it as"));
+    assert!(rows[1]["detail"]["refused"]
+        .as_str()
+        .unwrap()
+        .contains("is not agent `secure`'s token"));
+    // A token that belongs to another agent says whose it is.
+    assert!(rows[1]["detail"]["token_of"].is_null());
+    assert_eq!(rows[2]["detail"]["token_of"], "other");
+
     let right = app
         .agent
         .clone()
@@ -243,6 +275,19 @@ async fn an_agent_with_a_token_must_present_it() {
         .await
         .unwrap();
     assert_eq!(right.status, StatusCode::CREATED, "{:?}", right.body);
+    assert_eq!(unauthorised_rows(&app).await.len(), 3);
+}
+
+/// Every `unauthorised_attempt` row in the audit trail, oldest first.
+async fn unauthorised_rows(app: &crate::helpers::TestApp) -> Vec<serde_json::Value> {
+    let res = app.owner.get("/v1/audit").await.unwrap();
+    res.body["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["event"] == "unauthorised_attempt")
+        .cloned()
+        .collect()
 }
 
 #[tokio::test]
@@ -275,6 +320,22 @@ async fn an_agent_cannot_act_as_another_with_its_own_token() {
     let id = theirs.body["id"].as_str().unwrap();
     let peek = as_other.get(&format!("/v1/requests/{id}")).await.unwrap();
     assert_eq!(peek.status, StatusCode::UNAUTHORIZED);
+    // The attempt shows in that request's own audit trail.
+    let trail = app
+        .owner
+        .get(&format!("/v1/audit?request={id}"))
+        .await
+        .unwrap();
+    let refused: Vec<_> = trail.body["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["event"] == "unauthorised_attempt")
+        .collect();
+    assert_eq!(refused.len(), 1, "{}", trail.body);
+    assert_eq!(refused[0]["actor"], "other");
+    assert_eq!(refused[0]["detail"]["attempted"], "read a request");
+    assert_eq!(refused[0]["detail"]["token_of"], "secure");
     let cancel = as_other
         .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
         .await
@@ -299,6 +360,33 @@ async fn agents_cannot_decide_requests() {
         .unwrap();
     assert_eq!(res.status, StatusCode::FORBIDDEN);
     assert_eq!(app.get(id, 0.0).await.body["status"], "pending");
+    // With a token, the attempt is pinned on that token's agent.
+    let res = app
+        .agent
+        .clone()
+        .with_token(Some("secure-token-123".into()))
+        .post(
+            &format!("/v1/requests/{id}/decision"),
+            &json!({"decision": "deny"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, StatusCode::FORBIDDEN);
+    let rows = unauthorised_rows(&app).await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (row, actor) in rows.iter().zip(["unknown", "secure"]) {
+        assert_eq!(row["actor"], actor);
+        assert_eq!(row["channel"], "api");
+        assert_eq!(row["approval_id"], id);
+        assert!(
+            row["detail"]["attempted"]
+                .as_str()
+                .unwrap()
+                .starts_with("decide request"),
+            "{row}"
+        );
+        assert!(!row.to_string().contains("secure-token"), "{row}");
+    }
     // The audit route is not on the agents' socket either.
     let audit = app.agent.get("/v1/audit").await.unwrap();
     assert_eq!(audit.status, StatusCode::NOT_FOUND);
