@@ -20,7 +20,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::field::Empty;
+use tracing::{info, info_span, warn, Instrument, Span};
 
 use crate::approval::{now_ms, Approval, Channel, Decision, Status, Verb};
 use crate::config::{format_duration, valid_agent_name, AgentConfig, Config};
@@ -96,6 +97,16 @@ pub enum EngineError {
     Store(#[from] StoreError),
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// Records a request's id, agent, tool and status (as `verdict`) in `span`, if the
+/// span declares those fields (request spans declare them `Empty` and fill them in
+/// as they become known; a later call overwrites `verdict` with the newer status).
+pub fn record_request(span: &Span, a: &Approval) {
+    span.record("id", a.id.as_str());
+    span.record("agent", a.agent.as_str());
+    span.record("tool", a.tool.as_str());
+    span.record("verdict", a.status.as_str());
 }
 
 /// "approved by alice (Telegram)", "expired: no response within 24h".
@@ -448,6 +459,33 @@ impl Engine {
     /// Applies an owner's decision to the request `typed` names. Channels must
     /// check that the actor is an approver before calling this.
     pub async fn decide(&self, typed: &str, decision: Decision) -> Result<Approval, EngineError> {
+        // Its own span, since chat channels call this as well as the API.
+        let span = info_span!(
+            "decide",
+            id = Empty,
+            agent = Empty,
+            tool = Empty,
+            verdict = Empty,
+            by = %decision.actor,
+            via = decision.via.as_str(),
+        );
+        let result = self
+            .decide_in_span(typed, decision)
+            .instrument(span.clone())
+            .await;
+        match &result {
+            Ok(a) => record_request(&span, a),
+            Err(EngineError::AlreadySettled(a)) => record_request(&span, a),
+            Err(_) => {}
+        }
+        result
+    }
+
+    async fn decide_in_span(
+        &self,
+        typed: &str,
+        decision: Decision,
+    ) -> Result<Approval, EngineError> {
         let approval = match self.lookup(typed, true).await {
             Err(EngineError::NotFound(_)) => self.lookup(typed, false).await?,
             other => other?,
@@ -462,6 +500,7 @@ impl Engine {
                 approval.short_id, approval.tool
             )));
         }
+        record_request(&Span::current(), &approval);
         let id = approval.id.clone();
         let d = decision.clone();
         let (a, expired_now) = match self.blocking(move |s| s.decide(&id, &d, now_ms())).await? {
@@ -553,6 +592,14 @@ impl Engine {
     /// by whichever transition expired it (the expiry pass, or a late decision or
     /// cancel that found the deadline passed).
     fn announce_expired(&self, a: &Approval) {
+        let _span = info_span!(
+            "expire",
+            id = %a.id,
+            agent = %a.agent,
+            tool = %a.tool,
+            verdict = a.status.as_str()
+        )
+        .entered();
         info!(
             id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
             verdict = "expired", "request expired"

@@ -16,6 +16,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, Request, StatusCode};
 use axum::Json;
 use serde_json::Value;
+use tracing::field::Empty;
+use tracing::Span;
 
 use super::{
     authenticate, json_body, wait_param, ApiError, ApiQuery, ApiResult, ApiState, ApprovalView,
@@ -32,6 +34,7 @@ pub(super) struct HookQuery {
     wait: Option<String>,
 }
 
+#[tracing::instrument(name = "api", skip_all, fields(op = "hook", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 pub(super) async fn claude_code(
     State(state): State<ApiState>,
     ApiQuery(q): ApiQuery<HookQuery>,
@@ -43,11 +46,13 @@ pub(super) async fn claude_code(
             .default_agent()
             .to_string()
     });
+    Span::current().record("agent", agent.as_str());
     let cfg = authenticate(&state, &agent, &headers, "use the claude-code hook", None).await?;
     let budget = budget(&state, q.wait.as_deref(), &headers)?;
     let input: Value = json_body(&state, req).await?;
     let (event, call) = claude_code::parse(&input)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e))?;
+    Span::current().record("tool", call.tool.as_str());
     let gate = EngineGate {
         state: &state,
         name: &agent,
@@ -99,7 +104,10 @@ impl Gate for EngineGate<'_> {
             .engine
             .submit(sub, self.agent)
             .await
-            .map(|s| ApprovalView::from(&s.approval))
+            .map(|s| {
+                super::note(&s.approval);
+                ApprovalView::from(&s.approval)
+            })
             .map_err(|e| e.to_string())
     }
 
@@ -113,6 +121,7 @@ impl Gate for EngineGate<'_> {
             .wait(id, up_to, &self.state.shutdown)
             .await
             .map_err(|e| e.to_string())?;
+        super::note(&a);
         if a.status == Status::Pending && self.state.shutdown.is_cancelled() {
             return Err("gatebot is shutting down".into());
         }
@@ -121,8 +130,14 @@ impl Gate for EngineGate<'_> {
 
     async fn cancel(&self, id: &str) -> Result<ApprovalView, String> {
         match self.state.engine.cancel(id, self.name).await {
-            Ok(a) => Ok(ApprovalView::from(&a)),
-            Err(EngineError::AlreadySettled(a)) => Ok(ApprovalView::from(&*a)),
+            Ok(a) => {
+                super::note(&a);
+                Ok(ApprovalView::from(&a))
+            }
+            Err(EngineError::AlreadySettled(a)) => {
+                super::note(&a);
+                Ok(ApprovalView::from(&*a))
+            }
             Err(e) => Err(e.to_string()),
         }
     }

@@ -11,6 +11,11 @@
 //! `POST /v1/hooks/claude-code` (Claude Code's `type: "http"` hook).
 //!
 //! Errors are `{"error": {"code": "…", "message": "…"}}` with a fitting status.
+//!
+//! Every route about one request (submit, get, result, cancel, decision, the hook)
+//! runs in an `api` span whose `op` names the route and whose `id`, `agent`, `tool`
+//! and `verdict` (the request's status) are recorded as soon as they are known, so
+//! every log line of the call carries them.
 
 mod agents;
 pub mod client;
@@ -30,11 +35,12 @@ use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
+use tracing::field::Empty;
+use tracing::{instrument, Span};
 
 use crate::approval::{Approval, Channel, Decision, Status};
 use crate::config::AgentConfig;
-use crate::engine::{Engine, EngineError, Submission, Transport};
+use crate::engine::{record_request, Engine, EngineError, Submission, Transport};
 
 pub use wire::{ApprovalView, DecisionBody, ResultBody, SubmitBody};
 
@@ -120,6 +126,18 @@ impl IntoResponse for ApiError {
 }
 
 type ApiResult<T> = Result<T, ApiError>;
+
+/// Records `a` in the current `api` span (see the module docs).
+fn note(a: &Approval) {
+    record_request(&Span::current(), a);
+}
+
+/// Records in the current span the request an engine error is about, if any.
+fn note_error<T>(result: &Result<T, EngineError>) {
+    if let Err(EngineError::AlreadySettled(a)) = result {
+        note(a);
+    }
+}
 
 /// Query-string parameters. Unlike axum's `Query`, whose rejection is plain text, a
 /// query that does not parse (an unknown shape, a repeated parameter) gets the JSON
@@ -363,50 +381,50 @@ async fn json_body<T: DeserializeOwned>(state: &ApiState, req: Request<Body>) ->
     })
 }
 
+#[instrument(name = "api", skip_all, fields(op = "submit", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 async fn submit(State(state): State<ApiState>, req: Request<Body>) -> ApiResult<Response> {
     let headers = req.headers().clone();
     let body: SubmitBody = json_body(&state, req).await?;
-    let span = tracing::info_span!("submit", agent = %body.agent, tool = %body.tool);
-    async move {
-        let attempted = format!("submit a {} request", body.tool);
-        let agent = authenticate(&state, &body.agent, &headers, &attempted, None).await?;
-        let ttl = body
-            .ttl
-            .as_deref()
-            .map(crate::config::parse_duration)
-            .transpose()
-            .map_err(|e| {
-                ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_request",
-                    format!("`ttl`: {e}"),
-                )
-            })?;
-        let submitted = state
-            .engine
-            .submit(
-                Submission {
-                    agent: body.agent,
-                    tool: body.tool,
-                    args: body.args,
-                    summary: body.summary,
-                    confidence: body.confidence,
-                    environment: body.environment,
-                    ttl,
-                    idempotency_key: body.idempotency_key,
-                },
-                &agent,
+    let span = Span::current();
+    span.record("agent", body.agent.as_str());
+    span.record("tool", body.tool.as_str());
+    let attempted = format!("submit a {} request", body.tool);
+    let agent = authenticate(&state, &body.agent, &headers, &attempted, None).await?;
+    let ttl = body
+        .ttl
+        .as_deref()
+        .map(crate::config::parse_duration)
+        .transpose()
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                format!("`ttl`: {e}"),
             )
-            .await?;
-        let status = if submitted.created {
-            StatusCode::CREATED
-        } else {
-            StatusCode::OK
-        };
-        Ok((status, Json(ApprovalView::from(&submitted.approval))).into_response())
-    }
-    .instrument(span)
-    .await
+        })?;
+    let submitted = state
+        .engine
+        .submit(
+            Submission {
+                agent: body.agent,
+                tool: body.tool,
+                args: body.args,
+                summary: body.summary,
+                confidence: body.confidence,
+                environment: body.environment,
+                ttl,
+                idempotency_key: body.idempotency_key,
+            },
+            &agent,
+        )
+        .await?;
+    note(&submitted.approval);
+    let status = if submitted.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(ApprovalView::from(&submitted.approval))).into_response())
 }
 
 /// Loads a request and checks the caller may see it: owners see all; an agent
@@ -422,6 +440,7 @@ async fn authorised_request(
     } else {
         state.engine.get(id).await?
     };
+    note(&approval);
     if !state.owner {
         authenticate(
             state,
@@ -445,6 +464,7 @@ struct WaitQuery {
     wait: Option<String>,
 }
 
+#[instrument(name = "api", skip_all, fields(op = "get", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 async fn get_request(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
@@ -463,6 +483,7 @@ async fn get_request(
     } else {
         approval
     };
+    note(&approval);
     Ok(Json(ApprovalView::from(&approval)))
 }
 
@@ -508,6 +529,7 @@ async fn list(
     Ok(Json(json!({"requests": views})))
 }
 
+#[instrument(name = "api", skip_all, fields(op = "result", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 async fn report(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
@@ -529,19 +551,25 @@ async fn report(
         }
     };
     let a = state.engine.report(&approval.id, to, body.detail).await?;
+    note(&a);
     Ok(Json(ApprovalView::from(&a)))
 }
 
+#[instrument(name = "api", skip_all, fields(op = "cancel", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 async fn cancel(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Json<ApprovalView>> {
     let approval = authorised_request(&state, &id, &headers, "cancel a request").await?;
-    let a = state.engine.cancel(&approval.id, &approval.agent).await?;
+    let result = state.engine.cancel(&approval.id, &approval.agent).await;
+    note_error(&result);
+    let a = result?;
+    note(&a);
     Ok(Json(ApprovalView::from(&a)))
 }
 
+#[instrument(name = "api", skip_all, fields(op = "decide", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 async fn decide(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
@@ -556,7 +584,7 @@ async fn decide(
         .actor
         .filter(|a| !a.trim().is_empty())
         .unwrap_or_else(local_user);
-    let a = state
+    let result = state
         .engine
         .decide(
             &id,
@@ -567,7 +595,10 @@ async fn decide(
                 reason: body.reason.filter(|r| !r.trim().is_empty()),
             },
         )
-        .await?;
+        .await;
+    note_error(&result);
+    let a = result?;
+    note(&a);
     Ok(Json(ApprovalView::from(&a)))
 }
 

@@ -253,7 +253,10 @@ async fn an_agent_with_a_token_must_present_it() {
         assert_eq!(row["detail"]["attempted"], "submit a send_email request");
         assert_eq!(row["detail"]["transport"], "unix");
         let text = row.to_string();
-        assert!(!text.contains("guess") && !text.contains("token-456"), "{text}");
+        assert!(
+            !text.contains("guess") && !text.contains("token-456"),
+            "{text}"
+        );
     }
     assert!(rows[0]["detail"]["refused"]
         .as_str()

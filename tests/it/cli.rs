@@ -18,8 +18,17 @@ struct Daemon {
 
 impl Daemon {
     async fn start() -> Daemon {
+        Daemon::start_with("").await
+    }
+
+    /// Starts the daemon on `BASE_CONFIG` plus `extra` TOML.
+    async fn start_with(extra: &str) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("bot.toml"), BASE_CONFIG).unwrap();
+        std::fs::write(
+            dir.path().join("bot.toml"),
+            format!("{BASE_CONFIG}\n{extra}"),
+        )
+        .unwrap();
         let child = Command::new(BIN)
             .args(["run", "--config"])
             .arg(dir.path().join("bot.toml"))
@@ -479,4 +488,120 @@ async fn sighup_reloads_the_config_and_refuses_an_invalid_one() {
         text(&pending.stdout).contains("create_contact"),
         "the old pending request survives"
     );
+}
+
+/// Sends SIGTERM and returns everything the daemon wrote to stderr.
+async fn stop_and_read_log(d: &mut Daemon) -> String {
+    let pid = d.child.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let mut stderr = d.child.stderr.take().unwrap();
+    let mut log = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut log)
+        .await
+        .unwrap();
+    d.child.wait().await.unwrap();
+    log
+}
+
+#[tokio::test]
+async fn json_logs_carry_the_request_in_each_line_and_its_span() {
+    let mut d = Daemon::start_with("[log]\nformat = \"json\"\n").await;
+    let out = d
+        .cli(&["ask", "--agent", "mailer", "--tool", "query_org_data"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "intern",
+            "--tool",
+            "create_contact",
+            "--wait",
+            "1s",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let pending = text(&out.stdout);
+    let short = pending.split_whitespace().nth(2).unwrap().to_string();
+    let out = d.cli(&["decide", &short, "approve"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = d
+        .cli(&[
+            "ask", "--agent", "intern", "--tool", "send_sms", "--ttl", "1s",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // A refused token: the warning itself names no request, its span does.
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "secure",
+            "--tool",
+            "send_bulk_email",
+            "--token",
+            "wrong",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    let log = stop_and_read_log(&mut d).await;
+
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let find = |message: &str, tool: &str| {
+        lines
+            .iter()
+            .find(|l| l["message"] == message && l["span"]["tool"] == tool)
+            .unwrap_or_else(|| panic!("no `{message}` line for {tool}:\n{log}"))
+    };
+
+    let submitted = find("request submitted", "query_org_data");
+    let id = submitted["id"].as_str().unwrap();
+    assert_eq!(id.len(), 26, "{submitted}");
+    assert_eq!(submitted["agent"], "mailer");
+    assert_eq!(submitted["tool"], "query_org_data");
+    assert_eq!(submitted["verdict"], "allowed");
+    // The span of the API call carries the request too.
+    assert_eq!(submitted["span"]["name"], "api", "{submitted}");
+    assert_eq!(submitted["span"]["op"], "submit");
+    assert_eq!(submitted["span"]["agent"], "mailer");
+
+    let decided = find("request decided", "create_contact");
+    assert_eq!(decided["verdict"], "approved");
+    let span_names: Vec<&str> = decided["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(span_names, ["api", "decide"], "{decided}");
+    assert_eq!(decided["span"]["agent"], "intern");
+    assert_eq!(decided["span"]["id"], decided["id"]);
+    assert_eq!(
+        decided["span"]["verdict"], "pending",
+        "recorded before the decision"
+    );
+
+    // The expiry task's line runs in a span of its own.
+    let expired = lines
+        .iter()
+        .find(|l| l["message"] == "request expired")
+        .unwrap_or_else(|| panic!("no expiry line:\n{log}"));
+    assert_eq!(expired["span"]["name"], "expire", "{expired}");
+    assert_eq!(expired["span"]["agent"], "intern");
+    assert_eq!(expired["span"]["tool"], "send_sms");
+    assert_eq!(expired["span"]["verdict"], "expired");
+
+    let refused = find("unauthorised attempt refused", "send_bulk_email");
+    assert!(refused.get("id").is_none(), "{refused}");
+    assert_eq!(refused["span"]["op"], "submit");
+    assert_eq!(refused["span"]["agent"], "secure");
+    assert!(!log.contains("\"wrong\""), "the token reached the log");
 }
