@@ -506,7 +506,9 @@ impl Store {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// Whether the agent has run this tool before (allowed or approved).
+    /// Whether an earlier call of this tool by the agent was let through: status
+    /// allowed, approved, executing, succeeded or failed. (The policy's
+    /// `first_time_usage` factor is the negation.)
     pub fn has_run_before(&self, agent: &str, tool: &str) -> Result<bool> {
         let conn = self.lock();
         Ok(conn.query_row(
