@@ -605,3 +605,238 @@ async fn json_logs_carry_the_request_in_each_line_and_its_span() {
     assert_eq!(refused["span"]["agent"], "secure");
     assert!(!log.contains("\"wrong\""), "the token reached the log");
 }
+
+impl Daemon {
+    /// Starts `gatebot ARGS` in the background, with stdout and stderr captured.
+    fn spawn_cli(&self, args: &[&str]) -> Child {
+        Command::new(BIN)
+            .arg("--config")
+            .arg(self.config())
+            .args(args)
+            .env_remove("GATEBOT_SOCKET")
+            .env_remove("GATEBOT_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    }
+
+    /// The short id of the only pending request, once there is one.
+    async fn wait_for_pending(&self) -> String {
+        for _ in 0..400 {
+            let out = self.cli(&["pending", "--json"]).await;
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let list = v["requests"].as_array().unwrap();
+            assert!(list.len() <= 1, "{v}");
+            if let Some(r) = list.first() {
+                return r["short_id"].as_str().unwrap().to_string();
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no request became pending");
+    }
+}
+
+#[tokio::test]
+async fn a_supervised_agents_ask_waits_until_the_owner_approves() {
+    let d = Daemon::start().await;
+    // Even a read-only call waits for a human when the agent is supervised.
+    let ask = d.spawn_cli(&["ask", "--agent", "intern", "--tool", "query_org_data"]);
+    let id = d.wait_for_pending().await;
+    let decided = d.cli(&["decide", &id, "approve"]).await;
+    assert_eq!(decided.status.code(), Some(0), "{}", text(&decided.stderr));
+    assert!(text(&decided.stdout).starts_with("approved"));
+    let out = ask.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with(&format!("approved  id {id}")),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains(&format!("waiting for a human: request {id}")),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn approve_always_lets_the_next_identical_ask_through_at_once() {
+    let d = Daemon::start().await;
+    let call = [
+        "ask",
+        "--agent",
+        "mailer",
+        "--tool",
+        "send_email",
+        "--args",
+        "{\"to\": \"ann@example.com\"}",
+    ];
+    let ask = d.spawn_cli(&call);
+    let id = d.wait_for_pending().await;
+    let decided = d.cli(&["decide", &id, "approve-always"]).await;
+    assert_eq!(decided.status.code(), Some(0), "{}", text(&decided.stderr));
+    let out = ask.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // The same call again: allowed by the policy, nothing pending, no wait.
+    let again = d.cli(&call).await;
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stdout).starts_with("allowed"),
+        "{}",
+        text(&again.stdout)
+    );
+    assert!(!text(&again.stderr).contains("waiting for a human"));
+    let pending = d.cli(&["pending"]).await;
+    assert!(text(&pending.stdout).contains("No pending requests"));
+}
+
+#[tokio::test]
+async fn an_ask_whose_ttl_runs_out_exits_1_and_says_expired_not_denied() {
+    let d = Daemon::start().await;
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "intern",
+            "--tool",
+            "create_contact",
+            "--ttl",
+            "2s",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("expired"),
+        "{}",
+        text(&out.stdout)
+    );
+    let err = text(&out.stderr).to_lowercase();
+    assert!(err.contains("[action expired] create_contact"), "{err}");
+    assert!(err.contains("no response within 2s"), "{err}");
+    assert!(
+        !err.contains("denied by") && !err.contains("rejected"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn status_wait_exits_3_while_pending_and_0_once_approved() {
+    let d = Daemon::start().await;
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "intern",
+            "--tool",
+            "create_contact",
+            "--wait",
+            "1s",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let id = d.wait_for_pending().await;
+    let status = d.cli(&["status", &id, "--wait", "1s"]).await;
+    assert_eq!(status.status.code(), Some(3), "{}", text(&status.stderr));
+    assert!(text(&status.stdout).starts_with("pending"));
+    assert!(
+        text(&status.stderr).contains("still pending"),
+        "{}",
+        text(&status.stderr)
+    );
+    let decided = d.cli(&["decide", &id, "approve"]).await;
+    assert_eq!(decided.status.code(), Some(0), "{}", text(&decided.stderr));
+    let status = d.cli(&["status", &id, "--wait", "1s"]).await;
+    assert_eq!(status.status.code(), Some(0), "{}", text(&status.stderr));
+    assert!(text(&status.stdout).starts_with("approved"));
+}
+
+#[tokio::test]
+async fn ask_reads_the_arguments_from_a_file() {
+    let d = Daemon::start().await;
+    let file = d.path().join("args.json");
+    std::fs::write(
+        &file,
+        r#"{"to": ["ann@example.com"], "body": "Our new price is $49."}"#,
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .arg("--config")
+        .arg(d.config())
+        .args([
+            "ask",
+            "--agent",
+            "boss",
+            "--tool",
+            "create_contact",
+            "--json",
+        ])
+        .arg("--args-file")
+        .arg(&file)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["args"]["to"][0], "ann@example.com");
+    assert_eq!(v["args"]["body"], "Our new price is $49.");
+    assert!(
+        v["risk"]["factors"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("pricing_content")),
+        "{v}"
+    );
+    // A file that is not there is an error (exit 2) that names it.
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "boss",
+            "--tool",
+            "create_contact",
+            "--args-file",
+            "/nonexistent/args.json",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("/nonexistent/args.json"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn pending_lists_each_request_with_its_risk_level() {
+    let d = Daemon::start().await;
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "mailer",
+            "--tool",
+            "send_email",
+            "--summary",
+            "Reply to Ann",
+            "--wait",
+            "1s",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let id = d.wait_for_pending().await;
+    let out = d.cli(&["pending"]).await;
+    assert_eq!(out.status.code(), Some(0));
+    let listing = text(&out.stdout);
+    let line = listing
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{listing}"));
+    assert!(
+        line.contains("mailer") && line.contains("send_email"),
+        "{line}"
+    );
+    assert!(line.contains("risk high"), "{line}");
+    assert!(listing.contains("Reply to Ann"), "{listing}");
+}
