@@ -750,3 +750,200 @@ async fn bad_query_and_path_parameters_get_the_json_error_naming_them() {
     assert_eq!(huge.status, StatusCode::OK, "{:?}", huge.body);
     assert_eq!(huge.body["status"], "approved");
 }
+
+/// How many requests and audit rows the owner API shows.
+async fn stored(app: &crate::helpers::TestApp) -> (usize, Vec<serde_json::Value>) {
+    let requests = app.owner.get("/v1/requests").await.unwrap();
+    let audit = app.owner.get("/v1/audit").await.unwrap();
+    (
+        requests.body["requests"].as_array().unwrap().len(),
+        audit.body["audit"].as_array().unwrap().clone(),
+    )
+}
+
+#[tokio::test]
+async fn a_refused_submission_stores_no_request_and_no_audit_row_for_one() {
+    let app = spawn_app("").await;
+    app.submit_ok("mailer", "query_org_data", json!({})).await;
+    let secure_wrong = app.agent.clone().with_token(Some("guess".into()));
+    let cases: Vec<(
+        &str,
+        &gatebot::api::client::Client,
+        serde_json::Value,
+        StatusCode,
+    )> = vec![
+        (
+            "missing field",
+            &app.agent,
+            json!({"agent": "mailer", "args": {}}),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "unknown agent",
+            &app.agent,
+            json!({"agent": "ghost", "tool": "t", "args": {}}),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            "bad token",
+            &secure_wrong,
+            json!({"agent": "secure", "tool": "send_email", "args": {}}),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "confidence out of range",
+            &app.agent,
+            json!({"agent": "mailer", "tool": "t", "args": {}, "confidence": 2.0}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "bad ttl",
+            &app.agent,
+            json!({"agent": "mailer", "tool": "t", "args": {}, "ttl": "soon"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "empty tool",
+            &app.agent,
+            json!({"agent": "mailer", "tool": "", "args": {}}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+    ];
+    for (name, client, body, status) in cases {
+        let (requests, audit) = stored(&app).await;
+        let res = client.post("/v1/requests", &body).await.unwrap();
+        assert_eq!(res.status, status, "{name}: {:?}", res.body);
+        let (requests_after, audit_after) = stored(&app).await;
+        assert_eq!(requests_after, requests, "{name}: a request was stored");
+        let new_rows = &audit_after[audit.len()..];
+        // Only a refused token leaves a row, about the attempt: no request exists.
+        let expected: &[&str] = if name == "bad token" {
+            &["unauthorised_attempt"]
+        } else {
+            &[]
+        };
+        let events: Vec<&str> = new_rows
+            .iter()
+            .map(|r| r["event"].as_str().unwrap())
+            .collect();
+        assert_eq!(events, expected, "{name}: {new_rows:?}");
+        assert!(
+            new_rows.iter().all(|r| r["approval_id"].is_null()),
+            "{name}: {new_rows:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_loser_of_two_concurrent_decisions_is_told_who_won() {
+    let app = spawn_app("").await;
+    let body = app.submit_ok("mailer", "send_email", json!({})).await;
+    let id = body["id"].as_str().unwrap().to_string();
+    let decide = |actor: &'static str, verb: &'static str| {
+        let owner = app.owner.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            owner
+                .post(
+                    &format!("/v1/requests/{id}/decision"),
+                    &json!({"decision": verb, "actor": actor}),
+                )
+                .await
+                .unwrap()
+        })
+    };
+    let (a, b) = (decide("alice", "approve"), decide("bob", "approve"));
+    let (a, b) = (a.await.unwrap(), b.await.unwrap());
+    let (winner, loser) = match (a.status, b.status) {
+        (StatusCode::OK, StatusCode::CONFLICT) => (a, b),
+        (StatusCode::CONFLICT, StatusCode::OK) => (b, a),
+        other => panic!("expected one winner: {other:?}"),
+    };
+    let who = winner.body["decided_by"].as_str().unwrap();
+    assert_eq!(loser.error_code(), Some("already_decided"));
+    assert!(
+        loser
+            .error_message()
+            .contains(&format!("already approved by {who} (CLI)")),
+        "{}",
+        loser.error_message()
+    );
+    assert_eq!(loser.body["request"]["decided_by"], who);
+}
+
+#[tokio::test]
+async fn the_audit_trail_records_allowlist_results_and_reloads() {
+    let app = spawn_app("").await;
+    // approve-always adds to the allowlist, in the request's own trail.
+    let first = app
+        .submit_ok("mailer", "send_email", json!({"to": "a@example.com"}))
+        .await;
+    let id = first["id"].as_str().unwrap();
+    let res = app.decide(id, "approve-always", None).await;
+    assert_eq!(res.status, StatusCode::OK, "{:?}", res.body);
+    assert_eq!(
+        app.audit_events(id).await,
+        ["submitted", "evaluated", "decided", "allowlist_added"]
+    );
+    // Results: executing then succeeded on one request, failed on another.
+    let report = |id: String, body: serde_json::Value| {
+        let agent = app.agent.clone();
+        async move {
+            let r = agent
+                .post(&format!("/v1/requests/{id}/result"), &body)
+                .await
+                .unwrap();
+            assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+        }
+    };
+    report(id.to_string(), json!({"executing": true})).await;
+    report(id.to_string(), json!({"ok": true, "detail": "sent"})).await;
+    assert_eq!(
+        app.audit_events(id).await,
+        [
+            "submitted",
+            "evaluated",
+            "decided",
+            "allowlist_added",
+            "executing",
+            "succeeded"
+        ]
+    );
+    let other = app.submit_ok("mailer", "query_org_data", json!({})).await;
+    let other = other["id"].as_str().unwrap().to_string();
+    report(other.clone(), json!({"ok": false, "detail": "timeout"})).await;
+    assert_eq!(
+        app.audit_events(&other).await,
+        ["submitted", "evaluated", "failed"]
+    );
+    // A reload (what SIGHUP does) is recorded too.
+    let before = app.owner.get("/v1/audit").await.unwrap().body["audit"]
+        .as_array()
+        .unwrap()
+        .len();
+    let config = gatebot::config::Config::load(&app.config_path).unwrap();
+    app.engine.reload(config).await.unwrap();
+    let audit = app.owner.get("/v1/audit").await.unwrap();
+    let rows = audit.body["audit"].as_array().unwrap();
+    assert_eq!(rows.len(), before + 1);
+    let reloaded = rows.last().unwrap();
+    assert_eq!(reloaded["event"], "config_reloaded");
+    assert_eq!(reloaded["channel"], "system");
+    assert!(reloaded["approval_id"].is_null());
+}
+
+#[tokio::test]
+async fn without_a_ttl_or_default_ttl_a_request_expires_in_24h() {
+    let dir = tempfile::tempdir().unwrap();
+    let app =
+        crate::helpers::spawn_app_with_config(dir, "[agents.mailer]\ntier = \"supervised\"\n")
+            .await;
+    let body = app.submit_ok("mailer", "send_email", json!({})).await;
+    assert_eq!(body["status"], "pending");
+    let at = |field: &str| {
+        humantime::parse_rfc3339(body[field].as_str().unwrap())
+            .unwrap_or_else(|e| panic!("{field}: {e}"))
+    };
+    let ttl = at("expires_at").duration_since(at("created_at")).unwrap();
+    assert_eq!(ttl, std::time::Duration::from_secs(24 * 3600), "{body}");
+}
