@@ -278,6 +278,31 @@ async fn check_config_accepts_the_example_and_explains_errors() {
         err.contains(":5:") && err.contains("policy.default_ttl"),
         "{err}"
     );
+
+    // A file that parses but breaks several rules: every error, one line each.
+    std::fs::write(
+        &bad,
+        "[queue]\nmax_body_bytes = 10\n\n[policy]\ndefault_ttl = \"30d\"\n\n[agents.a]\ntier = \"supervised\"\nalways_allow = [\"x\"]\ndeny = [\"x\"]\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["check-config", "--config"])
+        .arg(&bad)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    for (line, (at, key)) in lines.iter().zip([
+        (":2:", "queue.max_body_bytes"),
+        (":5:", "policy.default_ttl"),
+        (":10:", "agents.a.deny"),
+    ]) {
+        assert!(line.starts_with("error: "), "{line}");
+        assert!(line.contains(at) && line.contains(key), "{line}");
+    }
 }
 
 #[tokio::test]
