@@ -99,7 +99,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Validate the config file and explain every error.
+    /// Validate the config file and explain every error (all of them, each with its
+    /// key path and line, once the file parses).
     CheckConfig {
         /// Also ask Telegram who the bot is (getMe): checks the token and the API URL.
         #[arg(long)]
@@ -423,7 +424,7 @@ async fn check_telegram(path: &std::path::Path) -> Result<(), String> {
 }
 
 fn check_config(path: &std::path::Path) -> Result<u8, String> {
-    match Config::load(path) {
+    match Config::check(path) {
         Ok(c) => {
             println!("{}: ok", path.display());
             println!("  database:        {}", c.store.path.display());
@@ -470,7 +471,12 @@ fn check_config(path: &std::path::Path) -> Result<u8, String> {
             }
             Ok(EXIT_GO)
         }
-        Err(e) => Err(e.to_string()),
+        // One line per error, each with its file, line and key path.
+        Err(errors) => Err(errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\nerror: ")),
     }
 }
 

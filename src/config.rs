@@ -7,7 +7,8 @@
 //! 2. the result is resolved into [`Config`]: secrets are read from the environment
 //!    or files, relative paths are anchored at the config file's directory, and
 //!    cross-key rules are checked. Errors here also name the key path and, where the
-//!    key is in the file, its line.
+//!    key is in the file, its line. This step does not stop at the first error:
+//!    [`Config::check`] reports them all (serde stops at the first in step 1).
 //!
 //! Every key is documented in the example `bot.toml` at the top of the repository.
 
@@ -179,8 +180,29 @@ impl Config {
     }
 
     /// Validates config text; `path` names the file in errors and anchors relative paths.
+    /// The error is the first one in the file (see [`Config::check_text`] for all).
     pub fn parse(raw: &str, path: &Path) -> Result<Config, ConfigError> {
-        let file: FileConfig = parse_file(raw, path)?;
+        Config::check_text(raw, path).map_err(|mut errors| errors.swap_remove(0))
+    }
+
+    /// Like [`Config::load`], but reports every error it finds, in file order
+    /// (`gatebot check-config`). A file that is not valid TOML for the schema gives
+    /// one error: the deserializer stops there.
+    pub fn check(path: &Path) -> Result<Config, Vec<ConfigError>> {
+        let raw = std::fs::read_to_string(path).map_err(|e| {
+            vec![ConfigError {
+                file: path.to_path_buf(),
+                key: String::new(),
+                line: None,
+                message: format!("cannot read the config file: {e}"),
+            }]
+        })?;
+        Config::check_text(&raw, path)
+    }
+
+    /// Like [`Config::parse`], but with every error, in file order (never empty on `Err`).
+    pub fn check_text(raw: &str, path: &Path) -> Result<Config, Vec<ConfigError>> {
+        let file: FileConfig = parse_file(raw, path).map_err(|e| vec![e])?;
         let ctx = Resolve {
             raw,
             path,
@@ -189,7 +211,15 @@ impl Config {
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| PathBuf::from(".")),
         };
-        ctx.resolve(file)
+        let mut errors = Vec::new();
+        match ctx.resolve(file, &mut errors) {
+            Some(config) if errors.is_empty() => Ok(config),
+            _ => {
+                // Errors without a line (none so far) go last.
+                errors.sort_by_key(|e| e.line.unwrap_or(usize::MAX));
+                Err(errors)
+            }
+        }
     }
 
     /// The rules for an agent, applying `[policy] unknown_agents`.
@@ -480,6 +510,11 @@ struct Resolve<'a> {
     base: PathBuf,
 }
 
+/// Keeps the value of `r`, or records its error and gives `None`.
+fn keep<T>(errors: &mut Vec<ConfigError>, r: Result<T, ConfigError>) -> Option<T> {
+    r.map_err(|e| errors.push(e)).ok()
+}
+
 impl Resolve<'_> {
     fn error(&self, table: &str, key: &str, message: impl Into<String>) -> ConfigError {
         let full = match (table.is_empty(), key.is_empty()) {
@@ -503,7 +538,10 @@ impl Resolve<'_> {
         }
     }
 
-    fn resolve(&self, file: FileConfig) -> Result<Config, ConfigError> {
+    /// Resolves the file, recording every error it finds in `errors`. Returns `None`
+    /// when a value the config needs could not be resolved; the caller must check
+    /// `errors` either way (the checks that leave no value behind only record).
+    fn resolve(&self, file: FileConfig, errors: &mut Vec<ConfigError>) -> Option<Config> {
         let FileConfig {
             store,
             queue,
@@ -515,21 +553,15 @@ impl Resolve<'_> {
             slack,
         } = file;
         let mut notes = Vec::new();
-        let telegram = match telegram {
-            Some(t) => self.telegram(t, &mut notes)?,
-            None => None,
-        };
-        let slack = match slack {
-            Some(s) => self.slack(s, &mut notes)?,
-            None => None,
-        };
+        let telegram = telegram.and_then(|t| self.telegram(t, &mut notes, errors));
+        let slack = slack.and_then(|s| self.slack(s, &mut notes, errors));
 
         if queue.max_body_bytes < 1024 {
-            return Err(self.error("queue", "max_body_bytes", "must be at least 1024"));
+            errors.push(self.error("queue", "max_body_bytes", "must be at least 1024"));
         }
         if let Some(listen) = &queue.listen {
             if listen.parse::<std::net::SocketAddr>().is_err() {
-                return Err(self.error(
+                errors.push(self.error(
                     "queue",
                     "listen",
                     format!("`{listen}` is not an address like 127.0.0.1:8377"),
@@ -537,21 +569,21 @@ impl Resolve<'_> {
             }
         }
         if queue.metrics && queue.listen.is_none() {
-            return Err(self.error(
+            errors.push(self.error(
                 "queue",
                 "metrics",
                 "metrics are served on the TCP listener: set `queue.listen` too (the control socket always serves /metrics)",
             ));
         }
         if queue.socket == queue.control_socket {
-            return Err(self.error(
+            errors.push(self.error(
                 "queue",
                 "control_socket",
                 "must differ from `queue.socket`: agents must not reach the owners' socket",
             ));
         }
         if tracing_subscriber::EnvFilter::try_new(&log.level).is_err() {
-            return Err(self.error(
+            errors.push(self.error(
                 "log",
                 "level",
                 format!(
@@ -561,7 +593,7 @@ impl Resolve<'_> {
             ));
         }
         if policy.default_ttl > policy.max_ttl {
-            return Err(self.error(
+            errors.push(self.error(
                 "policy",
                 "default_ttl",
                 format!(
@@ -581,29 +613,33 @@ impl Resolve<'_> {
                     format!("invalid regular expression: {}", e.message)
                 },
             )
-        })?;
+        });
+        let patterns = keep(errors, patterns);
 
         let mut resolved = BTreeMap::new();
         let mut tokens: HashMap<String, String> = HashMap::new();
         for (name, agent) in agents {
             let table = format!("agents.{name}");
             if !valid_agent_name(&name) {
-                return Err(self.error(
+                errors.push(self.error(
                     &table,
                     "",
                     "agent names may use only letters, digits, '-', '_' and '.' (at most 64)",
                 ));
             }
-            let token = self.secret(
-                &table,
-                "token",
-                agent.token,
-                agent.token_env,
-                agent.token_file,
-            )?;
-            if let Some(t) = &token {
+            let token = keep(
+                errors,
+                self.secret(
+                    &table,
+                    "token",
+                    agent.token,
+                    agent.token_env,
+                    agent.token_file,
+                ),
+            );
+            if let Some(Some(t)) = &token {
                 if let Some(other) = tokens.insert(t.expose().to_string(), name.clone()) {
-                    return Err(self.error(
+                    errors.push(self.error(
                         &table,
                         "token",
                         format!("agents `{other}` and `{name}` share a token; each agent needs its own so one cannot act as the other"),
@@ -611,13 +647,16 @@ impl Resolve<'_> {
                 }
             }
             if let Some(tool) = agent.always_allow.intersection(&agent.deny).next() {
-                return Err(self.error(
+                errors.push(self.error(
                     &table,
                     "deny",
                     format!("`{tool}` is in both always_allow and deny"),
                 ));
             }
-            let confidence = self.confidence(&table, agent.confidence)?;
+            let confidence = keep(errors, self.confidence(&table, agent.confidence));
+            let (Some(token), Some(confidence)) = (token, confidence) else {
+                continue;
+            };
             resolved.insert(
                 name,
                 AgentConfig {
@@ -634,7 +673,7 @@ impl Resolve<'_> {
             );
         }
 
-        Ok(Config {
+        Some(Config {
             source: self.path.to_path_buf(),
             store: StoreConfig {
                 path: self.anchor(&store.path),
@@ -655,7 +694,7 @@ impl Resolve<'_> {
                 tool_classes: tools,
                 tool_approval_mode: policy.tool_approval_mode,
                 internal_tools: policy.internal_tools,
-                patterns,
+                patterns: patterns?,
             },
             default_ttl: policy.default_ttl,
             max_ttl: policy.max_ttl,
@@ -709,32 +748,39 @@ impl Resolve<'_> {
         Ok(n)
     }
 
+    /// The `[telegram]` table; `None` when it is off or has errors (recorded).
     fn telegram(
         &self,
         t: FileTelegram,
         notes: &mut Vec<String>,
-    ) -> Result<Option<TelegramConfig>, ConfigError> {
-        let api_url = self.url("telegram", &t.api_url)?;
-        let Some(token) = self.chat_secret(
-            "telegram",
-            "token",
-            t.token,
-            t.token_env,
-            t.token_file,
-            notes,
-        )?
-        else {
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<TelegramConfig> {
+        let api_url = keep(errors, self.url("telegram", &t.api_url));
+        let token = keep(
+            errors,
+            self.chat_secret(
+                "telegram",
+                "token",
+                t.token,
+                t.token_env,
+                t.token_file,
+                notes,
+            ),
+        )?;
+        let Some(token) = token else {
             if !notes.iter().any(|n| n.starts_with("telegram")) {
                 notes.push("telegram: off, because no token is set".into());
             }
-            return Ok(None);
+            return None;
         };
+        let digest_after = keep(errors, self.digest_after("telegram", t.digest_after));
         if t.approvers.is_empty() {
-            return Err(self.error(
+            errors.push(self.error(
                 "telegram",
                 "approvers",
                 "list the Telegram user ids allowed to decide; with none, nobody could approve",
             ));
+            return None;
         }
         // With no chats, prompts go to each approver's private chat (chat id = user id).
         let chats = if t.chats.is_empty() {
@@ -742,104 +788,117 @@ impl Resolve<'_> {
         } else {
             t.chats
         };
-        let digest_after = self.digest_after("telegram", t.digest_after)?;
-        Ok(Some(TelegramConfig {
+        let digest_after = digest_after?;
+        Some(TelegramConfig {
             token,
-            api_url,
+            api_url: api_url?,
             chats,
             approvers: t.approvers,
             digest_after,
-        }))
+        })
     }
 
+    /// The `[slack]` table; `None` when it is off or has errors (recorded).
     fn slack(
         &self,
         s: FileSlack,
         notes: &mut Vec<String>,
-    ) -> Result<Option<SlackConfig>, ConfigError> {
-        let api_url = self.url("slack", &s.api_url)?;
-        let Some(bot_token) = self.chat_secret(
-            "slack",
-            "bot_token",
-            s.bot_token,
-            s.bot_token_env,
-            s.bot_token_file,
-            notes,
-        )?
-        else {
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<SlackConfig> {
+        let api_url = keep(errors, self.url("slack", &s.api_url));
+        let bot_token = keep(
+            errors,
+            self.chat_secret(
+                "slack",
+                "bot_token",
+                s.bot_token,
+                s.bot_token_env,
+                s.bot_token_file,
+                notes,
+            ),
+        )?;
+        let Some(bot_token) = bot_token else {
             if !notes.iter().any(|n| n.starts_with("slack")) {
                 notes.push("slack: off, because no bot token is set".into());
             }
-            return Ok(None);
+            return None;
         };
-        let app_token = self.chat_secret(
-            "slack",
-            "app_token",
-            s.app_token,
-            s.app_token_env,
-            s.app_token_file,
-            notes,
+        let app_token = keep(
+            errors,
+            self.chat_secret(
+                "slack",
+                "app_token",
+                s.app_token,
+                s.app_token_env,
+                s.app_token_file,
+                notes,
+            ),
         )?;
-        let signing_secret = self.chat_secret(
-            "slack",
-            "signing_secret",
-            s.signing_secret,
-            s.signing_secret_env,
-            s.signing_secret_file,
-            notes,
+        let signing_secret = keep(
+            errors,
+            self.chat_secret(
+                "slack",
+                "signing_secret",
+                s.signing_secret,
+                s.signing_secret_env,
+                s.signing_secret_file,
+                notes,
+            ),
         )?;
         match s.mode {
             SlackMode::Socket if app_token.is_none() => {
                 notes.push("slack: off, because Socket Mode needs an app token (xapp-…)".into());
-                return Ok(None);
+                return None;
             }
             SlackMode::Http if signing_secret.is_none() => {
                 notes.push("slack: off, because HTTP mode needs a signing secret".into());
-                return Ok(None);
-            }
-            SlackMode::Http if s.events_listen.is_none() => {
-                return Err(self.error(
-                    "slack",
-                    "events_listen",
-                    "HTTP mode needs an address to receive Slack's requests, like 127.0.0.1:3000",
-                ));
+                return None;
             }
             _ => {}
         }
-        if let Some(l) = &s.events_listen {
-            if l.parse::<std::net::SocketAddr>().is_err() {
-                return Err(self.error(
-                    "slack",
-                    "events_listen",
-                    format!("`{l}` is not an address like 127.0.0.1:3000"),
-                ));
-            }
+        let before = errors.len();
+        match &s.events_listen {
+            None if s.mode == SlackMode::Http => errors.push(self.error(
+                "slack",
+                "events_listen",
+                "HTTP mode needs an address to receive Slack's requests, like 127.0.0.1:3000",
+            )),
+            Some(l) if l.parse::<std::net::SocketAddr>().is_err() => errors.push(self.error(
+                "slack",
+                "events_listen",
+                format!("`{l}` is not an address like 127.0.0.1:3000"),
+            )),
+            _ => {}
         }
         if s.approvers.is_empty() {
-            return Err(self.error(
+            errors.push(self.error(
                 "slack",
                 "approvers",
                 "list the Slack user ids (U…) allowed to decide; with none, nobody could approve",
             ));
         }
         if s.channels.is_empty() {
-            return Err(self.error(
+            errors.push(self.error(
                 "slack",
                 "channels",
                 "list the channel ids (C…) where prompts go",
             ));
         }
-        Ok(Some(SlackConfig {
+        let digest_after = keep(errors, self.digest_after("slack", s.digest_after));
+        if errors.len() > before {
+            return None;
+        }
+        Some(SlackConfig {
             bot_token,
             app_token,
             signing_secret,
-            api_url,
+            api_url: api_url?,
             mode: s.mode,
             events_listen: s.events_listen,
             channels: s.channels,
             approvers: s.approvers,
-            digest_after: self.digest_after("slack", s.digest_after)?,
-        }))
+            digest_after: digest_after?,
+        })
     }
 
     /// Resolves `KEY`, `KEY_env` or `KEY_file` (at most one may be set).
@@ -1149,6 +1208,50 @@ mod tests {
         let e = parse("[slack]\nmode = \"http\"\nbot_token = \"xoxb\"\nsigning_secret = \"s\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n")
             .unwrap_err();
         assert_eq!(e.key, "slack.events_listen");
+    }
+
+    #[test]
+    fn check_reports_every_error_with_its_key_and_line_in_file_order() {
+        let raw = "\
+[queue]
+max_body_bytes = 10
+socket = \"same.sock\"
+control_socket = \"same.sock\"
+
+[policy]
+default_ttl = \"30d\"
+
+[agents.a]
+tier = \"supervised\"
+always_allow = [\"x\"]
+deny = [\"x\"]
+
+[agents.b]
+tier = \"autonomous\"
+confidence = { proceed_freely = 0.1, ask_human = 0.9 }
+
+[slack]
+bot_token = \"xoxb\"
+app_token = \"xapp\"
+";
+        let errors = Config::check_text(raw, Path::new("/etc/gatebot/bot.toml")).unwrap_err();
+        let found: Vec<(&str, Option<usize>)> =
+            errors.iter().map(|e| (e.key.as_str(), e.line)).collect();
+        assert_eq!(
+            found,
+            [
+                ("queue.max_body_bytes", Some(2)),
+                ("queue.control_socket", Some(4)),
+                ("policy.default_ttl", Some(7)),
+                ("agents.a.deny", Some(12)),
+                ("agents.b.confidence", Some(16)),
+                ("slack.approvers", Some(18)),
+                ("slack.channels", Some(18)),
+            ]
+        );
+        // `parse` (what the daemon uses) reports the first of them.
+        let first = parse(raw).unwrap_err();
+        assert_eq!(first, errors[0]);
     }
 
     #[test]

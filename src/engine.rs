@@ -5,7 +5,9 @@
 //!    [`Event::Submitted`].
 //! 2. A human decides with [`Engine::decide`] (CLI, Telegram, Slack); the store's
 //!    `UPDATE … WHERE status = 'pending'` makes the first decision win, and the
-//!    loser gets [`EngineError::AlreadySettled`] with the winner's record.
+//!    loser gets [`EngineError::AlreadySettled`] with the winner's record. A decision
+//!    that arrives after the deadline loses to it: the store expires the request
+//!    then and there, and the engine publishes that expiry.
 //! 3. [`Engine::run_expiry`] sleeps until the earliest deadline (not a coarse
 //!    poll) and expires what is due; deadlines live in SQLite, so a restart picks
 //!    them up again.
@@ -18,7 +20,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::field::Empty;
+use tracing::{info, info_span, warn, Instrument, Span};
 
 use crate::approval::{now_ms, Approval, Channel, Decision, Status, Verb};
 use crate::config::{format_duration, valid_agent_name, AgentConfig, Config};
@@ -66,6 +69,16 @@ pub enum Transport {
     Tcp,
 }
 
+impl Transport {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Unix => "unix",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
     #[error("unknown agent `{0}`: add an [agents.{0}] table to the config")]
@@ -93,6 +106,16 @@ pub enum EngineError {
     Store(#[from] StoreError),
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// Records a request's id, agent, tool and status (as `verdict`) in `span`, if the
+/// span declares those fields (request spans declare them `Empty` and fill them in
+/// as they become known; a later call overwrites `verdict` with the newer status).
+pub fn record_request(span: &Span, a: &Approval) {
+    span.record("id", a.id.as_str());
+    span.record("agent", a.agent.as_str());
+    span.record("tool", a.tool.as_str());
+    span.record("verdict", a.status.as_str());
 }
 
 /// "approved by alice (Telegram)", "expired: no response within 24h".
@@ -147,6 +170,9 @@ type InsertJob = (NewApproval, oneshot::Sender<Result<Inserted, StoreError>>);
 
 /// Most requests committed in one transaction.
 const MAX_BATCH: usize = 128;
+
+/// How long the expiry task waits after a failed pass before it tries again.
+const EXPIRY_RETRY: Duration = Duration::from_secs(5);
 
 pub struct Engine {
     /// Counters for `GET /metrics`.
@@ -272,6 +298,17 @@ impl Engine {
             ))),
             (None, None) => Ok(cfg),
         }
+    }
+
+    /// The agent whose token `bearer` is, if any (to name who tried what in the audit).
+    #[must_use]
+    pub fn token_owner(&self, bearer: &str) -> Option<String> {
+        let config = self.config();
+        config
+            .agents
+            .iter()
+            .find(|(_, a)| a.token.as_ref().is_some_and(|t| t.matches(bearer)))
+            .map(|(name, _)| name.clone())
     }
 
     fn validate(&self, sub: &Submission) -> Result<Duration, EngineError> {
@@ -440,6 +477,33 @@ impl Engine {
     /// Applies an owner's decision to the request `typed` names. Channels must
     /// check that the actor is an approver before calling this.
     pub async fn decide(&self, typed: &str, decision: Decision) -> Result<Approval, EngineError> {
+        // Its own span, since chat channels call this as well as the API.
+        let span = info_span!(
+            "decide",
+            id = Empty,
+            agent = Empty,
+            tool = Empty,
+            verdict = Empty,
+            by = %decision.actor,
+            via = decision.via.as_str(),
+        );
+        let result = self
+            .decide_in_span(typed, decision)
+            .instrument(span.clone())
+            .await;
+        match &result {
+            Ok(a) => record_request(&span, a),
+            Err(EngineError::AlreadySettled(a)) => record_request(&span, a),
+            Err(_) => {}
+        }
+        result
+    }
+
+    async fn decide_in_span(
+        &self,
+        typed: &str,
+        decision: Decision,
+    ) -> Result<Approval, EngineError> {
         let approval = match self.lookup(typed, true).await {
             Err(EngineError::NotFound(_)) => self.lookup(typed, false).await?,
             other => other?,
@@ -454,9 +518,10 @@ impl Engine {
                 approval.short_id, approval.tool
             )));
         }
+        record_request(&Span::current(), &approval);
         let id = approval.id.clone();
         let d = decision.clone();
-        match self.blocking(move |s| s.decide(&id, &d, now_ms())).await? {
+        let (a, expired_now) = match self.blocking(move |s| s.decide(&id, &d, now_ms())).await? {
             Transition::Done(a) => {
                 info!(
                     id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
@@ -469,29 +534,36 @@ impl Engine {
                 );
                 self.deadlines_changed.notify_one();
                 self.publish(Event::Settled(Arc::new(a.clone())));
-                Ok(a)
+                return Ok(a);
             }
-            Transition::AlreadySettled(a) => {
-                let (id, actor, via) = (a.id.clone(), decision.actor.clone(), decision.via);
-                let detail = json!({"attempted": decision.verb, "status": a.status.as_str()});
-                self.blocking(move |s| {
-                    s.audit(
-                        now_ms(),
-                        Some(&id),
-                        "decision_refused",
-                        Some(&actor),
-                        Some(via),
-                        &detail,
-                    )
-                })
-                .await?;
-                Err(EngineError::AlreadySettled(Box::new(a)))
-            }
-            Transition::NotFound => Err(EngineError::NotFound(typed.to_string())),
+            Transition::NotFound => return Err(EngineError::NotFound(typed.to_string())),
+            Transition::AlreadySettled(a) => (a, false),
+            Transition::Expired(a) => (a, true),
+        };
+        if expired_now {
+            // The deadline had passed: this call expired the request, so it announces it.
+            self.announce_expired(&a);
+            self.deadlines_changed.notify_one();
         }
+        let (id, actor, via) = (a.id.clone(), decision.actor.clone(), decision.via);
+        let detail = json!({"attempted": decision.verb, "status": a.status.as_str()});
+        self.blocking(move |s| {
+            s.audit(
+                now_ms(),
+                Some(&id),
+                "decision_refused",
+                Some(&actor),
+                Some(via),
+                &detail,
+            )
+        })
+        .await?;
+        Err(EngineError::AlreadySettled(Box::new(a)))
     }
 
-    /// Records a refused attempt to decide by someone who is not an approver.
+    /// Records a refused attempt: a decision by someone who is not an approver, an
+    /// agent trying to decide, a missing or wrong token. `detail` says what was
+    /// attempted; it must never hold a token.
     pub async fn record_unauthorised(
         &self,
         approval_id: Option<String>,
@@ -499,7 +571,7 @@ impl Engine {
         via: Channel,
         detail: Value,
     ) -> Result<(), EngineError> {
-        warn!(actor = %actor, via = via.as_str(), "decision attempt by a non-approver refused");
+        warn!(actor = %actor, via = via.as_str(), detail = %detail, "unauthorised attempt refused");
         self.blocking(move |s| {
             s.audit(
                 now_ms(),
@@ -524,9 +596,34 @@ impl Engine {
                 self.publish(Event::Settled(Arc::new(a.clone())));
                 Ok(a)
             }
+            Transition::Expired(a) => {
+                self.announce_expired(&a);
+                self.deadlines_changed.notify_one();
+                Err(EngineError::AlreadySettled(Box::new(a)))
+            }
             Transition::AlreadySettled(a) => Err(EngineError::AlreadySettled(Box::new(a))),
             Transition::NotFound => Err(EngineError::NotFound(id.to_string())),
         }
+    }
+
+    /// Logs, counts and publishes an expiry. Called exactly once per expired request:
+    /// by whichever transition expired it (the expiry pass, or a late decision or
+    /// cancel that found the deadline passed).
+    fn announce_expired(&self, a: &Approval) {
+        let _span = info_span!(
+            "expire",
+            id = %a.id,
+            agent = %a.agent,
+            tool = %a.tool,
+            verdict = a.status.as_str()
+        )
+        .entered();
+        info!(
+            id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
+            verdict = "expired", "request expired"
+        );
+        self.metrics.settled(a.status, 0);
+        self.publish(Event::Settled(Arc::new(a.clone())));
     }
 
     /// The agent reports that it is running the action, or how it went.
@@ -546,7 +643,7 @@ impl Engine {
                 self.publish(Event::Settled(Arc::new(a.clone())));
                 Ok(a)
             }
-            Transition::AlreadySettled(a) => Err(EngineError::Invalid(format!(
+            Transition::AlreadySettled(a) | Transition::Expired(a) => Err(EngineError::Invalid(format!(
                 "request {} is {}; a result can be reported only for an allowed or approved request",
                 a.short_id, a.status
             ))),
@@ -599,17 +696,20 @@ impl Engine {
             let expired = match self.blocking(|s| s.expire_due(now_ms())).await {
                 Ok(v) => v,
                 Err(e) => {
+                    self.metrics.expiry_pass_failed();
                     warn!(error = %e, "expiry pass failed; retrying in 5s");
-                    Vec::new()
+                    // Wait the whole delay, whatever the deadlines or new requests say:
+                    // an overdue deadline would otherwise retry a failing pass at once,
+                    // again and again.
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tokio::time::sleep(EXPIRY_RETRY) => {}
+                    }
+                    continue;
                 }
             };
             for a in expired {
-                info!(
-                    id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
-                    verdict = "expired", "request expired"
-                );
-                self.metrics.settled(a.status, 0);
-                self.publish(Event::Settled(Arc::new(a)));
+                self.announce_expired(&a);
             }
             let next = self.blocking(|s| s.next_deadline()).await.unwrap_or(None);
             // Sleep until the next deadline; a new request or a decision wakes us to
@@ -657,5 +757,98 @@ async fn write_batches(store: Arc<Store>, mut rx: mpsc::Receiver<InsertJob>) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::policy::{Risk, RiskScore, ToolClass};
+
+    fn engine(store: Store) -> Arc<Engine> {
+        let config = Config::parse("", Path::new("/nonexistent/bot.toml")).unwrap();
+        Engine::new(store, config)
+    }
+
+    /// Waits (in real time, off the runtime) until `cond` holds; panics after 10 s.
+    async fn until(what: &str, cond: impl Fn() -> bool) {
+        for _ in 0..1000 {
+            if cond() {
+                return;
+            }
+            tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(10)))
+                .await
+                .unwrap();
+        }
+        panic!("never happened: {what}");
+    }
+
+    /// A store holding a request whose deadline has passed, with args that no longer
+    /// parse: the expiry pass fails on it every time, while the next deadline stays
+    /// in the past.
+    fn overdue_and_corrupt(dir: &Path) -> Store {
+        let path = dir.join("g.db");
+        let store = Store::open(&path).unwrap();
+        let new = NewApproval {
+            agent: "m".into(),
+            tool: "t".into(),
+            args: json!({}),
+            summary: None,
+            confidence: None,
+            environment: None,
+            idempotency_key: None,
+            status: Status::Pending,
+            risk: Risk {
+                score: RiskScore::High,
+                tool_class: ToolClass::Write,
+                factors: vec![],
+            },
+            policy_reason: "test".into(),
+            checkpoint: false,
+            always_allow_offered: true,
+            ttl_ms: Some(1000),
+            created_at: 1,
+            expires_at: Some(2),
+        };
+        let Ok(Inserted::New(a)) = store.insert(&new) else {
+            panic!("not inserted")
+        };
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute(
+                "UPDATE approvals SET args = 'not json' WHERE id = ?1",
+                [&a.id],
+            )
+            .unwrap();
+        store
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_expiry_pass_waits_before_it_retries() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine(overdue_and_corrupt(dir.path()));
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(engine.clone().run_expiry(stop.clone()));
+        until("the first pass failed", || {
+            engine.metrics.expiry_pass_failures() >= 1
+        })
+        .await;
+        // The clock is paused and does not move while a blocking call runs, so a task
+        // that waits its retry delay makes no second attempt here; one that retried
+        // at once would fail again and again in this real-time pause.
+        tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(200)))
+            .await
+            .unwrap();
+        assert_eq!(engine.metrics.expiry_pass_failures(), 1);
+        // After the delay it tries again (and fails again: the row is still corrupt).
+        tokio::time::advance(EXPIRY_RETRY).await;
+        until("the second pass failed", || {
+            engine.metrics.expiry_pass_failures() >= 2
+        })
+        .await;
+        stop.cancel();
+        task.await.unwrap();
     }
 }

@@ -28,6 +28,8 @@ pub struct Metrics {
     chat_posts: [[AtomicU64; 2]; 2],
     /// Per channel: updates (presses, commands, messages) [handled, ignored].
     chat_updates: [[AtomicU64; 2]; 2],
+    /// Expiry passes that failed (each is retried after a pause).
+    expiry_failures: AtomicU64,
 }
 
 fn channel_index(c: Channel) -> Option<usize> {
@@ -67,6 +69,17 @@ impl Metrics {
             self.latency_sum_ms
                 .fetch_add(waited_ms.max(0) as u64, Ordering::Relaxed);
         }
+    }
+
+    /// An expiry pass failed (a store error); the expiry task retries it later.
+    pub fn expiry_pass_failed(&self) {
+        self.expiry_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many expiry passes have failed.
+    #[must_use]
+    pub fn expiry_pass_failures(&self) -> u64 {
+        self.expiry_failures.load(Ordering::Relaxed)
     }
 
     /// A chat API call failed; `rate_limited` when it was a 429.
@@ -126,6 +139,16 @@ impl Metrics {
         );
         let _ = writeln!(o, "# TYPE gatebot_expired_total counter");
         let _ = writeln!(o, "gatebot_expired_total {}", get(&self.outcomes[2]));
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_expiry_pass_failures_total Expiry passes that failed on a store error (each is retried 5 s later)."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_expiry_pass_failures_total counter");
+        let _ = writeln!(
+            o,
+            "gatebot_expiry_pass_failures_total {}",
+            get(&self.expiry_failures)
+        );
         let _ = writeln!(
             o,
             "# HELP gatebot_decision_latency_seconds Time from submission to a human decision."

@@ -4,6 +4,9 @@
 //! (see `Engine`). Every state change is one transaction that also writes its audit
 //! row, and every transition out of `pending` is `UPDATE … WHERE status = 'pending'`,
 //! so two racing decisions (two taps, a tap and the expiry) yield exactly one winner.
+//! A decision or cancel also needs the deadline not to have passed: one that arrives
+//! after it, before the expiry task has run, expires the request instead (see
+//! [`Transition::Expired`]), so the deadline wins whichever code path sees it first.
 //!
 //! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
 //! only after its transaction commits, and FULL makes that commit survive a power
@@ -83,6 +86,11 @@ pub enum Transition {
     Done(Approval),
     /// The approval had already left `pending` (or was never there); as it is now.
     AlreadySettled(Approval),
+    /// The approval was still `pending` but its deadline had passed, so this call
+    /// expired it (the same row and audit entry as [`Store::expire_due`]) instead of
+    /// making its own change. To the caller it is already settled; the caller must
+    /// also announce the expiry, since the expiry task will not see it.
+    Expired(Approval),
     NotFound,
 }
 
@@ -251,7 +259,8 @@ impl Store {
         })
     }
 
-    /// Applies an owner's decision if the request is still pending.
+    /// Applies an owner's decision if the request is still pending and its deadline
+    /// has not passed (past it, the request is expired instead: [`Transition::Expired`]).
     /// `approve_always` also adds the tool to the agent's persisted allowlist.
     pub fn decide(&self, id: &str, decision: &Decision, now: i64) -> Result<Transition> {
         let mut conn = self.lock();
@@ -265,7 +274,7 @@ impl Store {
             "UPDATE approvals SET status = ?2, decided_by = ?3, decided_via = ?4, \
              decision_reason = ?5, always_allowed = ?6, decided_at = ?7, \
              finished_at = CASE WHEN ?2 = 'rejected' THEN ?7 ELSE NULL END \
-             WHERE id = ?1 AND status = 'pending'",
+             WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?7)",
             params![
                 id,
                 status.as_str(),
@@ -277,10 +286,7 @@ impl Store {
             ],
         )?;
         if changed == 0 {
-            return Ok(match get_tx(&tx, id)? {
-                Some(a) => Transition::AlreadySettled(a),
-                None => Transition::NotFound,
-            });
+            return refused(tx, id, now);
         }
         audit_tx(
             &tx,
@@ -338,31 +344,8 @@ impl Store {
         };
         let mut expired = Vec::with_capacity(due.len());
         for (id, ttl_ms) in due {
-            let reason = format!(
-                "no response within {}",
-                crate::config::format_duration(std::time::Duration::from_millis(
-                    ttl_ms.unwrap_or(0).max(0) as u64
-                ))
-            );
-            let changed = tx.execute(
-                "UPDATE approvals SET status = 'expired', decided_by = 'gatebot', \
-                 decided_via = 'system', decision_reason = ?2, decided_at = ?3, finished_at = ?3 \
-                 WHERE id = ?1 AND status = 'pending'",
-                params![id, reason, now],
-            )?;
-            if changed == 1 {
-                audit_tx(
-                    &tx,
-                    now,
-                    Some(&id),
-                    "expired",
-                    Some("gatebot"),
-                    Some(Channel::System),
-                    &json!({"reason": reason}),
-                )?;
-                if let Some(a) = get_tx(&tx, &id)? {
-                    expired.push(a);
-                }
+            if let Some(a) = expire_tx(&tx, &id, ttl_ms, now)? {
+                expired.push(a);
             }
         }
         tx.commit()?;
@@ -379,20 +362,19 @@ impl Store {
         )?)
     }
 
-    /// Cancels a pending request on behalf of its agent.
+    /// Cancels a pending request on behalf of its agent, if its deadline has not
+    /// passed (past it, the request is expired instead: [`Transition::Expired`]).
     pub fn cancel(&self, id: &str, agent: &str, now: i64) -> Result<Transition> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         let changed = tx.execute(
             "UPDATE approvals SET status = 'cancelled', decided_by = ?2, decided_via = 'api', \
-             decided_at = ?3, finished_at = ?3 WHERE id = ?1 AND status = 'pending'",
+             decided_at = ?3, finished_at = ?3 \
+             WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?3)",
             params![id, agent, now],
         )?;
         if changed == 0 {
-            return Ok(match get_tx(&tx, id)? {
-                Some(a) => Transition::AlreadySettled(a),
-                None => Transition::NotFound,
-            });
+            return refused(tx, id, now);
         }
         audit_tx(
             &tx,
@@ -518,7 +500,9 @@ impl Store {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// Whether the agent has run this tool before (allowed or approved).
+    /// Whether an earlier call of this tool by the agent was let through: status
+    /// allowed, approved, executing, succeeded or failed. (The policy's
+    /// `first_time_usage` factor is the negation.)
     pub fn has_run_before(&self, agent: &str, tool: &str) -> Result<bool> {
         let conn = self.lock();
         Ok(conn.query_row(
@@ -661,6 +645,60 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
     )?;
     let approval = get_tx(tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
     Ok(Inserted::New(approval))
+}
+
+/// Why a transition out of `pending` changed nothing: the request is gone, has
+/// already left `pending`, or is still pending past its deadline. In the last case
+/// it is expired here, in the caller's transaction, which this commits.
+fn refused(tx: Transaction<'_>, id: &str, now: i64) -> Result<Transition> {
+    let Some(a) = get_tx(&tx, id)? else {
+        return Ok(Transition::NotFound);
+    };
+    let overdue = a.status == Status::Pending && a.expires_at.is_some_and(|at| at <= now);
+    if !overdue {
+        return Ok(Transition::AlreadySettled(a));
+    }
+    let expired = expire_tx(&tx, id, a.ttl_ms, now)?;
+    tx.commit()?;
+    Ok(match expired {
+        Some(a) => Transition::Expired(a),
+        None => Transition::AlreadySettled(a),
+    })
+}
+
+/// Expires one pending request with its `expired` audit row; `None` if it was no
+/// longer pending. The reason names the request's own ttl.
+fn expire_tx(
+    tx: &Transaction<'_>,
+    id: &str,
+    ttl_ms: Option<i64>,
+    now: i64,
+) -> Result<Option<Approval>> {
+    let reason = format!(
+        "no response within {}",
+        crate::config::format_duration(std::time::Duration::from_millis(
+            ttl_ms.unwrap_or(0).max(0) as u64
+        ))
+    );
+    let changed = tx.execute(
+        "UPDATE approvals SET status = 'expired', decided_by = 'gatebot', \
+         decided_via = 'system', decision_reason = ?2, decided_at = ?3, finished_at = ?3 \
+         WHERE id = ?1 AND status = 'pending'",
+        params![id, reason, now],
+    )?;
+    if changed == 0 {
+        return Ok(None);
+    }
+    audit_tx(
+        tx,
+        now,
+        Some(id),
+        "expired",
+        Some("gatebot"),
+        Some(Channel::System),
+        &json!({"reason": reason}),
+    )?;
+    get_tx(tx, id)
 }
 
 fn get_conn(conn: &Connection, id: &str) -> Result<Option<Approval>> {
@@ -1003,6 +1041,70 @@ mod tests {
             Transition::AlreadySettled(x) if x.status == Status::Expired
         ));
         assert!(s.expire_due(200).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_decision_after_the_deadline_expires_the_request_instead() {
+        let s = Store::open_in_memory().unwrap();
+        let a = inserted(&s, &new("m", "t", None, Some(100)));
+        // Before the deadline a decision still wins.
+        let b = inserted(&s, &new("m", "t", None, Some(100)));
+        assert!(matches!(
+            s.decide(&b.id, &decision(Verb::Approve, "alice"), 99).unwrap(),
+            Transition::Done(x) if x.status == Status::Approved
+        ));
+        // At the deadline, before any expiry pass: the deadline wins.
+        match s
+            .decide(&a.id, &decision(Verb::ApproveAlways, "alice"), 100)
+            .unwrap()
+        {
+            Transition::Expired(x) => {
+                assert_eq!(x.status, Status::Expired);
+                assert_eq!(x.decided_by.as_deref(), Some("gatebot"));
+                assert_eq!(x.decided_via, Some(Channel::System));
+                assert_eq!(x.decision_reason.as_deref(), Some("no response within 1s"));
+                assert!(!x.always_allowed);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!s.is_always_allowed("m", "t").unwrap());
+        let rows = s.audit_rows(Some(&a.id), None).unwrap();
+        let events: Vec<&str> = rows.iter().map(|r| r.event.as_str()).collect();
+        assert_eq!(events, ["submitted", "evaluated", "expired"]);
+        let expired = rows.last().unwrap();
+        assert_eq!(expired.actor.as_deref(), Some("gatebot"));
+        assert_eq!(expired.channel.as_deref(), Some("system"));
+        assert_eq!(expired.detail, json!({"reason": "no response within 1s"}));
+        // The expiry pass has nothing left to do, and a second late decision only
+        // sees the expiry.
+        assert!(s.expire_due(200).unwrap().is_empty());
+        assert!(matches!(
+            s.decide(&a.id, &decision(Verb::Deny, "bob"), 201).unwrap(),
+            Transition::AlreadySettled(x) if x.status == Status::Expired
+        ));
+    }
+
+    #[test]
+    fn a_cancel_after_the_deadline_expires_the_request_instead() {
+        let s = Store::open_in_memory().unwrap();
+        let a = inserted(&s, &new("m", "t", None, Some(100)));
+        assert!(matches!(
+            s.cancel(&a.id, "m", 150).unwrap(),
+            Transition::Expired(x) if x.status == Status::Expired
+        ));
+        let events: Vec<String> = s
+            .audit_rows(Some(&a.id), None)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.event)
+            .collect();
+        assert_eq!(events, ["submitted", "evaluated", "expired"]);
+        // A request without a deadline can always be cancelled.
+        let b = inserted(&s, &new("m", "t", None, None));
+        assert!(matches!(
+            s.cancel(&b.id, "m", i64::MAX).unwrap(),
+            Transition::Done(x) if x.status == Status::Cancelled
+        ));
     }
 
     #[test]

@@ -1,16 +1,16 @@
 //! `GET /v1/agents/{name}`: an agent's tier, lists and system-prompt guidance.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
 
-use super::{bearer, ApiResult, ApiState};
+use super::{authenticate, ApiPath, ApiResult, ApiState};
 use crate::engine::EngineError;
 use crate::guidance::{for_agent, AgentGuidance};
 
 pub(super) async fn guidance(
     State(state): State<ApiState>,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Json<AgentGuidance>> {
     let cfg = if state.owner {
@@ -20,9 +20,7 @@ pub(super) async fn guidance(
             .agent(&name)
             .ok_or_else(|| EngineError::UnknownAgent(name.clone()))?
     } else {
-        state
-            .engine
-            .authenticate(&name, bearer(&headers), state.transport)?
+        authenticate(&state, &name, &headers, "read its tier guidance", None).await?
     };
     let n = name.clone();
     let added = state

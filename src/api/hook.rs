@@ -12,12 +12,17 @@
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, Request, StatusCode};
 use axum::Json;
 use serde_json::Value;
+use tracing::field::Empty;
+use tracing::Span;
 
-use super::{bearer, json_body, ApiError, ApiResult, ApiState, ApprovalView, SubmitBody};
+use super::{
+    authenticate, json_body, wait_param, ApiError, ApiQuery, ApiResult, ApiState, ApprovalView,
+    SubmitBody,
+};
 use crate::approval::Status;
 use crate::config::AgentConfig;
 use crate::engine::{EngineError, Submission};
@@ -26,12 +31,13 @@ use crate::hooks::{claude_code, resolve, Gate};
 #[derive(serde::Deserialize)]
 pub(super) struct HookQuery {
     agent: Option<String>,
-    wait: Option<f64>,
+    wait: Option<String>,
 }
 
+#[tracing::instrument(name = "api", skip_all, fields(op = "hook", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 pub(super) async fn claude_code(
     State(state): State<ApiState>,
-    Query(q): Query<HookQuery>,
+    ApiQuery(q): ApiQuery<HookQuery>,
     req: Request<Body>,
 ) -> ApiResult<Json<Value>> {
     let headers = req.headers().clone();
@@ -40,13 +46,13 @@ pub(super) async fn claude_code(
             .default_agent()
             .to_string()
     });
-    let cfg = state
-        .engine
-        .authenticate(&agent, bearer(&headers), state.transport)?;
-    let budget = budget(&state, q.wait, &headers)?;
+    Span::current().record("agent", agent.as_str());
+    let cfg = authenticate(&state, &agent, &headers, "use the claude-code hook", None).await?;
+    let budget = budget(&state, q.wait.as_deref(), &headers)?;
     let input: Value = json_body(&state, req).await?;
     let (event, call) = claude_code::parse(&input)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e))?;
+    Span::current().record("tool", call.tool.as_str());
     let gate = EngineGate {
         state: &state,
         name: &agent,
@@ -56,31 +62,23 @@ pub(super) async fn claude_code(
     Ok(Json(claude_code::answer(event, &verdict)))
 }
 
-fn budget(state: &ApiState, query: Option<f64>, headers: &HeaderMap) -> ApiResult<Duration> {
+fn budget(state: &ApiState, query: Option<&str>, headers: &HeaderMap) -> ApiResult<Duration> {
     let max = state.engine.config().queue.max_wait;
-    let header = headers
-        .get("x-gatebot-wait")
-        .map(|v| {
-            v.to_str()
-                .ok()
-                .and_then(|s| s.trim().parse::<f64>().ok())
-                .ok_or(())
-        })
-        .transpose();
-    let asked = match (query, header) {
-        (Some(w), _) => Some(w),
-        (None, Ok(h)) => h,
-        (None, Err(())) => Some(f64::NAN),
+    let asked = match (query, headers.get("x-gatebot-wait")) {
+        (Some(q), _) => wait_param("wait", Some(q))?,
+        (None, Some(h)) => {
+            let text = h.to_str().map_err(|_| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    "`X-Gatebot-Wait` must be a number of seconds ≥ 0",
+                )
+            })?;
+            wait_param("X-Gatebot-Wait", Some(text))?
+        }
+        (None, None) => None,
     };
-    match asked {
-        None => Ok(max),
-        Some(w) if w.is_finite() && w >= 0.0 => Ok(Duration::from_secs_f64(w).min(max)),
-        Some(_) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "`wait` (or X-Gatebot-Wait) must be a number of seconds ≥ 0",
-        )),
-    }
+    Ok(asked.map_or(max, |w| w.min(max)))
 }
 
 /// The engine in-process, acting as one authenticated agent.
@@ -106,7 +104,10 @@ impl Gate for EngineGate<'_> {
             .engine
             .submit(sub, self.agent)
             .await
-            .map(|s| ApprovalView::from(&s.approval))
+            .map(|s| {
+                super::note(&s.approval);
+                ApprovalView::from(&s.approval)
+            })
             .map_err(|e| e.to_string())
     }
 
@@ -120,6 +121,7 @@ impl Gate for EngineGate<'_> {
             .wait(id, up_to, &self.state.shutdown)
             .await
             .map_err(|e| e.to_string())?;
+        super::note(&a);
         if a.status == Status::Pending && self.state.shutdown.is_cancelled() {
             return Err("gatebot is shutting down".into());
         }
@@ -128,8 +130,14 @@ impl Gate for EngineGate<'_> {
 
     async fn cancel(&self, id: &str) -> Result<ApprovalView, String> {
         match self.state.engine.cancel(id, self.name).await {
-            Ok(a) => Ok(ApprovalView::from(&a)),
-            Err(EngineError::AlreadySettled(a)) => Ok(ApprovalView::from(&*a)),
+            Ok(a) => {
+                super::note(&a);
+                Ok(ApprovalView::from(&a))
+            }
+            Err(EngineError::AlreadySettled(a)) => {
+                super::note(&a);
+                Ok(ApprovalView::from(&*a))
+            }
             Err(e) => Err(e.to_string()),
         }
     }

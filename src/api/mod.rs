@@ -11,6 +11,11 @@
 //! `POST /v1/hooks/claude-code` (Claude Code's `type: "http"` hook).
 //!
 //! Errors are `{"error": {"code": "…", "message": "…"}}` with a fitting status.
+//!
+//! Every route about one request (submit, get, result, cancel, decision, the hook)
+//! runs in an `api` span whose `op` names the route and whose `id`, `agent`, `tool`
+//! and `verdict` (the request's status) are recorded as soon as they are known, so
+//! every log line of the call carries them.
 
 mod agents;
 pub mod client;
@@ -21,7 +26,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -29,10 +35,12 @@ use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
+use tracing::field::Empty;
+use tracing::{instrument, Span};
 
 use crate::approval::{Approval, Channel, Decision, Status};
-use crate::engine::{Engine, EngineError, Submission, Transport};
+use crate::config::AgentConfig;
+use crate::engine::{record_request, Engine, EngineError, Submission, Transport};
 
 pub use wire::{ApprovalView, DecisionBody, ResultBody, SubmitBody};
 
@@ -119,6 +127,81 @@ impl IntoResponse for ApiError {
 
 type ApiResult<T> = Result<T, ApiError>;
 
+/// Records `a` in the current `api` span (see the module docs).
+fn note(a: &Approval) {
+    record_request(&Span::current(), a);
+}
+
+/// Records in the current span the request an engine error is about, if any.
+fn note_error<T>(result: &Result<T, EngineError>) {
+    if let Err(EngineError::AlreadySettled(a)) = result {
+        note(a);
+    }
+}
+
+/// Query-string parameters. Unlike axum's `Query`, whose rejection is plain text, a
+/// query that does not parse (an unknown shape, a repeated parameter) gets the JSON
+/// `invalid_request` error. Handlers take values as strings and parse them
+/// themselves, so the message can name the parameter and say what it must be.
+pub(super) struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        serde_urlencoded::from_str(parts.uri.query().unwrap_or_default())
+            .map(ApiQuery)
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    format!("bad query string: {e}"),
+                )
+            })
+    }
+}
+
+/// A path parameter, with the JSON `invalid_request` error when it does not decode
+/// (axum's own `Path` answers in plain text, e.g. for `%FF`).
+pub(super) struct ApiPath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(v)| ApiPath(v))
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e.body_text()))
+    }
+}
+
+/// A `wait` parameter: seconds ≥ 0, fractions allowed; `None` when absent.
+/// Values too large for a `Duration` saturate (callers cap them at `max_wait`).
+pub(super) fn wait_param(name: &str, raw: Option<&str>) -> ApiResult<Option<Duration>> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    match raw.trim().parse::<f64>() {
+        Ok(w) if w.is_finite() && w >= 0.0 => Ok(Some(
+            Duration::try_from_secs_f64(w).unwrap_or(Duration::MAX),
+        )),
+        _ => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!("`{name}` must be a number of seconds ≥ 0, got `{raw}`"),
+        )),
+    }
+}
+
 /// Routes agents may use (and `/metrics` on TCP when `[queue] metrics` is on).
 pub fn agent_router(state: ApiState) -> Router {
     let with_metrics = state.transport == Transport::Tcp && state.engine.config().queue.metrics;
@@ -173,12 +256,79 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
-async fn decision_forbidden() -> ApiError {
+/// `POST /v1/requests/{id}/decision` on the agents' API: refused, and audited.
+async fn decision_forbidden(
+    State(state): State<ApiState>,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+) -> ApiError {
+    // Who tried: the agent whose token came with it, if any; nobody else can be named.
+    let actor = bearer(&headers)
+        .and_then(|t| state.engine.token_owner(t))
+        .unwrap_or_else(|| "unknown".to_string());
+    let approval_id = state.engine.lookup(&id, false).await.ok().map(|a| a.id);
+    let detail = json!({
+        "attempted": format!("decide request {id} on the agents' API"),
+        "transport": state.transport.as_str(),
+    });
+    audit_refusal(&state, approval_id, actor, detail).await;
     ApiError::new(
         StatusCode::FORBIDDEN,
         "forbidden",
         "agents cannot decide requests; an owner decides from a chat channel or the CLI",
     )
+}
+
+/// Appends an `unauthorised_attempt` audit row. A failure to write it is logged,
+/// and the caller refuses the request all the same.
+async fn audit_refusal(
+    state: &ApiState,
+    approval_id: Option<String>,
+    actor: String,
+    detail: serde_json::Value,
+) {
+    if let Err(e) = state
+        .engine
+        .record_unauthorised(approval_id, actor, Channel::Api, detail)
+        .await
+    {
+        tracing::error!(error = %e, "cannot audit an unauthorised attempt");
+    }
+}
+
+/// Checks that the client may act as `agent` ([`Engine::authenticate`]). A missing
+/// or wrong token also leaves an `unauthorised_attempt` audit row: actor the agent
+/// claimed, detail what was `attempted` and why it was refused (never the token;
+/// if the token is another agent's, that agent is named).
+pub(super) async fn authenticate(
+    state: &ApiState,
+    agent: &str,
+    headers: &HeaderMap,
+    attempted: &str,
+    approval_id: Option<&str>,
+) -> Result<AgentConfig, EngineError> {
+    let token = bearer(headers);
+    match state.engine.authenticate(agent, token, state.transport) {
+        Err(EngineError::Unauthorized(why)) => {
+            let mut detail = json!({
+                "attempted": attempted,
+                "refused": why,
+                "transport": state.transport.as_str(),
+            });
+            if let Some(owner) = token.and_then(|t| state.engine.token_owner(t)) {
+                detail["token_of"] = owner.into();
+            }
+            audit_refusal(
+                state,
+                approval_id.map(str::to_string),
+                agent.to_string(),
+                detail,
+            )
+            .await;
+            Err(EngineError::Unauthorized(why))
+        }
+        other => other,
+    }
 }
 
 async fn health() -> Json<serde_json::Value> {
@@ -231,51 +381,50 @@ async fn json_body<T: DeserializeOwned>(state: &ApiState, req: Request<Body>) ->
     })
 }
 
+#[instrument(name = "api", skip_all, fields(op = "submit", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 async fn submit(State(state): State<ApiState>, req: Request<Body>) -> ApiResult<Response> {
-    let token = bearer(req.headers()).map(str::to_string);
+    let headers = req.headers().clone();
     let body: SubmitBody = json_body(&state, req).await?;
-    let span = tracing::info_span!("submit", agent = %body.agent, tool = %body.tool);
-    async move {
-        let agent = state
-            .engine
-            .authenticate(&body.agent, token.as_deref(), state.transport)?;
-        let ttl = body
-            .ttl
-            .as_deref()
-            .map(crate::config::parse_duration)
-            .transpose()
-            .map_err(|e| {
-                ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_request",
-                    format!("`ttl`: {e}"),
-                )
-            })?;
-        let submitted = state
-            .engine
-            .submit(
-                Submission {
-                    agent: body.agent,
-                    tool: body.tool,
-                    args: body.args,
-                    summary: body.summary,
-                    confidence: body.confidence,
-                    environment: body.environment,
-                    ttl,
-                    idempotency_key: body.idempotency_key,
-                },
-                &agent,
+    let span = Span::current();
+    span.record("agent", body.agent.as_str());
+    span.record("tool", body.tool.as_str());
+    let attempted = format!("submit a {} request", body.tool);
+    let agent = authenticate(&state, &body.agent, &headers, &attempted, None).await?;
+    let ttl = body
+        .ttl
+        .as_deref()
+        .map(crate::config::parse_duration)
+        .transpose()
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                format!("`ttl`: {e}"),
             )
-            .await?;
-        let status = if submitted.created {
-            StatusCode::CREATED
-        } else {
-            StatusCode::OK
-        };
-        Ok((status, Json(ApprovalView::from(&submitted.approval))).into_response())
-    }
-    .instrument(span)
-    .await
+        })?;
+    let submitted = state
+        .engine
+        .submit(
+            Submission {
+                agent: body.agent,
+                tool: body.tool,
+                args: body.args,
+                summary: body.summary,
+                confidence: body.confidence,
+                environment: body.environment,
+                ttl,
+                idempotency_key: body.idempotency_key,
+            },
+            &agent,
+        )
+        .await?;
+    note(&submitted.approval);
+    let status = if submitted.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(ApprovalView::from(&submitted.approval))).into_response())
 }
 
 /// Loads a request and checks the caller may see it: owners see all; an agent
@@ -284,49 +433,48 @@ async fn authorised_request(
     state: &ApiState,
     id: &str,
     headers: &HeaderMap,
+    attempted: &str,
 ) -> ApiResult<Approval> {
     let approval = if state.owner {
         state.engine.lookup(id, false).await?
     } else {
         state.engine.get(id).await?
     };
+    note(&approval);
     if !state.owner {
-        state
-            .engine
-            .authenticate(&approval.agent, bearer(headers), state.transport)
-            .map_err(|e| match e {
-                // Don't reveal that the id exists to an agent that cannot see it.
-                EngineError::UnknownAgent(_) => EngineError::NotFound(id.to_string()),
-                other => other,
-            })?;
+        authenticate(
+            state,
+            &approval.agent,
+            headers,
+            attempted,
+            Some(&approval.id),
+        )
+        .await
+        .map_err(|e| match e {
+            // Don't reveal that the id exists to an agent that cannot see it.
+            EngineError::UnknownAgent(_) => EngineError::NotFound(id.to_string()),
+            other => other,
+        })?;
     }
     Ok(approval)
 }
 
 #[derive(serde::Deserialize)]
 struct WaitQuery {
-    wait: Option<f64>,
+    wait: Option<String>,
 }
 
+#[instrument(name = "api", skip_all, fields(op = "get", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 async fn get_request(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
-    Query(q): Query<WaitQuery>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<WaitQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Json<ApprovalView>> {
-    let approval = authorised_request(&state, &id, &headers).await?;
+    let wait = wait_param("wait", q.wait.as_deref())?;
+    let approval = authorised_request(&state, &id, &headers, "read a request").await?;
     let max = state.engine.config().queue.max_wait;
-    let wait = match q.wait {
-        None => Duration::ZERO,
-        Some(w) if w.is_finite() && w >= 0.0 => Duration::from_secs_f64(w).min(max),
-        Some(_) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                "`wait` must be a number of seconds ≥ 0",
-            ))
-        }
-    };
+    let wait = wait.unwrap_or(Duration::ZERO).min(max);
     let approval = if approval.status == Status::Pending && !wait.is_zero() {
         state
             .engine
@@ -335,6 +483,7 @@ async fn get_request(
     } else {
         approval
     };
+    note(&approval);
     Ok(Json(ApprovalView::from(&approval)))
 }
 
@@ -346,15 +495,18 @@ struct ListQuery {
 
 async fn list(
     State(state): State<ApiState>,
-    Query(q): Query<ListQuery>,
+    ApiQuery(q): ApiQuery<ListQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Json<serde_json::Value>> {
     let status = match q.status.as_deref() {
         None | Some("") => None,
-        Some(s) => Some(
-            s.parse::<Status>()
-                .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e))?,
-        ),
+        Some(s) => Some(s.parse::<Status>().map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                format!("`status`: {e}"),
+            )
+        })?),
     };
     if !state.owner {
         // Agents list only their own requests, and must say who they are.
@@ -365,9 +517,7 @@ async fn list(
                 "agents must name themselves: GET /v1/requests?agent=NAME",
             ));
         };
-        state
-            .engine
-            .authenticate(agent, bearer(&headers), state.transport)?;
+        authenticate(&state, agent, &headers, "list its requests", None).await?;
     }
     let agent = q.agent.clone();
     let rows = state.engine.blocking(move |s| s.list(status, 1000)).await?;
@@ -379,13 +529,14 @@ async fn list(
     Ok(Json(json!({"requests": views})))
 }
 
+#[instrument(name = "api", skip_all, fields(op = "result", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 async fn report(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     req: Request<Body>,
 ) -> ApiResult<Json<ApprovalView>> {
     let headers = req.headers().clone();
-    let approval = authorised_request(&state, &id, &headers).await?;
+    let approval = authorised_request(&state, &id, &headers, "report a result").await?;
     let body: ResultBody = json_body(&state, req).await?;
     let to = match (body.ok, body.executing) {
         (Some(true), _) => Status::Succeeded,
@@ -400,22 +551,28 @@ async fn report(
         }
     };
     let a = state.engine.report(&approval.id, to, body.detail).await?;
+    note(&a);
     Ok(Json(ApprovalView::from(&a)))
 }
 
+#[instrument(name = "api", skip_all, fields(op = "cancel", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 async fn cancel(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Json<ApprovalView>> {
-    let approval = authorised_request(&state, &id, &headers).await?;
-    let a = state.engine.cancel(&approval.id, &approval.agent).await?;
+    let approval = authorised_request(&state, &id, &headers, "cancel a request").await?;
+    let result = state.engine.cancel(&approval.id, &approval.agent).await;
+    note_error(&result);
+    let a = result?;
+    note(&a);
     Ok(Json(ApprovalView::from(&a)))
 }
 
+#[instrument(name = "api", skip_all, fields(op = "decide", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 async fn decide(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     req: Request<Body>,
 ) -> ApiResult<Json<ApprovalView>> {
     let body: DecisionBody = json_body(&state, req).await?;
@@ -427,7 +584,7 @@ async fn decide(
         .actor
         .filter(|a| !a.trim().is_empty())
         .unwrap_or_else(local_user);
-    let a = state
+    let result = state
         .engine
         .decide(
             &id,
@@ -438,27 +595,43 @@ async fn decide(
                 reason: body.reason.filter(|r| !r.trim().is_empty()),
             },
         )
-        .await?;
+        .await;
+    note_error(&result);
+    let a = result?;
+    note(&a);
     Ok(Json(ApprovalView::from(&a)))
 }
 
 #[derive(serde::Deserialize)]
 struct AuditQuery {
     request: Option<String>,
-    since: Option<i64>,
+    since: Option<String>,
 }
 
 async fn audit(
     State(state): State<ApiState>,
-    Query(q): Query<AuditQuery>,
+    ApiQuery(q): ApiQuery<AuditQuery>,
 ) -> ApiResult<Json<serde_json::Value>> {
+    let since = q
+        .since
+        .as_deref()
+        .map(|s| {
+            s.trim().parse::<i64>().map_err(|_| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    format!("`since` must be a time in Unix milliseconds, got `{s}`"),
+                )
+            })
+        })
+        .transpose()?;
     let id = match q.request {
         Some(typed) => Some(state.engine.lookup(&typed, false).await?.id),
         None => None,
     };
     let rows = state
         .engine
-        .blocking(move |s| s.audit_rows(id.as_deref(), q.since))
+        .blocking(move |s| s.audit_rows(id.as_deref(), since))
         .await?;
     Ok(Json(json!({"audit": rows})))
 }

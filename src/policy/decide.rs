@@ -1116,6 +1116,200 @@ mod tests {
         }
     }
 
+    /// README, "How a verdict is reached", step 2, cell by cell: every tier × org mode ×
+    /// list membership × tool class, over the four risk levels. The expected actions are
+    /// written out from README's rules (not computed from them), so any change of
+    /// behaviour has to change this table, and README with it.
+    #[test]
+    fn every_cell_of_the_decision_matrix_is_as_readme_says() {
+        use Action::{Allow as A, Ask as Q, Block as B};
+        use Tier::{
+            Autonomous as Auto, DraftOnly as Draft, SemiAutonomous as Semi, Supervised as Sup,
+        };
+        use ToolApprovalMode::{All, Dangerous as Dang, None as NoMode};
+        use ToolClass::{Destructive as De, ReadOnly as Ro, Write as Wr};
+
+        /// Which of the agent's lists holds the tool.
+        #[derive(Debug, Clone, Copy)]
+        enum List {
+            Plain,
+            Req,
+            Alw,
+            Deny,
+        }
+        use List::{Alw, Deny, Plain, Req};
+
+        #[rustfmt::skip]
+        let table: [(Tier, Mode, List, ToolClass, [Action; 4]); 144] = [
+            //  tier   mode    list   class  [low, medium, high, critical]
+            (Draft, All, Plain, Ro, [A, A, B, B]),
+            (Draft, All, Plain, Wr, [B, B, B, B]),
+            (Draft, All, Plain, De, [B, B, B, B]),
+            (Draft, All, Req, Ro, [A, A, B, B]),
+            (Draft, All, Req, Wr, [B, B, B, B]),
+            (Draft, All, Req, De, [B, B, B, B]),
+            (Draft, All, Alw, Ro, [A, A, B, B]),
+            (Draft, All, Alw, Wr, [B, B, B, B]),
+            (Draft, All, Alw, De, [B, B, B, B]),
+            (Draft, All, Deny, Ro, [B, B, B, B]),
+            (Draft, All, Deny, Wr, [B, B, B, B]),
+            (Draft, All, Deny, De, [B, B, B, B]),
+            (Draft, Dang, Plain, Ro, [A, A, B, B]),
+            (Draft, Dang, Plain, Wr, [B, B, B, B]),
+            (Draft, Dang, Plain, De, [B, B, B, B]),
+            (Draft, Dang, Req, Ro, [A, A, B, B]),
+            (Draft, Dang, Req, Wr, [B, B, B, B]),
+            (Draft, Dang, Req, De, [B, B, B, B]),
+            (Draft, Dang, Alw, Ro, [A, A, B, B]),
+            (Draft, Dang, Alw, Wr, [B, B, B, B]),
+            (Draft, Dang, Alw, De, [B, B, B, B]),
+            (Draft, Dang, Deny, Ro, [B, B, B, B]),
+            (Draft, Dang, Deny, Wr, [B, B, B, B]),
+            (Draft, Dang, Deny, De, [B, B, B, B]),
+            (Draft, NoMode, Plain, Ro, [A, A, B, B]),
+            (Draft, NoMode, Plain, Wr, [B, B, B, B]),
+            (Draft, NoMode, Plain, De, [B, B, B, B]),
+            (Draft, NoMode, Req, Ro, [A, A, B, B]),
+            (Draft, NoMode, Req, Wr, [B, B, B, B]),
+            (Draft, NoMode, Req, De, [B, B, B, B]),
+            (Draft, NoMode, Alw, Ro, [A, A, B, B]),
+            (Draft, NoMode, Alw, Wr, [B, B, B, B]),
+            (Draft, NoMode, Alw, De, [B, B, B, B]),
+            (Draft, NoMode, Deny, Ro, [B, B, B, B]),
+            (Draft, NoMode, Deny, Wr, [B, B, B, B]),
+            (Draft, NoMode, Deny, De, [B, B, B, B]),
+            (Sup, All, Plain, Ro, [Q, Q, Q, Q]),
+            (Sup, All, Plain, Wr, [Q, Q, Q, Q]),
+            (Sup, All, Plain, De, [Q, Q, Q, Q]),
+            (Sup, All, Req, Ro, [Q, Q, Q, Q]),
+            (Sup, All, Req, Wr, [Q, Q, Q, Q]),
+            (Sup, All, Req, De, [Q, Q, Q, Q]),
+            (Sup, All, Alw, Ro, [Q, Q, Q, Q]),
+            (Sup, All, Alw, Wr, [Q, Q, Q, Q]),
+            (Sup, All, Alw, De, [Q, Q, Q, Q]),
+            (Sup, All, Deny, Ro, [B, B, B, B]),
+            (Sup, All, Deny, Wr, [B, B, B, B]),
+            (Sup, All, Deny, De, [B, B, B, B]),
+            (Sup, Dang, Plain, Ro, [Q, Q, Q, Q]),
+            (Sup, Dang, Plain, Wr, [Q, Q, Q, Q]),
+            (Sup, Dang, Plain, De, [Q, Q, Q, Q]),
+            (Sup, Dang, Req, Ro, [Q, Q, Q, Q]),
+            (Sup, Dang, Req, Wr, [Q, Q, Q, Q]),
+            (Sup, Dang, Req, De, [Q, Q, Q, Q]),
+            (Sup, Dang, Alw, Ro, [Q, Q, Q, Q]),
+            (Sup, Dang, Alw, Wr, [Q, Q, Q, Q]),
+            (Sup, Dang, Alw, De, [Q, Q, Q, Q]),
+            (Sup, Dang, Deny, Ro, [B, B, B, B]),
+            (Sup, Dang, Deny, Wr, [B, B, B, B]),
+            (Sup, Dang, Deny, De, [B, B, B, B]),
+            (Sup, NoMode, Plain, Ro, [Q, Q, Q, Q]),
+            (Sup, NoMode, Plain, Wr, [Q, Q, Q, Q]),
+            (Sup, NoMode, Plain, De, [Q, Q, Q, Q]),
+            (Sup, NoMode, Req, Ro, [Q, Q, Q, Q]),
+            (Sup, NoMode, Req, Wr, [Q, Q, Q, Q]),
+            (Sup, NoMode, Req, De, [Q, Q, Q, Q]),
+            (Sup, NoMode, Alw, Ro, [Q, Q, Q, Q]),
+            (Sup, NoMode, Alw, Wr, [Q, Q, Q, Q]),
+            (Sup, NoMode, Alw, De, [Q, Q, Q, Q]),
+            (Sup, NoMode, Deny, Ro, [B, B, B, B]),
+            (Sup, NoMode, Deny, Wr, [B, B, B, B]),
+            (Sup, NoMode, Deny, De, [B, B, B, B]),
+            (Semi, All, Plain, Ro, [Q, Q, Q, Q]),
+            (Semi, All, Plain, Wr, [Q, Q, Q, Q]),
+            (Semi, All, Plain, De, [Q, Q, Q, Q]),
+            (Semi, All, Req, Ro, [Q, Q, Q, Q]),
+            (Semi, All, Req, Wr, [Q, Q, Q, Q]),
+            (Semi, All, Req, De, [Q, Q, Q, Q]),
+            (Semi, All, Alw, Ro, [A, A, A, Q]),
+            (Semi, All, Alw, Wr, [A, A, A, Q]),
+            (Semi, All, Alw, De, [A, A, A, Q]),
+            (Semi, All, Deny, Ro, [B, B, B, B]),
+            (Semi, All, Deny, Wr, [B, B, B, B]),
+            (Semi, All, Deny, De, [B, B, B, B]),
+            (Semi, Dang, Plain, Ro, [A, Q, Q, Q]),
+            (Semi, Dang, Plain, Wr, [A, Q, Q, Q]),
+            (Semi, Dang, Plain, De, [Q, Q, Q, Q]),
+            (Semi, Dang, Req, Ro, [Q, Q, Q, Q]),
+            (Semi, Dang, Req, Wr, [Q, Q, Q, Q]),
+            (Semi, Dang, Req, De, [Q, Q, Q, Q]),
+            (Semi, Dang, Alw, Ro, [A, A, A, Q]),
+            (Semi, Dang, Alw, Wr, [A, A, A, Q]),
+            (Semi, Dang, Alw, De, [A, A, A, Q]),
+            (Semi, Dang, Deny, Ro, [B, B, B, B]),
+            (Semi, Dang, Deny, Wr, [B, B, B, B]),
+            (Semi, Dang, Deny, De, [B, B, B, B]),
+            (Semi, NoMode, Plain, Ro, [A, A, A, Q]),
+            (Semi, NoMode, Plain, Wr, [A, A, A, Q]),
+            (Semi, NoMode, Plain, De, [A, A, A, Q]),
+            (Semi, NoMode, Req, Ro, [Q, Q, Q, Q]),
+            (Semi, NoMode, Req, Wr, [Q, Q, Q, Q]),
+            (Semi, NoMode, Req, De, [Q, Q, Q, Q]),
+            (Semi, NoMode, Alw, Ro, [A, A, A, A]),
+            (Semi, NoMode, Alw, Wr, [A, A, A, A]),
+            (Semi, NoMode, Alw, De, [A, A, A, A]),
+            (Semi, NoMode, Deny, Ro, [B, B, B, B]),
+            (Semi, NoMode, Deny, Wr, [B, B, B, B]),
+            (Semi, NoMode, Deny, De, [B, B, B, B]),
+            (Auto, All, Plain, Ro, [Q, Q, Q, Q]),
+            (Auto, All, Plain, Wr, [Q, Q, Q, Q]),
+            (Auto, All, Plain, De, [Q, Q, Q, Q]),
+            (Auto, All, Req, Ro, [Q, Q, Q, Q]),
+            (Auto, All, Req, Wr, [Q, Q, Q, Q]),
+            (Auto, All, Req, De, [Q, Q, Q, Q]),
+            (Auto, All, Alw, Ro, [A, A, A, Q]),
+            (Auto, All, Alw, Wr, [A, A, A, Q]),
+            (Auto, All, Alw, De, [A, A, A, Q]),
+            (Auto, All, Deny, Ro, [B, B, B, B]),
+            (Auto, All, Deny, Wr, [B, B, B, B]),
+            (Auto, All, Deny, De, [B, B, B, B]),
+            (Auto, Dang, Plain, Ro, [A, A, A, Q]),
+            (Auto, Dang, Plain, Wr, [A, A, A, Q]),
+            (Auto, Dang, Plain, De, [Q, Q, Q, Q]),
+            (Auto, Dang, Req, Ro, [Q, Q, Q, Q]),
+            (Auto, Dang, Req, Wr, [Q, Q, Q, Q]),
+            (Auto, Dang, Req, De, [Q, Q, Q, Q]),
+            (Auto, Dang, Alw, Ro, [A, A, A, Q]),
+            (Auto, Dang, Alw, Wr, [A, A, A, Q]),
+            (Auto, Dang, Alw, De, [A, A, A, Q]),
+            (Auto, Dang, Deny, Ro, [B, B, B, B]),
+            (Auto, Dang, Deny, Wr, [B, B, B, B]),
+            (Auto, Dang, Deny, De, [B, B, B, B]),
+            (Auto, NoMode, Plain, Ro, [A, A, A, Q]),
+            (Auto, NoMode, Plain, Wr, [A, A, A, Q]),
+            (Auto, NoMode, Plain, De, [A, A, A, Q]),
+            (Auto, NoMode, Req, Ro, [Q, Q, Q, Q]),
+            (Auto, NoMode, Req, Wr, [Q, Q, Q, Q]),
+            (Auto, NoMode, Req, De, [Q, Q, Q, Q]),
+            (Auto, NoMode, Alw, Ro, [A, A, A, A]),
+            (Auto, NoMode, Alw, Wr, [A, A, A, A]),
+            (Auto, NoMode, Alw, De, [A, A, A, A]),
+            (Auto, NoMode, Deny, Ro, [B, B, B, B]),
+            (Auto, NoMode, Deny, Wr, [B, B, B, B]),
+            (Auto, NoMode, Deny, De, [B, B, B, B]),
+        ];
+        for (tier, mode, list, class, want) in table {
+            let mut agent = AgentRules::with_tier(tier);
+            let slot = match list {
+                Plain => None,
+                Req => Some(&mut agent.require_approval_for),
+                Alw => Some(&mut agent.always_allow),
+                Deny => Some(&mut agent.deny),
+            };
+            if let Some(slot) = slot {
+                slot.insert(TOOL.to_owned());
+            }
+            for (score, want) in [Low, Medium, High, Critical].into_iter().zip(want) {
+                let v = verdict_for(mode, &agent, History::default(), None, scored(score, class));
+                assert_eq!(
+                    v.action, want,
+                    "{tier:?} / {mode:?} / {list:?} / {class:?} / {score:?}: {}",
+                    v.reason
+                );
+                assert!(v.reason.contains(score.as_str()), "{}", v.reason);
+            }
+        }
+    }
+
     #[test]
     fn numbers_show_two_decimals_unless_that_would_round() {
         assert_eq!(number(0.5), "0.50");

@@ -2,7 +2,7 @@
 //!
 //! `Policy::evaluate` turns one tool-call request plus the facts the engine knows
 //! (the agent's rules, whether the tool is on its persisted always-allow list,
-//! whether this is the agent's first use of the tool) into a [`Verdict`].
+//! whether any earlier call of the tool by the agent was let through) into a [`Verdict`].
 //!
 //! # How a verdict is reached
 //! 1. **Risk** (`risk.rs`): the tool class from `[tools]` (unknown = write) gives the
@@ -233,7 +233,9 @@ impl AgentRules {
 pub struct History {
     /// The tool is on the agent's persisted always-allow list ("Always allow" earlier).
     pub always_allowed: bool,
-    /// The agent has never submitted this tool before.
+    /// No earlier call of this tool by this agent was allowed or approved (statuses
+    /// allowed, approved, executing, succeeded, failed); pending, rejected, expired,
+    /// cancelled and blocked calls do not count. See `Store::has_run_before`.
     pub first_use: bool,
 }
 

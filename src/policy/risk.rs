@@ -13,7 +13,7 @@
 //! | `negative_context` | +1 | the `negative` pattern matches the text |
 //! | `external_url` | +1 | the `external_url` pattern matches and not every URL is internal (below) |
 //! | `bulk_operation` | +1 | more than 5 recipients (below) |
-//! | `first_time_usage` | +1 | the agent has never submitted this tool before |
+//! | `first_time_usage` | +1 | no earlier call of this tool by the agent was allowed or approved (see [`RiskInput::first_use`]) |
 //! | `educational_content` | −1 | the `educational` pattern matches the text |
 //! | `internal_tool` | −1 | the tool is in `[policy] internal_tools` |
 //! | `shell_critical` | critical | the `shell_critical` pattern matches a command |
@@ -329,7 +329,11 @@ pub struct RiskInput<'a> {
     pub internal_tool: bool,
     pub args: &'a Value,
     pub environment: Option<&'a str>,
-    /// The agent has never submitted this tool before.
+    /// No earlier call of this tool by this agent was allowed or approved: none
+    /// has status allowed, approved, executing, succeeded or failed
+    /// (`Store::has_run_before`). Calls that were pending, rejected, expired,
+    /// cancelled or blocked do not count, so a tool stays "first time" until one
+    /// call of it has actually been let through.
     pub first_use: bool,
 }
 

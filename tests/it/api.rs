@@ -6,7 +6,7 @@ use gatebot::api::client::Client;
 use hyper::{Method, StatusCode};
 use serde_json::json;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{http_get, spawn_app};
 
 #[tokio::test]
 async fn a_read_only_call_from_a_semi_autonomous_agent_runs_at_once() {
@@ -235,6 +235,41 @@ async fn an_agent_with_a_token_must_present_it() {
         .await
         .unwrap();
     assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    let theirs = app
+        .agent
+        .clone()
+        .with_token(Some("other-token-456".into()))
+        .post("/v1/requests", &body)
+        .await
+        .unwrap();
+    assert_eq!(theirs.status, StatusCode::UNAUTHORIZED);
+    // Each refusal is audited: who was claimed, what was tried, never the token.
+    let rows = unauthorised_rows(&app).await;
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for row in &rows {
+        assert_eq!(row["actor"], "secure", "{row}");
+        assert_eq!(row["channel"], "api", "{row}");
+        assert!(row["approval_id"].is_null(), "{row}");
+        assert_eq!(row["detail"]["attempted"], "submit a send_email request");
+        assert_eq!(row["detail"]["transport"], "unix");
+        let text = row.to_string();
+        assert!(
+            !text.contains("guess") && !text.contains("token-456"),
+            "{text}"
+        );
+    }
+    assert!(rows[0]["detail"]["refused"]
+        .as_str()
+        .unwrap()
+        .contains("send it as"));
+    assert!(rows[1]["detail"]["refused"]
+        .as_str()
+        .unwrap()
+        .contains("is not agent `secure`'s token"));
+    // A token that belongs to another agent says whose it is.
+    assert!(rows[1]["detail"]["token_of"].is_null());
+    assert_eq!(rows[2]["detail"]["token_of"], "other");
+
     let right = app
         .agent
         .clone()
@@ -243,6 +278,19 @@ async fn an_agent_with_a_token_must_present_it() {
         .await
         .unwrap();
     assert_eq!(right.status, StatusCode::CREATED, "{:?}", right.body);
+    assert_eq!(unauthorised_rows(&app).await.len(), 3);
+}
+
+/// Every `unauthorised_attempt` row in the audit trail, oldest first.
+async fn unauthorised_rows(app: &crate::helpers::TestApp) -> Vec<serde_json::Value> {
+    let res = app.owner.get("/v1/audit").await.unwrap();
+    res.body["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["event"] == "unauthorised_attempt")
+        .cloned()
+        .collect()
 }
 
 #[tokio::test]
@@ -275,6 +323,22 @@ async fn an_agent_cannot_act_as_another_with_its_own_token() {
     let id = theirs.body["id"].as_str().unwrap();
     let peek = as_other.get(&format!("/v1/requests/{id}")).await.unwrap();
     assert_eq!(peek.status, StatusCode::UNAUTHORIZED);
+    // The attempt shows in that request's own audit trail.
+    let trail = app
+        .owner
+        .get(&format!("/v1/audit?request={id}"))
+        .await
+        .unwrap();
+    let refused: Vec<_> = trail.body["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["event"] == "unauthorised_attempt")
+        .collect();
+    assert_eq!(refused.len(), 1, "{}", trail.body);
+    assert_eq!(refused[0]["actor"], "other");
+    assert_eq!(refused[0]["detail"]["attempted"], "read a request");
+    assert_eq!(refused[0]["detail"]["token_of"], "secure");
     let cancel = as_other
         .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
         .await
@@ -299,6 +363,33 @@ async fn agents_cannot_decide_requests() {
         .unwrap();
     assert_eq!(res.status, StatusCode::FORBIDDEN);
     assert_eq!(app.get(id, 0.0).await.body["status"], "pending");
+    // With a token, the attempt is pinned on that token's agent.
+    let res = app
+        .agent
+        .clone()
+        .with_token(Some("secure-token-123".into()))
+        .post(
+            &format!("/v1/requests/{id}/decision"),
+            &json!({"decision": "deny"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, StatusCode::FORBIDDEN);
+    let rows = unauthorised_rows(&app).await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (row, actor) in rows.iter().zip(["unknown", "secure"]) {
+        assert_eq!(row["actor"], actor);
+        assert_eq!(row["channel"], "api");
+        assert_eq!(row["approval_id"], id);
+        assert!(
+            row["detail"]["attempted"]
+                .as_str()
+                .unwrap()
+                .starts_with("decide request"),
+            "{row}"
+        );
+        assert!(!row.to_string().contains("secure-token"), "{row}");
+    }
     // The audit route is not on the agents' socket either.
     let audit = app.agent.get("/v1/audit").await.unwrap();
     assert_eq!(audit.status, StatusCode::NOT_FOUND);
@@ -579,17 +670,6 @@ async fn unknown_routes_answer_json() {
     assert_eq!(res.error_code(), Some("no_route"));
 }
 
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    out
-}
-
 #[tokio::test]
 async fn metrics_count_verdicts_outcomes_and_pending() {
     let app = spawn_app("[queue]\nlisten = \"127.0.0.1:0\"\nmetrics = true\n").await;
@@ -617,4 +697,253 @@ async fn metrics_are_off_on_tcp_unless_enabled() {
     let app = spawn_app("[queue]\nlisten = \"127.0.0.1:0\"\n").await;
     let text = http_get(app.tcp.unwrap(), "/metrics").await;
     assert!(text.starts_with("HTTP/1.1 404"), "{text}");
+}
+
+#[tokio::test]
+async fn bad_query_and_path_parameters_get_the_json_error_naming_them() {
+    let app = spawn_app("").await;
+    let body = app.submit_ok("mailer", "send_email", json!({})).await;
+    let id = body["id"].as_str().unwrap();
+    let cases = [
+        (&app.agent, format!("/v1/requests/{id}?wait=abc"), "wait"),
+        (&app.agent, format!("/v1/requests/{id}?wait=-1"), "wait"),
+        (&app.agent, format!("/v1/requests/{id}?wait=NaN"), "wait"),
+        (
+            &app.owner,
+            "/v1/requests?status=bogus".to_string(),
+            "status",
+        ),
+        (
+            &app.owner,
+            "/v1/requests?status=pending&status=approved".to_string(),
+            "status",
+        ),
+        (&app.owner, "/v1/audit?since=yesterday".to_string(), "since"),
+        (&app.owner, "/v1/requests/%FF".to_string(), "UTF-8"),
+    ];
+    for (client, path, needle) in cases {
+        let res = client.get(&path).await.unwrap();
+        assert_eq!(
+            res.status,
+            StatusCode::BAD_REQUEST,
+            "{path}: {:?}",
+            res.body
+        );
+        assert_eq!(res.error_code(), Some("invalid_request"), "{path}");
+        assert!(
+            res.error_message().contains(needle),
+            "{path}: {}",
+            res.error_message()
+        );
+    }
+    // The hook route's wait is checked the same way.
+    let hook = app
+        .agent
+        .post("/v1/hooks/claude-code?agent=mailer&wait=soon", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(hook.status, StatusCode::BAD_REQUEST);
+    assert_eq!(hook.error_code(), Some("invalid_request"));
+    // A huge wait is capped at max_wait, neither refused nor a panic.
+    app.decide(id, "approve", None).await;
+    let huge = app.get(id, 1e300).await;
+    assert_eq!(huge.status, StatusCode::OK, "{:?}", huge.body);
+    assert_eq!(huge.body["status"], "approved");
+}
+
+/// How many requests and audit rows the owner API shows.
+async fn stored(app: &crate::helpers::TestApp) -> (usize, Vec<serde_json::Value>) {
+    let requests = app.owner.get("/v1/requests").await.unwrap();
+    let audit = app.owner.get("/v1/audit").await.unwrap();
+    (
+        requests.body["requests"].as_array().unwrap().len(),
+        audit.body["audit"].as_array().unwrap().clone(),
+    )
+}
+
+#[tokio::test]
+async fn a_refused_submission_stores_no_request_and_no_audit_row_for_one() {
+    let app = spawn_app("").await;
+    app.submit_ok("mailer", "query_org_data", json!({})).await;
+    let secure_wrong = app.agent.clone().with_token(Some("guess".into()));
+    let cases: Vec<(
+        &str,
+        &gatebot::api::client::Client,
+        serde_json::Value,
+        StatusCode,
+    )> = vec![
+        (
+            "missing field",
+            &app.agent,
+            json!({"agent": "mailer", "args": {}}),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "unknown agent",
+            &app.agent,
+            json!({"agent": "ghost", "tool": "t", "args": {}}),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            "bad token",
+            &secure_wrong,
+            json!({"agent": "secure", "tool": "send_email", "args": {}}),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "confidence out of range",
+            &app.agent,
+            json!({"agent": "mailer", "tool": "t", "args": {}, "confidence": 2.0}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "bad ttl",
+            &app.agent,
+            json!({"agent": "mailer", "tool": "t", "args": {}, "ttl": "soon"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            "empty tool",
+            &app.agent,
+            json!({"agent": "mailer", "tool": "", "args": {}}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+    ];
+    for (name, client, body, status) in cases {
+        let (requests, audit) = stored(&app).await;
+        let res = client.post("/v1/requests", &body).await.unwrap();
+        assert_eq!(res.status, status, "{name}: {:?}", res.body);
+        let (requests_after, audit_after) = stored(&app).await;
+        assert_eq!(requests_after, requests, "{name}: a request was stored");
+        let new_rows = &audit_after[audit.len()..];
+        // Only a refused token leaves a row, about the attempt: no request exists.
+        let expected: &[&str] = if name == "bad token" {
+            &["unauthorised_attempt"]
+        } else {
+            &[]
+        };
+        let events: Vec<&str> = new_rows
+            .iter()
+            .map(|r| r["event"].as_str().unwrap())
+            .collect();
+        assert_eq!(events, expected, "{name}: {new_rows:?}");
+        assert!(
+            new_rows.iter().all(|r| r["approval_id"].is_null()),
+            "{name}: {new_rows:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_loser_of_two_concurrent_decisions_is_told_who_won() {
+    let app = spawn_app("").await;
+    let body = app.submit_ok("mailer", "send_email", json!({})).await;
+    let id = body["id"].as_str().unwrap().to_string();
+    let decide = |actor: &'static str, verb: &'static str| {
+        let owner = app.owner.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            owner
+                .post(
+                    &format!("/v1/requests/{id}/decision"),
+                    &json!({"decision": verb, "actor": actor}),
+                )
+                .await
+                .unwrap()
+        })
+    };
+    let (a, b) = (decide("alice", "approve"), decide("bob", "approve"));
+    let (a, b) = (a.await.unwrap(), b.await.unwrap());
+    let (winner, loser) = match (a.status, b.status) {
+        (StatusCode::OK, StatusCode::CONFLICT) => (a, b),
+        (StatusCode::CONFLICT, StatusCode::OK) => (b, a),
+        other => panic!("expected one winner: {other:?}"),
+    };
+    let who = winner.body["decided_by"].as_str().unwrap();
+    assert_eq!(loser.error_code(), Some("already_decided"));
+    assert!(
+        loser
+            .error_message()
+            .contains(&format!("already approved by {who} (CLI)")),
+        "{}",
+        loser.error_message()
+    );
+    assert_eq!(loser.body["request"]["decided_by"], who);
+}
+
+#[tokio::test]
+async fn the_audit_trail_records_allowlist_results_and_reloads() {
+    let app = spawn_app("").await;
+    // approve-always adds to the allowlist, in the request's own trail.
+    let first = app
+        .submit_ok("mailer", "send_email", json!({"to": "a@example.com"}))
+        .await;
+    let id = first["id"].as_str().unwrap();
+    let res = app.decide(id, "approve-always", None).await;
+    assert_eq!(res.status, StatusCode::OK, "{:?}", res.body);
+    assert_eq!(
+        app.audit_events(id).await,
+        ["submitted", "evaluated", "decided", "allowlist_added"]
+    );
+    // Results: executing then succeeded on one request, failed on another.
+    let report = |id: String, body: serde_json::Value| {
+        let agent = app.agent.clone();
+        async move {
+            let r = agent
+                .post(&format!("/v1/requests/{id}/result"), &body)
+                .await
+                .unwrap();
+            assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+        }
+    };
+    report(id.to_string(), json!({"executing": true})).await;
+    report(id.to_string(), json!({"ok": true, "detail": "sent"})).await;
+    assert_eq!(
+        app.audit_events(id).await,
+        [
+            "submitted",
+            "evaluated",
+            "decided",
+            "allowlist_added",
+            "executing",
+            "succeeded"
+        ]
+    );
+    let other = app.submit_ok("mailer", "query_org_data", json!({})).await;
+    let other = other["id"].as_str().unwrap().to_string();
+    report(other.clone(), json!({"ok": false, "detail": "timeout"})).await;
+    assert_eq!(
+        app.audit_events(&other).await,
+        ["submitted", "evaluated", "failed"]
+    );
+    // A reload (what SIGHUP does) is recorded too.
+    let before = app.owner.get("/v1/audit").await.unwrap().body["audit"]
+        .as_array()
+        .unwrap()
+        .len();
+    let config = gatebot::config::Config::load(&app.config_path).unwrap();
+    app.engine.reload(config).await.unwrap();
+    let audit = app.owner.get("/v1/audit").await.unwrap();
+    let rows = audit.body["audit"].as_array().unwrap();
+    assert_eq!(rows.len(), before + 1);
+    let reloaded = rows.last().unwrap();
+    assert_eq!(reloaded["event"], "config_reloaded");
+    assert_eq!(reloaded["channel"], "system");
+    assert!(reloaded["approval_id"].is_null());
+}
+
+#[tokio::test]
+async fn without_a_ttl_or_default_ttl_a_request_expires_in_24h() {
+    let dir = tempfile::tempdir().unwrap();
+    let app =
+        crate::helpers::spawn_app_with_config(dir, "[agents.mailer]\ntier = \"supervised\"\n")
+            .await;
+    let body = app.submit_ok("mailer", "send_email", json!({})).await;
+    assert_eq!(body["status"], "pending");
+    let at = |field: &str| {
+        humantime::parse_rfc3339(body[field].as_str().unwrap())
+            .unwrap_or_else(|e| panic!("{field}: {e}"))
+    };
+    let ttl = at("expires_at").duration_since(at("created_at")).unwrap();
+    assert_eq!(ttl, std::time::Duration::from_secs(24 * 3600), "{body}");
 }

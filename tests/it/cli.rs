@@ -18,8 +18,17 @@ struct Daemon {
 
 impl Daemon {
     async fn start() -> Daemon {
+        Daemon::start_with("").await
+    }
+
+    /// Starts the daemon on `BASE_CONFIG` plus `extra` TOML.
+    async fn start_with(extra: &str) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("bot.toml"), BASE_CONFIG).unwrap();
+        std::fs::write(
+            dir.path().join("bot.toml"),
+            format!("{BASE_CONFIG}\n{extra}"),
+        )
+        .unwrap();
         let child = Command::new(BIN)
             .args(["run", "--config"])
             .arg(dir.path().join("bot.toml"))
@@ -269,6 +278,31 @@ async fn check_config_accepts_the_example_and_explains_errors() {
         err.contains(":5:") && err.contains("policy.default_ttl"),
         "{err}"
     );
+
+    // A file that parses but breaks several rules: every error, one line each.
+    std::fs::write(
+        &bad,
+        "[queue]\nmax_body_bytes = 10\n\n[policy]\ndefault_ttl = \"30d\"\n\n[agents.a]\ntier = \"supervised\"\nalways_allow = [\"x\"]\ndeny = [\"x\"]\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["check-config", "--config"])
+        .arg(&bad)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    for (line, (at, key)) in lines.iter().zip([
+        (":2:", "queue.max_body_bytes"),
+        (":5:", "policy.default_ttl"),
+        (":10:", "agents.a.deny"),
+    ]) {
+        assert!(line.starts_with("error: "), "{line}");
+        assert!(line.contains(at) && line.contains(key), "{line}");
+    }
 }
 
 #[tokio::test]
@@ -479,4 +513,355 @@ async fn sighup_reloads_the_config_and_refuses_an_invalid_one() {
         text(&pending.stdout).contains("create_contact"),
         "the old pending request survives"
     );
+}
+
+/// Sends SIGTERM and returns everything the daemon wrote to stderr.
+async fn stop_and_read_log(d: &mut Daemon) -> String {
+    let pid = d.child.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let mut stderr = d.child.stderr.take().unwrap();
+    let mut log = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut log)
+        .await
+        .unwrap();
+    d.child.wait().await.unwrap();
+    log
+}
+
+#[tokio::test]
+async fn json_logs_carry_the_request_in_each_line_and_its_span() {
+    let mut d = Daemon::start_with("[log]\nformat = \"json\"\n").await;
+    let out = d
+        .cli(&["ask", "--agent", "mailer", "--tool", "query_org_data"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "intern",
+            "--tool",
+            "create_contact",
+            "--wait",
+            "1s",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let pending = text(&out.stdout);
+    let short = pending.split_whitespace().nth(2).unwrap().to_string();
+    let out = d.cli(&["decide", &short, "approve"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = d
+        .cli(&[
+            "ask", "--agent", "intern", "--tool", "send_sms", "--ttl", "1s",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // A refused token: the warning itself names no request, its span does.
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "secure",
+            "--tool",
+            "send_bulk_email",
+            "--token",
+            "wrong",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    let log = stop_and_read_log(&mut d).await;
+
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let find = |message: &str, tool: &str| {
+        lines
+            .iter()
+            .find(|l| l["message"] == message && l["span"]["tool"] == tool)
+            .unwrap_or_else(|| panic!("no `{message}` line for {tool}:\n{log}"))
+    };
+
+    let submitted = find("request submitted", "query_org_data");
+    let id = submitted["id"].as_str().unwrap();
+    assert_eq!(id.len(), 26, "{submitted}");
+    assert_eq!(submitted["agent"], "mailer");
+    assert_eq!(submitted["tool"], "query_org_data");
+    assert_eq!(submitted["verdict"], "allowed");
+    // The span of the API call carries the request too.
+    assert_eq!(submitted["span"]["name"], "api", "{submitted}");
+    assert_eq!(submitted["span"]["op"], "submit");
+    assert_eq!(submitted["span"]["agent"], "mailer");
+
+    let decided = find("request decided", "create_contact");
+    assert_eq!(decided["verdict"], "approved");
+    let span_names: Vec<&str> = decided["spans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(span_names, ["api", "decide"], "{decided}");
+    assert_eq!(decided["span"]["agent"], "intern");
+    assert_eq!(decided["span"]["id"], decided["id"]);
+    assert_eq!(
+        decided["span"]["verdict"], "pending",
+        "recorded before the decision"
+    );
+
+    // The expiry task's line runs in a span of its own.
+    let expired = lines
+        .iter()
+        .find(|l| l["message"] == "request expired")
+        .unwrap_or_else(|| panic!("no expiry line:\n{log}"));
+    assert_eq!(expired["span"]["name"], "expire", "{expired}");
+    assert_eq!(expired["span"]["agent"], "intern");
+    assert_eq!(expired["span"]["tool"], "send_sms");
+    assert_eq!(expired["span"]["verdict"], "expired");
+
+    let refused = find("unauthorised attempt refused", "send_bulk_email");
+    assert!(refused.get("id").is_none(), "{refused}");
+    assert_eq!(refused["span"]["op"], "submit");
+    assert_eq!(refused["span"]["agent"], "secure");
+    assert!(!log.contains("\"wrong\""), "the token reached the log");
+}
+
+impl Daemon {
+    /// Starts `gatebot ARGS` in the background, with stdout and stderr captured.
+    fn spawn_cli(&self, args: &[&str]) -> Child {
+        Command::new(BIN)
+            .arg("--config")
+            .arg(self.config())
+            .args(args)
+            .env_remove("GATEBOT_SOCKET")
+            .env_remove("GATEBOT_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    }
+
+    /// The short id of the only pending request, once there is one.
+    async fn wait_for_pending(&self) -> String {
+        for _ in 0..400 {
+            let out = self.cli(&["pending", "--json"]).await;
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let list = v["requests"].as_array().unwrap();
+            assert!(list.len() <= 1, "{v}");
+            if let Some(r) = list.first() {
+                return r["short_id"].as_str().unwrap().to_string();
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no request became pending");
+    }
+}
+
+#[tokio::test]
+async fn a_supervised_agents_ask_waits_until_the_owner_approves() {
+    let d = Daemon::start().await;
+    // Even a read-only call waits for a human when the agent is supervised.
+    let ask = d.spawn_cli(&["ask", "--agent", "intern", "--tool", "query_org_data"]);
+    let id = d.wait_for_pending().await;
+    let decided = d.cli(&["decide", &id, "approve"]).await;
+    assert_eq!(decided.status.code(), Some(0), "{}", text(&decided.stderr));
+    assert!(text(&decided.stdout).starts_with("approved"));
+    let out = ask.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with(&format!("approved  id {id}")),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains(&format!("waiting for a human: request {id}")),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn approve_always_lets_the_next_identical_ask_through_at_once() {
+    let d = Daemon::start().await;
+    let call = [
+        "ask",
+        "--agent",
+        "mailer",
+        "--tool",
+        "send_email",
+        "--args",
+        "{\"to\": \"ann@example.com\"}",
+    ];
+    let ask = d.spawn_cli(&call);
+    let id = d.wait_for_pending().await;
+    let decided = d.cli(&["decide", &id, "approve-always"]).await;
+    assert_eq!(decided.status.code(), Some(0), "{}", text(&decided.stderr));
+    let out = ask.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // The same call again: allowed by the policy, nothing pending, no wait.
+    let again = d.cli(&call).await;
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stdout).starts_with("allowed"),
+        "{}",
+        text(&again.stdout)
+    );
+    assert!(!text(&again.stderr).contains("waiting for a human"));
+    let pending = d.cli(&["pending"]).await;
+    assert!(text(&pending.stdout).contains("No pending requests"));
+}
+
+#[tokio::test]
+async fn an_ask_whose_ttl_runs_out_exits_1_and_says_expired_not_denied() {
+    let d = Daemon::start().await;
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "intern",
+            "--tool",
+            "create_contact",
+            "--ttl",
+            "2s",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).starts_with("expired"),
+        "{}",
+        text(&out.stdout)
+    );
+    let err = text(&out.stderr).to_lowercase();
+    assert!(err.contains("[action expired] create_contact"), "{err}");
+    assert!(err.contains("no response within 2s"), "{err}");
+    assert!(
+        !err.contains("denied by") && !err.contains("rejected"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn status_wait_exits_3_while_pending_and_0_once_approved() {
+    let d = Daemon::start().await;
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "intern",
+            "--tool",
+            "create_contact",
+            "--wait",
+            "1s",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let id = d.wait_for_pending().await;
+    let status = d.cli(&["status", &id, "--wait", "1s"]).await;
+    assert_eq!(status.status.code(), Some(3), "{}", text(&status.stderr));
+    assert!(text(&status.stdout).starts_with("pending"));
+    assert!(
+        text(&status.stderr).contains("still pending"),
+        "{}",
+        text(&status.stderr)
+    );
+    let decided = d.cli(&["decide", &id, "approve"]).await;
+    assert_eq!(decided.status.code(), Some(0), "{}", text(&decided.stderr));
+    let status = d.cli(&["status", &id, "--wait", "1s"]).await;
+    assert_eq!(status.status.code(), Some(0), "{}", text(&status.stderr));
+    assert!(text(&status.stdout).starts_with("approved"));
+}
+
+#[tokio::test]
+async fn ask_reads_the_arguments_from_a_file() {
+    let d = Daemon::start().await;
+    let file = d.path().join("args.json");
+    std::fs::write(
+        &file,
+        r#"{"to": ["ann@example.com"], "body": "Our new price is $49."}"#,
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .arg("--config")
+        .arg(d.config())
+        .args([
+            "ask",
+            "--agent",
+            "boss",
+            "--tool",
+            "create_contact",
+            "--json",
+        ])
+        .arg("--args-file")
+        .arg(&file)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["args"]["to"][0], "ann@example.com");
+    assert_eq!(v["args"]["body"], "Our new price is $49.");
+    assert!(
+        v["risk"]["factors"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("pricing_content")),
+        "{v}"
+    );
+    // A file that is not there is an error (exit 2) that names it.
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "boss",
+            "--tool",
+            "create_contact",
+            "--args-file",
+            "/nonexistent/args.json",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("/nonexistent/args.json"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn pending_lists_each_request_with_its_risk_level() {
+    let d = Daemon::start().await;
+    let out = d
+        .cli(&[
+            "ask",
+            "--agent",
+            "mailer",
+            "--tool",
+            "send_email",
+            "--summary",
+            "Reply to Ann",
+            "--wait",
+            "1s",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let id = d.wait_for_pending().await;
+    let out = d.cli(&["pending"]).await;
+    assert_eq!(out.status.code(), Some(0));
+    let listing = text(&out.stdout);
+    let line = listing
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{listing}"));
+    assert!(
+        line.contains("mailer") && line.contains("send_email"),
+        "{line}"
+    );
+    assert!(line.contains("risk high"), "{line}");
+    assert!(listing.contains("Reply to Ann"), "{listing}");
 }

@@ -47,6 +47,8 @@ token = "other-token-456"
 pub struct TestApp {
     pub dir: TempDir,
     pub config_path: PathBuf,
+    /// The running daemon's engine (to reload its config as SIGHUP would).
+    pub engine: std::sync::Arc<gatebot::engine::Engine>,
     pub agent: Client,
     pub owner: Client,
     pub tcp: Option<std::net::SocketAddr>,
@@ -62,8 +64,13 @@ pub async fn spawn_app(extra: &str) -> TestApp {
 
 /// Starts a daemon in an existing dir (for restart tests).
 pub async fn spawn_app_in(dir: TempDir, extra: &str) -> TestApp {
+    spawn_app_with_config(dir, &format!("{BASE_CONFIG}\n{extra}")).await
+}
+
+/// Starts a daemon in `dir` on exactly `config` (no `BASE_CONFIG`).
+pub async fn spawn_app_with_config(dir: TempDir, config: &str) -> TestApp {
     let config_path = dir.path().join("bot.toml");
-    std::fs::write(&config_path, format!("{BASE_CONFIG}\n{extra}")).unwrap();
+    std::fs::write(&config_path, config).unwrap();
     let config = Config::load(&config_path).unwrap();
     let (agent_sock, owner_sock) = (
         config.queue.socket.clone(),
@@ -71,6 +78,7 @@ pub async fn spawn_app_in(dir: TempDir, extra: &str) -> TestApp {
     );
     let app = App::build(config).await.unwrap();
     let tcp = app.tcp_addr();
+    let engine = app.engine();
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(app.run_until(async {
         let _ = rx.await;
@@ -78,6 +86,7 @@ pub async fn spawn_app_in(dir: TempDir, extra: &str) -> TestApp {
     TestApp {
         dir,
         config_path,
+        engine,
         agent: Client::new(agent_sock),
         owner: Client::new(owner_sock),
         tcp,
@@ -148,6 +157,18 @@ impl TestApp {
             .map(|r| r["event"].as_str().unwrap().to_string())
             .collect()
     }
+}
+
+/// A plain HTTP/1.1 GET over TCP (for `/metrics`, which is not JSON): the raw response.
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
 }
 
 impl Drop for TestApp {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use hyper::StatusCode;
 use serde_json::json;
 
-use crate::helpers::{spawn_app, spawn_app_in};
+use crate::helpers::{http_get, spawn_app, spawn_app_in};
 
 #[tokio::test]
 async fn an_unanswered_request_expires_and_the_agent_is_told_it_expired() {
@@ -36,6 +36,57 @@ async fn an_unanswered_request_expires_and_the_agent_is_told_it_expired() {
         late.error_message()
     );
     assert!(app.audit_events(id).await.contains(&"expired".to_string()));
+}
+
+#[tokio::test]
+async fn a_decision_after_the_deadline_loses_to_it_before_the_expiry_pass_runs() {
+    let app = spawn_app("[queue]\nlisten = \"127.0.0.1:0\"\nmetrics = true\n").await;
+    let body = app.submit_ok("mailer", "send_email", json!({})).await;
+    let id = body["id"].as_str().unwrap().to_string();
+    // Move the deadline into the past behind the daemon's back. The expiry task sleeps
+    // towards the old deadline (an hour away), so only the decision can notice.
+    let db = rusqlite::Connection::open(app.path().join("gatebot.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let past = gatebot::approval::now_ms() - 1_000;
+    db.execute(
+        "UPDATE approvals SET expires_at = ?1 WHERE id = ?2",
+        rusqlite::params![past, id],
+    )
+    .unwrap();
+
+    let late = app.decide(&id, "approve", None).await;
+    assert_eq!(late.status, StatusCode::CONFLICT, "{:?}", late.body);
+    assert_eq!(late.error_code(), Some("already_decided"));
+    assert!(
+        late.error_message()
+            .contains("expired: no response within 1h"),
+        "{}",
+        late.error_message()
+    );
+    let got = app.get(&id, 0.0).await;
+    assert_eq!(got.body["status"], "expired");
+    assert_eq!(got.body["decided_by"], "gatebot");
+    // The same record the expiry task writes, then the refused decision; never a decision.
+    assert_eq!(
+        app.audit_events(&id).await,
+        ["submitted", "evaluated", "expired", "decision_refused"]
+    );
+    // A cancel now sees the expiry too.
+    let cancel = app
+        .agent
+        .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(cancel.status, StatusCode::CONFLICT);
+    // The expiry was announced once: counted once, and not again by the expiry task.
+    let metrics = http_get(app.tcp.unwrap(), "/metrics").await;
+    for line in [
+        "gatebot_outcomes_total{outcome=\"expired\"} 1",
+        "gatebot_outcomes_total{outcome=\"approved\"} 0",
+        "gatebot_pending 0",
+    ] {
+        assert!(metrics.contains(line), "missing {line}:\n{metrics}");
+    }
 }
 
 #[tokio::test]

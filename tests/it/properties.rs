@@ -11,9 +11,11 @@ use serde_json::json;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Decide(Verb, u8),
+    /// A decision by owner N, `late` = after the deadline (before any expiry pass).
+    Decide(Verb, u8, bool),
     Expire,
-    Cancel,
+    /// The agent cancels, `late` = after the deadline.
+    Cancel(bool),
     Report(bool),
     Restart,
 }
@@ -26,11 +28,12 @@ fn op() -> impl Strategy<Value = Op> {
                 Just(Verb::ApproveAlways),
                 Just(Verb::Deny)
             ],
-            0u8..3
+            0u8..3,
+            any::<bool>()
         )
-            .prop_map(|(v, who)| Op::Decide(v, who)),
+            .prop_map(|(v, who, late)| Op::Decide(v, who, late)),
         Just(Op::Expire),
-        Just(Op::Cancel),
+        any::<bool>().prop_map(Op::Cancel),
         any::<bool>().prop_map(Op::Report),
         Just(Op::Restart),
     ]
@@ -64,7 +67,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     /// Any interleaving of decisions, expiry, cancel, results and restarts leaves
-    /// exactly one way out of `pending`, and the audit trail records that one.
+    /// exactly one way out of `pending`, and the audit trail records that one. A
+    /// decision or cancel after the deadline expires the request instead.
+    /// (Time is per step: a late op runs far past the deadline, the others before it.)
     #[test]
     fn every_interleaving_has_exactly_one_terminal_outcome(ops in proptest::collection::vec(op(), 1..12)) {
         let dir = tempfile::tempdir().unwrap();
@@ -75,12 +80,19 @@ proptest! {
         for (step, op) in ops.iter().enumerate() {
             let now = 10 + step as i64;
             match op {
-                Op::Decide(verb, who) => {
+                Op::Decide(verb, who, late) => {
                     let d = Decision { verb: *verb, actor: format!("owner{who}"), via: Channel::Cli, reason: None };
-                    match store.decide(&a.id, &d, now).unwrap() {
+                    let at = if *late { 10_000 + now } else { now };
+                    match store.decide(&a.id, &d, at).unwrap() {
                         Transition::Done(x) => {
                             prop_assert!(first.is_none(), "second transition out of pending: {op:?}");
+                            prop_assert!(!late, "a late decision won over the deadline");
                             first = Some(x.status);
+                        }
+                        Transition::Expired(x) => {
+                            prop_assert!(first.is_none() && *late, "unexpected expiry: {op:?}");
+                            prop_assert_eq!(x.status, Status::Expired);
+                            first = Some(Status::Expired);
                         }
                         Transition::AlreadySettled(_) => prop_assert!(first.is_some()),
                         Transition::NotFound => prop_assert!(false, "lost the request"),
@@ -96,10 +108,14 @@ proptest! {
                         first = Some(Status::Expired);
                     }
                 }
-                Op::Cancel => match store.cancel(&a.id, "mailer", now).unwrap() {
+                Op::Cancel(late) => match store.cancel(&a.id, "mailer", if *late { 10_000 + now } else { now }).unwrap() {
                     Transition::Done(_) => {
-                        prop_assert!(first.is_none());
+                        prop_assert!(first.is_none() && !late);
                         first = Some(Status::Cancelled);
+                    }
+                    Transition::Expired(_) => {
+                        prop_assert!(first.is_none() && *late);
+                        first = Some(Status::Expired);
                     }
                     Transition::AlreadySettled(_) => prop_assert!(first.is_some()),
                     Transition::NotFound => prop_assert!(false),
