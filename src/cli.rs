@@ -219,6 +219,8 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             Ok(code)
         }
         Command::Hook { agent } => {
+            // The budget counts from here, before stdin is read.
+            let started = tokio::time::Instant::now();
             let (kind, args) = match agent {
                 HookCommand::ClaudeCode(a) => (Kind::ClaudeCode, a),
                 HookCommand::Codex(a) => (Kind::Codex, a),
@@ -233,6 +235,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
                 kind,
                 agent: args.agent,
                 budget,
+                started,
                 socket: socket_for(&cli.socket, &cli.config, false),
                 token: args.token,
             };

@@ -7,7 +7,7 @@
 //! hook payload) are HTTP errors; everything after is a `200` with a deny, because
 //! Claude Code treats an HTTP error from a hook as "no opinion" and lets the tool run.
 //! The wait budget is `wait` (or the `X-Gatebot-Wait` header), in seconds, capped by
-//! `[queue] max_wait`, which is also the default.
+//! `[queue] max_wait`, which is also the default, and at least 1 s.
 
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ use super::{bearer, json_body, ApiError, ApiResult, ApiState, ApprovalView, Subm
 use crate::approval::Status;
 use crate::config::AgentConfig;
 use crate::engine::{EngineError, Submission};
-use crate::hooks::{claude_code, resolve, Gate};
+use crate::hooks::{claude_code, resolve, Budget, Gate, GateError};
 
 #[derive(serde::Deserialize)]
 pub(super) struct HookQuery {
@@ -52,6 +52,7 @@ pub(super) async fn claude_code(
         name: &agent,
         agent: &cfg,
     };
+    let budget = Budget::new(budget, tokio::time::Instant::now());
     let verdict = resolve(&gate, &call.submit_body(&agent), budget, |_, _| {}).await;
     Ok(Json(claude_code::answer(event, &verdict)))
 }
@@ -91,7 +92,7 @@ struct EngineGate<'a> {
 }
 
 impl Gate for EngineGate<'_> {
-    async fn submit(&self, b: &SubmitBody) -> Result<ApprovalView, String> {
+    async fn submit(&self, b: &SubmitBody) -> Result<ApprovalView, GateError> {
         let sub = Submission {
             agent: b.agent.clone(),
             tool: b.tool.clone(),
@@ -107,30 +108,31 @@ impl Gate for EngineGate<'_> {
             .submit(sub, self.agent)
             .await
             .map(|s| ApprovalView::from(&s.approval))
-            .map_err(|e| e.to_string())
+            .map_err(|e| GateError::Failed(e.to_string()))
     }
 
-    async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, String> {
+    async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, GateError> {
+        let shutting_down = || GateError::Failed("gatebot is shutting down".into());
         if self.state.shutdown.is_cancelled() {
-            return Err("gatebot is shutting down".into());
+            return Err(shutting_down());
         }
         let a = self
             .state
             .engine
             .wait(id, up_to, &self.state.shutdown)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| GateError::Failed(e.to_string()))?;
         if a.status == Status::Pending && self.state.shutdown.is_cancelled() {
-            return Err("gatebot is shutting down".into());
+            return Err(shutting_down());
         }
         Ok(ApprovalView::from(&a))
     }
 
-    async fn cancel(&self, id: &str) -> Result<ApprovalView, String> {
+    async fn cancel(&self, id: &str) -> Result<ApprovalView, GateError> {
         match self.state.engine.cancel(id, self.name).await {
             Ok(a) => Ok(ApprovalView::from(&a)),
             Err(EngineError::AlreadySettled(a)) => Ok(ApprovalView::from(&*a)),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(GateError::Failed(e.to_string())),
         }
     }
 }

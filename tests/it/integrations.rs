@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gatebot::config::Config;
 use hyper::StatusCode;
@@ -55,6 +55,20 @@ async fn start_hook(socket: &Path, args: &[&str], input: &str) -> Child {
     stdin.write_all(input.as_bytes()).await.unwrap();
     drop(stdin);
     child
+}
+
+/// A "daemon" that accepts connections and never answers: the connections are
+/// held open (and never read) until the test ends.
+fn silent_daemon(dir: &Path) -> PathBuf {
+    let path = dir.join("silent.sock");
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    path
 }
 
 async fn finish(child: Child) -> (Output, Value) {
@@ -166,22 +180,50 @@ async fn the_hook_denies_when_the_daemon_is_unreachable() {
 }
 
 #[tokio::test]
-async fn the_hook_denies_and_withdraws_the_request_when_its_budget_runs_out() {
-    let app = spawn_app(EXTRA).await;
-    let (socket, _) = sockets(&app);
+async fn the_hook_denies_in_time_when_the_daemon_accepts_but_never_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = silent_daemon(dir.path());
+    let started = Instant::now();
     let child = start_hook(
         &socket,
-        &["hook", "claude-code", "--timeout", "1s"],
+        &["hook", "claude-code", "--timeout", "2s"],
+        &fixture("claude-code-pre-tool-use.json"),
+    )
+    .await;
+    let (out, answer) = finish(child).await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(20), "answered after {took:?}");
+    assert!(out.status.success());
+    let o = &answer["hookSpecificOutput"];
+    assert_eq!(o["permissionDecision"], "deny");
+    let m = o["permissionDecisionReason"].as_str().unwrap();
+    assert!(m.contains("did not answer within 2s"), "{m}");
+    assert!(m.contains("was not run"), "{m}");
+}
+
+#[tokio::test]
+async fn the_hook_denies_and_withdraws_the_request_before_its_budget_runs_out() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let started = Instant::now();
+    let child = start_hook(
+        &socket,
+        &["hook", "claude-code", "--timeout", "2s"],
         &fixture("claude-code-permission-request.json"),
     )
     .await;
     let req = pending_one(&app).await;
     let (out, answer) = finish(child).await;
+    // The agent's own timeout would let the action run: the deny must come first.
+    // (The hook answers half a second before its budget; the margin covers starting
+    // the process.)
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "answered after {took:?}");
     assert!(out.status.success());
     let d = &answer["hookSpecificOutput"]["decision"];
     assert_eq!(d["behavior"], "deny");
     let m = d["message"].as_str().unwrap();
-    assert!(m.contains("no human decided within 1s"), "{m}");
+    assert!(m.contains("no human decided within 2s"), "{m}");
     assert!(m.contains("was not run"), "{m}");
     // Withdrawn, so a late approval cannot contradict the deny the agent got.
     let now = app.get(req["id"].as_str().unwrap(), 0.0).await;
@@ -251,9 +293,13 @@ struct Mcp {
 
 impl Mcp {
     fn start(socket: &Path) -> Mcp {
-        let mut child = gatebot(socket, &["mcp", "--agent", "claude-code"])
-            .spawn()
-            .unwrap();
+        Mcp::start_with(socket, &["mcp", "--agent", "claude-code"])
+    }
+
+    /// `gatebot ARGS…`.
+    fn start_with(socket: &Path, args: &[&str]) -> Mcp {
+        let mut child = gatebot(socket, args).spawn().unwrap();
+
         let stdin = child.stdin.take().unwrap();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
         Mcp {
@@ -397,6 +443,30 @@ async fn the_mcp_server_answers_the_permission_prompt_tool() {
     .await;
     let now = app.get(req["id"].as_str().unwrap(), 10.0).await;
     assert_eq!(now.body["status"], "cancelled", "{:?}", now.body);
+}
+
+#[tokio::test]
+async fn the_mcp_tool_denies_in_time_when_the_daemon_never_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = silent_daemon(dir.path());
+    let mut mcp = Mcp::start_with(&socket, &["mcp", "--timeout", "2s"]);
+    let started = Instant::now();
+    let done = mcp
+        .call(
+            1,
+            "tools/call",
+            json!({"name": "request_approval",
+                   "arguments": {"tool_name": "Bash", "input": {"command": "make"}}}),
+        )
+        .await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(20), "answered after {took:?}");
+    let r = tool_result(&done);
+    assert_eq!(r["behavior"], "deny", "{done}");
+    assert!(r["message"]
+        .as_str()
+        .unwrap()
+        .contains("did not answer within 2s"));
 }
 
 #[tokio::test]
