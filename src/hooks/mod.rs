@@ -29,6 +29,7 @@ pub mod gemini;
 
 use std::time::Duration;
 
+use hyper::{Method, StatusCode};
 use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::time::{timeout_at, Instant};
@@ -199,6 +200,29 @@ impl Verdict {
         }
     }
 
+    /// The call is bigger than the daemon accepts, so no owner could be shown it.
+    /// `bytes` is its size when known; `limit` is `[queue] max_body_bytes` when known.
+    #[must_use]
+    pub fn too_large(tool: &str, bytes: Option<usize>, limit: Option<usize>) -> Verdict {
+        let size = match bytes {
+            Some(n) => format!("the tool call is {n} bytes, "),
+            None => "the tool call is ".to_string(),
+        };
+        let cap = match limit {
+            Some(n) => format!("gatebot's limit of {n} bytes ([queue] max_body_bytes)"),
+            None => "gatebot's limit ([queue] max_body_bytes)".to_string(),
+        };
+        Verdict {
+            allow: false,
+            message: format!(
+                "[Action not checked] {tool}: {size}more than {cap}, so it could not be shown \
+                 to the owner for approval. The action was not run. To approve calls this \
+                 large, the owner must raise max_body_bytes in gatebot's config; until then, \
+                 do it in smaller steps or ask the user to do it."
+            ),
+        }
+    }
+
     /// Nobody decided within the budget.
     #[must_use]
     pub fn still_queued(v: &ApprovalView, budget: Duration, withdrawn: bool) -> Verdict {
@@ -231,12 +255,18 @@ impl Verdict {
 pub(crate) enum GateError {
     /// gatebot could not be reached, refused the call, or answered nonsense.
     Failed(String),
+    /// The call is larger than `[queue] max_body_bytes` (HTTP 413).
+    TooLarge {
+        bytes: Option<usize>,
+        limit: Option<usize>,
+    },
 }
 
 impl GateError {
     fn verdict(&self, tool: &str) -> Verdict {
         match self {
             GateError::Failed(e) => Verdict::unreachable(tool, e),
+            GateError::TooLarge { bytes, limit } => Verdict::too_large(tool, *bytes, *limit),
         }
     }
 }
@@ -316,12 +346,21 @@ fn view_from(res: crate::api::client::Response) -> Result<ApprovalView, GateErro
 
 impl Gate for SocketGate {
     async fn submit(&self, body: &SubmitBody) -> Result<ApprovalView, GateError> {
-        let body = serde_json::to_value(body).map_err(|e| e.to_string())?;
+        let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
+        let size = bytes.len();
         let res = self
             .client
-            .post("/v1/requests", &body)
+            .send(Method::POST, "/v1/requests", Some(bytes))
             .await
             .map_err(|e| e.to_string())?;
+        if res.status == StatusCode::PAYLOAD_TOO_LARGE {
+            return Err(GateError::TooLarge {
+                bytes: Some(size),
+                limit: res.body["error"]["max_body_bytes"]
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok()),
+            });
+        }
         view_from(res)
     }
 
@@ -483,6 +522,20 @@ mod tests {
         assert_eq!(b.decide_by() - t0, Duration::from_millis(500));
         let b = Budget::new(Duration::from_secs(540), t0);
         assert_eq!(b.decide_by() - t0, Duration::from_millis(537_500));
+    }
+
+    #[test]
+    fn an_oversize_call_is_denied_with_the_limit_and_the_fix() {
+        let v = Verdict::too_large("Write", Some(100_000), Some(65_536));
+        assert!(!v.allow);
+        assert!(v.message.contains("100000 bytes"), "{}", v.message);
+        assert!(
+            v.message.contains("65536 bytes ([queue] max_body_bytes)"),
+            "{}",
+            v.message
+        );
+        assert!(v.message.contains("raise max_body_bytes"), "{}", v.message);
+        assert!(v.message.contains("was not run"), "{}", v.message);
     }
 
     #[test]

@@ -217,6 +217,8 @@ async fn an_oversize_body_gets_413_and_stores_nothing() {
         .await;
     assert_eq!(res.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(res.error_code(), Some("payload_too_large"));
+    // The limit, so a client can say which key to raise and to what.
+    assert_eq!(res.body["error"]["max_body_bytes"], 4096);
     let all = app.owner.get("/v1/requests").await.unwrap();
     assert!(all.body["requests"].as_array().unwrap().is_empty());
 }

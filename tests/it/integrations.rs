@@ -202,6 +202,34 @@ async fn the_hook_denies_in_time_when_the_daemon_accepts_but_never_answers() {
 }
 
 #[tokio::test]
+async fn a_tool_call_over_max_body_bytes_is_denied_with_how_to_allow_it() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let big = "x".repeat(100 * 1024);
+    let input = json!({"session_id": "s", "hook_event_name": "PermissionRequest",
+        "tool_name": "Write", "tool_input": {"file_path": "/tmp/big.txt", "content": big}});
+    let child = start_hook(&socket, &["hook", "claude-code"], &input.to_string()).await;
+    let (out, answer) = finish(child).await;
+    assert!(out.status.success());
+    let d = &answer["hookSpecificOutput"]["decision"];
+    assert_eq!(d["behavior"], "deny");
+    let m = d["message"].as_str().unwrap();
+    assert!(
+        m.starts_with("[Action not checked] Write: the tool call is "),
+        "{m}"
+    );
+    assert!(
+        m.contains("gatebot's limit of 65536 bytes ([queue] max_body_bytes)"),
+        "{m}"
+    );
+    assert!(m.contains("raise max_body_bytes"), "{m}");
+    assert!(m.contains("was not run"), "{m}");
+    // Nothing was queued: the owner never saw it, so nobody can approve it unseen.
+    let pending = app.owner.get("/v1/requests?status=pending").await.unwrap();
+    assert_eq!(pending.body["requests"], json!([]));
+}
+
+#[tokio::test]
 async fn the_hook_denies_and_withdraws_the_request_before_its_budget_runs_out() {
     let app = spawn_app(EXTRA).await;
     let (socket, _) = sockets(&app);
