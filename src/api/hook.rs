@@ -2,85 +2,239 @@
 //! `type: "http"` hook, served by the daemon itself.
 //!
 //! The body and the answer are the command hook's JSON ([`crate::hooks::claude_code`]).
-//! The agent's bearer token is checked like every agent route (always required on
-//! TCP). Errors before the request is submitted (no such agent, bad token, not a
-//! hook payload) are HTTP errors; everything after is a `200` with a deny, because
-//! Claude Code treats an HTTP error from a hook as "no opinion" and lets the tool run.
-//! The wait budget is `wait` (or the `X-Gatebot-Wait` header), in seconds, capped by
-//! `[queue] max_wait`, which is also the default, and at least 1 s.
+//! Claude Code treats any answer but a 2xx as "no opinion" and lets the tool run, so
+//! **every** answer of this route is a `200` with a decision: allow only when gatebot
+//! allowed or a human approved the call, otherwise deny with a message that says
+//! why. That includes a missing or wrong token, an unknown agent, a bad `wait`, a body
+//! over `[queue] max_body_bytes`, a body that is not JSON, and other hook events.
+//!
+//! 1. Read the body: up to `max_body_bytes` is kept; the rest of a larger body is read
+//!    and dropped (up to [`DRAIN_CAP`]), so Claude Code finishes sending and then reads
+//!    the deny, rather than a reset connection (which would also let the tool run).
+//! 2. Find the hook event, from the JSON or, when the body is too large or not JSON,
+//!    from its first bytes (Claude Code sends `hook_event_name` before `tool_input`).
+//!    A deny takes that event's shape. For other events, or none, it is the generic
+//!    `{"decision": "block", "reason": …}`, which Claude Code reads as a deny for
+//!    `PreToolUse` and as a block elsewhere; a `hookSpecificOutput` naming the wrong
+//!    event would be rejected as an error, and so let the tool run.
+//! 3. Check the agent (`agent`, default `claude-code`) and its bearer token (always
+//!    required on TCP). The message never contains the token.
+//! 4. The budget is `wait` (or the `X-Gatebot-Wait` header), in seconds, capped by
+//!    `[queue] max_wait`, which is also the default, and at least 1 s. Within it,
+//!    submit, wait and answer ([`crate::hooks::resolve`]).
+//!
+//! Nothing can answer when the daemon is down or unreachable; Claude Code then runs
+//! the tool. docs/integrations.md says so, and points to the command hook, which
+//! denies in that case.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, Request, StatusCode};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, Request};
 use axum::Json;
-use serde_json::Value;
+use http_body_util::BodyExt;
+use regex::bytes::Regex;
+use serde_json::{json, Value};
+use tokio::time::Instant;
 
-use super::{bearer, json_body, ApiError, ApiResult, ApiState, ApprovalView, SubmitBody};
+use super::{bearer, ApiState, ApprovalView, SubmitBody};
 use crate::approval::Status;
 use crate::config::AgentConfig;
 use crate::engine::{EngineError, Submission};
-use crate::hooks::{claude_code, resolve, Budget, Gate, GateError};
+use crate::hooks::claude_code::{self, Event};
+use crate::hooks::{resolve, Budget, Gate, GateError, Verdict};
+
+/// The most of an oversize body that is read (and dropped) before answering.
+pub(super) const DRAIN_CAP: usize = 32 * 1024 * 1024;
+/// Names the call in a deny when the body does not say which tool it is.
+const SOME_CALL: &str = "this tool call";
 
 #[derive(serde::Deserialize)]
-pub(super) struct HookQuery {
+struct HookQuery {
     agent: Option<String>,
-    wait: Option<f64>,
+    wait: Option<String>,
 }
 
-pub(super) async fn claude_code(
-    State(state): State<ApiState>,
-    Query(q): Query<HookQuery>,
-    req: Request<Body>,
-) -> ApiResult<Json<Value>> {
-    let headers = req.headers().clone();
-    let agent = q.agent.unwrap_or_else(|| {
+pub(super) async fn claude_code(State(state): State<ApiState>, req: Request<Body>) -> Json<Value> {
+    let started = Instant::now();
+    let (parts, body) = req.into_parts();
+    let limit = state.engine.config().queue.max_body_bytes;
+    let read = read_capped(body, limit, &parts.headers).await;
+    let sniffed = Sniffed::from(&read.head);
+    let event = sniffed.event;
+    let tool = sniffed.tool.as_deref().unwrap_or(SOME_CALL);
+    let deny = |verdict: Verdict| Json(deny(event, &verdict.message));
+
+    let query = match serde_urlencoded::from_str::<HookQuery>(parts.uri.query().unwrap_or("")) {
+        Ok(q) => q,
+        Err(e) => {
+            return deny(Verdict::unreachable(
+                tool,
+                &format!("bad query string: {e}"),
+            ))
+        }
+    };
+    let agent = query.agent.unwrap_or_else(|| {
         crate::hooks::cli::Kind::ClaudeCode
             .default_agent()
             .to_string()
     });
-    let cfg = state
+    let cfg = match state
         .engine
-        .authenticate(&agent, bearer(&headers), state.transport)?;
-    let budget = budget(&state, q.wait, &headers)?;
-    let input: Value = json_body(&state, req).await?;
-    let (event, call) = claude_code::parse(&input)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e))?;
+        .authenticate(&agent, bearer(&parts.headers), state.transport)
+    {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            tracing::warn!(agent = %agent, error = %e, "http hook refused");
+            return deny(Verdict::unreachable(tool, &e.to_string()));
+        }
+    };
+    let total = match budget(&state, query.wait.as_deref(), &parts.headers) {
+        Ok(b) => b,
+        Err(e) => return deny(Verdict::unreachable(tool, &e)),
+    };
+    if let Some(e) = read.error {
+        return deny(Verdict::unreachable(tool, &e));
+    }
+    if read.total > limit {
+        return deny(Verdict::too_large(
+            tool,
+            read.whole.then_some(read.total),
+            Some(limit),
+        ));
+    }
+    let input: Value = match serde_json::from_slice(&read.head) {
+        Ok(v) => v,
+        Err(e) => {
+            let e = format!("the hook body is not valid JSON: {e}");
+            return deny(Verdict::unreachable(tool, &e));
+        }
+    };
+    let (event, call) = match claude_code::parse(&input) {
+        Ok(parsed) => parsed,
+        Err(e) => return deny(Verdict::unreachable(tool, &e)),
+    };
     let gate = EngineGate {
         state: &state,
         name: &agent,
         agent: &cfg,
     };
-    let budget = Budget::new(budget, tokio::time::Instant::now());
+    let budget = Budget::new(total, started);
     let verdict = resolve(&gate, &call.submit_body(&agent), budget, |_, _| {}).await;
-    Ok(Json(claude_code::answer(event, &verdict)))
+    Json(claude_code::answer(event, &verdict))
 }
 
-fn budget(state: &ApiState, query: Option<f64>, headers: &HeaderMap) -> ApiResult<Duration> {
-    let max = state.engine.config().queue.max_wait;
-    let header = headers
-        .get("x-gatebot-wait")
-        .map(|v| {
-            v.to_str()
-                .ok()
-                .and_then(|s| s.trim().parse::<f64>().ok())
-                .ok_or(())
-        })
-        .transpose();
-    let asked = match (query, header) {
-        (Some(w), _) => Some(w),
-        (None, Ok(h)) => h,
-        (None, Err(())) => Some(f64::NAN),
+/// A deny in `event`'s shape, or the generic block when the event is not known.
+fn deny(event: Option<Event>, message: &str) -> Value {
+    let verdict = Verdict {
+        allow: false,
+        message: message.to_string(),
     };
-    match asked {
+    match event {
+        Some(e) => claude_code::answer(e, &verdict),
+        None => json!({"decision": "block", "reason": message}),
+    }
+}
+
+/// A body read under the size cap.
+struct Capped {
+    /// The first `limit` bytes.
+    head: Vec<u8>,
+    /// Bytes seen, counting those dropped; reading stops past [`DRAIN_CAP`].
+    total: usize,
+    /// True when the whole body was read.
+    whole: bool,
+    /// Why reading failed, if it did.
+    error: Option<String>,
+}
+
+async fn read_capped(mut body: Body, limit: usize, headers: &HeaderMap) -> Capped {
+    let mut read = Capped {
+        head: Vec::new(),
+        total: 0,
+        whole: false,
+        error: None,
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > DRAIN_CAP) {
+        // Too big even to drop: answer now (the client may see the connection close).
+        read.total = DRAIN_CAP + 1;
+        return read;
+    }
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => {
+                let Ok(data) = frame.into_data() else {
+                    continue; // trailers
+                };
+                read.total += data.len();
+                let room = limit.saturating_sub(read.head.len());
+                read.head.extend_from_slice(&data[..data.len().min(room)]);
+                if read.total > DRAIN_CAP {
+                    return read;
+                }
+            }
+            Err(e) => {
+                read.error = Some(format!("reading the hook body failed: {e}"));
+                return read;
+            }
+        }
+    }
+    read.whole = true;
+    read
+}
+
+/// The event and tool named at the start of a body, found without parsing it whole.
+#[derive(Debug, Default, PartialEq)]
+struct Sniffed {
+    event: Option<Event>,
+    tool: Option<String>,
+}
+
+impl Sniffed {
+    fn from(head: &[u8]) -> Sniffed {
+        static EVENT: OnceLock<Regex> = OnceLock::new();
+        static TOOL: OnceLock<Regex> = OnceLock::new();
+        let first = |re: &Regex| {
+            re.captures(head)
+                .and_then(|c| c.get(1))
+                .and_then(|m| std::str::from_utf8(m.as_bytes()).ok())
+                .map(str::to_string)
+        };
+        let event_re = EVENT.get_or_init(|| {
+            Regex::new(r#""hook_event_name"\s*:\s*"([A-Za-z]{1,64})""#).expect("valid regex")
+        });
+        let tool_re = TOOL.get_or_init(|| {
+            Regex::new(r#""tool_name"\s*:\s*"([A-Za-z0-9_.:-]{1,128})""#).expect("valid regex")
+        });
+        Sniffed {
+            event: first(event_re).and_then(|e| match e.as_str() {
+                "PermissionRequest" => Some(Event::PermissionRequest),
+                "PreToolUse" => Some(Event::PreToolUse),
+                _ => None,
+            }),
+            tool: first(tool_re),
+        }
+    }
+}
+
+/// The budget asked for in the query or header, within `[queue] max_wait`.
+fn budget(state: &ApiState, query: Option<&str>, headers: &HeaderMap) -> Result<Duration, String> {
+    let max = state.engine.config().queue.max_wait;
+    let asked = match (query, headers.get("x-gatebot-wait")) {
+        (Some(q), _) => Some(q.to_string()),
+        (None, Some(h)) => Some(h.to_str().unwrap_or("?").to_string()),
+        (None, None) => None,
+    };
+    match asked.map(|w| w.trim().parse::<f64>()) {
         None => Ok(max),
-        Some(w) if w.is_finite() && w >= 0.0 => Ok(Duration::from_secs_f64(w).min(max)),
-        Some(_) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "`wait` (or X-Gatebot-Wait) must be a number of seconds ≥ 0",
-        )),
+        Some(Ok(w)) if w.is_finite() && w >= 0.0 => Ok(Duration::from_secs_f64(w).min(max)),
+        Some(_) => Err("`wait` (or X-Gatebot-Wait) must be a number of seconds ≥ 0".into()),
     }
 }
 
@@ -134,5 +288,37 @@ impl Gate for EngineGate<'_> {
             Err(EngineError::AlreadySettled(a)) => Ok(ApprovalView::from(&*a)),
             Err(e) => Err(GateError::Failed(e.to_string())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_event_and_tool_are_found_at_the_start_of_a_cut_body() {
+        let body = br#"{"session_id":"s","hook_event_name" : "PreToolUse","tool_name":"Write","tool_input":{"content":"xxxx"#;
+        assert_eq!(
+            Sniffed::from(body),
+            Sniffed {
+                event: Some(Event::PreToolUse),
+                tool: Some("Write".into())
+            }
+        );
+        let other = br#"{"hook_event_name":"Stop"}"#;
+        assert_eq!(Sniffed::from(other), Sniffed::default());
+        assert_eq!(Sniffed::from(b"not json at all"), Sniffed::default());
+    }
+
+    #[test]
+    fn a_deny_for_an_unknown_event_is_the_generic_block() {
+        assert_eq!(
+            deny(None, "no"),
+            json!({"decision": "block", "reason": "no"})
+        );
+        assert_eq!(
+            deny(Some(Event::PermissionRequest), "no")["hookSpecificOutput"]["decision"],
+            json!({"behavior": "deny", "message": "no"})
+        );
     }
 }

@@ -532,14 +532,90 @@ async fn the_daemon_serves_claude_codes_http_hook() {
     let d = &res.body["hookSpecificOutput"]["decision"];
     assert_eq!(d["behavior"], "deny");
     assert!(d["message"].as_str().unwrap().contains("withdrew"), "{d}");
+}
 
-    // Not a hook payload: a clear 400.
-    let res = app
-        .agent
-        .post("/v1/hooks/claude-code", &json!({"tool_name": "Bash"}))
-        .await
-        .unwrap();
-    assert_eq!(res.status, StatusCode::BAD_REQUEST);
+/// Claude Code runs the tool on any answer but a 2xx: every failure is a 200 deny.
+#[tokio::test]
+async fn the_http_hook_denies_with_a_200_whatever_goes_wrong() {
+    let app = spawn_app(EXTRA).await;
+    let post = |path: &'static str, body: Vec<u8>| {
+        let client = app.agent.clone();
+        async move {
+            let res = client
+                .send(hyper::Method::POST, path, Some(body))
+                .await
+                .unwrap();
+            assert_eq!(res.status, StatusCode::OK, "{path}: {:?}", res.body);
+            res.body
+        }
+    };
+    let pre_tool_use = |body: &Value| {
+        let o = &body["hookSpecificOutput"];
+        assert_eq!(o["hookEventName"], "PreToolUse", "{body}");
+        assert_eq!(o["permissionDecision"], "deny", "{body}");
+        o["permissionDecisionReason"].as_str().unwrap().to_string()
+    };
+
+    // A body over max_body_bytes (64 KiB here), in the shape of its event. Claude Code
+    // sends the event and tool names before the input.
+    let big = format!(
+        r#"{{"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {{"file_path": "/tmp/big", "content": "{}"}}}}"#,
+        "x".repeat(200 * 1024)
+    );
+    let body = post("/v1/hooks/claude-code", big.into_bytes()).await;
+    let m = pre_tool_use(&body);
+    assert!(
+        m.starts_with("[Action not checked] Write: the tool call is "),
+        "{m}"
+    );
+    assert!(m.contains("65536 bytes ([queue] max_body_bytes)"), "{m}");
+    assert!(m.contains("raise max_body_bytes"), "{m}");
+
+    // Malformed JSON: the event is still read from its start.
+    let cut = br#"{"hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_input": {"#;
+    let body = post("/v1/hooks/claude-code", cut.to_vec()).await;
+    let d = &body["hookSpecificOutput"]["decision"];
+    assert_eq!(
+        body["hookSpecificOutput"]["hookEventName"],
+        "PermissionRequest"
+    );
+    assert_eq!(d["behavior"], "deny", "{body}");
+    assert!(
+        d["message"].as_str().unwrap().contains("not valid JSON"),
+        "{body}"
+    );
+
+    // Another event, or no event: the generic block, which names no event.
+    for input in [
+        json!({"hook_event_name": "Stop"}),
+        json!({"tool_name": "Bash"}),
+    ] {
+        let body = post("/v1/hooks/claude-code", input.to_string().into_bytes()).await;
+        assert_eq!(body["decision"], "block", "{body}");
+        assert!(body.get("hookSpecificOutput").is_none(), "{body}");
+        assert!(
+            body["reason"].as_str().unwrap().contains("was not run"),
+            "{body}"
+        );
+    }
+    let body = post(
+        "/v1/hooks/claude-code",
+        json!({"hook_event_name": "Stop"}).to_string().into_bytes(),
+    )
+    .await;
+    assert!(
+        body["reason"].as_str().unwrap().contains("`Stop`"),
+        "{body}"
+    );
+
+    // A bad wait, and an unknown agent.
+    let pre = fixture("claude-code-pre-tool-use.json").into_bytes();
+    let m = pre_tool_use(&post("/v1/hooks/claude-code?wait=soon", pre.clone()).await);
+    assert!(m.contains("`wait`"), "{m}");
+    let m = pre_tool_use(&post("/v1/hooks/claude-code?agent=nobody", pre).await);
+    assert!(m.contains("unknown agent `nobody`"), "{m}");
+    let pending = app.owner.get("/v1/requests?status=pending").await.unwrap();
+    assert_eq!(pending.body["requests"], json!([]), "nothing was submitted");
 }
 
 async fn tcp_post(
@@ -571,10 +647,29 @@ async fn the_http_hook_over_tcp_needs_the_agents_token() {
                       "tool_input": {"q": "contacts"}, "tool_use_id": "toolu_tcp"})
     .to_string();
     let path = "/v1/hooks/claude-code?agent=secure";
+    // Refused, but as a 200 deny: any other status would let Claude Code run the tool.
     let no_token = tcp_post(addr, path, &body, None).await;
-    assert!(no_token.starts_with("HTTP/1.1 401"), "{no_token}");
+    assert!(no_token.starts_with("HTTP/1.1 200"), "{no_token}");
+    assert!(
+        no_token.contains("\"permissionDecision\":\"deny\""),
+        "{no_token}"
+    );
+    assert!(no_token.contains("has a token: send it as"), "{no_token}");
     let wrong = tcp_post(addr, path, &body, Some("other-token-456")).await;
-    assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+    assert!(wrong.starts_with("HTTP/1.1 200"), "{wrong}");
+    assert!(wrong.contains("\"permissionDecision\":\"deny\""), "{wrong}");
+    assert!(wrong.contains("not agent `secure`'s token"), "{wrong}");
+    assert!(
+        !wrong.contains("other-token-456"),
+        "the token is never echoed: {wrong}"
+    );
+    // An agent without a token cannot use TCP at all.
+    let tokenless = tcp_post(addr, "/v1/hooks/claude-code?agent=mailer", &body, None).await;
+    assert!(tokenless.starts_with("HTTP/1.1 200"), "{tokenless}");
+    assert!(
+        tokenless.contains("\"permissionDecision\":\"deny\""),
+        "{tokenless}"
+    );
     let ok = tcp_post(addr, path, &body, Some("secure-token-123")).await;
     assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
     assert!(ok.contains("\"permissionDecision\":\"allow\""), "{ok}");
