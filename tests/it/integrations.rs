@@ -687,6 +687,11 @@ async fn agents_can_read_their_tier_guidance() {
         .as_str()
         .unwrap()
         .contains("semi-autonomous mode"));
+    assert_eq!(res.body["tool_approval_mode"], "dangerous");
+    // The org mode and [tools] shape the paragraph: send_email is destructive.
+    let boss = app.agent.get("/v1/agents/boss").await.unwrap();
+    let g = boss.body["guidance"].as_str().unwrap();
+    assert!(g.contains("calls to destructive tools (send_email)"), "{g}");
 
     // "Always allow" shows up in the list.
     let sub = app
