@@ -71,6 +71,17 @@ fn silent_daemon(dir: &Path) -> PathBuf {
     path
 }
 
+/// Runs `gatebot decide ID VERB [--reason R]` on the owners' socket, as an owner would.
+async fn decide_cli(app: &TestApp, id: &str, verb: &str, reason: Option<&str>) {
+    let (_, control) = sockets(app);
+    let mut args = vec!["decide", id, verb];
+    if let Some(r) = reason {
+        args.extend(["--reason", r]);
+    }
+    let out = gatebot(&control, &args).output().await.unwrap();
+    assert!(out.status.success(), "gatebot decide failed: {out:?}");
+}
+
 async fn finish(child: Child) -> (Output, Value) {
     let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
         .await
@@ -113,8 +124,7 @@ async fn the_claude_code_hook_allows_what_the_owner_approves() {
     assert_eq!(req["tool"], "Bash");
     assert_eq!(req["summary"], "Clean the build and publish the package");
     assert_eq!(req["risk"]["score"], "critical", "rm -rf is scanned: {req}");
-    let id = req["id"].as_str().unwrap();
-    assert!(app.decide(id, "approve", None).await.status.is_success());
+    decide_cli(&app, req["short_id"].as_str().unwrap(), "approve", None).await;
     let (out, answer) = finish(child).await;
     assert!(out.status.success());
     assert_eq!(
@@ -127,7 +137,7 @@ async fn the_claude_code_hook_allows_what_the_owner_approves() {
 #[tokio::test]
 async fn the_claude_code_hook_denies_with_the_reason_given_to_gatebot_decide() {
     let app = spawn_app(EXTRA).await;
-    let (socket, control) = sockets(&app);
+    let (socket, _) = sockets(&app);
     let child = start_hook(
         &socket,
         &["hook", "claude-code", "--agent", "claude-code"],
@@ -137,20 +147,7 @@ async fn the_claude_code_hook_denies_with_the_reason_given_to_gatebot_decide() {
     let req = pending_one(&app).await;
     assert_eq!(req["tool"], "Edit");
     let short = req["short_id"].as_str().unwrap();
-    let decided = gatebot(
-        &control,
-        &[
-            "decide",
-            short,
-            "deny",
-            "--reason",
-            "discounts need finance",
-        ],
-    )
-    .output()
-    .await
-    .unwrap();
-    assert!(decided.status.success(), "{decided:?}");
+    decide_cli(&app, short, "deny", Some("discounts need finance")).await;
     let (out, answer) = finish(child).await;
     assert!(out.status.success());
     let o = &answer["hookSpecificOutput"];
@@ -300,6 +297,58 @@ async fn the_codex_and_gemini_hooks_answer_in_their_own_shapes() {
 }
 
 #[tokio::test]
+async fn the_codex_and_gemini_hooks_deny_when_the_daemon_is_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("nothing-here.sock");
+    let child = start_hook(
+        &socket,
+        &["hook", "codex"],
+        &fixture("codex-permission-request.json"),
+    )
+    .await;
+    let (out, answer) = finish(child).await;
+    assert!(out.status.success());
+    let d = &answer["hookSpecificOutput"]["decision"];
+    assert_eq!(d["behavior"], "deny", "{answer}");
+    assert!(d["message"]
+        .as_str()
+        .unwrap()
+        .contains("could not be asked"));
+
+    let child = start_hook(
+        &socket,
+        &["hook", "gemini"],
+        &fixture("gemini-before-tool.json"),
+    )
+    .await;
+    let (out, answer) = finish(child).await;
+    assert!(out.status.success());
+    assert_eq!(answer["decision"], "deny", "{answer}");
+    let reason = answer["reason"].as_str().unwrap();
+    assert!(reason.contains("could not be asked"), "{reason}");
+    assert!(reason.contains("was not run"), "{reason}");
+}
+
+/// Codex and Gemini CLI read exit 2 with a reason on stderr as a deny (so does Claude Code).
+#[tokio::test]
+async fn every_hook_given_malformed_input_exits_2_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["claude-code", "codex", "gemini"] {
+        let child = start_hook(
+            &dir.path().join("x.sock"),
+            &["hook", kind],
+            "{\"hook_event_name\": \"PermissionRe",
+        )
+        .await;
+        let out = child.wait_with_output().await.unwrap();
+        assert_eq!(out.status.code(), Some(2), "{kind}: {out:?}");
+        assert!(out.stdout.is_empty(), "{kind}: nothing on stdout");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not valid JSON"), "{kind}: {err}");
+    }
+}
+
+#[tokio::test]
 async fn a_hook_given_something_else_exits_2_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let child = start_hook(
@@ -327,7 +376,6 @@ impl Mcp {
     /// `gatebot ARGS…`.
     fn start_with(socket: &Path, args: &[&str]) -> Mcp {
         let mut child = gatebot(socket, args).spawn().unwrap();
-
         let stdin = child.stdin.take().unwrap();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
         Mcp {
@@ -338,7 +386,10 @@ impl Mcp {
     }
 
     async fn send(&mut self, msg: Value) {
-        let line = format!("{msg}\n");
+        self.send_raw(&format!("{msg}\n")).await;
+    }
+
+    async fn send_raw(&mut self, line: &str) {
         self.stdin.write_all(line.as_bytes()).await.unwrap();
         self.stdin.flush().await.unwrap();
     }
@@ -471,6 +522,38 @@ async fn the_mcp_server_answers_the_permission_prompt_tool() {
     .await;
     let now = app.get(req["id"].as_str().unwrap(), 10.0).await;
     assert_eq!(now.body["status"], "cancelled", "{:?}", now.body);
+}
+
+#[tokio::test]
+async fn the_mcp_tool_denies_when_the_daemon_is_down_and_survives_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut mcp = Mcp::start(&dir.path().join("nothing-here.sock"));
+    let init = mcp
+        .call(1, "initialize", json!({"protocolVersion": "2025-06-18"}))
+        .await;
+    assert!(init["result"]["capabilities"]["tools"].is_object());
+
+    let done = mcp
+        .call(
+            2,
+            "tools/call",
+            json!({"name": "request_approval",
+                   "arguments": {"tool_name": "Bash", "input": {"command": "make deploy"}}}),
+        )
+        .await;
+    let r = tool_result(&done);
+    assert_eq!(r["behavior"], "deny", "{done}");
+    let m = r["message"].as_str().unwrap();
+    assert!(m.contains("could not be asked"), "{m}");
+    assert!(m.contains("was not run"), "{m}");
+
+    // A line that is not JSON gets a parse error, and the server keeps serving.
+    mcp.send_raw("{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\"\n")
+        .await;
+    let err = mcp.recv().await;
+    assert_eq!(err["error"]["code"], -32700, "{err}");
+    let pong = mcp.call(4, "ping", json!({})).await;
+    assert_eq!(pong["result"], json!({}));
 }
 
 #[tokio::test]
