@@ -139,7 +139,7 @@ pub enum HookCommand {
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// The agent to submit as (default: claude-code, codex, gemini; mcp: claude-code).
-    #[arg(long)]
+    #[arg(long, env = "GATEBOT_AGENT")]
     pub agent: Option<String>,
     /// Answer (deny) after this long if nobody decided; keep it under the agent's
     /// hook timeout (default: 540s; gemini: 55s).

@@ -41,6 +41,7 @@ fn gatebot(socket: &Path, args: &[&str]) -> Command {
         .env_remove("GATEBOT_SOCKET")
         .env_remove("GATEBOT_TOKEN")
         .env_remove("GATEBOT_CONFIG")
+        .env_remove("GATEBOT_AGENT")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -50,7 +51,12 @@ fn gatebot(socket: &Path, args: &[&str]) -> Command {
 
 /// Starts a hook with `input` on its stdin (then closed).
 async fn start_hook(socket: &Path, args: &[&str], input: &str) -> Child {
-    let mut child = gatebot(socket, args).spawn().unwrap();
+    start(gatebot(socket, args), input).await
+}
+
+/// Starts `cmd` with `input` on its stdin (then closed).
+async fn start(mut cmd: Command, input: &str) -> Child {
+    let mut child = cmd.spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(input.as_bytes()).await.unwrap();
     drop(stdin);
@@ -227,6 +233,44 @@ async fn a_tool_call_over_max_body_bytes_is_denied_with_how_to_allow_it() {
 }
 
 #[tokio::test]
+async fn the_agent_name_can_come_from_gatebot_agent() {
+    let extra = format!("{EXTRA}\n[agents.from-env]\ntier = \"supervised\"\n");
+    let app = spawn_app(&extra).await;
+    let (socket, _) = sockets(&app);
+    let input = fixture("claude-code-permission-request.json");
+
+    let mut cmd = gatebot(&socket, &["hook", "claude-code", "--timeout", "30s"]);
+    cmd.env("GATEBOT_AGENT", "from-env");
+    let child = start(cmd, &input).await;
+    let req = pending_one(&app).await;
+    assert_eq!(req["agent"], "from-env");
+    decide_cli(&app, req["short_id"].as_str().unwrap(), "deny", None).await;
+    finish(child).await;
+
+    // --agent wins over the environment.
+    let mut cmd = gatebot(&socket, &["hook", "claude-code", "--agent", "claude-code"]);
+    cmd.env("GATEBOT_AGENT", "from-env");
+    let child = start(cmd, &input).await;
+    let req = pending_one(&app).await;
+    assert_eq!(req["agent"], "claude-code");
+    decide_cli(&app, req["short_id"].as_str().unwrap(), "deny", None).await;
+    finish(child).await;
+
+    // `gatebot mcp` reads it too.
+    let mut mcp = Mcp::start_with(&socket, &["mcp"], Some("from-env"));
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "request_approval",
+        "arguments": {"tool_name": "Bash", "input": {"command": "make"}}}}),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    assert_eq!(req["agent"], "from-env");
+    decide_cli(&app, req["short_id"].as_str().unwrap(), "approve", None).await;
+    assert_eq!(tool_result(&mcp.recv().await)["behavior"], "allow");
+}
+
+#[tokio::test]
 async fn the_hook_denies_and_withdraws_the_request_before_its_budget_runs_out() {
     let app = spawn_app(EXTRA).await;
     let (socket, _) = sockets(&app);
@@ -370,12 +414,16 @@ struct Mcp {
 
 impl Mcp {
     fn start(socket: &Path) -> Mcp {
-        Mcp::start_with(socket, &["mcp", "--agent", "claude-code"])
+        Mcp::start_with(socket, &["mcp", "--agent", "claude-code"], None)
     }
 
-    /// `gatebot ARGS…`.
-    fn start_with(socket: &Path, args: &[&str]) -> Mcp {
-        let mut child = gatebot(socket, args).spawn().unwrap();
+    /// `gatebot ARGS…`, with `GATEBOT_AGENT` set when `agent` is.
+    fn start_with(socket: &Path, args: &[&str], agent: Option<&str>) -> Mcp {
+        let mut cmd = gatebot(socket, args);
+        if let Some(a) = agent {
+            cmd.env("GATEBOT_AGENT", a);
+        }
+        let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take().unwrap();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
         Mcp {
@@ -560,7 +608,7 @@ async fn the_mcp_tool_denies_when_the_daemon_is_down_and_survives_bad_input() {
 async fn the_mcp_tool_denies_in_time_when_the_daemon_never_answers() {
     let dir = tempfile::tempdir().unwrap();
     let socket = silent_daemon(dir.path());
-    let mut mcp = Mcp::start_with(&socket, &["mcp", "--timeout", "2s"]);
+    let mut mcp = Mcp::start_with(&socket, &["mcp", "--timeout", "2s"], None);
     let started = Instant::now();
     let done = mcp
         .call(
