@@ -140,7 +140,7 @@ pub enum HookCommand {
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// The agent to submit as (default: claude-code, codex, gemini; mcp: claude-code).
-    #[arg(long)]
+    #[arg(long, env = "GATEBOT_AGENT")]
     pub agent: Option<String>,
     /// Answer (deny) after this long if nobody decided; keep it under the agent's
     /// hook timeout (default: 540s; gemini: 55s).
@@ -220,6 +220,8 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             Ok(code)
         }
         Command::Hook { agent } => {
+            // The budget counts from here, before stdin is read.
+            let started = tokio::time::Instant::now();
             let (kind, args) = match agent {
                 HookCommand::ClaudeCode(a) => (Kind::ClaudeCode, a),
                 HookCommand::Codex(a) => (Kind::Codex, a),
@@ -234,6 +236,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
                 kind,
                 agent: args.agent,
                 budget,
+                started,
                 socket: socket_for(&cli.socket, &cli.config, false),
                 token: args.token,
             };

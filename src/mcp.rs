@@ -31,10 +31,12 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::api::client::Client;
-use crate::hooks::{resolve, SocketGate, ToolCall, Verdict};
+use crate::hooks::{resolve, Budget, SocketGate, ToolCall, Verdict};
 
 /// The tool's name; Claude Code refers to it as `mcp__<server>__request_approval`.
 pub const TOOL_NAME: &str = "request_approval";
+/// How long withdrawing a request may take when the client gave up on its call.
+const WITHDRAW_TIMEOUT: Duration = Duration::from_secs(5);
 /// Protocol versions gatebot can speak, newest first.
 const PROTOCOL_VERSIONS: &[&str] = &["2025-06-18", "2025-03-26", "2024-11-05"];
 
@@ -142,7 +144,9 @@ fn withdraw(
     handle.abort();
     let id = slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
     if let (Some(id), Ok(socket)) = (id, &opts.socket) {
-        let client = Client::new(socket).with_token(opts.token.clone());
+        let client = Client::new(socket)
+            .with_token(opts.token.clone())
+            .with_timeout(WITHDRAW_TIMEOUT);
         tasks.spawn(async move {
             // Already settled is fine: then there is nothing to withdraw.
             let _ = client
@@ -290,7 +294,7 @@ async fn approve(
             resolve(
                 &gate,
                 &call.submit_body(&opts.agent),
-                opts.budget,
+                Budget::new(opts.budget, tokio::time::Instant::now()),
                 |view, elapsed| {
                     *request.lock().unwrap_or_else(|e| e.into_inner()) = Some(view.id.clone());
                     if progress.is_null() {

@@ -6,17 +6,16 @@ use axum::Json;
 
 use super::{authenticate, ApiPath, ApiResult, ApiState};
 use crate::engine::EngineError;
-use crate::guidance::{for_agent, AgentGuidance};
+use crate::guidance::{for_agent, AgentGuidance, OrgRules};
 
 pub(super) async fn guidance(
     State(state): State<ApiState>,
     ApiPath(name): ApiPath<String>,
     headers: HeaderMap,
 ) -> ApiResult<Json<AgentGuidance>> {
+    let config = state.engine.config();
     let cfg = if state.owner {
-        state
-            .engine
-            .config()
+        config
             .agent(&name)
             .ok_or_else(|| EngineError::UnknownAgent(name.clone()))?
     } else {
@@ -27,5 +26,6 @@ pub(super) async fn guidance(
         .engine
         .blocking(move |s| s.always_allowed_tools(&n))
         .await?;
-    Ok(Json(for_agent(&name, &cfg.rules, &added)))
+    let org = OrgRules::of(&config.policy);
+    Ok(Json(for_agent(&name, &cfg.rules, &added, &org)))
 }

@@ -1,6 +1,7 @@
 //! A small client for the API over a Unix socket, used by the CLI and the tests.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -18,6 +19,8 @@ pub enum ClientError {
     },
     #[error("talking to gatebot failed: {0}")]
     Protocol(String),
+    #[error("gatebot did not answer within {}", crate::config::format_duration(*.0))]
+    TimedOut(Duration),
 }
 
 /// An API response: status and JSON body.
@@ -47,6 +50,17 @@ impl Response {
 pub struct Client {
     socket: PathBuf,
     token: Option<String>,
+    timeout: Option<Duration>,
+}
+
+/// Stops the connection task when a request is dropped half-way (e.g. timed out),
+/// so a daemon that never answers does not keep a socket open.
+struct AbortOnDrop(tokio::task::JoinHandle<Result<(), hyper::Error>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Client {
@@ -55,6 +69,7 @@ impl Client {
         Client {
             socket: socket.as_ref().to_path_buf(),
             token: None,
+            timeout: None,
         }
     }
 
@@ -62,6 +77,14 @@ impl Client {
     #[must_use]
     pub fn with_token(mut self, token: Option<String>) -> Self {
         self.token = token;
+        self
+    }
+
+    /// Bounds each request (connecting, sending, and reading the whole answer).
+    /// Without it a request waits as long as the daemon takes.
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
         self
     }
 
@@ -81,6 +104,20 @@ impl Client {
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<Response, ClientError> {
+        match self.timeout {
+            None => self.exchange(method, path, body).await,
+            Some(t) => tokio::time::timeout(t, self.exchange(method, path, body))
+                .await
+                .map_err(|_| ClientError::TimedOut(t))?,
+        }
+    }
+
+    async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<Response, ClientError> {
         let stream =
             UnixStream::connect(&self.socket)
                 .await
@@ -91,7 +128,7 @@ impl Client {
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
-        let conn = tokio::spawn(conn);
+        let _conn = AbortOnDrop(tokio::spawn(conn));
         let mut req = Request::builder()
             .method(method)
             .uri(format!("http://gatebot{path}"))
@@ -116,7 +153,6 @@ impl Client {
             .await
             .map_err(|e| ClientError::Protocol(e.to_string()))?
             .to_bytes();
-        conn.abort();
         let body = if bytes.is_empty() {
             Value::Null
         } else {

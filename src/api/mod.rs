@@ -63,6 +63,8 @@ pub struct ApiError {
     pub message: String,
     /// The request the error is about, if any (e.g. who already decided it).
     pub approval: Option<Box<Approval>>,
+    /// On `payload_too_large`, the limit, so clients can say what to raise.
+    pub max_body_bytes: Option<usize>,
 }
 
 impl ApiError {
@@ -72,6 +74,7 @@ impl ApiError {
             code,
             message: message.into(),
             approval: None,
+            max_body_bytes: None,
         }
     }
 }
@@ -99,6 +102,7 @@ impl From<EngineError> for ApiError {
                 code: "already_decided",
                 message,
                 approval: Some(a),
+                max_body_bytes: None,
             },
             EngineError::IdempotencyConflict { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "idempotency_conflict", message)
@@ -118,6 +122,9 @@ impl From<EngineError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut body = json!({"error": {"code": self.code, "message": self.message}});
+        if let Some(n) = self.max_body_bytes {
+            body["error"]["max_body_bytes"] = json!(n);
+        }
         if let Some(a) = self.approval {
             body["request"] = serde_json::to_value(ApprovalView::from(&*a)).unwrap_or_default();
         }
@@ -348,8 +355,9 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// Reads and parses a JSON body under the size cap, with errors a person can act on.
 async fn json_body<T: DeserializeOwned>(state: &ApiState, req: Request<Body>) -> ApiResult<T> {
     let limit = state.engine.config().queue.max_body_bytes;
-    let too_large = || {
-        ApiError::new(
+    let too_large = || ApiError {
+        max_body_bytes: Some(limit),
+        ..ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload_too_large",
             format!("the request body is larger than {limit} bytes (queue.max_body_bytes)"),

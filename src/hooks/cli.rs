@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{claude_code, codex, gemini, resolve, SocketGate, ToolCall, Verdict};
+use tokio::time::Instant;
+
+use super::{claude_code, codex, gemini, resolve, Budget, SocketGate, ToolCall, Verdict};
 use crate::api::client::Client;
 
 /// Which agent's hook protocol to speak.
@@ -80,6 +82,8 @@ pub struct HookRun {
     pub kind: Kind,
     pub agent: Option<String>,
     pub budget: Option<Duration>,
+    /// When the hook process started: the budget counts from then.
+    pub started: Instant,
     /// The agents' socket, or why it could not be found (then the answer is a deny).
     pub socket: Result<PathBuf, String>,
     pub token: Option<String>,
@@ -98,7 +102,8 @@ pub async fn run(h: HookRun, input: &str) -> Result<Value, String> {
             let gate = SocketGate {
                 client: Client::new(socket).with_token(h.token),
             };
-            let budget = h.budget.unwrap_or_else(|| h.kind.default_budget());
+            let total = h.budget.unwrap_or_else(|| h.kind.default_budget());
+            let budget = Budget::new(total, h.started);
             resolve(&gate, &parsed.call.submit_body(&agent), budget, |_, _| {}).await
         }
     };

@@ -8,21 +8,31 @@
 //!
 //! 1. Map the hook's JSON (`tool_name`, `tool_input`, …) to a [`ToolCall`].
 //! 2. Submit it as the agent ([`Gate::submit`]); any error is a deny that says why.
-//! 3. While it is pending, long-poll in slices ([`Gate::wait`]) until the budget ends.
+//! 3. While it is pending, long-poll in slices ([`Gate::wait`]) until the
+//!    [`Budget`]'s decision time ends.
 //! 4. If nobody decided in time, withdraw the request ([`Gate::cancel`]) so it cannot
 //!    be approved after the agent was told no, and deny with a "still queued" message.
 //!    If the withdrawal loses a race with a decision, that decision is the answer.
 //! 5. Render the [`Verdict`] in the agent's own JSON shape.
+//!
+//! Steps 2–4 together run under one hard deadline, [`Budget::answer_by`]: a call to
+//! gatebot still unanswered then is dropped and the answer is a deny. Checking the
+//! time only after a call returns is not enough, because a daemon that accepts a
+//! connection and never answers would hold the hook past the agent's timeout, and
+//! the agent would then run the action. The last part of the budget is kept for
+//! withdrawing the request and for printing the answer.
 
 pub mod claude_code;
 pub mod cli;
 pub mod codex;
 pub mod gemini;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use hyper::{Method, StatusCode};
 use serde::Serialize;
 use serde_json::{json, Value};
+use tokio::time::{timeout_at, Instant};
 
 use crate::api::client::Client;
 use crate::api::{ApprovalView, SubmitBody};
@@ -39,6 +49,44 @@ pub const GEMINI_DEFAULT_BUDGET: Duration = Duration::from_secs(55);
 pub const WAIT_SLICE: Duration = Duration::from_secs(15);
 /// Longest summary a hook derives from the tool input, in characters.
 const SUMMARY_CHARS: usize = 300;
+/// Shortest budget: less leaves no time to submit, let alone to ask anyone.
+pub const MIN_BUDGET: Duration = Duration::from_secs(1);
+/// Kept at the end of a budget to print or send the answer (at most a quarter of it).
+const ANSWER_RESERVE: Duration = Duration::from_millis(500);
+/// Kept before that to withdraw an undecided request (at most a quarter of the budget).
+const WITHDRAW_RESERVE: Duration = Duration::from_secs(2);
+
+/// The time one hook call may take, from when it started. On tokio's clock, so tests
+/// can pause it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// The whole budget, as configured (at least [`MIN_BUDGET`]).
+    pub total: Duration,
+    pub started: Instant,
+}
+
+impl Budget {
+    /// A budget of `total` (raised to [`MIN_BUDGET`]) that started at `started`.
+    #[must_use]
+    pub fn new(total: Duration, started: Instant) -> Budget {
+        Budget {
+            total: total.max(MIN_BUDGET),
+            started,
+        }
+    }
+
+    /// Every call to gatebot must have answered by then; what is left is for the answer.
+    #[must_use]
+    pub fn answer_by(&self) -> Instant {
+        self.started + self.total - ANSWER_RESERVE.min(self.total / 4)
+    }
+
+    /// Waiting for a human stops then, leaving time to withdraw the request.
+    #[must_use]
+    pub fn decide_by(&self) -> Instant {
+        self.answer_by() - WITHDRAW_RESERVE.min(self.total / 4)
+    }
+}
 
 /// A tool call as gatebot sees it, derived from a hook's payload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -152,6 +200,29 @@ impl Verdict {
         }
     }
 
+    /// The call is bigger than the daemon accepts, so no owner could be shown it.
+    /// `bytes` is its size when known; `limit` is `[queue] max_body_bytes` when known.
+    #[must_use]
+    pub fn too_large(tool: &str, bytes: Option<usize>, limit: Option<usize>) -> Verdict {
+        let size = match bytes {
+            Some(n) => format!("the tool call is {n} bytes, "),
+            None => "the tool call is ".to_string(),
+        };
+        let cap = match limit {
+            Some(n) => format!("gatebot's limit of {n} bytes ([queue] max_body_bytes)"),
+            None => "gatebot's limit ([queue] max_body_bytes)".to_string(),
+        };
+        Verdict {
+            allow: false,
+            message: format!(
+                "[Action not checked] {tool}: {size}more than {cap}, so it could not be shown \
+                 to the owner for approval. The action was not run. To approve calls this \
+                 large, the owner must raise max_body_bytes in gatebot's config; until then, \
+                 do it in smaller steps or ask the user to do it."
+            ),
+        }
+    }
+
     /// Nobody decided within the budget.
     #[must_use]
     pub fn still_queued(v: &ApprovalView, budget: Duration, withdrawn: bool) -> Verdict {
@@ -179,42 +250,77 @@ impl Verdict {
     }
 }
 
-/// Where requests go: the daemon over its socket, or the engine in-process.
-pub(crate) trait Gate {
-    async fn submit(&self, body: &SubmitBody) -> Result<ApprovalView, String>;
-    /// The request after waiting up to `up_to` for it to leave `pending`.
-    async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, String>;
-    /// Withdraws a pending request; if it was settled meanwhile, returns it as it is.
-    async fn cancel(&self, id: &str) -> Result<ApprovalView, String>;
+/// Why a call to gatebot did not give a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum GateError {
+    /// gatebot could not be reached, refused the call, or answered nonsense.
+    Failed(String),
+    /// The call is larger than `[queue] max_body_bytes` (HTTP 413).
+    TooLarge {
+        bytes: Option<usize>,
+        limit: Option<usize>,
+    },
 }
 
-/// Submits `body`, waits up to `budget`, and returns what the agent should do.
+impl GateError {
+    fn verdict(&self, tool: &str) -> Verdict {
+        match self {
+            GateError::Failed(e) => Verdict::unreachable(tool, e),
+            GateError::TooLarge { bytes, limit } => Verdict::too_large(tool, *bytes, *limit),
+        }
+    }
+}
+
+impl From<String> for GateError {
+    fn from(e: String) -> Self {
+        GateError::Failed(e)
+    }
+}
+
+/// Where requests go: the daemon over its socket, or the engine in-process.
+pub(crate) trait Gate {
+    async fn submit(&self, body: &SubmitBody) -> Result<ApprovalView, GateError>;
+    /// The request after waiting up to `up_to` for it to leave `pending`.
+    async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, GateError>;
+    /// Withdraws a pending request; if it was settled meanwhile, returns it as it is.
+    async fn cancel(&self, id: &str) -> Result<ApprovalView, GateError>;
+}
+
+/// Submits `body`, waits for a decision within `budget`, and returns what the agent
+/// should do, always by [`Budget::answer_by`] (see the module docs).
 /// `on_wait` runs before every wait slice (the MCP server reports progress there).
 pub(crate) async fn resolve<G: Gate>(
     gate: &G,
     body: &SubmitBody,
-    budget: Duration,
+    budget: Budget,
     mut on_wait: impl FnMut(&ApprovalView, Duration),
 ) -> Verdict {
-    let start = Instant::now();
-    let mut view = match gate.submit(body).await {
-        Ok(v) => v,
-        Err(e) => return Verdict::unreachable(&body.tool, &e),
+    let (answer_by, decide_by) = (budget.answer_by(), budget.decide_by());
+    let tool = &body.tool;
+    let silent = || format!("it did not answer within {}", format_duration(budget.total));
+    let mut view = match timeout_at(answer_by, gate.submit(body)).await {
+        Err(_) => return Verdict::unreachable(tool, &silent()),
+        Ok(Err(e)) => return e.verdict(tool),
+        Ok(Ok(v)) => v,
     };
     while view.status == Status::Pending {
-        let elapsed = start.elapsed();
-        if elapsed >= budget {
-            return match gate.cancel(&view.id).await {
-                Ok(v) if v.status == Status::Cancelled => Verdict::still_queued(&v, budget, true),
-                Ok(v) if v.status != Status::Pending => Verdict::from_view(&v),
-                _ => Verdict::still_queued(&view, budget, false),
+        let now = Instant::now();
+        if now >= decide_by {
+            return match timeout_at(answer_by, gate.cancel(&view.id)).await {
+                Ok(Ok(v)) if v.status == Status::Cancelled => {
+                    Verdict::still_queued(&v, budget.total, true)
+                }
+                Ok(Ok(v)) if v.status != Status::Pending => Verdict::from_view(&v),
+                _ => Verdict::still_queued(&view, budget.total, false),
             };
         }
-        on_wait(&view, elapsed);
-        let slice = (budget - elapsed).min(WAIT_SLICE);
-        view = match gate.wait(&view.id, slice).await {
-            Ok(v) => v,
-            Err(e) => return Verdict::unreachable(&body.tool, &e),
+        on_wait(&view, now - budget.started);
+        let slice = (decide_by - now).min(WAIT_SLICE);
+        view = match timeout_at(answer_by, gate.wait(&view.id, slice)).await {
+            // The daemon stopped answering mid-wait: the request may still be queued.
+            Err(_) => return Verdict::still_queued(&view, budget.total, false),
+            Ok(Err(e)) => return e.verdict(tool),
+            Ok(Ok(v)) => v,
         };
     }
     Verdict::from_view(&view)
@@ -226,34 +332,44 @@ pub(crate) struct SocketGate {
     pub client: Client,
 }
 
-fn view_from(res: crate::api::client::Response) -> Result<ApprovalView, String> {
+fn view_from(res: crate::api::client::Response) -> Result<ApprovalView, GateError> {
     if !res.status.is_success() {
-        return Err(format!(
+        return Err(GateError::Failed(format!(
             "{} ({})",
             res.error_message(),
             res.error_code().unwrap_or("error")
-        ));
+        )));
     }
-    serde_json::from_value(res.body).map_err(|e| format!("unexpected answer from gatebot: {e}"))
+    serde_json::from_value(res.body)
+        .map_err(|e| GateError::Failed(format!("unexpected answer from gatebot: {e}")))
 }
 
 impl Gate for SocketGate {
-    async fn submit(&self, body: &SubmitBody) -> Result<ApprovalView, String> {
-        let body = serde_json::to_value(body).map_err(|e| e.to_string())?;
+    async fn submit(&self, body: &SubmitBody) -> Result<ApprovalView, GateError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
+        let size = bytes.len();
         let res = self
             .client
-            .post("/v1/requests", &body)
+            .send(Method::POST, "/v1/requests", Some(bytes))
             .await
             .map_err(|e| e.to_string())?;
+        if res.status == StatusCode::PAYLOAD_TOO_LARGE {
+            return Err(GateError::TooLarge {
+                bytes: Some(size),
+                limit: res.body["error"]["max_body_bytes"]
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok()),
+            });
+        }
         view_from(res)
     }
 
-    async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, String> {
+    async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, GateError> {
         let path = format!("/v1/requests/{id}?wait={:.3}", up_to.as_secs_f64());
         view_from(self.client.get(&path).await.map_err(|e| e.to_string())?)
     }
 
-    async fn cancel(&self, id: &str) -> Result<ApprovalView, String> {
+    async fn cancel(&self, id: &str) -> Result<ApprovalView, GateError> {
         let res = self
             .client
             .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
@@ -261,7 +377,7 @@ impl Gate for SocketGate {
             .map_err(|e| e.to_string())?;
         if res.error_code() == Some("already_decided") {
             return serde_json::from_value(res.body["request"].clone())
-                .map_err(|e| format!("unexpected answer from gatebot: {e}"));
+                .map_err(|e| GateError::Failed(format!("unexpected answer from gatebot: {e}")));
         }
         view_from(res)
     }
@@ -270,6 +386,157 @@ impl Gate for SocketGate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a fake gatebot does with one kind of call.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Does {
+        /// Accepts the call and never answers.
+        Hang,
+        /// Answers with the request still pending (a wait takes its whole slice).
+        Pending,
+        /// Answers with the request withdrawn.
+        Cancelled,
+    }
+
+    struct FakeGate {
+        submit: Does,
+        wait: Does,
+        cancel: Does,
+    }
+
+    fn view(status: Status) -> ApprovalView {
+        serde_json::from_value(json!({
+            "id": "01J", "short_id": "k7m2x9qa", "agent": "a", "tool": "Bash",
+            "status": status, "risk": {"score": "high", "tool_class": "write", "factors": []},
+            "policy_reason": "r", "message": "m", "always_allow_offered": false,
+            "args": {}, "created_at": "2026-01-01T00:00:00Z"
+        }))
+        .unwrap()
+    }
+
+    async fn act(does: Does, slice: Duration) -> Result<ApprovalView, GateError> {
+        match does {
+            Does::Hang => std::future::pending().await,
+            Does::Pending => {
+                tokio::time::sleep(slice).await;
+                Ok(view(Status::Pending))
+            }
+            Does::Cancelled => Ok(view(Status::Cancelled)),
+        }
+    }
+
+    impl Gate for FakeGate {
+        async fn submit(&self, _: &SubmitBody) -> Result<ApprovalView, GateError> {
+            act(self.submit, Duration::ZERO).await
+        }
+        async fn wait(&self, _: &str, up_to: Duration) -> Result<ApprovalView, GateError> {
+            act(self.wait, up_to).await
+        }
+        async fn cancel(&self, _: &str) -> Result<ApprovalView, GateError> {
+            act(self.cancel, Duration::ZERO).await
+        }
+    }
+
+    /// Resolves against `gate` with a 10 s budget; the verdict and when it came.
+    async fn resolve_10s(gate: FakeGate) -> (Verdict, Duration) {
+        let start = Instant::now();
+        let budget = Budget::new(Duration::from_secs(10), start);
+        let body = ToolCall::new("Bash", json!({"command": "ls"}), None).submit_body("a");
+        let v = resolve(&gate, &body, budget, |_, _| {}).await;
+        assert!(
+            Instant::now() <= budget.answer_by(),
+            "answered after answer_by"
+        );
+        (v, start.elapsed())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gatebot_that_never_answers_the_submit_gets_a_deny_in_time() {
+        use Does::*;
+        let (v, took) = resolve_10s(FakeGate {
+            submit: Hang,
+            wait: Hang,
+            cancel: Hang,
+        })
+        .await;
+        assert!(!v.allow);
+        assert!(
+            v.message.contains("did not answer within 10s"),
+            "{}",
+            v.message
+        );
+        assert!(v.message.contains("was not run"), "{}", v.message);
+        assert_eq!(
+            took,
+            Duration::from_millis(9_500),
+            "the answer reserve is kept"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gatebot_that_stops_answering_mid_wait_gets_a_still_queued_deny() {
+        use Does::*;
+        let (v, _) = resolve_10s(FakeGate {
+            submit: Pending,
+            wait: Hang,
+            cancel: Hang,
+        })
+        .await;
+        assert!(!v.allow);
+        assert!(v.message.contains("still queued"), "{}", v.message);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_undecided_request_is_withdrawn_before_the_answer_reserve() {
+        use Does::*;
+        let (v, took) = resolve_10s(FakeGate {
+            submit: Pending,
+            wait: Pending,
+            cancel: Cancelled,
+        })
+        .await;
+        assert!(
+            v.message.contains("withdrew request k7m2x9qa"),
+            "{}",
+            v.message
+        );
+        // Waiting stopped at decide_by: 10 s − 0.5 s answer − 2 s withdraw reserve.
+        assert_eq!(took, Duration::from_millis(7_500));
+
+        let (v, took) = resolve_10s(FakeGate {
+            submit: Pending,
+            wait: Pending,
+            cancel: Hang,
+        })
+        .await;
+        assert!(v.message.contains("still queued"), "{}", v.message);
+        assert_eq!(took, Duration::from_millis(9_500));
+    }
+
+    #[test]
+    fn small_budgets_are_raised_to_the_minimum_and_keep_reserves_in_proportion() {
+        let t0 = Instant::now();
+        let b = Budget::new(Duration::ZERO, t0);
+        assert_eq!(b.total, MIN_BUDGET);
+        assert_eq!(b.answer_by() - t0, Duration::from_millis(750));
+        assert_eq!(b.decide_by() - t0, Duration::from_millis(500));
+        let b = Budget::new(Duration::from_secs(540), t0);
+        assert_eq!(b.decide_by() - t0, Duration::from_millis(537_500));
+    }
+
+    #[test]
+    fn an_oversize_call_is_denied_with_the_limit_and_the_fix() {
+        let v = Verdict::too_large("Write", Some(100_000), Some(65_536));
+        assert!(!v.allow);
+        assert!(v.message.contains("100000 bytes"), "{}", v.message);
+        assert!(
+            v.message.contains("65536 bytes ([queue] max_body_bytes)"),
+            "{}",
+            v.message
+        );
+        assert!(v.message.contains("raise max_body_bytes"), "{}", v.message);
+        assert!(v.message.contains("was not run"), "{}", v.message);
+    }
 
     #[test]
     fn the_description_is_the_summary_when_given() {

@@ -81,6 +81,17 @@ pub enum ToolApprovalMode {
     None,
 }
 
+impl ToolApprovalMode {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolApprovalMode::All => "all",
+            ToolApprovalMode::Dangerous => "dangerous",
+            ToolApprovalMode::None => "none",
+        }
+    }
+}
+
 /// Risk level, ordered from least to most risky.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -268,6 +279,16 @@ impl Policy {
             .get(tool)
             .copied()
             .unwrap_or(ToolClass::Write)
+    }
+
+    /// The tools `[tools]` puts in `class`.
+    #[must_use]
+    pub fn tools_of_class(&self, class: ToolClass) -> BTreeSet<String> {
+        self.tool_classes
+            .iter()
+            .filter(|(_, c)| **c == class)
+            .map(|(t, _)| t.clone())
+            .collect()
     }
 
     /// Score and decide one request. Pure: same inputs, same verdict.

@@ -217,6 +217,8 @@ async fn an_oversize_body_gets_413_and_stores_nothing() {
         .await;
     assert_eq!(res.status, StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(res.error_code(), Some("payload_too_large"));
+    // The limit, so a client can say which key to raise and to what.
+    assert_eq!(res.body["error"]["max_body_bytes"], 4096);
     let all = app.owner.get("/v1/requests").await.unwrap();
     assert!(all.body["requests"].as_array().unwrap().is_empty());
 }
@@ -736,14 +738,20 @@ async fn bad_query_and_path_parameters_get_the_json_error_naming_them() {
             res.error_message()
         );
     }
-    // The hook route's wait is checked the same way.
+    // The hook route checks its wait too, but answers with a deny (a non-2xx answer
+    // would let Claude Code run the tool).
     let hook = app
         .agent
         .post("/v1/hooks/claude-code?agent=mailer&wait=soon", &json!({}))
         .await
         .unwrap();
-    assert_eq!(hook.status, StatusCode::BAD_REQUEST);
-    assert_eq!(hook.error_code(), Some("invalid_request"));
+    assert_eq!(hook.status, StatusCode::OK);
+    assert_eq!(hook.body["decision"], "block", "{:?}", hook.body);
+    assert!(
+        hook.body["reason"].as_str().unwrap().contains("wait"),
+        "{:?}",
+        hook.body
+    );
     // A huge wait is capped at max_wait, neither refused nor a panic.
     app.decide(id, "approve", None).await;
     let huge = app.get(id, 1e300).await;

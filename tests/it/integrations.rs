@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gatebot::config::Config;
 use hyper::StatusCode;
@@ -41,6 +41,7 @@ fn gatebot(socket: &Path, args: &[&str]) -> Command {
         .env_remove("GATEBOT_SOCKET")
         .env_remove("GATEBOT_TOKEN")
         .env_remove("GATEBOT_CONFIG")
+        .env_remove("GATEBOT_AGENT")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -50,11 +51,41 @@ fn gatebot(socket: &Path, args: &[&str]) -> Command {
 
 /// Starts a hook with `input` on its stdin (then closed).
 async fn start_hook(socket: &Path, args: &[&str], input: &str) -> Child {
-    let mut child = gatebot(socket, args).spawn().unwrap();
+    start(gatebot(socket, args), input).await
+}
+
+/// Starts `cmd` with `input` on its stdin (then closed).
+async fn start(mut cmd: Command, input: &str) -> Child {
+    let mut child = cmd.spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(input.as_bytes()).await.unwrap();
     drop(stdin);
     child
+}
+
+/// A "daemon" that accepts connections and never answers: the connections are
+/// held open (and never read) until the test ends.
+fn silent_daemon(dir: &Path) -> PathBuf {
+    let path = dir.join("silent.sock");
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    path
+}
+
+/// Runs `gatebot decide ID VERB [--reason R]` on the owners' socket, as an owner would.
+async fn decide_cli(app: &TestApp, id: &str, verb: &str, reason: Option<&str>) {
+    let (_, control) = sockets(app);
+    let mut args = vec!["decide", id, verb];
+    if let Some(r) = reason {
+        args.extend(["--reason", r]);
+    }
+    let out = gatebot(&control, &args).output().await.unwrap();
+    assert!(out.status.success(), "gatebot decide failed: {out:?}");
 }
 
 async fn finish(child: Child) -> (Output, Value) {
@@ -99,8 +130,7 @@ async fn the_claude_code_hook_allows_what_the_owner_approves() {
     assert_eq!(req["tool"], "Bash");
     assert_eq!(req["summary"], "Clean the build and publish the package");
     assert_eq!(req["risk"]["score"], "critical", "rm -rf is scanned: {req}");
-    let id = req["id"].as_str().unwrap();
-    assert!(app.decide(id, "approve", None).await.status.is_success());
+    decide_cli(&app, req["short_id"].as_str().unwrap(), "approve", None).await;
     let (out, answer) = finish(child).await;
     assert!(out.status.success());
     assert_eq!(
@@ -113,7 +143,7 @@ async fn the_claude_code_hook_allows_what_the_owner_approves() {
 #[tokio::test]
 async fn the_claude_code_hook_denies_with_the_reason_given_to_gatebot_decide() {
     let app = spawn_app(EXTRA).await;
-    let (socket, control) = sockets(&app);
+    let (socket, _) = sockets(&app);
     let child = start_hook(
         &socket,
         &["hook", "claude-code", "--agent", "claude-code"],
@@ -123,20 +153,7 @@ async fn the_claude_code_hook_denies_with_the_reason_given_to_gatebot_decide() {
     let req = pending_one(&app).await;
     assert_eq!(req["tool"], "Edit");
     let short = req["short_id"].as_str().unwrap();
-    let decided = gatebot(
-        &control,
-        &[
-            "decide",
-            short,
-            "deny",
-            "--reason",
-            "discounts need finance",
-        ],
-    )
-    .output()
-    .await
-    .unwrap();
-    assert!(decided.status.success(), "{decided:?}");
+    decide_cli(&app, short, "deny", Some("discounts need finance")).await;
     let (out, answer) = finish(child).await;
     assert!(out.status.success());
     let o = &answer["hookSpecificOutput"];
@@ -166,22 +183,116 @@ async fn the_hook_denies_when_the_daemon_is_unreachable() {
 }
 
 #[tokio::test]
-async fn the_hook_denies_and_withdraws_the_request_when_its_budget_runs_out() {
-    let app = spawn_app(EXTRA).await;
-    let (socket, _) = sockets(&app);
+async fn the_hook_denies_in_time_when_the_daemon_accepts_but_never_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = silent_daemon(dir.path());
+    let started = Instant::now();
     let child = start_hook(
         &socket,
-        &["hook", "claude-code", "--timeout", "1s"],
-        &fixture("claude-code-permission-request.json"),
+        &["hook", "claude-code", "--timeout", "2s"],
+        &fixture("claude-code-pre-tool-use.json"),
     )
     .await;
-    let req = pending_one(&app).await;
+    let (out, answer) = finish(child).await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(20), "answered after {took:?}");
+    assert!(out.status.success());
+    let o = &answer["hookSpecificOutput"];
+    assert_eq!(o["permissionDecision"], "deny");
+    let m = o["permissionDecisionReason"].as_str().unwrap();
+    assert!(m.contains("did not answer within 2s"), "{m}");
+    assert!(m.contains("was not run"), "{m}");
+}
+
+#[tokio::test]
+async fn a_tool_call_over_max_body_bytes_is_denied_with_how_to_allow_it() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let big = "x".repeat(100 * 1024);
+    let input = json!({"session_id": "s", "hook_event_name": "PermissionRequest",
+        "tool_name": "Write", "tool_input": {"file_path": "/tmp/big.txt", "content": big}});
+    let child = start_hook(&socket, &["hook", "claude-code"], &input.to_string()).await;
     let (out, answer) = finish(child).await;
     assert!(out.status.success());
     let d = &answer["hookSpecificOutput"]["decision"];
     assert_eq!(d["behavior"], "deny");
     let m = d["message"].as_str().unwrap();
-    assert!(m.contains("no human decided within 1s"), "{m}");
+    assert!(
+        m.starts_with("[Action not checked] Write: the tool call is "),
+        "{m}"
+    );
+    assert!(
+        m.contains("gatebot's limit of 65536 bytes ([queue] max_body_bytes)"),
+        "{m}"
+    );
+    assert!(m.contains("raise max_body_bytes"), "{m}");
+    assert!(m.contains("was not run"), "{m}");
+    // Nothing was queued: the owner never saw it, so nobody can approve it unseen.
+    let pending = app.owner.get("/v1/requests?status=pending").await.unwrap();
+    assert_eq!(pending.body["requests"], json!([]));
+}
+
+#[tokio::test]
+async fn the_agent_name_can_come_from_gatebot_agent() {
+    let extra = format!("{EXTRA}\n[agents.from-env]\ntier = \"supervised\"\n");
+    let app = spawn_app(&extra).await;
+    let (socket, _) = sockets(&app);
+    let input = fixture("claude-code-permission-request.json");
+
+    let mut cmd = gatebot(&socket, &["hook", "claude-code", "--timeout", "30s"]);
+    cmd.env("GATEBOT_AGENT", "from-env");
+    let child = start(cmd, &input).await;
+    let req = pending_one(&app).await;
+    assert_eq!(req["agent"], "from-env");
+    decide_cli(&app, req["short_id"].as_str().unwrap(), "deny", None).await;
+    finish(child).await;
+
+    // --agent wins over the environment.
+    let mut cmd = gatebot(&socket, &["hook", "claude-code", "--agent", "claude-code"]);
+    cmd.env("GATEBOT_AGENT", "from-env");
+    let child = start(cmd, &input).await;
+    let req = pending_one(&app).await;
+    assert_eq!(req["agent"], "claude-code");
+    decide_cli(&app, req["short_id"].as_str().unwrap(), "deny", None).await;
+    finish(child).await;
+
+    // `gatebot mcp` reads it too.
+    let mut mcp = Mcp::start_with(&socket, &["mcp"], Some("from-env"));
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "request_approval",
+        "arguments": {"tool_name": "Bash", "input": {"command": "make"}}}}),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    assert_eq!(req["agent"], "from-env");
+    decide_cli(&app, req["short_id"].as_str().unwrap(), "approve", None).await;
+    assert_eq!(tool_result(&mcp.recv().await)["behavior"], "allow");
+}
+
+#[tokio::test]
+async fn the_hook_denies_and_withdraws_the_request_before_its_budget_runs_out() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let started = Instant::now();
+    let child = start_hook(
+        &socket,
+        &["hook", "claude-code", "--timeout", "2s"],
+        &fixture("claude-code-permission-request.json"),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    let (out, answer) = finish(child).await;
+    // The agent's own timeout would let the action run: the deny must come first.
+    // (The hook answers half a second before its budget; the margin covers starting
+    // the process.)
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "answered after {took:?}");
+    assert!(out.status.success());
+    let d = &answer["hookSpecificOutput"]["decision"];
+    assert_eq!(d["behavior"], "deny");
+    let m = d["message"].as_str().unwrap();
+    assert!(m.contains("no human decided within 2s"), "{m}");
     assert!(m.contains("was not run"), "{m}");
     // Withdrawn, so a late approval cannot contradict the deny the agent got.
     let now = app.get(req["id"].as_str().unwrap(), 0.0).await;
@@ -230,6 +341,58 @@ async fn the_codex_and_gemini_hooks_answer_in_their_own_shapes() {
 }
 
 #[tokio::test]
+async fn the_codex_and_gemini_hooks_deny_when_the_daemon_is_unreachable() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("nothing-here.sock");
+    let child = start_hook(
+        &socket,
+        &["hook", "codex"],
+        &fixture("codex-permission-request.json"),
+    )
+    .await;
+    let (out, answer) = finish(child).await;
+    assert!(out.status.success());
+    let d = &answer["hookSpecificOutput"]["decision"];
+    assert_eq!(d["behavior"], "deny", "{answer}");
+    assert!(d["message"]
+        .as_str()
+        .unwrap()
+        .contains("could not be asked"));
+
+    let child = start_hook(
+        &socket,
+        &["hook", "gemini"],
+        &fixture("gemini-before-tool.json"),
+    )
+    .await;
+    let (out, answer) = finish(child).await;
+    assert!(out.status.success());
+    assert_eq!(answer["decision"], "deny", "{answer}");
+    let reason = answer["reason"].as_str().unwrap();
+    assert!(reason.contains("could not be asked"), "{reason}");
+    assert!(reason.contains("was not run"), "{reason}");
+}
+
+/// Codex and Gemini CLI read exit 2 with a reason on stderr as a deny (so does Claude Code).
+#[tokio::test]
+async fn every_hook_given_malformed_input_exits_2_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["claude-code", "codex", "gemini"] {
+        let child = start_hook(
+            &dir.path().join("x.sock"),
+            &["hook", kind],
+            "{\"hook_event_name\": \"PermissionRe",
+        )
+        .await;
+        let out = child.wait_with_output().await.unwrap();
+        assert_eq!(out.status.code(), Some(2), "{kind}: {out:?}");
+        assert!(out.stdout.is_empty(), "{kind}: nothing on stdout");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not valid JSON"), "{kind}: {err}");
+    }
+}
+
+#[tokio::test]
 async fn a_hook_given_something_else_exits_2_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let child = start_hook(
@@ -251,9 +414,16 @@ struct Mcp {
 
 impl Mcp {
     fn start(socket: &Path) -> Mcp {
-        let mut child = gatebot(socket, &["mcp", "--agent", "claude-code"])
-            .spawn()
-            .unwrap();
+        Mcp::start_with(socket, &["mcp", "--agent", "claude-code"], None)
+    }
+
+    /// `gatebot ARGS…`, with `GATEBOT_AGENT` set when `agent` is.
+    fn start_with(socket: &Path, args: &[&str], agent: Option<&str>) -> Mcp {
+        let mut cmd = gatebot(socket, args);
+        if let Some(a) = agent {
+            cmd.env("GATEBOT_AGENT", a);
+        }
+        let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take().unwrap();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
         Mcp {
@@ -264,7 +434,10 @@ impl Mcp {
     }
 
     async fn send(&mut self, msg: Value) {
-        let line = format!("{msg}\n");
+        self.send_raw(&format!("{msg}\n")).await;
+    }
+
+    async fn send_raw(&mut self, line: &str) {
         self.stdin.write_all(line.as_bytes()).await.unwrap();
         self.stdin.flush().await.unwrap();
     }
@@ -400,6 +573,62 @@ async fn the_mcp_server_answers_the_permission_prompt_tool() {
 }
 
 #[tokio::test]
+async fn the_mcp_tool_denies_when_the_daemon_is_down_and_survives_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut mcp = Mcp::start(&dir.path().join("nothing-here.sock"));
+    let init = mcp
+        .call(1, "initialize", json!({"protocolVersion": "2025-06-18"}))
+        .await;
+    assert!(init["result"]["capabilities"]["tools"].is_object());
+
+    let done = mcp
+        .call(
+            2,
+            "tools/call",
+            json!({"name": "request_approval",
+                   "arguments": {"tool_name": "Bash", "input": {"command": "make deploy"}}}),
+        )
+        .await;
+    let r = tool_result(&done);
+    assert_eq!(r["behavior"], "deny", "{done}");
+    let m = r["message"].as_str().unwrap();
+    assert!(m.contains("could not be asked"), "{m}");
+    assert!(m.contains("was not run"), "{m}");
+
+    // A line that is not JSON gets a parse error, and the server keeps serving.
+    mcp.send_raw("{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\"\n")
+        .await;
+    let err = mcp.recv().await;
+    assert_eq!(err["error"]["code"], -32700, "{err}");
+    let pong = mcp.call(4, "ping", json!({})).await;
+    assert_eq!(pong["result"], json!({}));
+}
+
+#[tokio::test]
+async fn the_mcp_tool_denies_in_time_when_the_daemon_never_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = silent_daemon(dir.path());
+    let mut mcp = Mcp::start_with(&socket, &["mcp", "--timeout", "2s"], None);
+    let started = Instant::now();
+    let done = mcp
+        .call(
+            1,
+            "tools/call",
+            json!({"name": "request_approval",
+                   "arguments": {"tool_name": "Bash", "input": {"command": "make"}}}),
+        )
+        .await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(20), "answered after {took:?}");
+    let r = tool_result(&done);
+    assert_eq!(r["behavior"], "deny", "{done}");
+    assert!(r["message"]
+        .as_str()
+        .unwrap()
+        .contains("did not answer within 2s"));
+}
+
+#[tokio::test]
 async fn the_daemon_serves_claude_codes_http_hook() {
     let app = spawn_app(EXTRA).await;
     let client = app.agent.clone();
@@ -434,14 +663,90 @@ async fn the_daemon_serves_claude_codes_http_hook() {
     let d = &res.body["hookSpecificOutput"]["decision"];
     assert_eq!(d["behavior"], "deny");
     assert!(d["message"].as_str().unwrap().contains("withdrew"), "{d}");
+}
 
-    // Not a hook payload: a clear 400.
-    let res = app
-        .agent
-        .post("/v1/hooks/claude-code", &json!({"tool_name": "Bash"}))
-        .await
-        .unwrap();
-    assert_eq!(res.status, StatusCode::BAD_REQUEST);
+/// Claude Code runs the tool on any answer but a 2xx: every failure is a 200 deny.
+#[tokio::test]
+async fn the_http_hook_denies_with_a_200_whatever_goes_wrong() {
+    let app = spawn_app(EXTRA).await;
+    let post = |path: &'static str, body: Vec<u8>| {
+        let client = app.agent.clone();
+        async move {
+            let res = client
+                .send(hyper::Method::POST, path, Some(body))
+                .await
+                .unwrap();
+            assert_eq!(res.status, StatusCode::OK, "{path}: {:?}", res.body);
+            res.body
+        }
+    };
+    let pre_tool_use = |body: &Value| {
+        let o = &body["hookSpecificOutput"];
+        assert_eq!(o["hookEventName"], "PreToolUse", "{body}");
+        assert_eq!(o["permissionDecision"], "deny", "{body}");
+        o["permissionDecisionReason"].as_str().unwrap().to_string()
+    };
+
+    // A body over max_body_bytes (64 KiB here), in the shape of its event. Claude Code
+    // sends the event and tool names before the input.
+    let big = format!(
+        r#"{{"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {{"file_path": "/tmp/big", "content": "{}"}}}}"#,
+        "x".repeat(200 * 1024)
+    );
+    let body = post("/v1/hooks/claude-code", big.into_bytes()).await;
+    let m = pre_tool_use(&body);
+    assert!(
+        m.starts_with("[Action not checked] Write: the tool call is "),
+        "{m}"
+    );
+    assert!(m.contains("65536 bytes ([queue] max_body_bytes)"), "{m}");
+    assert!(m.contains("raise max_body_bytes"), "{m}");
+
+    // Malformed JSON: the event is still read from its start.
+    let cut = br#"{"hook_event_name": "PermissionRequest", "tool_name": "Bash", "tool_input": {"#;
+    let body = post("/v1/hooks/claude-code", cut.to_vec()).await;
+    let d = &body["hookSpecificOutput"]["decision"];
+    assert_eq!(
+        body["hookSpecificOutput"]["hookEventName"],
+        "PermissionRequest"
+    );
+    assert_eq!(d["behavior"], "deny", "{body}");
+    assert!(
+        d["message"].as_str().unwrap().contains("not valid JSON"),
+        "{body}"
+    );
+
+    // Another event, or no event: the generic block, which names no event.
+    for input in [
+        json!({"hook_event_name": "Stop"}),
+        json!({"tool_name": "Bash"}),
+    ] {
+        let body = post("/v1/hooks/claude-code", input.to_string().into_bytes()).await;
+        assert_eq!(body["decision"], "block", "{body}");
+        assert!(body.get("hookSpecificOutput").is_none(), "{body}");
+        assert!(
+            body["reason"].as_str().unwrap().contains("was not run"),
+            "{body}"
+        );
+    }
+    let body = post(
+        "/v1/hooks/claude-code",
+        json!({"hook_event_name": "Stop"}).to_string().into_bytes(),
+    )
+    .await;
+    assert!(
+        body["reason"].as_str().unwrap().contains("`Stop`"),
+        "{body}"
+    );
+
+    // A bad wait, and an unknown agent.
+    let pre = fixture("claude-code-pre-tool-use.json").into_bytes();
+    let m = pre_tool_use(&post("/v1/hooks/claude-code?wait=soon", pre.clone()).await);
+    assert!(m.contains("`wait`"), "{m}");
+    let m = pre_tool_use(&post("/v1/hooks/claude-code?agent=nobody", pre).await);
+    assert!(m.contains("unknown agent `nobody`"), "{m}");
+    let pending = app.owner.get("/v1/requests?status=pending").await.unwrap();
+    assert_eq!(pending.body["requests"], json!([]), "nothing was submitted");
 }
 
 async fn tcp_post(
@@ -473,10 +778,29 @@ async fn the_http_hook_over_tcp_needs_the_agents_token() {
                       "tool_input": {"q": "contacts"}, "tool_use_id": "toolu_tcp"})
     .to_string();
     let path = "/v1/hooks/claude-code?agent=secure";
+    // Refused, but as a 200 deny: any other status would let Claude Code run the tool.
     let no_token = tcp_post(addr, path, &body, None).await;
-    assert!(no_token.starts_with("HTTP/1.1 401"), "{no_token}");
+    assert!(no_token.starts_with("HTTP/1.1 200"), "{no_token}");
+    assert!(
+        no_token.contains("\"permissionDecision\":\"deny\""),
+        "{no_token}"
+    );
+    assert!(no_token.contains("has a token: send it as"), "{no_token}");
     let wrong = tcp_post(addr, path, &body, Some("other-token-456")).await;
-    assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+    assert!(wrong.starts_with("HTTP/1.1 200"), "{wrong}");
+    assert!(wrong.contains("\"permissionDecision\":\"deny\""), "{wrong}");
+    assert!(wrong.contains("not agent `secure`'s token"), "{wrong}");
+    assert!(
+        !wrong.contains("other-token-456"),
+        "the token is never echoed: {wrong}"
+    );
+    // An agent without a token cannot use TCP at all.
+    let tokenless = tcp_post(addr, "/v1/hooks/claude-code?agent=mailer", &body, None).await;
+    assert!(tokenless.starts_with("HTTP/1.1 200"), "{tokenless}");
+    assert!(
+        tokenless.contains("\"permissionDecision\":\"deny\""),
+        "{tokenless}"
+    );
     let ok = tcp_post(addr, path, &body, Some("secure-token-123")).await;
     assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
     assert!(ok.contains("\"permissionDecision\":\"allow\""), "{ok}");
@@ -494,6 +818,11 @@ async fn agents_can_read_their_tier_guidance() {
         .as_str()
         .unwrap()
         .contains("semi-autonomous mode"));
+    assert_eq!(res.body["tool_approval_mode"], "dangerous");
+    // The org mode and [tools] shape the paragraph: send_email is destructive.
+    let boss = app.agent.get("/v1/agents/boss").await.unwrap();
+    let g = boss.body["guidance"].as_str().unwrap();
+    assert!(g.contains("calls to destructive tools (send_email)"), "{g}");
 
     // "Always allow" shows up in the list.
     let sub = app
