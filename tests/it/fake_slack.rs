@@ -27,6 +27,8 @@ pub struct Call {
     pub auth: String,
     /// The `ts` answered (postMessage).
     pub ts: Option<String>,
+    /// Whether it was answered `ok: true`.
+    pub ok: bool,
 }
 
 enum ToClient {
@@ -174,6 +176,7 @@ async fn web(
         params: params.clone(),
         auth: auth.clone(),
         ts: None,
+        ok: false,
     };
     let limited = {
         let mut l = st.limited.lock().unwrap();
@@ -186,6 +189,7 @@ async fn web(
         }
     };
     let failing = st.failing.lock().unwrap().get(&method).cloned();
+    let invalid = too_long(&params);
     let response = if limited {
         (
             StatusCode::TOO_MANY_REQUESTS,
@@ -193,6 +197,8 @@ async fn web(
             Json(json!({"ok": false, "error": "ratelimited"})),
         )
             .into_response()
+    } else if let Some(why) = invalid {
+        Json(json!({"ok": false, "error": "invalid_blocks", "errors": [why]})).into_response()
     } else if let Some(code) = failing {
         // Echo the credentials, as a careless proxy might: they must not reach gatebot's log.
         Json(json!({"ok": false, "error": format!("{code} ({auth})")})).into_response()
@@ -220,10 +226,43 @@ async fn web(
             "views.open" => json!({"ok": true, "view": {"id": "V1"}}),
             _ => json!({"ok": false, "error": "unknown_method"}),
         };
+        call.ok = body["ok"] == true;
         Json(body).into_response()
     };
     st.calls.lock().unwrap().push(call);
     response
+}
+
+/// What Slack would refuse in a message or view: more than 50 blocks, or a text object
+/// over 3000 characters.
+fn too_long(params: &Value) -> Option<String> {
+    fn walk(v: &Value, out: &mut Option<String>) {
+        match v {
+            Value::Object(m) => {
+                let is_text = matches!(
+                    m.get("type").and_then(Value::as_str),
+                    Some("mrkdwn" | "plain_text")
+                );
+                if let (true, Some(t)) = (is_text, m.get("text").and_then(Value::as_str)) {
+                    if t.chars().count() > 3000 {
+                        *out = Some(format!("a text object of {} characters", t.chars().count()));
+                    }
+                }
+                m.values().for_each(|x| walk(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let blocks = params["blocks"]
+        .as_array()
+        .or_else(|| params["view"]["blocks"].as_array());
+    if blocks.is_some_and(|b| b.len() > 50) {
+        return Some("more than 50 blocks".into());
+    }
+    let mut out = None;
+    walk(params, &mut out);
+    out
 }
 
 async fn accept(listener: TcpListener, st: Arc<Inner>) {

@@ -77,7 +77,7 @@ async fn update_of(fake: &FakeSlack, ts: &str, status_word: &str) -> Value {
             fake.calls("chat.update")
                 .into_iter()
                 .find(|c| {
-                    c.params["ts"] == ts
+                    c.ok && c.params["ts"] == ts
                         && c.params["text"]
                             .as_str()
                             .unwrap_or("")
@@ -654,6 +654,36 @@ async fn a_rate_limited_post_is_retried_after_retry_after() {
     assert_eq!(posts[1].ts.as_deref(), Some(p.ts.as_str()));
     let events = app.audit_events(&p.id).await;
     assert!(!events.is_empty());
+}
+
+#[tokio::test]
+async fn a_long_deny_reason_is_cut_so_the_prompt_still_loses_its_buttons() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let reason = "<&>".repeat(4000);
+    let res = app.decide(&p.id, "deny", Some(&reason)).await;
+    assert!(res.status.is_success(), "{:?}", res.body);
+    let update = update_of(&fake, &p.ts, "Denied").await;
+    assert!(action_ids(&update).is_empty());
+    let outcome = update["blocks"].as_array().unwrap().last().unwrap()["text"]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        outcome.starts_with("*❌ Denied by alice (CLI)"),
+        "{outcome}"
+    );
+    assert!(
+        outcome.contains("more characters of the outcome not shown"),
+        "{outcome}"
+    );
 }
 
 #[tokio::test]
