@@ -3,9 +3,13 @@
 //! 1. Everything an agent controls (agent and tool names, summary, arguments, result
 //!    details) passes through [`escape`], so it can never form a mention (`<!channel>`,
 //!    `<@U…>`) or a link (`<https://…|…>`).
-//! 2. Summaries and arguments go in ``` blocks, where mrkdwn is not applied, so agent
-//!    text cannot imitate gatebot's own lines ("*Risk:* low").
-//! 3. Each text object is cut after all escaping, so it stays within Slack's
+//! 2. Every mrkdwn text object is sent with `"verbatim": true`, so Slack does not
+//!    auto-link bare URLs or channel names, nor parse `@here`-style words, in it.
+//! 3. Agent and tool names go in `inline code`, summaries and arguments in ``` blocks,
+//!    so agent text cannot imitate gatebot's own lines ("*Risk:* low").
+//! 4. The plain `text` fallback of each message (shown in notifications) carries no
+//!    agent text at all: only gatebot's words, the short id and the risk.
+//! 5. Each text object is cut after all escaping, so it stays within Slack's
 //!    3000-character limit whatever the agent sent (`&` becomes five characters, a
 //!    ``` fence five); a note says how much was cut.
 
@@ -80,8 +84,9 @@ fn fitted(label: &str, raw: &str, what: &str, render: impl Fn(&str) -> String) -
     text
 }
 
+/// A mrkdwn text object that Slack shows as sent: no auto-links, no mention parsing.
 fn mrkdwn(text: String) -> Value {
-    json!({"type": "mrkdwn", "text": text})
+    json!({"type": "mrkdwn", "text": text, "verbatim": true})
 }
 
 fn section(text: String) -> Value {
@@ -107,7 +112,7 @@ fn body(a: &Approval, c: &PromptContent, title: &str) -> Vec<Value> {
     let mut head = format!(
         "*{title}* · id `{}`\n*Agent:* {}   *Tool:* {}\n*Risk:* {} ({})",
         escape(&c.short_id),
-        escape(&c.agent),
+        inline_code(&c.agent),
         inline_code(&c.tool),
         escape(&c.risk),
         escape(&c.risk_detail),
@@ -158,7 +163,7 @@ pub fn prompt(a: &Approval) -> (String, Vec<Value>) {
     buttons.push(button("❌ Deny", Button::Deny, &a.id, Some("danger")));
     blocks.push(json!({"type": "actions", "block_id": "gatebot_decide", "elements": buttons}));
     blocks.push(json!({"type": "context", "elements": [mrkdwn(format!(
-        "Reply in this thread with `approve` or `deny <reason>`, or use `/approve {}`.",
+        "Reply in this thread with `approve` or `deny &lt;reason&gt;`, or use `/approve {}`.",
         escape(&c.short_id)
     ))]}));
     (fallback(a, &c), blocks)
@@ -175,29 +180,30 @@ pub fn settled(a: &Approval) -> (String, Vec<Value>) {
     blocks.push(section(fitted("", &outcome, "the outcome", |s| {
         format!("*{}*", escape(s))
     })));
-    let text = format!(
-        "{} · {} wants {} ({})",
-        fitted("", &outcome, "the outcome", escape),
-        escape(&c.agent),
-        escape(&c.tool),
-        escape(&c.short_id)
-    );
-    (text, blocks)
+    (fallback(a, &c), blocks)
 }
 
+/// The `text` fallback: gatebot's words only, never the agent's.
 fn fallback(a: &Approval, c: &PromptContent) -> String {
-    let status = if a.status == Status::Pending {
-        "Approval needed"
-    } else {
-        a.status.as_str()
-    };
     format!(
-        "{status}: {} wants to run {} (risk {}, id {})",
-        escape(&c.agent),
-        escape(&c.tool),
-        escape(&c.risk),
-        escape(&c.short_id)
+        "{}: request {} (risk {})",
+        status_word(a.status),
+        c.short_id,
+        c.risk
     )
+}
+
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Pending => "⏳ Approval needed",
+        Status::Approved | Status::Executing | Status::Succeeded => "✅ Approved",
+        Status::Failed => "✅ Approved, then failed",
+        Status::Rejected => "❌ Denied",
+        Status::Expired => "⌛ Expired",
+        Status::Cancelled => "🚫 Cancelled",
+        Status::Allowed => "✅ Allowed by policy",
+        Status::Blocked => "⛔ Blocked by policy",
+    }
 }
 
 /// The deny modal: an optional reason; `private_metadata` carries the request id
@@ -214,7 +220,7 @@ pub fn deny_modal(a: &Approval, channel: &str) -> Value {
         "blocks": [
             section(format!(
                 "Deny {} from {} (id `{}`)? The reason is sent to the agent.",
-                inline_code(&a.tool), escape(&a.agent), escape(&a.short_id)
+                inline_code(&a.tool), inline_code(&a.agent), escape(&a.short_id)
             )),
             {
                 "type": "input",
@@ -232,31 +238,59 @@ pub fn deny_modal(a: &Approval, channel: &str) -> Value {
     })
 }
 
-/// A reply to a command as escaped mrkdwn text.
+/// A reply to a command or click: the `text` fallback (no agent text) and the blocks
+/// that show it.
 #[must_use]
-pub fn reply_text(reply: &Reply) -> String {
+pub fn reply(reply: &Reply) -> (String, Vec<Value>) {
+    let text = match reply {
+        Reply::Pending(list) if !list.is_empty() => pending(list),
+        other => fitted("", &other.text(), "the answer", escape),
+    };
+    (reply_fallback(reply), vec![section(text)])
+}
+
+fn reply_fallback(reply: &Reply) -> String {
     match reply {
-        Reply::Pending(list) if !list.is_empty() => {
-            let mut lines = vec![format!("*{} pending request(s):*", list.len())];
-            for a in list {
-                let c = prompt::content(a, 0);
-                lines.push(format!(
-                    "• `{}` {} wants {}, risk {}{}",
-                    escape(&a.short_id),
-                    escape(&a.agent),
-                    inline_code(&a.tool),
-                    escape(&c.risk),
-                    c.expires
-                        .map(|e| format!(", expires {}", escape(&e)))
-                        .unwrap_or_default()
-                ));
-            }
-            lines.push("Decide with `/approve <id>` or `/deny <id> [reason]`.".into());
-            let (text, _) = prompt::truncate(&lines.join("\n"), MAX_TEXT);
-            text
-        }
-        other => escape(&other.text()),
+        Reply::Decided(_, a) => format!("{}: request {}", status_word(a.status), a.short_id),
+        Reply::AlreadySettled(_, a) => format!(
+            "Request {} was already settled ({})",
+            a.short_id,
+            status_word(a.status)
+        ),
+        Reply::Pending(list) if list.is_empty() => "No pending requests.".into(),
+        Reply::Pending(list) => format!("{} pending request(s)", list.len()),
+        // gatebot's own words, and ids the user typed.
+        Reply::Text(t) | Reply::NotAllowed(t) => fitted("", t, "the answer", escape),
     }
+}
+
+/// `/pending`: one line per request, as many as fit.
+fn pending(list: &[Approval]) -> String {
+    let mut text = format!("*{} pending request(s):*", list.len());
+    let last = "\nDecide with `/approve &lt;id&gt;` or `/deny &lt;id&gt; [reason]`.";
+    for (shown, a) in list.iter().enumerate() {
+        let c = prompt::content(a, 0);
+        let line = format!(
+            "\n• `{}` {} wants {}, risk {}{}",
+            escape(&a.short_id),
+            inline_code(&a.agent),
+            inline_code(&a.tool),
+            escape(&c.risk),
+            c.expires
+                .map(|e| format!(", expires {}", escape(&e)))
+                .unwrap_or_default()
+        );
+        if text_len(&text) + text_len(&line) + text_len(last) + NOTE_ROOM > MAX_TEXT {
+            text.push_str(&format!(
+                "\n… and {} more (`gatebot pending` lists them all)",
+                list.len() - shown
+            ));
+            break;
+        }
+        text.push_str(&line);
+    }
+    text.push_str(last);
+    text
 }
 
 #[cfg(test)]
@@ -286,7 +320,7 @@ mod tests {
     /// Checks Slack's limits on a message and returns its text objects.
     fn within_limits(text: &str, blocks: &[Value]) -> Vec<Value> {
         assert!(blocks.len() <= MAX_BLOCKS);
-        assert!(text_len(text) <= 4000, "fallback {}", text_len(text));
+        assert!(text_len(text) <= MAX_TEXT, "fallback {}", text_len(text));
         let mut objects = Vec::new();
         text_objects(&Value::Array(blocks.to_vec()), &mut objects);
         for o in &objects {
@@ -297,7 +331,9 @@ mod tests {
                 text_len(t),
                 t.chars().take(80).collect::<String>()
             );
-            if o["type"] == "plain_text" {
+            if o["type"] == "mrkdwn" {
+                assert_eq!(o["verbatim"], true, "{o}");
+            } else {
                 assert!(text_len(t) <= 75, "a button label: {t}");
             }
         }
@@ -385,6 +421,7 @@ mod tests {
         assert!(outcome.starts_with("*❌ Denied by alice (Slack) 1970-01-01 00:00 UTC: &lt;no&gt;"));
         assert!(outcome
             .ends_with("more characters of the outcome not shown (full text: gatebot status)_"));
+        assert_eq!(text, "❌ Denied: request k7m2abcd (risk high)");
     }
 
     #[test]
@@ -407,5 +444,41 @@ mod tests {
     #[test]
     fn inline_code_cannot_be_closed_early() {
         assert_eq!(inline_code("a`b<c>"), "`a'b&lt;c&gt;`");
+    }
+
+    #[test]
+    fn fallbacks_and_replies_carry_no_agent_text() {
+        let mut a = sample_approval();
+        a.tool = "@here <!channel> https://evil.example".into();
+        a.summary = Some("@channel".into());
+        let (text, _) = prompt(&a);
+        assert_eq!(text, "⏳ Approval needed: request k7m2abcd (risk high)");
+        let decided = Reply::Decided(format!("✅ Approved ({})", a.tool), Box::new(a.clone()));
+        let (text, blocks) = reply(&decided);
+        assert!(!text.contains("evil") && !text.contains('@'), "{text}");
+        let shown = within_limits(&text, &blocks);
+        let shown = shown[0]["text"].as_str().unwrap();
+        assert!(
+            shown.contains("&lt;!channel&gt;") && !shown.contains('<'),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn a_long_pending_list_is_cut_by_whole_lines() {
+        let list: Vec<Approval> = (0..200)
+            .map(|i| {
+                let mut a = sample_approval();
+                a.short_id = format!("id{i:06}");
+                a.tool = "&".repeat(100);
+                a
+            })
+            .collect();
+        let (text, blocks) = reply(&Reply::Pending(list));
+        assert_eq!(text, "200 pending request(s)");
+        let objects = within_limits(&text, &blocks);
+        let t = objects[0]["text"].as_str().unwrap();
+        assert!(t.contains("more (`gatebot pending` lists them all)"), "{t}");
+        assert!(t.ends_with("[reason]`."));
     }
 }

@@ -206,8 +206,7 @@ impl Slack {
             // A decision shows in the prompt itself (delivery edits it); anything else
             // (not allowed, already decided, an error) is told to the clicker alone.
             if let Some(reply) = reply {
-                self.ephemeral(&channel, user, &blocks::reply_text(&reply), None)
-                    .await;
+                self.ephemeral(&channel, user, &reply, None).await;
             }
         }
     }
@@ -289,8 +288,7 @@ impl Slack {
         if let (Some(reply), Some(channel)) =
             (reply_unless_decided(reply), meta["channel"].as_str())
         {
-            self.ephemeral(channel, user, &blocks::reply_text(&reply), None)
-                .await;
+            self.ephemeral(channel, user, &reply, None).await;
         }
     }
 
@@ -303,8 +301,7 @@ impl Slack {
         let parsed = command::parse(&text, None, false).unwrap_or(ChatCommand::Help);
         let reply = handle::command(&self.engine, Channel::Slack, &actor, parsed, None).await;
         let channel = p["channel_id"].as_str().unwrap_or_default();
-        self.ephemeral(channel, user, &blocks::reply_text(&reply), None)
-            .await;
+        self.ephemeral(channel, user, &reply, None).await;
     }
 
     /// A message: a command typed in a prompt's thread (no id needed) or a `/command`
@@ -358,17 +355,17 @@ impl Slack {
             replied_to.as_deref(),
         )
         .await;
-        self.ephemeral(channel, user, &blocks::reply_text(&reply), thread)
-            .await;
+        self.ephemeral(channel, user, &reply, thread).await;
     }
 
     /// Tells one user something only they see (`chat.postEphemeral`).
-    async fn ephemeral(&self, channel: &str, user: &str, text: &str, thread: Option<&str>) {
+    async fn ephemeral(&self, channel: &str, user: &str, reply: &Reply, thread: Option<&str>) {
         if channel.is_empty() {
             warn!(user, "slack: no channel to answer in");
             return;
         }
-        let mut body = json!({"channel": channel, "user": user, "text": text});
+        let (text, blocks) = blocks::reply(reply);
+        let mut body = json!({"channel": channel, "user": user, "text": text, "blocks": blocks});
         if let Some(t) = thread {
             body["thread_ts"] = json!(t);
         }

@@ -31,6 +31,30 @@ pub struct Call {
     pub ok: bool,
 }
 
+/// Something only one user sees.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The JSON posted.
+    pub params: Value,
+}
+
+impl Answer {
+    /// What the user reads: the blocks' texts, else the plain `text`.
+    pub fn text(&self) -> String {
+        let shown: Vec<&str> = self.params["blocks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["text"]["text"].as_str())
+            .collect();
+        if shown.is_empty() {
+            self.params["text"].as_str().unwrap_or_default().to_string()
+        } else {
+            shown.join("\n")
+        }
+    }
+}
+
 enum ToClient {
     Text(String),
     /// Drop the TCP connection without a close frame, like a network failure.
@@ -99,6 +123,15 @@ impl FakeSlack {
     pub fn rate_limit(&self, method: &str, times: u32) {
         let mut limited = self.inner.limited.lock().unwrap();
         limited.insert(method.to_string(), times);
+    }
+
+    /// What `user` was told privately (`chat.postEphemeral`), oldest first.
+    pub fn answers(&self, user: &str) -> Vec<Answer> {
+        self.calls("chat.postEphemeral")
+            .into_iter()
+            .filter(|c| c.ok && c.params["user"] == user)
+            .map(|c| Answer { params: c.params })
+            .collect()
     }
 
     /// Every call to `method` answers `{"ok": false, "error": code}`.

@@ -51,13 +51,9 @@ async fn prompted(
     }
 }
 
-/// The ephemeral messages sent to `user`.
+/// What `user` was told privately (ephemeral messages).
 fn ephemerals(fake: &FakeSlack, user: &str) -> Vec<String> {
-    fake.calls("chat.postEphemeral")
-        .into_iter()
-        .filter(|c| c.params["user"] == user)
-        .map(|c| c.params["text"].as_str().unwrap_or_default().to_string())
-        .collect()
+    fake.answers(user).iter().map(|a| a.text()).collect()
 }
 
 async fn ephemeral_containing(fake: &FakeSlack, user: &str, needle: &str) -> String {
@@ -130,8 +126,9 @@ async fn a_click_on_allow_once_approves_and_the_prompt_loses_its_buttons() {
     )
     .await;
     assert_eq!(p.params["channel"], "C1");
-    assert!(
-        p.params["text"].as_str().unwrap().contains("send_email"),
+    assert_eq!(
+        p.params["text"],
+        format!("⏳ Approval needed: request {} (risk high)", p.short_id),
         "a plain text fallback"
     );
     let text = p.params["blocks"].to_string();
@@ -730,6 +727,93 @@ async fn hostile_arguments_render_literally() {
         }
     }
     assert!(texts[1].contains("*Risk:* high"));
+}
+
+/// Every mrkdwn text object in `v` (blocks, elements, views).
+fn mrkdwn_objects(v: &Value, out: &mut Vec<Value>) {
+    match v {
+        Value::Object(m) => {
+            if m.get("type") == Some(&json!("mrkdwn")) {
+                out.push(v.clone());
+            }
+            m.values().for_each(|x| mrkdwn_objects(x, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| mrkdwn_objects(x, out)),
+        _ => {}
+    }
+}
+
+/// Checks a message gatebot sent: every mrkdwn text verbatim (no auto-links, no
+/// mention parsing), no `<` Slack could read as a mention or link, and a plain `text`
+/// fallback (notifications) with none of the agent's words.
+fn assert_inert(params: &Value) {
+    let mut objects = Vec::new();
+    mrkdwn_objects(&params["blocks"], &mut objects);
+    assert!(!objects.is_empty(), "{params}");
+    for o in &objects {
+        assert_eq!(o["verbatim"], true, "{o}");
+        assert!(!o["text"].as_str().unwrap().contains('<'), "{o}");
+    }
+    let text = params["text"].as_str().unwrap();
+    for word in ["@", "<", "http", "evil", "#general"] {
+        assert!(!text.contains(word), "{word:?} in the fallback {text:?}");
+    }
+}
+
+#[tokio::test]
+async fn hostile_tool_names_summaries_and_results_cannot_mention_or_link() {
+    let (app, fake) = setup().await;
+    let hostile = "@channel @here <!channel> <!here|here> <@U0ADMIN> https://evil.example www.evil.example #general";
+    let tool = "@here<!channel>https://evil.example";
+    let res = app
+        .submit(
+            json!({"agent": "intern", "tool": tool, "args": {"body": hostile}, "summary": hostile}),
+        )
+        .await;
+    assert_eq!(res.body["status"], "pending", "{:?}", res.body);
+    let (id, short) = (
+        res.body["id"].as_str().unwrap().to_string(),
+        res.body["short_id"].as_str().unwrap().to_string(),
+    );
+    let post = eventually("the prompt", || {
+        fake.calls("chat.postMessage")
+            .into_iter()
+            .find(|c| c.ok && c.params.to_string().contains(&id))
+    })
+    .await;
+    assert_inert(&post.params);
+    let shown = post.params["blocks"].to_string();
+    assert!(
+        shown.contains("`@here&lt;!channel&gt;https://evil.example`"),
+        "{shown}"
+    );
+
+    // The answer to a slash command names the tool.
+    fake.send("slash_commands", slash(APPROVER, "/approve", &short))
+        .await;
+    let answer = eventually("the answer", || fake.answers(APPROVER).pop()).await;
+    assert_inert(&answer.params);
+    assert!(
+        answer.text().contains("@here&lt;!channel&gt;"),
+        "{}",
+        answer.text()
+    );
+
+    // The agent's result detail (long, too) ends up in the prompt's outcome.
+    let res = app
+        .agent
+        .post(
+            &format!("/v1/requests/{id}/result"),
+            &json!({"ok": false, "detail": hostile.repeat(100)}),
+        )
+        .await
+        .unwrap();
+    assert!(res.status.is_success(), "{:?}", res.body);
+    let update = update_of(&fake, post.ts.as_deref().unwrap(), "failed").await;
+    assert_inert(&update);
+    assert!(update["blocks"]
+        .to_string()
+        .contains("failed: @channel @here &lt;!channel&gt;"));
 }
 
 /// HTTP mode: a daemon listening for Slack's signed requests.
