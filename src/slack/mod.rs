@@ -7,7 +7,9 @@
 //! 2. Inbound traffic is acknowledged first and handled after, on its own task, so Slack
 //!    gets its ack within 3 s; envelopes and events are de-duplicated by id ([`Dedup`]).
 //! 3. [`Slack::handle`] turns each payload into a [`handle`] call (authorisation, id
-//!    resolution and auditing live there) and answers the user ephemerally.
+//!    resolution and auditing live there) and answers the user ephemerally: a slash
+//!    command through its `response_url` (which works in any conversation), anything
+//!    else, or a slash command whose `response_url` failed, with `chat.postEphemeral`.
 //!
 //! Users are authorised by Slack user id (`[slack] approvers`, re-read on every action
 //! so a SIGHUP reload applies), never by channel membership.
@@ -300,6 +302,18 @@ impl Slack {
         let text = format!("{cmd} {}", p["text"].as_str().unwrap_or_default());
         let parsed = command::parse(&text, None, false).unwrap_or(ChatCommand::Help);
         let reply = handle::command(&self.engine, Channel::Slack, &actor, parsed, None).await;
+        // The response_url works wherever the command was typed (a DM, a channel the
+        // bot is not in); chat.postEphemeral only where the bot is a member.
+        if let Some(url) = p["response_url"].as_str().filter(|u| !u.is_empty()) {
+            let (text, blocks) = blocks::reply(&reply);
+            let body = json!({"response_type": "ephemeral", "text": text, "blocks": blocks});
+            match self.api.respond(url, &body).await {
+                Ok(()) => return,
+                Err(e) => {
+                    warn!(user, error = %e, "slack: cannot answer through response_url; trying chat.postEphemeral")
+                }
+            }
+        }
         let channel = p["channel_id"].as_str().unwrap_or_default();
         self.ephemeral(channel, user, &reply, None).await;
     }

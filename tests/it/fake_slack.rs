@@ -1,6 +1,7 @@
-//! A fake Slack on loopback: the Web API (every call recorded with its params) and a
-//! Socket Mode WebSocket server that says `hello`, sends the envelopes a test injects
-//! and records the acks.
+//! A fake Slack on loopback: the Web API (every call recorded with its params and
+//! arrival time), the `response_url`s of slash commands (what is posted to them is
+//! recorded too), and a Socket Mode WebSocket server that says `hello`, sends the
+//! envelopes a test injects and records the acks.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -27,15 +28,29 @@ pub struct Call {
     pub auth: String,
     /// The `ts` answered (postMessage).
     pub ts: Option<String>,
+    /// When the call arrived.
+    pub at: Instant,
     /// Whether it was answered `ok: true`.
     pub ok: bool,
+}
+
+/// How an answer meant for one user arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// `chat.postEphemeral`.
+    Ephemeral,
+    /// A POST to a slash command's `response_url`.
+    ResponseUrl,
 }
 
 /// Something only one user sees.
 #[derive(Debug, Clone)]
 pub struct Answer {
+    pub via: Via,
+    pub user: String,
     /// The JSON posted.
     pub params: Value,
+    pub at: Instant,
 }
 
 impl Answer {
@@ -69,6 +84,11 @@ struct Inner {
     next_envelope: AtomicU64,
     /// Method → how many more calls get a 429.
     limited: Mutex<HashMap<String, u32>>,
+    /// What was posted to response_urls.
+    responses: Mutex<Vec<Answer>>,
+    next_response: AtomicU64,
+    /// Whether response_urls answer 404 (as an expired one does).
+    responses_fail: std::sync::atomic::AtomicBool,
     /// Method → an `error` code to answer with (`ok: false`).
     failing: Mutex<HashMap<String, String>>,
     conn: Mutex<Option<(usize, mpsc::UnboundedSender<ToClient>)>>,
@@ -80,6 +100,8 @@ struct Inner {
 pub struct FakeSlack {
     /// For `[slack] api_url`.
     pub api_url: String,
+    /// `http://127.0.0.1:N`, for response_urls.
+    base_url: String,
     inner: Arc<Inner>,
 }
 
@@ -92,13 +114,18 @@ impl FakeSlack {
             next_ts: AtomicU64::new(100),
             ..Inner::default()
         });
-        let api_url = format!("http://{}/api", api.local_addr().unwrap());
+        let base_url = format!("http://{}", api.local_addr().unwrap());
         let router = axum::Router::new()
             .route("/api/{method}", axum::routing::post(web).get(web))
+            .route("/response/{user}/{n}", axum::routing::post(response))
             .with_state(inner.clone());
         tokio::spawn(async move { axum::serve(api, router).await });
         tokio::spawn(accept(ws, inner.clone()));
-        FakeSlack { api_url, inner }
+        FakeSlack {
+            api_url: format!("{base_url}/api"),
+            base_url,
+            inner,
+        }
     }
 
     /// The `[slack]` section for a Socket Mode daemon using this fake.
@@ -125,13 +152,53 @@ impl FakeSlack {
         limited.insert(method.to_string(), times);
     }
 
-    /// What `user` was told privately (`chat.postEphemeral`), oldest first.
+    /// Every response_url answers 404 from now on.
+    pub fn fail_responses(&self) {
+        self.inner.responses_fail.store(true, Ordering::SeqCst);
+    }
+
+    /// What `user` was told privately, by either way, oldest first.
     pub fn answers(&self, user: &str) -> Vec<Answer> {
-        self.calls("chat.postEphemeral")
+        let mut all: Vec<Answer> = self
+            .calls("chat.postEphemeral")
             .into_iter()
             .filter(|c| c.ok && c.params["user"] == user)
-            .map(|c| Answer { params: c.params })
-            .collect()
+            .map(|c| Answer {
+                via: Via::Ephemeral,
+                user: user.to_string(),
+                params: c.params,
+                at: c.at,
+            })
+            .collect();
+        all.extend(
+            self.inner
+                .responses
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|r| r.user == user)
+                .cloned(),
+        );
+        all.sort_by_key(|a| a.at);
+        all
+    }
+
+    /// A slash command payload from `user`, whose response_url leads back here.
+    pub fn slash(&self, user: &str, command: &str, text: &str) -> Value {
+        let n = self.inner.next_response.fetch_add(1, Ordering::SeqCst);
+        json!({
+            "token": "verification-token",
+            "team_id": "T1",
+            "channel_id": "C1",
+            "channel_name": "approvals",
+            "user_id": user,
+            "user_name": format!("name-{user}"),
+            "command": command,
+            "text": text,
+            "api_app_id": "A1",
+            "response_url": format!("{}/response/{user}/{n}", self.base_url),
+            "trigger_id": format!("trigger-cmd-{n}")
+        })
     }
 
     /// Every call to `method` answers `{"ok": false, "error": code}`.
@@ -209,6 +276,7 @@ async fn web(
         params: params.clone(),
         auth: auth.clone(),
         ts: None,
+        at: Instant::now(),
         ok: false,
     };
     let limited = {
@@ -298,6 +366,28 @@ fn too_long(params: &Value) -> Option<String> {
     out
 }
 
+/// A POST to a response_url (`/response/{user}/{n}`), as Slack takes them: JSON, no token.
+async fn response(
+    State(st): State<Arc<Inner>>,
+    Path((user, _n)): Path<(String, u64)>,
+    body: Bytes,
+) -> Response {
+    if st.responses_fail.load(Ordering::SeqCst) {
+        return (StatusCode::NOT_FOUND, "expired_url").into_response();
+    }
+    let params: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if too_long(&params).is_some() {
+        return (StatusCode::BAD_REQUEST, "invalid_blocks").into_response();
+    }
+    st.responses.lock().unwrap().push(Answer {
+        via: Via::ResponseUrl,
+        user,
+        params,
+        at: Instant::now(),
+    });
+    Json(json!({"ok": true})).into_response()
+}
+
 async fn accept(listener: TcpListener, st: Arc<Inner>) {
     while let Ok((stream, _)) = listener.accept().await {
         let st = st.clone();
@@ -384,23 +474,6 @@ pub fn submit_modal(user: &str, private_metadata: &str, reason: Option<&str>) ->
             "private_metadata": private_metadata,
             "state": {"values": {"reason": {"reason": {"type": "plain_text_input", "value": reason}}}}
         }
-    })
-}
-
-/// A slash command payload.
-pub fn slash(user: &str, command: &str, text: &str) -> Value {
-    json!({
-        "token": "verification-token",
-        "team_id": "T1",
-        "channel_id": "C1",
-        "channel_name": "approvals",
-        "user_id": user,
-        "user_name": format!("name-{user}"),
-        "command": command,
-        "text": text,
-        "api_app_id": "A1",
-        "response_url": "http://127.0.0.1:9/response",
-        "trigger_id": "trigger-cmd"
     })
 }
 

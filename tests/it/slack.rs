@@ -6,7 +6,7 @@ use std::time::Duration;
 use gatebot::channel::command::{encode_button, Button};
 use serde_json::{json, Value};
 
-use crate::fake_slack::{click, eventually, message, slash, submit_modal, FakeSlack};
+use crate::fake_slack::{click, eventually, message, submit_modal, FakeSlack, Via};
 use crate::helpers::{spawn_app, TestApp};
 
 const APPROVER: &str = "U1";
@@ -51,7 +51,7 @@ async fn prompted(
     }
 }
 
-/// What `user` was told privately (ephemeral messages).
+/// What `user` was told privately (ephemeral messages and response_url answers).
 fn ephemerals(fake: &FakeSlack, user: &str) -> Vec<String> {
     fake.answers(user).iter().map(|a| a.text()).collect()
 }
@@ -292,8 +292,11 @@ async fn non_approvers_are_refused_privately_and_audited() {
         click(STRANGER, &p.ts, &encode_button(Button::Deny, &p.id)),
     )
     .await;
-    fake.send("slash_commands", slash(STRANGER, "/approve", &p.short_id))
-        .await;
+    fake.send(
+        "slash_commands",
+        fake.slash(STRANGER, "/approve", &p.short_id),
+    )
+    .await;
     eventually("three refusals", || {
         (ephemerals(&fake, STRANGER).len() == 3).then_some(())
     })
@@ -316,7 +319,7 @@ async fn non_approvers_are_refused_privately_and_audited() {
     );
     assert_eq!(status(&app, &p.id).await["status"], "pending");
     // A refused /pending is audited too.
-    fake.send("slash_commands", slash(STRANGER, "/pending", ""))
+    fake.send("slash_commands", fake.slash(STRANGER, "/pending", ""))
         .await;
     eventually("the fourth refusal", || {
         (ephemerals(&fake, STRANGER).len() == 4).then_some(())
@@ -352,7 +355,7 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
     )
     .await;
 
-    fake.send("slash_commands", slash(APPROVER, "/pending", ""))
+    fake.send("slash_commands", fake.slash(APPROVER, "/pending", ""))
         .await;
     let list = ephemeral_containing(&fake, APPROVER, "3 pending").await;
     assert!(
@@ -374,7 +377,7 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
     )
     .unwrap();
     drop(db);
-    fake.send("slash_commands", slash(APPROVER, "/approve", "zzzz"))
+    fake.send("slash_commands", fake.slash(APPROVER, "/approve", "zzzz"))
         .await;
     let msg = ephemeral_containing(&fake, APPROVER, "matches several").await;
     assert!(
@@ -382,18 +385,18 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
         "{msg}"
     );
 
-    fake.send("slash_commands", slash(APPROVER, "/approve", "qqqqqq"))
+    fake.send("slash_commands", fake.slash(APPROVER, "/approve", "qqqqqq"))
         .await;
     ephemeral_containing(&fake, APPROVER, "No request matches").await;
 
-    fake.send("slash_commands", slash(APPROVER, "/approve", "zzzz6"))
+    fake.send("slash_commands", fake.slash(APPROVER, "/approve", "zzzz6"))
         .await;
     wait_status(&app, &b.id, "approved").await;
     ephemeral_containing(&fake, APPROVER, "Approved zzzz6789").await;
 
     fake.send(
         "slash_commands",
-        slash(
+        fake.slash(
             APPROVER,
             "/deny",
             &format!("{} not this week", &c.short_id[..5]),
@@ -405,7 +408,7 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
 
     fake.send(
         "slash_commands",
-        slash(APPROVER, "/approve_always", "zzzz2345"),
+        fake.slash(APPROVER, "/approve_always", "zzzz2345"),
     )
     .await;
     wait_status(&app, &a.id, "approved").await;
@@ -654,6 +657,54 @@ async fn a_rate_limited_post_is_retried_after_retry_after() {
 }
 
 #[tokio::test]
+async fn slash_command_answers_and_refusals_arrive_through_the_response_url() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    fake.send("slash_commands", fake.slash(APPROVER, "/pending", ""))
+        .await;
+    let answer = eventually("the answer", || fake.answers(APPROVER).pop()).await;
+    assert_eq!(answer.via, Via::ResponseUrl);
+    assert_eq!(answer.params["response_type"], "ephemeral");
+    assert!(
+        answer.text().contains("1 pending") && answer.text().contains(&p.short_id),
+        "{}",
+        answer.text()
+    );
+
+    fake.send(
+        "slash_commands",
+        fake.slash(STRANGER, "/approve", &p.short_id),
+    )
+    .await;
+    let refusal = eventually("the refusal", || fake.answers(STRANGER).pop()).await;
+    assert_eq!(refusal.via, Via::ResponseUrl);
+    assert_eq!(refusal.params["response_type"], "ephemeral");
+    assert!(refusal.text().contains("not allowed"), "{}", refusal.text());
+    assert!(fake.calls("chat.postEphemeral").is_empty());
+
+    // An expired response_url: chat.postEphemeral in the command's channel instead.
+    fake.fail_responses();
+    fake.send("slash_commands", fake.slash(STRANGER, "/deny", &p.short_id))
+        .await;
+    let fallback = eventually("the fallback", || {
+        fake.answers(STRANGER)
+            .into_iter()
+            .find(|a| a.via == Via::Ephemeral)
+    })
+    .await;
+    assert!(fallback.text().contains("not allowed"));
+    assert_eq!(fallback.params["channel"], "C1");
+    assert_eq!(status(&app, &p.id).await["status"], "pending");
+}
+
+#[tokio::test]
 async fn a_long_deny_reason_is_cut_so_the_prompt_still_loses_its_buttons() {
     let (app, fake) = setup().await;
     let p = prompted(
@@ -789,7 +840,7 @@ async fn hostile_tool_names_summaries_and_results_cannot_mention_or_link() {
     );
 
     // The answer to a slash command names the tool.
-    fake.send("slash_commands", slash(APPROVER, "/approve", &short))
+    fake.send("slash_commands", fake.slash(APPROVER, "/approve", &short))
         .await;
     let answer = eventually("the answer", || fake.answers(APPROVER).pop()).await;
     assert_inert(&answer.params);
