@@ -12,6 +12,7 @@ use serde_json::Value;
 use slack_morphism::errors::SlackClientError;
 use slack_morphism::prelude::*;
 use slack_morphism::{SlackClientApiCallContext, SlackClientHttpConnector};
+use tracing::debug;
 
 use crate::channel::delivery::SendError;
 use crate::config::SlackConfig;
@@ -66,6 +67,29 @@ impl SlackApi {
     /// Calls a Web API method with the bot token (`chat.postMessage`, …).
     pub async fn call(&self, method: &str, body: &Value) -> Result<Value, SendError> {
         self.call_with(&self.bot, method, body).await
+    }
+
+    /// Calls a method, waiting out a rate limit (429) up to `attempts - 1` times, but
+    /// only when Slack's `Retry-After` is at most `max_wait`: a wait any longer would
+    /// not help whoever is waiting for the answer (a user, a 3-second trigger id).
+    pub async fn call_patiently(
+        &self,
+        method: &str,
+        body: &Value,
+        attempts: u32,
+        max_wait: Duration,
+    ) -> Result<Value, SendError> {
+        let mut attempt = 1;
+        loop {
+            match self.call(method, body).await {
+                Err(SendError::RetryAfter(wait)) if attempt < attempts && wait <= max_wait => {
+                    debug!(method, ?wait, "slack: rate limited; waiting as asked");
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Posts `body` to an interaction's `response_url` (no token: the URL is the

@@ -36,6 +36,11 @@ use crate::engine::{describe_settled, Engine};
 use api::SlackApi;
 use sender::SlackSender;
 
+/// Longest rate-limit wait for `views.open`: its trigger id expires after 3 s.
+const TRIGGER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Longest rate-limit wait before an answer to a user is given up.
+const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// How many envelope / event ids are remembered for de-duplication.
 const DEDUP_CAPACITY: usize = 4096;
 
@@ -243,9 +248,15 @@ impl Slack {
             );
         };
         let view = blocks::deny_modal(&approval, channel);
+        // A trigger id is good for 3 s: a rate limit is waited out only if that fits.
         match self
             .api
-            .call("views.open", &json!({"trigger_id": trigger, "view": view}))
+            .call_patiently(
+                "views.open",
+                &json!({"trigger_id": trigger, "view": view}),
+                2,
+                TRIGGER_WAIT,
+            )
             .await
         {
             Ok(_) => None,
@@ -383,17 +394,12 @@ impl Slack {
         if let Some(t) = thread {
             body["thread_ts"] = json!(t);
         }
-        for attempt in 0..3u32 {
-            match self.api.call("chat.postEphemeral", &body).await {
-                Ok(_) => return,
-                Err(delivery::SendError::RetryAfter(d)) if attempt < 2 => {
-                    tokio::time::sleep(d.min(std::time::Duration::from_secs(10))).await;
-                }
-                Err(e) => {
-                    warn!(channel, user, error = %e, "slack: cannot answer the user");
-                    return;
-                }
-            }
+        if let Err(e) = self
+            .api
+            .call_patiently("chat.postEphemeral", &body, 3, ANSWER_WAIT)
+            .await
+        {
+            warn!(channel, user, error = %e, "slack: cannot answer the user");
         }
     }
 }

@@ -82,8 +82,8 @@ struct Inner {
     calls: Mutex<Vec<Call>>,
     next_ts: AtomicU64,
     next_envelope: AtomicU64,
-    /// Method → how many more calls get a 429.
-    limited: Mutex<HashMap<String, u32>>,
+    /// Method → how many more calls get a 429, and its `Retry-After` in seconds.
+    limited: Mutex<HashMap<String, (u32, u64)>>,
     /// What was posted to response_urls.
     responses: Mutex<Vec<Answer>>,
     next_response: AtomicU64,
@@ -146,10 +146,10 @@ impl FakeSlack {
             .collect()
     }
 
-    /// The next `times` calls to `method` get a 429 with `Retry-After: 1`.
-    pub fn rate_limit(&self, method: &str, times: u32) {
+    /// The next `times` calls to `method` get a 429 with `Retry-After: retry_after` (s).
+    pub fn rate_limit(&self, method: &str, times: u32, retry_after: u64) {
         let mut limited = self.inner.limited.lock().unwrap();
-        limited.insert(method.to_string(), times);
+        limited.insert(method.to_string(), (times, retry_after));
     }
 
     /// Every response_url answers 404 from now on.
@@ -282,19 +282,19 @@ async fn web(
     let limited = {
         let mut l = st.limited.lock().unwrap();
         match l.get_mut(&method) {
-            Some(n) if *n > 0 => {
+            Some((n, secs)) if *n > 0 => {
                 *n -= 1;
-                true
+                Some(*secs)
             }
-            _ => false,
+            _ => None,
         }
     };
     let failing = st.failing.lock().unwrap().get(&method).cloned();
     let invalid = too_long(&params);
-    let response = if limited {
+    let response = if let Some(secs) = limited {
         (
             StatusCode::TOO_MANY_REQUESTS,
-            [(header::RETRY_AFTER, "1")],
+            [(header::RETRY_AFTER, secs.to_string())],
             Json(json!({"ok": false, "error": "ratelimited"})),
         )
             .into_response()

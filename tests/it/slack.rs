@@ -636,9 +636,10 @@ async fn a_dropped_socket_reconnects_and_the_next_click_works() {
 }
 
 #[tokio::test]
-async fn a_rate_limited_post_is_retried_after_retry_after() {
+async fn a_rate_limited_post_waits_for_retry_after() {
     let fake = FakeSlack::start().await;
-    fake.rate_limit("chat.postMessage", 1);
+    // Longer than the first backoff step (1 s): only Retry-After explains the wait.
+    fake.rate_limit("chat.postMessage", 1, 3);
     let app = spawn_app(&fake.config()).await;
     let p = prompted(
         &app,
@@ -652,8 +653,69 @@ async fn a_rate_limited_post_is_retried_after_retry_after() {
     assert_eq!(posts.len(), 2, "one 429, then the post");
     assert!(posts[0].ts.is_none());
     assert_eq!(posts[1].ts.as_deref(), Some(p.ts.as_str()));
-    let events = app.audit_events(&p.id).await;
-    assert!(!events.is_empty());
+    let waited = posts[1].at - posts[0].at;
+    assert!(waited >= Duration::from_secs(3), "retried after {waited:?}");
+}
+
+#[tokio::test]
+async fn a_rate_limited_answer_waits_for_retry_after() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    fake.rate_limit("chat.postEphemeral", 1, 3);
+    fake.send(
+        "interactive",
+        click(STRANGER, &p.ts, &encode_button(Button::Approve, &p.id)),
+    )
+    .await;
+    ephemeral_containing(&fake, STRANGER, "not allowed").await;
+    let calls = fake.calls("chat.postEphemeral");
+    assert_eq!(calls.len(), 2, "one 429, then the answer");
+    let waited = calls[1].at - calls[0].at;
+    assert!(waited >= Duration::from_secs(3), "retried after {waited:?}");
+}
+
+#[tokio::test]
+async fn a_rate_limited_deny_form_is_retried_only_while_its_trigger_lives() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "intern",
+        "create_contact",
+        json!({"name": "Bo"}),
+    )
+    .await;
+    let deny = encode_button(Button::Deny, &p.id);
+    // A trigger id lives 3 s: a 5 s wait would be useless, so the clicker is told.
+    fake.rate_limit("views.open", 1, 5);
+    fake.send("interactive", click(APPROVER, &p.ts, &deny))
+        .await;
+    ephemeral_containing(&fake, APPROVER, "Could not open the deny form").await;
+    assert_eq!(fake.calls("views.open").len(), 1);
+
+    fake.rate_limit("views.open", 1, 1);
+    fake.send("interactive", click(APPROVER, &p.ts, &deny))
+        .await;
+    let opened = eventually("a retried views.open", || {
+        let calls = fake.calls("views.open");
+        calls.iter().any(|c| c.ok).then_some(calls)
+    })
+    .await;
+    assert_eq!(opened.len(), 3, "one refusal, one 429, then the form");
+    let waited = opened[2].at - opened[1].at;
+    assert!(waited >= Duration::from_secs(1), "retried after {waited:?}");
+    assert_eq!(
+        opened[2].params["trigger_id"],
+        opened[1].params["trigger_id"]
+    );
+    assert_eq!(ephemerals(&fake, APPROVER).len(), 1, "no second apology");
 }
 
 #[tokio::test]
