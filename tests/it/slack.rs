@@ -465,6 +465,8 @@ async fn a_reply_in_a_prompt_thread_decides_without_an_id() {
     )
     .await;
     wait_status(&app, &q.id, "approved").await;
+    // The answer follows the decision: wait for it rather than race it.
+    ephemeral_containing(&fake, APPROVER, &format!("Approved {}", q.short_id)).await;
     assert_eq!(
         ephemerals(&fake, APPROVER).len(),
         2,
@@ -514,7 +516,7 @@ async fn prompts_follow_cli_decisions_and_a_late_click_is_told_who_won() {
 async fn an_expired_request_updates_its_prompt() {
     let (app, fake) = setup().await;
     let res = app
-        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"to": ["a@example.com"]}, "ttl": "1s"}))
+        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"to": ["a@example.com"]}, "ttl": "3s"}))
         .await;
     let id = res.body["id"].as_str().unwrap().to_string();
     let post = eventually("the prompt", || {
