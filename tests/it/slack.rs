@@ -7,6 +7,7 @@ use gatebot::channel::command::{encode_button, Button};
 use serde_json::{json, Value};
 
 use crate::fake_slack::{click, eventually, message, submit_modal, FakeSlack, Via};
+use crate::fake_telegram::FakeTelegram;
 use crate::helpers::{spawn_app, TestApp};
 
 const APPROVER: &str = "U1";
@@ -766,6 +767,52 @@ async fn slash_command_answers_and_refusals_arrive_through_the_response_url() {
     assert!(fallback.text().contains("not allowed"));
     assert_eq!(fallback.params["channel"], "C1");
     assert_eq!(status(&app, &p.id).await["status"], "pending");
+}
+
+#[tokio::test]
+async fn a_decision_in_telegram_updates_the_slack_prompt() {
+    const TG_TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
+    const TG_CHAT: i64 = 7001;
+    let slack = FakeSlack::start().await;
+    let telegram = FakeTelegram::start(TG_TOKEN).await;
+    let app = spawn_app(&format!(
+        "{}\n[telegram]\ntoken = \"{TG_TOKEN}\"\napi_url = \"{}\"\nchats = [{TG_CHAT}]\napprovers = [42]\n",
+        slack.config(),
+        telegram.url
+    ))
+    .await;
+    let p = prompted(
+        &app,
+        &slack,
+        "intern",
+        "create_contact",
+        json!({"name": "Bo"}),
+    )
+    .await;
+    let message = eventually("the Telegram prompt", || {
+        let sent = telegram.ok_calls("sendMessage").into_iter().find(|m| {
+            m["chat_id"] == TG_CHAT && m["text"].as_str().unwrap().contains(&p.short_id)
+        })?;
+        telegram.message_id(TG_CHAT, &sent["text"])
+    })
+    .await;
+    telegram.press(
+        (42, "Alice"),
+        TG_CHAT,
+        message,
+        &encode_button(Button::Approve, &p.id),
+    );
+    let update = update_of(&slack, &p.ts, "Approved").await;
+    assert_eq!(update["channel"], "C1");
+    assert!(action_ids(&update).is_empty(), "buttons removed: {update}");
+    let shown = update["blocks"].to_string();
+    assert!(
+        shown.contains("Approved by Alice (42) (Telegram)"),
+        "{shown}"
+    );
+    assert_eq!(status(&app, &p.id).await["decided_via"], "telegram");
+    assert_eq!(slack.calls("chat.postMessage").len(), 1);
+    app.stop().await;
 }
 
 #[tokio::test]
