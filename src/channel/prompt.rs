@@ -158,7 +158,7 @@ pub fn outcome_line(a: &Approval) -> String {
             reason(&a.decision_reason)
         ),
         Status::Expired => format!(
-            "⌛ Expired: {}",
+            "⌛ Expired {when}: {}",
             a.decision_reason
                 .as_deref()
                 .unwrap_or("no response in time")
@@ -230,6 +230,31 @@ mod tests {
         let (kept, note) = fit("abc", "x", |p| p.is_empty());
         assert_eq!(kept, "");
         assert!(note.unwrap().starts_with("… 3 more"));
+    }
+
+    #[test]
+    fn every_outcome_says_when() {
+        let mut a = sample_approval();
+        a.decided_at = Some(0);
+        a.decision_reason = Some("no response within 1h".into());
+        for status in [
+            Status::Approved,
+            Status::Rejected,
+            Status::Expired,
+            Status::Cancelled,
+        ] {
+            a.status = status;
+            assert!(
+                outcome_line(&a).contains("1970-01-01 00:00 UTC"),
+                "{}",
+                outcome_line(&a)
+            );
+        }
+        a.status = Status::Expired;
+        assert_eq!(
+            outcome_line(&a),
+            "⌛ Expired 1970-01-01 00:00 UTC: no response within 1h"
+        );
     }
 
     #[test]

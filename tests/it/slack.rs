@@ -529,6 +529,11 @@ async fn an_expired_request_updates_its_prompt() {
     let ts = post.ts.unwrap();
     let update = update_of(&fake, &ts, "Expired").await;
     assert!(action_ids(&update).is_empty());
+    let shown = update["blocks"].to_string();
+    let when =
+        regex::Regex::new(r"⌛ Expired \d{4}-\d\d-\d\d \d\d:\d\d UTC: no response within 3s")
+            .unwrap();
+    assert!(when.is_match(&shown), "{shown}");
     assert_eq!(status(&app, &id).await["status"], "expired");
 }
 
