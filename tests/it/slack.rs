@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::fake_slack::{click, eventually, message, submit_modal, FakeSlack, Via};
 use crate::fake_telegram::FakeTelegram;
-use crate::helpers::{spawn_app, TestApp};
+use crate::helpers::{spawn_app, spawn_app_in, TestApp};
 
 const APPROVER: &str = "U1";
 const STRANGER: &str = "U999";
@@ -817,6 +817,32 @@ async fn a_decision_in_telegram_updates_the_slack_prompt() {
     );
     assert_eq!(status(&app, &p.id).await["decided_via"], "telegram");
     assert_eq!(slack.calls("chat.postMessage").len(), 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn after_a_restart_a_decision_updates_the_prompt_already_posted() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let dir = app.stop().await;
+    let app = spawn_app_in(dir, &fake.config()).await;
+    let res = app.decide(&p.id, "approve", None).await;
+    assert!(res.status.is_success(), "{:?}", res.body);
+    let update = update_of(&fake, &p.ts, "Approved").await;
+    assert!(action_ids(&update).is_empty());
+    assert!(update["blocks"].to_string().contains("by alice (CLI)"));
+    assert_eq!(
+        fake.calls("chat.postMessage").len(),
+        1,
+        "the prompt was not posted again"
+    );
     app.stop().await;
 }
 
