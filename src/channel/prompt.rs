@@ -82,13 +82,44 @@ pub fn truncate(s: &str, max: usize) -> (String, Option<String>) {
         return (s.to_string(), None);
     }
     let kept: String = s.chars().take(max).collect();
-    let cut = total - max;
+    (kept, Some(cut_note(total - max, "arguments")))
+}
+
+/// Cuts `s` to its longest prefix (in characters) for which `fits` holds, for limits
+/// that apply to a rendered form (escaped, fenced) rather than to the raw text. `fits`
+/// must be monotone: when a prefix fits, so does every shorter one. The note says how
+/// many characters of `what` ("arguments", "the summary") were cut.
+#[must_use]
+pub fn fit(s: &str, what: &str, fits: impl Fn(&str) -> bool) -> (String, Option<String>) {
+    if fits(s) {
+        return (s.to_string(), None);
+    }
+    // Byte offsets of every char boundary; `ends[n]` ends the prefix of n characters.
+    let ends: Vec<usize> = s
+        .char_indices()
+        .map(|(i, _)| i)
+        .skip(1)
+        .chain([s.len()])
+        .collect();
+    let prefix = |n: usize| if n == 0 { "" } else { &s[..ends[n - 1]] };
+    // The whole does not fit: find the largest n < total that does.
+    let (mut lo, mut hi) = (0, ends.len() - 1);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(prefix(mid)) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
     (
-        kept,
-        Some(format!(
-            "… {cut} more characters of arguments not shown (full text: gatebot status)"
-        )),
+        prefix(lo).to_string(),
+        Some(cut_note(ends.len() - lo, what)),
     )
+}
+
+fn cut_note(cut: usize, what: &str) -> String {
+    format!("… {cut} more characters of {what} not shown (full text: gatebot status)")
 }
 
 /// `2026-11-23 21:00 UTC`.
@@ -127,7 +158,7 @@ pub fn outcome_line(a: &Approval) -> String {
             reason(&a.decision_reason)
         ),
         Status::Expired => format!(
-            "⌛ Expired: {}",
+            "⌛ Expired {when}: {}",
             a.decision_reason
                 .as_deref()
                 .unwrap_or("no response in time")
@@ -135,6 +166,42 @@ pub fn outcome_line(a: &Approval) -> String {
         Status::Cancelled => format!("🚫 Cancelled by the agent {when}"),
         Status::Allowed => "✅ Allowed by policy".to_string(),
         Status::Blocked => "⛔ Blocked by policy".to_string(),
+    }
+}
+
+/// A pending request to render in unit tests.
+#[cfg(test)]
+pub(crate) fn sample_approval() -> Approval {
+    use crate::policy::{Risk, RiskScore, ToolClass};
+    Approval {
+        id: "01JD3X4Y5Z6A7B8C9D0E1F2G3H".into(),
+        short_id: "k7m2abcd".into(),
+        agent: "mailer".into(),
+        tool: "send_email".into(),
+        args: serde_json::json!({"to": ["ann@example.com"]}),
+        summary: None,
+        confidence: None,
+        environment: None,
+        idempotency_key: None,
+        status: Status::Pending,
+        risk: Risk {
+            score: RiskScore::High,
+            tool_class: ToolClass::Destructive,
+            factors: vec!["pricing_content".into()],
+        },
+        policy_reason: "destructive tool".into(),
+        checkpoint: false,
+        always_allow_offered: true,
+        decided_by: None,
+        decided_via: None,
+        decision_reason: None,
+        always_allowed: false,
+        result_detail: None,
+        ttl_ms: None,
+        created_at: 0,
+        decided_at: None,
+        expires_at: Some(now_ms() + 3_600_000),
+        finished_at: None,
     }
 }
 
@@ -148,6 +215,46 @@ mod tests {
         let (kept, note) = truncate("ééééé", 3);
         assert_eq!(kept, "ééé");
         assert!(note.unwrap().starts_with("… 2 more characters"));
+    }
+
+    #[test]
+    fn fitting_keeps_the_longest_prefix_whose_rendered_form_fits() {
+        let doubled = |p: &str| p.chars().count() * 2 <= 6;
+        assert_eq!(fit("abc", "x", doubled), ("abc".to_string(), None));
+        let (kept, note) = fit("abcdé", "the summary", doubled);
+        assert_eq!(kept, "abc");
+        assert_eq!(
+            note.unwrap(),
+            "… 2 more characters of the summary not shown (full text: gatebot status)"
+        );
+        let (kept, note) = fit("abc", "x", |p| p.is_empty());
+        assert_eq!(kept, "");
+        assert!(note.unwrap().starts_with("… 3 more"));
+    }
+
+    #[test]
+    fn every_outcome_says_when() {
+        let mut a = sample_approval();
+        a.decided_at = Some(0);
+        a.decision_reason = Some("no response within 1h".into());
+        for status in [
+            Status::Approved,
+            Status::Rejected,
+            Status::Expired,
+            Status::Cancelled,
+        ] {
+            a.status = status;
+            assert!(
+                outcome_line(&a).contains("1970-01-01 00:00 UTC"),
+                "{}",
+                outcome_line(&a)
+            );
+        }
+        a.status = Status::Expired;
+        assert_eq!(
+            outcome_line(&a),
+            "⌛ Expired 1970-01-01 00:00 UTC: no response within 1h"
+        );
     }
 
     #[test]

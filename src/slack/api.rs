@@ -11,6 +11,8 @@ use hyper_rustls::HttpsConnectorBuilder;
 use serde_json::Value;
 use slack_morphism::errors::SlackClientError;
 use slack_morphism::prelude::*;
+use slack_morphism::{SlackClientApiCallContext, SlackClientHttpConnector};
+use tracing::debug;
 
 use crate::channel::delivery::SendError;
 use crate::config::SlackConfig;
@@ -65,6 +67,54 @@ impl SlackApi {
     /// Calls a Web API method with the bot token (`chat.postMessage`, …).
     pub async fn call(&self, method: &str, body: &Value) -> Result<Value, SendError> {
         self.call_with(&self.bot, method, body).await
+    }
+
+    /// Calls a method, waiting out a rate limit (429) up to `attempts - 1` times, but
+    /// only when Slack's `Retry-After` is at most `max_wait`: a wait any longer would
+    /// not help whoever is waiting for the answer (a user, a 3-second trigger id).
+    pub async fn call_patiently(
+        &self,
+        method: &str,
+        body: &Value,
+        attempts: u32,
+        max_wait: Duration,
+    ) -> Result<Value, SendError> {
+        let mut attempt = 1;
+        loop {
+            match self.call(method, body).await {
+                Err(SendError::RetryAfter(wait)) if attempt < attempts && wait <= max_wait => {
+                    debug!(method, ?wait, "slack: rate limited; waiting as asked");
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Posts `body` to an interaction's `response_url` (no token: the URL is the
+    /// credential, so it is kept out of logs and errors).
+    pub async fn respond(&self, response_url: &str, body: &Value) -> Result<(), SendError> {
+        let url = url::Url::parse(response_url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "https" | "http"))
+            .ok_or_else(|| SendError::Permanent("response_url is not an http(s) URL".into()))?;
+        let span = tracing::debug_span!("slack response_url");
+        let context = SlackClientApiCallContext {
+            rate_control_params: None,
+            token: None,
+            tracing_span: &span,
+            is_sensitive_url: true,
+        };
+        let call = self
+            .client
+            .http_api
+            .connector
+            .http_post_uri::<Value, Value>(url, body, context);
+        match tokio::time::timeout(CALL_TIMEOUT, call).await {
+            Ok(r) => r.map(|_| ()).map_err(|e| self.classify("response_url", e)),
+            Err(_) => Err(SendError::Transient("response_url: timed out".into())),
+        }
     }
 
     /// Calls a method that needs the app-level token (`apps.connections.open`).

@@ -7,7 +7,9 @@
 //! 2. Inbound traffic is acknowledged first and handled after, on its own task, so Slack
 //!    gets its ack within 3 s; envelopes and events are de-duplicated by id ([`Dedup`]).
 //! 3. [`Slack::handle`] turns each payload into a [`handle`] call (authorisation, id
-//!    resolution and auditing live there) and answers the user ephemerally.
+//!    resolution and auditing live there) and answers the user ephemerally: a slash
+//!    command through its `response_url` (which works in any conversation), anything
+//!    else, or a slash command whose `response_url` failed, with `chat.postEphemeral`.
 //!
 //! Users are authorised by Slack user id (`[slack] approvers`, re-read on every action
 //! so a SIGHUP reload applies), never by channel membership.
@@ -34,6 +36,11 @@ use crate::config::{SlackConfig, SlackMode};
 use crate::engine::{describe_settled, Engine};
 use api::SlackApi;
 use sender::SlackSender;
+
+/// Longest rate-limit wait for `views.open`: its trigger id expires after 3 s.
+const TRIGGER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Longest rate-limit wait before an answer to a user is given up.
+const ANSWER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How many envelope / event ids are remembered for de-duplication.
 const DEDUP_CAPACITY: usize = 4096;
@@ -208,8 +215,7 @@ impl Slack {
             // A decision shows in the prompt itself (delivery edits it); anything else
             // (not allowed, already decided, an error) is told to the clicker alone.
             if let Some(reply) = reply {
-                self.ephemeral(&channel, user, &blocks::reply_text(&reply), None)
-                    .await;
+                self.ephemeral(&channel, user, &reply, None).await;
             }
         }
     }
@@ -244,9 +250,15 @@ impl Slack {
             );
         };
         let view = blocks::deny_modal(&approval, channel);
+        // A trigger id is good for 3 s: a rate limit is waited out only if that fits.
         match self
             .api
-            .call("views.open", &json!({"trigger_id": trigger, "view": view}))
+            .call_patiently(
+                "views.open",
+                &json!({"trigger_id": trigger, "view": view}),
+                2,
+                TRIGGER_WAIT,
+            )
             .await
         {
             Ok(_) => None,
@@ -291,8 +303,7 @@ impl Slack {
         if let (Some(reply), Some(channel)) =
             (reply_unless_decided(reply), meta["channel"].as_str())
         {
-            self.ephemeral(channel, user, &blocks::reply_text(&reply), None)
-                .await;
+            self.ephemeral(channel, user, &reply, None).await;
         }
     }
 
@@ -304,9 +315,20 @@ impl Slack {
         let text = format!("{cmd} {}", p["text"].as_str().unwrap_or_default());
         let parsed = command::parse(&text, None, false).unwrap_or(ChatCommand::Help);
         let reply = handle::command(&self.engine, Channel::Slack, &actor, parsed, None).await;
+        // The response_url works wherever the command was typed (a DM, a channel the
+        // bot is not in); chat.postEphemeral only where the bot is a member.
+        if let Some(url) = p["response_url"].as_str().filter(|u| !u.is_empty()) {
+            let (text, blocks) = blocks::reply(&reply);
+            let body = json!({"response_type": "ephemeral", "text": text, "blocks": blocks});
+            match self.api.respond(url, &body).await {
+                Ok(()) => return,
+                Err(e) => {
+                    warn!(user, error = %e, "slack: cannot answer through response_url; trying chat.postEphemeral")
+                }
+            }
+        }
         let channel = p["channel_id"].as_str().unwrap_or_default();
-        self.ephemeral(channel, user, &blocks::reply_text(&reply), None)
-            .await;
+        self.ephemeral(channel, user, &reply, None).await;
     }
 
     /// A message: a command typed in a prompt's thread (no id needed) or a `/command`
@@ -360,31 +382,26 @@ impl Slack {
             replied_to.as_deref(),
         )
         .await;
-        self.ephemeral(channel, user, &blocks::reply_text(&reply), thread)
-            .await;
+        self.ephemeral(channel, user, &reply, thread).await;
     }
 
     /// Tells one user something only they see (`chat.postEphemeral`).
-    async fn ephemeral(&self, channel: &str, user: &str, text: &str, thread: Option<&str>) {
+    async fn ephemeral(&self, channel: &str, user: &str, reply: &Reply, thread: Option<&str>) {
         if channel.is_empty() {
             warn!(user, "slack: no channel to answer in");
             return;
         }
-        let mut body = json!({"channel": channel, "user": user, "text": text});
+        let (text, blocks) = blocks::reply(reply);
+        let mut body = json!({"channel": channel, "user": user, "text": text, "blocks": blocks});
         if let Some(t) = thread {
             body["thread_ts"] = json!(t);
         }
-        for attempt in 0..3u32 {
-            match self.api.call("chat.postEphemeral", &body).await {
-                Ok(_) => return,
-                Err(delivery::SendError::RetryAfter(d)) if attempt < 2 => {
-                    tokio::time::sleep(d.min(std::time::Duration::from_secs(10))).await;
-                }
-                Err(e) => {
-                    warn!(channel, user, error = %e, "slack: cannot answer the user");
-                    return;
-                }
-            }
+        if let Err(e) = self
+            .api
+            .call_patiently("chat.postEphemeral", &body, 3, ANSWER_WAIT)
+            .await
+        {
+            warn!(channel, user, error = %e, "slack: cannot answer the user");
         }
     }
 }

@@ -9,9 +9,11 @@
 //! 4. On `disconnect` (Slack rotates connections), a closed or silent socket, or any
 //!    error, a new URL is requested and the loop starts over, with backoff on failures.
 //!
-//! The socket is driven here with tokio-tungstenite rather than slack-morphism's
-//! listener: its callbacks do not see the envelope id (needed to de-duplicate
-//! redeliveries) and acknowledge only after the callback returns.
+//! The socket is driven here with tokio-tungstenite rather than slack-morphism 2.31's
+//! `SlackClientSocketModeListener`, whose `shutdown()` leaves tasks running (a client
+//! waiting to reconnect connects again afterwards) and whose connection errors are
+//! logged with the server's response body and the ticketed URL, beyond gatebot's
+//! scrubbing. docs/slack.md ("Modes") has the details, with file and line.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

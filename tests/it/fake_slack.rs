@@ -1,6 +1,7 @@
-//! A fake Slack on loopback: the Web API (every call recorded with its params) and a
-//! Socket Mode WebSocket server that says `hello`, sends the envelopes a test injects
-//! and records the acks.
+//! A fake Slack on loopback: the Web API (every call recorded with its params and
+//! arrival time), the `response_url`s of slash commands (what is posted to them is
+//! recorded too), and a Socket Mode WebSocket server that says `hello`, sends the
+//! envelopes a test injects and records the acks.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -27,6 +28,46 @@ pub struct Call {
     pub auth: String,
     /// The `ts` answered (postMessage).
     pub ts: Option<String>,
+    /// When the call arrived.
+    pub at: Instant,
+    /// Whether it was answered `ok: true`.
+    pub ok: bool,
+}
+
+/// How an answer meant for one user arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// `chat.postEphemeral`.
+    Ephemeral,
+    /// A POST to a slash command's `response_url`.
+    ResponseUrl,
+}
+
+/// Something only one user sees.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub via: Via,
+    pub user: String,
+    /// The JSON posted.
+    pub params: Value,
+    pub at: Instant,
+}
+
+impl Answer {
+    /// What the user reads: the blocks' texts, else the plain `text`.
+    pub fn text(&self) -> String {
+        let shown: Vec<&str> = self.params["blocks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["text"]["text"].as_str())
+            .collect();
+        if shown.is_empty() {
+            self.params["text"].as_str().unwrap_or_default().to_string()
+        } else {
+            shown.join("\n")
+        }
+    }
 }
 
 enum ToClient {
@@ -41,8 +82,13 @@ struct Inner {
     calls: Mutex<Vec<Call>>,
     next_ts: AtomicU64,
     next_envelope: AtomicU64,
-    /// Method → how many more calls get a 429.
-    limited: Mutex<HashMap<String, u32>>,
+    /// Method → how many more calls get a 429, and its `Retry-After` in seconds.
+    limited: Mutex<HashMap<String, (u32, u64)>>,
+    /// What was posted to response_urls.
+    responses: Mutex<Vec<Answer>>,
+    next_response: AtomicU64,
+    /// Whether response_urls answer 404 (as an expired one does).
+    responses_fail: std::sync::atomic::AtomicBool,
     /// Method → an `error` code to answer with (`ok: false`).
     failing: Mutex<HashMap<String, String>>,
     conn: Mutex<Option<(usize, mpsc::UnboundedSender<ToClient>)>>,
@@ -54,6 +100,8 @@ struct Inner {
 pub struct FakeSlack {
     /// For `[slack] api_url`.
     pub api_url: String,
+    /// `http://127.0.0.1:N`, for response_urls.
+    base_url: String,
     inner: Arc<Inner>,
 }
 
@@ -66,13 +114,18 @@ impl FakeSlack {
             next_ts: AtomicU64::new(100),
             ..Inner::default()
         });
-        let api_url = format!("http://{}/api", api.local_addr().unwrap());
+        let base_url = format!("http://{}", api.local_addr().unwrap());
         let router = axum::Router::new()
             .route("/api/{method}", axum::routing::post(web).get(web))
+            .route("/response/{user}/{n}", axum::routing::post(response))
             .with_state(inner.clone());
         tokio::spawn(async move { axum::serve(api, router).await });
         tokio::spawn(accept(ws, inner.clone()));
-        FakeSlack { api_url, inner }
+        FakeSlack {
+            api_url: format!("{base_url}/api"),
+            base_url,
+            inner,
+        }
     }
 
     /// The `[slack]` section for a Socket Mode daemon using this fake.
@@ -93,10 +146,59 @@ impl FakeSlack {
             .collect()
     }
 
-    /// The next `times` calls to `method` get a 429 with `Retry-After: 1`.
-    pub fn rate_limit(&self, method: &str, times: u32) {
+    /// The next `times` calls to `method` get a 429 with `Retry-After: retry_after` (s).
+    pub fn rate_limit(&self, method: &str, times: u32, retry_after: u64) {
         let mut limited = self.inner.limited.lock().unwrap();
-        limited.insert(method.to_string(), times);
+        limited.insert(method.to_string(), (times, retry_after));
+    }
+
+    /// Every response_url answers 404 from now on.
+    pub fn fail_responses(&self) {
+        self.inner.responses_fail.store(true, Ordering::SeqCst);
+    }
+
+    /// What `user` was told privately, by either way, oldest first.
+    pub fn answers(&self, user: &str) -> Vec<Answer> {
+        let mut all: Vec<Answer> = self
+            .calls("chat.postEphemeral")
+            .into_iter()
+            .filter(|c| c.ok && c.params["user"] == user)
+            .map(|c| Answer {
+                via: Via::Ephemeral,
+                user: user.to_string(),
+                params: c.params,
+                at: c.at,
+            })
+            .collect();
+        all.extend(
+            self.inner
+                .responses
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|r| r.user == user)
+                .cloned(),
+        );
+        all.sort_by_key(|a| a.at);
+        all
+    }
+
+    /// A slash command payload from `user`, whose response_url leads back here.
+    pub fn slash(&self, user: &str, command: &str, text: &str) -> Value {
+        let n = self.inner.next_response.fetch_add(1, Ordering::SeqCst);
+        json!({
+            "token": "verification-token",
+            "team_id": "T1",
+            "channel_id": "C1",
+            "channel_name": "approvals",
+            "user_id": user,
+            "user_name": format!("name-{user}"),
+            "command": command,
+            "text": text,
+            "api_app_id": "A1",
+            "response_url": format!("{}/response/{user}/{n}", self.base_url),
+            "trigger_id": format!("trigger-cmd-{n}")
+        })
     }
 
     /// Every call to `method` answers `{"ok": false, "error": code}`.
@@ -174,25 +276,30 @@ async fn web(
         params: params.clone(),
         auth: auth.clone(),
         ts: None,
+        at: Instant::now(),
+        ok: false,
     };
     let limited = {
         let mut l = st.limited.lock().unwrap();
         match l.get_mut(&method) {
-            Some(n) if *n > 0 => {
+            Some((n, secs)) if *n > 0 => {
                 *n -= 1;
-                true
+                Some(*secs)
             }
-            _ => false,
+            _ => None,
         }
     };
     let failing = st.failing.lock().unwrap().get(&method).cloned();
-    let response = if limited {
+    let invalid = too_long(&params);
+    let response = if let Some(secs) = limited {
         (
             StatusCode::TOO_MANY_REQUESTS,
-            [(header::RETRY_AFTER, "1")],
+            [(header::RETRY_AFTER, secs.to_string())],
             Json(json!({"ok": false, "error": "ratelimited"})),
         )
             .into_response()
+    } else if let Some(why) = invalid {
+        Json(json!({"ok": false, "error": "invalid_blocks", "errors": [why]})).into_response()
     } else if let Some(code) = failing {
         // Echo the credentials, as a careless proxy might: they must not reach gatebot's log.
         Json(json!({"ok": false, "error": format!("{code} ({auth})")})).into_response()
@@ -220,10 +327,65 @@ async fn web(
             "views.open" => json!({"ok": true, "view": {"id": "V1"}}),
             _ => json!({"ok": false, "error": "unknown_method"}),
         };
+        call.ok = body["ok"] == true;
         Json(body).into_response()
     };
     st.calls.lock().unwrap().push(call);
     response
+}
+
+/// What Slack would refuse in a message or view: more than 50 blocks, or a text object
+/// over 3000 characters.
+fn too_long(params: &Value) -> Option<String> {
+    fn walk(v: &Value, out: &mut Option<String>) {
+        match v {
+            Value::Object(m) => {
+                let is_text = matches!(
+                    m.get("type").and_then(Value::as_str),
+                    Some("mrkdwn" | "plain_text")
+                );
+                if let (true, Some(t)) = (is_text, m.get("text").and_then(Value::as_str)) {
+                    if t.chars().count() > 3000 {
+                        *out = Some(format!("a text object of {} characters", t.chars().count()));
+                    }
+                }
+                m.values().for_each(|x| walk(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let blocks = params["blocks"]
+        .as_array()
+        .or_else(|| params["view"]["blocks"].as_array());
+    if blocks.is_some_and(|b| b.len() > 50) {
+        return Some("more than 50 blocks".into());
+    }
+    let mut out = None;
+    walk(params, &mut out);
+    out
+}
+
+/// A POST to a response_url (`/response/{user}/{n}`), as Slack takes them: JSON, no token.
+async fn response(
+    State(st): State<Arc<Inner>>,
+    Path((user, _n)): Path<(String, u64)>,
+    body: Bytes,
+) -> Response {
+    if st.responses_fail.load(Ordering::SeqCst) {
+        return (StatusCode::NOT_FOUND, "expired_url").into_response();
+    }
+    let params: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if too_long(&params).is_some() {
+        return (StatusCode::BAD_REQUEST, "invalid_blocks").into_response();
+    }
+    st.responses.lock().unwrap().push(Answer {
+        via: Via::ResponseUrl,
+        user,
+        params,
+        at: Instant::now(),
+    });
+    Json(json!({"ok": true})).into_response()
 }
 
 async fn accept(listener: TcpListener, st: Arc<Inner>) {
@@ -312,23 +474,6 @@ pub fn submit_modal(user: &str, private_metadata: &str, reason: Option<&str>) ->
             "private_metadata": private_metadata,
             "state": {"values": {"reason": {"reason": {"type": "plain_text_input", "value": reason}}}}
         }
-    })
-}
-
-/// A slash command payload.
-pub fn slash(user: &str, command: &str, text: &str) -> Value {
-    json!({
-        "token": "verification-token",
-        "team_id": "T1",
-        "channel_id": "C1",
-        "channel_name": "approvals",
-        "user_id": user,
-        "user_name": format!("name-{user}"),
-        "command": command,
-        "text": text,
-        "api_app_id": "A1",
-        "response_url": "http://127.0.0.1:9/response",
-        "trigger_id": "trigger-cmd"
     })
 }
 

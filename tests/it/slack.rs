@@ -6,8 +6,9 @@ use std::time::Duration;
 use gatebot::channel::command::{encode_button, Button};
 use serde_json::{json, Value};
 
-use crate::fake_slack::{click, eventually, message, slash, submit_modal, FakeSlack};
-use crate::helpers::{spawn_app, TestApp};
+use crate::fake_slack::{click, eventually, message, submit_modal, FakeSlack, Via};
+use crate::fake_telegram::FakeTelegram;
+use crate::helpers::{spawn_app, spawn_app_in, TestApp};
 
 const APPROVER: &str = "U1";
 const STRANGER: &str = "U999";
@@ -51,13 +52,9 @@ async fn prompted(
     }
 }
 
-/// The ephemeral messages sent to `user`.
+/// What `user` was told privately (ephemeral messages and response_url answers).
 fn ephemerals(fake: &FakeSlack, user: &str) -> Vec<String> {
-    fake.calls("chat.postEphemeral")
-        .into_iter()
-        .filter(|c| c.params["user"] == user)
-        .map(|c| c.params["text"].as_str().unwrap_or_default().to_string())
-        .collect()
+    fake.answers(user).iter().map(|a| a.text()).collect()
 }
 
 async fn ephemeral_containing(fake: &FakeSlack, user: &str, needle: &str) -> String {
@@ -77,7 +74,7 @@ async fn update_of(fake: &FakeSlack, ts: &str, status_word: &str) -> Value {
             fake.calls("chat.update")
                 .into_iter()
                 .find(|c| {
-                    c.params["ts"] == ts
+                    c.ok && c.params["ts"] == ts
                         && c.params["text"]
                             .as_str()
                             .unwrap_or("")
@@ -130,8 +127,9 @@ async fn a_click_on_allow_once_approves_and_the_prompt_loses_its_buttons() {
     )
     .await;
     assert_eq!(p.params["channel"], "C1");
-    assert!(
-        p.params["text"].as_str().unwrap().contains("send_email"),
+    assert_eq!(
+        p.params["text"],
+        format!("⏳ Approval needed: request {} (risk high)", p.short_id),
         "a plain text fallback"
     );
     let text = p.params["blocks"].to_string();
@@ -295,8 +293,11 @@ async fn non_approvers_are_refused_privately_and_audited() {
         click(STRANGER, &p.ts, &encode_button(Button::Deny, &p.id)),
     )
     .await;
-    fake.send("slash_commands", slash(STRANGER, "/approve", &p.short_id))
-        .await;
+    fake.send(
+        "slash_commands",
+        fake.slash(STRANGER, "/approve", &p.short_id),
+    )
+    .await;
     eventually("three refusals", || {
         (ephemerals(&fake, STRANGER).len() == 3).then_some(())
     })
@@ -319,7 +320,7 @@ async fn non_approvers_are_refused_privately_and_audited() {
     );
     assert_eq!(status(&app, &p.id).await["status"], "pending");
     // A refused /pending is audited too.
-    fake.send("slash_commands", slash(STRANGER, "/pending", ""))
+    fake.send("slash_commands", fake.slash(STRANGER, "/pending", ""))
         .await;
     eventually("the fourth refusal", || {
         (ephemerals(&fake, STRANGER).len() == 4).then_some(())
@@ -355,7 +356,7 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
     )
     .await;
 
-    fake.send("slash_commands", slash(APPROVER, "/pending", ""))
+    fake.send("slash_commands", fake.slash(APPROVER, "/pending", ""))
         .await;
     let list = ephemeral_containing(&fake, APPROVER, "3 pending").await;
     assert!(
@@ -377,7 +378,7 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
     )
     .unwrap();
     drop(db);
-    fake.send("slash_commands", slash(APPROVER, "/approve", "zzzz"))
+    fake.send("slash_commands", fake.slash(APPROVER, "/approve", "zzzz"))
         .await;
     let msg = ephemeral_containing(&fake, APPROVER, "matches several").await;
     assert!(
@@ -385,18 +386,18 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
         "{msg}"
     );
 
-    fake.send("slash_commands", slash(APPROVER, "/approve", "qqqqqq"))
+    fake.send("slash_commands", fake.slash(APPROVER, "/approve", "qqqqqq"))
         .await;
     ephemeral_containing(&fake, APPROVER, "No request matches").await;
 
-    fake.send("slash_commands", slash(APPROVER, "/approve", "zzzz6"))
+    fake.send("slash_commands", fake.slash(APPROVER, "/approve", "zzzz6"))
         .await;
     wait_status(&app, &b.id, "approved").await;
     ephemeral_containing(&fake, APPROVER, "Approved zzzz6789").await;
 
     fake.send(
         "slash_commands",
-        slash(
+        fake.slash(
             APPROVER,
             "/deny",
             &format!("{} not this week", &c.short_id[..5]),
@@ -408,7 +409,7 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
 
     fake.send(
         "slash_commands",
-        slash(APPROVER, "/approve_always", "zzzz2345"),
+        fake.slash(APPROVER, "/approve_always", "zzzz2345"),
     )
     .await;
     wait_status(&app, &a.id, "approved").await;
@@ -465,6 +466,8 @@ async fn a_reply_in_a_prompt_thread_decides_without_an_id() {
     )
     .await;
     wait_status(&app, &q.id, "approved").await;
+    // The answer follows the decision: wait for it rather than race it.
+    ephemeral_containing(&fake, APPROVER, &format!("Approved {}", q.short_id)).await;
     assert_eq!(
         ephemerals(&fake, APPROVER).len(),
         2,
@@ -514,7 +517,7 @@ async fn prompts_follow_cli_decisions_and_a_late_click_is_told_who_won() {
 async fn an_expired_request_updates_its_prompt() {
     let (app, fake) = setup().await;
     let res = app
-        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"to": ["a@example.com"]}, "ttl": "1s"}))
+        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"to": ["a@example.com"]}, "ttl": "3s"}))
         .await;
     let id = res.body["id"].as_str().unwrap().to_string();
     let post = eventually("the prompt", || {
@@ -526,6 +529,11 @@ async fn an_expired_request_updates_its_prompt() {
     let ts = post.ts.unwrap();
     let update = update_of(&fake, &ts, "Expired").await;
     assert!(action_ids(&update).is_empty());
+    let shown = update["blocks"].to_string();
+    let when =
+        regex::Regex::new(r"⌛ Expired \d{4}-\d\d-\d\d \d\d:\d\d UTC: no response within 3s")
+            .unwrap();
+    assert!(when.is_match(&shown), "{shown}");
     assert_eq!(status(&app, &id).await["status"], "expired");
 }
 
@@ -636,9 +644,10 @@ async fn a_dropped_socket_reconnects_and_the_next_click_works() {
 }
 
 #[tokio::test]
-async fn a_rate_limited_post_is_retried_after_retry_after() {
+async fn a_rate_limited_post_waits_for_retry_after() {
     let fake = FakeSlack::start().await;
-    fake.rate_limit("chat.postMessage", 1);
+    // Longer than the first backoff step (1 s): only Retry-After explains the wait.
+    fake.rate_limit("chat.postMessage", 1, 3);
     let app = spawn_app(&fake.config()).await;
     let p = prompted(
         &app,
@@ -652,8 +661,219 @@ async fn a_rate_limited_post_is_retried_after_retry_after() {
     assert_eq!(posts.len(), 2, "one 429, then the post");
     assert!(posts[0].ts.is_none());
     assert_eq!(posts[1].ts.as_deref(), Some(p.ts.as_str()));
-    let events = app.audit_events(&p.id).await;
-    assert!(!events.is_empty());
+    let waited = posts[1].at - posts[0].at;
+    assert!(waited >= Duration::from_secs(3), "retried after {waited:?}");
+}
+
+#[tokio::test]
+async fn a_rate_limited_answer_waits_for_retry_after() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    fake.rate_limit("chat.postEphemeral", 1, 3);
+    fake.send(
+        "interactive",
+        click(STRANGER, &p.ts, &encode_button(Button::Approve, &p.id)),
+    )
+    .await;
+    ephemeral_containing(&fake, STRANGER, "not allowed").await;
+    let calls = fake.calls("chat.postEphemeral");
+    assert_eq!(calls.len(), 2, "one 429, then the answer");
+    let waited = calls[1].at - calls[0].at;
+    assert!(waited >= Duration::from_secs(3), "retried after {waited:?}");
+}
+
+#[tokio::test]
+async fn a_rate_limited_deny_form_is_retried_only_while_its_trigger_lives() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "intern",
+        "create_contact",
+        json!({"name": "Bo"}),
+    )
+    .await;
+    let deny = encode_button(Button::Deny, &p.id);
+    // A trigger id lives 3 s: a 5 s wait would be useless, so the clicker is told.
+    fake.rate_limit("views.open", 1, 5);
+    fake.send("interactive", click(APPROVER, &p.ts, &deny))
+        .await;
+    ephemeral_containing(&fake, APPROVER, "Could not open the deny form").await;
+    assert_eq!(fake.calls("views.open").len(), 1);
+
+    fake.rate_limit("views.open", 1, 1);
+    fake.send("interactive", click(APPROVER, &p.ts, &deny))
+        .await;
+    let opened = eventually("a retried views.open", || {
+        let calls = fake.calls("views.open");
+        calls.iter().any(|c| c.ok).then_some(calls)
+    })
+    .await;
+    assert_eq!(opened.len(), 3, "one refusal, one 429, then the form");
+    let waited = opened[2].at - opened[1].at;
+    assert!(waited >= Duration::from_secs(1), "retried after {waited:?}");
+    assert_eq!(
+        opened[2].params["trigger_id"],
+        opened[1].params["trigger_id"]
+    );
+    assert_eq!(ephemerals(&fake, APPROVER).len(), 1, "no second apology");
+}
+
+#[tokio::test]
+async fn slash_command_answers_and_refusals_arrive_through_the_response_url() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    fake.send("slash_commands", fake.slash(APPROVER, "/pending", ""))
+        .await;
+    let answer = eventually("the answer", || fake.answers(APPROVER).pop()).await;
+    assert_eq!(answer.via, Via::ResponseUrl);
+    assert_eq!(answer.params["response_type"], "ephemeral");
+    assert!(
+        answer.text().contains("1 pending") && answer.text().contains(&p.short_id),
+        "{}",
+        answer.text()
+    );
+
+    fake.send(
+        "slash_commands",
+        fake.slash(STRANGER, "/approve", &p.short_id),
+    )
+    .await;
+    let refusal = eventually("the refusal", || fake.answers(STRANGER).pop()).await;
+    assert_eq!(refusal.via, Via::ResponseUrl);
+    assert_eq!(refusal.params["response_type"], "ephemeral");
+    assert!(refusal.text().contains("not allowed"), "{}", refusal.text());
+    assert!(fake.calls("chat.postEphemeral").is_empty());
+
+    // An expired response_url: chat.postEphemeral in the command's channel instead.
+    fake.fail_responses();
+    fake.send("slash_commands", fake.slash(STRANGER, "/deny", &p.short_id))
+        .await;
+    let fallback = eventually("the fallback", || {
+        fake.answers(STRANGER)
+            .into_iter()
+            .find(|a| a.via == Via::Ephemeral)
+    })
+    .await;
+    assert!(fallback.text().contains("not allowed"));
+    assert_eq!(fallback.params["channel"], "C1");
+    assert_eq!(status(&app, &p.id).await["status"], "pending");
+}
+
+#[tokio::test]
+async fn a_decision_in_telegram_updates_the_slack_prompt() {
+    const TG_TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
+    const TG_CHAT: i64 = 7001;
+    let slack = FakeSlack::start().await;
+    let telegram = FakeTelegram::start(TG_TOKEN).await;
+    let app = spawn_app(&format!(
+        "{}\n[telegram]\ntoken = \"{TG_TOKEN}\"\napi_url = \"{}\"\nchats = [{TG_CHAT}]\napprovers = [42]\n",
+        slack.config(),
+        telegram.url
+    ))
+    .await;
+    let p = prompted(
+        &app,
+        &slack,
+        "intern",
+        "create_contact",
+        json!({"name": "Bo"}),
+    )
+    .await;
+    let message = eventually("the Telegram prompt", || {
+        let sent = telegram.ok_calls("sendMessage").into_iter().find(|m| {
+            m["chat_id"] == TG_CHAT && m["text"].as_str().unwrap().contains(&p.short_id)
+        })?;
+        telegram.message_id(TG_CHAT, &sent["text"])
+    })
+    .await;
+    telegram.press(
+        (42, "Alice"),
+        TG_CHAT,
+        message,
+        &encode_button(Button::Approve, &p.id),
+    );
+    let update = update_of(&slack, &p.ts, "Approved").await;
+    assert_eq!(update["channel"], "C1");
+    assert!(action_ids(&update).is_empty(), "buttons removed: {update}");
+    let shown = update["blocks"].to_string();
+    assert!(
+        shown.contains("Approved by Alice (42) (Telegram)"),
+        "{shown}"
+    );
+    assert_eq!(status(&app, &p.id).await["decided_via"], "telegram");
+    assert_eq!(slack.calls("chat.postMessage").len(), 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn after_a_restart_a_decision_updates_the_prompt_already_posted() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let dir = app.stop().await;
+    let app = spawn_app_in(dir, &fake.config()).await;
+    let res = app.decide(&p.id, "approve", None).await;
+    assert!(res.status.is_success(), "{:?}", res.body);
+    let update = update_of(&fake, &p.ts, "Approved").await;
+    assert!(action_ids(&update).is_empty());
+    assert!(update["blocks"].to_string().contains("by alice (CLI)"));
+    assert_eq!(
+        fake.calls("chat.postMessage").len(),
+        1,
+        "the prompt was not posted again"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_long_deny_reason_is_cut_so_the_prompt_still_loses_its_buttons() {
+    let (app, fake) = setup().await;
+    let p = prompted(
+        &app,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let reason = "<&>".repeat(4000);
+    let res = app.decide(&p.id, "deny", Some(&reason)).await;
+    assert!(res.status.is_success(), "{:?}", res.body);
+    let update = update_of(&fake, &p.ts, "Denied").await;
+    assert!(action_ids(&update).is_empty());
+    let outcome = update["blocks"].as_array().unwrap().last().unwrap()["text"]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        outcome.starts_with("*❌ Denied by alice (CLI)"),
+        "{outcome}"
+    );
+    assert!(
+        outcome.contains("more characters of the outcome not shown"),
+        "{outcome}"
+    );
 }
 
 #[tokio::test]
@@ -700,6 +920,93 @@ async fn hostile_arguments_render_literally() {
         }
     }
     assert!(texts[1].contains("*Risk:* high"));
+}
+
+/// Every mrkdwn text object in `v` (blocks, elements, views).
+fn mrkdwn_objects(v: &Value, out: &mut Vec<Value>) {
+    match v {
+        Value::Object(m) => {
+            if m.get("type") == Some(&json!("mrkdwn")) {
+                out.push(v.clone());
+            }
+            m.values().for_each(|x| mrkdwn_objects(x, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| mrkdwn_objects(x, out)),
+        _ => {}
+    }
+}
+
+/// Checks a message gatebot sent: every mrkdwn text verbatim (no auto-links, no
+/// mention parsing), no `<` Slack could read as a mention or link, and a plain `text`
+/// fallback (notifications) with none of the agent's words.
+fn assert_inert(params: &Value) {
+    let mut objects = Vec::new();
+    mrkdwn_objects(&params["blocks"], &mut objects);
+    assert!(!objects.is_empty(), "{params}");
+    for o in &objects {
+        assert_eq!(o["verbatim"], true, "{o}");
+        assert!(!o["text"].as_str().unwrap().contains('<'), "{o}");
+    }
+    let text = params["text"].as_str().unwrap();
+    for word in ["@", "<", "http", "evil", "#general"] {
+        assert!(!text.contains(word), "{word:?} in the fallback {text:?}");
+    }
+}
+
+#[tokio::test]
+async fn hostile_tool_names_summaries_and_results_cannot_mention_or_link() {
+    let (app, fake) = setup().await;
+    let hostile = "@channel @here <!channel> <!here|here> <@U0ADMIN> https://evil.example www.evil.example #general";
+    let tool = "@here<!channel>https://evil.example";
+    let res = app
+        .submit(
+            json!({"agent": "intern", "tool": tool, "args": {"body": hostile}, "summary": hostile}),
+        )
+        .await;
+    assert_eq!(res.body["status"], "pending", "{:?}", res.body);
+    let (id, short) = (
+        res.body["id"].as_str().unwrap().to_string(),
+        res.body["short_id"].as_str().unwrap().to_string(),
+    );
+    let post = eventually("the prompt", || {
+        fake.calls("chat.postMessage")
+            .into_iter()
+            .find(|c| c.ok && c.params.to_string().contains(&id))
+    })
+    .await;
+    assert_inert(&post.params);
+    let shown = post.params["blocks"].to_string();
+    assert!(
+        shown.contains("`@here&lt;!channel&gt;https://evil.example`"),
+        "{shown}"
+    );
+
+    // The answer to a slash command names the tool.
+    fake.send("slash_commands", fake.slash(APPROVER, "/approve", &short))
+        .await;
+    let answer = eventually("the answer", || fake.answers(APPROVER).pop()).await;
+    assert_inert(&answer.params);
+    assert!(
+        answer.text().contains("@here&lt;!channel&gt;"),
+        "{}",
+        answer.text()
+    );
+
+    // The agent's result detail (long, too) ends up in the prompt's outcome.
+    let res = app
+        .agent
+        .post(
+            &format!("/v1/requests/{id}/result"),
+            &json!({"ok": false, "detail": hostile.repeat(100)}),
+        )
+        .await
+        .unwrap();
+    assert!(res.status.is_success(), "{:?}", res.body);
+    let update = update_of(&fake, post.ts.as_deref().unwrap(), "failed").await;
+    assert_inert(&update);
+    assert!(update["blocks"]
+        .to_string()
+        .contains("failed: @channel @here &lt;!channel&gt;"));
 }
 
 /// HTTP mode: a daemon listening for Slack's signed requests.
