@@ -140,7 +140,7 @@ impl SlackApi {
         // hyper's client has no timeout of its own: a silent network must not hang delivery.
         match tokio::time::timeout(CALL_TIMEOUT, call).await {
             Ok(r) => r.map_err(|e| self.classify(method, e)),
-            Err(_) => Err(SendError::Transient(format!("{method}: timed out"))),
+            Err(_) => Err(SendError::Unknown(format!("{method}: timed out"))),
         }
     }
 
@@ -160,7 +160,13 @@ impl SlackApi {
             SlackClientError::HttpError(h) if h.status_code.is_client_error() => {
                 SendError::Permanent(self.scrub(&format!("{method}: HTTP {}", h.status_code)))
             }
-            other => SendError::Transient(self.scrub(&format!("{method}: {other}"))),
+            // Slack answered (5xx, or a body that is not Slack's JSON): nothing happened.
+            SlackClientError::HttpError(_) | SlackClientError::ProtocolError(_) => {
+                SendError::Transient(self.scrub(&format!("{method}: {e}")))
+            }
+            // The connection failed, possibly after the request went out: it may have
+            // taken effect.
+            other => SendError::Unknown(self.scrub(&format!("{method}: {other}"))),
         }
     }
 

@@ -31,6 +31,7 @@ use tracing::{debug, error, info, warn};
 use crate::approval::{Channel, Status, Verb};
 use crate::channel::command::{self, decode_button, Button, ChatCommand};
 use crate::channel::delivery;
+use crate::channel::digest::{decode_nav, navigate};
 use crate::channel::handle::{self, Actor, Reply};
 use crate::config::{SlackConfig, SlackMode};
 use crate::engine::{describe_settled, Engine};
@@ -197,6 +198,19 @@ impl Slack {
                 .as_str()
                 .or_else(|| action["action_id"].as_str())
                 .unwrap_or_default();
+            if let Some(nav) = decode_nav(data) {
+                let message = p["container"]["message_ts"]
+                    .as_str()
+                    .or_else(|| p["message"]["ts"].as_str())
+                    .unwrap_or_default();
+                let reply =
+                    navigate(&self.engine, Channel::Slack, &actor, &channel, message, nav).await;
+                // Moving through a digest shows in the digest; refusals are told privately.
+                if !reply.text().is_empty() {
+                    self.ephemeral(&channel, user, &reply, None).await;
+                }
+                continue;
+            }
             let (button, id) = match decode_button(data) {
                 Ok(b) => b,
                 Err(e) => {

@@ -2,6 +2,10 @@
 //! arrival time), the `response_url`s of slash commands (what is posted to them is
 //! recorded too), and a Socket Mode WebSocket server that says `hello`, sends the
 //! envelopes a test injects and records the acks.
+//!
+//! In "chaos" mode a share of `chat.postMessage` and `chat.update` calls fail before
+//! they take effect (429, 500, a dropped connection) or answer slowly, so a test can
+//! count exactly how often each message really reached "Slack".
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -14,6 +18,8 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::{SinkExt, StreamExt};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -94,6 +100,8 @@ struct Inner {
     conn: Mutex<Option<(usize, mpsc::UnboundedSender<ToClient>)>>,
     connections: AtomicUsize,
     acks: Mutex<Vec<String>>,
+    /// Fail this share of posts and updates at random.
+    chaos: Mutex<Option<(f64, StdRng)>>,
 }
 
 #[derive(Clone)]
@@ -150,6 +158,12 @@ impl FakeSlack {
     pub fn rate_limit(&self, method: &str, times: u32, retry_after: u64) {
         let mut limited = self.inner.limited.lock().unwrap();
         limited.insert(method.to_string(), (times, retry_after));
+    }
+
+    /// Fail `share` (0.0–1.0) of chat.postMessage and chat.update calls at random: 429,
+    /// 500, a dropped connection or a slow answer, reproducibly for a `seed`.
+    pub fn chaos(&self, share: f64, seed: u64) {
+        *self.inner.chaos.lock().unwrap() = Some((share, StdRng::seed_from_u64(seed)));
     }
 
     /// Every response_url answers 404 from now on.
@@ -291,7 +305,33 @@ async fn web(
     };
     let failing = st.failing.lock().unwrap().get(&method).cloned();
     let invalid = too_long(&params);
-    let response = if let Some(secs) = limited {
+    // 0: 429, 1: 500, 2: dropped, 3: slow.
+    let chaos = match (&mut *st.chaos.lock().unwrap(), method.as_str()) {
+        (Some((share, rng)), "chat.postMessage" | "chat.update") => rng
+            .random_bool(*share)
+            .then(|| (rng.random_range(0..4u8), rng.random_range(200..2000u64))),
+        _ => None,
+    };
+    if let Some((3, ms)) = chaos {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    let response = if let Some((kind @ 0..=2, _)) = chaos {
+        match kind {
+            0 => (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, "1".to_string())],
+                Json(json!({"ok": false, "error": "ratelimited"})),
+            )
+                .into_response(),
+            1 => (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response(),
+            _ => {
+                let broken = futures_util::stream::once(async {
+                    Err::<Bytes, std::io::Error>(std::io::Error::other("connection dropped"))
+                });
+                axum::body::Body::from_stream(broken).into_response()
+            }
+        }
+    } else if let Some(secs) = limited {
         (
             StatusCode::TOO_MANY_REQUESTS,
             [(header::RETRY_AFTER, secs.to_string())],

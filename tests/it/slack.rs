@@ -1211,3 +1211,168 @@ async fn tokens_never_reach_the_logs_even_when_slack_echoes_them() {
         );
     }
 }
+
+/// Every mrkdwn and plain text a message shows, joined.
+fn shown_text(params: &Value) -> String {
+    let mut all = Vec::new();
+    mrkdwn_objects(params, &mut all);
+    all.iter()
+        .filter_map(|t| t["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
+    // Eight requests arrive while Slack is not configured; when it is, they are all
+    // waiting at once: one digest, not eight prompts.
+    let fake = FakeSlack::start().await;
+    let app = spawn_app("").await;
+    let mut ids = Vec::new();
+    for n in 0..8 {
+        let body = app
+            .submit_ok("intern", "create_contact", json!({"n": n}))
+            .await;
+        ids.push(body["id"].as_str().unwrap().to_string());
+    }
+    ids.sort();
+    let dir = app.stop().await;
+    let app = spawn_app_in(dir, &format!("{}digest_after = 5\n", fake.config())).await;
+    let posted = eventually("the digest", || {
+        fake.calls("chat.postMessage").into_iter().find(|c| c.ok)
+    })
+    .await;
+    let ts = posted.ts.clone().unwrap();
+    let text = shown_text(&posted.params);
+    assert!(
+        text.contains("8 of 8 requests in this digest need a decision"),
+        "{text}"
+    );
+    assert!(text.contains("intern · create_contact × 8"), "{text}");
+    assert_eq!(action_ids(&posted.params), ["gb1:v:r"]);
+    let shows = |needle: String| {
+        let fake = fake.clone();
+        let ts = ts.clone();
+        async move {
+            eventually(&format!("the digest showing {needle:?}"), || {
+                fake.calls("chat.update")
+                    .into_iter()
+                    .rev()
+                    .find(|c| c.ok && c.params["ts"] == ts.as_str())
+                    .filter(|c| shown_text(&c.params).contains(&needle))
+                    .map(|c| c.params)
+            })
+            .await
+        }
+    };
+
+    // A stranger cannot page through it.
+    fake.send("interactive", click(STRANGER, &ts, "gb1:v:r"))
+        .await;
+    ephemeral_containing(&fake, STRANGER, "not allowed").await;
+
+    fake.send("interactive", click(APPROVER, &ts, "gb1:v:r"))
+        .await;
+    let view = shows("request 1 of 8 · 8 pending".into()).await;
+    assert!(action_ids(&view).contains(&encode_button(Button::Approve, &ids[0])));
+    fake.send(
+        "interactive",
+        click(APPROVER, &ts, &encode_button(Button::Approve, &ids[0])),
+    )
+    .await;
+    wait_status(&app, &ids[0], "approved").await;
+    shows("request 2 of 8 · 7 pending".into()).await;
+    // A reply in the digest's thread decides the request it shows.
+    fake.send(
+        "events_api",
+        message(APPROVER, "deny not these", Some(&ts), "EvDigest1"),
+    )
+    .await;
+    let got = wait_status(&app, &ids[1], "rejected").await;
+    assert_eq!(got["reason"], "not these");
+    shows("request 3 of 8 · 6 pending".into()).await;
+    fake.send("interactive", click(APPROVER, &ts, "gb1:v:s"))
+        .await;
+    shows("6 of 8 requests in this digest need a decision".into()).await;
+    for id in &ids[2..] {
+        assert!(app.decide(id, "approve", None).await.status.is_success());
+    }
+    let closed = shows("all settled".into()).await;
+    assert!(shown_text(&closed).contains("7 approved, 1 denied"));
+    assert!(action_ids(&closed).is_empty(), "no buttons left");
+    assert_eq!(
+        fake.calls("chat.postMessage")
+            .iter()
+            .filter(|c| c.ok)
+            .count(),
+        1,
+        "one message for the burst"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_flaky_slack_still_gets_every_prompt_and_update_exactly_once() {
+    // A fifth of posts and updates fail: 429s, 500s, dropped connections, slow answers.
+    let fake = FakeSlack::start().await;
+    fake.chaos(0.2, 20261123);
+    let app = spawn_app(&format!("{}digest_after = 100\n", fake.config())).await;
+    let mut requests = Vec::new();
+    for n in 0..10 {
+        // The queue keeps answering agents while Slack misbehaves.
+        let body = app
+            .submit_ok("intern", "create_contact", json!({"n": n}))
+            .await;
+        requests.push(body["short_id"].as_str().unwrap().to_string());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let posts_of = |short: &str| -> Vec<String> {
+        fake.calls("chat.postMessage")
+            .into_iter()
+            .filter(|c| c.ok && c.params["text"].as_str().unwrap_or("").contains(short))
+            .map(|c| c.ts.unwrap())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    while requests.iter().any(|s| posts_of(s).is_empty()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "prompts not delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let list = app.owner.get("/v1/requests?status=pending").await.unwrap();
+    for (i, r) in list.body["requests"].as_array().unwrap().iter().enumerate() {
+        let verb = if i % 2 == 0 { "approve" } else { "deny" };
+        let id = r["id"].as_str().unwrap();
+        assert!(app.decide(id, verb, None).await.status.is_success());
+    }
+    let updates_of = |ts: &str| {
+        fake.calls("chat.update")
+            .into_iter()
+            .filter(|c| c.ok && c.params["ts"] == ts)
+            .count()
+    };
+    while requests.iter().any(|s| updates_of(&posts_of(s)[0]) == 0) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "updates not delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let failed = fake
+        .calls("chat.postMessage")
+        .iter()
+        .filter(|c| !c.ok)
+        .count()
+        + fake.calls("chat.update").iter().filter(|c| !c.ok).count();
+    assert!(failed > 0, "the chaos hit something");
+    // Give stray retries a moment, then count.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for s in &requests {
+        let posts = posts_of(s);
+        assert_eq!(posts.len(), 1, "prompt {s} posted {} times", posts.len());
+        assert_eq!(updates_of(&posts[0]), 1, "prompt {s} updated");
+    }
+    app.stop().await;
+}
