@@ -243,9 +243,9 @@ fn budget(state: &ApiState, query: Option<&str>, headers: &HeaderMap) -> Result<
     };
     match asked.map(|w| w.trim().parse::<f64>()) {
         None => Ok(max),
-        Some(Ok(w)) if w.is_finite() && w >= 0.0 => {
-            Ok(Duration::try_from_secs_f64(w).unwrap_or(Duration::MAX).min(max))
-        }
+        Some(Ok(w)) if w.is_finite() && w >= 0.0 => Ok(Duration::try_from_secs_f64(w)
+            .unwrap_or(Duration::MAX)
+            .min(max)),
         Some(_) => Err("`wait` (or X-Gatebot-Wait) must be a number of seconds ≥ 0".into()),
     }
 }

@@ -898,7 +898,11 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
         .filter(|p| p["reply_parameters"].is_null())
         .collect();
     assert_eq!(posted.len(), 1, "{posted:?}");
-    assert_eq!(fake.rate_limited(), 0, "no send went over Telegram's limits");
+    assert_eq!(
+        fake.rate_limited(),
+        0,
+        "no send went over Telegram's limits"
+    );
     let audit = app.audit_rows(&ids[5]).await;
     assert!(audit
         .iter()
