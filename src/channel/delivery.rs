@@ -8,8 +8,10 @@
 //!    and digests move on to the next pending request or close;
 //! 3. digests an approver navigated are drawn again ([`Event::Redraw`]).
 //!
-//! Calls in one chat are spaced by the channel's pace, and a failure holds up only
-//! that chat: it waits out the server's `retry_after` or backs off (1 s, 2 s, 4 s …
+//! A worker makes one call per pass, the most urgent first (a digest for a burst, a
+//! prompt, an edit, a digest drawn again), and weighs what arrived meanwhile before
+//! the next. Calls in one chat are spaced by the channel's pace, and a failure holds
+//! up only that chat: it waits out the server's `retry_after` or backs off (1 s, 2 s, 4 s …
 //! up to a minute), then retries whatever is still out of date. Work is driven by
 //! engine events and, at start and whenever events were missed, by a scan of the
 //! database, so a restart neither loses an edit nor posts a prompt twice.
@@ -324,8 +326,11 @@ impl<S: ChatSender> ChatWorker<S> {
             .map_err(|e: EngineError| SendError::Transient(format!("database: {e}")))
     }
 
-    /// Brings the chat up to date with what is queued. On error, what is left stays
-    /// queued for the next pass.
+    /// Makes the most urgent call the chat needs, if any: a digest for a burst, else
+    /// one prompt, else one edit, else one digest drawn again. One call per pass, so
+    /// what arrives while a call is paced is weighed before the next (a burst that
+    /// builds up behind a single prompt still becomes a digest). On error, the work
+    /// stays queued for the next pass.
     async fn pass(&mut self, stop: &CancellationToken) -> Result<(), SendError> {
         let (channel, chat) = (self.channel, self.chat.clone());
         if self.rescan {
@@ -335,54 +340,78 @@ impl<S: ChatSender> ChatWorker<S> {
             self.rescan = false;
         }
         let ids: Vec<String> = self.requests.iter().cloned().collect();
-
-        // 1. Posts.
         let (c, i) = (chat.clone(), ids.clone());
         let unprompted = self.db(move |s| s.unprompted(channel, &c, &i)).await?;
+        let (c, i) = (chat.clone(), ids);
+        let stale = self.db(move |s| s.stale_prompts(channel, &c, &i)).await?;
+        // Forget what needs nothing more here.
+        let needed: BTreeSet<&str> = unprompted
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .chain(stale.iter().map(|p| p.approval_id.as_str()))
+            .collect();
+        self.requests.retain(|id| needed.contains(id.as_str()));
+
+        // 1. Posts: a burst as one digest, else the oldest waiting request.
         if unprompted.len() > self.sender.digest_after() {
             self.post_digest(stop, &unprompted).await?;
-        } else {
-            for (id, unknown) in unprompted {
-                self.post_prompt(stop, &id, unknown).await?;
+            for (id, _) in &unprompted {
+                self.requests.remove(id);
             }
+            return Ok(());
+        }
+        if let Some((id, unknown)) = unprompted.first() {
+            return self.post_prompt(stop, id, *unknown).await;
         }
 
-        // 2. Edits.
-        let (c, i) = (chat.clone(), ids.clone());
-        let stale = self.db(move |s| s.stale_prompts(channel, &c, &i)).await?;
+        // 2. Edits. Requests shown by a digest need no call of their own: their digest
+        // is drawn again (below) once they are marked.
+        let mut edit = None;
         for p in stale {
+            if p.kind == PromptKind::Digest {
+                let id = p.approval_id.clone();
+                let status = self
+                    .engine
+                    .get(&id)
+                    .await
+                    .map_err(|e| SendError::Transient(format!("database: {e}")))?
+                    .status;
+                let c = chat.clone();
+                self.db(move |s| s.record_prompt_final(&id, channel, &c, status))
+                    .await?;
+                self.digests.insert(p.message);
+                self.requests.remove(&p.approval_id);
+            } else if edit.is_none() {
+                edit = Some(p);
+            }
+        }
+        if let Some(p) = edit {
             let id = p.approval_id.clone();
             let approval = self
                 .engine
                 .get(&id)
                 .await
                 .map_err(|e| SendError::Transient(format!("database: {e}")))?;
-            if p.kind == PromptKind::Prompt {
-                let sender = self.sender.clone();
-                let (c, m, a) = (chat.clone(), p.message.clone(), approval.clone());
-                match self
-                    .call(stop, async move { sender.finalize(&c, &m, &a).await })
-                    .await
-                {
-                    Ok(()) => {}
-                    Err(SendError::Permanent(e)) => {
-                        warn!(channel = channel.as_str(), id = %id, chat = %chat, error = %e, "cannot edit the prompt; leaving it");
-                    }
-                    Err(e) => return Err(e),
+            let sender = self.sender.clone();
+            let (c, m, a) = (chat.clone(), p.message.clone(), approval.clone());
+            match self
+                .call(stop, async move { sender.finalize(&c, &m, &a).await })
+                .await
+            {
+                Ok(()) => {}
+                Err(SendError::Permanent(e)) => {
+                    warn!(channel = channel.as_str(), id = %id, chat = %chat, error = %e, "cannot edit the prompt; leaving it");
                 }
-            } else {
-                self.digests.insert(p.message.clone());
+                Err(e) => return Err(e),
             }
             let (c, st) = (chat.clone(), approval.status);
             self.db(move |s| s.record_prompt_final(&id, channel, &c, st))
                 .await?;
-        }
-        for id in &ids {
-            self.requests.remove(id);
+            return Ok(());
         }
 
         // 3. Digests.
-        while let Some(message) = self.digests.pop_first() {
+        if let Some(message) = self.digests.pop_first() {
             if let Err(e) = self.draw_digest(stop, &message).await {
                 self.digests.insert(message);
                 return Err(e);
@@ -497,6 +526,9 @@ impl<S: ChatSender> ChatWorker<S> {
                 match e {
                     SendError::Permanent(e) => {
                         warn!(channel = channel.as_str(), chat = %chat, error = %e, "cannot post to this chat; giving up until restart");
+                        for id in ids {
+                            self.requests.remove(id);
+                        }
                         Ok(())
                     }
                     other => Err(other),
