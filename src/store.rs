@@ -39,6 +39,9 @@ pub enum StoreError {
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
+/// Most requests one [`Store::expire_due`] pass expires.
+pub const EXPIRE_BATCH: i64 = 500;
+
 fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
         M::up(include_str!("../migrations/0001_initial.sql")),
@@ -101,6 +104,16 @@ pub enum Lookup {
     /// Several requests match the prefix; their short ids.
     Ambiguous(Vec<String>),
     NotFound,
+}
+
+/// Which requests [`Store::list_page`] returns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    pub status: Option<Status>,
+    pub agent: Option<String>,
+    /// The last id of the previous page.
+    pub after: Option<String>,
+    pub limit: usize,
 }
 
 /// One audit row.
@@ -331,15 +344,20 @@ impl Store {
         Ok(Transition::Done(approval))
     }
 
-    /// Expires every pending request whose deadline is at or before `now`.
+    /// Expires pending requests whose deadline is at or before `now`, earliest first, at
+    /// most [`EXPIRE_BATCH`] of them (call again while [`Store::next_deadline`] is due).
     pub fn expire_due(&self, now: i64) -> Result<Vec<Approval>> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         let due: Vec<(String, Option<i64>)> = {
+            // Bounded, so a mass expiry holds the writer only briefly per pass; the
+            // expiry task comes straight back while deadlines are still due.
             let mut stmt = tx.prepare(
-                "SELECT id, ttl_ms FROM approvals WHERE status = 'pending' AND expires_at <= ?1",
+                "SELECT id, ttl_ms FROM approvals WHERE status = 'pending' AND expires_at <= ?1 \
+                 ORDER BY expires_at LIMIT ?2",
             )?;
-            let rows = stmt.query_map([now], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let rows =
+                stmt.query_map(params![now, EXPIRE_BATCH], |r| Ok((r.get(0)?, r.get(1)?)))?;
             rows.collect::<std::result::Result<_, _>>()?
         };
         let mut expired = Vec::with_capacity(due.len());
@@ -352,7 +370,7 @@ impl Store {
         Ok(expired)
     }
 
-    /// The earliest deadline among pending requests.
+    /// The earliest deadline among pending requests (past ones included).
     pub fn next_deadline(&self) -> Result<Option<i64>> {
         let conn = self.lock();
         Ok(conn.query_row(
@@ -461,21 +479,35 @@ impl Store {
 
     /// Requests, newest first unless `status` is pending (then oldest first).
     pub fn list(&self, status: Option<Status>, limit: usize) -> Result<Vec<Approval>> {
+        self.list_page(&ListFilter {
+            status,
+            limit,
+            ..ListFilter::default()
+        })
+    }
+
+    /// One page of requests matching `filter`: pending ones oldest first, others newest
+    /// first; `after` is the last id of the previous page.
+    pub fn list_page(&self, filter: &ListFilter) -> Result<Vec<Approval>> {
         let conn = self.lock();
-        let (sql, p): (String, Vec<String>) = match status {
-            Some(Status::Pending) => (
-                format!("SELECT {COLUMNS} FROM approvals WHERE status = 'pending' ORDER BY id ASC LIMIT {limit}"),
-                vec![],
-            ),
-            Some(s) => (
-                format!("SELECT {COLUMNS} FROM approvals WHERE status = ?1 ORDER BY id DESC LIMIT {limit}"),
-                vec![s.as_str().to_string()],
-            ),
-            None => (
-                format!("SELECT {COLUMNS} FROM approvals ORDER BY id DESC LIMIT {limit}"),
-                vec![],
-            ),
-        };
+        let mut sql = format!("SELECT {COLUMNS} FROM approvals WHERE true");
+        let mut p: Vec<String> = Vec::new();
+        if let Some(s) = filter.status {
+            p.push(s.as_str().to_string());
+            sql.push_str(&format!(" AND status = ?{}", p.len()));
+        }
+        if let Some(a) = &filter.agent {
+            p.push(a.clone());
+            sql.push_str(&format!(" AND agent = ?{}", p.len()));
+        }
+        let oldest_first = filter.status == Some(Status::Pending);
+        if let Some(after) = &filter.after {
+            p.push(after.clone());
+            let op = if oldest_first { ">" } else { "<" };
+            sql.push_str(&format!(" AND id {op} ?{}", p.len()));
+        }
+        let order = if oldest_first { "ASC" } else { "DESC" };
+        sql.push_str(&format!(" ORDER BY id {order} LIMIT {}", filter.limit));
         let mut stmt = conn.prepare(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(p.iter()), row_to_approval)?;
         rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
