@@ -68,8 +68,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List pending requests (owner).
+    /// List pending requests (owner), oldest first.
     Pending {
+        /// Only this agent's requests.
+        #[arg(long)]
+        agent: Option<String>,
+        /// At most this many (1-1000).
+        #[arg(long, default_value_t = 1000)]
+        limit: usize,
+        /// The page after this request id (the `next` a previous page printed).
+        #[arg(long)]
+        after: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -284,9 +293,21 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             };
             Ok(report_view(&view, json))
         }
-        Command::Pending { json } => {
+        Command::Pending {
+            agent,
+            limit,
+            after,
+            json,
+        } => {
             let client = Client::new(socket_for(&cli.socket, &cli.config, true)?);
-            let res = expect_ok(client.get("/v1/requests?status=pending").await)?;
+            let mut path = format!("/v1/requests?status=pending&limit={limit}");
+            if let Some(a) = &agent {
+                path.push_str(&format!("&agent={}", encode(a)));
+            }
+            if let Some(a) = &after {
+                path.push_str(&format!("&after={}", encode(a)));
+            }
+            let res = expect_ok(client.get(&path).await)?;
             if json {
                 println!("{}", pretty(&res.body));
                 return Ok(EXIT_GO);
@@ -308,6 +329,9 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
                 if let Some(s) = &a.summary {
                     println!("          {s}");
                 }
+            }
+            if let Some(next) = res.body["next"].as_str() {
+                println!("… more pending: gatebot pending --after {next}");
             }
             Ok(EXIT_GO)
         }

@@ -499,7 +499,12 @@ async fn get_request(
 struct ListQuery {
     status: Option<String>,
     agent: Option<String>,
+    limit: Option<String>,
+    after: Option<String>,
 }
+
+/// Most requests one page of `GET /v1/requests` returns.
+pub const MAX_PAGE: usize = 1000;
 
 async fn list(
     State(state): State<ApiState>,
@@ -527,14 +532,30 @@ async fn list(
         };
         authenticate(&state, agent, &headers, "list its requests", None).await?;
     }
-    let agent = q.agent.clone();
-    let rows = state.engine.blocking(move |s| s.list(status, 1000)).await?;
-    let views: Vec<ApprovalView> = rows
-        .iter()
-        .filter(|a| agent.as_deref().is_none_or(|n| a.agent == n))
-        .map(ApprovalView::from)
-        .collect();
-    Ok(Json(json!({"requests": views})))
+    let limit = match q.limit.as_deref() {
+        None | Some("") => MAX_PAGE,
+        Some(l) => match l.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
+            _ => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    format!("`limit` must be a whole number from 1 to {MAX_PAGE}, got `{l}`"),
+                ))
+            }
+        },
+    };
+    let filter = crate::store::ListFilter {
+        status,
+        agent: q.agent.clone(),
+        after: q.after.clone().filter(|a| !a.is_empty()),
+        limit,
+    };
+    let rows = state.engine.blocking(move |s| s.list_page(&filter)).await?;
+    let views: Vec<ApprovalView> = rows.iter().map(ApprovalView::from).collect();
+    // A full page may have more after it: `next` is the cursor for `after`.
+    let next = (rows.len() == limit).then(|| rows.last().map(|a| a.id.clone()));
+    Ok(Json(json!({"requests": views, "next": next.flatten()})))
 }
 
 #[instrument(name = "api", skip_all, fields(op = "result", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]

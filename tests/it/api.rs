@@ -618,6 +618,45 @@ async fn agents_list_only_their_own_requests() {
 }
 
 #[tokio::test]
+async fn long_lists_come_in_pages_and_every_request_is_reachable() {
+    let app = spawn_app("").await;
+    let mut ids = Vec::new();
+    for n in 0..5 {
+        let body = app.submit_ok("intern", "send_email", json!({"n": n})).await;
+        ids.push(body["id"].as_str().unwrap().to_string());
+    }
+    app.submit_ok("mailer", "send_email", json!({})).await;
+    ids.sort();
+    let mut seen = Vec::new();
+    let mut after = String::new();
+    loop {
+        let res = app
+            .owner
+            .get(&format!(
+                "/v1/requests?status=pending&agent=intern&limit=2&after={after}"
+            ))
+            .await
+            .unwrap();
+        assert!(res.status.is_success(), "{:?}", res.body);
+        let page = res.body["requests"].as_array().unwrap();
+        assert!(page.len() <= 2);
+        seen.extend(page.iter().map(|r| r["id"].as_str().unwrap().to_string()));
+        match res.body["next"].as_str() {
+            Some(next) => after = next.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ids, "oldest first, each once, only intern's");
+    let bad = app.owner.get("/v1/requests?limit=0").await.unwrap();
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(
+        bad.error_message().contains("limit"),
+        "{}",
+        bad.error_message()
+    );
+}
+
+#[tokio::test]
 async fn sockets_have_the_documented_modes() {
     let app = spawn_app("").await;
     let mode = |p: &str| {
