@@ -368,14 +368,8 @@ impl Engine {
         let ttl = self.validate(&sub)?;
         let config = self.config();
         let (name, tool) = (sub.agent.clone(), sub.tool.clone());
-        let (always_allowed, run_before) = self
-            .blocking(move |s| {
-                Ok((
-                    s.is_always_allowed(&name, &tool)?,
-                    s.has_run_before(&name, &tool)?,
-                ))
-            })
-            .await?;
+        let (always_allowed, run_before) =
+            self.blocking(move |s| s.submit_facts(&name, &tool)).await?;
         let verdict = config.policy.evaluate(
             &agent.rules,
             History {

@@ -208,22 +208,19 @@ impl Store {
         }
     }
 
-    /// What the policy needs to know of an agent's history with a tool:
-    /// (on its persisted always-allow list, has run it before).
+    /// What the policy needs to know of an agent's history with a tool, under one
+    /// lock: (on its persisted always-allow list, has run it before). "Run before"
+    /// means an earlier call was let through: allowed, approved, executing, succeeded
+    /// or failed. The policy's `first_time_usage` factor is its negation.
     pub fn submit_facts(&self, agent: &str, tool: &str) -> Result<(bool, bool)> {
         let conn = self.lock();
-        let always = conn
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM always_allow WHERE agent = ?1 AND tool = ?2)",
-            )?
-            .query_row(params![agent, tool], |r| r.get(0))?;
         let before = conn
             .prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM approvals WHERE agent = ?1 AND tool = ?2 AND status IN \
                  ('allowed', 'approved', 'executing', 'succeeded', 'failed'))",
             )?
             .query_row(params![agent, tool], |r| r.get(0))?;
-        Ok((always, before))
+        Ok((always_allowed_conn(&conn, agent, tool)?, before))
     }
 
     pub fn get(&self, id: &str) -> Result<Option<Approval>> {
@@ -362,8 +359,15 @@ impl Store {
         };
         let mut expired = Vec::with_capacity(due.len());
         for (id, ttl_ms) in due {
-            if let Some(a) = expire_tx(&tx, &id, ttl_ms, now)? {
-                expired.push(a);
+            match expire_tx(&tx, &id, ttl_ms, now) {
+                Ok(Some(a)) => expired.push(a),
+                Ok(None) => {}
+                // Expired and audited, but the row does not read back (a hand-edited
+                // database): keep going, or one bad row would stop every expiry.
+                Err(StoreError::Corrupt(what)) => {
+                    tracing::error!(id = %id, %what, "expired a request whose row cannot be read");
+                }
+                Err(e) => return Err(e),
             }
         }
         tx.commit()?;
@@ -516,11 +520,7 @@ impl Store {
     /// Whether an owner chose "Always allow" for this agent and tool.
     pub fn is_always_allowed(&self, agent: &str, tool: &str) -> Result<bool> {
         let conn = self.lock();
-        Ok(conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM always_allow WHERE agent = ?1 AND tool = ?2)",
-            params![agent, tool],
-            |r| r.get(0),
-        )?)
+        always_allowed_conn(&conn, agent, tool)
     }
 
     /// Tools added to an agent's allowlist by owners.
@@ -530,19 +530,6 @@ impl Store {
             conn.prepare("SELECT tool FROM always_allow WHERE agent = ?1 ORDER BY tool")?;
         let rows = stmt.query_map([agent], |r| r.get(0))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
-    }
-
-    /// Whether an earlier call of this tool by the agent was let through: status
-    /// allowed, approved, executing, succeeded or failed. (The policy's
-    /// `first_time_usage` factor is the negation.)
-    pub fn has_run_before(&self, agent: &str, tool: &str) -> Result<bool> {
-        let conn = self.lock();
-        Ok(conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM approvals WHERE agent = ?1 AND tool = ?2 AND status IN \
-             ('allowed', 'approved', 'executing', 'succeeded', 'failed'))",
-            params![agent, tool],
-            |r| r.get(0),
-        )?)
     }
 
     /// Appends an audit row that is not part of a state change (refused attempts,
@@ -731,6 +718,14 @@ fn expire_tx(
         &json!({"reason": reason}),
     )?;
     get_tx(tx, id)
+}
+
+fn always_allowed_conn(conn: &Connection, agent: &str, tool: &str) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM always_allow WHERE agent = ?1 AND tool = ?2)",
+        )?
+        .query_row(params![agent, tool], |r| r.get(0))?)
 }
 
 fn get_conn(conn: &Connection, id: &str) -> Result<Option<Approval>> {
@@ -1283,6 +1278,35 @@ mod tests {
         assert!(
             p.iter().any(|m| m.contains("removed from the end")),
             "{p:?}"
+        );
+    }
+
+    #[test]
+    fn an_unreadable_row_does_not_stop_the_others_expiring() {
+        let s = Store::open_in_memory().unwrap();
+        let bad = inserted(&s, &new("m", "t", None, Some(100)));
+        let good = inserted(&s, &new("m", "t", None, Some(100)));
+        s.lock()
+            .execute(
+                "UPDATE approvals SET args = 'not json' WHERE id = ?1",
+                [&bad.id],
+            )
+            .unwrap();
+        let expired = s.expire_due(200).unwrap();
+        assert_eq!(expired.len(), 1);
+        assert_eq!(expired[0].id, good.id);
+        let status: String = s
+            .lock()
+            .query_row(
+                "SELECT status FROM approvals WHERE id = ?1",
+                [&bad.id],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(status, "expired");
+        assert!(
+            s.expire_due(300).unwrap().is_empty(),
+            "no pass is stuck on it"
         );
     }
 

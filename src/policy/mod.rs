@@ -246,7 +246,7 @@ pub struct History {
     pub always_allowed: bool,
     /// No earlier call of this tool by this agent was allowed or approved (statuses
     /// allowed, approved, executing, succeeded, failed); pending, rejected, expired,
-    /// cancelled and blocked calls do not count. See `Store::has_run_before`.
+    /// cancelled and blocked calls do not count. See `Store::submit_facts`.
     pub first_use: bool,
 }
 

@@ -331,7 +331,7 @@ pub struct RiskInput<'a> {
     pub environment: Option<&'a str>,
     /// No earlier call of this tool by this agent was allowed or approved: none
     /// has status allowed, approved, executing, succeeded or failed
-    /// (`Store::has_run_before`). Calls that were pending, rejected, expired,
+    /// (`Store::submit_facts`). Calls that were pending, rejected, expired,
     /// cancelled or blocked do not count, so a tool stays "first time" until one
     /// call of it has actually been let through.
     pub first_use: bool,
