@@ -176,6 +176,10 @@ proptest! {
             prop_assert!(data.starts_with("gb1:"));
             prop_assert_eq!(id.len(), 26);
         }
+        // Digest buttons: only ours decode, and they round-trip.
+        if let Some(nav) = gatebot::channel::digest::decode_nav(&data) {
+            prop_assert_eq!(gatebot::channel::digest::encode_nav(&nav), data);
+        }
     }
 
     #[test]
