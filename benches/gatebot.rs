@@ -1,7 +1,7 @@
 //! `cargo bench` — prints gatebot's performance figures (no assertions).
 //! docs/performance.md explains each figure and records the latest run.
 //!
-//! Sections (run one with `cargo bench -- NAME`): policy, submit, daemon.
+//! Sections (run one with `cargo bench -- NAME`): policy, submit, chat, daemon.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -11,6 +11,13 @@ use gatebot::config::Config;
 use gatebot::daemon::App;
 use gatebot::policy::{AgentRules, History, Request, Tier};
 use serde_json::{json, Value};
+
+// The fake Telegram Bot API the integration tests use, enforcing the documented limits.
+#[allow(dead_code)]
+#[path = "../tests/it/fake_telegram.rs"]
+mod fake_telegram;
+
+use fake_telegram::{FakeTelegram, User};
 
 fn main() {
     let filter: Vec<String> = std::env::args()
@@ -28,6 +35,9 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     if wants("submit") {
         rt.block_on(submit());
+    }
+    if wants("chat") {
+        rt.block_on(chat());
     }
     if wants("daemon") {
         rt.block_on(daemon());
@@ -270,4 +280,220 @@ async fn daemon() {
         rss_kib(child.id().unwrap())
     );
     child.kill().await.unwrap();
+
+    // The same 100 000, now with a Telegram chat to show them in: one digest.
+    let fake = FakeTelegram::start(TG_TOKEN).await;
+    fake.enforce_limits();
+    std::fs::write(
+        dir.path().join("bot.toml"),
+        format!(
+            "[agents.bench]\ntier = \"supervised\"\n[telegram]\ntoken = \"{TG_TOKEN}\"\n\
+             api_url = \"{}\"\nchats = [7001]\napprovers = [42]\n",
+            fake.url
+        ),
+    )
+    .unwrap();
+    let _ = std::fs::remove_file(dir.path().join("gatebot.sock"));
+    let _ = std::fs::remove_file(dir.path().join("gatebot-control.sock"));
+    let (mut child, took) = start_binary(dir.path()).await;
+    let t = Instant::now();
+    while fake.posted().is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let posted = t.elapsed();
+    // Let the digest be recorded, then measure.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    println!(
+        "start with Telegram and 100 000 pending: {took:>9.2?}; all shown by one digest {posted:.2?} later \
+         ({} message, {} 429s); RSS: {} KiB",
+        fake.posted().len(),
+        fake.rate_limited(),
+        rss_kib(child.id().unwrap())
+    );
+    child.kill().await.unwrap();
+}
+
+const TG_TOKEN: &str = "424242:AAE-bench-token-for-the-fake_0123456789";
+const OWNER: User = (42, "Owner");
+
+/// A daemon in a temp dir whose Telegram channel talks to `fake`.
+async fn spawn_with_telegram(fake: &FakeTelegram, chats: &[i64], agents: &str) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let chats: Vec<String> = chats.iter().map(i64::to_string).collect();
+    std::fs::write(
+        dir.path().join("bot.toml"),
+        format!(
+            "{agents}\n[telegram]\ntoken = \"{TG_TOKEN}\"\napi_url = \"{}\"\nchats = [{}]\napprovers = [42]\n",
+            fake.url,
+            chats.join(", ")
+        ),
+    )
+    .unwrap();
+    let config = Config::load(&dir.path().join("bot.toml")).unwrap();
+    let agent = config.queue.socket.clone();
+    let app = App::build(config).await.unwrap();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(app.run_until(async {
+        let _ = rx.await;
+    }));
+    Running {
+        _dir: dir,
+        agent,
+        stop,
+        task,
+    }
+}
+
+/// Waits (polling every millisecond) until the fake holds a prompt for `short_id` in
+/// `chat`; returns its message id.
+async fn prompt_arrives(fake: &FakeTelegram, chat: i64, short_id: &str) -> i64 {
+    let needle = format!("id <code>{short_id}</code>");
+    loop {
+        if let Some((_, m, _)) = fake
+            .posted()
+            .into_iter()
+            .find(|(c, _, p)| *c == chat && p["text"].as_str().unwrap_or("").contains(&needle))
+        {
+            return m;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+async fn chat() {
+    println!("\n## the Telegram channel, against a fake Bot API on loopback");
+    // Latency at low load: one request every 3.1 s, so neither gatebot's pacing (a call
+    // per second in a chat) nor Telegram's 20 messages a minute delays a prompt.
+    let fake = FakeTelegram::start(TG_TOKEN).await;
+    let run = spawn_with_telegram(&fake, &[7001], "[agents.bench]\ntier = \"supervised\"\n").await;
+    let client = Client::new(&run.agent);
+    while fake.calls("getMe").is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let samples = 20;
+    let (mut to_prompt, mut to_decision) = (Vec::new(), Vec::new());
+    for i in 0..samples {
+        let t = Instant::now();
+        let res = client
+            .post(
+                "/v1/requests",
+                &json!({"agent": "bench", "tool": "send_email", "args": {"n": i}}),
+            )
+            .await
+            .unwrap();
+        let id = res.body["id"].as_str().unwrap().to_string();
+        let short = res.body["short_id"].as_str().unwrap().to_string();
+        let message = prompt_arrives(&fake, 7001, &short).await;
+        to_prompt.push(t.elapsed());
+
+        // The owner taps Allow once; the agent is long-polling for the decision.
+        let waiter = {
+            let client = client.clone();
+            let id = id.clone();
+            tokio::spawn(async move {
+                client
+                    .get(&format!("/v1/requests/{id}?wait=30"))
+                    .await
+                    .unwrap()
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await; // the long-poll is in place
+        let t = Instant::now();
+        fake.press(OWNER, 7001, message, &format!("gb1:a:{id}"));
+        let got = waiter.await.unwrap();
+        assert_eq!(got.body["status"], "approved");
+        to_decision.push(t.elapsed());
+        tokio::time::sleep(Duration::from_millis(3100)).await;
+    }
+    to_prompt.sort();
+    to_decision.sort();
+    println!(
+        "submit -> prompt at the fake Telegram ({samples} requests): p50 {:>9.2?}  p99 {:>9.2?}",
+        percentile(&to_prompt, 0.5),
+        percentile(&to_prompt, 0.99)
+    );
+    println!(
+        "button tap -> waiting agent decided ({samples} taps):    p50 {:>9.2?}  p99 {:>9.2?}",
+        percentile(&to_decision, 0.5),
+        percentile(&to_decision, 0.99)
+    );
+    run.stop.send(()).unwrap();
+    run.task.await.unwrap().unwrap();
+
+    // A burst of 1 000 requests from 64 agents against a fake that enforces Telegram's
+    // documented limits (1 message/s per chat, 20/min per group, 30/s overall) with 429s.
+    let fake = FakeTelegram::start(TG_TOKEN).await;
+    fake.enforce_limits();
+    let chats = [7001i64, -5001];
+    let run = spawn_with_telegram(&fake, &chats, "[agents.bench]\ntier = \"supervised\"\n").await;
+    while fake.calls("getMe").is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let db_path = run.agent.parent().unwrap().join("gatebot.db");
+    let total = 1000usize;
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for a in 0..64usize {
+        let client = Client::new(&run.agent);
+        tasks.push(tokio::spawn(async move {
+            for i in (a..total).step_by(64) {
+                let res = client
+                    .post(
+                        "/v1/requests",
+                        &json!({"agent": "bench", "tool": "send_email", "args": {"n": i}}),
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(res.body["status"], "pending");
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let submitted = start.elapsed();
+    let db = rusqlite::Connection::open(&db_path).unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let mut reachable = Vec::new();
+    for chat in chats {
+        loop {
+            let unshown: i64 = db
+                .query_row(
+                    "SELECT COUNT(*) FROM approvals a WHERE a.status = 'pending' AND NOT EXISTS \
+                     (SELECT 1 FROM prompts p WHERE p.approval_id = a.id AND p.channel = 'telegram' \
+                      AND p.chat = ?1 AND p.message IS NOT NULL)",
+                    [chat.to_string()],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            if unshown == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        reachable.push(start.elapsed());
+    }
+    let posted = fake.posted();
+    let digests = posted
+        .iter()
+        .filter(|(_, _, p)| p["text"].as_str().unwrap_or("").contains("gatebot digest"))
+        .count();
+    println!(
+        "burst of {total} requests from 64 agents: all submitted in {submitted:.2?}; every request reachable \
+         in the private chat after {:.2?} and in the group after {:.2?}",
+        reachable[0], reachable[1]
+    );
+    println!(
+        "  messages posted: {} ({} digests, {} single prompts) for {total} requests in 2 chats; 429s provoked: {}",
+        posted.len(),
+        digests,
+        posted.len() - digests,
+        fake.rate_limited()
+    );
+    println!(
+        "  rate-limit floor for one message per request: {total} s in a private chat (1/s), {} min in a group (20/min)",
+        total / 20
+    );
+    run.stop.send(()).unwrap();
+    run.task.await.unwrap().unwrap();
 }

@@ -909,3 +909,31 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
         .any(|r| r["event"] == "prompted" && r["detail"]["digest"] == true));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_burst_arriving_behind_a_single_prompt_still_becomes_a_digest() {
+    let (app, fake) = start().await;
+    let body = |n: u32| json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}});
+    let (_, first) = submit(&app, body(0)).await;
+    prompt(&fake, CHAT_A, &first).await;
+    // Within the second gatebot waits before its next call in this chat.
+    let burst: Vec<_> = (1..=8).map(|n| app.submit(body(n))).collect();
+    for res in futures_util::future::join_all(burst).await {
+        assert_eq!(res.body["status"], "pending");
+    }
+    let digest = reply_containing(&fake, CHAT_A, "gatebot digest").await;
+    assert!(
+        digest["text"]
+            .as_str()
+            .unwrap()
+            .contains("8 of 8 requests in this digest need a decision"),
+        "{digest}"
+    );
+    let posted: Vec<(i64, i64, Value)> = fake
+        .posted()
+        .into_iter()
+        .filter(|(c, _, _)| *c == CHAT_A)
+        .collect();
+    assert_eq!(posted.len(), 2, "one prompt, then one digest: {posted:?}");
+    app.stop().await;
+}
