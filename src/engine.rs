@@ -779,10 +779,10 @@ mod tests {
         panic!("never happened: {what}");
     }
 
-    /// A store holding a request whose deadline has passed, with args that no longer
-    /// parse: the expiry pass fails on it every time, while the next deadline stays
-    /// in the past.
-    fn overdue_and_corrupt(dir: &Path) -> Store {
+    /// A store holding a request whose deadline has passed and whose expiry the
+    /// database refuses: the expiry pass fails on it every time, while the next
+    /// deadline stays in the past.
+    fn overdue_and_unexpirable(dir: &Path) -> Store {
         let path = dir.join("g.db");
         let store = Store::open(&path).unwrap();
         let new = NewApproval {
@@ -809,12 +809,15 @@ mod tests {
         let Ok(Inserted::New(a)) = store.insert(&new) else {
             panic!("not inserted")
         };
+        // Every attempt to expire it fails, as a full disk or an I/O error would.
         rusqlite::Connection::open(&path)
             .unwrap()
-            .execute(
-                "UPDATE approvals SET args = 'not json' WHERE id = ?1",
-                [&a.id],
-            )
+            .execute_batch(&format!(
+                "CREATE TRIGGER refuse_expiry BEFORE UPDATE ON approvals \
+                 WHEN NEW.id = '{}' AND NEW.status = 'expired' \
+                 BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END;",
+                a.id
+            ))
             .unwrap();
         store
     }
@@ -822,7 +825,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_failed_expiry_pass_waits_before_it_retries() {
         let dir = tempfile::tempdir().unwrap();
-        let engine = engine(overdue_and_corrupt(dir.path()));
+        let engine = engine(overdue_and_unexpirable(dir.path()));
         let stop = CancellationToken::new();
         let task = tokio::spawn(engine.clone().run_expiry(stop.clone()));
         until("the first pass failed", || {
@@ -836,7 +839,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(engine.metrics.expiry_pass_failures(), 1);
-        // After the delay it tries again (and fails again: the row is still corrupt).
+        // After the delay it tries again (and fails again: the database still refuses).
         tokio::time::advance(EXPIRY_RETRY).await;
         until("the second pass failed", || {
             engine.metrics.expiry_pass_failures() >= 2
