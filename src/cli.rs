@@ -270,7 +270,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             Ok(EXIT_GO)
         }
         Command::AgentGuidance { name, json, token } => {
-            let client = Client::new(socket_for(&cli.socket, &cli.config, true)?).with_token(token);
+            let client = client(socket_for(&cli.socket, &cli.config, true)?).with_token(token);
             let res = expect_ok(client.get(&format!("/v1/agents/{}", encode(&name))).await)?;
             if json {
                 println!("{}", pretty(&res.body));
@@ -281,10 +281,10 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
         }
         Command::Ask(args) => {
             let socket = socket_for(&cli.socket, &cli.config, false)?;
-            ask(Client::new(socket).with_token(args.token.clone()), args).await
+            ask(client(socket).with_token(args.token.clone()), args).await
         }
         Command::Status { id, wait, json } => {
-            let client = Client::new(socket_for(&cli.socket, &cli.config, true)?);
+            let client = client(socket_for(&cli.socket, &cli.config, true)?);
             let wait = wait.as_deref().map(parse_duration).transpose()?;
             let path = format!("/v1/requests/{}", encode(&id));
             let view = match wait {
@@ -299,7 +299,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             after,
             json,
         } => {
-            let client = Client::new(socket_for(&cli.socket, &cli.config, true)?);
+            let client = client(socket_for(&cli.socket, &cli.config, true)?);
             let mut path = format!("/v1/requests?status=pending&limit={limit}");
             if let Some(a) = &agent {
                 path.push_str(&format!("&agent={}", encode(a)));
@@ -341,7 +341,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             reason,
             json,
         } => {
-            let client = Client::new(socket_for(&cli.socket, &cli.config, true)?);
+            let client = client(socket_for(&cli.socket, &cli.config, true)?);
             let res = client
                 .post(
                     &format!("/v1/requests/{}/decision", encode(&id)),
@@ -371,7 +371,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             action: Some(AuditAction::Verify { json }),
             ..
         } => {
-            let client = Client::new(socket_for(&cli.socket, &cli.config, true)?);
+            let client = client(socket_for(&cli.socket, &cli.config, true)?);
             let res = expect_ok(client.get("/v1/audit/verify").await)?;
             let problems = res.body["problems"].as_array().cloned().unwrap_or_default();
             if json {
@@ -398,7 +398,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             since,
             json,
         } => {
-            let client = Client::new(socket_for(&cli.socket, &cli.config, true)?);
+            let client = client(socket_for(&cli.socket, &cli.config, true)?);
             let mut query = Vec::new();
             if let Some(r) = request {
                 query.push(format!("request={}", encode(&r)));
@@ -594,6 +594,15 @@ fn parse_args(s: &str) -> Result<Value, String> {
 }
 
 /// Long-polls in slices until the request settles or `total` passes.
+/// Longest wait for one answer from the daemon: more than the longest long-poll slice
+/// ([`wait_for`] asks for at most 60 s at a time), so only a daemon that accepts and
+/// never answers runs into it, and then the command fails (exit 2) instead of hanging.
+const CALL_TIMEOUT: Duration = Duration::from_secs(90);
+
+fn client(socket: PathBuf) -> Client {
+    Client::new(socket).with_timeout(CALL_TIMEOUT)
+}
+
 async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<ApprovalView, String> {
     let start = Instant::now();
     loop {
