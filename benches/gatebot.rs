@@ -105,13 +105,11 @@ struct Running {
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
-async fn spawn(dir: tempfile::TempDir) -> Running {
+/// A daemon in a fresh temp dir, running `config` (TOML).
+async fn spawn(config: &str) -> Running {
+    let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("bot.toml");
-    std::fs::write(
-        &cfg,
-        "[tools]\nquery_org_data = \"read-only\"\n[agents.bench]\ntier = \"semi_autonomous\"\n",
-    )
-    .unwrap();
+    std::fs::write(&cfg, config).unwrap();
     let config = Config::load(&cfg).unwrap();
     let agent = config.queue.socket.clone();
     let app = App::build(config).await.unwrap();
@@ -157,7 +155,10 @@ async fn submit() {
     .unwrap();
     println!("raw SQLite, one INSERT per commit, same disk and settings: {raw:>8.0} inserts/s");
     for agents in [1usize, 8, 64] {
-        let run = spawn(tempfile::tempdir().unwrap()).await;
+        let run = spawn(
+            "[tools]\nquery_org_data = \"read-only\"\n[agents.bench]\ntier = \"semi_autonomous\"\n",
+        )
+        .await;
         let per_agent = (2_000 / agents).max(20);
         let start = Instant::now();
         let mut tasks = Vec::new();
@@ -316,32 +317,15 @@ async fn daemon() {
 const TG_TOKEN: &str = "424242:AAE-bench-token-for-the-fake_0123456789";
 const OWNER: User = (42, "Owner");
 
-/// A daemon in a temp dir whose Telegram channel talks to `fake`.
+/// A daemon whose Telegram channel talks to `fake`, posting to `chats`.
 async fn spawn_with_telegram(fake: &FakeTelegram, chats: &[i64], agents: &str) -> Running {
-    let dir = tempfile::tempdir().unwrap();
     let chats: Vec<String> = chats.iter().map(i64::to_string).collect();
-    std::fs::write(
-        dir.path().join("bot.toml"),
-        format!(
-            "{agents}\n[telegram]\ntoken = \"{TG_TOKEN}\"\napi_url = \"{}\"\nchats = [{}]\napprovers = [42]\n",
-            fake.url,
-            chats.join(", ")
-        ),
-    )
-    .unwrap();
-    let config = Config::load(&dir.path().join("bot.toml")).unwrap();
-    let agent = config.queue.socket.clone();
-    let app = App::build(config).await.unwrap();
-    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(app.run_until(async {
-        let _ = rx.await;
-    }));
-    Running {
-        _dir: dir,
-        agent,
-        stop,
-        task,
-    }
+    spawn(&format!(
+        "{agents}\n[telegram]\ntoken = \"{TG_TOKEN}\"\napi_url = \"{}\"\nchats = [{}]\napprovers = [42]\n",
+        fake.url,
+        chats.join(", ")
+    ))
+    .await
 }
 
 /// Waits (polling every millisecond) until the fake holds a prompt for `short_id` in

@@ -296,39 +296,13 @@ pub fn reason_question(a: &Approval, approver: &teloxide::types::User) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::{Risk, RiskScore, ToolClass};
     use serde_json::json;
 
     fn approval(args: serde_json::Value, summary: Option<&str>) -> Approval {
         Approval {
-            id: "01JD3X4Y5Z6A7B8C9D0E1F2G3H".into(),
-            short_id: "k7m2abcd".into(),
-            agent: "mailer".into(),
-            tool: "send_email".into(),
             args,
             summary: summary.map(str::to_string),
-            confidence: None,
-            environment: None,
-            idempotency_key: None,
-            status: Status::Pending,
-            risk: Risk {
-                score: RiskScore::High,
-                tool_class: ToolClass::Destructive,
-                factors: vec!["pricing_content".into()],
-            },
-            policy_reason: "destructive tool".into(),
-            checkpoint: false,
-            always_allow_offered: true,
-            decided_by: None,
-            decided_via: None,
-            decision_reason: None,
-            always_allowed: false,
-            result_detail: None,
-            ttl_ms: None,
-            created_at: 0,
-            decided_at: None,
-            expires_at: Some(crate::approval::now_ms() + 3_600_000),
-            finished_at: None,
+            ..crate::channel::prompt::sample_approval()
         }
     }
 
