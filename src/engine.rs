@@ -759,7 +759,6 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::policy::{Risk, RiskScore, ToolClass};
 
     fn engine(store: Store) -> Arc<Engine> {
         let config = Config::parse("", Path::new("/nonexistent/bot.toml")).unwrap();
@@ -785,27 +784,7 @@ mod tests {
     fn overdue_and_unexpirable(dir: &Path) -> Store {
         let path = dir.join("g.db");
         let store = Store::open(&path).unwrap();
-        let new = NewApproval {
-            agent: "m".into(),
-            tool: "t".into(),
-            args: json!({}),
-            summary: None,
-            confidence: None,
-            environment: None,
-            idempotency_key: None,
-            status: Status::Pending,
-            risk: Risk {
-                score: RiskScore::High,
-                tool_class: ToolClass::Write,
-                factors: vec![],
-            },
-            policy_reason: "test".into(),
-            checkpoint: false,
-            always_allow_offered: true,
-            ttl_ms: Some(1000),
-            created_at: 1,
-            expires_at: Some(2),
-        };
+        let new = NewApproval::sample("m", "t", Some(2));
         let Ok(Inserted::New(a)) = store.insert(&new) else {
             panic!("not inserted")
         };

@@ -71,6 +71,34 @@ pub struct NewApproval {
     pub expires_at: Option<i64>,
 }
 
+#[cfg(test)]
+impl NewApproval {
+    /// A pending request for unit tests: high risk, destructive, a one-second ttl.
+    pub(crate) fn sample(agent: &str, tool: &str, expires_at: Option<i64>) -> NewApproval {
+        NewApproval {
+            agent: agent.into(),
+            tool: tool.into(),
+            args: json!({"to": "a@example.com"}),
+            summary: None,
+            confidence: None,
+            environment: None,
+            idempotency_key: None,
+            status: Status::Pending,
+            risk: Risk {
+                score: RiskScore::High,
+                tool_class: ToolClass::Destructive,
+                factors: vec![],
+            },
+            policy_reason: "test".into(),
+            checkpoint: false,
+            always_allow_offered: true,
+            ttl_ms: Some(1000),
+            created_at: 1,
+            expires_at,
+        }
+    }
+}
+
 /// Result of [`Store::insert`].
 #[derive(Debug, Clone)]
 pub enum Inserted {
@@ -991,25 +1019,8 @@ mod tests {
 
     fn new(agent: &str, tool: &str, key: Option<&str>, expires_at: Option<i64>) -> NewApproval {
         NewApproval {
-            agent: agent.into(),
-            tool: tool.into(),
-            args: json!({"to": "a@example.com"}),
-            summary: None,
-            confidence: None,
-            environment: None,
             idempotency_key: key.map(Into::into),
-            status: Status::Pending,
-            risk: Risk {
-                score: RiskScore::High,
-                tool_class: ToolClass::Destructive,
-                factors: vec![],
-            },
-            policy_reason: "test".into(),
-            checkpoint: false,
-            always_allow_offered: true,
-            ttl_ms: Some(1000),
-            created_at: 1,
-            expires_at,
+            ..NewApproval::sample(agent, tool, expires_at)
         }
     }
 

@@ -516,33 +516,13 @@ impl Store {
 mod tests {
     use super::*;
     use crate::approval::{Decision, Verb};
-    use crate::policy::{Risk, ToolClass};
     use crate::store::{Inserted, NewApproval};
 
     const TG: Channel = Channel::Telegram;
 
     fn pending(s: &Store, tool: &str, risk: RiskScore) -> String {
-        let new = NewApproval {
-            agent: "m".into(),
-            tool: tool.into(),
-            args: json!({}),
-            summary: None,
-            confidence: None,
-            environment: None,
-            idempotency_key: None,
-            status: Status::Pending,
-            risk: Risk {
-                score: risk,
-                tool_class: ToolClass::Write,
-                factors: vec![],
-            },
-            policy_reason: "test".into(),
-            checkpoint: false,
-            always_allow_offered: true,
-            ttl_ms: Some(1000),
-            created_at: 1,
-            expires_at: Some(10_000),
-        };
+        let mut new = NewApproval::sample("m", tool, Some(10_000));
+        new.risk.score = risk;
         match s.insert(&new).unwrap() {
             Inserted::New(a) => a.id,
             other => panic!("{other:?}"),
