@@ -331,14 +331,9 @@ async fn spawn_with_telegram(fake: &FakeTelegram, chats: &[i64], agents: &str) -
 /// Waits (polling every millisecond) until the fake holds a prompt for `short_id` in
 /// `chat`; returns its message id.
 async fn prompt_arrives(fake: &FakeTelegram, chat: i64, short_id: &str) -> i64 {
-    let needle = format!("id <code>{short_id}</code>");
     loop {
-        if let Some((_, m, _)) = fake
-            .posted()
-            .into_iter()
-            .find(|(c, _, p)| *c == chat && p["text"].as_str().unwrap_or("").contains(&needle))
-        {
-            return m;
+        if let Some((_, m, _)) = fake.prompts_of(Some(chat), short_id).first() {
+            return *m;
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }

@@ -196,16 +196,7 @@ async fn kill_9_mid_burst_loses_no_acknowledged_request_and_duplicates_none() {
         .map(Result::unwrap)
         .collect();
     for short in own {
-        let n = fake
-            .ok_calls("sendMessage")
-            .iter()
-            .filter(|p| {
-                p["text"]
-                    .as_str()
-                    .unwrap()
-                    .contains(&format!("id <code>{short}</code>"))
-            })
-            .count();
+        let n = fake.prompts_of(None, &short).len();
         assert!(
             n == 1 || (n == 2 && reposted > 0),
             "prompt {short} posted {n} times"
@@ -250,18 +241,7 @@ async fn a_flaky_telegram_still_gets_every_prompt_and_edit_exactly_once() {
         ));
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    let shown = |short: &str, chat: i64| {
-        fake.ok_calls("sendMessage")
-            .iter()
-            .filter(|p| p["chat_id"] == json!(chat))
-            .filter(|p| {
-                p["text"]
-                    .as_str()
-                    .unwrap()
-                    .contains(&format!("id <code>{short}</code>"))
-            })
-            .count()
-    };
+    let shown = |short: &str, chat: i64| fake.prompts_of(Some(chat), short).len();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
     while requests
         .iter()

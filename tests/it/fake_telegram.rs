@@ -176,6 +176,19 @@ impl FakeTelegram {
             .collect()
     }
 
+    /// The prompts posted for the request `short_id` (each names it as
+    /// `id <code>…</code>`), in `chat` or in any chat, oldest first.
+    pub fn prompts_of(&self, chat: Option<i64>, short_id: &str) -> Vec<(i64, i64, Value)> {
+        let needle = format!("id <code>{short_id}</code>");
+        self.posted()
+            .into_iter()
+            .filter(|(c, _, p)| {
+                chat.is_none_or(|want| *c == want)
+                    && p["text"].as_str().unwrap_or_default().contains(&needle)
+            })
+            .collect()
+    }
+
     /// Params of the successful calls to `method`.
     pub fn ok_calls(&self, method: &str) -> Vec<Value> {
         self.calls(method)

@@ -90,26 +90,9 @@ async fn start() -> (TestApp, FakeTelegram) {
 
 /// The prompt message for `short_id` in `chat`: (message id, sendMessage params).
 async fn prompt(fake: &FakeTelegram, chat: i64, short_id: &str) -> (i64, Value) {
-    let fake = fake.clone();
-    let sid = short_id.to_string();
-    until(&format!("the prompt for {short_id} in {chat}"), || {
-        let fake = fake.clone();
-        let sid = sid.clone();
-        async move {
-            let sent: Vec<Value> = fake
-                .ok_calls("sendMessage")
-                .into_iter()
-                .filter(|p| p["chat_id"] == json!(chat))
-                .filter(|p| {
-                    p["text"]
-                        .as_str()
-                        .unwrap()
-                        .contains(&format!("id <code>{sid}</code>"))
-                })
-                .collect();
-            let p = sent.last()?.clone();
-            Some((fake.message_id(chat, &p["text"])?, p))
-        }
+    until(&format!("the prompt for {short_id} in {chat}"), || async {
+        let (_, message, params) = fake.prompts_of(Some(chat), short_id).pop()?;
+        Some((message, params))
     })
     .await
 }
@@ -528,17 +511,7 @@ async fn prompts_survive_429_and_5xx_and_are_delivered_exactly_once() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     for s in &shorts {
         for chat in [CHAT_A, CHAT_B] {
-            let n = fake
-                .ok_calls("sendMessage")
-                .iter()
-                .filter(|p| p["chat_id"] == json!(chat))
-                .filter(|p| {
-                    p["text"]
-                        .as_str()
-                        .unwrap()
-                        .contains(&format!("id <code>{s}</code>"))
-                })
-                .count();
+            let n = fake.prompts_of(Some(chat), s).len();
             assert_eq!(n, 1, "prompt {s} in {chat} sent {n} times");
         }
     }
@@ -722,20 +695,6 @@ fn config_for(fake: &FakeTelegram, chats: &[i64]) -> String {
     )
 }
 
-/// How many prompts for `short_id` were really posted to `chat`.
-fn prompts_posted(fake: &FakeTelegram, chat: i64, short_id: &str) -> usize {
-    fake.ok_calls("sendMessage")
-        .iter()
-        .filter(|p| p["chat_id"] == json!(chat))
-        .filter(|p| {
-            p["text"]
-                .as_str()
-                .unwrap()
-                .contains(&format!("id <code>{short_id}</code>"))
-        })
-        .count()
-}
-
 #[tokio::test]
 async fn after_a_restart_prompts_are_edited_not_posted_again_and_reason_replies_still_count() {
     logs();
@@ -763,7 +722,7 @@ async fn after_a_restart_prompts_are_edited_not_posted_again_and_reason_replies_
     assert_eq!(got.body["reason"], "not on a Sunday");
     final_edit(&fake, GROUP, m2, "Denied by Alice (42) (Telegram)").await;
     for s in [&s1, &s2] {
-        assert_eq!(prompts_posted(&fake, GROUP, s), 1, "prompt {s}");
+        assert_eq!(fake.prompts_of(Some(GROUP), s).len(), 1, "prompt {s}");
     }
     app.stop().await;
 }
