@@ -104,6 +104,11 @@ pub trait ChatSender: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), SendError>> + Send;
 }
 
+/// A store failure, retried like a temporary failure of the chat API.
+fn database(e: EngineError) -> SendError {
+    SendError::Transient(format!("database: {e}"))
+}
+
 /// Backoff for transient failures: 1 s, 2 s, 4 s … capped at 60 s.
 #[must_use]
 pub fn backoff(attempt: u32) -> Duration {
@@ -320,10 +325,11 @@ impl<S: ChatSender> ChatWorker<S> {
         T: Send + 'static,
         F: FnOnce(&crate::store::Store) -> Result<T, crate::store::StoreError> + Send + 'static,
     {
-        self.engine
-            .blocking(f)
-            .await
-            .map_err(|e: EngineError| SendError::Transient(format!("database: {e}")))
+        self.engine.blocking(f).await.map_err(database)
+    }
+
+    async fn approval(&self, id: &str) -> Result<Approval, SendError> {
+        self.engine.get(id).await.map_err(database)
     }
 
     /// Makes the most urgent call the chat needs, if any: a digest for a burst, else
@@ -370,12 +376,7 @@ impl<S: ChatSender> ChatWorker<S> {
         for p in stale {
             if p.kind == PromptKind::Digest {
                 let id = p.approval_id.clone();
-                let status = self
-                    .engine
-                    .get(&id)
-                    .await
-                    .map_err(|e| SendError::Transient(format!("database: {e}")))?
-                    .status;
+                let status = self.approval(&id).await?.status;
                 let c = chat.clone();
                 self.db(move |s| s.record_prompt_final(&id, channel, &c, status))
                     .await?;
@@ -387,11 +388,7 @@ impl<S: ChatSender> ChatWorker<S> {
         }
         if let Some(p) = edit {
             let id = p.approval_id.clone();
-            let approval = self
-                .engine
-                .get(&id)
-                .await
-                .map_err(|e| SendError::Transient(format!("database: {e}")))?;
+            let approval = self.approval(&id).await?;
             let sender = self.sender.clone();
             let (c, m, a) = (chat.clone(), p.message.clone(), approval.clone());
             match self
@@ -427,11 +424,7 @@ impl<S: ChatSender> ChatWorker<S> {
         id: &str,
         unknown_before: bool,
     ) -> Result<(), SendError> {
-        let approval = self
-            .engine
-            .get(id)
-            .await
-            .map_err(|e| SendError::Transient(format!("database: {e}")))?;
+        let approval = self.approval(id).await?;
         if approval.status != Status::Pending {
             return Ok(());
         }
