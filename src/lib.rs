@@ -3,7 +3,8 @@
 //! # Layout
 //! - [`policy`]: pure risk scoring and the allow / ask / block decision.
 //! - [`config`]: `bot.toml`, validated with key paths and line numbers.
-//! - [`store`]: SQLite (WAL): approvals, the append-only audit trail, always-allow additions.
+//! - [`store`]: SQLite (WAL), a file per concern: approvals (with always-allow additions),
+//!   the append-only audit chain, chat bookkeeping (which message shows which request).
 //! - [`engine`]: the only code that changes an approval's state; the event bus; expiry.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), and its client.
 //! - [`channel`]: what the chat channels share: commands, prompts, replies, delivery.

@@ -14,7 +14,9 @@
 use rusqlite::{params, OptionalExtension};
 use serde_json::json;
 
-use super::{audit_tx, get_conn, Result, Store, StoreError};
+use super::approvals::get_conn;
+use super::audit::audit_tx;
+use super::{Result, Store, StoreError};
 use crate::approval::{Approval, Channel, Status};
 use crate::policy::RiskScore;
 

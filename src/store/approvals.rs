@@ -1,55 +1,19 @@
-//! SQLite persistence: approvals, the audit trail, always-allow additions.
+//! Approvals: storing requests, their transitions out of `pending`, lookup by a
+//! typed id, expiry, lists, and the always-allow additions an owner's decision makes.
 //!
-//! One connection behind a mutex; callers run store methods on a blocking thread
-//! (see `Engine`). Every state change is one transaction that also writes its audit
-//! row, and every transition out of `pending` is `UPDATE … WHERE status = 'pending'`,
-//! so two racing decisions (two taps, a tap and the expiry) yield exactly one winner.
-//! A decision or cancel also needs the deadline not to have passed: one that arrives
+//! Every transition out of `pending` is `UPDATE … WHERE status = 'pending'`, so two
+//! racing decisions (two taps, a tap and the expiry) yield exactly one winner. A
+//! decision or cancel also needs the deadline not to have passed: one that arrives
 //! after it, before the expiry task has run, expires the request instead (see
 //! [`Transition::Expired`]), so the deadline wins whichever code path sees it first.
-//!
-//! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
-//! only after its transaction commits, and FULL makes that commit survive a power
-//! loss, not just a process crash; the extra fsync per commit is the price of
-//! "a restart loses nothing".
-
-use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
-use rusqlite_migration::{Migrations, M};
 use serde_json::{json, Value};
 
+use super::audit::audit_tx;
+use super::{Result, Store, StoreError, EXPIRE_BATCH};
 use crate::approval::{new_short_id, Approval, Channel, Decision, Status, Verb};
 use crate::policy::{Risk, RiskScore, ToolClass};
-
-mod prompts;
-
-pub use prompts::{DigestGroup, DigestState, DigestSummary, PromptKind, PromptRecord};
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    #[error("database migration failed: {0}")]
-    Migration(#[from] rusqlite_migration::Error),
-    #[error("corrupt row: {0}")]
-    Corrupt(String),
-}
-
-pub type Result<T, E = StoreError> = std::result::Result<T, E>;
-
-/// Most requests one [`Store::expire_due`] pass expires.
-pub const EXPIRE_BATCH: i64 = 500;
-
-fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![
-        M::up(include_str!("../migrations/0001_initial.sql")),
-        M::up(include_str!("../migrations/0002_prompts.sql")),
-        M::up(include_str!("../migrations/0003_audit_chain.sql")),
-        M::up(include_str!("../migrations/0004_digests.sql")),
-    ])
-}
 
 /// A new request as the engine hands it to the store.
 #[derive(Debug, Clone)]
@@ -144,67 +108,12 @@ pub struct ListFilter {
     pub limit: usize,
 }
 
-/// One audit row.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct AuditRow {
-    pub seq: i64,
-    pub at: i64,
-    pub approval_id: Option<String>,
-    pub event: String,
-    pub actor: Option<String>,
-    pub channel: Option<String>,
-    pub detail: Value,
-}
-
-pub struct Store {
-    conn: Mutex<Connection>,
-}
-
-impl std::fmt::Debug for Store {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").finish_non_exhaustive()
-    }
-}
-
 const COLUMNS: &str = "id, short_id, agent, tool, args, summary, confidence, environment, \
     idempotency_key, status, risk_score, tool_class, risk_factors, policy_reason, checkpoint, \
     always_allow_offered, decided_by, decided_via, decision_reason, always_allowed, \
     result_detail, ttl_ms, created_at, decided_at, expires_at, finished_at";
 
 impl Store {
-    /// Opens (creating if needed) the database and brings its schema up to date.
-    pub fn open(path: &Path) -> Result<Store> {
-        let mut conn = Connection::open(path)?;
-        Self::prepare(&mut conn)?;
-        Ok(Store {
-            conn: Mutex::new(conn),
-        })
-    }
-
-    /// An in-memory store, for tests and benchmarks.
-    pub fn open_in_memory() -> Result<Store> {
-        let mut conn = Connection::open_in_memory()?;
-        Self::prepare(&mut conn)?;
-        Ok(Store {
-            conn: Mutex::new(conn),
-        })
-    }
-
-    fn prepare(conn: &mut Connection) -> Result<()> {
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        migrations().to_latest(conn)?;
-        Ok(())
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves SQLite consistent (transactions roll
-        // back on drop), so a poisoned lock is safe to keep using.
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Stores a new request with its `submitted` and `evaluated` audit rows, or
     /// returns the earlier request with the same `(agent, idempotency_key)`.
     pub fn insert(&self, new: &NewApproval) -> Result<Inserted> {
@@ -559,49 +468,6 @@ impl Store {
         let rows = stmt.query_map([agent], |r| r.get(0))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
-
-    /// Appends an audit row that is not part of a state change (refused attempts,
-    /// config reloads, daemon start).
-    pub fn audit(
-        &self,
-        now: i64,
-        approval_id: Option<&str>,
-        event: &str,
-        actor: Option<&str>,
-        channel: Option<Channel>,
-        detail: &Value,
-    ) -> Result<()> {
-        let conn = self.lock();
-        audit_conn(&conn, now, approval_id, event, actor, channel, detail)
-    }
-
-    /// Audit rows, oldest first, optionally for one approval and/or since a time.
-    pub fn audit_rows(
-        &self,
-        approval_id: Option<&str>,
-        since: Option<i64>,
-    ) -> Result<Vec<AuditRow>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare(
-            "SELECT seq, at, approval_id, event, actor, channel, detail FROM audit \
-             WHERE (?1 IS NULL OR approval_id = ?1) AND (?2 IS NULL OR at >= ?2) ORDER BY seq",
-        )?;
-        let rows = stmt.query_map(params![approval_id, since], |r| {
-            let detail: Option<String> = r.get(6)?;
-            Ok(AuditRow {
-                seq: r.get(0)?,
-                at: r.get(1)?,
-                approval_id: r.get(2)?,
-                event: r.get(3)?,
-                actor: r.get(4)?,
-                channel: r.get(5)?,
-                detail: detail
-                    .and_then(|d| serde_json::from_str(&d).ok())
-                    .unwrap_or(Value::Null),
-            })
-        })?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
-    }
 }
 
 /// The body of [`Store::insert`], inside the caller's transaction.
@@ -756,7 +622,7 @@ fn always_allowed_conn(conn: &Connection, agent: &str, tool: &str) -> Result<boo
         .query_row(params![agent, tool], |r| r.get(0))?)
 }
 
-fn get_conn(conn: &Connection, id: &str) -> Result<Option<Approval>> {
+pub(super) fn get_conn(conn: &Connection, id: &str) -> Result<Option<Approval>> {
     conn.prepare_cached(&format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"))?
         .query_row([id], row_to_approval)
         .optional()?
@@ -765,202 +631,6 @@ fn get_conn(conn: &Connection, id: &str) -> Result<Option<Approval>> {
 
 fn get_tx(tx: &Transaction<'_>, id: &str) -> Result<Option<Approval>> {
     get_conn(tx, id)
-}
-
-fn audit_tx(
-    tx: &Transaction<'_>,
-    now: i64,
-    approval_id: Option<&str>,
-    event: &str,
-    actor: Option<&str>,
-    channel: Option<Channel>,
-    detail: &Value,
-) -> Result<()> {
-    audit_conn(tx, now, approval_id, event, actor, channel, detail)
-}
-
-fn audit_conn(
-    conn: &Connection,
-    now: i64,
-    approval_id: Option<&str>,
-    event: &str,
-    actor: Option<&str>,
-    channel: Option<Channel>,
-    detail: &Value,
-) -> Result<()> {
-    // Callers hold the connection's mutex (one writer), so the last hash cannot
-    // change between this read and the insert.
-    let prev: Option<String> = conn
-        .prepare_cached("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1")?
-        .query_row([], |r| r.get(0))
-        .optional()?
-        .flatten();
-    let channel = channel.map(Channel::as_str);
-    let detail = detail.to_string();
-    let hash = audit_hash(
-        prev.as_deref(),
-        now,
-        approval_id,
-        event,
-        actor,
-        channel,
-        &detail,
-    );
-    conn.prepare_cached(
-        "INSERT INTO audit (at, approval_id, event, actor, channel, detail, prev_hash, hash) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?
-    .execute(params![
-        now,
-        approval_id,
-        event,
-        actor,
-        channel,
-        detail,
-        prev,
-        hash
-    ])?;
-    Ok(())
-}
-
-/// The hash of one audit row, chained to the previous row's hash.
-fn audit_hash(
-    prev: Option<&str>,
-    at: i64,
-    approval_id: Option<&str>,
-    event: &str,
-    actor: Option<&str>,
-    channel: Option<&str>,
-    detail: &str,
-) -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    // Length-prefix every field so no two different rows hash the same input.
-    for field in [
-        prev.unwrap_or(""),
-        &at.to_string(),
-        approval_id.unwrap_or("\0"),
-        event,
-        actor.unwrap_or("\0"),
-        channel.unwrap_or("\0"),
-        detail,
-    ] {
-        h.update((field.len() as u64).to_le_bytes());
-        h.update(field.as_bytes());
-    }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The result of [`Store::verify_audit`].
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct AuditCheck {
-    /// Rows checked.
-    pub rows: usize,
-    /// Rows written before the chain existed (not verifiable).
-    pub unchained: usize,
-    /// What is wrong; empty when the trail is intact.
-    pub problems: Vec<String>,
-}
-
-impl Store {
-    /// Recomputes the audit hash chain and reports every break: an edited row (its
-    /// hash no longer matches), a deleted or reordered row (the next row's prev_hash
-    /// no longer matches), or rows cut off the end (the highest seq ever issued is
-    /// larger than the last row's).
-    pub fn verify_audit(&self) -> Result<AuditCheck> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare(
-            "SELECT seq, at, approval_id, event, actor, channel, detail, prev_hash, hash \
-             FROM audit ORDER BY seq",
-        )?;
-        type Row = (
-            i64,
-            i64,
-            Option<String>,
-            String,
-            Option<String>,
-            Option<String>,
-            String,
-            Option<String>,
-            Option<String>,
-        );
-        let rows: Vec<Row> = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get::<_, Option<String>>(6)?.unwrap_or_default(),
-                    r.get(7)?,
-                    r.get(8)?,
-                ))
-            })?
-            .collect::<std::result::Result<_, _>>()?;
-        let mut check = AuditCheck {
-            rows: rows.len(),
-            unchained: 0,
-            problems: Vec::new(),
-        };
-        let mut prev: Option<String> = None;
-        let mut chained = false;
-        let mut last_seq = 0;
-        for (seq, at, approval_id, event, actor, channel, detail, prev_hash, hash) in rows {
-            if seq != last_seq + 1 && chained {
-                check
-                    .problems
-                    .push(format!("rows {}..{} are missing", last_seq + 1, seq - 1));
-            }
-            last_seq = seq;
-            let Some(hash) = hash else {
-                if chained {
-                    check.problems.push(format!("row {seq} has no hash"));
-                } else {
-                    check.unchained += 1;
-                }
-                continue;
-            };
-            if chained && prev_hash != prev {
-                check.problems.push(format!(
-                    "row {seq} does not follow the row before it (a row was deleted or reordered)"
-                ));
-            }
-            let expect = audit_hash(
-                prev_hash.as_deref(),
-                at,
-                approval_id.as_deref(),
-                &event,
-                actor.as_deref(),
-                channel.as_deref(),
-                &detail,
-            );
-            if expect != hash {
-                check.problems.push(format!(
-                    "row {seq} ({event}) was changed after it was written"
-                ));
-            }
-            chained = true;
-            prev = Some(hash);
-        }
-        let issued: Option<i64> = conn
-            .query_row(
-                "SELECT seq FROM sqlite_sequence WHERE name = 'audit'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(issued) = issued {
-            if issued > last_seq {
-                check.problems.push(format!(
-                    "rows {}..{issued} were removed from the end",
-                    last_seq + 1
-                ));
-            }
-        }
-        Ok(check)
-    }
 }
 
 /// Reads one row. The outer `rusqlite::Result` is for column access, the inner one
@@ -1016,29 +686,7 @@ fn row_to_approval(r: &Row<'_>) -> rusqlite::Result<Result<Approval>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn new(agent: &str, tool: &str, key: Option<&str>, expires_at: Option<i64>) -> NewApproval {
-        NewApproval {
-            idempotency_key: key.map(Into::into),
-            ..NewApproval::sample(agent, tool, expires_at)
-        }
-    }
-
-    fn inserted(s: &Store, n: &NewApproval) -> Approval {
-        match s.insert(n).unwrap() {
-            Inserted::New(a) => a,
-            other => panic!("expected new, got {other:?}"),
-        }
-    }
-
-    fn decision(verb: Verb, actor: &str) -> Decision {
-        Decision {
-            verb,
-            actor: actor.into(),
-            via: Channel::Cli,
-            reason: None,
-        }
-    }
+    use crate::store::tests::{decision, inserted, new};
 
     #[test]
     fn a_second_decision_loses_and_sees_the_first() {
@@ -1213,15 +861,6 @@ mod tests {
     }
 
     #[test]
-    fn the_audit_trail_refuses_edits_and_deletes() {
-        let s = Store::open_in_memory().unwrap();
-        inserted(&s, &new("m", "t", None, None));
-        let conn = s.lock();
-        assert!(conn.execute("UPDATE audit SET event = 'x'", []).is_err());
-        assert!(conn.execute("DELETE FROM audit", []).is_err());
-    }
-
-    #[test]
     fn results_follow_the_lifecycle() {
         let s = Store::open_in_memory().unwrap();
         let a = inserted(&s, &new("m", "t", None, None));
@@ -1243,53 +882,6 @@ mod tests {
             s.report(&a.id, Status::Succeeded, None, 6).unwrap(),
             Transition::AlreadySettled(_)
         ));
-    }
-
-    #[test]
-    fn audit_verify_passes_an_intact_trail_and_finds_each_kind_of_tampering() {
-        let s = Store::open_in_memory().unwrap();
-        for i in 0..4 {
-            let a = inserted(&s, &new("m", &format!("t{i}"), None, None));
-            s.decide(&a.id, &decision(Verb::Approve, "alice"), 9)
-                .unwrap();
-        }
-        let ok = s.verify_audit().unwrap();
-        assert_eq!(ok.rows, 12);
-        assert!(ok.problems.is_empty(), "{:?}", ok.problems);
-
-        let tamper = |sql: &str| {
-            let conn = s.lock();
-            conn.execute_batch(
-                "DROP TRIGGER audit_is_append_only_update; DROP TRIGGER audit_is_append_only_delete;",
-            )
-            .ok();
-            conn.execute_batch(sql).unwrap();
-        };
-        tamper("UPDATE audit SET actor = 'mallory' WHERE seq = 3");
-        let p = s.verify_audit().unwrap().problems;
-        assert!(
-            p.iter()
-                .any(|m| m.contains("row 3") && m.contains("changed")),
-            "{p:?}"
-        );
-
-        tamper("UPDATE audit SET actor = 'alice' WHERE seq = 3; DELETE FROM audit WHERE seq = 5");
-        let p = s.verify_audit().unwrap().problems;
-        assert!(
-            p.iter().any(|m| m.contains("rows 5..5 are missing")),
-            "{p:?}"
-        );
-        assert!(
-            p.iter().any(|m| m.contains("row 6 does not follow")),
-            "{p:?}"
-        );
-
-        tamper("DELETE FROM audit WHERE seq >= 11");
-        let p = s.verify_audit().unwrap().problems;
-        assert!(
-            p.iter().any(|m| m.contains("removed from the end")),
-            "{p:?}"
-        );
     }
 
     #[test]
@@ -1340,18 +932,5 @@ mod tests {
         assert!(matches!(&r[3], Ok(Inserted::Conflict(_))));
         assert_eq!(s.list(None, 10).unwrap().len(), 2);
         assert!(s.verify_audit().unwrap().problems.is_empty());
-    }
-
-    #[test]
-    fn data_survives_reopening_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("g.db");
-        let id = {
-            let s = Store::open(&path).unwrap();
-            inserted(&s, &new("m", "t", None, Some(500))).id
-        };
-        let s = Store::open(&path).unwrap();
-        assert_eq!(s.get(&id).unwrap().unwrap().status, Status::Pending);
-        assert_eq!(s.next_deadline().unwrap(), Some(500));
     }
 }

@@ -1,0 +1,147 @@
+//! SQLite persistence: approvals, the audit trail, always-allow additions and the chat
+//! channels' bookkeeping.
+//!
+//! One connection behind a mutex; callers run store methods on a blocking thread
+//! (see `Engine`). Every state change is one transaction that also writes its audit
+//! row. `Store` is one type whose methods live beside the tables they serve:
+//! - `approvals`: requests, their transitions out of `pending`, lookup, expiry, lists
+//!   and always-allow additions;
+//! - `audit`: the hash-chained, append-only audit trail and its verification;
+//! - `chat`: which chat message shows which request (prompts, digests, questions).
+//!
+//! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
+//! only after its transaction commits, and FULL makes that commit survive a power
+//! loss, not just a process crash; the extra fsync per commit is the price of
+//! "a restart loses nothing".
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use rusqlite::Connection;
+use rusqlite_migration::{Migrations, M};
+
+mod approvals;
+mod audit;
+mod chat;
+
+pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
+pub use audit::{AuditCheck, AuditRow};
+pub use chat::{DigestGroup, DigestState, DigestSummary, PromptKind, PromptRecord};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("database migration failed: {0}")]
+    Migration(#[from] rusqlite_migration::Error),
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Most requests one [`Store::expire_due`] pass expires.
+pub const EXPIRE_BATCH: i64 = 500;
+
+fn migrations() -> Migrations<'static> {
+    Migrations::new(vec![
+        M::up(include_str!("../../migrations/0001_initial.sql")),
+        M::up(include_str!("../../migrations/0002_prompts.sql")),
+        M::up(include_str!("../../migrations/0003_audit_chain.sql")),
+        M::up(include_str!("../../migrations/0004_digests.sql")),
+    ])
+}
+
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Store> {
+        let mut conn = Connection::open(path)?;
+        Self::prepare(&mut conn)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// An in-memory store, for tests and benchmarks.
+    pub fn open_in_memory() -> Result<Store> {
+        let mut conn = Connection::open_in_memory()?;
+        Self::prepare(&mut conn)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn prepare(conn: &mut Connection) -> Result<()> {
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        migrations().to_latest(conn)?;
+        Ok(())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (transactions roll
+        // back on drop), so a poisoned lock is safe to keep using.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Fixtures shared by the store's unit tests, and the tests of `Store` itself.
+
+    use super::*;
+    use crate::approval::{Approval, Channel, Decision, Status, Verb};
+
+    pub(super) fn new(
+        agent: &str,
+        tool: &str,
+        key: Option<&str>,
+        expires_at: Option<i64>,
+    ) -> NewApproval {
+        NewApproval {
+            idempotency_key: key.map(Into::into),
+            ..NewApproval::sample(agent, tool, expires_at)
+        }
+    }
+
+    pub(super) fn inserted(s: &Store, n: &NewApproval) -> Approval {
+        match s.insert(n).unwrap() {
+            Inserted::New(a) => a,
+            other => panic!("expected new, got {other:?}"),
+        }
+    }
+
+    pub(super) fn decision(verb: Verb, actor: &str) -> Decision {
+        Decision {
+            verb,
+            actor: actor.into(),
+            via: Channel::Cli,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn data_survives_reopening_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        let id = {
+            let s = Store::open(&path).unwrap();
+            inserted(&s, &new("m", "t", None, Some(500))).id
+        };
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.get(&id).unwrap().unwrap().status, Status::Pending);
+        assert_eq!(s.next_deadline().unwrap(), Some(500));
+    }
+}
