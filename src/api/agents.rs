@@ -4,7 +4,9 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
 
-use super::{authenticate, ApiPath, ApiResult, ApiState};
+use super::error::ApiResult;
+use super::extract::{authenticate, ApiPath};
+use super::ApiState;
 use crate::engine::EngineError;
 use crate::guidance::{for_agent, AgentGuidance, OrgRules};
 

@@ -41,7 +41,8 @@ use tokio::time::Instant;
 use tracing::field::Empty;
 use tracing::Span;
 
-use super::{authenticate, ApiState, ApprovalView, SubmitBody};
+use super::extract::{authenticate, note};
+use super::{ApiState, ApprovalView, SubmitBody};
 use crate::approval::Status;
 use crate::config::AgentConfig;
 use crate::engine::{EngineError, Submission};
@@ -274,7 +275,7 @@ impl Gate for EngineGate<'_> {
             .submit(sub, self.agent)
             .await
             .map(|s| {
-                super::note(&s.approval);
+                note(&s.approval);
                 ApprovalView::from(&s.approval)
             })
             .map_err(|e| GateError::Failed(e.to_string()))
@@ -291,7 +292,7 @@ impl Gate for EngineGate<'_> {
             .wait(id, up_to, &self.state.shutdown)
             .await
             .map_err(|e| GateError::Failed(e.to_string()))?;
-        super::note(&a);
+        note(&a);
         if a.status == Status::Pending && self.state.shutdown.is_cancelled() {
             return Err(shutting_down());
         }
@@ -301,11 +302,11 @@ impl Gate for EngineGate<'_> {
     async fn cancel(&self, id: &str) -> Result<ApprovalView, GateError> {
         match self.state.engine.cancel(id, self.name).await {
             Ok(a) => {
-                super::note(&a);
+                note(&a);
                 Ok(ApprovalView::from(&a))
             }
             Err(EngineError::AlreadySettled(a)) => {
-                super::note(&a);
+                note(&a);
                 Ok(ApprovalView::from(&*a))
             }
             Err(e) => Err(GateError::Failed(e.to_string())),

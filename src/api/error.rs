@@ -1,0 +1,90 @@
+//! The API's errors: `{"error": {"code": "…", "message": "…"}}` with a fitting status,
+//! and how the engine's errors map onto them.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use super::wire::ApprovalView;
+use crate::approval::Approval;
+use crate::engine::EngineError;
+
+/// An API error: status, stable code, human message.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    /// The request the error is about, if any (e.g. who already decided it).
+    pub approval: Option<Box<Approval>>,
+    /// On `payload_too_large`, the limit, so clients can say what to raise.
+    pub max_body_bytes: Option<usize>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            approval: None,
+            max_body_bytes: None,
+        }
+    }
+}
+
+impl From<EngineError> for ApiError {
+    fn from(e: EngineError) -> Self {
+        let message = e.to_string();
+        match e {
+            EngineError::UnknownAgent(_) => {
+                ApiError::new(StatusCode::FORBIDDEN, "unknown_agent", message)
+            }
+            EngineError::Unauthorized(_) => {
+                ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+            }
+            EngineError::Forbidden(_) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", message),
+            EngineError::Invalid(_) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)
+            }
+            EngineError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "not_found", message),
+            EngineError::Ambiguous { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "ambiguous_id", message)
+            }
+            EngineError::AlreadySettled(a) => ApiError {
+                status: StatusCode::CONFLICT,
+                code: "already_decided",
+                message,
+                approval: Some(a),
+                max_body_bytes: None,
+            },
+            EngineError::IdempotencyConflict { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "idempotency_conflict", message)
+            }
+            EngineError::Store(_) | EngineError::Internal(_) => {
+                tracing::error!(error = %message, "request failed");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "internal error; see the daemon's log",
+                )
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = json!({"error": {"code": self.code, "message": self.message}});
+        if let Some(n) = self.max_body_bytes {
+            body["error"]["max_body_bytes"] = json!(n);
+        }
+        if let Some(a) = self.approval {
+            body["request"] = serde_json::to_value(ApprovalView::from(&*a)).unwrap_or_default();
+        }
+        (self.status, Json(body)).into_response()
+    }
+}
+
+pub(super) type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,228 @@
+//! What the handlers share to read a request: query, path and JSON body with JSON
+//! errors, the bearer token, and who may act on which request (refusals audited);
+//! and `note`, which records the request in the call's `api` span.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, Request, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use tracing::Span;
+
+use super::error::{ApiError, ApiResult};
+use super::ApiState;
+use crate::approval::{Approval, Channel};
+use crate::config::AgentConfig;
+use crate::engine::{record_request, EngineError};
+
+/// Records `a` in the current `api` span (see the [`api`](super) module docs).
+pub(super) fn note(a: &Approval) {
+    record_request(&Span::current(), a);
+}
+
+/// Records in the current span the request an engine error is about, if any.
+pub(super) fn note_error<T>(result: &Result<T, EngineError>) {
+    if let Err(EngineError::AlreadySettled(a)) = result {
+        note(a);
+    }
+}
+
+/// Query-string parameters. Unlike axum's `Query`, whose rejection is plain text, a
+/// query that does not parse (an unknown shape, a repeated parameter) gets the JSON
+/// `invalid_request` error. Handlers take values as strings and parse them
+/// themselves, so the message can name the parameter and say what it must be.
+pub(super) struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        serde_urlencoded::from_str(parts.uri.query().unwrap_or_default())
+            .map(ApiQuery)
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    format!("bad query string: {e}"),
+                )
+            })
+    }
+}
+
+/// A path parameter, with the JSON `invalid_request` error when it does not decode
+/// (axum's own `Path` answers in plain text, e.g. for `%FF`).
+pub(super) struct ApiPath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiPath<T>
+where
+    T: DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(v)| ApiPath(v))
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e.body_text()))
+    }
+}
+
+/// A `wait` parameter: seconds ≥ 0, fractions allowed; `None` when absent.
+/// Values too large for a `Duration` saturate (callers cap them at `max_wait`).
+pub(super) fn wait_param(name: &str, raw: Option<&str>) -> ApiResult<Option<Duration>> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    match raw.trim().parse::<f64>() {
+        Ok(w) if w.is_finite() && w >= 0.0 => Ok(Some(
+            Duration::try_from_secs_f64(w).unwrap_or(Duration::MAX),
+        )),
+        _ => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!("`{name}` must be a number of seconds ≥ 0, got `{raw}`"),
+        )),
+    }
+}
+
+/// Appends an `unauthorised_attempt` audit row. A failure to write it is logged,
+/// and the caller refuses the request all the same.
+pub(super) async fn audit_refusal(
+    state: &ApiState,
+    approval_id: Option<String>,
+    actor: String,
+    detail: serde_json::Value,
+) {
+    if let Err(e) = state
+        .engine
+        .record_unauthorised(approval_id, actor, Channel::Api, detail)
+        .await
+    {
+        tracing::error!(error = %e, "cannot audit an unauthorised attempt");
+    }
+}
+
+/// Checks that the client may act as `agent` ([`Engine::authenticate`](crate::engine::Engine::authenticate)). A missing
+/// or wrong token also leaves an `unauthorised_attempt` audit row: actor the agent
+/// claimed, detail what was `attempted` and why it was refused (never the token;
+/// if the token is another agent's, that agent is named).
+pub(super) async fn authenticate(
+    state: &ApiState,
+    agent: &str,
+    headers: &HeaderMap,
+    attempted: &str,
+    approval_id: Option<&str>,
+) -> Result<AgentConfig, EngineError> {
+    let token = bearer(headers);
+    match state.engine.authenticate(agent, token, state.transport) {
+        Err(EngineError::Unauthorized(why)) => {
+            let mut detail = json!({
+                "attempted": attempted,
+                "refused": why,
+                "transport": state.transport.as_str(),
+            });
+            if let Some(owner) = token.and_then(|t| state.engine.token_owner(t)) {
+                detail["token_of"] = owner.into();
+            }
+            audit_refusal(
+                state,
+                approval_id.map(str::to_string),
+                agent.to_string(),
+                detail,
+            )
+            .await;
+            Err(EngineError::Unauthorized(why))
+        }
+        other => other,
+    }
+}
+
+/// The bearer token of a request, if any.
+pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+}
+
+/// Reads and parses a JSON body under the size cap, with errors a person can act on.
+pub(super) async fn json_body<T: DeserializeOwned>(
+    state: &ApiState,
+    req: Request<Body>,
+) -> ApiResult<T> {
+    let limit = state.engine.config().queue.max_body_bytes;
+    let too_large = || ApiError {
+        max_body_bytes: Some(limit),
+        ..ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the request body is larger than {limit} bytes (queue.max_body_bytes)"),
+        )
+    };
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let bytes = axum::body::to_bytes(req.into_body(), limit)
+        .await
+        .map_err(|_| too_large())?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        use serde_json::error::Category;
+        match e.classify() {
+            Category::Data => {
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e.to_string())
+            }
+            _ => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "malformed_json",
+                format!("the body is not valid JSON: {e}"),
+            ),
+        }
+    })
+}
+
+/// Loads a request and checks the caller may see it: owners see all; an agent
+/// sees its own (with its token, if it has one).
+pub(super) async fn authorised_request(
+    state: &ApiState,
+    id: &str,
+    headers: &HeaderMap,
+    attempted: &str,
+) -> ApiResult<Approval> {
+    let approval = if state.owner {
+        state.engine.lookup(id, false).await?
+    } else {
+        state.engine.get(id).await?
+    };
+    note(&approval);
+    if !state.owner {
+        authenticate(
+            state,
+            &approval.agent,
+            headers,
+            attempted,
+            Some(&approval.id),
+        )
+        .await
+        .map_err(|e| match e {
+            // Don't reveal that the id exists to an agent that cannot see it.
+            EngineError::UnknownAgent(_) => EngineError::NotFound(id.to_string()),
+            other => other,
+        })?;
+    }
+    Ok(approval)
+}

@@ -1,0 +1,65 @@
+//! `POST /v1/requests`: an agent submits a tool call and gets the verdict at once:
+//! `201` for a new request, `200` for a repeat of an earlier idempotency key.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{Request, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use tracing::field::Empty;
+use tracing::{instrument, Span};
+
+use super::error::{ApiError, ApiResult};
+use super::extract::{authenticate, json_body, note};
+use super::wire::{ApprovalView, SubmitBody};
+use super::ApiState;
+use crate::engine::Submission;
+
+#[instrument(name = "api", skip_all, fields(op = "submit", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
+pub(super) async fn submit(
+    State(state): State<ApiState>,
+    req: Request<Body>,
+) -> ApiResult<Response> {
+    let headers = req.headers().clone();
+    let body: SubmitBody = json_body(&state, req).await?;
+    let span = Span::current();
+    span.record("agent", body.agent.as_str());
+    span.record("tool", body.tool.as_str());
+    let attempted = format!("submit a {} request", body.tool);
+    let agent = authenticate(&state, &body.agent, &headers, &attempted, None).await?;
+    let ttl = body
+        .ttl
+        .as_deref()
+        .map(crate::config::parse_duration)
+        .transpose()
+        .map_err(|e| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                format!("`ttl`: {e}"),
+            )
+        })?;
+    let submitted = state
+        .engine
+        .submit(
+            Submission {
+                agent: body.agent,
+                tool: body.tool,
+                args: body.args,
+                summary: body.summary,
+                confidence: body.confidence,
+                environment: body.environment,
+                ttl,
+                idempotency_key: body.idempotency_key,
+            },
+            &agent,
+        )
+        .await?;
+    note(&submitted.approval);
+    let status = if submitted.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(ApprovalView::from(&submitted.approval))).into_response())
+}
