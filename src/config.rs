@@ -19,11 +19,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
+use crate::names::valid_agent_name;
 use crate::policy::{
     AgentRules, ConfidencePreset, ConfidenceThresholds, ContentPatterns, PatternOverrides, Policy,
     Tier, ToolApprovalMode, ToolClass,
 };
 use crate::secret::Secret;
+use crate::time::{format_duration, parse_duration};
 
 /// A configuration error: what is wrong, where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -478,28 +480,6 @@ struct FileThresholds {
 fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let s = String::deserialize(d)?;
     parse_duration(&s).map_err(serde::de::Error::custom)
-}
-
-/// Parses `30s`, `30m`, `24h`, `7d`, `1h 30m`. Zero is refused.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| format!("`{s}` is not a duration like 30m, 24h or 7d ({e})"))?;
-    if d.is_zero() {
-        return Err(format!("`{s}` must be longer than zero"));
-    }
-    Ok(d)
-}
-
-/// Formats a duration the way the config writes it: `7d`, `24h`, `90m`, `45s`.
-#[must_use]
-pub fn format_duration(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        _ if s >= 2 * 86_400 && s % 86_400 == 0 => format!("{}d", s / 86_400),
-        _ if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
-        _ if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
-        _ => format!("{s}s"),
-    }
 }
 
 // ---- resolution ----------------------------------------------------------------------
@@ -1001,16 +981,6 @@ impl Resolve<'_> {
     }
 }
 
-/// Agent names appear in URLs, logs and chat prompts: keep them plain.
-#[must_use]
-pub fn valid_agent_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1252,17 +1222,5 @@ app_token = \"xapp\"
         // `parse` (what the daemon uses) reports the first of them.
         let first = parse(raw).unwrap_err();
         assert_eq!(first, errors[0]);
-    }
-
-    #[test]
-    fn durations_parse_like_the_docs_say() {
-        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
-        assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86_400));
-        assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(604_800));
-        assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("tomorrow").is_err());
-        assert_eq!(format_duration(Duration::from_secs(86_400)), "24h");
-        assert_eq!(format_duration(Duration::from_secs(604_800)), "7d");
-        assert_eq!(format_duration(Duration::from_secs(5400)), "90m");
     }
 }

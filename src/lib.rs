@@ -2,7 +2,11 @@
 //!
 //! # Layout
 //! - [`policy`]: pure risk scoring and the allow / ask / block decision.
+//! - [`approval`]: the approval record, its statuses and verbs.
 //! - [`config`]: `bot.toml`, validated with key paths and line numbers.
+//! - [`time`]: durations as the config writes them, Unix milliseconds, timestamps.
+//! - [`names`]: which agent names gatebot accepts.
+//! - [`secret`]: tokens that never reach a log line.
 //! - [`store`]: SQLite (WAL): approvals, the append-only audit trail, always-allow additions.
 //! - [`engine`]: the only code that changes an approval's state; the event bus; expiry.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), and its client.
@@ -10,8 +14,12 @@
 //! - [`telegram`]: the Telegram channel (prompts, buttons, commands over the Bot API).
 //! - [`slack`]: the Slack channel (Socket Mode or HTTP events), on top of [`channel`].
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
-//! - [`hooks`]: Claude Code, Codex and Gemini CLI hooks; [`mcp`]: the MCP approval tool;
-//!   [`guidance`]: what an agent's system prompt should say about its tier.
+//! - [`systemd`]: socket activation and the notify protocol, without libsystemd.
+//! - [`metrics`]: counters for the Prometheus endpoint.
+//! - [`telemetry`]: logging, plain or JSON lines on stderr.
+//! - [`hooks`]: Claude Code, Codex and Gemini CLI hooks.
+//! - [`mcp`]: the MCP approval tool.
+//! - [`guidance`]: what an agent's system prompt should say about its tier.
 //! - [`cli`]: the `gatebot` command line.
 
 pub mod api;
@@ -25,6 +33,7 @@ pub mod guidance;
 pub mod hooks;
 pub mod mcp;
 pub mod metrics;
+pub mod names;
 pub mod policy;
 pub mod secret;
 pub mod slack;
@@ -32,3 +41,4 @@ pub mod store;
 pub mod systemd;
 pub mod telegram;
 pub mod telemetry;
+pub mod time;

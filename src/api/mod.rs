@@ -401,7 +401,7 @@ async fn submit(State(state): State<ApiState>, req: Request<Body>) -> ApiResult<
     let ttl = body
         .ttl
         .as_deref()
-        .map(crate::config::parse_duration)
+        .map(crate::time::parse_duration)
         .transpose()
         .map_err(|e| {
             ApiError::new(
