@@ -3,7 +3,8 @@
 //! # Layout
 //! - [`policy`]: pure risk scoring and the allow / ask / block decision.
 //! - [`approval`]: the approval record, its statuses and verbs.
-//! - [`config`]: `bot.toml`, validated with key paths and line numbers.
+//! - [`config`]: `bot.toml`, validated with key paths and line numbers; one module per
+//!   section (the `[telegram]` and `[slack]` tables are read by those channels).
 //! - [`time`]: durations as the config writes them, Unix milliseconds, timestamps.
 //! - [`names`]: which agent names gatebot accepts.
 //! - [`secret`]: tokens that never reach a log line.
