@@ -229,22 +229,6 @@ impl Approval {
     }
 }
 
-/// Milliseconds since the Unix epoch.
-#[must_use]
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-/// RFC 3339 UTC, seconds precision.
-#[must_use]
-pub fn format_ms(ms: i64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_seconds(t).to_string()
-}
-
 /// The alphabet of short ids: no 0/o, 1/l/i, so they survive being read aloud or typed.
 pub const SHORT_ID_ALPHABET: &[u8] = b"23456789abcdefghjkmnpqrstuvwxyz";
 pub const SHORT_ID_LEN: usize = 8;

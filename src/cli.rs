@@ -15,9 +15,10 @@ use serde_json::{json, Value};
 use crate::api::client::{Client, Response};
 use crate::api::ApprovalView;
 use crate::approval::Status;
-use crate::config::{format_duration, parse_duration, Config};
+use crate::config::Config;
 use crate::hooks::cli::{HookRun, Kind};
 use crate::mcp::McpOptions;
+use crate::time::{format_duration, parse_duration};
 
 /// Exit code: allowed or approved.
 pub const EXIT_GO: u8 = 0;
@@ -419,7 +420,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
                 } else {
                     println!(
                         "{} {} {} {} {}",
-                        crate::approval::format_ms(row["at"].as_i64().unwrap_or(0)),
+                        crate::time::format_ms(row["at"].as_i64().unwrap_or(0)),
                         row["event"].as_str().unwrap_or("?"),
                         row["approval_id"].as_str().unwrap_or("-"),
                         row["actor"].as_str().unwrap_or("-"),
@@ -574,7 +575,7 @@ async fn ask(client: Client, a: AskArgs) -> Result<u8, String> {
 /// `24h` (that long ago) or an RFC 3339 time, as Unix milliseconds.
 fn parse_since(s: &str) -> Result<i64, String> {
     if let Ok(d) = parse_duration(s) {
-        return Ok(crate::approval::now_ms() - d.as_millis() as i64);
+        return Ok(crate::time::now_ms() - d.as_millis() as i64);
     }
     humantime::parse_rfc3339_weak(s)
         .map(|t| {

@@ -20,11 +20,12 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use crate::api::{agent_router, owner_router, ApiState};
-use crate::approval::{now_ms, Channel};
+use crate::approval::Channel;
 use crate::config::Config;
 use crate::engine::{Engine, Transport};
 use crate::store::Store;
 use crate::systemd::Activation;
+use crate::time::now_ms;
 
 pub struct App {
     engine: Arc<Engine>,

@@ -23,10 +23,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::{info, info_span, warn, Instrument, Span};
 
-use crate::approval::{now_ms, Approval, Channel, Decision, Status, Verb};
-use crate::config::{format_duration, valid_agent_name, AgentConfig, Config};
+use crate::approval::{Approval, Channel, Decision, Status, Verb};
+use crate::config::{AgentConfig, Config};
+use crate::names::valid_agent_name;
 use crate::policy::{Action, History, Request};
 use crate::store::{Inserted, Lookup, NewApproval, Store, StoreError, Transition};
+use crate::time::{format_duration, now_ms};
 
 /// Longest tool name accepted.
 pub const MAX_TOOL_LEN: usize = 128;

@@ -2,7 +2,12 @@
 //!
 //! # Layout
 //! - [`policy`]: pure risk scoring and the allow / ask / block decision.
-//! - [`config`]: `bot.toml`, validated with key paths and line numbers.
+//! - [`approval`]: the approval record, its statuses and verbs.
+//! - [`config`]: `bot.toml`, validated with key paths and line numbers; one module per
+//!   section (the `[telegram]` and `[slack]` tables are read by those channels).
+//! - [`time`]: durations as the config writes them, Unix milliseconds, timestamps.
+//! - [`names`]: which agent names gatebot accepts.
+//! - [`secret`]: tokens that never reach a log line.
 //! - [`store`]: SQLite (WAL), a file per concern: approvals (with always-allow additions),
 //!   the append-only audit chain, chat bookkeeping (which message shows which request).
 //! - [`engine`]: the only code that changes an approval's state; the event bus; expiry.
@@ -11,8 +16,12 @@
 //! - [`telegram`]: the Telegram channel (prompts, buttons, commands over the Bot API).
 //! - [`slack`]: the Slack channel (Socket Mode or HTTP events), on top of [`channel`].
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
-//! - [`hooks`]: Claude Code, Codex and Gemini CLI hooks; [`mcp`]: the MCP approval tool;
-//!   [`guidance`]: what an agent's system prompt should say about its tier.
+//! - [`systemd`]: socket activation and the notify protocol, without libsystemd.
+//! - [`metrics`]: counters for the Prometheus endpoint.
+//! - [`telemetry`]: logging, plain or JSON lines on stderr.
+//! - [`hooks`]: Claude Code, Codex and Gemini CLI hooks.
+//! - [`mcp`]: the MCP approval tool.
+//! - [`guidance`]: what an agent's system prompt should say about its tier.
 //! - [`cli`]: the `gatebot` command line.
 
 pub mod api;
@@ -26,6 +35,7 @@ pub mod guidance;
 pub mod hooks;
 pub mod mcp;
 pub mod metrics;
+pub mod names;
 pub mod policy;
 pub mod secret;
 pub mod slack;
@@ -33,3 +43,4 @@ pub mod store;
 pub mod systemd;
 pub mod telegram;
 pub mod telemetry;
+pub mod time;

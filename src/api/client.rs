@@ -19,7 +19,7 @@ pub enum ClientError {
     },
     #[error("talking to gatebot failed: {0}")]
     Protocol(String),
-    #[error("gatebot did not answer within {}", crate::config::format_duration(*.0))]
+    #[error("gatebot did not answer within {}", crate::time::format_duration(*.0))]
     TimedOut(Duration),
 }
 

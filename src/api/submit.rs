@@ -30,7 +30,7 @@ pub(super) async fn submit(
     let ttl = body
         .ttl
         .as_deref()
-        .map(crate::config::parse_duration)
+        .map(crate::time::parse_duration)
         .transpose()
         .map_err(|e| {
             ApiError::new(

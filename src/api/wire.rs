@@ -2,8 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::approval::{format_ms, Approval, Channel, Status};
+use crate::approval::{Approval, Channel, Status};
 use crate::policy::Risk;
+use crate::time::format_ms;
 
 /// `POST /v1/requests`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

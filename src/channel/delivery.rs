@@ -36,10 +36,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
-use crate::approval::{now_ms, Approval, Channel, Status};
+use crate::approval::{Approval, Channel, Status};
 use crate::channel::digest::DigestView;
 use crate::engine::{Engine, EngineError, Event};
 use crate::store::PromptKind;
+use crate::time::now_ms;
 
 /// Why a chat call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 //! All strings here are raw text from agents or gatebot; each channel escapes
 //! them for its own markup (HTML for Telegram, mrkdwn for Slack) before sending.
 
-use crate::approval::{format_ms, now_ms, Approval, Status};
-use crate::config::format_duration;
+use crate::approval::{Approval, Status};
+use crate::time::{clock, format_duration, now_ms};
 
 /// The parts of an approval prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,13 +120,6 @@ pub fn fit(s: &str, what: &str, fits: impl Fn(&str) -> bool) -> (String, Option<
 
 fn cut_note(cut: usize, what: &str) -> String {
     format!("… {cut} more characters of {what} not shown (full text: gatebot status)")
-}
-
-/// `2026-11-23 21:00 UTC`.
-#[must_use]
-pub fn clock(ms: i64) -> String {
-    let s = format_ms(ms); // 2026-11-23T21:00:05Z
-    format!("{} {} UTC", &s[..10], &s[11..16])
 }
 
 /// The line that replaces the buttons once a request is settled:
@@ -255,10 +248,5 @@ mod tests {
             outcome_line(&a),
             "⌛ Expired 1970-01-01 00:00 UTC: no response within 1h"
         );
-    }
-
-    #[test]
-    fn clock_is_minutes_in_utc() {
-        assert_eq!(clock(0), "1970-01-01 00:00 UTC");
     }
 }

@@ -37,8 +37,8 @@ use tokio::time::{timeout_at, Instant};
 use crate::api::client::Client;
 use crate::api::{ApprovalView, SubmitBody};
 use crate::approval::Status;
-use crate::config::format_duration;
 use crate::engine::MAX_KEY_LEN;
+use crate::time::format_duration;
 
 /// Default budget for Claude Code and Codex hooks: their hook timeout defaults to
 /// 600 s, and a timed-out hook fails open, so answer a minute before that.

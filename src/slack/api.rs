@@ -15,7 +15,7 @@ use slack_morphism::{SlackClientApiCallContext, SlackClientHttpConnector};
 use tracing::debug;
 
 use crate::channel::delivery::SendError;
-use crate::config::SlackConfig;
+use crate::slack::config::SlackConfig;
 
 /// When Slack says 429 without a `Retry-After`, wait this long.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(5);

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::blocks::{self, escape};
 use crate::channel::digest::{self, encode_nav, DigestView, Nav};
-use crate::channel::prompt;
+use crate::time::clock;
 
 fn nav_button(label: &str, nav: &Nav) -> Value {
     let data = encode_nav(nav);
@@ -37,7 +37,7 @@ pub fn render(view: &DigestView) -> (String, Vec<Value>) {
                 "*gatebot digest*\n*{title}*\nThey arrived too fast to post one by one.{groups}"
             );
             if let Some(at) = s.next_expiry {
-                text.push_str(&format!("\n*Next expiry:* {}", escape(&prompt::clock(at))));
+                text.push_str(&format!("\n*Next expiry:* {}", escape(&clock(at))));
             }
             let blocks = vec![
                 section(text),

@@ -26,7 +26,7 @@ use tracing::{info, warn};
 
 use super::{Inbound, Slack};
 use crate::channel::delivery::backoff;
-use crate::config::SlackConfig;
+use crate::slack::config::SlackConfig;
 
 #[derive(Clone)]
 struct HttpState {

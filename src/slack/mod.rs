@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod blocks;
+pub mod config;
 pub mod digest;
 pub mod events_http;
 pub mod sender;
@@ -33,9 +34,9 @@ use crate::channel::command::{self, decode_button, Button, ChatCommand};
 use crate::channel::delivery;
 use crate::channel::digest::{decode_nav, navigate};
 use crate::channel::handle::{self, Actor, Reply};
-use crate::config::{SlackConfig, SlackMode};
 use crate::engine::{describe_settled, Engine};
 use api::SlackApi;
+use config::{SlackConfig, SlackMode};
 use sender::SlackSender;
 
 /// Longest rate-limit wait for `views.open`: its trigger id expires after 3 s.

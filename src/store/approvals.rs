@@ -589,7 +589,7 @@ fn expire_tx(
 ) -> Result<Option<Approval>> {
     let reason = format!(
         "no response within {}",
-        crate::config::format_duration(std::time::Duration::from_millis(
+        crate::time::format_duration(std::time::Duration::from_millis(
             ttl_ms.unwrap_or(0).max(0) as u64
         ))
     );

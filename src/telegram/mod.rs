@@ -15,6 +15,7 @@
 //! text passes through [`scrub`], since teloxide's errors may carry the request URL,
 //! which contains `/bot<TOKEN>/`.
 
+pub mod config;
 pub mod render;
 pub mod sender;
 pub mod updates;
@@ -31,8 +32,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use crate::channel::delivery::{self, backoff};
-use crate::config::TelegramConfig;
 use crate::engine::Engine;
+use crate::telegram::config::TelegramConfig;
 
 /// The bot every part of the channel uses: sends are rate limited.
 pub type TgBot = Throttle<Bot>;

@@ -12,6 +12,7 @@ use crate::approval::{Approval, Status};
 use crate::channel::command::{encode_button, Button};
 use crate::channel::digest::{self, encode_nav, DigestView, Nav};
 use crate::channel::prompt::{self, PromptContent};
+use crate::time::clock;
 
 /// Telegram's limit on a message's text, in UTF-16 code units after entity parsing.
 pub const MAX_MESSAGE: usize = 4096;
@@ -167,7 +168,7 @@ pub fn pending(list: &[Approval], total: usize) -> (String, InlineKeyboardMarkup
     let mut text = format!("<b>{total} pending request(s)</b>");
     let mut rows = Vec::new();
     for a in list.iter().take(PENDING_SHOWN) {
-        let expires = a.expires_at.map(prompt::clock).unwrap_or_default();
+        let expires = a.expires_at.map(clock).unwrap_or_default();
         text.push_str(&format!(
             "\n<code>{}</code>  <code>{}</code> · <code>{}</code> · risk {} · expires {}",
             escape(&a.short_id),
@@ -208,10 +209,7 @@ pub fn digest(view: &DigestView) -> (String, InlineKeyboardMarkup) {
                 groups()
             );
             if let Some(at) = s.next_expiry {
-                text.push_str(&format!(
-                    "\n<b>Next expiry:</b> {}",
-                    escape(&prompt::clock(at))
-                ));
+                text.push_str(&format!("\n<b>Next expiry:</b> {}", escape(&clock(at))));
             }
             text.push_str("\n\nReview them here one by one, or use /pending.");
             let review =

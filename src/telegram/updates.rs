@@ -33,15 +33,16 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, error, info, warn};
 
-use crate::approval::{now_ms, Channel, Status, Verb};
+use crate::approval::{Channel, Status, Verb};
 use crate::channel::command::{self, decode_button, Button, ChatCommand};
 use crate::channel::delivery::{backoff, SendError};
 use crate::channel::digest::{self, decode_nav};
 use crate::channel::handle::{self, Actor, Reply};
-use crate::config::TelegramConfig;
 use crate::engine::{describe_settled, Engine};
+use crate::telegram::config::TelegramConfig;
 use crate::telegram::sender::classify;
 use crate::telegram::{render, scrub, TgBot, CONFLICT_PAUSE, POLL_TIMEOUT};
+use crate::time::now_ms;
 
 /// How long update handlers under way may finish at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);

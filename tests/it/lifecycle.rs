@@ -47,7 +47,7 @@ async fn a_decision_after_the_deadline_loses_to_it_before_the_expiry_pass_runs()
     // towards the old deadline (an hour away), so only the decision can notice.
     let db = rusqlite::Connection::open(app.path().join("gatebot.db")).unwrap();
     db.busy_timeout(Duration::from_secs(5)).unwrap();
-    let past = gatebot::approval::now_ms() - 1_000;
+    let past = gatebot::time::now_ms() - 1_000;
     db.execute(
         "UPDATE approvals SET expires_at = ?1 WHERE id = ?2",
         rusqlite::params![past, id],

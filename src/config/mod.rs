@@ -1,0 +1,284 @@
+//! `bot.toml`: loading, validation and the resolved configuration.
+//!
+//! Loading happens in two steps:
+//! 1. the file is deserialized into the `File*` structs; type errors, unknown keys,
+//!    bad durations and bad enum values are reported by TOML with the key path, line
+//!    and column;
+//! 2. the result is resolved into [`Config`]: secrets are read from the environment
+//!    or files, relative paths are anchored at the config file's directory, patterns
+//!    are compiled, and cross-key rules are checked. Errors here also name the key path and, where the
+//!    key is in the file, its line. This step does not stop at the first error:
+//!    [`Config::check`] reports them all (serde stops at the first in step 1).
+//!
+//! Step 1 is `file`; step 2 is `resolve`, which hands each section to its module:
+//! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`) and
+//! `agents`. A chat platform's table is read and resolved by the platform itself
+//! ([`crate::telegram::config`], [`crate::slack::config`]) with the same helpers, so
+//! the keys of a channel live next to the code that uses them.
+//!
+//! Every key is documented in the example `bot.toml` at the top of the repository.
+
+mod agents;
+pub(crate) mod file;
+mod policy;
+mod queue;
+pub(crate) mod resolve;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::policy::{AgentRules, Policy, Tier};
+use crate::secret::Secret;
+use crate::slack::config::SlackConfig;
+use crate::telegram::config::TelegramConfig;
+use file::parse_file;
+use resolve::Resolve;
+
+/// A configuration error: what is wrong, where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file the error is in.
+    pub file: PathBuf,
+    /// The key path (`agents.mailer.tier`), empty when the whole file is at fault.
+    pub key: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if !self.key.is_empty() {
+            write!(f, ": `{}`", self.key)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The resolved configuration the daemon runs with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file this was loaded from (used to reload on SIGHUP).
+    pub source: PathBuf,
+    pub store: StoreConfig,
+    pub queue: QueueConfig,
+    pub log: LogConfig,
+    pub policy: Policy,
+    pub default_ttl: Duration,
+    pub max_ttl: Duration,
+    pub unknown_agents: UnknownAgents,
+    pub agents: BTreeMap<String, AgentConfig>,
+    /// `None` when `[telegram]` is absent or has no token: the channel is off.
+    pub telegram: Option<TelegramConfig>,
+    /// `None` when `[slack]` is absent or has no tokens: the channel is off.
+    pub slack: Option<SlackConfig>,
+    /// Why a configured chat channel is off (e.g. its token variable is unset).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct QueueConfig {
+    /// The agents' Unix socket (mode 0660).
+    pub socket: PathBuf,
+    /// The owners' Unix socket (mode 0600): decisions and listings.
+    pub control_socket: PathBuf,
+    /// Optional TCP listener for agents; every request needs the agent's token.
+    pub listen: Option<String>,
+    /// Largest accepted request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Longest long-poll a client may ask for.
+    pub max_wait: Duration,
+    /// Serve Prometheus metrics at `/metrics` on the TCP listener too.
+    pub metrics: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Plain,
+    Json,
+}
+
+#[derive(Debug, Clone)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    /// A `tracing` filter, e.g. `info` or `gatebot=debug,info`.
+    pub level: String,
+}
+
+/// What to do with requests from agents that have no `[agents.NAME]` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownAgents {
+    /// Refuse them with `unknown_agent`.
+    Reject,
+    /// Treat them as `supervised` agents with no lists: every call asks a human.
+    Supervised,
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub rules: AgentRules,
+    /// When set, every request from this agent must carry `Authorization: Bearer <token>`.
+    pub token: Option<Secret>,
+}
+
+impl Config {
+    /// Reads and validates a config file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let raw = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            key: String::new(),
+            line: None,
+            message: format!("cannot read the config file: {e}"),
+        })?;
+        Config::parse(&raw, path)
+    }
+
+    /// Validates config text; `path` names the file in errors and anchors relative paths.
+    /// The error is the first one in the file (see [`Config::check_text`] for all).
+    pub fn parse(raw: &str, path: &Path) -> Result<Config, ConfigError> {
+        Config::check_text(raw, path).map_err(|mut errors| errors.swap_remove(0))
+    }
+
+    /// Like [`Config::load`], but reports every error it finds, in file order
+    /// (`gatebot check-config`). A file that is not valid TOML for the schema gives
+    /// one error: the deserializer stops there.
+    pub fn check(path: &Path) -> Result<Config, Vec<ConfigError>> {
+        let raw = std::fs::read_to_string(path).map_err(|e| {
+            vec![ConfigError {
+                file: path.to_path_buf(),
+                key: String::new(),
+                line: None,
+                message: format!("cannot read the config file: {e}"),
+            }]
+        })?;
+        Config::check_text(&raw, path)
+    }
+
+    /// Like [`Config::parse`], but with every error, in file order (never empty on `Err`).
+    pub fn check_text(raw: &str, path: &Path) -> Result<Config, Vec<ConfigError>> {
+        let file = parse_file(raw, path).map_err(|e| vec![e])?;
+        let mut errors = Vec::new();
+        match Resolve::new(raw, path).resolve(file, &mut errors) {
+            Some(config) if errors.is_empty() => Ok(config),
+            _ => {
+                // Errors without a line (none so far) go last.
+                errors.sort_by_key(|e| e.line.unwrap_or(usize::MAX));
+                Err(errors)
+            }
+        }
+    }
+
+    /// The rules for an agent, applying `[policy] unknown_agents`.
+    #[must_use]
+    pub fn agent(&self, name: &str) -> Option<AgentConfig> {
+        match self.agents.get(name) {
+            Some(agent) => Some(agent.clone()),
+            None => match self.unknown_agents {
+                UnknownAgents::Reject => None,
+                UnknownAgents::Supervised => Some(AgentConfig {
+                    rules: AgentRules::with_tier(Tier::Supervised),
+                    token: None,
+                }),
+            },
+        }
+    }
+}
+
+/// [`Config::parse`] of `raw` as `/etc/gatebot/bot.toml`: what the unit tests of every
+/// section (here and in the chat platforms) parse their snippets with.
+#[cfg(test)]
+pub(crate) fn parse_in_etc(raw: &str) -> Result<Config, ConfigError> {
+    Config::parse(raw, Path::new("/etc/gatebot/bot.toml"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse_in_etc as parse;
+    use crate::policy::ToolApprovalMode;
+
+    #[test]
+    fn an_empty_file_gives_safe_defaults() {
+        let c = parse("").unwrap();
+        assert_eq!(c.default_ttl, Duration::from_secs(86_400));
+        assert_eq!(c.unknown_agents, UnknownAgents::Reject);
+        assert_eq!(c.policy.tool_approval_mode, ToolApprovalMode::Dangerous);
+        assert_eq!(c.store.path, PathBuf::from("/etc/gatebot/gatebot.db"));
+        assert_eq!(c.queue.socket, PathBuf::from("/etc/gatebot/gatebot.sock"));
+        assert!(c.agent("nobody").is_none());
+    }
+
+    #[test]
+    fn the_example_bot_toml_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("bot.toml");
+        let c = Config::load(&path).unwrap();
+        assert!(!c.agents.is_empty());
+    }
+
+    #[test]
+    fn unknown_agents_supervised_gives_a_supervised_stranger() {
+        let c = parse("[policy]\nunknown_agents = \"supervised\"\n").unwrap();
+        assert_eq!(c.agent("stranger").unwrap().rules.tier, Tier::Supervised);
+    }
+
+    #[test]
+    fn check_reports_every_error_with_its_key_and_line_in_file_order() {
+        let raw = "\
+[queue]
+max_body_bytes = 10
+socket = \"same.sock\"
+control_socket = \"same.sock\"
+
+[policy]
+default_ttl = \"30d\"
+
+[agents.a]
+tier = \"supervised\"
+always_allow = [\"x\"]
+deny = [\"x\"]
+
+[agents.b]
+tier = \"autonomous\"
+confidence = { proceed_freely = 0.1, ask_human = 0.9 }
+
+[slack]
+bot_token = \"xoxb\"
+app_token = \"xapp\"
+";
+        let errors = Config::check_text(raw, Path::new("/etc/gatebot/bot.toml")).unwrap_err();
+        let found: Vec<(&str, Option<usize>)> =
+            errors.iter().map(|e| (e.key.as_str(), e.line)).collect();
+        assert_eq!(
+            found,
+            [
+                ("queue.max_body_bytes", Some(2)),
+                ("queue.control_socket", Some(4)),
+                ("policy.default_ttl", Some(7)),
+                ("agents.a.deny", Some(12)),
+                ("agents.b.confidence", Some(16)),
+                ("slack.approvers", Some(18)),
+                ("slack.channels", Some(18)),
+            ]
+        );
+        // `parse` (what the daemon uses) reports the first of them.
+        let first = parse(raw).unwrap_err();
+        assert_eq!(first, errors[0]);
+    }
+}

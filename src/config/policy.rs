@@ -1,0 +1,129 @@
+//! `[policy]` and `[tools]`: what the decision engine is given, the request TTL rules,
+//! and an agent's confidence thresholds (the policy's gate, set per agent).
+
+use std::collections::HashMap;
+
+use super::file::{FileConfidence, FilePolicy};
+use super::resolve::{keep, Resolve};
+use super::ConfigError;
+use crate::policy::{
+    ConfidencePreset, ConfidenceThresholds, ContentPatterns, PatternOverrides, Policy, ToolClass,
+};
+use crate::time::format_duration;
+
+impl Resolve<'_> {
+    /// `[policy]` and `[tools]`; `None` when the patterns do not compile (recorded).
+    /// The TTLs and `unknown_agents` are taken from `policy` as they are.
+    pub(super) fn policy(
+        &self,
+        policy: FilePolicy,
+        tools: HashMap<String, ToolClass>,
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<Policy> {
+        if policy.default_ttl > policy.max_ttl {
+            errors.push(self.error(
+                "policy",
+                "default_ttl",
+                format!(
+                    "{} is longer than `policy.max_ttl` ({})",
+                    format_duration(policy.default_ttl),
+                    format_duration(policy.max_ttl)
+                ),
+            ));
+        }
+        let patterns = keep(errors, self.patterns(&policy.patterns));
+        Some(Policy {
+            tool_classes: tools,
+            tool_approval_mode: policy.tool_approval_mode,
+            internal_tools: policy.internal_tools,
+            patterns: patterns?,
+        })
+    }
+
+    /// `[policy.patterns]` compiled; an error names the pattern's key, and says
+    /// "invalid regular expression" unless it is an `internal_domains` entry.
+    fn patterns(&self, overrides: &PatternOverrides) -> Result<ContentPatterns, ConfigError> {
+        ContentPatterns::new(overrides).map_err(|e| {
+            self.error(
+                "policy.patterns",
+                e.key,
+                if e.key == "internal_domains" {
+                    e.message
+                } else {
+                    format!("invalid regular expression: {}", e.message)
+                },
+            )
+        })
+    }
+
+    /// An agent's `confidence`, in `table` (`agents.NAME`): a preset, or a preset with
+    /// some thresholds overridden.
+    pub(super) fn confidence(
+        &self,
+        table: &str,
+        c: Option<FileConfidence>,
+    ) -> Result<ConfidenceThresholds, ConfigError> {
+        let t = match c {
+            None => ConfidencePreset::Standard.thresholds(),
+            Some(FileConfidence::Preset(p)) => p.thresholds(),
+            Some(FileConfidence::Custom(c)) => {
+                let base = c.preset.unwrap_or(ConfidencePreset::Standard).thresholds();
+                ConfidenceThresholds {
+                    proceed_freely: c.proceed_freely.unwrap_or(base.proceed_freely),
+                    proceed_cautiously: c.proceed_cautiously.unwrap_or(base.proceed_cautiously),
+                    ask_human: c.ask_human.unwrap_or(base.ask_human),
+                }
+            }
+        };
+        let ok = |x: f64| (0.0..=1.0).contains(&x);
+        let in_range = ok(t.proceed_freely) && ok(t.proceed_cautiously) && ok(t.ask_human);
+        let ordered =
+            t.ask_human <= t.proceed_cautiously && t.proceed_cautiously <= t.proceed_freely;
+        if !(in_range && ordered) {
+            return Err(self.error(
+                table,
+                "confidence",
+                "thresholds must lie in 0.0..=1.0 with ask_human <= proceed_cautiously <= proceed_freely",
+            ));
+        }
+        Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::parse_in_etc as parse;
+
+    #[test]
+    fn default_ttl_longer_than_max_is_an_error() {
+        let e = parse("[policy]\ndefault_ttl = \"30d\"\n").unwrap_err();
+        assert_eq!(e.key, "policy.default_ttl");
+    }
+
+    #[test]
+    fn a_bad_pattern_names_its_key() {
+        let e = parse("[policy.patterns]\npricing = \"(unclosed\"\n").unwrap_err();
+        assert_eq!(e.key, "policy.patterns.pricing");
+        assert_eq!(e.line, Some(2));
+    }
+
+    #[test]
+    fn confidence_presets_and_overrides_resolve() {
+        let c = parse(
+            "[agents.a]\ntier = \"autonomous\"\nconfidence = \"full\"\n[agents.b]\ntier = \"autonomous\"\nconfidence = { preset = \"minimal\", ask_human = 0.6 }\n",
+        )
+        .unwrap();
+        assert_eq!(c.agents["a"].rules.confidence.proceed_freely, 0.7);
+        assert_eq!(c.agents["b"].rules.confidence.proceed_freely, 0.99);
+        assert_eq!(c.agents["b"].rules.confidence.ask_human, 0.6);
+    }
+
+    #[test]
+    fn disordered_confidence_thresholds_are_an_error() {
+        let e = parse(
+            "[agents.a]\ntier = \"autonomous\"\nconfidence = { proceed_freely = 0.5, ask_human = 0.9 }\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "agents.a.confidence");
+    }
+}

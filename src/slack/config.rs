@@ -1,0 +1,225 @@
+//! The `[slack]` table of `bot.toml`: as written, and resolved into the
+//! [`SlackConfig`] the channel runs with (see [`crate::config`] for the two steps).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::config::file::default_digest_after;
+use crate::config::resolve::{keep, Resolve};
+use crate::config::ConfigError;
+use crate::secret::Secret;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SlackMode {
+    /// Socket Mode: gatebot opens a WebSocket to Slack; no public URL needed.
+    Socket,
+    /// HTTP events: Slack posts to `events_listen`; requests are signature-checked.
+    Http,
+}
+
+#[derive(Debug, Clone)]
+pub struct SlackConfig {
+    pub bot_token: Secret,
+    /// Needed in Socket Mode.
+    pub app_token: Option<Secret>,
+    /// Needed in HTTP mode.
+    pub signing_secret: Option<Secret>,
+    /// Web API base URL, e.g. `https://slack.com/api` (no trailing slash).
+    pub api_url: String,
+    pub mode: SlackMode,
+    /// Address the HTTP events listener binds (HTTP mode).
+    pub events_listen: Option<String>,
+    /// Channel ids prompts go to.
+    pub channels: Vec<String>,
+    /// Slack user ids allowed to decide.
+    pub approvers: BTreeSet<String>,
+    /// More requests than this waiting for a prompt in one channel get one digest.
+    pub digest_after: usize,
+}
+
+/// `[slack]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileSlack {
+    bot_token: Option<String>,
+    bot_token_env: Option<String>,
+    bot_token_file: Option<PathBuf>,
+    app_token: Option<String>,
+    app_token_env: Option<String>,
+    app_token_file: Option<PathBuf>,
+    signing_secret: Option<String>,
+    signing_secret_env: Option<String>,
+    signing_secret_file: Option<PathBuf>,
+    #[serde(default = "default_slack_api")]
+    api_url: String,
+    #[serde(default = "default_slack_mode")]
+    mode: SlackMode,
+    events_listen: Option<String>,
+    #[serde(default)]
+    channels: Vec<String>,
+    #[serde(default)]
+    approvers: BTreeSet<String>,
+    #[serde(default = "default_digest_after")]
+    digest_after: usize,
+}
+
+fn default_slack_api() -> String {
+    "https://slack.com/api".into()
+}
+
+fn default_slack_mode() -> SlackMode {
+    SlackMode::Socket
+}
+
+/// The bot token, and the app token and signing secret when set.
+type Secrets = (Secret, Option<Secret>, Option<Secret>);
+
+impl FileSlack {
+    /// The `[slack]` table; `None` when it is off or has errors (recorded).
+    pub(crate) fn resolve(
+        mut self,
+        r: &Resolve,
+        notes: &mut Vec<String>,
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<SlackConfig> {
+        let api_url = keep(errors, r.url("slack", &self.api_url));
+        let (bot_token, app_token, signing_secret) = self.secrets(r, notes, errors)?;
+        let digest_after = self.check(r, errors)?;
+        Some(SlackConfig {
+            bot_token,
+            app_token,
+            signing_secret,
+            api_url: api_url?,
+            mode: self.mode,
+            events_listen: self.events_listen,
+            channels: self.channels,
+            approvers: self.approvers,
+            digest_after,
+        })
+    }
+
+    /// The secrets, taken out of `self`; `None` when the channel is off (noted: no
+    /// bot token, or not the secret its mode needs) or a secret has an error (recorded).
+    fn secrets(
+        &mut self,
+        r: &Resolve,
+        notes: &mut Vec<String>,
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<Secrets> {
+        let bot_token = keep(
+            errors,
+            r.chat_secret(
+                "slack",
+                "bot_token",
+                self.bot_token.take(),
+                self.bot_token_env.take(),
+                self.bot_token_file.take(),
+                notes,
+            ),
+        )?;
+        let Some(bot_token) = bot_token else {
+            if !notes.iter().any(|n| n.starts_with("slack")) {
+                notes.push("slack: off, because no bot token is set".into());
+            }
+            return None;
+        };
+        let app_token = keep(
+            errors,
+            r.chat_secret(
+                "slack",
+                "app_token",
+                self.app_token.take(),
+                self.app_token_env.take(),
+                self.app_token_file.take(),
+                notes,
+            ),
+        )?;
+        let signing_secret = keep(
+            errors,
+            r.chat_secret(
+                "slack",
+                "signing_secret",
+                self.signing_secret.take(),
+                self.signing_secret_env.take(),
+                self.signing_secret_file.take(),
+                notes,
+            ),
+        )?;
+        match self.mode {
+            SlackMode::Socket if app_token.is_none() => {
+                notes.push("slack: off, because Socket Mode needs an app token (xapp-…)".into());
+                return None;
+            }
+            SlackMode::Http if signing_secret.is_none() => {
+                notes.push("slack: off, because HTTP mode needs a signing secret".into());
+                return None;
+            }
+            _ => {}
+        }
+        Some((bot_token, app_token, signing_secret))
+    }
+
+    /// The keys of a channel that is on; `Some(digest_after)` when they are all valid,
+    /// else `None` with every error recorded.
+    fn check(&self, r: &Resolve, errors: &mut Vec<ConfigError>) -> Option<usize> {
+        let before = errors.len();
+        match &self.events_listen {
+            None if self.mode == SlackMode::Http => errors.push(r.error(
+                "slack",
+                "events_listen",
+                "HTTP mode needs an address to receive Slack's requests, like 127.0.0.1:3000",
+            )),
+            Some(l) if l.parse::<std::net::SocketAddr>().is_err() => errors.push(r.error(
+                "slack",
+                "events_listen",
+                format!("`{l}` is not an address like 127.0.0.1:3000"),
+            )),
+            _ => {}
+        }
+        if self.approvers.is_empty() {
+            errors.push(r.error(
+                "slack",
+                "approvers",
+                "list the Slack user ids (U…) allowed to decide; with none, nobody could approve",
+            ));
+        }
+        if self.channels.is_empty() {
+            errors.push(r.error(
+                "slack",
+                "channels",
+                "list the channel ids (C…) where prompts go",
+            ));
+        }
+        let digest_after = keep(errors, r.digest_after("slack", self.digest_after));
+        if errors.len() > before {
+            return None;
+        }
+        digest_after
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SlackMode;
+    use crate::config::parse_in_etc as parse;
+
+    #[test]
+    fn slack_needs_channels_approvers_and_the_mode_s_secret() {
+        let e =
+            parse("[slack]\nbot_token = \"xoxb\"\napp_token = \"xapp\"\napprovers = [\"U1\"]\n")
+                .unwrap_err();
+        assert_eq!(e.key, "slack.channels");
+        let c = parse("[slack]\nbot_token = \"xoxb\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n")
+            .unwrap();
+        assert!(c.slack.is_none(), "socket mode without an app token is off");
+        let c = parse("[slack]\nbot_token = \"xoxb\"\napp_token = \"xapp\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n")
+            .unwrap();
+        assert_eq!(c.slack.unwrap().mode, SlackMode::Socket);
+        let e = parse("[slack]\nmode = \"http\"\nbot_token = \"xoxb\"\nsigning_secret = \"s\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n")
+            .unwrap_err();
+        assert_eq!(e.key, "slack.events_listen");
+    }
+}

@@ -1,0 +1,116 @@
+//! The `[telegram]` table of `bot.toml`: as written, and resolved into the
+//! [`TelegramConfig`] the channel runs with (see [`crate::config`] for the two steps).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::config::file::default_digest_after;
+use crate::config::resolve::{keep, Resolve};
+use crate::config::ConfigError;
+use crate::secret::Secret;
+
+#[derive(Debug, Clone)]
+pub struct TelegramConfig {
+    pub token: Secret,
+    /// Bot API base URL, without the trailing `/bot<token>`.
+    pub api_url: String,
+    /// Chats prompts go to (private chats or groups).
+    pub chats: Vec<i64>,
+    /// Telegram user ids allowed to decide.
+    pub approvers: BTreeSet<u64>,
+    /// More requests than this waiting for a prompt in one chat get one digest.
+    pub digest_after: usize,
+}
+
+/// `[telegram]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileTelegram {
+    token: Option<String>,
+    token_env: Option<String>,
+    token_file: Option<PathBuf>,
+    #[serde(default = "default_telegram_api")]
+    api_url: String,
+    #[serde(default)]
+    chats: Vec<i64>,
+    #[serde(default)]
+    approvers: BTreeSet<u64>,
+    #[serde(default = "default_digest_after")]
+    digest_after: usize,
+}
+
+fn default_telegram_api() -> String {
+    "https://api.telegram.org".into()
+}
+
+impl FileTelegram {
+    /// The `[telegram]` table; `None` when it is off or has errors (recorded).
+    pub(crate) fn resolve(
+        self,
+        r: &Resolve,
+        notes: &mut Vec<String>,
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<TelegramConfig> {
+        let api_url = keep(errors, r.url("telegram", &self.api_url));
+        let token = keep(
+            errors,
+            r.chat_secret(
+                "telegram",
+                "token",
+                self.token,
+                self.token_env,
+                self.token_file,
+                notes,
+            ),
+        )?;
+        let Some(token) = token else {
+            if !notes.iter().any(|n| n.starts_with("telegram")) {
+                notes.push("telegram: off, because no token is set".into());
+            }
+            return None;
+        };
+        let digest_after = keep(errors, r.digest_after("telegram", self.digest_after));
+        if self.approvers.is_empty() {
+            errors.push(r.error(
+                "telegram",
+                "approvers",
+                "list the Telegram user ids allowed to decide; with none, nobody could approve",
+            ));
+            return None;
+        }
+        // With no chats, prompts go to each approver's private chat (chat id = user id).
+        let chats = if self.chats.is_empty() {
+            self.approvers.iter().map(|&u| u as i64).collect()
+        } else {
+            self.chats
+        };
+        let digest_after = digest_after?;
+        Some(TelegramConfig {
+            token,
+            api_url: api_url?,
+            chats,
+            approvers: self.approvers,
+            digest_after,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::parse_in_etc as parse;
+
+    #[test]
+    fn telegram_needs_approvers_and_defaults_chats_to_them() {
+        let e = parse("[telegram]\ntoken = \"1:x\"\n").unwrap_err();
+        assert_eq!(e.key, "telegram.approvers");
+        let c = parse(
+            "[telegram]\ntoken = \"1:x\"\napprovers = [42]\napi_url = \"http://127.0.0.1:9/\"\n",
+        )
+        .unwrap();
+        let t = c.telegram.unwrap();
+        assert_eq!(t.chats, vec![42]);
+        assert_eq!(t.api_url, "http://127.0.0.1:9");
+    }
+}
