@@ -1,6 +1,8 @@
-//! Test harness: a whole gatebot in a temp dir, with clients for both sockets.
+//! Test harness: a whole gatebot in a temp dir, with clients for both sockets, and
+//! the log of every in-process daemon ([`log_text`]), printed too when `TEST_LOG` is set.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, Once};
 use std::time::Duration;
 
 use gatebot::api::client::{Client, Response};
@@ -69,6 +71,7 @@ pub async fn spawn_app_in(dir: TempDir, extra: &str) -> TestApp {
 
 /// Starts a daemon in `dir` on exactly `config` (no `BASE_CONFIG`).
 pub async fn spawn_app_with_config(dir: TempDir, config: &str) -> TestApp {
+    capture_logs();
     let config_path = dir.path().join("bot.toml");
     std::fs::write(&config_path, config).unwrap();
     let config = Config::load(&config_path).unwrap();
@@ -127,6 +130,7 @@ impl TestApp {
         res.body
     }
 
+    /// Decides as the owner `alice`, on the owner socket as the CLI does.
     pub async fn decide(&self, id: &str, decision: &str, reason: Option<&str>) -> Response {
         self.owner
             .post(
@@ -137,6 +141,7 @@ impl TestApp {
             .unwrap()
     }
 
+    /// The request as the agent sees it, after waiting up to `wait_secs` for a decision.
     pub async fn get(&self, id: &str, wait_secs: f64) -> Response {
         self.agent
             .get(&format!("/v1/requests/{id}?wait={wait_secs}"))
@@ -202,5 +207,53 @@ impl TestApp {
             .await
             .unwrap();
         res.body["audit"].as_array().unwrap().clone()
+    }
+}
+
+/// What the log capture records: everything at debug, as `[log] level = "debug"` does,
+/// so a token in any library's debug line shows. reqwest is capped at info as the
+/// daemon caps it (`telemetry::init`): it logs Telegram's URLs, token included.
+const LOG_FILTER: &str = "debug,reqwest=info";
+
+/// Everything logged since the capture was installed, by every test in this binary.
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// Installs the global subscriber once: it records into [`LOGS`] and, when `TEST_LOG`
+/// is set, also prints to the output of the test that logged.
+pub fn capture_logs() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        let record = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(|| LogSink);
+        let print = std::env::var_os("TEST_LOG")
+            .is_some()
+            .then(|| tracing_subscriber::fmt::layer().with_test_writer());
+        tracing_subscriber::registry()
+            .with(tracing_subscriber::EnvFilter::new(LOG_FILTER))
+            .with(record)
+            .with(print)
+            .init();
+    });
+}
+
+/// The captured log so far (installing the capture if nothing has yet).
+pub fn log_text() -> String {
+    capture_logs();
+    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+}
+
+/// A writer appending to [`LOGS`].
+struct LogSink;
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }

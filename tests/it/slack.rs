@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::fake_slack::{click, eventually, message, submit_modal, FakeSlack, Via};
 use crate::fake_telegram::FakeTelegram;
-use crate::helpers::{spawn_app, spawn_app_in, TestApp};
+use crate::helpers::{log_text, spawn_app, spawn_app_in, TestApp};
 
 const APPROVER: &str = "U1";
 const STRANGER: &str = "U999";
@@ -1155,40 +1155,8 @@ async fn http_mode_rejects_a_stale_timestamp() {
     assert_eq!(status(&app, &p.id).await["status"], "pending");
 }
 
-/// A `Write` into a shared buffer, for capturing log output.
-#[derive(Clone, Default)]
-struct LogBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl LogBuffer {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-// A current-thread runtime, so the scoped subscriber sees every task of the daemon.
-#[tokio::test(flavor = "current_thread")]
+#[tokio::test]
 async fn tokens_never_reach_the_logs_even_when_slack_echoes_them() {
-    let logs = LogBuffer::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer({
-            let logs = logs.clone();
-            move || logs.clone()
-        })
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-
     let fake = FakeSlack::start().await;
     fake.fail("apps.connections.open", "invalid_auth");
     fake.fail("chat.postMessage", "not_authed");
@@ -1196,13 +1164,13 @@ async fn tokens_never_reach_the_logs_even_when_slack_echoes_them() {
     app.submit_ok("mailer", "send_email", json!({"to": ["a@example.com"]}))
         .await;
     eventually("a failed connection attempt and a failed post", || {
-        let text = logs.text();
+        let text = log_text();
         (text.contains("apps.connections.open: invalid_auth") && text.contains("not_authed"))
             .then_some(())
     })
     .await;
     app.stop().await;
-    let text = logs.text();
+    let text = log_text();
     assert!(text.contains("[redacted]"), "{text}");
     for secret in ["xoxb-test-bot", "xapp-test-app"] {
         assert!(

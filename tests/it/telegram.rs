@@ -2,13 +2,12 @@
 //! [`FakeTelegram`] on loopback.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::fake_telegram::{Failure, FakeTelegram, User, BOT_USERNAME};
-use crate::helpers::{spawn_app, spawn_app_in, TestApp};
+use crate::helpers::{log_text, spawn_app, spawn_app_in, TestApp};
 
 const TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
 const ALICE: User = (42, "Alice");
@@ -18,41 +17,6 @@ const CHAT_A: i64 = 7001;
 const CHAT_B: i64 = 7002;
 /// A group (negative id): Telegram's 20 messages a minute apply.
 const GROUP: i64 = -5001;
-
-/// Everything every test logs, to check the token never appears in it.
-fn logs() -> Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buf = Arc::new(Mutex::new(Vec::new()));
-        let writer = {
-            let buf = buf.clone();
-            move || LogWriter(buf.clone())
-        };
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter("gatebot=debug,teloxide=debug,teloxide_core=debug,warn")
-            .with_writer(writer)
-            .with_ansi(false)
-            .try_init();
-        buf
-    })
-    .clone()
-}
-
-struct LogWriter(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogWriter {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn log_text() -> String {
-    String::from_utf8_lossy(&logs().lock().unwrap()).into_owned()
-}
 
 /// Polls `f` until it returns `Some`, for at most 30 s.
 async fn until<T, F, Fut>(what: &str, mut f: F) -> T
@@ -74,7 +38,6 @@ where
 }
 
 async fn start_with(token: &str) -> (TestApp, FakeTelegram) {
-    logs();
     let fake = FakeTelegram::start(TOKEN).await;
     let app = spawn_app(&format!(
         "[telegram]\ntoken = \"{token}\"\napi_url = \"{}\"\nchats = [{CHAT_A}, {CHAT_B}]\napprovers = [{}]\n",
@@ -600,7 +563,6 @@ async fn a_bad_token_is_logged_without_the_token_and_the_daemon_keeps_serving() 
 
 #[tokio::test]
 async fn a_409_conflict_is_reported_and_polling_resumes() {
-    logs();
     let fake = FakeTelegram::start(TOKEN).await;
     fake.conflict_next_polls(1);
     let app = spawn_app(&format!(
@@ -697,7 +659,6 @@ fn config_for(fake: &FakeTelegram, chats: &[i64]) -> String {
 
 #[tokio::test]
 async fn after_a_restart_prompts_are_edited_not_posted_again_and_reason_replies_still_count() {
-    logs();
     let fake = FakeTelegram::start(TOKEN).await;
     let extra = config_for(&fake, &[GROUP]);
     let app = spawn_app(&extra).await;
@@ -763,7 +724,6 @@ async fn failed_edits_are_retried_and_a_429_is_waited_out() {
 
 #[tokio::test]
 async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
-    logs();
     let fake = FakeTelegram::start(TOKEN).await;
     // The burst arrives before the channel is up, so it is waiting all at once.
     fake.hold();
