@@ -1,5 +1,6 @@
-//! Test harness: a whole gatebot in a temp dir, with clients for both sockets, and
-//! the log of every in-process daemon ([`log_text`]), printed too when `TEST_LOG` is set.
+//! Test harness: a whole gatebot in a temp dir, with clients for both sockets;
+//! [`eventually`] for anything that happens in the background; and the log of
+//! every in-process daemon ([`log_text`]), printed too when `TEST_LOG` is set.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
@@ -207,6 +208,34 @@ impl TestApp {
             .await
             .unwrap();
         res.body["audit"].as_array().unwrap().clone()
+    }
+}
+
+/// How long [`eventually`] waits.
+const EVENTUALLY: Duration = Duration::from_secs(30);
+
+/// Polls `f` until it returns `Some`, for at most 30 s; panics naming `what`.
+/// `f` may be an async closure (`async || …`), so it can call the daemon too.
+pub async fn eventually<T>(what: &str, f: impl AsyncFnMut() -> Option<T>) -> T {
+    eventually_within(what, EVENTUALLY, f).await
+}
+
+/// [`eventually`] with its own limit, for the few waits that take minutes (chaos tests).
+pub async fn eventually_within<T>(
+    what: &str,
+    limit: Duration,
+    mut f: impl AsyncFnMut() -> Option<T>,
+) -> T {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

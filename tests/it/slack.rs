@@ -6,9 +6,9 @@ use std::time::Duration;
 use gatebot::channel::command::{encode_button, Button};
 use serde_json::{json, Value};
 
-use crate::fake_slack::{click, eventually, message, submit_modal, FakeSlack, Via};
+use crate::fake_slack::{click, message, submit_modal, FakeSlack, Via};
 use crate::fake_telegram::FakeTelegram;
-use crate::helpers::{log_text, spawn_app, spawn_app_in, TestApp};
+use crate::helpers::{eventually, eventually_within, log_text, spawn_app, spawn_app_in, TestApp};
 
 const APPROVER: &str = "U1";
 const STRANGER: &str = "U999";
@@ -38,7 +38,7 @@ async fn prompted(
     let body = app.submit_ok(agent, tool, args).await;
     assert_eq!(body["status"], "pending", "{body:?}");
     let id = body["id"].as_str().unwrap().to_string();
-    let call = eventually("the prompt", || {
+    let call = eventually("the prompt", async || {
         fake.calls("chat.postMessage")
             .into_iter()
             .find(|c| c.ts.is_some() && c.params.to_string().contains(&id))
@@ -58,7 +58,7 @@ fn ephemerals(fake: &FakeSlack, user: &str) -> Vec<String> {
 }
 
 async fn ephemeral_containing(fake: &FakeSlack, user: &str, needle: &str) -> String {
-    eventually(&format!("an ephemeral with {needle:?}"), || {
+    eventually(&format!("an ephemeral with {needle:?}"), async || {
         ephemerals(fake, user)
             .into_iter()
             .find(|t| t.contains(needle))
@@ -70,7 +70,7 @@ async fn ephemeral_containing(fake: &FakeSlack, user: &str, needle: &str) -> Str
 async fn update_of(fake: &FakeSlack, ts: &str, status_word: &str) -> Value {
     eventually(
         &format!("a chat.update of {ts} saying {status_word}"),
-        || {
+        async || {
             fake.calls("chat.update")
                 .into_iter()
                 .find(|c| {
@@ -91,17 +91,11 @@ async fn status(app: &TestApp, id: &str) -> Value {
 }
 
 async fn wait_status(app: &TestApp, id: &str, want: &str) -> Value {
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
+    eventually(&format!("{id} to become {want}"), async || {
         let body = app.get(id, 2.0).await.body;
-        if body["status"] == want {
-            return body;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{id} never became {want}: {body:?}"
-        );
-    }
+        (body["status"] == want).then_some(body)
+    })
+    .await
 }
 
 fn action_ids(params: &Value) -> Vec<String> {
@@ -176,7 +170,7 @@ async fn a_click_on_allow_once_approves_and_the_prompt_loses_its_buttons() {
     assert_eq!(got["status"], "approved", "{got:?}");
     assert_eq!(got["decided_via"], "slack");
     assert_eq!(got["decided_by"], "name-U1 (U1)");
-    eventually("the ack", || fake.acks().contains(&env).then_some(())).await;
+    eventually("the ack", async || fake.acks().contains(&env).then_some(())).await;
 
     let update = update_of(&fake, &p.ts, "Approved").await;
     assert_eq!(update["channel"], "C1");
@@ -206,7 +200,7 @@ async fn deny_opens_a_modal_and_its_reason_reaches_the_agent() {
         click(APPROVER, &p.ts, &encode_button(Button::Deny, &p.id)),
     )
     .await;
-    let open = eventually("views.open", || fake.calls("views.open").pop()).await;
+    let open = eventually("views.open", async || fake.calls("views.open").pop()).await;
     assert_eq!(open.params["trigger_id"], format!("trigger-{}", p.ts));
     let view = &open.params["view"];
     assert_eq!(view["type"], "modal");
@@ -298,7 +292,7 @@ async fn non_approvers_are_refused_privately_and_audited() {
         fake.slash(STRANGER, "/approve", &p.short_id),
     )
     .await;
-    eventually("three refusals", || {
+    eventually("three refusals", async || {
         (ephemerals(&fake, STRANGER).len() == 3).then_some(())
     })
     .await;
@@ -322,7 +316,7 @@ async fn non_approvers_are_refused_privately_and_audited() {
     // A refused /pending is audited too.
     fake.send("slash_commands", fake.slash(STRANGER, "/pending", ""))
         .await;
-    eventually("the fourth refusal", || {
+    eventually("the fourth refusal", async || {
         (ephemerals(&fake, STRANGER).len() == 4).then_some(())
     })
     .await;
@@ -505,7 +499,7 @@ async fn prompts_follow_cli_decisions_and_a_late_click_is_told_who_won() {
         click(APPROVER, &p.ts, &encode_button(Button::Approve, &p.id)),
     )
     .await;
-    eventually("two late-click answers", || {
+    eventually("two late-click answers", async || {
         (ephemerals(&fake, APPROVER).len() == 2).then_some(())
     })
     .await;
@@ -520,7 +514,7 @@ async fn an_expired_request_updates_its_prompt() {
         .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"to": ["a@example.com"]}, "ttl": "3s"}))
         .await;
     let id = res.body["id"].as_str().unwrap().to_string();
-    let post = eventually("the prompt", || {
+    let post = eventually("the prompt", async || {
         fake.calls("chat.postMessage")
             .into_iter()
             .find(|c| c.params.to_string().contains(&id))
@@ -576,14 +570,14 @@ async fn a_redelivered_envelope_is_acknowledged_twice_but_decides_once() {
     )
     .await;
 
-    eventually("both acks", || {
+    eventually("both acks", async || {
         (fake.acks().iter().filter(|a| *a == "dup-1").count() == 2).then_some(())
     })
     .await;
     wait_status(&app, &p.id, "approved").await;
     wait_status(&app, &p2.id, "approved").await;
     // Let any duplicate handling finish before looking for its traces.
-    eventually("all acks", || (fake.acks().len() == 4).then_some(())).await;
+    eventually("all acks", async || (fake.acks().len() == 4).then_some(())).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     for id in [&p.id, &p2.id] {
         let events = app.audit_events(id).await;
@@ -617,9 +611,12 @@ async fn a_dropped_socket_reconnects_and_the_next_click_works() {
         json!({"to": ["a@example.com"]}),
     )
     .await;
-    eventually("a connection", || (fake.connections() == 1).then_some(())).await;
+    eventually("a connection", async || {
+        (fake.connections() == 1).then_some(())
+    })
+    .await;
     fake.drop_connection();
-    eventually("a second connection", || {
+    eventually("a second connection", async || {
         (fake.connections() == 2).then_some(())
     })
     .await;
@@ -636,7 +633,7 @@ async fn a_dropped_socket_reconnects_and_the_next_click_works() {
     // Slack asking us to reconnect is handled the same way.
     fake.send_frame(json!({"type": "disconnect", "reason": "refresh_requested"}))
         .await;
-    eventually("a third connection", || {
+    eventually("a third connection", async || {
         (fake.connections() == 3).then_some(())
     })
     .await;
@@ -711,7 +708,7 @@ async fn a_rate_limited_deny_form_is_retried_only_while_its_trigger_lives() {
     fake.rate_limit("views.open", 1, 1);
     fake.send("interactive", click(APPROVER, &p.ts, &deny))
         .await;
-    let opened = eventually("a retried views.open", || {
+    let opened = eventually("a retried views.open", async || {
         let calls = fake.calls("views.open");
         calls.iter().any(|c| c.ok).then_some(calls)
     })
@@ -739,7 +736,7 @@ async fn slash_command_answers_and_refusals_arrive_through_the_response_url() {
     .await;
     fake.send("slash_commands", fake.slash(APPROVER, "/pending", ""))
         .await;
-    let answer = eventually("the answer", || fake.answers(APPROVER).pop()).await;
+    let answer = eventually("the answer", async || fake.answers(APPROVER).pop()).await;
     assert_eq!(answer.via, Via::ResponseUrl);
     assert_eq!(answer.params["response_type"], "ephemeral");
     assert!(
@@ -753,7 +750,7 @@ async fn slash_command_answers_and_refusals_arrive_through_the_response_url() {
         fake.slash(STRANGER, "/approve", &p.short_id),
     )
     .await;
-    let refusal = eventually("the refusal", || fake.answers(STRANGER).pop()).await;
+    let refusal = eventually("the refusal", async || fake.answers(STRANGER).pop()).await;
     assert_eq!(refusal.via, Via::ResponseUrl);
     assert_eq!(refusal.params["response_type"], "ephemeral");
     assert!(refusal.text().contains("not allowed"), "{}", refusal.text());
@@ -763,7 +760,7 @@ async fn slash_command_answers_and_refusals_arrive_through_the_response_url() {
     fake.fail_responses();
     fake.send("slash_commands", fake.slash(STRANGER, "/deny", &p.short_id))
         .await;
-    let fallback = eventually("the fallback", || {
+    let fallback = eventually("the fallback", async || {
         fake.answers(STRANGER)
             .into_iter()
             .find(|a| a.via == Via::Ephemeral)
@@ -794,7 +791,7 @@ async fn a_decision_in_telegram_updates_the_slack_prompt() {
         json!({"name": "Bo"}),
     )
     .await;
-    let message = eventually("the Telegram prompt", || {
+    let message = eventually("the Telegram prompt", async || {
         let sent = telegram.ok_calls("sendMessage").into_iter().find(|m| {
             m["chat_id"] == TG_CHAT && m["text"].as_str().unwrap().contains(&p.short_id)
         })?;
@@ -884,7 +881,7 @@ async fn hostile_arguments_render_literally() {
         .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"body": hostile}, "summary": hostile}))
         .await;
     let id = res.body["id"].as_str().unwrap().to_string();
-    let post = eventually("the prompt", || {
+    let post = eventually("the prompt", async || {
         fake.calls("chat.postMessage")
             .into_iter()
             .find(|c| c.params.to_string().contains(&id))
@@ -968,7 +965,7 @@ async fn hostile_tool_names_summaries_and_results_cannot_mention_or_link() {
         res.body["id"].as_str().unwrap().to_string(),
         res.body["short_id"].as_str().unwrap().to_string(),
     );
-    let post = eventually("the prompt", || {
+    let post = eventually("the prompt", async || {
         fake.calls("chat.postMessage")
             .into_iter()
             .find(|c| c.ok && c.params.to_string().contains(&id))
@@ -984,7 +981,7 @@ async fn hostile_tool_names_summaries_and_results_cannot_mention_or_link() {
     // The answer to a slash command names the tool.
     fake.send("slash_commands", fake.slash(APPROVER, "/approve", &short))
         .await;
-    let answer = eventually("the answer", || fake.answers(APPROVER).pop()).await;
+    let answer = eventually("the answer", async || fake.answers(APPROVER).pop()).await;
     assert_inert(&answer.params);
     assert!(
         answer.text().contains("@here&lt;!channel&gt;"),
@@ -1042,18 +1039,11 @@ fn now_secs() -> u64 {
 
 /// POSTs a form body (as Slack sends interactions) with the given signature headers.
 async fn post_form(url: &str, body: &str, ts: &str, signature: &str) -> u16 {
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        match raw_post(url, body, ts, signature).await {
-            Ok(status) => return status,
-            // The listener starts with the daemon's tasks: retry until it is up.
-            Err(e) if std::time::Instant::now() < deadline => {
-                let _ = e;
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => panic!("cannot reach the events listener: {e}"),
-        }
-    }
+    // The listener starts with the daemon's tasks: retry until it is up.
+    eventually("the events listener", async || {
+        raw_post(url, body, ts, signature).await.ok()
+    })
+    .await
 }
 
 async fn raw_post(url: &str, body: &str, ts: &str, signature: &str) -> std::io::Result<u16> {
@@ -1163,11 +1153,14 @@ async fn tokens_never_reach_the_logs_even_when_slack_echoes_them() {
     let app = spawn_app(&fake.config()).await;
     app.submit_ok("mailer", "send_email", json!({"to": ["a@example.com"]}))
         .await;
-    eventually("a failed connection attempt and a failed post", || {
-        let text = log_text();
-        (text.contains("apps.connections.open: invalid_auth") && text.contains("not_authed"))
-            .then_some(())
-    })
+    eventually(
+        "a failed connection attempt and a failed post",
+        async || {
+            let text = log_text();
+            (text.contains("apps.connections.open: invalid_auth") && text.contains("not_authed"))
+                .then_some(())
+        },
+    )
     .await;
     app.stop().await;
     let text = log_text();
@@ -1206,7 +1199,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
     ids.sort();
     let dir = app.stop().await;
     let app = spawn_app_in(dir, &format!("{}digest_after = 5\n", fake.config())).await;
-    let posted = eventually("the digest", || {
+    let posted = eventually("the digest", async || {
         fake.calls("chat.postMessage").into_iter().find(|c| c.ok)
     })
     .await;
@@ -1222,7 +1215,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
         let fake = fake.clone();
         let ts = ts.clone();
         async move {
-            eventually(&format!("the digest showing {needle:?}"), || {
+            eventually(&format!("the digest showing {needle:?}"), async || {
                 fake.calls("chat.update")
                     .into_iter()
                     .rev()
@@ -1279,6 +1272,9 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
     app.stop().await;
 }
 
+/// How long the flaky-Slack test may take to deliver its prompts, and its updates.
+const CHAOS: Duration = Duration::from_secs(180);
+
 #[tokio::test]
 async fn a_flaky_slack_still_gets_every_prompt_and_update_exactly_once() {
     // A fifth of posts and updates fail: 429s, 500s, dropped connections, slow answers.
@@ -1301,14 +1297,13 @@ async fn a_flaky_slack_still_gets_every_prompt_and_update_exactly_once() {
             .map(|c| c.ts.unwrap())
             .collect()
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(180);
-    while requests.iter().any(|s| posts_of(s).is_empty()) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "prompts not delivered"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    eventually_within("every prompt", CHAOS, async || {
+        requests
+            .iter()
+            .all(|s| !posts_of(s).is_empty())
+            .then_some(())
+    })
+    .await;
     let list = app.owner.get("/v1/requests?status=pending").await.unwrap();
     for (i, r) in list.body["requests"].as_array().unwrap().iter().enumerate() {
         let verb = if i % 2 == 0 { "approve" } else { "deny" };
@@ -1321,13 +1316,13 @@ async fn a_flaky_slack_still_gets_every_prompt_and_update_exactly_once() {
             .filter(|c| c.ok && c.params["ts"] == ts)
             .count()
     };
-    while requests.iter().any(|s| updates_of(&posts_of(s)[0]) == 0) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "updates not delivered"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    eventually_within("every update", CHAOS, async || {
+        requests
+            .iter()
+            .all(|s| updates_of(&posts_of(s)[0]) > 0)
+            .then_some(())
+    })
+    .await;
     let failed = fake
         .calls("chat.postMessage")
         .iter()

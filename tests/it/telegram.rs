@@ -1,13 +1,12 @@
 //! The Telegram channel end to end: the real daemon and real teloxide against
 //! [`FakeTelegram`] on loopback.
 
-use std::future::Future;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::fake_telegram::{Failure, FakeTelegram, User, BOT_USERNAME};
-use crate::helpers::{log_text, spawn_app, spawn_app_in, TestApp};
+use crate::helpers::{eventually, log_text, spawn_app, spawn_app_in, TestApp};
 
 const TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
 const ALICE: User = (42, "Alice");
@@ -17,25 +16,6 @@ const CHAT_A: i64 = 7001;
 const CHAT_B: i64 = 7002;
 /// A group (negative id): Telegram's 20 messages a minute apply.
 const GROUP: i64 = -5001;
-
-/// Polls `f` until it returns `Some`, for at most 30 s.
-async fn until<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 async fn start_with(token: &str) -> (TestApp, FakeTelegram) {
     let fake = FakeTelegram::start(TOKEN).await;
@@ -53,16 +33,19 @@ async fn start() -> (TestApp, FakeTelegram) {
 
 /// The prompt message for `short_id` in `chat`: (message id, sendMessage params).
 async fn prompt(fake: &FakeTelegram, chat: i64, short_id: &str) -> (i64, Value) {
-    until(&format!("the prompt for {short_id} in {chat}"), || async {
-        let (_, message, params) = fake.prompts_of(Some(chat), short_id).pop()?;
-        Some((message, params))
-    })
+    eventually(
+        &format!("the prompt for {short_id} in {chat}"),
+        async || {
+            let (_, message, params) = fake.prompts_of(Some(chat), short_id).pop()?;
+            Some((message, params))
+        },
+    )
     .await
 }
 
 /// The latest answerCallbackQuery params.
 async fn callback_answer(fake: &FakeTelegram, n: usize) -> Value {
-    until("a callback answer", || async {
+    eventually("a callback answer", async || {
         fake.ok_calls("answerCallbackQuery").get(n).cloned()
     })
     .await
@@ -70,7 +53,7 @@ async fn callback_answer(fake: &FakeTelegram, n: usize) -> Value {
 
 /// A reply sent to `chat` whose text contains `needle`.
 async fn reply_containing(fake: &FakeTelegram, chat: i64, needle: &str) -> Value {
-    until(&format!("a reply containing {needle:?}"), || async {
+    eventually(&format!("a reply containing {needle:?}"), async || {
         fake.ok_calls("sendMessage")
             .into_iter()
             .find(|p| p["chat_id"] == json!(chat) && p["text"].as_str().unwrap().contains(needle))
@@ -80,9 +63,9 @@ async fn reply_containing(fake: &FakeTelegram, chat: i64, needle: &str) -> Value
 
 /// The final edit of the prompt message `id` in `chat`.
 async fn final_edit(fake: &FakeTelegram, chat: i64, id: i64, needle: &str) -> Value {
-    until(
+    eventually(
         &format!("the prompt {chat}/{id} edited to {needle:?}"),
-        || async {
+        async || {
             fake.ok_calls("editMessageText").into_iter().find(|p| {
                 p["chat_id"] == json!(chat)
                     && p["message_id"] == json!(id)
@@ -197,7 +180,7 @@ async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
         .starts_with("<a href=\"tg://user?id=42\">Alice</a>"));
     assert_eq!(question["reply_parameters"]["message_id"], json!(msg));
     // ❌ became "Deny without reason" on the prompt.
-    until("the deny-without-reason button", || async {
+    eventually("the deny-without-reason button", async || {
         let m = fake.message(CHAT_A, msg);
         m["reply_markup"]
             .to_string()
@@ -279,7 +262,7 @@ async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
     fake.say(MALLORY, CHAT_A, &format!("/approve {short}"), None);
     let r = reply_containing(&fake, CHAT_A, "not allowed").await;
     assert!(r["text"].as_str().unwrap().contains("66"));
-    let events = until("three audited attempts", || async {
+    let events = eventually("three audited attempts", async || {
         let ev = app.audit_events(&id).await;
         (ev.iter().filter(|e| *e == "unauthorised_attempt").count() == 3).then_some(ev)
     })
@@ -308,7 +291,7 @@ async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
 
     // A stranger's private chat is ignored (not in chats, not an approver), and logged.
     fake.say(MALLORY, 6666, &format!("/approve {short}"), None);
-    until("the stranger's message counted as ignored", || async {
+    eventually("the stranger's message counted as ignored", async || {
         app.metrics()
             .await
             .contains("gatebot_chat_updates_total{channel=\"telegram\",outcome=\"ignored\"} 1")
@@ -325,7 +308,7 @@ async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
     fake.say(MALLORY, -9999, &format!("/deny {short} nope"), None);
     let r = reply_containing(&fake, -9999, "not allowed").await;
     assert!(r["text"].as_str().unwrap().contains("66"));
-    until("the group attempt audited", || async {
+    eventually("the group attempt audited", async || {
         let n = app
             .audit_rows(&id)
             .await
@@ -445,7 +428,7 @@ async fn prompts_are_edited_after_a_cli_decision_and_after_expiry() {
 async fn prompts_survive_429_and_5xx_and_are_delivered_exactly_once() {
     let (app, fake) = start().await;
     // Wait until the channel is up, so the failures hit prompts.
-    until("getMe", || async {
+    eventually("getMe", async || {
         (!fake.ok_calls("getMe").is_empty()).then_some(())
     })
     .await;
@@ -547,7 +530,7 @@ async fn hostile_agent_text_is_escaped_and_long_arguments_are_cut() {
 async fn a_bad_token_is_logged_without_the_token_and_the_daemon_keeps_serving() {
     let wrong = "424242:AAE-wrong-secret-token-for-tests_9876543210";
     let (app, fake) = start_with(wrong).await;
-    until("the refused getMe logged", || async {
+    eventually("the refused getMe logged", async || {
         log_text()
             .contains("Telegram refused the bot token")
             .then_some(())
@@ -570,7 +553,7 @@ async fn a_409_conflict_is_reported_and_polling_resumes() {
         fake.url, ALICE.0
     ))
     .await;
-    until("the conflict logged", || async {
+    eventually("the conflict logged", async || {
         log_text()
             .contains("another process is polling Telegram with this bot token")
             .then_some(())
@@ -587,7 +570,7 @@ async fn the_token_never_appears_in_the_log() {
     // Runs alongside the others (bad token, 409, 5xx, 429); check what is there by now
     // and again after this test's own traffic.
     let (app, fake) = start().await;
-    until("getMe", || async {
+    eventually("getMe", async || {
         (!fake.ok_calls("getMe").is_empty()).then_some(())
     })
     .await;
@@ -756,7 +739,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
     let shows = |needle: String| {
         let fake = fake.clone();
         async move {
-            until(&format!("the digest showing {needle:?}"), || async {
+            eventually(&format!("the digest showing {needle:?}"), async || {
                 let m = fake.message(CHAT_A, dmsg);
                 m["text"].as_str().unwrap().contains(&needle).then_some(m)
             })
