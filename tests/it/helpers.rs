@@ -131,6 +131,17 @@ impl TestApp {
         res.body
     }
 
+    /// Submits `body` as an agent, expecting it to wait for a human: (id, short id).
+    pub async fn submit_pending(&self, body: Value) -> (String, String) {
+        let res = self.submit(body).await;
+        assert!(res.status.is_success(), "{:?}", res.body);
+        assert_eq!(res.body["status"], "pending", "{:?}", res.body);
+        (
+            res.body["id"].as_str().unwrap().to_string(),
+            res.body["short_id"].as_str().unwrap().to_string(),
+        )
+    }
+
     /// Decides as the owner `alice`, on the owner socket as the CLI does.
     pub async fn decide(&self, id: &str, decision: &str, reason: Option<&str>) -> Response {
         self.owner
@@ -142,12 +153,28 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Decides as [`TestApp::decide`] does, expecting success.
+    pub async fn decide_ok(&self, id: &str, decision: &str, reason: Option<&str>) -> Value {
+        let res = self.decide(id, decision, reason).await;
+        assert!(res.status.is_success(), "{:?}", res.body);
+        res.body
+    }
+
     /// The request as the agent sees it, after waiting up to `wait_secs` for a decision.
     pub async fn get(&self, id: &str, wait_secs: f64) -> Response {
         self.agent
             .get(&format!("/v1/requests/{id}?wait={wait_secs}"))
             .await
             .unwrap()
+    }
+
+    /// The request once its status is `want`.
+    pub async fn wait_for_status(&self, id: &str, want: &str) -> Value {
+        eventually(&format!("{id} to become {want}"), async || {
+            let body = self.get(id, 2.0).await.body;
+            (body["status"] == want).then_some(body)
+        })
+        .await
     }
 
     pub async fn audit_events(&self, id: &str) -> Vec<String> {

@@ -35,9 +35,9 @@ async fn prompted(
     tool: &str,
     args: Value,
 ) -> Prompted {
-    let body = app.submit_ok(agent, tool, args).await;
-    assert_eq!(body["status"], "pending", "{body:?}");
-    let id = body["id"].as_str().unwrap().to_string();
+    let (id, short_id) = app
+        .submit_pending(json!({"agent": agent, "tool": tool, "args": args}))
+        .await;
     let call = eventually("the prompt", async || {
         fake.calls("chat.postMessage")
             .into_iter()
@@ -45,7 +45,7 @@ async fn prompted(
     })
     .await;
     Prompted {
-        short_id: body["short_id"].as_str().unwrap().to_string(),
+        short_id,
         ts: call.ts.clone().unwrap(),
         params: call.params,
         id,
@@ -88,14 +88,6 @@ async fn update_of(fake: &FakeSlack, ts: &str, status_word: &str) -> Value {
 
 async fn status(app: &TestApp, id: &str) -> Value {
     app.get(id, 0.0).await.body
-}
-
-async fn wait_status(app: &TestApp, id: &str, want: &str) -> Value {
-    eventually(&format!("{id} to become {want}"), async || {
-        let body = app.get(id, 2.0).await.body;
-        (body["status"] == want).then_some(body)
-    })
-    .await
 }
 
 fn action_ids(params: &Value) -> Vec<String> {
@@ -214,7 +206,7 @@ async fn deny_opens_a_modal_and_its_reason_reaches_the_agent() {
         submit_modal(APPROVER, &meta, Some("  wrong customer  ")),
     )
     .await;
-    let got = wait_status(&app, &p.id, "rejected").await;
+    let got = app.wait_for_status(&p.id, "rejected").await;
     assert_eq!(got["reason"], "wrong customer");
     assert!(got["message"].as_str().unwrap().contains("wrong customer"));
     let update = update_of(&fake, &p.ts, "Denied").await;
@@ -257,7 +249,7 @@ async fn always_allow_lets_the_next_call_through_and_is_offered_only_when_it_app
         ),
     )
     .await;
-    let got = wait_status(&app, &p.id, "approved").await;
+    let got = app.wait_for_status(&p.id, "approved").await;
     assert_eq!(got["always_allowed"], true, "{got:?}");
     let next = app
         .submit_ok("mailer", "send_email", json!({"to": ["b@example.com"]}))
@@ -386,7 +378,7 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
 
     fake.send("slash_commands", fake.slash(APPROVER, "/approve", "zzzz6"))
         .await;
-    wait_status(&app, &b.id, "approved").await;
+    app.wait_for_status(&b.id, "approved").await;
     ephemeral_containing(&fake, APPROVER, "Approved zzzz6789").await;
 
     fake.send(
@@ -398,7 +390,7 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
         ),
     )
     .await;
-    let got = wait_status(&app, &c.id, "rejected").await;
+    let got = app.wait_for_status(&c.id, "rejected").await;
     assert_eq!(got["reason"], "not this week");
 
     fake.send(
@@ -406,7 +398,7 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
         fake.slash(APPROVER, "/approve_always", "zzzz2345"),
     )
     .await;
-    wait_status(&app, &a.id, "approved").await;
+    app.wait_for_status(&a.id, "approved").await;
     // Every answer was private: nothing was posted to the channel but the three prompts.
     assert_eq!(fake.calls("chat.postMessage").len(), 3);
 }
@@ -443,7 +435,7 @@ async fn a_reply_in_a_prompt_thread_decides_without_an_id() {
         message(APPROVER, "deny not to this address", Some(&p.ts), "Ev2"),
     )
     .await;
-    let got = wait_status(&app, &p.id, "rejected").await;
+    let got = app.wait_for_status(&p.id, "rejected").await;
     assert_eq!(got["reason"], "not to this address");
     let said = ephemeral_containing(&fake, APPROVER, "Denied").await;
     assert!(said.contains(&p.short_id));
@@ -459,7 +451,7 @@ async fn a_reply_in_a_prompt_thread_decides_without_an_id() {
         message(APPROVER, "/approve", Some(&q.ts), "Ev3"),
     )
     .await;
-    wait_status(&app, &q.id, "approved").await;
+    app.wait_for_status(&q.id, "approved").await;
     // The answer follows the decision: wait for it rather than race it.
     ephemeral_containing(&fake, APPROVER, &format!("Approved {}", q.short_id)).await;
     assert_eq!(
@@ -481,8 +473,7 @@ async fn prompts_follow_cli_decisions_and_a_late_click_is_told_who_won() {
         json!({"to": ["a@example.com"]}),
     )
     .await;
-    let res = app.decide(&p.id, "approve", None).await;
-    assert!(res.status.is_success(), "{:?}", res.body);
+    app.decide_ok(&p.id, "approve", None).await;
     let update = update_of(&fake, &p.ts, "Approved").await;
     assert!(action_ids(&update).is_empty());
     assert!(update["blocks"].to_string().contains("by alice (CLI)"));
@@ -574,8 +565,8 @@ async fn a_redelivered_envelope_is_acknowledged_twice_but_decides_once() {
         (fake.acks().iter().filter(|a| *a == "dup-1").count() == 2).then_some(())
     })
     .await;
-    wait_status(&app, &p.id, "approved").await;
-    wait_status(&app, &p2.id, "approved").await;
+    app.wait_for_status(&p.id, "approved").await;
+    app.wait_for_status(&p2.id, "approved").await;
     // Let any duplicate handling finish before looking for its traces.
     eventually("all acks", async || (fake.acks().len() == 4).then_some(())).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -629,7 +620,7 @@ async fn a_dropped_socket_reconnects_and_the_next_click_works() {
         click(APPROVER, &p.ts, &encode_button(Button::Approve, &p.id)),
     )
     .await;
-    wait_status(&app, &p.id, "approved").await;
+    app.wait_for_status(&p.id, "approved").await;
     // Slack asking us to reconnect is handled the same way.
     fake.send_frame(json!({"type": "disconnect", "reason": "refresh_requested"}))
         .await;
@@ -830,8 +821,7 @@ async fn after_a_restart_a_decision_updates_the_prompt_already_posted() {
     .await;
     let dir = app.stop().await;
     let app = spawn_app_in(dir, &fake.config()).await;
-    let res = app.decide(&p.id, "approve", None).await;
-    assert!(res.status.is_success(), "{:?}", res.body);
+    app.decide_ok(&p.id, "approve", None).await;
     let update = update_of(&fake, &p.ts, "Approved").await;
     assert!(action_ids(&update).is_empty());
     assert!(update["blocks"].to_string().contains("by alice (CLI)"));
@@ -855,8 +845,7 @@ async fn a_long_deny_reason_is_cut_so_the_prompt_still_loses_its_buttons() {
     )
     .await;
     let reason = "<&>".repeat(4000);
-    let res = app.decide(&p.id, "deny", Some(&reason)).await;
-    assert!(res.status.is_success(), "{:?}", res.body);
+    app.decide_ok(&p.id, "deny", Some(&reason)).await;
     let update = update_of(&fake, &p.ts, "Denied").await;
     assert!(action_ids(&update).is_empty());
     let outcome = update["blocks"].as_array().unwrap().last().unwrap()["text"]["text"]
@@ -955,16 +944,11 @@ async fn hostile_tool_names_summaries_and_results_cannot_mention_or_link() {
     let (app, fake) = setup().await;
     let hostile = "@channel @here <!channel> <!here|here> <@U0ADMIN> https://evil.example www.evil.example #general";
     let tool = "@here<!channel>https://evil.example";
-    let res = app
-        .submit(
+    let (id, short) = app
+        .submit_pending(
             json!({"agent": "intern", "tool": tool, "args": {"body": hostile}, "summary": hostile}),
         )
         .await;
-    assert_eq!(res.body["status"], "pending", "{:?}", res.body);
-    let (id, short) = (
-        res.body["id"].as_str().unwrap().to_string(),
-        res.body["short_id"].as_str().unwrap().to_string(),
-    );
     let post = eventually("the prompt", async || {
         fake.calls("chat.postMessage")
             .into_iter()
@@ -1090,7 +1074,7 @@ async fn http_mode_accepts_a_correctly_signed_click() {
         post_form(&url, &body, &ts, &sign("shh-secret", &ts, &body)).await,
         200
     );
-    wait_status(&app, &p.id, "approved").await;
+    app.wait_for_status(&p.id, "approved").await;
     assert!(
         fake.calls("apps.connections.open").is_empty(),
         "no Socket Mode in HTTP mode"
@@ -1241,7 +1225,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
         click(APPROVER, &ts, &encode_button(Button::Approve, &ids[0])),
     )
     .await;
-    wait_status(&app, &ids[0], "approved").await;
+    app.wait_for_status(&ids[0], "approved").await;
     shows("request 2 of 8 · 7 pending".into()).await;
     // A reply in the digest's thread decides the request it shows.
     fake.send(
@@ -1249,14 +1233,14 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
         message(APPROVER, "deny not these", Some(&ts), "EvDigest1"),
     )
     .await;
-    let got = wait_status(&app, &ids[1], "rejected").await;
+    let got = app.wait_for_status(&ids[1], "rejected").await;
     assert_eq!(got["reason"], "not these");
     shows("request 3 of 8 · 6 pending".into()).await;
     fake.send("interactive", click(APPROVER, &ts, "gb1:v:s"))
         .await;
     shows("6 of 8 requests in this digest need a decision".into()).await;
     for id in &ids[2..] {
-        assert!(app.decide(id, "approve", None).await.status.is_success());
+        app.decide_ok(id, "approve", None).await;
     }
     let closed = shows("all settled".into()).await;
     assert!(shown_text(&closed).contains("7 approved, 1 denied"));
@@ -1308,7 +1292,7 @@ async fn a_flaky_slack_still_gets_every_prompt_and_update_exactly_once() {
     for (i, r) in list.body["requests"].as_array().unwrap().iter().enumerate() {
         let verb = if i % 2 == 0 { "approve" } else { "deny" };
         let id = r["id"].as_str().unwrap();
-        assert!(app.decide(id, verb, None).await.status.is_success());
+        app.decide_ok(id, verb, None).await;
     }
     let updates_of = |ts: &str| {
         fake.calls("chat.update")

@@ -76,16 +76,6 @@ async fn final_edit(fake: &FakeTelegram, chat: i64, id: i64, needle: &str) -> Va
     .await
 }
 
-async fn submit(app: &TestApp, body: Value) -> (String, String) {
-    let res = app.submit(body).await;
-    assert!(res.status.is_success(), "{:?}", res.body);
-    assert_eq!(res.body["status"], "pending", "{:?}", res.body);
-    (
-        res.body["id"].as_str().unwrap().to_string(),
-        res.body["short_id"].as_str().unwrap().to_string(),
-    )
-}
-
 fn button_data(params: &Value) -> Vec<String> {
     params["reply_markup"]["inline_keyboard"]
         .as_array()
@@ -99,7 +89,7 @@ fn button_data(params: &Value) -> Vec<String> {
 #[tokio::test]
 async fn an_approvers_tap_approves_the_waiting_agent_and_edits_every_copy() {
     let (app, fake) = start().await;
-    let (id, short) = submit(&app, json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Bo"}, "summary": "Add Bo"})).await;
+    let (id, short) = app.submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Bo"}, "summary": "Add Bo"})).await;
     let (msg_a, p) = prompt(&fake, CHAT_A, &short).await;
     let (msg_b, _) = prompt(&fake, CHAT_B, &short).await;
     assert_eq!(p["parse_mode"], "HTML");
@@ -160,11 +150,11 @@ async fn an_approvers_tap_approves_the_waiting_agent_and_edits_every_copy() {
 #[tokio::test]
 async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
     let (app, fake) = start().await;
-    let (id, short) = submit(
-        &app,
-        json!({"agent": "mailer", "tool": "send_email", "args": {"to": "a@example.com"}}),
-    )
-    .await;
+    let (id, short) = app
+        .submit_pending(
+            json!({"agent": "mailer", "tool": "send_email", "args": {"to": "a@example.com"}}),
+        )
+        .await;
     let (msg, p) = prompt(&fake, CHAT_A, &short).await;
     let data = button_data(&p);
     assert_eq!(data.len(), 3, "always allow is offered here");
@@ -197,11 +187,11 @@ async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
     final_edit(&fake, CHAT_A, msg, "Denied by Alice (42) (Telegram)").await;
 
     // Deny without a reason.
-    let (id2, short2) = submit(
-        &app,
-        json!({"agent": "mailer", "tool": "send_email", "args": {"to": "b@example.com"}}),
-    )
-    .await;
+    let (id2, short2) = app
+        .submit_pending(
+            json!({"agent": "mailer", "tool": "send_email", "args": {"to": "b@example.com"}}),
+        )
+        .await;
     let (msg2, _) = prompt(&fake, CHAT_B, &short2).await;
     fake.press(ALICE, CHAT_B, msg2, &format!("gb1:d:{id2}"));
     reply_containing(&fake, CHAT_B, &format!("why deny <code>{short2}</code>")).await;
@@ -214,11 +204,11 @@ async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
 #[tokio::test]
 async fn always_allow_lets_the_next_call_through_and_is_not_offered_where_it_cannot_apply() {
     let (app, fake) = start().await;
-    let (id, short) = submit(
-        &app,
-        json!({"agent": "mailer", "tool": "send_email", "args": {"to": "a@example.com"}}),
-    )
-    .await;
+    let (id, short) = app
+        .submit_pending(
+            json!({"agent": "mailer", "tool": "send_email", "args": {"to": "a@example.com"}}),
+        )
+        .await;
     let (msg, p) = prompt(&fake, CHAT_A, &short).await;
     assert!(button_data(&p).contains(&format!("gb1:A:{id}")));
     fake.press(ALICE, CHAT_A, msg, &format!("gb1:A:{id}"));
@@ -231,11 +221,9 @@ async fn always_allow_lets_the_next_call_through_and_is_not_offered_where_it_can
         .await;
     assert_eq!(next.body["status"], "allowed", "{:?}", next.body);
 
-    let (bulk, bshort) = submit(
-        &app,
-        json!({"agent": "mailer", "tool": "send_bulk_email", "args": {}}),
-    )
-    .await;
+    let (bulk, bshort) = app
+        .submit_pending(json!({"agent": "mailer", "tool": "send_bulk_email", "args": {}}))
+        .await;
     let (_, p) = prompt(&fake, CHAT_A, &bshort).await;
     let data = button_data(&p);
     assert_eq!(data, [format!("gb1:a:{bulk}"), format!("gb1:d:{bulk}")]);
@@ -244,11 +232,9 @@ async fn always_allow_lets_the_next_call_through_and_is_not_offered_where_it_can
 #[tokio::test]
 async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
     let (app, fake) = start().await;
-    let (id, short) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {}}),
-    )
-    .await;
+    let (id, short) = app
+        .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {}}))
+        .await;
     let (msg, _) = prompt(&fake, CHAT_A, &short).await;
     fake.press(MALLORY, CHAT_A, msg, &format!("gb1:a:{id}"));
     let ans = callback_answer(&fake, 0).await;
@@ -325,10 +311,10 @@ async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
 async fn text_commands_decide_by_prefix_mention_and_reply() {
     let (app, fake) = start().await;
     let body = |n: u32| json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}});
-    let (id1, s1) = submit(&app, body(1)).await;
-    let (id2, s2) = submit(&app, body(2)).await;
-    let (id3, s3) = submit(&app, body(3)).await;
-    let (id4, s4) = submit(&app, body(4)).await;
+    let (id1, s1) = app.submit_pending(body(1)).await;
+    let (id2, s2) = app.submit_pending(body(2)).await;
+    let (id3, s3) = app.submit_pending(body(3)).await;
+    let (id4, s4) = app.submit_pending(body(4)).await;
 
     fake.say(ALICE, CHAT_A, &format!("/approve {}", &s1[..5]), None);
     assert_eq!(app.get(&id1, 20.0).await.body["status"], "approved");
@@ -354,8 +340,8 @@ async fn text_commands_decide_by_prefix_mention_and_reply() {
     reply_containing(&fake, CHAT_A, "No request matches `zzzz`").await;
 
     // Two pending requests whose short ids share a prefix.
-    let (id5, _) = submit(&app, body(5)).await;
-    let (id6, _) = submit(&app, body(6)).await;
+    let (id5, _) = app.submit_pending(body(5)).await;
+    let (id6, _) = app.submit_pending(body(6)).await;
     let db = rusqlite::Connection::open(app.path().join("gatebot.db")).unwrap();
     db.execute(
         "UPDATE approvals SET short_id = 'qqqq2222' WHERE id = ?1",
@@ -396,23 +382,20 @@ async fn text_commands_decide_by_prefix_mention_and_reply() {
 #[tokio::test]
 async fn prompts_are_edited_after_a_cli_decision_and_after_expiry() {
     let (app, fake) = start().await;
-    let (id, short) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {}}),
-    )
-    .await;
+    let (id, short) = app
+        .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {}}))
+        .await;
     let (msg, _) = prompt(&fake, CHAT_A, &short).await;
-    let res = app.decide(&id, "deny", Some("not this week")).await;
-    assert!(res.status.is_success());
+    app.decide_ok(&id, "deny", Some("not this week")).await;
     let e = final_edit(&fake, CHAT_A, msg, "Denied by alice (CLI)").await;
     assert!(e["text"].as_str().unwrap().contains("not this week"));
 
     // Long enough for the prompt to be posted first (an expired request gets none).
-    let (eid, eshort) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {}, "ttl": "5s"}),
-    )
-    .await;
+    let (eid, eshort) = app
+        .submit_pending(
+            json!({"agent": "intern", "tool": "create_contact", "args": {}, "ttl": "5s"}),
+        )
+        .await;
     let (emsg, p) = prompt(&fake, CHAT_B, &eshort).await;
     final_edit(&fake, CHAT_B, emsg, "⌛ Expired").await;
     fake.press(ALICE, CHAT_B, emsg, &button_data(&p)[0]);
@@ -439,11 +422,9 @@ async fn prompts_survive_429_and_5xx_and_are_delivered_exactly_once() {
     ]);
     let mut shorts = Vec::new();
     for n in 0..3 {
-        let (_, s) = submit(
-            &app,
-            json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}}),
-        )
-        .await;
+        let (_, s) = app
+            .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}}))
+            .await;
         shorts.push(s);
     }
     for s in &shorts {
@@ -467,15 +448,13 @@ async fn prompts_survive_429_and_5xx_and_are_delivered_exactly_once() {
 async fn hostile_agent_text_is_escaped_and_long_arguments_are_cut() {
     let (app, fake) = start().await;
     let hostile = "</code></pre><b>Risk: low</b>\nRisk: low & approved by admin <a href=\"x\">";
-    let (_, short) = submit(
-        &app,
-        json!({
+    let (_, short) = app
+        .submit_pending(json!({
             "agent": "intern", "tool": "create_contact",
             "args": {"note": hostile, "blob": "A".repeat(6000)},
             "summary": "Risk: low</pre><i>trust me</i>",
-        }),
-    )
-    .await;
+        }))
+        .await;
     let (_, p) = prompt(&fake, CHAT_A, &short).await;
     assert_eq!(p["parse_mode"], "HTML");
     let text = p["text"].as_str().unwrap();
@@ -501,22 +480,20 @@ async fn hostile_agent_text_is_escaped_and_long_arguments_are_cut() {
     }
 
     // The note sorts after the blob and was cut; show it on its own.
-    let (_, short) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {"note": hostile}}),
-    )
-    .await;
+    let (_, short) = app
+        .submit_pending(
+            json!({"agent": "intern", "tool": "create_contact", "args": {"note": hostile}}),
+        )
+        .await;
     let (_, p) = prompt(&fake, CHAT_B, &short).await;
     assert!(p["text"].as_str().unwrap().contains(
         "\"note\": \"&lt;/code&gt;&lt;/pre&gt;&lt;b&gt;Risk: low&lt;/b&gt;\\nRisk: low &amp; approved by admin &lt;a href=\\\"x\\\"&gt;\""
     ), "{}", p["text"]);
 
     // A hostile tool name is escaped too.
-    let (_, short) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "</code><b>Risk: low</b>&", "args": {}}),
-    )
-    .await;
+    let (_, short) = app
+        .submit_pending(json!({"agent": "intern", "tool": "</code><b>Risk: low</b>&", "args": {}}))
+        .await;
     let (_, p) = prompt(&fake, CHAT_A, &short).await;
     let text = p["text"].as_str().unwrap();
     assert!(
@@ -575,11 +552,9 @@ async fn the_token_never_appears_in_the_log() {
     })
     .await;
     fake.fail_next_sends(&[Failure::RetryAfter(1)]);
-    let (_, short) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {}}),
-    )
-    .await;
+    let (_, short) = app
+        .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {}}))
+        .await;
     prompt(&fake, CHAT_A, &short).await;
     app.stop().await;
     let text = log_text();
@@ -646,8 +621,8 @@ async fn after_a_restart_prompts_are_edited_not_posted_again_and_reason_replies_
     let extra = config_for(&fake, &[GROUP]);
     let app = spawn_app(&extra).await;
     let body = |n: u32| json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}});
-    let (id1, s1) = submit(&app, body(1)).await;
-    let (id2, s2) = submit(&app, body(2)).await;
+    let (id1, s1) = app.submit_pending(body(1)).await;
+    let (id2, s2) = app.submit_pending(body(2)).await;
     let (m1, _) = prompt(&fake, GROUP, &s1).await;
     let (m2, _) = prompt(&fake, GROUP, &s2).await;
     // ❌ on the second: the reason question goes out, then gatebot restarts.
@@ -657,8 +632,7 @@ async fn after_a_restart_prompts_are_edited_not_posted_again_and_reason_replies_
     let dir = app.stop().await;
     let app = spawn_app_in(dir, &extra).await;
 
-    let res = app.decide(&id1, "approve", None).await;
-    assert!(res.status.is_success(), "{:?}", res.body);
+    app.decide_ok(&id1, "approve", None).await;
     final_edit(&fake, GROUP, m1, "Approved by alice (CLI)").await;
     fake.say(ALICE, GROUP, "not on a Sunday", Some(qid));
     let got = app.get(&id2, 20.0).await;
@@ -674,16 +648,13 @@ async fn after_a_restart_prompts_are_edited_not_posted_again_and_reason_replies_
 #[tokio::test]
 async fn failed_edits_are_retried_and_a_429_is_waited_out() {
     let (app, fake) = start().await;
-    let (id, short) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {}}),
-    )
-    .await;
+    let (id, short) = app
+        .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {}}))
+        .await;
     let (msg_a, _) = prompt(&fake, CHAT_A, &short).await;
     let (msg_b, _) = prompt(&fake, CHAT_B, &short).await;
     fake.fail_next_edits(&[Failure::RetryAfter(3), Failure::Drop, Failure::ServerError]);
-    let res = app.decide(&id, "approve", None).await;
-    assert!(res.status.is_success());
+    app.decide_ok(&id, "approve", None).await;
     for (chat, msg) in [(CHAT_A, msg_a), (CHAT_B, msg_b)] {
         let e = final_edit(&fake, chat, msg, "Approved by alice (CLI)").await;
         assert_eq!(e["reply_markup"]["inline_keyboard"], json!([]));
@@ -714,11 +685,9 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
     let app = spawn_app(&config_for(&fake, &[CHAT_A])).await;
     let mut ids = Vec::new();
     for n in 0..12 {
-        let (id, _) = submit(
-            &app,
-            json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}}),
-        )
-        .await;
+        let (id, _) = app
+            .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}}))
+            .await;
         ids.push(id);
     }
     ids.sort();
@@ -781,7 +750,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
 
     // Decided elsewhere, the digest closes with the tally.
     for id in &ids[2..] {
-        assert!(app.decide(id, "approve", None).await.status.is_success());
+        app.decide_ok(id, "approve", None).await;
     }
     let m = shows("all settled".into()).await;
     assert!(
@@ -816,7 +785,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
 async fn a_burst_arriving_behind_a_single_prompt_still_becomes_a_digest() {
     let (app, fake) = start().await;
     let body = |n: u32| json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}});
-    let (_, first) = submit(&app, body(0)).await;
+    let (_, first) = app.submit_pending(body(0)).await;
     prompt(&fake, CHAT_A, &first).await;
     // Within the second gatebot waits before its next call in this chat.
     let burst: Vec<_> = (1..=8).map(|n| app.submit(body(n))).collect();
