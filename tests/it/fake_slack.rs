@@ -25,6 +25,8 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
+use crate::helpers::eventually;
+
 /// One Web API call.
 #[derive(Debug, Clone)]
 pub struct Call {
@@ -252,16 +254,12 @@ impl FakeSlack {
 
     /// Sends a raw frame once a client is connected.
     pub async fn send_frame(&self, frame: Value) {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            if let Some((_, tx)) = self.inner.conn.lock().unwrap().as_ref() {
-                if tx.send(ToClient::Text(frame.to_string())).is_ok() {
-                    return;
-                }
-            }
-            assert!(Instant::now() < deadline, "no Socket Mode client connected");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        eventually("a Socket Mode client to send to", async || {
+            let conn = self.inner.conn.lock().unwrap();
+            let (_, tx) = conn.as_ref()?;
+            tx.send(ToClient::Text(frame.to_string())).ok()
+        })
+        .await
     }
 }
 
@@ -471,18 +469,6 @@ async fn accept(listener: TcpListener, st: Arc<Inner>) {
                 *conn = None;
             }
         });
-    }
-}
-
-/// Polls `f` until it returns `Some`, for at most 15 s.
-pub async fn eventually<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -1,6 +1,9 @@
-//! Test harness: a whole gatebot in a temp dir, with clients for both sockets.
+//! Test harness: a whole gatebot in a temp dir, with clients for both sockets;
+//! [`eventually`] for anything that happens in the background; and the log of
+//! every in-process daemon ([`log_text`]), printed too when `TEST_LOG` is set.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, Once};
 use std::time::Duration;
 
 use gatebot::api::client::{Client, Response};
@@ -69,6 +72,7 @@ pub async fn spawn_app_in(dir: TempDir, extra: &str) -> TestApp {
 
 /// Starts a daemon in `dir` on exactly `config` (no `BASE_CONFIG`).
 pub async fn spawn_app_with_config(dir: TempDir, config: &str) -> TestApp {
+    capture_logs();
     let config_path = dir.path().join("bot.toml");
     std::fs::write(&config_path, config).unwrap();
     let config = Config::load(&config_path).unwrap();
@@ -127,6 +131,18 @@ impl TestApp {
         res.body
     }
 
+    /// Submits `body` as an agent, expecting it to wait for a human: (id, short id).
+    pub async fn submit_pending(&self, body: Value) -> (String, String) {
+        let res = self.submit(body).await;
+        assert!(res.status.is_success(), "{:?}", res.body);
+        assert_eq!(res.body["status"], "pending", "{:?}", res.body);
+        (
+            res.body["id"].as_str().unwrap().to_string(),
+            res.body["short_id"].as_str().unwrap().to_string(),
+        )
+    }
+
+    /// Decides as the owner `alice`, on the owner socket as the CLI does.
     pub async fn decide(&self, id: &str, decision: &str, reason: Option<&str>) -> Response {
         self.owner
             .post(
@@ -137,11 +153,28 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Decides as [`TestApp::decide`] does, expecting success.
+    pub async fn decide_ok(&self, id: &str, decision: &str, reason: Option<&str>) -> Value {
+        let res = self.decide(id, decision, reason).await;
+        assert!(res.status.is_success(), "{:?}", res.body);
+        res.body
+    }
+
+    /// The request as the agent sees it, after waiting up to `wait_secs` for a decision.
     pub async fn get(&self, id: &str, wait_secs: f64) -> Response {
         self.agent
             .get(&format!("/v1/requests/{id}?wait={wait_secs}"))
             .await
             .unwrap()
+    }
+
+    /// The request once its status is `want`.
+    pub async fn wait_for_status(&self, id: &str, want: &str) -> Value {
+        eventually(&format!("{id} to become {want}"), async || {
+            let body = self.get(id, 2.0).await.body;
+            (body["status"] == want).then_some(body)
+        })
+        .await
     }
 
     pub async fn audit_events(&self, id: &str) -> Vec<String> {
@@ -202,5 +235,81 @@ impl TestApp {
             .await
             .unwrap();
         res.body["audit"].as_array().unwrap().clone()
+    }
+}
+
+/// How long [`eventually`] waits.
+const EVENTUALLY: Duration = Duration::from_secs(30);
+
+/// Polls `f` until it returns `Some`, for at most 30 s; panics naming `what`.
+/// `f` may be an async closure (`async || …`), so it can call the daemon too.
+pub async fn eventually<T>(what: &str, f: impl AsyncFnMut() -> Option<T>) -> T {
+    eventually_within(what, EVENTUALLY, f).await
+}
+
+/// [`eventually`] with its own limit, for the few waits that take minutes (chaos tests).
+pub async fn eventually_within<T>(
+    what: &str,
+    limit: Duration,
+    mut f: impl AsyncFnMut() -> Option<T>,
+) -> T {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// What the log capture records: everything at debug, as `[log] level = "debug"` does,
+/// so a token in any library's debug line shows. reqwest is capped at info as the
+/// daemon caps it (`telemetry::init`): it logs Telegram's URLs, token included.
+const LOG_FILTER: &str = "debug,reqwest=info";
+
+/// Everything logged since the capture was installed, by every test in this binary.
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// Installs the global subscriber once: it records into [`LOGS`] and, when `TEST_LOG`
+/// is set, also prints to the output of the test that logged.
+pub fn capture_logs() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        let record = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(|| LogSink);
+        let print = std::env::var_os("TEST_LOG")
+            .is_some()
+            .then(|| tracing_subscriber::fmt::layer().with_test_writer());
+        tracing_subscriber::registry()
+            .with(tracing_subscriber::EnvFilter::new(LOG_FILTER))
+            .with(record)
+            .with(print)
+            .init();
+    });
+}
+
+/// The captured log so far (installing the capture if nothing has yet).
+pub fn log_text() -> String {
+    capture_logs();
+    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+}
+
+/// A writer appending to [`LOGS`].
+struct LogSink;
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }

@@ -6,9 +6,9 @@ use std::time::Duration;
 use gatebot::channel::command::{encode_button, Button};
 use serde_json::{json, Value};
 
-use crate::fake_slack::{click, eventually, message, submit_modal, FakeSlack, Via};
+use crate::fake_slack::{click, message, submit_modal, FakeSlack, Via};
 use crate::fake_telegram::FakeTelegram;
-use crate::helpers::{spawn_app, spawn_app_in, TestApp};
+use crate::helpers::{eventually, eventually_within, log_text, spawn_app, spawn_app_in, TestApp};
 
 const APPROVER: &str = "U1";
 const STRANGER: &str = "U999";
@@ -35,17 +35,17 @@ async fn prompted(
     tool: &str,
     args: Value,
 ) -> Prompted {
-    let body = app.submit_ok(agent, tool, args).await;
-    assert_eq!(body["status"], "pending", "{body:?}");
-    let id = body["id"].as_str().unwrap().to_string();
-    let call = eventually("the prompt", || {
+    let (id, short_id) = app
+        .submit_pending(json!({"agent": agent, "tool": tool, "args": args}))
+        .await;
+    let call = eventually("the prompt", async || {
         fake.calls("chat.postMessage")
             .into_iter()
             .find(|c| c.ts.is_some() && c.params.to_string().contains(&id))
     })
     .await;
     Prompted {
-        short_id: body["short_id"].as_str().unwrap().to_string(),
+        short_id,
         ts: call.ts.clone().unwrap(),
         params: call.params,
         id,
@@ -58,7 +58,7 @@ fn ephemerals(fake: &FakeSlack, user: &str) -> Vec<String> {
 }
 
 async fn ephemeral_containing(fake: &FakeSlack, user: &str, needle: &str) -> String {
-    eventually(&format!("an ephemeral with {needle:?}"), || {
+    eventually(&format!("an ephemeral with {needle:?}"), async || {
         ephemerals(fake, user)
             .into_iter()
             .find(|t| t.contains(needle))
@@ -70,7 +70,7 @@ async fn ephemeral_containing(fake: &FakeSlack, user: &str, needle: &str) -> Str
 async fn update_of(fake: &FakeSlack, ts: &str, status_word: &str) -> Value {
     eventually(
         &format!("a chat.update of {ts} saying {status_word}"),
-        || {
+        async || {
             fake.calls("chat.update")
                 .into_iter()
                 .find(|c| {
@@ -88,20 +88,6 @@ async fn update_of(fake: &FakeSlack, ts: &str, status_word: &str) -> Value {
 
 async fn status(app: &TestApp, id: &str) -> Value {
     app.get(id, 0.0).await.body
-}
-
-async fn wait_status(app: &TestApp, id: &str, want: &str) -> Value {
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let body = app.get(id, 2.0).await.body;
-        if body["status"] == want {
-            return body;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{id} never became {want}: {body:?}"
-        );
-    }
 }
 
 fn action_ids(params: &Value) -> Vec<String> {
@@ -176,7 +162,7 @@ async fn a_click_on_allow_once_approves_and_the_prompt_loses_its_buttons() {
     assert_eq!(got["status"], "approved", "{got:?}");
     assert_eq!(got["decided_via"], "slack");
     assert_eq!(got["decided_by"], "name-U1 (U1)");
-    eventually("the ack", || fake.acks().contains(&env).then_some(())).await;
+    eventually("the ack", async || fake.acks().contains(&env).then_some(())).await;
 
     let update = update_of(&fake, &p.ts, "Approved").await;
     assert_eq!(update["channel"], "C1");
@@ -206,7 +192,7 @@ async fn deny_opens_a_modal_and_its_reason_reaches_the_agent() {
         click(APPROVER, &p.ts, &encode_button(Button::Deny, &p.id)),
     )
     .await;
-    let open = eventually("views.open", || fake.calls("views.open").pop()).await;
+    let open = eventually("views.open", async || fake.calls("views.open").pop()).await;
     assert_eq!(open.params["trigger_id"], format!("trigger-{}", p.ts));
     let view = &open.params["view"];
     assert_eq!(view["type"], "modal");
@@ -220,7 +206,7 @@ async fn deny_opens_a_modal_and_its_reason_reaches_the_agent() {
         submit_modal(APPROVER, &meta, Some("  wrong customer  ")),
     )
     .await;
-    let got = wait_status(&app, &p.id, "rejected").await;
+    let got = app.wait_for_status(&p.id, "rejected").await;
     assert_eq!(got["reason"], "wrong customer");
     assert!(got["message"].as_str().unwrap().contains("wrong customer"));
     let update = update_of(&fake, &p.ts, "Denied").await;
@@ -263,7 +249,7 @@ async fn always_allow_lets_the_next_call_through_and_is_offered_only_when_it_app
         ),
     )
     .await;
-    let got = wait_status(&app, &p.id, "approved").await;
+    let got = app.wait_for_status(&p.id, "approved").await;
     assert_eq!(got["always_allowed"], true, "{got:?}");
     let next = app
         .submit_ok("mailer", "send_email", json!({"to": ["b@example.com"]}))
@@ -298,7 +284,7 @@ async fn non_approvers_are_refused_privately_and_audited() {
         fake.slash(STRANGER, "/approve", &p.short_id),
     )
     .await;
-    eventually("three refusals", || {
+    eventually("three refusals", async || {
         (ephemerals(&fake, STRANGER).len() == 3).then_some(())
     })
     .await;
@@ -322,7 +308,7 @@ async fn non_approvers_are_refused_privately_and_audited() {
     // A refused /pending is audited too.
     fake.send("slash_commands", fake.slash(STRANGER, "/pending", ""))
         .await;
-    eventually("the fourth refusal", || {
+    eventually("the fourth refusal", async || {
         (ephemerals(&fake, STRANGER).len() == 4).then_some(())
     })
     .await;
@@ -392,7 +378,7 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
 
     fake.send("slash_commands", fake.slash(APPROVER, "/approve", "zzzz6"))
         .await;
-    wait_status(&app, &b.id, "approved").await;
+    app.wait_for_status(&b.id, "approved").await;
     ephemeral_containing(&fake, APPROVER, "Approved zzzz6789").await;
 
     fake.send(
@@ -404,7 +390,7 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
         ),
     )
     .await;
-    let got = wait_status(&app, &c.id, "rejected").await;
+    let got = app.wait_for_status(&c.id, "rejected").await;
     assert_eq!(got["reason"], "not this week");
 
     fake.send(
@@ -412,7 +398,7 @@ async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
         fake.slash(APPROVER, "/approve_always", "zzzz2345"),
     )
     .await;
-    wait_status(&app, &a.id, "approved").await;
+    app.wait_for_status(&a.id, "approved").await;
     // Every answer was private: nothing was posted to the channel but the three prompts.
     assert_eq!(fake.calls("chat.postMessage").len(), 3);
 }
@@ -449,7 +435,7 @@ async fn a_reply_in_a_prompt_thread_decides_without_an_id() {
         message(APPROVER, "deny not to this address", Some(&p.ts), "Ev2"),
     )
     .await;
-    let got = wait_status(&app, &p.id, "rejected").await;
+    let got = app.wait_for_status(&p.id, "rejected").await;
     assert_eq!(got["reason"], "not to this address");
     let said = ephemeral_containing(&fake, APPROVER, "Denied").await;
     assert!(said.contains(&p.short_id));
@@ -465,7 +451,7 @@ async fn a_reply_in_a_prompt_thread_decides_without_an_id() {
         message(APPROVER, "/approve", Some(&q.ts), "Ev3"),
     )
     .await;
-    wait_status(&app, &q.id, "approved").await;
+    app.wait_for_status(&q.id, "approved").await;
     // The answer follows the decision: wait for it rather than race it.
     ephemeral_containing(&fake, APPROVER, &format!("Approved {}", q.short_id)).await;
     assert_eq!(
@@ -487,8 +473,7 @@ async fn prompts_follow_cli_decisions_and_a_late_click_is_told_who_won() {
         json!({"to": ["a@example.com"]}),
     )
     .await;
-    let res = app.decide(&p.id, "approve", None).await;
-    assert!(res.status.is_success(), "{:?}", res.body);
+    app.decide_ok(&p.id, "approve", None).await;
     let update = update_of(&fake, &p.ts, "Approved").await;
     assert!(action_ids(&update).is_empty());
     assert!(update["blocks"].to_string().contains("by alice (CLI)"));
@@ -505,7 +490,7 @@ async fn prompts_follow_cli_decisions_and_a_late_click_is_told_who_won() {
         click(APPROVER, &p.ts, &encode_button(Button::Approve, &p.id)),
     )
     .await;
-    eventually("two late-click answers", || {
+    eventually("two late-click answers", async || {
         (ephemerals(&fake, APPROVER).len() == 2).then_some(())
     })
     .await;
@@ -520,7 +505,7 @@ async fn an_expired_request_updates_its_prompt() {
         .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"to": ["a@example.com"]}, "ttl": "3s"}))
         .await;
     let id = res.body["id"].as_str().unwrap().to_string();
-    let post = eventually("the prompt", || {
+    let post = eventually("the prompt", async || {
         fake.calls("chat.postMessage")
             .into_iter()
             .find(|c| c.params.to_string().contains(&id))
@@ -576,14 +561,14 @@ async fn a_redelivered_envelope_is_acknowledged_twice_but_decides_once() {
     )
     .await;
 
-    eventually("both acks", || {
+    eventually("both acks", async || {
         (fake.acks().iter().filter(|a| *a == "dup-1").count() == 2).then_some(())
     })
     .await;
-    wait_status(&app, &p.id, "approved").await;
-    wait_status(&app, &p2.id, "approved").await;
+    app.wait_for_status(&p.id, "approved").await;
+    app.wait_for_status(&p2.id, "approved").await;
     // Let any duplicate handling finish before looking for its traces.
-    eventually("all acks", || (fake.acks().len() == 4).then_some(())).await;
+    eventually("all acks", async || (fake.acks().len() == 4).then_some(())).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     for id in [&p.id, &p2.id] {
         let events = app.audit_events(id).await;
@@ -617,9 +602,12 @@ async fn a_dropped_socket_reconnects_and_the_next_click_works() {
         json!({"to": ["a@example.com"]}),
     )
     .await;
-    eventually("a connection", || (fake.connections() == 1).then_some(())).await;
+    eventually("a connection", async || {
+        (fake.connections() == 1).then_some(())
+    })
+    .await;
     fake.drop_connection();
-    eventually("a second connection", || {
+    eventually("a second connection", async || {
         (fake.connections() == 2).then_some(())
     })
     .await;
@@ -632,11 +620,11 @@ async fn a_dropped_socket_reconnects_and_the_next_click_works() {
         click(APPROVER, &p.ts, &encode_button(Button::Approve, &p.id)),
     )
     .await;
-    wait_status(&app, &p.id, "approved").await;
+    app.wait_for_status(&p.id, "approved").await;
     // Slack asking us to reconnect is handled the same way.
     fake.send_frame(json!({"type": "disconnect", "reason": "refresh_requested"}))
         .await;
-    eventually("a third connection", || {
+    eventually("a third connection", async || {
         (fake.connections() == 3).then_some(())
     })
     .await;
@@ -711,7 +699,7 @@ async fn a_rate_limited_deny_form_is_retried_only_while_its_trigger_lives() {
     fake.rate_limit("views.open", 1, 1);
     fake.send("interactive", click(APPROVER, &p.ts, &deny))
         .await;
-    let opened = eventually("a retried views.open", || {
+    let opened = eventually("a retried views.open", async || {
         let calls = fake.calls("views.open");
         calls.iter().any(|c| c.ok).then_some(calls)
     })
@@ -739,7 +727,7 @@ async fn slash_command_answers_and_refusals_arrive_through_the_response_url() {
     .await;
     fake.send("slash_commands", fake.slash(APPROVER, "/pending", ""))
         .await;
-    let answer = eventually("the answer", || fake.answers(APPROVER).pop()).await;
+    let answer = eventually("the answer", async || fake.answers(APPROVER).pop()).await;
     assert_eq!(answer.via, Via::ResponseUrl);
     assert_eq!(answer.params["response_type"], "ephemeral");
     assert!(
@@ -753,7 +741,7 @@ async fn slash_command_answers_and_refusals_arrive_through_the_response_url() {
         fake.slash(STRANGER, "/approve", &p.short_id),
     )
     .await;
-    let refusal = eventually("the refusal", || fake.answers(STRANGER).pop()).await;
+    let refusal = eventually("the refusal", async || fake.answers(STRANGER).pop()).await;
     assert_eq!(refusal.via, Via::ResponseUrl);
     assert_eq!(refusal.params["response_type"], "ephemeral");
     assert!(refusal.text().contains("not allowed"), "{}", refusal.text());
@@ -763,7 +751,7 @@ async fn slash_command_answers_and_refusals_arrive_through_the_response_url() {
     fake.fail_responses();
     fake.send("slash_commands", fake.slash(STRANGER, "/deny", &p.short_id))
         .await;
-    let fallback = eventually("the fallback", || {
+    let fallback = eventually("the fallback", async || {
         fake.answers(STRANGER)
             .into_iter()
             .find(|a| a.via == Via::Ephemeral)
@@ -794,7 +782,7 @@ async fn a_decision_in_telegram_updates_the_slack_prompt() {
         json!({"name": "Bo"}),
     )
     .await;
-    let message = eventually("the Telegram prompt", || {
+    let message = eventually("the Telegram prompt", async || {
         let sent = telegram.ok_calls("sendMessage").into_iter().find(|m| {
             m["chat_id"] == TG_CHAT && m["text"].as_str().unwrap().contains(&p.short_id)
         })?;
@@ -833,8 +821,7 @@ async fn after_a_restart_a_decision_updates_the_prompt_already_posted() {
     .await;
     let dir = app.stop().await;
     let app = spawn_app_in(dir, &fake.config()).await;
-    let res = app.decide(&p.id, "approve", None).await;
-    assert!(res.status.is_success(), "{:?}", res.body);
+    app.decide_ok(&p.id, "approve", None).await;
     let update = update_of(&fake, &p.ts, "Approved").await;
     assert!(action_ids(&update).is_empty());
     assert!(update["blocks"].to_string().contains("by alice (CLI)"));
@@ -858,8 +845,7 @@ async fn a_long_deny_reason_is_cut_so_the_prompt_still_loses_its_buttons() {
     )
     .await;
     let reason = "<&>".repeat(4000);
-    let res = app.decide(&p.id, "deny", Some(&reason)).await;
-    assert!(res.status.is_success(), "{:?}", res.body);
+    app.decide_ok(&p.id, "deny", Some(&reason)).await;
     let update = update_of(&fake, &p.ts, "Denied").await;
     assert!(action_ids(&update).is_empty());
     let outcome = update["blocks"].as_array().unwrap().last().unwrap()["text"]["text"]
@@ -884,7 +870,7 @@ async fn hostile_arguments_render_literally() {
         .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"body": hostile}, "summary": hostile}))
         .await;
     let id = res.body["id"].as_str().unwrap().to_string();
-    let post = eventually("the prompt", || {
+    let post = eventually("the prompt", async || {
         fake.calls("chat.postMessage")
             .into_iter()
             .find(|c| c.params.to_string().contains(&id))
@@ -958,17 +944,12 @@ async fn hostile_tool_names_summaries_and_results_cannot_mention_or_link() {
     let (app, fake) = setup().await;
     let hostile = "@channel @here <!channel> <!here|here> <@U0ADMIN> https://evil.example www.evil.example #general";
     let tool = "@here<!channel>https://evil.example";
-    let res = app
-        .submit(
+    let (id, short) = app
+        .submit_pending(
             json!({"agent": "intern", "tool": tool, "args": {"body": hostile}, "summary": hostile}),
         )
         .await;
-    assert_eq!(res.body["status"], "pending", "{:?}", res.body);
-    let (id, short) = (
-        res.body["id"].as_str().unwrap().to_string(),
-        res.body["short_id"].as_str().unwrap().to_string(),
-    );
-    let post = eventually("the prompt", || {
+    let post = eventually("the prompt", async || {
         fake.calls("chat.postMessage")
             .into_iter()
             .find(|c| c.ok && c.params.to_string().contains(&id))
@@ -984,7 +965,7 @@ async fn hostile_tool_names_summaries_and_results_cannot_mention_or_link() {
     // The answer to a slash command names the tool.
     fake.send("slash_commands", fake.slash(APPROVER, "/approve", &short))
         .await;
-    let answer = eventually("the answer", || fake.answers(APPROVER).pop()).await;
+    let answer = eventually("the answer", async || fake.answers(APPROVER).pop()).await;
     assert_inert(&answer.params);
     assert!(
         answer.text().contains("@here&lt;!channel&gt;"),
@@ -1042,18 +1023,11 @@ fn now_secs() -> u64 {
 
 /// POSTs a form body (as Slack sends interactions) with the given signature headers.
 async fn post_form(url: &str, body: &str, ts: &str, signature: &str) -> u16 {
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        match raw_post(url, body, ts, signature).await {
-            Ok(status) => return status,
-            // The listener starts with the daemon's tasks: retry until it is up.
-            Err(e) if std::time::Instant::now() < deadline => {
-                let _ = e;
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            Err(e) => panic!("cannot reach the events listener: {e}"),
-        }
-    }
+    // The listener starts with the daemon's tasks: retry until it is up.
+    eventually("the events listener", async || {
+        raw_post(url, body, ts, signature).await.ok()
+    })
+    .await
 }
 
 async fn raw_post(url: &str, body: &str, ts: &str, signature: &str) -> std::io::Result<u16> {
@@ -1100,7 +1074,7 @@ async fn http_mode_accepts_a_correctly_signed_click() {
         post_form(&url, &body, &ts, &sign("shh-secret", &ts, &body)).await,
         200
     );
-    wait_status(&app, &p.id, "approved").await;
+    app.wait_for_status(&p.id, "approved").await;
     assert!(
         fake.calls("apps.connections.open").is_empty(),
         "no Socket Mode in HTTP mode"
@@ -1155,54 +1129,25 @@ async fn http_mode_rejects_a_stale_timestamp() {
     assert_eq!(status(&app, &p.id).await["status"], "pending");
 }
 
-/// A `Write` into a shared buffer, for capturing log output.
-#[derive(Clone, Default)]
-struct LogBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogBuffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl LogBuffer {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-// A current-thread runtime, so the scoped subscriber sees every task of the daemon.
-#[tokio::test(flavor = "current_thread")]
+#[tokio::test]
 async fn tokens_never_reach_the_logs_even_when_slack_echoes_them() {
-    let logs = LogBuffer::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer({
-            let logs = logs.clone();
-            move || logs.clone()
-        })
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-
     let fake = FakeSlack::start().await;
     fake.fail("apps.connections.open", "invalid_auth");
     fake.fail("chat.postMessage", "not_authed");
     let app = spawn_app(&fake.config()).await;
     app.submit_ok("mailer", "send_email", json!({"to": ["a@example.com"]}))
         .await;
-    eventually("a failed connection attempt and a failed post", || {
-        let text = logs.text();
-        (text.contains("apps.connections.open: invalid_auth") && text.contains("not_authed"))
-            .then_some(())
-    })
+    eventually(
+        "a failed connection attempt and a failed post",
+        async || {
+            let text = log_text();
+            (text.contains("apps.connections.open: invalid_auth") && text.contains("not_authed"))
+                .then_some(())
+        },
+    )
     .await;
     app.stop().await;
-    let text = logs.text();
+    let text = log_text();
     assert!(text.contains("[redacted]"), "{text}");
     for secret in ["xoxb-test-bot", "xapp-test-app"] {
         assert!(
@@ -1238,7 +1183,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
     ids.sort();
     let dir = app.stop().await;
     let app = spawn_app_in(dir, &format!("{}digest_after = 5\n", fake.config())).await;
-    let posted = eventually("the digest", || {
+    let posted = eventually("the digest", async || {
         fake.calls("chat.postMessage").into_iter().find(|c| c.ok)
     })
     .await;
@@ -1254,7 +1199,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
         let fake = fake.clone();
         let ts = ts.clone();
         async move {
-            eventually(&format!("the digest showing {needle:?}"), || {
+            eventually(&format!("the digest showing {needle:?}"), async || {
                 fake.calls("chat.update")
                     .into_iter()
                     .rev()
@@ -1280,7 +1225,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
         click(APPROVER, &ts, &encode_button(Button::Approve, &ids[0])),
     )
     .await;
-    wait_status(&app, &ids[0], "approved").await;
+    app.wait_for_status(&ids[0], "approved").await;
     shows("request 2 of 8 · 7 pending".into()).await;
     // A reply in the digest's thread decides the request it shows.
     fake.send(
@@ -1288,14 +1233,14 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
         message(APPROVER, "deny not these", Some(&ts), "EvDigest1"),
     )
     .await;
-    let got = wait_status(&app, &ids[1], "rejected").await;
+    let got = app.wait_for_status(&ids[1], "rejected").await;
     assert_eq!(got["reason"], "not these");
     shows("request 3 of 8 · 6 pending".into()).await;
     fake.send("interactive", click(APPROVER, &ts, "gb1:v:s"))
         .await;
     shows("6 of 8 requests in this digest need a decision".into()).await;
     for id in &ids[2..] {
-        assert!(app.decide(id, "approve", None).await.status.is_success());
+        app.decide_ok(id, "approve", None).await;
     }
     let closed = shows("all settled".into()).await;
     assert!(shown_text(&closed).contains("7 approved, 1 denied"));
@@ -1310,6 +1255,9 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
     );
     app.stop().await;
 }
+
+/// How long the flaky-Slack test may take to deliver its prompts, and its updates.
+const CHAOS: Duration = Duration::from_secs(180);
 
 #[tokio::test]
 async fn a_flaky_slack_still_gets_every_prompt_and_update_exactly_once() {
@@ -1333,19 +1281,18 @@ async fn a_flaky_slack_still_gets_every_prompt_and_update_exactly_once() {
             .map(|c| c.ts.unwrap())
             .collect()
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(180);
-    while requests.iter().any(|s| posts_of(s).is_empty()) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "prompts not delivered"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    eventually_within("every prompt", CHAOS, async || {
+        requests
+            .iter()
+            .all(|s| !posts_of(s).is_empty())
+            .then_some(())
+    })
+    .await;
     let list = app.owner.get("/v1/requests?status=pending").await.unwrap();
     for (i, r) in list.body["requests"].as_array().unwrap().iter().enumerate() {
         let verb = if i % 2 == 0 { "approve" } else { "deny" };
         let id = r["id"].as_str().unwrap();
-        assert!(app.decide(id, verb, None).await.status.is_success());
+        app.decide_ok(id, verb, None).await;
     }
     let updates_of = |ts: &str| {
         fake.calls("chat.update")
@@ -1353,13 +1300,13 @@ async fn a_flaky_slack_still_gets_every_prompt_and_update_exactly_once() {
             .filter(|c| c.ok && c.params["ts"] == ts)
             .count()
     };
-    while requests.iter().any(|s| updates_of(&posts_of(s)[0]) == 0) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "updates not delivered"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    eventually_within("every update", CHAOS, async || {
+        requests
+            .iter()
+            .all(|s| updates_of(&posts_of(s)[0]) > 0)
+            .then_some(())
+    })
+    .await;
     let failed = fake
         .calls("chat.postMessage")
         .iter()

@@ -10,7 +10,7 @@ use gatebot::api::client::Client;
 use serde_json::json;
 use tokio::process::Command;
 
-use crate::helpers::BASE_CONFIG;
+use crate::helpers::{eventually, BASE_CONFIG};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
 
@@ -94,11 +94,7 @@ async fn an_activated_socket_is_used_and_left_in_place() {
         .unwrap();
     // systemd-socket-activate binds the socket first and starts gatebot on the first
     // connection, as systemd does: the request waits in the backlog meanwhile.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !sock.exists() {
-        assert!(Instant::now() < deadline, "the socket never appeared");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the socket", async || sock.exists().then_some(())).await;
     let res = tokio::time::timeout(
         Duration::from_secs(30),
         Client::new(&sock).post(

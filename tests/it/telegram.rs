@@ -1,14 +1,12 @@
 //! The Telegram channel end to end: the real daemon and real teloxide against
 //! [`FakeTelegram`] on loopback.
 
-use std::future::Future;
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::fake_telegram::{Failure, FakeTelegram, User, BOT_USERNAME};
-use crate::helpers::{spawn_app, spawn_app_in, TestApp};
+use crate::helpers::{eventually, log_text, spawn_app, spawn_app_in, TestApp};
 
 const TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
 const ALICE: User = (42, "Alice");
@@ -19,62 +17,7 @@ const CHAT_B: i64 = 7002;
 /// A group (negative id): Telegram's 20 messages a minute apply.
 const GROUP: i64 = -5001;
 
-/// Everything every test logs, to check the token never appears in it.
-fn logs() -> Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let buf = Arc::new(Mutex::new(Vec::new()));
-        let writer = {
-            let buf = buf.clone();
-            move || LogWriter(buf.clone())
-        };
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter("gatebot=debug,teloxide=debug,teloxide_core=debug,warn")
-            .with_writer(writer)
-            .with_ansi(false)
-            .try_init();
-        buf
-    })
-    .clone()
-}
-
-struct LogWriter(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogWriter {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn log_text() -> String {
-    String::from_utf8_lossy(&logs().lock().unwrap()).into_owned()
-}
-
-/// Polls `f` until it returns `Some`, for at most 30 s.
-async fn until<T, F, Fut>(what: &str, mut f: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn start_with(token: &str) -> (TestApp, FakeTelegram) {
-    logs();
     let fake = FakeTelegram::start(TOKEN).await;
     let app = spawn_app(&format!(
         "[telegram]\ntoken = \"{token}\"\napi_url = \"{}\"\nchats = [{CHAT_A}, {CHAT_B}]\napprovers = [{}]\n",
@@ -90,16 +33,19 @@ async fn start() -> (TestApp, FakeTelegram) {
 
 /// The prompt message for `short_id` in `chat`: (message id, sendMessage params).
 async fn prompt(fake: &FakeTelegram, chat: i64, short_id: &str) -> (i64, Value) {
-    until(&format!("the prompt for {short_id} in {chat}"), || async {
-        let (_, message, params) = fake.prompts_of(Some(chat), short_id).pop()?;
-        Some((message, params))
-    })
+    eventually(
+        &format!("the prompt for {short_id} in {chat}"),
+        async || {
+            let (_, message, params) = fake.prompts_of(Some(chat), short_id).pop()?;
+            Some((message, params))
+        },
+    )
     .await
 }
 
 /// The latest answerCallbackQuery params.
 async fn callback_answer(fake: &FakeTelegram, n: usize) -> Value {
-    until("a callback answer", || async {
+    eventually("a callback answer", async || {
         fake.ok_calls("answerCallbackQuery").get(n).cloned()
     })
     .await
@@ -107,7 +53,7 @@ async fn callback_answer(fake: &FakeTelegram, n: usize) -> Value {
 
 /// A reply sent to `chat` whose text contains `needle`.
 async fn reply_containing(fake: &FakeTelegram, chat: i64, needle: &str) -> Value {
-    until(&format!("a reply containing {needle:?}"), || async {
+    eventually(&format!("a reply containing {needle:?}"), async || {
         fake.ok_calls("sendMessage")
             .into_iter()
             .find(|p| p["chat_id"] == json!(chat) && p["text"].as_str().unwrap().contains(needle))
@@ -117,9 +63,9 @@ async fn reply_containing(fake: &FakeTelegram, chat: i64, needle: &str) -> Value
 
 /// The final edit of the prompt message `id` in `chat`.
 async fn final_edit(fake: &FakeTelegram, chat: i64, id: i64, needle: &str) -> Value {
-    until(
+    eventually(
         &format!("the prompt {chat}/{id} edited to {needle:?}"),
-        || async {
+        async || {
             fake.ok_calls("editMessageText").into_iter().find(|p| {
                 p["chat_id"] == json!(chat)
                     && p["message_id"] == json!(id)
@@ -128,16 +74,6 @@ async fn final_edit(fake: &FakeTelegram, chat: i64, id: i64, needle: &str) -> Va
         },
     )
     .await
-}
-
-async fn submit(app: &TestApp, body: Value) -> (String, String) {
-    let res = app.submit(body).await;
-    assert!(res.status.is_success(), "{:?}", res.body);
-    assert_eq!(res.body["status"], "pending", "{:?}", res.body);
-    (
-        res.body["id"].as_str().unwrap().to_string(),
-        res.body["short_id"].as_str().unwrap().to_string(),
-    )
 }
 
 fn button_data(params: &Value) -> Vec<String> {
@@ -153,7 +89,7 @@ fn button_data(params: &Value) -> Vec<String> {
 #[tokio::test]
 async fn an_approvers_tap_approves_the_waiting_agent_and_edits_every_copy() {
     let (app, fake) = start().await;
-    let (id, short) = submit(&app, json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Bo"}, "summary": "Add Bo"})).await;
+    let (id, short) = app.submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Bo"}, "summary": "Add Bo"})).await;
     let (msg_a, p) = prompt(&fake, CHAT_A, &short).await;
     let (msg_b, _) = prompt(&fake, CHAT_B, &short).await;
     assert_eq!(p["parse_mode"], "HTML");
@@ -214,11 +150,11 @@ async fn an_approvers_tap_approves_the_waiting_agent_and_edits_every_copy() {
 #[tokio::test]
 async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
     let (app, fake) = start().await;
-    let (id, short) = submit(
-        &app,
-        json!({"agent": "mailer", "tool": "send_email", "args": {"to": "a@example.com"}}),
-    )
-    .await;
+    let (id, short) = app
+        .submit_pending(
+            json!({"agent": "mailer", "tool": "send_email", "args": {"to": "a@example.com"}}),
+        )
+        .await;
     let (msg, p) = prompt(&fake, CHAT_A, &short).await;
     let data = button_data(&p);
     assert_eq!(data.len(), 3, "always allow is offered here");
@@ -234,7 +170,7 @@ async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
         .starts_with("<a href=\"tg://user?id=42\">Alice</a>"));
     assert_eq!(question["reply_parameters"]["message_id"], json!(msg));
     // ❌ became "Deny without reason" on the prompt.
-    until("the deny-without-reason button", || async {
+    eventually("the deny-without-reason button", async || {
         let m = fake.message(CHAT_A, msg);
         m["reply_markup"]
             .to_string()
@@ -251,11 +187,11 @@ async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
     final_edit(&fake, CHAT_A, msg, "Denied by Alice (42) (Telegram)").await;
 
     // Deny without a reason.
-    let (id2, short2) = submit(
-        &app,
-        json!({"agent": "mailer", "tool": "send_email", "args": {"to": "b@example.com"}}),
-    )
-    .await;
+    let (id2, short2) = app
+        .submit_pending(
+            json!({"agent": "mailer", "tool": "send_email", "args": {"to": "b@example.com"}}),
+        )
+        .await;
     let (msg2, _) = prompt(&fake, CHAT_B, &short2).await;
     fake.press(ALICE, CHAT_B, msg2, &format!("gb1:d:{id2}"));
     reply_containing(&fake, CHAT_B, &format!("why deny <code>{short2}</code>")).await;
@@ -268,11 +204,11 @@ async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
 #[tokio::test]
 async fn always_allow_lets_the_next_call_through_and_is_not_offered_where_it_cannot_apply() {
     let (app, fake) = start().await;
-    let (id, short) = submit(
-        &app,
-        json!({"agent": "mailer", "tool": "send_email", "args": {"to": "a@example.com"}}),
-    )
-    .await;
+    let (id, short) = app
+        .submit_pending(
+            json!({"agent": "mailer", "tool": "send_email", "args": {"to": "a@example.com"}}),
+        )
+        .await;
     let (msg, p) = prompt(&fake, CHAT_A, &short).await;
     assert!(button_data(&p).contains(&format!("gb1:A:{id}")));
     fake.press(ALICE, CHAT_A, msg, &format!("gb1:A:{id}"));
@@ -285,11 +221,9 @@ async fn always_allow_lets_the_next_call_through_and_is_not_offered_where_it_can
         .await;
     assert_eq!(next.body["status"], "allowed", "{:?}", next.body);
 
-    let (bulk, bshort) = submit(
-        &app,
-        json!({"agent": "mailer", "tool": "send_bulk_email", "args": {}}),
-    )
-    .await;
+    let (bulk, bshort) = app
+        .submit_pending(json!({"agent": "mailer", "tool": "send_bulk_email", "args": {}}))
+        .await;
     let (_, p) = prompt(&fake, CHAT_A, &bshort).await;
     let data = button_data(&p);
     assert_eq!(data, [format!("gb1:a:{bulk}"), format!("gb1:d:{bulk}")]);
@@ -298,11 +232,9 @@ async fn always_allow_lets_the_next_call_through_and_is_not_offered_where_it_can
 #[tokio::test]
 async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
     let (app, fake) = start().await;
-    let (id, short) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {}}),
-    )
-    .await;
+    let (id, short) = app
+        .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {}}))
+        .await;
     let (msg, _) = prompt(&fake, CHAT_A, &short).await;
     fake.press(MALLORY, CHAT_A, msg, &format!("gb1:a:{id}"));
     let ans = callback_answer(&fake, 0).await;
@@ -316,7 +248,7 @@ async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
     fake.say(MALLORY, CHAT_A, &format!("/approve {short}"), None);
     let r = reply_containing(&fake, CHAT_A, "not allowed").await;
     assert!(r["text"].as_str().unwrap().contains("66"));
-    let events = until("three audited attempts", || async {
+    let events = eventually("three audited attempts", async || {
         let ev = app.audit_events(&id).await;
         (ev.iter().filter(|e| *e == "unauthorised_attempt").count() == 3).then_some(ev)
     })
@@ -345,7 +277,7 @@ async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
 
     // A stranger's private chat is ignored (not in chats, not an approver), and logged.
     fake.say(MALLORY, 6666, &format!("/approve {short}"), None);
-    until("the stranger's message counted as ignored", || async {
+    eventually("the stranger's message counted as ignored", async || {
         app.metrics()
             .await
             .contains("gatebot_chat_updates_total{channel=\"telegram\",outcome=\"ignored\"} 1")
@@ -362,7 +294,7 @@ async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
     fake.say(MALLORY, -9999, &format!("/deny {short} nope"), None);
     let r = reply_containing(&fake, -9999, "not allowed").await;
     assert!(r["text"].as_str().unwrap().contains("66"));
-    until("the group attempt audited", || async {
+    eventually("the group attempt audited", async || {
         let n = app
             .audit_rows(&id)
             .await
@@ -379,10 +311,10 @@ async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
 async fn text_commands_decide_by_prefix_mention_and_reply() {
     let (app, fake) = start().await;
     let body = |n: u32| json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}});
-    let (id1, s1) = submit(&app, body(1)).await;
-    let (id2, s2) = submit(&app, body(2)).await;
-    let (id3, s3) = submit(&app, body(3)).await;
-    let (id4, s4) = submit(&app, body(4)).await;
+    let (id1, s1) = app.submit_pending(body(1)).await;
+    let (id2, s2) = app.submit_pending(body(2)).await;
+    let (id3, s3) = app.submit_pending(body(3)).await;
+    let (id4, s4) = app.submit_pending(body(4)).await;
 
     fake.say(ALICE, CHAT_A, &format!("/approve {}", &s1[..5]), None);
     assert_eq!(app.get(&id1, 20.0).await.body["status"], "approved");
@@ -408,8 +340,8 @@ async fn text_commands_decide_by_prefix_mention_and_reply() {
     reply_containing(&fake, CHAT_A, "No request matches `zzzz`").await;
 
     // Two pending requests whose short ids share a prefix.
-    let (id5, _) = submit(&app, body(5)).await;
-    let (id6, _) = submit(&app, body(6)).await;
+    let (id5, _) = app.submit_pending(body(5)).await;
+    let (id6, _) = app.submit_pending(body(6)).await;
     let db = rusqlite::Connection::open(app.path().join("gatebot.db")).unwrap();
     db.execute(
         "UPDATE approvals SET short_id = 'qqqq2222' WHERE id = ?1",
@@ -450,23 +382,20 @@ async fn text_commands_decide_by_prefix_mention_and_reply() {
 #[tokio::test]
 async fn prompts_are_edited_after_a_cli_decision_and_after_expiry() {
     let (app, fake) = start().await;
-    let (id, short) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {}}),
-    )
-    .await;
+    let (id, short) = app
+        .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {}}))
+        .await;
     let (msg, _) = prompt(&fake, CHAT_A, &short).await;
-    let res = app.decide(&id, "deny", Some("not this week")).await;
-    assert!(res.status.is_success());
+    app.decide_ok(&id, "deny", Some("not this week")).await;
     let e = final_edit(&fake, CHAT_A, msg, "Denied by alice (CLI)").await;
     assert!(e["text"].as_str().unwrap().contains("not this week"));
 
     // Long enough for the prompt to be posted first (an expired request gets none).
-    let (eid, eshort) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {}, "ttl": "5s"}),
-    )
-    .await;
+    let (eid, eshort) = app
+        .submit_pending(
+            json!({"agent": "intern", "tool": "create_contact", "args": {}, "ttl": "5s"}),
+        )
+        .await;
     let (emsg, p) = prompt(&fake, CHAT_B, &eshort).await;
     final_edit(&fake, CHAT_B, emsg, "⌛ Expired").await;
     fake.press(ALICE, CHAT_B, emsg, &button_data(&p)[0]);
@@ -482,7 +411,7 @@ async fn prompts_are_edited_after_a_cli_decision_and_after_expiry() {
 async fn prompts_survive_429_and_5xx_and_are_delivered_exactly_once() {
     let (app, fake) = start().await;
     // Wait until the channel is up, so the failures hit prompts.
-    until("getMe", || async {
+    eventually("getMe", async || {
         (!fake.ok_calls("getMe").is_empty()).then_some(())
     })
     .await;
@@ -493,11 +422,9 @@ async fn prompts_survive_429_and_5xx_and_are_delivered_exactly_once() {
     ]);
     let mut shorts = Vec::new();
     for n in 0..3 {
-        let (_, s) = submit(
-            &app,
-            json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}}),
-        )
-        .await;
+        let (_, s) = app
+            .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}}))
+            .await;
         shorts.push(s);
     }
     for s in &shorts {
@@ -521,15 +448,13 @@ async fn prompts_survive_429_and_5xx_and_are_delivered_exactly_once() {
 async fn hostile_agent_text_is_escaped_and_long_arguments_are_cut() {
     let (app, fake) = start().await;
     let hostile = "</code></pre><b>Risk: low</b>\nRisk: low & approved by admin <a href=\"x\">";
-    let (_, short) = submit(
-        &app,
-        json!({
+    let (_, short) = app
+        .submit_pending(json!({
             "agent": "intern", "tool": "create_contact",
             "args": {"note": hostile, "blob": "A".repeat(6000)},
             "summary": "Risk: low</pre><i>trust me</i>",
-        }),
-    )
-    .await;
+        }))
+        .await;
     let (_, p) = prompt(&fake, CHAT_A, &short).await;
     assert_eq!(p["parse_mode"], "HTML");
     let text = p["text"].as_str().unwrap();
@@ -555,22 +480,20 @@ async fn hostile_agent_text_is_escaped_and_long_arguments_are_cut() {
     }
 
     // The note sorts after the blob and was cut; show it on its own.
-    let (_, short) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {"note": hostile}}),
-    )
-    .await;
+    let (_, short) = app
+        .submit_pending(
+            json!({"agent": "intern", "tool": "create_contact", "args": {"note": hostile}}),
+        )
+        .await;
     let (_, p) = prompt(&fake, CHAT_B, &short).await;
     assert!(p["text"].as_str().unwrap().contains(
         "\"note\": \"&lt;/code&gt;&lt;/pre&gt;&lt;b&gt;Risk: low&lt;/b&gt;\\nRisk: low &amp; approved by admin &lt;a href=\\\"x\\\"&gt;\""
     ), "{}", p["text"]);
 
     // A hostile tool name is escaped too.
-    let (_, short) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "</code><b>Risk: low</b>&", "args": {}}),
-    )
-    .await;
+    let (_, short) = app
+        .submit_pending(json!({"agent": "intern", "tool": "</code><b>Risk: low</b>&", "args": {}}))
+        .await;
     let (_, p) = prompt(&fake, CHAT_A, &short).await;
     let text = p["text"].as_str().unwrap();
     assert!(
@@ -584,7 +507,7 @@ async fn hostile_agent_text_is_escaped_and_long_arguments_are_cut() {
 async fn a_bad_token_is_logged_without_the_token_and_the_daemon_keeps_serving() {
     let wrong = "424242:AAE-wrong-secret-token-for-tests_9876543210";
     let (app, fake) = start_with(wrong).await;
-    until("the refused getMe logged", || async {
+    eventually("the refused getMe logged", async || {
         log_text()
             .contains("Telegram refused the bot token")
             .then_some(())
@@ -600,7 +523,6 @@ async fn a_bad_token_is_logged_without_the_token_and_the_daemon_keeps_serving() 
 
 #[tokio::test]
 async fn a_409_conflict_is_reported_and_polling_resumes() {
-    logs();
     let fake = FakeTelegram::start(TOKEN).await;
     fake.conflict_next_polls(1);
     let app = spawn_app(&format!(
@@ -608,7 +530,7 @@ async fn a_409_conflict_is_reported_and_polling_resumes() {
         fake.url, ALICE.0
     ))
     .await;
-    until("the conflict logged", || async {
+    eventually("the conflict logged", async || {
         log_text()
             .contains("another process is polling Telegram with this bot token")
             .then_some(())
@@ -625,16 +547,14 @@ async fn the_token_never_appears_in_the_log() {
     // Runs alongside the others (bad token, 409, 5xx, 429); check what is there by now
     // and again after this test's own traffic.
     let (app, fake) = start().await;
-    until("getMe", || async {
+    eventually("getMe", async || {
         (!fake.ok_calls("getMe").is_empty()).then_some(())
     })
     .await;
     fake.fail_next_sends(&[Failure::RetryAfter(1)]);
-    let (_, short) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {}}),
-    )
-    .await;
+    let (_, short) = app
+        .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {}}))
+        .await;
     prompt(&fake, CHAT_A, &short).await;
     app.stop().await;
     let text = log_text();
@@ -697,13 +617,12 @@ fn config_for(fake: &FakeTelegram, chats: &[i64]) -> String {
 
 #[tokio::test]
 async fn after_a_restart_prompts_are_edited_not_posted_again_and_reason_replies_still_count() {
-    logs();
     let fake = FakeTelegram::start(TOKEN).await;
     let extra = config_for(&fake, &[GROUP]);
     let app = spawn_app(&extra).await;
     let body = |n: u32| json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}});
-    let (id1, s1) = submit(&app, body(1)).await;
-    let (id2, s2) = submit(&app, body(2)).await;
+    let (id1, s1) = app.submit_pending(body(1)).await;
+    let (id2, s2) = app.submit_pending(body(2)).await;
     let (m1, _) = prompt(&fake, GROUP, &s1).await;
     let (m2, _) = prompt(&fake, GROUP, &s2).await;
     // ❌ on the second: the reason question goes out, then gatebot restarts.
@@ -713,8 +632,7 @@ async fn after_a_restart_prompts_are_edited_not_posted_again_and_reason_replies_
     let dir = app.stop().await;
     let app = spawn_app_in(dir, &extra).await;
 
-    let res = app.decide(&id1, "approve", None).await;
-    assert!(res.status.is_success(), "{:?}", res.body);
+    app.decide_ok(&id1, "approve", None).await;
     final_edit(&fake, GROUP, m1, "Approved by alice (CLI)").await;
     fake.say(ALICE, GROUP, "not on a Sunday", Some(qid));
     let got = app.get(&id2, 20.0).await;
@@ -730,16 +648,13 @@ async fn after_a_restart_prompts_are_edited_not_posted_again_and_reason_replies_
 #[tokio::test]
 async fn failed_edits_are_retried_and_a_429_is_waited_out() {
     let (app, fake) = start().await;
-    let (id, short) = submit(
-        &app,
-        json!({"agent": "intern", "tool": "create_contact", "args": {}}),
-    )
-    .await;
+    let (id, short) = app
+        .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {}}))
+        .await;
     let (msg_a, _) = prompt(&fake, CHAT_A, &short).await;
     let (msg_b, _) = prompt(&fake, CHAT_B, &short).await;
     fake.fail_next_edits(&[Failure::RetryAfter(3), Failure::Drop, Failure::ServerError]);
-    let res = app.decide(&id, "approve", None).await;
-    assert!(res.status.is_success());
+    app.decide_ok(&id, "approve", None).await;
     for (chat, msg) in [(CHAT_A, msg_a), (CHAT_B, msg_b)] {
         let e = final_edit(&fake, chat, msg, "Approved by alice (CLI)").await;
         assert_eq!(e["reply_markup"]["inline_keyboard"], json!([]));
@@ -763,7 +678,6 @@ async fn failed_edits_are_retried_and_a_429_is_waited_out() {
 
 #[tokio::test]
 async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
-    logs();
     let fake = FakeTelegram::start(TOKEN).await;
     // The burst arrives before the channel is up, so it is waiting all at once.
     fake.hold();
@@ -771,11 +685,9 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
     let app = spawn_app(&config_for(&fake, &[CHAT_A])).await;
     let mut ids = Vec::new();
     for n in 0..12 {
-        let (id, _) = submit(
-            &app,
-            json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}}),
-        )
-        .await;
+        let (id, _) = app
+            .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}}))
+            .await;
         ids.push(id);
     }
     ids.sort();
@@ -796,7 +708,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
     let shows = |needle: String| {
         let fake = fake.clone();
         async move {
-            until(&format!("the digest showing {needle:?}"), || async {
+            eventually(&format!("the digest showing {needle:?}"), async || {
                 let m = fake.message(CHAT_A, dmsg);
                 m["text"].as_str().unwrap().contains(&needle).then_some(m)
             })
@@ -838,7 +750,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
 
     // Decided elsewhere, the digest closes with the tally.
     for id in &ids[2..] {
-        assert!(app.decide(id, "approve", None).await.status.is_success());
+        app.decide_ok(id, "approve", None).await;
     }
     let m = shows("all settled".into()).await;
     assert!(
@@ -873,7 +785,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
 async fn a_burst_arriving_behind_a_single_prompt_still_becomes_a_digest() {
     let (app, fake) = start().await;
     let body = |n: u32| json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}});
-    let (_, first) = submit(&app, body(0)).await;
+    let (_, first) = app.submit_pending(body(0)).await;
     prompt(&fake, CHAT_A, &first).await;
     // Within the second gatebot waits before its next call in this chat.
     let burst: Vec<_> = (1..=8).map(|n| app.submit(body(n))).collect();
