@@ -12,12 +12,13 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 
-use crate::api::client::{Client, Response};
-use crate::api::ApprovalView;
+use super::{Client, ClientError, Response};
 use crate::approval::Status;
+use crate::client::hook::HookRun;
+use crate::client::mcp::McpOptions;
 use crate::config::{format_duration, parse_duration, Config};
-use crate::hooks::cli::{HookRun, Kind};
-use crate::mcp::McpOptions;
+use crate::hooks::Kind;
+use crate::wire::ApprovalView;
 
 /// Exit code: allowed or approved.
 pub const EXIT_GO: u8 = 0;
@@ -249,7 +250,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
                 socket: socket_for(&cli.socket, &cli.config, false),
                 token: args.token,
             };
-            let answer = crate::hooks::cli::run(run, &input).await?;
+            let answer = crate::client::hook::run(run, &input).await?;
             println!("{answer}");
             Ok(EXIT_GO)
         }
@@ -264,7 +265,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
                 token: args.token,
             };
             let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-            crate::mcp::serve(opts, stdin, tokio::io::stdout())
+            crate::client::mcp::serve(opts, stdin, tokio::io::stdout())
                 .await
                 .map_err(|e| format!("the MCP server stopped: {e}"))?;
             Ok(EXIT_GO)
@@ -663,7 +664,7 @@ fn report_view(view: &ApprovalView, json: bool) -> u8 {
     }
 }
 
-fn expect_ok(res: Result<Response, crate::api::client::ClientError>) -> Result<Response, String> {
+fn expect_ok(res: Result<Response, ClientError>) -> Result<Response, String> {
     let res = res.map_err(|e| e.to_string())?;
     if res.status.is_success() {
         Ok(res)
