@@ -3,21 +3,30 @@
 //! Exit codes of `ask` and `status`: 0 allowed or approved; 1 rejected, blocked,
 //! expired or cancelled (reason on stderr); 2 error; 3 still pending when `--wait`
 //! ran out (the request stays queued; its id is printed).
+//!
+//! One file per command; this one holds the arguments, the dispatch, and what the
+//! commands share: finding the socket, reading answers, waiting, printing a request.
 
-use std::io::Read;
-use std::path::PathBuf;
+mod ask;
+mod audit;
+mod check_config;
+mod decide;
+mod guidance;
+mod hook;
+mod mcp;
+mod pending;
+mod status;
+
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Parser, Subcommand};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{Client, ClientError, Response};
 use crate::approval::Status;
-use crate::client::hook::HookRun;
-use crate::client::mcp::McpOptions;
-use crate::config::{format_duration, parse_duration, Config};
-use crate::hooks::Kind;
+use crate::config::Config;
 use crate::wire::ApprovalView;
 
 /// Exit code: allowed or approved.
@@ -220,300 +229,51 @@ pub async fn run_client(cli: Cli) -> ExitCode {
 }
 
 async fn client_command(cli: Cli) -> Result<u8, String> {
+    let (flag, config) = (&cli.socket, cli.config.as_path());
+    // The owner's commands (and `agent-guidance`) talk to the control socket.
+    let owner = || socket_for(flag, config, true).map(client);
     match cli.command {
         Command::Run => unreachable!("run is handled by main"),
-        Command::CheckConfig { telegram } => {
-            let code = check_config(&cli.config)?;
-            if telegram {
-                check_telegram(&cli.config).await?;
-            }
-            Ok(code)
-        }
-        Command::Hook { agent } => {
-            // The budget counts from here, before stdin is read.
-            let started = tokio::time::Instant::now();
-            let (kind, args) = match agent {
-                HookCommand::ClaudeCode(a) => (Kind::ClaudeCode, a),
-                HookCommand::Codex(a) => (Kind::Codex, a),
-                HookCommand::Gemini(a) => (Kind::Gemini, a),
-            };
-            let budget = args.timeout.as_deref().map(parse_duration).transpose()?;
-            let mut input = String::new();
-            std::io::stdin()
-                .read_to_string(&mut input)
-                .map_err(|e| format!("cannot read the hook input from stdin: {e}"))?;
-            let run = HookRun {
-                kind,
-                agent: args.agent,
-                budget,
-                started,
-                socket: socket_for(&cli.socket, &cli.config, false),
-                token: args.token,
-            };
-            let answer = crate::client::hook::run(run, &input).await?;
-            println!("{answer}");
-            Ok(EXIT_GO)
-        }
-        Command::Mcp(args) => {
-            let budget = args.timeout.as_deref().map(parse_duration).transpose()?;
-            let opts = McpOptions {
-                agent: args
-                    .agent
-                    .unwrap_or_else(|| Kind::ClaudeCode.default_agent().to_string()),
-                budget: budget.unwrap_or(crate::hooks::DEFAULT_BUDGET),
-                socket: socket_for(&cli.socket, &cli.config, false),
-                token: args.token,
-            };
-            let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-            crate::client::mcp::serve(opts, stdin, tokio::io::stdout())
-                .await
-                .map_err(|e| format!("the MCP server stopped: {e}"))?;
-            Ok(EXIT_GO)
-        }
+        Command::CheckConfig { telegram } => check_config::run(config, telegram).await,
+        Command::Hook { agent } => hook::run(agent, flag, config).await,
+        Command::Mcp(args) => mcp::run(args, flag, config).await,
         Command::AgentGuidance { name, json, token } => {
-            let client = client(socket_for(&cli.socket, &cli.config, true)?).with_token(token);
-            let res = expect_ok(client.get(&format!("/v1/agents/{}", encode(&name))).await)?;
-            if json {
-                println!("{}", pretty(&res.body));
-            } else {
-                println!("{}", res.body["guidance"].as_str().unwrap_or_default());
-            }
-            Ok(EXIT_GO)
+            guidance::run(&owner()?.with_token(token), &name, json).await
         }
         Command::Ask(args) => {
-            let socket = socket_for(&cli.socket, &cli.config, false)?;
-            ask(client(socket).with_token(args.token.clone()), args).await
+            let client = client(socket_for(flag, config, false)?);
+            ask::run(client.with_token(args.token.clone()), args).await
         }
         Command::Status { id, wait, json } => {
-            let client = client(socket_for(&cli.socket, &cli.config, true)?);
-            let wait = wait.as_deref().map(parse_duration).transpose()?;
-            let path = format!("/v1/requests/{}", encode(&id));
-            let view = match wait {
-                Some(w) => wait_for(&client, &path, w).await?,
-                None => view_of(expect_ok(client.get(&path).await)?)?,
-            };
-            Ok(report_view(&view, json))
+            status::run(&owner()?, &id, wait.as_deref(), json).await
         }
         Command::Pending {
             agent,
             limit,
             after,
             json,
-        } => {
-            let client = client(socket_for(&cli.socket, &cli.config, true)?);
-            let mut path = format!("/v1/requests?status=pending&limit={limit}");
-            if let Some(a) = &agent {
-                path.push_str(&format!("&agent={}", encode(a)));
-            }
-            if let Some(a) = &after {
-                path.push_str(&format!("&after={}", encode(a)));
-            }
-            let res = expect_ok(client.get(&path).await)?;
-            if json {
-                println!("{}", pretty(&res.body));
-                return Ok(EXIT_GO);
-            }
-            let list: Vec<ApprovalView> =
-                serde_json::from_value(res.body["requests"].clone()).map_err(|e| e.to_string())?;
-            if list.is_empty() {
-                println!("No pending requests.");
-            }
-            for a in list {
-                println!(
-                    "{}  {:<16} {:<24} risk {:<8} expires {}",
-                    a.short_id,
-                    a.agent,
-                    a.tool,
-                    a.risk.score.as_str(),
-                    a.expires_at.as_deref().unwrap_or("-")
-                );
-                if let Some(s) = &a.summary {
-                    println!("          {s}");
-                }
-            }
-            if let Some(next) = res.body["next"].as_str() {
-                println!("… more pending: gatebot pending --after {next}");
-            }
-            Ok(EXIT_GO)
-        }
+        } => pending::run(&owner()?, agent.as_deref(), limit, after.as_deref(), json).await,
         Command::Decide {
             id,
             decision,
             reason,
             json,
-        } => {
-            let client = client(socket_for(&cli.socket, &cli.config, true)?);
-            let res = client
-                .post(
-                    &format!("/v1/requests/{}/decision", encode(&id)),
-                    &json!({"decision": decision, "reason": reason}),
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-            if res.error_code() == Some("already_decided") {
-                eprintln!("{}", res.error_message());
-                return Ok(EXIT_NO);
-            }
-            let view = view_of(expect_ok(Ok(res))?)?;
-            if json {
-                println!(
-                    "{}",
-                    pretty(&serde_json::to_value(&view).unwrap_or_default())
-                );
-            } else {
-                println!(
-                    "{} {} ({} from {})",
-                    view.status, view.short_id, view.tool, view.agent
-                );
-            }
-            Ok(EXIT_GO)
-        }
+        } => decide::run(&owner()?, &id, &decision, reason.as_deref(), json).await,
         Command::Audit {
             action: Some(AuditAction::Verify { json }),
             ..
-        } => {
-            let client = client(socket_for(&cli.socket, &cli.config, true)?);
-            let res = expect_ok(client.get("/v1/audit/verify").await)?;
-            let problems = res.body["problems"].as_array().cloned().unwrap_or_default();
-            if json {
-                println!("{}", pretty(&res.body));
-            } else if problems.is_empty() {
-                println!(
-                    "audit trail intact: {} rows checked ({} written before the chain existed)",
-                    res.body["rows"], res.body["unchained"]
-                );
-            } else {
-                for p in &problems {
-                    println!("{}", p.as_str().unwrap_or_default());
-                }
-            }
-            Ok(if problems.is_empty() {
-                EXIT_GO
-            } else {
-                EXIT_NO
-            })
-        }
+        } => audit::verify(&owner()?, json).await,
         Command::Audit {
             action: None,
             request,
             since,
             json,
-        } => {
-            let client = client(socket_for(&cli.socket, &cli.config, true)?);
-            let mut query = Vec::new();
-            if let Some(r) = request {
-                query.push(format!("request={}", encode(&r)));
-            }
-            if let Some(s) = since {
-                query.push(format!("since={}", parse_since(&s)?));
-            }
-            let path = if query.is_empty() {
-                "/v1/audit".to_string()
-            } else {
-                format!("/v1/audit?{}", query.join("&"))
-            };
-            let res = expect_ok(client.get(&path).await)?;
-            let rows = res.body["audit"].as_array().cloned().unwrap_or_default();
-            for row in rows {
-                if json {
-                    println!("{row}");
-                } else {
-                    println!(
-                        "{} {} {} {} {}",
-                        crate::approval::format_ms(row["at"].as_i64().unwrap_or(0)),
-                        row["event"].as_str().unwrap_or("?"),
-                        row["approval_id"].as_str().unwrap_or("-"),
-                        row["actor"].as_str().unwrap_or("-"),
-                        row["detail"]
-                    );
-                }
-            }
-            Ok(EXIT_GO)
-        }
-    }
-}
-
-/// `check-config --telegram`: one getMe with the configured token and API URL.
-async fn check_telegram(path: &std::path::Path) -> Result<(), String> {
-    let config = Config::load(path).map_err(|e| e.to_string())?;
-    let Some(t) = &config.telegram else {
-        return Err("telegram is off (no token), so there is nothing to check".into());
-    };
-    match crate::telegram::check(t).await {
-        Ok(me) => {
-            println!(
-                "  telegram:        ok, the token belongs to @{}",
-                me.user.username.as_deref().unwrap_or("?")
-            );
-            Ok(())
-        }
-        Err(e) => Err(format!("telegram: {e}")),
-    }
-}
-
-fn check_config(path: &std::path::Path) -> Result<u8, String> {
-    match Config::check(path) {
-        Ok(c) => {
-            println!("{}: ok", path.display());
-            println!("  database:        {}", c.store.path.display());
-            println!("  agent socket:    {}", c.queue.socket.display());
-            println!("  control socket:  {}", c.queue.control_socket.display());
-            if let Some(l) = &c.queue.listen {
-                println!("  TCP listener:    {l} (agents must send their token)");
-            }
-            println!(
-                "  policy:          tool_approval_mode = {:?}, default_ttl = {}, unknown agents: {:?}",
-                c.policy.tool_approval_mode,
-                format_duration(c.default_ttl),
-                c.unknown_agents
-            );
-            for (name, a) in &c.agents {
-                println!(
-                    "  agent {name}: {}{}",
-                    a.rules.tier.as_str(),
-                    if a.token.is_some() { ", token set" } else { "" }
-                );
-            }
-            if let Some(t) = &c.telegram {
-                println!(
-                    "  telegram:        {} chat(s), {} approver(s), API {}",
-                    t.chats.len(),
-                    t.approvers.len(),
-                    t.api_url
-                );
-            }
-            if let Some(s) = &c.slack {
-                println!(
-                    "  slack:           {:?} mode, {} channel(s), {} approver(s), API {}",
-                    s.mode,
-                    s.channels.len(),
-                    s.approvers.len(),
-                    s.api_url
-                );
-            }
-            for note in &c.notes {
-                println!("  note: {note}");
-            }
-            if c.telegram.is_none() && c.slack.is_none() {
-                println!("  chat channels:   none on; owners decide with `gatebot decide`");
-            }
-            Ok(EXIT_GO)
-        }
-        // One line per error, each with its file, line and key path.
-        Err(errors) => Err(errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\nerror: ")),
+        } => audit::trail(&owner()?, request.as_deref(), since.as_deref(), json).await,
     }
 }
 
 /// `--socket` / `GATEBOT_SOCKET`, else the config's socket.
-fn socket_for(
-    flag: &Option<PathBuf>,
-    config: &std::path::Path,
-    owner: bool,
-) -> Result<PathBuf, String> {
+fn socket_for(flag: &Option<PathBuf>, config: &Path, owner: bool) -> Result<PathBuf, String> {
     if let Some(s) = flag {
         return Ok(s.clone());
     }
@@ -527,74 +287,6 @@ fn socket_for(
     })
 }
 
-async fn ask(client: Client, a: AskArgs) -> Result<u8, String> {
-    let args: Value = match (&a.args, &a.args_file) {
-        (Some(s), _) if s == "-" => {
-            let mut buf = String::new();
-            std::io::stdin()
-                .read_to_string(&mut buf)
-                .map_err(|e| format!("cannot read --args from stdin: {e}"))?;
-            parse_args(&buf)?
-        }
-        (Some(s), _) => parse_args(s)?,
-        (None, Some(f)) => parse_args(
-            &std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?,
-        )?,
-        (None, None) => json!({}),
-    };
-    let wait = a.wait.as_deref().map(parse_duration).transpose()?;
-    let mut body = json!({"agent": a.agent, "tool": a.tool, "args": args});
-    for (k, v) in [
-        ("summary", a.summary.map(Value::from)),
-        ("confidence", a.confidence.map(Value::from)),
-        ("environment", a.environment.map(Value::from)),
-        ("ttl", a.ttl.map(Value::from)),
-        ("idempotency_key", a.idempotency_key.map(Value::from)),
-    ] {
-        if let Some(v) = v {
-            body[k] = v;
-        }
-    }
-    let res = expect_ok(client.post("/v1/requests", &body).await)?;
-    let mut view = view_of(res)?;
-    if view.status == Status::Pending {
-        if !a.json {
-            eprintln!(
-                "waiting for a human: request {} ({} risk). Decide with `gatebot decide {} approve|deny`.",
-                view.short_id,
-                view.risk.score.as_str(),
-                view.short_id
-            );
-        }
-        let path = format!("/v1/requests/{}", view.id);
-        view = wait_for(&client, &path, wait.unwrap_or(Duration::MAX)).await?;
-    }
-    Ok(report_view(&view, a.json))
-}
-
-/// `24h` (that long ago) or an RFC 3339 time, as Unix milliseconds.
-fn parse_since(s: &str) -> Result<i64, String> {
-    if let Ok(d) = parse_duration(s) {
-        return Ok(crate::approval::now_ms() - d.as_millis() as i64);
-    }
-    humantime::parse_rfc3339_weak(s)
-        .map(|t| {
-            t.duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as i64)
-                .unwrap_or(0)
-        })
-        .map_err(|_| {
-            format!(
-                "--since `{s}` is neither a duration like 24h nor a time like 2026-11-22T10:00:00Z"
-            )
-        })
-}
-
-fn parse_args(s: &str) -> Result<Value, String> {
-    serde_json::from_str(s).map_err(|e| format!("--args is not valid JSON: {e}"))
-}
-
-/// Long-polls in slices until the request settles or `total` passes.
 /// Longest wait for one answer from the daemon: more than the longest long-poll slice
 /// ([`wait_for`] asks for at most 60 s at a time), so only a daemon that accepts and
 /// never answers runs into it, and then the command fails (exit 2) instead of hanging.
@@ -604,6 +296,7 @@ fn client(socket: PathBuf) -> Client {
     Client::new(socket).with_timeout(CALL_TIMEOUT)
 }
 
+/// Long-polls in slices until the request settles or `total` passes.
 async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<ApprovalView, String> {
     let start = Instant::now();
     loop {
@@ -621,6 +314,7 @@ async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<Approv
     }
 }
 
+/// Prints a request (`ask`, `status`) and returns the exit code its status means.
 fn report_view(view: &ApprovalView, json: bool) -> u8 {
     if json {
         println!(
