@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use gatebot::api::client::Client;
+use gatebot::client::Client;
 use gatebot::config::Config;
 use gatebot::daemon::App;
 use gatebot::policy::{AgentRules, History, Request, Tier};

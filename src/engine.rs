@@ -29,13 +29,7 @@ use crate::names::valid_agent_name;
 use crate::policy::{Action, History, Request};
 use crate::store::{Inserted, Lookup, NewApproval, Store, StoreError, Transition};
 use crate::time::{format_duration, now_ms};
-
-/// Longest tool name accepted.
-pub const MAX_TOOL_LEN: usize = 128;
-/// Longest summary accepted, in characters.
-pub const MAX_SUMMARY_CHARS: usize = 2000;
-/// Longest idempotency key accepted.
-pub const MAX_KEY_LEN: usize = 200;
+use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
 /// Something that happened to an approval.
 #[derive(Debug, Clone)]

@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use gatebot::cli::{run_client, Cli, Command, EXIT_ERROR};
+use gatebot::client::cli::{run_client, Cli, Command, EXIT_ERROR};
 use gatebot::config::Config;
 use gatebot::daemon::{reload_on_sighup, shutdown_signal, App};
 use gatebot::systemd::Activation;

@@ -8,8 +8,8 @@ use tracing::instrument;
 
 use super::error::ApiResult;
 use super::extract::{authorised_request, note, note_error, ApiPath};
-use super::wire::ApprovalView;
 use super::ApiState;
+use crate::wire::ApprovalView;
 
 #[instrument(name = "api", skip_all, fields(op = "cancel", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 pub(super) async fn cancel(

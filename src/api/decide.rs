@@ -11,9 +11,9 @@ use tracing::instrument;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{audit_refusal, bearer, json_body, note, note_error, ApiPath};
-use super::wire::{ApprovalView, DecisionBody};
 use super::ApiState;
 use crate::approval::{Channel, Decision};
+use crate::wire::{ApprovalView, DecisionBody};
 
 #[instrument(name = "api", skip_all, fields(op = "decide", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 pub(super) async fn decide(

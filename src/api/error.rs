@@ -6,9 +6,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use super::wire::ApprovalView;
 use crate::approval::Approval;
 use crate::engine::EngineError;
+use crate::wire::ApprovalView;
 
 /// An API error: status, stable code, human message.
 #[derive(Debug)]

@@ -11,9 +11,9 @@ use tracing::instrument;
 
 use super::error::ApiResult;
 use super::extract::{authorised_request, note, wait_param, ApiPath, ApiQuery};
-use super::wire::ApprovalView;
 use super::ApiState;
 use crate::approval::Status;
+use crate::wire::ApprovalView;
 
 #[derive(serde::Deserialize)]
 pub(super) struct WaitQuery {

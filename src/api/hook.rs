@@ -42,12 +42,13 @@ use tracing::field::Empty;
 use tracing::Span;
 
 use super::extract::{authenticate, note};
-use super::{ApiState, ApprovalView, SubmitBody};
+use super::ApiState;
 use crate::approval::Status;
 use crate::config::AgentConfig;
 use crate::engine::{EngineError, Submission};
 use crate::hooks::claude_code::{self, Event};
-use crate::hooks::{resolve, Budget, Gate, GateError, Verdict};
+use crate::hooks::{resolve, Budget, Gate, GateError, Kind, Verdict};
+use crate::wire::{ApprovalView, SubmitBody};
 
 /// The most of an oversize body that is read (and dropped) before answering.
 pub(super) const DRAIN_CAP: usize = 32 * 1024 * 1024;
@@ -80,11 +81,9 @@ pub(super) async fn claude_code(State(state): State<ApiState>, req: Request<Body
             ))
         }
     };
-    let agent = query.agent.unwrap_or_else(|| {
-        crate::hooks::cli::Kind::ClaudeCode
-            .default_agent()
-            .to_string()
-    });
+    let agent = query
+        .agent
+        .unwrap_or_else(|| Kind::ClaudeCode.default_agent().to_string());
     Span::current().record("agent", agent.as_str());
     Span::current().record("tool", tool);
     let cfg = match authenticate(

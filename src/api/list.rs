@@ -8,9 +8,9 @@ use serde_json::json;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{authenticate, ApiQuery};
-use super::wire::ApprovalView;
 use super::ApiState;
 use crate::approval::Status;
+use crate::wire::ApprovalView;
 
 #[derive(serde::Deserialize)]
 pub(super) struct ListQuery {

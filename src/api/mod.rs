@@ -26,7 +26,6 @@
 mod agents;
 mod audit;
 mod cancel;
-pub mod client;
 mod decide;
 mod error;
 mod extract;
@@ -37,7 +36,6 @@ mod list;
 mod metrics;
 mod result;
 mod submit;
-mod wire;
 
 use std::sync::Arc;
 
@@ -51,7 +49,6 @@ use crate::engine::{Engine, Transport};
 pub use decide::local_user;
 pub use error::ApiError;
 pub use list::MAX_PAGE;
-pub use wire::{ApprovalView, DecisionBody, ResultBody, SubmitBody};
 
 /// Shared state of a router.
 #[derive(Clone)]

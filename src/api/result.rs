@@ -10,9 +10,9 @@ use tracing::instrument;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{authorised_request, json_body, note, ApiPath};
-use super::wire::{ApprovalView, ResultBody};
 use super::ApiState;
 use crate::approval::Status;
+use crate::wire::{ApprovalView, ResultBody};
 
 #[instrument(name = "api", skip_all, fields(op = "result", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 pub(super) async fn report(

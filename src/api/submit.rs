@@ -11,9 +11,9 @@ use tracing::{instrument, Span};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{authenticate, json_body, note};
-use super::wire::{ApprovalView, SubmitBody};
 use super::ApiState;
 use crate::engine::Submission;
+use crate::wire::{ApprovalView, SubmitBody};
 
 #[instrument(name = "api", skip_all, fields(op = "submit", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 pub(super) async fn submit(

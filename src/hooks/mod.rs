@@ -21,24 +21,28 @@
 //! connection and never answers would hold the hook past the agent's timeout, and
 //! the agent would then run the action. The last part of the budget is kept for
 //! withdrawing the request and for printing the answer.
+//!
+//! Nothing here knows how a request reaches the daemon: a `Gate` does. The hook
+//! process and the MCP server use one over the agents' socket, the daemon's http
+//! hook route one over its engine, so both sides share this code and neither
+//! depends on the other.
 
 pub mod claude_code;
-pub mod cli;
 pub mod codex;
 pub mod gemini;
+mod kind;
 
 use std::time::Duration;
 
-use hyper::{Method, StatusCode};
 use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::time::{timeout_at, Instant};
 
-use crate::api::client::Client;
-use crate::api::{ApprovalView, SubmitBody};
 use crate::approval::Status;
-use crate::engine::MAX_KEY_LEN;
 use crate::time::format_duration;
+use crate::wire::{ApprovalView, SubmitBody, MAX_KEY_LEN};
+
+pub use kind::{parse, render, Kind, Parsed};
 
 /// Default budget for Claude Code and Codex hooks: their hook timeout defaults to
 /// 600 s, and a timed-out hook fails open, so answer a minute before that.
@@ -324,63 +328,6 @@ pub(crate) async fn resolve<G: Gate>(
         };
     }
     Verdict::from_view(&view)
-}
-
-/// The daemon over its agents' Unix socket.
-#[derive(Debug, Clone)]
-pub(crate) struct SocketGate {
-    pub client: Client,
-}
-
-fn view_from(res: crate::api::client::Response) -> Result<ApprovalView, GateError> {
-    if !res.status.is_success() {
-        return Err(GateError::Failed(format!(
-            "{} ({})",
-            res.error_message(),
-            res.error_code().unwrap_or("error")
-        )));
-    }
-    serde_json::from_value(res.body)
-        .map_err(|e| GateError::Failed(format!("unexpected answer from gatebot: {e}")))
-}
-
-impl Gate for SocketGate {
-    async fn submit(&self, body: &SubmitBody) -> Result<ApprovalView, GateError> {
-        let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
-        let size = bytes.len();
-        let res = self
-            .client
-            .send(Method::POST, "/v1/requests", Some(bytes))
-            .await
-            .map_err(|e| e.to_string())?;
-        if res.status == StatusCode::PAYLOAD_TOO_LARGE {
-            return Err(GateError::TooLarge {
-                bytes: Some(size),
-                limit: res.body["error"]["max_body_bytes"]
-                    .as_u64()
-                    .and_then(|n| usize::try_from(n).ok()),
-            });
-        }
-        view_from(res)
-    }
-
-    async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, GateError> {
-        let path = format!("/v1/requests/{id}?wait={:.3}", up_to.as_secs_f64());
-        view_from(self.client.get(&path).await.map_err(|e| e.to_string())?)
-    }
-
-    async fn cancel(&self, id: &str) -> Result<ApprovalView, GateError> {
-        let res = self
-            .client
-            .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
-            .await
-            .map_err(|e| e.to_string())?;
-        if res.error_code() == Some("already_decided") {
-            return serde_json::from_value(res.body["request"].clone())
-                .map_err(|e| GateError::Failed(format!("unexpected answer from gatebot: {e}")));
-        }
-        view_from(res)
-    }
 }
 
 #[cfg(test)]

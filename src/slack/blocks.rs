@@ -343,10 +343,9 @@ mod tests {
     fn maximal(summary: &str, args_char: &str) -> Approval {
         let mut a = sample_approval();
         // MAX_SUMMARY_CHARS, and arguments as large as a request body may be.
-        a.summary =
-            Some(summary.repeat(crate::engine::MAX_SUMMARY_CHARS / summary.chars().count()));
+        a.summary = Some(summary.repeat(crate::wire::MAX_SUMMARY_CHARS / summary.chars().count()));
         a.args = json!({"body": args_char.repeat(64 * 1024 / args_char.len())});
-        a.tool = "&".repeat(crate::engine::MAX_TOOL_LEN);
+        a.tool = "&".repeat(crate::wire::MAX_TOOL_LEN);
         a
     }
 

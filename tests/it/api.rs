@@ -2,7 +2,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use gatebot::api::client::Client;
+use gatebot::client::Client;
 use hyper::{Method, StatusCode};
 use serde_json::json;
 
@@ -815,7 +815,7 @@ async fn a_refused_submission_stores_no_request_and_no_audit_row_for_one() {
     let secure_wrong = app.agent.clone().with_token(Some("guess".into()));
     let cases: Vec<(
         &str,
-        &gatebot::api::client::Client,
+        &gatebot::client::Client,
         serde_json::Value,
         StatusCode,
     )> = vec![

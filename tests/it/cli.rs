@@ -1,10 +1,12 @@
 //! The real `gatebot` binary: daemon as a process, `ask` / `decide` / `status` /
 //! `pending` / `check-config` and their exit codes, SIGTERM.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
+use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 
 use crate::helpers::BASE_CONFIG;
@@ -56,16 +58,126 @@ impl Daemon {
         self.path().join("bot.toml")
     }
 
+    /// `gatebot --config` this daemon's config, with no inherited socket or token.
+    fn command(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.arg("--config")
+            .arg(self.config())
+            .env_remove("GATEBOT_SOCKET")
+            .env_remove("GATEBOT_TOKEN");
+        c
+    }
+
     /// Runs `gatebot ARGS` against this daemon's config.
     async fn cli(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().await.unwrap()
+    }
+
+    /// The short id of the only pending request, once there is one.
+    async fn wait_for_pending(&self) -> String {
+        for _ in 0..400 {
+            let out = self.cli(&["pending", "--json"]).await;
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let list = v["requests"].as_array().unwrap();
+            assert!(list.len() <= 1, "{v}");
+            if let Some(r) = list.first() {
+                return r["short_id"].as_str().unwrap().to_string();
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("no request became pending");
+    }
+}
+
+/// `gatebot ask --agent AGENT --tool TOOL`; options are added with the methods below.
+fn ask(agent: &str, tool: &str) -> Ask {
+    Ask {
+        args: ["ask", "--agent", agent, "--tool", tool]
+            .map(OsString::from)
+            .to_vec(),
+    }
+}
+
+/// A `gatebot ask` command line, to run against a [`Daemon`] or a socket.
+struct Ask {
+    args: Vec<OsString>,
+}
+
+impl Ask {
+    fn opt(mut self, name: &str, value: impl AsRef<OsStr>) -> Ask {
+        self.args.push(name.into());
+        self.args.push(value.as_ref().to_owned());
+        self
+    }
+
+    /// `--args JSON`; `-` reads them from stdin.
+    fn args(self, json: &str) -> Ask {
+        self.opt("--args", json)
+    }
+
+    fn args_file(self, path: impl AsRef<OsStr>) -> Ask {
+        self.opt("--args-file", path)
+    }
+
+    fn summary(self, summary: &str) -> Ask {
+        self.opt("--summary", summary)
+    }
+
+    fn wait(self, wait: &str) -> Ask {
+        self.opt("--wait", wait)
+    }
+
+    fn ttl(self, ttl: &str) -> Ask {
+        self.opt("--ttl", ttl)
+    }
+
+    fn token(self, token: &str) -> Ask {
+        self.opt("--token", token)
+    }
+
+    fn json(mut self) -> Ask {
+        self.args.push("--json".into());
+        self
+    }
+
+    /// Runs it against `d` until it exits.
+    async fn run(&self, d: &Daemon) -> Output {
+        d.command().args(&self.args).output().await.unwrap()
+    }
+
+    /// Runs it with `--socket SOCKET` and no config, until it exits.
+    async fn run_on(&self, socket: &Path) -> Output {
         Command::new(BIN)
-            .arg("--config")
-            .arg(self.config())
-            .args(args)
-            .env_remove("GATEBOT_SOCKET")
-            .env_remove("GATEBOT_TOKEN")
+            .args(&self.args)
+            .arg("--socket")
+            .arg(socket)
             .output()
             .await
+            .unwrap()
+    }
+
+    /// Starts it against `d` in the background, with stdout and stderr captured.
+    fn spawn(&self, d: &Daemon) -> Child {
+        self.start(d, Stdio::inherit())
+    }
+
+    /// Starts it against `d` with `input` on its stdin (then closed).
+    async fn spawn_with_stdin(&self, d: &Daemon, input: &[u8]) -> Child {
+        let mut child = self.start(d, Stdio::piped());
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input).await.unwrap();
+        drop(stdin);
+        child
+    }
+
+    fn start(&self, d: &Daemon, stdin: Stdio) -> Child {
+        d.command()
+            .args(&self.args)
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
             .unwrap()
     }
 }
@@ -77,16 +189,9 @@ fn text(b: &[u8]) -> String {
 #[tokio::test]
 async fn ask_exits_0_when_the_policy_allows() {
     let d = Daemon::start().await;
-    let out = d
-        .cli(&[
-            "ask",
-            "--agent",
-            "mailer",
-            "--tool",
-            "query_org_data",
-            "--args",
-            "{\"q\":1}",
-        ])
+    let out = ask("mailer", "query_org_data")
+        .args("{\"q\":1}")
+        .run(&d)
         .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
@@ -99,91 +204,39 @@ async fn ask_exits_0_when_the_policy_allows() {
 #[tokio::test]
 async fn ask_waits_for_a_decision_made_with_decide() {
     let d = Daemon::start().await;
-    let ask = Command::new(BIN)
-        .arg("--config")
-        .arg(d.config())
-        .args([
-            "ask",
-            "--agent",
-            "mailer",
-            "--tool",
-            "send_email",
-            "--args",
-            "-",
-            "--json",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use tokio::io::AsyncWriteExt;
-        let mut ask = ask;
-        let mut stdin = ask.stdin.take().unwrap();
-        stdin
-            .write_all(b"{\"to\": \"a@example.com\"}")
-            .await
-            .unwrap();
-        drop(stdin);
-        // Find the pending request and approve it as the owner.
-        let id = loop {
-            let out = d.cli(&["pending", "--json"]).await;
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-            if let Some(r) = v["requests"].as_array().and_then(|a| a.first()) {
-                break r["short_id"].as_str().unwrap().to_string();
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        let decided = d.cli(&["decide", &id, "approve"]).await;
-        assert_eq!(decided.status.code(), Some(0), "{}", text(&decided.stderr));
-        let out = ask.wait_with_output().await.unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["status"], "approved");
-        // A second decision exits 1 and says who decided first.
-        let again = d.cli(&["decide", &id, "deny"]).await;
-        assert_eq!(again.status.code(), Some(1));
-        assert!(
-            text(&again.stderr).contains("already approved by"),
-            "{}",
-            text(&again.stderr)
-        );
-    }
+    let asking = ask("mailer", "send_email")
+        .args("-")
+        .json()
+        .spawn_with_stdin(&d, b"{\"to\": \"a@example.com\"}")
+        .await;
+    // Find the pending request and approve it as the owner.
+    let id = d.wait_for_pending().await;
+    let decided = d.cli(&["decide", &id, "approve"]).await;
+    assert_eq!(decided.status.code(), Some(0), "{}", text(&decided.stderr));
+    let out = asking.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "approved");
+    // A second decision exits 1 and says who decided first.
+    let again = d.cli(&["decide", &id, "deny"]).await;
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stderr).contains("already approved by"),
+        "{}",
+        text(&again.stderr)
+    );
 }
 
 #[tokio::test]
 async fn ask_exits_1_with_the_reason_when_denied() {
     let d = Daemon::start().await;
-    let ask = Command::new(BIN)
-        .arg("--config")
-        .arg(d.config())
-        .args([
-            "ask",
-            "--agent",
-            "intern",
-            "--tool",
-            "create_contact",
-            "--summary",
-            "add Bo",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let id = loop {
-        let out = d.cli(&["pending", "--json"]).await;
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        if let Some(r) = v["requests"].as_array().and_then(|a| a.first()) {
-            break r["short_id"].as_str().unwrap().to_string();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let asking = ask("intern", "create_contact").summary("add Bo").spawn(&d);
+    let id = d.wait_for_pending().await;
     let decided = d
         .cli(&["decide", &id, "deny", "--reason", "wrong client"])
         .await;
     assert_eq!(decided.status.code(), Some(0));
-    let out = ask.wait_with_output().await.unwrap();
+    let out = asking.wait_with_output().await.unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).contains("[Action rejected] create_contact: wrong client"),
@@ -195,17 +248,7 @@ async fn ask_exits_1_with_the_reason_when_denied() {
 #[tokio::test]
 async fn ask_exits_3_when_the_wait_runs_out_and_the_request_stays() {
     let d = Daemon::start().await;
-    let out = d
-        .cli(&[
-            "ask",
-            "--agent",
-            "mailer",
-            "--tool",
-            "send_email",
-            "--wait",
-            "1s",
-        ])
-        .await;
+    let out = ask("mailer", "send_email").wait("1s").run(&d).await;
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     assert!(text(&out.stdout).starts_with("pending"));
     let status = d.cli(&["pending"]).await;
@@ -215,17 +258,13 @@ async fn ask_exits_3_when_the_wait_runs_out_and_the_request_stays() {
 #[tokio::test]
 async fn ask_exits_1_when_blocked_and_2_on_errors() {
     let d = Daemon::start().await;
-    let out = d
-        .cli(&["ask", "--agent", "drafter", "--tool", "send_email"])
-        .await;
+    let out = ask("drafter", "send_email").run(&d).await;
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("[Action blocked]"));
-    let out = d.cli(&["ask", "--agent", "ghost", "--tool", "t"]).await;
+    let out = ask("ghost", "t").run(&d).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("unknown agent"));
-    let out = d
-        .cli(&["ask", "--agent", "mailer", "--tool", "t", "--args", "{bad"])
-        .await;
+    let out = ask("mailer", "t").args("{bad").run(&d).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("not valid JSON"));
 }
@@ -233,12 +272,7 @@ async fn ask_exits_1_when_blocked_and_2_on_errors() {
 #[tokio::test]
 async fn ask_exits_2_when_the_daemon_is_unreachable() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(["ask", "--agent", "a", "--tool", "t", "--socket"])
-        .arg(dir.path().join("nobody.sock"))
-        .output()
-        .await
-        .unwrap();
+    let out = ask("a", "t").run_on(&dir.path().join("nobody.sock")).await;
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("cannot reach gatebot"),
@@ -310,28 +344,14 @@ async fn sigterm_stops_the_daemon_cleanly_with_exit_0() {
     let mut d = Daemon::start().await;
     let pid = d.child.id().unwrap() as i32;
     // A request with a token, so the log has had a chance to leak it.
-    let out = d
-        .cli(&[
-            "ask",
-            "--agent",
-            "secure",
-            "--tool",
-            "query_org_data",
-            "--token",
-            "secure-token-123",
-        ])
+    let out = ask("secure", "query_org_data")
+        .token("secure-token-123")
+        .run(&d)
         .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let bad = d
-        .cli(&[
-            "ask",
-            "--agent",
-            "secure",
-            "--tool",
-            "query_org_data",
-            "--token",
-            "secure-token-999",
-        ])
+    let bad = ask("secure", "query_org_data")
+        .token("secure-token-999")
+        .run(&d)
         .await;
     assert_eq!(bad.status.code(), Some(2));
     // kill(1) keeps this test free of unsafe libc calls.
@@ -396,9 +416,7 @@ async fn the_daemon_starts_on_the_example_config_without_tokens() {
 #[tokio::test]
 async fn audit_prints_the_trail_and_verify_detects_tampering() {
     let d = Daemon::start().await;
-    let out = d
-        .cli(&["ask", "--agent", "mailer", "--tool", "query_org_data"])
-        .await;
+    let out = ask("mailer", "query_org_data").run(&d).await;
     assert_eq!(out.status.code(), Some(0));
     let out = d.cli(&["audit", "--json", "--since", "1h"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -442,17 +460,7 @@ async fn sighup_reloads_the_config_and_refuses_an_invalid_one() {
             .success());
     };
     // A pending request from before the reload.
-    let out = d
-        .cli(&[
-            "ask",
-            "--agent",
-            "intern",
-            "--tool",
-            "create_contact",
-            "--wait",
-            "1s",
-        ])
-        .await;
+    let out = ask("intern", "create_contact").wait("1s").run(&d).await;
     assert_eq!(out.status.code(), Some(3));
 
     let config = BASE_CONFIG.replace(
@@ -464,17 +472,7 @@ async fn sighup_reloads_the_config_and_refuses_an_invalid_one() {
     hup();
     let mut reloaded = false;
     for _ in 0..100 {
-        let out = d
-            .cli(&[
-                "ask",
-                "--agent",
-                "intern",
-                "--tool",
-                "create_contact",
-                "--wait",
-                "1s",
-            ])
-            .await;
+        let out = ask("intern", "create_contact").wait("1s").run(&d).await;
         if out.status.code() == Some(0) {
             reloaded = true;
             break;
@@ -489,19 +487,7 @@ async fn sighup_reloads_the_config_and_refuses_an_invalid_one() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     // The config file is now invalid, so name the socket instead of reading it.
     let sock = d.path().join("gatebot.sock");
-    let out = Command::new(BIN)
-        .args([
-            "ask",
-            "--agent",
-            "intern",
-            "--tool",
-            "create_contact",
-            "--socket",
-        ])
-        .arg(&sock)
-        .output()
-        .await
-        .unwrap();
+    let out = ask("intern", "create_contact").run_on(&sock).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let pending = Command::new(BIN)
         .args(["pending", "--socket"])
@@ -535,43 +521,20 @@ async fn stop_and_read_log(d: &mut Daemon) -> String {
 #[tokio::test]
 async fn json_logs_carry_the_request_in_each_line_and_its_span() {
     let mut d = Daemon::start_with("[log]\nformat = \"json\"\n").await;
-    let out = d
-        .cli(&["ask", "--agent", "mailer", "--tool", "query_org_data"])
-        .await;
+    let out = ask("mailer", "query_org_data").run(&d).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = d
-        .cli(&[
-            "ask",
-            "--agent",
-            "intern",
-            "--tool",
-            "create_contact",
-            "--wait",
-            "1s",
-        ])
-        .await;
+    let out = ask("intern", "create_contact").wait("1s").run(&d).await;
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let pending = text(&out.stdout);
     let short = pending.split_whitespace().nth(2).unwrap().to_string();
     let out = d.cli(&["decide", &short, "approve"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = d
-        .cli(&[
-            "ask", "--agent", "intern", "--tool", "send_sms", "--ttl", "1s",
-        ])
-        .await;
+    let out = ask("intern", "send_sms").ttl("1s").run(&d).await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     // A refused token: the warning itself names no request, its span does.
-    let out = d
-        .cli(&[
-            "ask",
-            "--agent",
-            "secure",
-            "--tool",
-            "send_bulk_email",
-            "--token",
-            "wrong",
-        ])
+    let out = ask("secure", "send_bulk_email")
+        .token("wrong")
+        .run(&d)
         .await;
     assert_eq!(out.status.code(), Some(2));
     let log = stop_and_read_log(&mut d).await;
@@ -631,48 +594,16 @@ async fn json_logs_carry_the_request_in_each_line_and_its_span() {
     assert!(!log.contains("\"wrong\""), "the token reached the log");
 }
 
-impl Daemon {
-    /// Starts `gatebot ARGS` in the background, with stdout and stderr captured.
-    fn spawn_cli(&self, args: &[&str]) -> Child {
-        Command::new(BIN)
-            .arg("--config")
-            .arg(self.config())
-            .args(args)
-            .env_remove("GATEBOT_SOCKET")
-            .env_remove("GATEBOT_TOKEN")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap()
-    }
-
-    /// The short id of the only pending request, once there is one.
-    async fn wait_for_pending(&self) -> String {
-        for _ in 0..400 {
-            let out = self.cli(&["pending", "--json"]).await;
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-            let list = v["requests"].as_array().unwrap();
-            assert!(list.len() <= 1, "{v}");
-            if let Some(r) = list.first() {
-                return r["short_id"].as_str().unwrap().to_string();
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("no request became pending");
-    }
-}
-
 #[tokio::test]
 async fn a_supervised_agents_ask_waits_until_the_owner_approves() {
     let d = Daemon::start().await;
     // Even a read-only call waits for a human when the agent is supervised.
-    let ask = d.spawn_cli(&["ask", "--agent", "intern", "--tool", "query_org_data"]);
+    let asking = ask("intern", "query_org_data").spawn(&d);
     let id = d.wait_for_pending().await;
     let decided = d.cli(&["decide", &id, "approve"]).await;
     assert_eq!(decided.status.code(), Some(0), "{}", text(&decided.stderr));
     assert!(text(&decided.stdout).starts_with("approved"));
-    let out = ask.wait_with_output().await.unwrap();
+    let out = asking.wait_with_output().await.unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).starts_with(&format!("approved  id {id}")),
@@ -689,23 +620,15 @@ async fn a_supervised_agents_ask_waits_until_the_owner_approves() {
 #[tokio::test]
 async fn approve_always_lets_the_next_identical_ask_through_at_once() {
     let d = Daemon::start().await;
-    let call = [
-        "ask",
-        "--agent",
-        "mailer",
-        "--tool",
-        "send_email",
-        "--args",
-        "{\"to\": \"ann@example.com\"}",
-    ];
-    let ask = d.spawn_cli(&call);
+    let call = ask("mailer", "send_email").args("{\"to\": \"ann@example.com\"}");
+    let asking = call.spawn(&d);
     let id = d.wait_for_pending().await;
     let decided = d.cli(&["decide", &id, "approve-always"]).await;
     assert_eq!(decided.status.code(), Some(0), "{}", text(&decided.stderr));
-    let out = ask.wait_with_output().await.unwrap();
+    let out = asking.wait_with_output().await.unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // The same call again: allowed by the policy, nothing pending, no wait.
-    let again = d.cli(&call).await;
+    let again = call.run(&d).await;
     assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
     assert!(
         text(&again.stdout).starts_with("allowed"),
@@ -720,17 +643,7 @@ async fn approve_always_lets_the_next_identical_ask_through_at_once() {
 #[tokio::test]
 async fn an_ask_whose_ttl_runs_out_exits_1_and_says_expired_not_denied() {
     let d = Daemon::start().await;
-    let out = d
-        .cli(&[
-            "ask",
-            "--agent",
-            "intern",
-            "--tool",
-            "create_contact",
-            "--ttl",
-            "2s",
-        ])
-        .await;
+    let out = ask("intern", "create_contact").ttl("2s").run(&d).await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(
         text(&out.stdout).starts_with("expired"),
@@ -749,17 +662,7 @@ async fn an_ask_whose_ttl_runs_out_exits_1_and_says_expired_not_denied() {
 #[tokio::test]
 async fn status_wait_exits_3_while_pending_and_0_once_approved() {
     let d = Daemon::start().await;
-    let out = d
-        .cli(&[
-            "ask",
-            "--agent",
-            "intern",
-            "--tool",
-            "create_contact",
-            "--wait",
-            "1s",
-        ])
-        .await;
+    let out = ask("intern", "create_contact").wait("1s").run(&d).await;
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let id = d.wait_for_pending().await;
     let status = d.cli(&["status", &id, "--wait", "1s"]).await;
@@ -786,22 +689,11 @@ async fn ask_reads_the_arguments_from_a_file() {
         r#"{"to": ["ann@example.com"], "body": "Our new price is $49."}"#,
     )
     .unwrap();
-    let out = Command::new(BIN)
-        .arg("--config")
-        .arg(d.config())
-        .args([
-            "ask",
-            "--agent",
-            "boss",
-            "--tool",
-            "create_contact",
-            "--json",
-        ])
-        .arg("--args-file")
-        .arg(&file)
-        .output()
-        .await
-        .unwrap();
+    let out = ask("boss", "create_contact")
+        .json()
+        .args_file(&file)
+        .run(&d)
+        .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["args"]["to"][0], "ann@example.com");
@@ -814,16 +706,9 @@ async fn ask_reads_the_arguments_from_a_file() {
         "{v}"
     );
     // A file that is not there is an error (exit 2) that names it.
-    let out = d
-        .cli(&[
-            "ask",
-            "--agent",
-            "boss",
-            "--tool",
-            "create_contact",
-            "--args-file",
-            "/nonexistent/args.json",
-        ])
+    let out = ask("boss", "create_contact")
+        .args_file("/nonexistent/args.json")
+        .run(&d)
         .await;
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -836,18 +721,10 @@ async fn ask_reads_the_arguments_from_a_file() {
 #[tokio::test]
 async fn pending_lists_each_request_with_its_risk_level() {
     let d = Daemon::start().await;
-    let out = d
-        .cli(&[
-            "ask",
-            "--agent",
-            "mailer",
-            "--tool",
-            "send_email",
-            "--summary",
-            "Reply to Ann",
-            "--wait",
-            "1s",
-        ])
+    let out = ask("mailer", "send_email")
+        .summary("Reply to Ann")
+        .wait("1s")
+        .run(&d)
         .await;
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let id = d.wait_for_pending().await;

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatebot::api::client::Client;
+use gatebot::client::Client;
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 

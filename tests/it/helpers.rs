@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
 use std::time::Duration;
 
-use gatebot::api::client::{Client, Response};
+use gatebot::client::{Client, Response};
 use gatebot::config::Config;
 use gatebot::daemon::App;
 use serde_json::{json, Value};

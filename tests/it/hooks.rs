@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use gatebot::hooks::cli::{parse, render, Kind};
 use gatebot::hooks::Verdict;
+use gatebot::hooks::{parse, render, Kind};
 use serde_json::Value;
 
 fn fixture(name: &str) -> String {
@@ -76,15 +76,16 @@ fn gemini_before_tool_golden() {
 
 #[test]
 fn mcp_permission_prompt_golden() {
-    let call = gatebot::mcp::parse_arguments(&json_fixture("mcp-permission-prompt.json")).unwrap();
+    let call =
+        gatebot::client::mcp::parse_arguments(&json_fixture("mcp-permission-prompt.json")).unwrap();
     let body = serde_json::to_value(call.submit_body("test-agent")).unwrap();
     assert_eq!(body, json_fixture("mcp-permission-prompt.request.json"));
     assert_eq!(
-        gatebot::mcp::permission_result(&call, &allow("Write")),
+        gatebot::client::mcp::permission_result(&call, &allow("Write")),
         json_fixture("mcp-permission-prompt.allow.json")
     );
     assert_eq!(
-        gatebot::mcp::permission_result(&call, &deny("Write")),
+        gatebot::client::mcp::permission_result(&call, &deny("Write")),
         json_fixture("mcp-permission-prompt.deny.json")
     );
 }

@@ -185,16 +185,16 @@ proptest! {
     #[test]
     fn hook_payload_parsing_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
         let text = String::from_utf8_lossy(&bytes);
-        for kind in [gatebot::hooks::cli::Kind::ClaudeCode, gatebot::hooks::cli::Kind::Codex, gatebot::hooks::cli::Kind::Gemini] {
-            let _ = gatebot::hooks::cli::parse(kind, &text);
+        for kind in [gatebot::hooks::Kind::ClaudeCode, gatebot::hooks::Kind::Codex, gatebot::hooks::Kind::Gemini] {
+            let _ = gatebot::hooks::parse(kind, &text);
         }
     }
 
     #[test]
     fn request_bodies_never_panic_the_parser(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
-        let _ = serde_json::from_slice::<gatebot::api::SubmitBody>(&bytes);
-        let _ = serde_json::from_slice::<gatebot::api::DecisionBody>(&bytes);
-        let _ = serde_json::from_slice::<gatebot::api::ResultBody>(&bytes);
+        let _ = serde_json::from_slice::<gatebot::wire::SubmitBody>(&bytes);
+        let _ = serde_json::from_slice::<gatebot::wire::DecisionBody>(&bytes);
+        let _ = serde_json::from_slice::<gatebot::wire::ResultBody>(&bytes);
     }
 }
 

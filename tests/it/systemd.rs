@@ -6,7 +6,7 @@ use std::os::unix::net::UnixDatagram;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use gatebot::api::client::Client;
+use gatebot::client::Client;
 use serde_json::json;
 use tokio::process::Command;
 

@@ -1,4 +1,18 @@
-//! A small client for the API over a Unix socket, used by the CLI and the tests.
+//! The client side of gatebot: everything that runs outside the daemon and talks to
+//! it over a socket. It shares the JSON shapes with the daemon through
+//! [`crate::wire`] and the hook logic through [`crate::hooks`], and does not use the
+//! daemon's API, engine or store, so a client cannot come to depend on how the
+//! daemon works inside.
+//!
+//! - [`Client`]: a small HTTP client for the API over a Unix socket, used by
+//!   everything below and by the tests.
+//! - [`cli`]: the `gatebot` command line.
+//! - [`hook`]: `gatebot hook …`, and the `SocketGate` the MCP server shares.
+//! - [`mcp`]: `gatebot mcp`, the MCP approval tool.
+
+pub mod cli;
+pub mod hook;
+pub mod mcp;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

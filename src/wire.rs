@@ -1,10 +1,19 @@
-//! The JSON shapes of the API (docs/api.md describes them for users).
+//! What the daemon and its clients agree on: the JSON shapes of the API
+//! (docs/api.md describes them for users) and the limits the daemon enforces, so a
+//! client can stay within them instead of being refused.
 
 use serde::{Deserialize, Serialize};
 
 use crate::approval::{Approval, Channel, Status};
 use crate::policy::Risk;
 use crate::time::format_ms;
+
+/// Longest tool name accepted.
+pub const MAX_TOOL_LEN: usize = 128;
+/// Longest summary accepted, in characters.
+pub const MAX_SUMMARY_CHARS: usize = 2000;
+/// Longest idempotency key accepted.
+pub const MAX_KEY_LEN: usize = 200;
 
 /// `POST /v1/requests`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

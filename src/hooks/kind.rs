@@ -1,14 +1,11 @@
-//! `gatebot hook claude-code|codex|gemini`: one hook invocation, stdin to stdout.
+//! Which agent's hook protocol to speak: reading its payload, and the verdict in its
+//! own JSON shape. Shared by the hook process and the daemon's http hook route.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use tokio::time::Instant;
-
-use super::{claude_code, codex, gemini, resolve, Budget, SocketGate, ToolCall, Verdict};
-use crate::api::client::Client;
+use super::{claude_code, codex, gemini, ToolCall, Verdict};
 
 /// Which agent's hook protocol to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,38 +71,4 @@ pub fn render(parsed: &Parsed, verdict: &Verdict) -> Value {
         (Kind::Codex, _) => codex::answer(verdict),
         (Kind::Gemini, _) => gemini::answer(verdict),
     }
-}
-
-/// What `gatebot hook` was asked to do.
-#[derive(Debug, Clone)]
-pub struct HookRun {
-    pub kind: Kind,
-    pub agent: Option<String>,
-    pub budget: Option<Duration>,
-    /// When the hook process started: the budget counts from then.
-    pub started: Instant,
-    /// The agents' socket, or why it could not be found (then the answer is a deny).
-    pub socket: Result<PathBuf, String>,
-    pub token: Option<String>,
-}
-
-/// Answers one hook payload. `Err` only for input that is not a hook payload of
-/// this kind (the caller exits 2, which Claude Code and Gemini CLI treat as a block).
-pub async fn run(h: HookRun, input: &str) -> Result<Value, String> {
-    let parsed = parse(h.kind, input)?;
-    let agent = h
-        .agent
-        .unwrap_or_else(|| h.kind.default_agent().to_string());
-    let verdict = match h.socket {
-        Err(e) => Verdict::unreachable(&parsed.call.tool, &e),
-        Ok(socket) => {
-            let gate = SocketGate {
-                client: Client::new(socket).with_token(h.token),
-            };
-            let total = h.budget.unwrap_or_else(|| h.kind.default_budget());
-            let budget = Budget::new(total, h.started);
-            resolve(&gate, &parsed.call.submit_body(&agent), budget, |_, _| {}).await
-        }
-    };
-    Ok(render(&parsed, &verdict))
 }

@@ -30,8 +30,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::api::client::Client;
-use crate::hooks::{resolve, Budget, SocketGate, ToolCall, Verdict};
+use super::hook::SocketGate;
+use super::Client;
+use crate::hooks::{resolve, Budget, ToolCall, Verdict};
 
 /// The tool's name; Claude Code refers to it as `mcp__<server>__request_approval`.
 pub const TOOL_NAME: &str = "request_approval";

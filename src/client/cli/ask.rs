@@ -1,0 +1,65 @@
+//! `gatebot ask`: submit a request as an agent and wait for the verdict.
+
+use std::io::Read;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{expect_ok, report_view, view_of, wait_for, AskArgs};
+use crate::approval::Status;
+use crate::client::Client;
+use crate::time::parse_duration;
+
+pub(super) async fn run(client: Client, a: AskArgs) -> Result<u8, String> {
+    let args = read_args(&a)?;
+    let wait = a.wait.as_deref().map(parse_duration).transpose()?;
+    let mut body = json!({"agent": a.agent, "tool": a.tool, "args": args});
+    for (k, v) in [
+        ("summary", a.summary.map(Value::from)),
+        ("confidence", a.confidence.map(Value::from)),
+        ("environment", a.environment.map(Value::from)),
+        ("ttl", a.ttl.map(Value::from)),
+        ("idempotency_key", a.idempotency_key.map(Value::from)),
+    ] {
+        if let Some(v) = v {
+            body[k] = v;
+        }
+    }
+    let res = expect_ok(client.post("/v1/requests", &body).await)?;
+    let mut view = view_of(res)?;
+    if view.status == Status::Pending {
+        if !a.json {
+            eprintln!(
+                "waiting for a human: request {} ({} risk). Decide with `gatebot decide {} approve|deny`.",
+                view.short_id,
+                view.risk.score.as_str(),
+                view.short_id
+            );
+        }
+        let path = format!("/v1/requests/{}", view.id);
+        view = wait_for(&client, &path, wait.unwrap_or(Duration::MAX)).await?;
+    }
+    Ok(report_view(&view, a.json))
+}
+
+/// The tool's arguments: `--args JSON`, `--args -` (stdin), `--args-file F`, or none.
+fn read_args(a: &AskArgs) -> Result<Value, String> {
+    match (&a.args, &a.args_file) {
+        (Some(s), _) if s == "-" => {
+            let mut buf = String::new();
+            std::io::stdin()
+                .read_to_string(&mut buf)
+                .map_err(|e| format!("cannot read --args from stdin: {e}"))?;
+            parse_args(&buf)
+        }
+        (Some(s), _) => parse_args(s),
+        (None, Some(f)) => parse_args(
+            &std::fs::read_to_string(f).map_err(|e| format!("cannot read {}: {e}", f.display()))?,
+        ),
+        (None, None) => Ok(json!({})),
+    }
+}
+
+fn parse_args(s: &str) -> Result<Value, String> {
+    serde_json::from_str(s).map_err(|e| format!("--args is not valid JSON: {e}"))
+}

@@ -1,0 +1,85 @@
+//! `gatebot audit`: print the audit trail; `gatebot audit verify`: check its hash chain.
+
+use super::{encode, expect_ok, pretty, EXIT_GO, EXIT_NO};
+use crate::client::Client;
+use crate::time::parse_duration;
+use crate::time::{format_ms, now_ms};
+
+/// `audit verify`: exit 1 if any row was edited, deleted or reordered.
+pub(super) async fn verify(client: &Client, json: bool) -> Result<u8, String> {
+    let res = expect_ok(client.get("/v1/audit/verify").await)?;
+    let problems = res.body["problems"].as_array().cloned().unwrap_or_default();
+    if json {
+        println!("{}", pretty(&res.body));
+    } else if problems.is_empty() {
+        println!(
+            "audit trail intact: {} rows checked ({} written before the chain existed)",
+            res.body["rows"], res.body["unchained"]
+        );
+    } else {
+        for p in &problems {
+            println!("{}", p.as_str().unwrap_or_default());
+        }
+    }
+    Ok(if problems.is_empty() {
+        EXIT_GO
+    } else {
+        EXIT_NO
+    })
+}
+
+/// `audit [--request ID] [--since 24h]`: one line (or JSON object) per row.
+pub(super) async fn trail(
+    client: &Client,
+    request: Option<&str>,
+    since: Option<&str>,
+    json: bool,
+) -> Result<u8, String> {
+    let mut query = Vec::new();
+    if let Some(r) = request {
+        query.push(format!("request={}", encode(r)));
+    }
+    if let Some(s) = since {
+        query.push(format!("since={}", parse_since(s)?));
+    }
+    let path = if query.is_empty() {
+        "/v1/audit".to_string()
+    } else {
+        format!("/v1/audit?{}", query.join("&"))
+    };
+    let res = expect_ok(client.get(&path).await)?;
+    let rows = res.body["audit"].as_array().cloned().unwrap_or_default();
+    for row in rows {
+        if json {
+            println!("{row}");
+        } else {
+            println!(
+                "{} {} {} {} {}",
+                format_ms(row["at"].as_i64().unwrap_or(0)),
+                row["event"].as_str().unwrap_or("?"),
+                row["approval_id"].as_str().unwrap_or("-"),
+                row["actor"].as_str().unwrap_or("-"),
+                row["detail"]
+            );
+        }
+    }
+    Ok(EXIT_GO)
+}
+
+/// `24h` (that long ago) or an RFC 3339 time, as Unix milliseconds.
+fn parse_since(s: &str) -> Result<i64, String> {
+    if let Ok(d) = parse_duration(s) {
+        return Ok(now_ms() - d.as_millis() as i64);
+    }
+    humantime::parse_rfc3339_weak(s)
+        .map(|t| {
+            t.duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as i64)
+                .unwrap_or(0)
+        })
+        .map_err(|_| {
+            format!(
+                "--since `{s}` is neither a duration like 24h nor a time like 2026-11-22T10:00:00Z"
+            )
+        })
+}

@@ -1,0 +1,29 @@
+//! `gatebot mcp`: the MCP approval tool on stdin and stdout ([`crate::client::mcp`]).
+
+use std::path::{Path, PathBuf};
+
+use super::{socket_for, HookArgs, EXIT_GO};
+use crate::client::mcp::McpOptions;
+use crate::hooks::{Kind, DEFAULT_BUDGET};
+use crate::time::parse_duration;
+
+pub(super) async fn run(
+    args: HookArgs,
+    flag: &Option<PathBuf>,
+    config: &Path,
+) -> Result<u8, String> {
+    let budget = args.timeout.as_deref().map(parse_duration).transpose()?;
+    let opts = McpOptions {
+        agent: args
+            .agent
+            .unwrap_or_else(|| Kind::ClaudeCode.default_agent().to_string()),
+        budget: budget.unwrap_or(DEFAULT_BUDGET),
+        socket: socket_for(flag, config, false),
+        token: args.token,
+    };
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    crate::client::mcp::serve(opts, stdin, tokio::io::stdout())
+        .await
+        .map_err(|e| format!("the MCP server stopped: {e}"))?;
+    Ok(EXIT_GO)
+}

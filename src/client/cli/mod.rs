@@ -1,0 +1,390 @@
+//! The `gatebot` command line: the daemon and the owner's and agents' commands.
+//!
+//! Exit codes of `ask` and `status`: 0 allowed or approved; 1 rejected, blocked,
+//! expired or cancelled (reason on stderr); 2 error; 3 still pending when `--wait`
+//! ran out (the request stays queued; its id is printed).
+//!
+//! One file per command; this one holds the arguments, the dispatch, and what the
+//! commands share: finding the socket, reading answers, waiting, printing a request.
+
+mod ask;
+mod audit;
+mod check_config;
+mod decide;
+mod guidance;
+mod hook;
+mod mcp;
+mod pending;
+mod status;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+
+use super::{Client, ClientError, Response};
+use crate::approval::Status;
+use crate::config::Config;
+use crate::wire::ApprovalView;
+
+/// Exit code: allowed or approved.
+pub const EXIT_GO: u8 = 0;
+/// Exit code: rejected, blocked, expired or cancelled.
+pub const EXIT_NO: u8 = 1;
+/// Exit code: an error (bad input, unknown agent, daemon unreachable).
+pub const EXIT_ERROR: u8 = 2;
+/// Exit code: still pending when the wait ran out.
+pub const EXIT_PENDING: u8 = 3;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gatebot",
+    version,
+    about = "Human approval for AI agents' risky actions"
+)]
+pub struct Cli {
+    /// The config file.
+    #[arg(
+        long,
+        short,
+        global = true,
+        env = "GATEBOT_CONFIG",
+        default_value = "bot.toml"
+    )]
+    pub config: PathBuf,
+    /// The socket to talk to (default: the config's queue.socket for `ask`,
+    /// queue.control_socket for owner commands).
+    #[arg(long, global = true, env = "GATEBOT_SOCKET")]
+    pub socket: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the daemon.
+    Run,
+    /// Submit a request as an agent and wait for the verdict.
+    Ask(AskArgs),
+    /// Show a request (owner); optionally wait for it to be decided.
+    Status {
+        /// Full id, short id, or a unique prefix of at least 4 characters.
+        id: String,
+        /// Wait up to this long for a decision, e.g. 30s or 10m.
+        #[arg(long)]
+        wait: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List pending requests (owner), oldest first.
+    Pending {
+        /// Only this agent's requests.
+        #[arg(long)]
+        agent: Option<String>,
+        /// At most this many (1-1000).
+        #[arg(long, default_value_t = 1000)]
+        limit: usize,
+        /// The page after this request id (the `next` a previous page printed).
+        #[arg(long)]
+        after: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Decide a pending request (owner).
+    Decide {
+        /// Full id, short id, or a unique prefix of at least 4 characters.
+        id: String,
+        /// approve, approve-always or deny.
+        decision: String,
+        /// Why; reaches the agent (most useful with deny).
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the audit trail (owner), or check it with `audit verify`.
+    Audit {
+        #[command(subcommand)]
+        action: Option<AuditAction>,
+        /// Only this request.
+        #[arg(long)]
+        request: Option<String>,
+        /// Only rows from this long ago (e.g. 24h) or since this time (RFC 3339).
+        #[arg(long)]
+        since: Option<String>,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate the config file and explain every error (all of them, each with its
+    /// key path and line, once the file parses).
+    CheckConfig {
+        /// Also ask Telegram who the bot is (getMe): checks the token and the API URL.
+        #[arg(long)]
+        telegram: bool,
+    },
+    /// Answer an agent's hook: JSON on stdin, the decision as JSON on stdout.
+    Hook {
+        #[command(subcommand)]
+        agent: HookCommand,
+    },
+    /// Run a stdio MCP server with the `request_approval` tool
+    /// (Claude Code's --permission-prompt-tool).
+    Mcp(HookArgs),
+    /// Print the system-prompt paragraph for an agent's autonomy tier.
+    AgentGuidance {
+        /// The agent's name.
+        name: String,
+        /// Print the API's JSON (tier, lists, guidance) instead.
+        #[arg(long)]
+        json: bool,
+        /// The agent's token, needed with --socket on the agents' socket.
+        #[arg(long, env = "GATEBOT_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HookCommand {
+    /// Claude Code's PermissionRequest or PreToolUse command hook.
+    ClaudeCode(HookArgs),
+    /// Codex's PermissionRequest hook (.codex/hooks.json).
+    Codex(HookArgs),
+    /// Gemini CLI's BeforeTool hook (settings.json).
+    Gemini(HookArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The agent to submit as (default: claude-code, codex, gemini; mcp: claude-code).
+    #[arg(long, env = "GATEBOT_AGENT")]
+    pub agent: Option<String>,
+    /// Answer (deny) after this long if nobody decided; keep it under the agent's
+    /// hook timeout (default: 540s; gemini: 55s).
+    #[arg(long)]
+    pub timeout: Option<String>,
+    /// The agent's token, if it has one.
+    #[arg(long, env = "GATEBOT_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditAction {
+    /// Recompute the hash chain; exit 1 if any row was edited, deleted or reordered.
+    Verify {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    #[arg(long)]
+    pub agent: String,
+    #[arg(long)]
+    pub tool: String,
+    /// The tool's arguments as JSON; `-` reads them from stdin.
+    #[arg(long, conflicts_with = "args_file")]
+    pub args: Option<String>,
+    /// Read the arguments from a JSON file.
+    #[arg(long)]
+    pub args_file: Option<PathBuf>,
+    /// One line for the owner: what the agent wants to do and why.
+    #[arg(long)]
+    pub summary: Option<String>,
+    /// The agent's confidence, 0.0 to 1.0.
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// The environment the action runs in (production raises risk, sandbox lowers it).
+    #[arg(long = "env")]
+    pub environment: Option<String>,
+    /// How long the request may wait for a human, e.g. 30m (default: policy.default_ttl).
+    #[arg(long)]
+    pub ttl: Option<String>,
+    /// How long to wait for the decision (default: until it is decided or expires).
+    #[arg(long)]
+    pub wait: Option<String>,
+    /// The same key returns the same request instead of creating another.
+    #[arg(long)]
+    pub idempotency_key: Option<String>,
+    /// The agent's token, if it has one.
+    #[arg(long, env = "GATEBOT_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Print the API's JSON instead of a summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs a client command (everything but `run`). Returns the process exit code.
+pub async fn run_client(cli: Cli) -> ExitCode {
+    match client_command(cli).await {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+async fn client_command(cli: Cli) -> Result<u8, String> {
+    let (flag, config) = (&cli.socket, cli.config.as_path());
+    // The owner's commands (and `agent-guidance`) talk to the control socket.
+    let owner = || socket_for(flag, config, true).map(client);
+    match cli.command {
+        Command::Run => unreachable!("run is handled by main"),
+        Command::CheckConfig { telegram } => check_config::run(config, telegram).await,
+        Command::Hook { agent } => hook::run(agent, flag, config).await,
+        Command::Mcp(args) => mcp::run(args, flag, config).await,
+        Command::AgentGuidance { name, json, token } => {
+            guidance::run(&owner()?.with_token(token), &name, json).await
+        }
+        Command::Ask(args) => {
+            let client = client(socket_for(flag, config, false)?);
+            ask::run(client.with_token(args.token.clone()), args).await
+        }
+        Command::Status { id, wait, json } => {
+            status::run(&owner()?, &id, wait.as_deref(), json).await
+        }
+        Command::Pending {
+            agent,
+            limit,
+            after,
+            json,
+        } => pending::run(&owner()?, agent.as_deref(), limit, after.as_deref(), json).await,
+        Command::Decide {
+            id,
+            decision,
+            reason,
+            json,
+        } => decide::run(&owner()?, &id, &decision, reason.as_deref(), json).await,
+        Command::Audit {
+            action: Some(AuditAction::Verify { json }),
+            ..
+        } => audit::verify(&owner()?, json).await,
+        Command::Audit {
+            action: None,
+            request,
+            since,
+            json,
+        } => audit::trail(&owner()?, request.as_deref(), since.as_deref(), json).await,
+    }
+}
+
+/// `--socket` / `GATEBOT_SOCKET`, else the config's socket.
+fn socket_for(flag: &Option<PathBuf>, config: &Path, owner: bool) -> Result<PathBuf, String> {
+    if let Some(s) = flag {
+        return Ok(s.clone());
+    }
+    let c = Config::load(config).map_err(|e| {
+        format!("{e}\n(pass --socket or set GATEBOT_SOCKET to skip reading the config)")
+    })?;
+    Ok(if owner {
+        c.queue.control_socket
+    } else {
+        c.queue.socket
+    })
+}
+
+/// Longest wait for one answer from the daemon: more than the longest long-poll slice
+/// ([`wait_for`] asks for at most 60 s at a time), so only a daemon that accepts and
+/// never answers runs into it, and then the command fails (exit 2) instead of hanging.
+const CALL_TIMEOUT: Duration = Duration::from_secs(90);
+
+fn client(socket: PathBuf) -> Client {
+    Client::new(socket).with_timeout(CALL_TIMEOUT)
+}
+
+/// Long-polls in slices until the request settles or `total` passes.
+async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<ApprovalView, String> {
+    let start = Instant::now();
+    loop {
+        let left = total.saturating_sub(start.elapsed());
+        let slice = left.min(Duration::from_secs(60));
+        let res = expect_ok(
+            client
+                .get(&format!("{path}?wait={:.3}", slice.as_secs_f64()))
+                .await,
+        )?;
+        let view = view_of(res)?;
+        if view.status != Status::Pending || start.elapsed() >= total {
+            return Ok(view);
+        }
+    }
+}
+
+/// Prints a request (`ask`, `status`) and returns the exit code its status means.
+fn report_view(view: &ApprovalView, json: bool) -> u8 {
+    if json {
+        println!(
+            "{}",
+            pretty(&serde_json::to_value(view).unwrap_or_default())
+        );
+    } else {
+        let factors = if view.risk.factors.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", view.risk.factors.join(", "))
+        };
+        println!(
+            "{}  id {} ({})  risk {} ({}{})",
+            view.status,
+            view.short_id,
+            view.id,
+            view.risk.score.as_str(),
+            view.risk.tool_class.as_str(),
+            factors
+        );
+    }
+    match view.status {
+        s if s.is_go() => {
+            if !json && view.checkpoint {
+                eprintln!("checkpoint advised before running: {}", view.policy_reason);
+            }
+            EXIT_GO
+        }
+        Status::Pending => {
+            eprintln!(
+                "still pending: request {} stays queued; check it with `gatebot status {}`",
+                view.short_id, view.short_id
+            );
+            EXIT_PENDING
+        }
+        _ => {
+            eprintln!("{}", view.message);
+            EXIT_NO
+        }
+    }
+}
+
+fn expect_ok(res: Result<Response, ClientError>) -> Result<Response, String> {
+    let res = res.map_err(|e| e.to_string())?;
+    if res.status.is_success() {
+        Ok(res)
+    } else {
+        Err(format!(
+            "{} ({})",
+            res.error_message(),
+            res.error_code().unwrap_or("error")
+        ))
+    }
+}
+
+fn view_of(res: Response) -> Result<ApprovalView, String> {
+    serde_json::from_value(res.body).map_err(|e| format!("unexpected answer from gatebot: {e}"))
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+/// Percent-encodes a path segment (ids are plain, but a typo should not break the URL).
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

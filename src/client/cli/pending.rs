@@ -1,0 +1,53 @@
+//! `gatebot pending`: the owner's list of pending requests, oldest first, a page at a time.
+
+use super::{encode, expect_ok, pretty, EXIT_GO};
+use crate::client::Client;
+use crate::wire::ApprovalView;
+
+pub(super) async fn run(
+    client: &Client,
+    agent: Option<&str>,
+    limit: usize,
+    after: Option<&str>,
+    json: bool,
+) -> Result<u8, String> {
+    let mut path = format!("/v1/requests?status=pending&limit={limit}");
+    if let Some(a) = agent {
+        path.push_str(&format!("&agent={}", encode(a)));
+    }
+    if let Some(a) = after {
+        path.push_str(&format!("&after={}", encode(a)));
+    }
+    let res = expect_ok(client.get(&path).await)?;
+    if json {
+        println!("{}", pretty(&res.body));
+        return Ok(EXIT_GO);
+    }
+    let list: Vec<ApprovalView> =
+        serde_json::from_value(res.body["requests"].clone()).map_err(|e| e.to_string())?;
+    print_list(&list);
+    if let Some(next) = res.body["next"].as_str() {
+        println!("… more pending: gatebot pending --after {next}");
+    }
+    Ok(EXIT_GO)
+}
+
+/// One line per request (short id, agent, tool, risk, expiry), its summary below.
+fn print_list(list: &[ApprovalView]) {
+    if list.is_empty() {
+        println!("No pending requests.");
+    }
+    for a in list {
+        println!(
+            "{}  {:<16} {:<24} risk {:<8} expires {}",
+            a.short_id,
+            a.agent,
+            a.tool,
+            a.risk.score.as_str(),
+            a.expires_at.as_deref().unwrap_or("-")
+        );
+        if let Some(s) = &a.summary {
+            println!("          {s}");
+        }
+    }
+}

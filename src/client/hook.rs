@@ -1,0 +1,104 @@
+//! The hooks over the agents' socket: `SocketGate`, and one `gatebot hook
+//! claude-code|codex|gemini` invocation, its payload in and its answer out.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use hyper::{Method, StatusCode};
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use super::{Client, Response};
+use crate::hooks::{parse, render, resolve, Budget, Gate, GateError, Kind, Verdict};
+use crate::wire::{ApprovalView, SubmitBody};
+
+/// The daemon over its agents' Unix socket.
+#[derive(Debug, Clone)]
+pub(crate) struct SocketGate {
+    pub client: Client,
+}
+
+fn view_from(res: Response) -> Result<ApprovalView, GateError> {
+    if !res.status.is_success() {
+        return Err(GateError::Failed(format!(
+            "{} ({})",
+            res.error_message(),
+            res.error_code().unwrap_or("error")
+        )));
+    }
+    serde_json::from_value(res.body)
+        .map_err(|e| GateError::Failed(format!("unexpected answer from gatebot: {e}")))
+}
+
+impl Gate for SocketGate {
+    async fn submit(&self, body: &SubmitBody) -> Result<ApprovalView, GateError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
+        let size = bytes.len();
+        let res = self
+            .client
+            .send(Method::POST, "/v1/requests", Some(bytes))
+            .await
+            .map_err(|e| e.to_string())?;
+        if res.status == StatusCode::PAYLOAD_TOO_LARGE {
+            return Err(GateError::TooLarge {
+                bytes: Some(size),
+                limit: res.body["error"]["max_body_bytes"]
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok()),
+            });
+        }
+        view_from(res)
+    }
+
+    async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, GateError> {
+        let path = format!("/v1/requests/{id}?wait={:.3}", up_to.as_secs_f64());
+        view_from(self.client.get(&path).await.map_err(|e| e.to_string())?)
+    }
+
+    async fn cancel(&self, id: &str) -> Result<ApprovalView, GateError> {
+        let res = self
+            .client
+            .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
+            .await
+            .map_err(|e| e.to_string())?;
+        if res.error_code() == Some("already_decided") {
+            return serde_json::from_value(res.body["request"].clone())
+                .map_err(|e| GateError::Failed(format!("unexpected answer from gatebot: {e}")));
+        }
+        view_from(res)
+    }
+}
+
+/// What `gatebot hook` was asked to do.
+#[derive(Debug, Clone)]
+pub struct HookRun {
+    pub kind: Kind,
+    pub agent: Option<String>,
+    pub budget: Option<Duration>,
+    /// When the hook process started: the budget counts from then.
+    pub started: Instant,
+    /// The agents' socket, or why it could not be found (then the answer is a deny).
+    pub socket: Result<PathBuf, String>,
+    pub token: Option<String>,
+}
+
+/// Answers one hook payload. `Err` only for input that is not a hook payload of
+/// this kind (the caller exits 2, which Claude Code and Gemini CLI treat as a block).
+pub async fn run(h: HookRun, input: &str) -> Result<Value, String> {
+    let parsed = parse(h.kind, input)?;
+    let agent = h
+        .agent
+        .unwrap_or_else(|| h.kind.default_agent().to_string());
+    let verdict = match h.socket {
+        Err(e) => Verdict::unreachable(&parsed.call.tool, &e),
+        Ok(socket) => {
+            let gate = SocketGate {
+                client: Client::new(socket).with_token(h.token),
+            };
+            let total = h.budget.unwrap_or_else(|| h.kind.default_budget());
+            let budget = Budget::new(total, h.started);
+            resolve(&gate, &parsed.call.submit_body(&agent), budget, |_, _| {}).await
+        }
+    };
+    Ok(render(&parsed, &verdict))
+}
