@@ -10,6 +10,7 @@
 //! ```
 //! `allowed` may also move to `executing` / `succeeded` / `failed` when the agent reports.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
@@ -83,47 +84,113 @@ impl FromStr for Status {
     }
 }
 
-/// Where a decision came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Channel {
-    Telegram,
-    Slack,
+/// A chat platform's key (`telegram`, `slack`, `memory`): how chat bookkeeping, the
+/// audit trail, `decided_via` and the metrics name a platform. Adding a platform adds
+/// no variant anywhere: a platform is its key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PlatformId(Cow<'static, str>);
+
+impl PlatformId {
+    #[must_use]
+    pub const fn new(key: &'static str) -> PlatformId {
+        PlatformId(Cow::Borrowed(key))
+    }
+
+    /// A platform named at run time (read back from the database).
+    #[must_use]
+    pub fn owned(key: &str) -> PlatformId {
+        PlatformId(Cow::Owned(key.to_string()))
+    }
+
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// How the platform is named to people: its key, capitalised ("Telegram").
+    #[must_use]
+    pub fn label(&self) -> String {
+        let mut c = self.0.chars();
+        match c.next() {
+            Some(first) => first.to_uppercase().chain(c).collect(),
+            None => String::new(),
+        }
+    }
+}
+
+impl fmt::Display for PlatformId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Where a decision came from: a chat platform, or one of gatebot's own interfaces.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Via {
+    Chat(PlatformId),
     Cli,
     Api,
     System,
 }
 
-impl Channel {
+impl Via {
     #[must_use]
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
-            Channel::Telegram => "telegram",
-            Channel::Slack => "slack",
-            Channel::Cli => "cli",
-            Channel::Api => "api",
-            Channel::System => "system",
+            Via::Chat(p) => p.as_str(),
+            Via::Cli => "cli",
+            Via::Api => "api",
+            Via::System => "system",
         }
     }
 
-    /// How a channel is named to people ("Approved by alice (Telegram)").
+    /// How the source is named to people ("Approved by alice (Telegram)").
     #[must_use]
-    pub fn label(self) -> &'static str {
+    pub fn label(&self) -> String {
         match self {
-            Channel::Telegram => "Telegram",
-            Channel::Slack => "Slack",
-            Channel::Cli => "CLI",
-            Channel::Api => "API",
-            Channel::System => "gatebot",
+            Via::Chat(p) => p.label(),
+            Via::Cli => "CLI".into(),
+            Via::Api => "API".into(),
+            Via::System => "gatebot".into(),
         }
     }
 }
 
-impl FromStr for Channel {
+impl fmt::Display for Via {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Via {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        serde_json::from_value(serde_json::Value::String(s.to_string()))
-            .map_err(|_| format!("unknown channel `{s}`"))
+        match s {
+            "cli" => Ok(Via::Cli),
+            "api" => Ok(Via::Api),
+            "system" => Ok(Via::System),
+            key if !key.is_empty()
+                && key
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') =>
+            {
+                Ok(Via::Chat(PlatformId(Cow::Owned(key.to_string()))))
+            }
+            other => Err(format!("unknown decision source `{other}`")),
+        }
+    }
+}
+
+impl Serialize for Via {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Via {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -156,7 +223,7 @@ pub struct Decision {
     pub verb: Verb,
     /// Who decided: a display name or user id.
     pub actor: String,
-    pub via: Channel,
+    pub via: Via,
     pub reason: Option<String>,
 }
 
@@ -178,7 +245,7 @@ pub struct Approval {
     pub checkpoint: bool,
     pub always_allow_offered: bool,
     pub decided_by: Option<String>,
-    pub decided_via: Option<Channel>,
+    pub decided_via: Option<Via>,
     pub decision_reason: Option<String>,
     pub always_allowed: bool,
     pub result_detail: Option<String>,
@@ -266,6 +333,22 @@ mod tests {
         );
         assert_eq!("DENY".parse::<Verb>().unwrap(), Verb::Deny);
         assert!("maybe".parse::<Verb>().is_err());
+    }
+
+    #[test]
+    fn decision_sources_round_trip_and_name_platforms_by_key() {
+        for v in [
+            Via::Chat(PlatformId::new("telegram")),
+            Via::Chat(PlatformId::new("memory")),
+            Via::Cli,
+            Via::Api,
+            Via::System,
+        ] {
+            assert_eq!(v.as_str().parse::<Via>().unwrap(), v);
+        }
+        assert_eq!(Via::Chat(PlatformId::new("slack")).label(), "Slack");
+        assert_eq!(Via::Cli.label(), "CLI");
+        assert!("Not A Platform".parse::<Via>().is_err());
     }
 
     #[test]

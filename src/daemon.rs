@@ -3,10 +3,11 @@
 //! 1. [`App::build`] opens the store, claims the sockets (refusing to start if a
 //!    live daemon owns one, removing a stale file otherwise) and binds the optional
 //!    TCP listener, so callers (and tests) know every address before anything runs.
-//! 2. [`App::run_until`] serves the APIs, runs the expiry task and, when configured,
-//!    the Telegram channel, until the shutdown future completes; then it stops
-//!    accepting, lets in-flight requests finish (long-polls return at once) and waits
-//!    for every task.
+//! 2. [`App::run_until`] serves the APIs, runs the expiry task and the chat platforms
+//!    (those `bot.toml` turns on, from [`crate::chat::platform::configured`], and any
+//!    added with [`App::add_platform`]) until the shutdown future completes; then it
+//!    stops accepting, lets in-flight requests finish (long-polls return at once) and
+//!    waits for every task.
 
 use std::future::Future;
 use std::os::unix::fs::PermissionsExt;
@@ -20,12 +21,10 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use crate::api::{agent_router, owner_router, ApiState};
-use crate::approval::Channel;
+use crate::chat::platform::PlatformRun;
 use crate::config::Config;
 use crate::engine::{Engine, Transport};
-use crate::store::Store;
 use crate::systemd::Activation;
-use crate::time::now_ms;
 
 pub struct App {
     engine: Arc<Engine>,
@@ -37,6 +36,8 @@ pub struct App {
     /// Socket files this process created (and removes at shutdown); sockets passed
     /// by systemd belong to the `.socket` unit and stay.
     owned_sockets: Vec<PathBuf>,
+    /// Chat platforms to run beside the configured ones (tests: the in-memory one).
+    extra_platforms: Vec<PlatformRun>,
 }
 
 impl App {
@@ -53,9 +54,11 @@ impl App {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        let store = tokio::task::spawn_blocking(move || Store::open(&store_path))
-            .await?
-            .with_context(|| format!("cannot open the database {}", config.store.path.display()))?;
+        let db = config.store.path.clone();
+        let engine = Engine::open(config)
+            .await
+            .with_context(|| format!("cannot open the database {}", db.display()))?;
+        let config = engine.config();
         let socket = config.queue.socket.clone();
         let control_socket = config.queue.control_socket.clone();
         let mut owned_sockets = Vec::new();
@@ -87,20 +90,7 @@ impl App {
         for note in &config.notes {
             info!("{note}");
         }
-        let engine = Engine::new(store, config);
-        let pending = engine.pending().await?.len();
-        engine
-            .blocking(move |s| {
-                s.audit(
-                    now_ms(),
-                    None,
-                    "daemon_started",
-                    Some("gatebot"),
-                    Some(Channel::System),
-                    &serde_json::json!({"version": env!("CARGO_PKG_VERSION"), "pending": pending}),
-                )
-            })
-            .await?;
+        let pending = engine.record_start().await?;
         info!(
             pending,
             "store opened; pending requests and their deadlines reloaded"
@@ -113,7 +103,14 @@ impl App {
             socket,
             control_socket,
             owned_sockets,
+            extra_platforms: Vec::new(),
         })
+    }
+
+    /// Runs `platform` too (a chat platform that is not in `bot.toml`: the in-memory
+    /// platform of the tests).
+    pub fn add_platform(&mut self, platform: PlatformRun) {
+        self.extra_platforms.push(platform);
     }
 
     #[must_use]
@@ -137,6 +134,7 @@ impl App {
             socket,
             control_socket,
             owned_sockets,
+            extra_platforms,
         } = self;
         let stop = CancellationToken::new();
         let tasks = TaskTracker::new();
@@ -183,11 +181,12 @@ impl App {
         if let Some(every) = crate::systemd::watchdog_interval() {
             tasks.spawn(watchdog(engine.clone(), every, stop.clone()));
         }
-        if let Some(telegram) = engine.config().telegram.clone() {
-            tasks.spawn(crate::telegram::run(engine.clone(), telegram, stop.clone()));
+        for (id, run) in crate::chat::platform::configured(&engine.config(), &engine, &stop) {
+            engine.metrics.chat_platform(&id);
+            tasks.spawn(run);
         }
-        if let Some(slack) = engine.config().slack.clone() {
-            tasks.spawn(crate::slack::run(engine.clone(), slack, stop.clone()));
+        for platform in extra_platforms {
+            tasks.spawn(platform(engine.clone(), stop.clone()));
         }
         info!(socket = %socket.display(), control_socket = %control_socket.display(), "gatebot is ready");
         crate::systemd::notify("READY=1");
@@ -222,7 +221,7 @@ async fn watchdog(
             _ = stop.cancelled() => return Ok(()),
             _ = tokio::time::sleep(every) => {}
         }
-        let healthy = tokio::time::timeout(every, engine.blocking(|s| s.count_pending())).await;
+        let healthy = tokio::time::timeout(every, engine.count_pending()).await;
         match healthy {
             Ok(Ok(_)) => crate::systemd::notify("WATCHDOG=1"),
             _ => warn!("the store did not answer in time; skipping the watchdog ping"),

@@ -31,7 +31,7 @@
 
 pub mod api;
 pub mod approval;
-pub mod channel;
+pub mod chat;
 pub mod client;
 pub mod config;
 pub mod daemon;
@@ -41,6 +41,7 @@ pub mod hooks;
 pub mod metrics;
 pub mod names;
 pub mod policy;
+pub mod retry;
 pub mod secret;
 pub mod slack;
 pub mod store;

@@ -1,16 +1,33 @@
 //! Counters for the Prometheus endpoint (`GET /metrics`), kept with atomics and
-//! rendered in the text exposition format. No labels beyond small fixed sets.
+//! rendered in the text exposition format. Labels are small sets: verdicts, outcomes,
+//! and the chat platforms running (by key, under the label `channel`, the name
+//! dashboards already use).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
-use crate::approval::{Channel, Status};
+use crate::approval::{PlatformId, Status};
 
 /// Upper bounds (seconds) of the decision-latency histogram buckets.
 const LATENCY_BUCKETS: [f64; 12] = [
     1.0, 5.0, 15.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 14_400.0, 43_200.0, 86_400.0,
 ];
-const CHANNELS: [Channel; 2] = [Channel::Telegram, Channel::Slack];
+
+/// One chat platform's counters.
+#[derive(Debug, Default, Clone, Copy)]
+struct ChatCounts {
+    /// Failed calls, and those that were 429s.
+    errors: u64,
+    rate_limited: u64,
+    /// Messages posted: a subject's card, or a digest.
+    cards: u64,
+    digests: u64,
+    /// Updates (presses, commands, messages) handled, and ignored.
+    handled: u64,
+    ignored: u64,
+}
 
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -21,19 +38,10 @@ pub struct Metrics {
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_ms: AtomicU64,
-    /// Per channel (telegram, slack): failed calls, and those that were 429s.
-    chat_errors: [AtomicU64; 2],
-    chat_rate_limited: [AtomicU64; 2],
-    /// Per channel: messages posted, [prompt, digest].
-    chat_posts: [[AtomicU64; 2]; 2],
-    /// Per channel: updates (presses, commands, messages) [handled, ignored].
-    chat_updates: [[AtomicU64; 2]; 2],
+    /// By platform key. Chat traffic is rare next to the map lookup, so a lock is fine.
+    chat: Mutex<BTreeMap<String, ChatCounts>>,
     /// Expiry passes that failed (each is retried after a pause).
     expiry_failures: AtomicU64,
-}
-
-fn channel_index(c: Channel) -> Option<usize> {
-    CHANNELS.iter().position(|x| *x == c)
 }
 
 impl Metrics {
@@ -82,28 +90,51 @@ impl Metrics {
         self.expiry_failures.load(Ordering::Relaxed)
     }
 
-    /// A chat API call failed; `rate_limited` when it was a 429.
-    pub fn chat_error(&self, channel: Channel, rate_limited: bool) {
-        if let Some(i) = channel_index(channel) {
-            self.chat_errors[i].fetch_add(1, Ordering::Relaxed);
-            if rate_limited {
-                self.chat_rate_limited[i].fetch_add(1, Ordering::Relaxed);
-            }
-        }
+    fn chat(&self, platform: &PlatformId, count: impl FnOnce(&mut ChatCounts)) {
+        let mut chat = self.chat.lock().unwrap_or_else(|e| e.into_inner());
+        count(chat.entry(platform.to_string()).or_default());
     }
 
-    /// A message was posted: a request's prompt, or a digest.
-    pub fn chat_posted(&self, channel: Channel, digest: bool) {
-        if let Some(i) = channel_index(channel) {
-            self.chat_posts[i][usize::from(digest)].fetch_add(1, Ordering::Relaxed);
-        }
+    /// A platform is running: its counters show from now on, zeros included.
+    pub fn chat_platform(&self, platform: &PlatformId) {
+        self.chat(platform, |_| {});
+    }
+
+    /// A chat API call failed; `rate_limited` when it was a 429.
+    pub fn chat_error(&self, platform: &PlatformId, rate_limited: bool) {
+        self.chat(platform, |c| {
+            c.errors += 1;
+            if rate_limited {
+                c.rate_limited += 1;
+            }
+        });
+    }
+
+    /// A 429 that a client library waited out itself (it never failed a call).
+    pub fn chat_rate_limited(&self, platform: &PlatformId) {
+        self.chat(platform, |c| c.rate_limited += 1);
+    }
+
+    /// A message was posted: a subject's card, or a digest.
+    pub fn chat_posted(&self, platform: &PlatformId, digest: bool) {
+        self.chat(platform, |c| {
+            if digest {
+                c.digests += 1;
+            } else {
+                c.cards += 1;
+            }
+        });
     }
 
     /// An update from a chat was handled, or ignored (a chat gatebot does not serve).
-    pub fn chat_update(&self, channel: Channel, handled: bool) {
-        if let Some(i) = channel_index(channel) {
-            self.chat_updates[i][usize::from(!handled)].fetch_add(1, Ordering::Relaxed);
-        }
+    pub fn chat_update(&self, platform: &PlatformId, handled: bool) {
+        self.chat(platform, |c| {
+            if handled {
+                c.handled += 1;
+            } else {
+                c.ignored += 1;
+            }
+        });
     }
 
     /// The exposition text; `pending` is read from the store at scrape time.
@@ -172,59 +203,64 @@ impl Metrics {
             get(&self.latency_sum_ms) as f64 / 1000.0
         );
         let _ = writeln!(o, "gatebot_decision_latency_seconds_count {count}");
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_chat_send_errors_total Failed chat API calls."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_chat_send_errors_total counter");
-        for (ch, c) in CHANNELS.iter().zip(&self.chat_errors) {
-            let _ = writeln!(
-                o,
-                "gatebot_chat_send_errors_total{{channel=\"{}\"}} {}",
-                ch.as_str(),
-                get(c)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_chat_rate_limited_total Chat API calls answered 429."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_chat_rate_limited_total counter");
-        for (ch, c) in CHANNELS.iter().zip(&self.chat_rate_limited) {
-            let _ = writeln!(
-                o,
-                "gatebot_chat_rate_limited_total{{channel=\"{}\"}} {}",
-                ch.as_str(),
-                get(c)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_chat_posts_total Messages posted to chats: one prompt per request, or a digest for a burst."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_chat_posts_total counter");
-        for (ch, kinds) in CHANNELS.iter().zip(&self.chat_posts) {
-            for (kind, c) in ["prompt", "digest"].iter().zip(kinds) {
-                let _ = writeln!(
-                    o,
-                    "gatebot_chat_posts_total{{channel=\"{}\",kind=\"{kind}\"}} {}",
-                    ch.as_str(),
-                    get(c)
-                );
+        let chat = self.chat.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        type Pick = fn(&ChatCounts) -> u64;
+        // (name, help on the first series of a name, label, its value, the count)
+        let series: [(&str, &str, &str, &str, Pick); 6] = [
+            (
+                "gatebot_chat_send_errors_total",
+                "Failed chat API calls.",
+                "",
+                "",
+                |c| c.errors,
+            ),
+            (
+                "gatebot_chat_rate_limited_total",
+                "Chat API calls answered 429 (waited out or failed).",
+                "",
+                "",
+                |c| c.rate_limited,
+            ),
+            (
+                "gatebot_chat_posts_total",
+                "Messages posted to chats: one card per subject, or a digest for a burst.",
+                "kind",
+                "prompt",
+                |c| c.cards,
+            ),
+            ("gatebot_chat_posts_total", "", "kind", "digest", |c| {
+                c.digests
+            }),
+            (
+                "gatebot_chat_updates_total",
+                "Button presses and messages received from chats.",
+                "outcome",
+                "handled",
+                |c| c.handled,
+            ),
+            (
+                "gatebot_chat_updates_total",
+                "",
+                "outcome",
+                "ignored",
+                |c| c.ignored,
+            ),
+        ];
+        for (name, help, label, value, pick) in series {
+            if !help.is_empty() {
+                let _ = writeln!(o, "# HELP {name} {help}");
+                let _ = writeln!(o, "# TYPE {name} counter");
             }
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_chat_updates_total Button presses and messages received from chats."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_chat_updates_total counter");
-        for (ch, outcomes) in CHANNELS.iter().zip(&self.chat_updates) {
-            for (outcome, c) in ["handled", "ignored"].iter().zip(outcomes) {
+            for (platform, counts) in &chat {
+                let extra = if label.is_empty() {
+                    String::new()
+                } else {
+                    format!(",{label}=\"{value}\"")
+                };
                 let _ = writeln!(
                     o,
-                    "gatebot_chat_updates_total{{channel=\"{}\",outcome=\"{outcome}\"}} {}",
-                    ch.as_str(),
-                    get(c)
+                    "{name}{{channel=\"{platform}\"{extra}}} {}",
+                    pick(counts)
                 );
             }
         }

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::approval::{Approval, Channel, Status};
+use crate::approval::{Approval, Status, Via};
 use crate::policy::Risk;
 use crate::time::format_ms;
 
@@ -85,7 +85,7 @@ pub struct ApprovalView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decided_via: Option<Channel>,
+    pub decided_via: Option<Via>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub always_allowed: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,7 +124,7 @@ impl From<&Approval> for ApprovalView {
             summary: a.summary.clone(),
             args: a.args.clone(),
             decided_by: a.decided_by.clone(),
-            decided_via: a.decided_via,
+            decided_via: a.decided_via.clone(),
             always_allowed: a.always_allowed,
             result_detail: a.result_detail.clone(),
             created_at: format_ms(a.created_at),

@@ -23,11 +23,7 @@ pub(super) async fn guidance(
     } else {
         authenticate(&state, &name, &headers, "read its tier guidance", None).await?
     };
-    let n = name.clone();
-    let added = state
-        .engine
-        .blocking(move |s| s.always_allowed_tools(&n))
-        .await?;
+    let added = state.engine.always_allowed_tools(&name).await?;
     let org = OrgRules::of(&config.policy);
     Ok(Json(for_agent(&name, &cfg.rules, &added, &org)))
 }

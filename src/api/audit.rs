@@ -37,16 +37,13 @@ pub(super) async fn audit(
         Some(typed) => Some(state.engine.lookup(&typed, false).await?.id),
         None => None,
     };
-    let rows = state
-        .engine
-        .blocking(move |s| s.audit_rows(id.as_deref(), since))
-        .await?;
+    let rows = state.engine.audit_rows(id, since).await?;
     Ok(Json(json!({"audit": rows})))
 }
 
 pub(super) async fn audit_verify(
     State(state): State<ApiState>,
 ) -> ApiResult<Json<serde_json::Value>> {
-    let check = state.engine.blocking(|s| s.verify_audit()).await?;
+    let check = state.engine.verify_audit().await?;
     Ok(Json(serde_json::to_value(check).unwrap_or_default()))
 }

@@ -12,7 +12,7 @@ use tracing::instrument;
 use super::error::{ApiError, ApiResult};
 use super::extract::{audit_refusal, bearer, json_body, note, note_error, ApiPath};
 use super::ApiState;
-use crate::approval::{Channel, Decision};
+use crate::approval::{Decision, Via};
 use crate::wire::{ApprovalView, DecisionBody};
 
 #[instrument(name = "api", skip_all, fields(op = "decide", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
@@ -37,7 +37,7 @@ pub(super) async fn decide(
             Decision {
                 verb,
                 actor,
-                via: Channel::Cli,
+                via: Via::Cli,
                 reason: body.reason.filter(|r| !r.trim().is_empty()),
             },
         )

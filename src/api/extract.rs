@@ -14,7 +14,7 @@ use tracing::Span;
 
 use super::error::{ApiError, ApiResult};
 use super::ApiState;
-use crate::approval::{Approval, Channel};
+use crate::approval::{Approval, Via};
 use crate::config::AgentConfig;
 use crate::engine::{record_request, EngineError};
 
@@ -103,7 +103,7 @@ pub(super) async fn audit_refusal(
 ) {
     if let Err(e) = state
         .engine
-        .record_unauthorised(approval_id, actor, Channel::Api, detail)
+        .record_unauthorised(approval_id, actor, Via::Api, detail)
         .await
     {
         tracing::error!(error = %e, "cannot audit an unauthorised attempt");

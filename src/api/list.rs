@@ -62,13 +62,13 @@ pub(super) async fn list(
             }
         },
     };
-    let filter = crate::store::ListFilter {
+    let filter = crate::engine::ListFilter {
         status,
         agent: q.agent.clone(),
         after: q.after.clone().filter(|a| !a.is_empty()),
         limit,
     };
-    let rows = state.engine.blocking(move |s| s.list_page(&filter)).await?;
+    let rows = state.engine.list(filter).await?;
     let views: Vec<ApprovalView> = rows.iter().map(ApprovalView::from).collect();
     // A full page may have more after it: `next` is the cursor for `after`.
     let next = (rows.len() == limit).then(|| rows.last().map(|a| a.id.clone()));

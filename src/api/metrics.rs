@@ -9,7 +9,7 @@ use super::error::ApiResult;
 use super::ApiState;
 
 pub(super) async fn metrics(State(state): State<ApiState>) -> ApiResult<Response> {
-    let pending = state.engine.blocking(|s| s.count_pending()).await?;
+    let pending = state.engine.count_pending().await?;
     Ok((
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         state.engine.metrics.render(pending),

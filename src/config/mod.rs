@@ -24,13 +24,14 @@ mod policy;
 mod queue;
 pub(crate) mod resolve;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::approval::PlatformId;
 use crate::policy::{AgentRules, Policy, Tier};
 use crate::secret::Secret;
 use crate::slack::config::SlackConfig;
@@ -129,6 +130,30 @@ pub enum UnknownAgents {
     Reject,
     /// Treat them as `supervised` agents with no lists: every call asks a human.
     Supervised,
+}
+
+/// What every chat platform's table sets: where cards go, who may decide there, and
+/// when a burst of requests becomes one digest.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ChatSettings {
+    /// Chat or channel ids, as the platform writes them.
+    pub destinations: Vec<String>,
+    /// User ids, as the platform writes them.
+    pub approvers: BTreeSet<String>,
+    /// More requests than this waiting for a card in one chat get one digest.
+    pub digest_after: usize,
+}
+
+impl Config {
+    /// The chat settings of `platform`'s table, when that platform is on.
+    #[must_use]
+    pub fn chat(&self, platform: &PlatformId) -> Option<&ChatSettings> {
+        match platform {
+            p if *p == crate::telegram::PLATFORM => self.telegram.as_ref().map(|t| &t.chat),
+            p if *p == crate::slack::PLATFORM => self.slack.as_ref().map(|s| &s.chat),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

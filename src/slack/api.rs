@@ -14,8 +14,11 @@ use slack_morphism::prelude::*;
 use slack_morphism::{SlackClientApiCallContext, SlackClientHttpConnector};
 use tracing::debug;
 
-use crate::channel::delivery::SendError;
-use crate::slack::config::SlackConfig;
+use tokio_util::sync::CancellationToken;
+
+use crate::chat::platform::SendError;
+use crate::retry::retry;
+use crate::slack::SlackConfig;
 
 /// When Slack says 429 without a `Retry-After`, wait this long.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(5);
@@ -79,17 +82,21 @@ impl SlackApi {
         attempts: u32,
         max_wait: Duration,
     ) -> Result<Value, SendError> {
-        let mut attempt = 1;
-        loop {
-            match self.call(method, body).await {
-                Err(SendError::RetryAfter(wait)) if attempt < attempts && wait <= max_wait => {
+        // Not cancelled at shutdown: whoever waits for this answer is still there.
+        let never = CancellationToken::new();
+        let result = retry(
+            &never,
+            || self.call(method, body),
+            |e, attempt| match e {
+                SendError::RetryAfter(wait) if attempt + 1 < attempts && *wait <= max_wait => {
                     debug!(method, ?wait, "slack: rate limited; waiting as asked");
-                    tokio::time::sleep(wait).await;
-                    attempt += 1;
+                    Some(*wait)
                 }
-                other => return other,
-            }
-        }
+                _ => None,
+            },
+        )
+        .await;
+        result.unwrap_or_else(|| Err(SendError::Transient(format!("{method}: stopped"))))
     }
 
     /// Posts `body` to an interaction's `response_url` (no token: the URL is the
@@ -170,26 +177,13 @@ impl SlackApi {
         }
     }
 
-    /// `s` with every configured secret, and anything shaped like a Slack token,
-    /// replaced by `[redacted]`.
+    /// `s` with every configured secret, and anything shaped like a token, replaced
+    /// by `[redacted]`.
     #[must_use]
     pub fn scrub(&self, s: &str) -> String {
-        scrub(s, &self.secrets)
+        let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+        crate::secret::scrub(s, &secrets)
     }
-}
-
-/// Replaces `secrets` and Slack-token-shaped words (`xoxb-…`, `xapp-…`) in `s`.
-#[must_use]
-pub fn scrub(s: &str, secrets: &[String]) -> String {
-    let mut out = s.to_string();
-    for secret in secrets.iter().filter(|s| s.len() >= 4) {
-        out = out.replace(secret.as_str(), "[redacted]");
-    }
-    static TOKEN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = TOKEN.get_or_init(|| {
-        regex::Regex::new(r"\bx(?:ox[abposre]|app)-[A-Za-z0-9-]+").expect("valid regex")
-    });
-    re.replace_all(&out, "[redacted]").into_owned()
 }
 
 /// rustls needs exactly one process-wide CryptoProvider, and both ring and aws-lc-rs are
@@ -197,21 +191,4 @@ pub fn scrub(s: &str, secrets: &[String]) -> String {
 /// harmlessly if another channel already installed one.
 pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scrubbing_removes_configured_secrets_and_token_shapes() {
-        let s = scrub(
-            "auth failed for xoxb-123-abc and xapp-1-A0-99 with sekrit!",
-            &["sekrit".to_string()],
-        );
-        assert_eq!(
-            s,
-            "auth failed for [redacted] and [redacted] with [redacted]!"
-        );
-    }
 }

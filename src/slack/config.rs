@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use crate::config::file::default_digest_after;
 use crate::config::resolve::{keep, Resolve};
-use crate::config::ConfigError;
+use crate::config::{ChatSettings, ConfigError};
 use crate::secret::Secret;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -32,12 +32,8 @@ pub struct SlackConfig {
     pub mode: SlackMode,
     /// Address the HTTP events listener binds (HTTP mode).
     pub events_listen: Option<String>,
-    /// Channel ids prompts go to.
-    pub channels: Vec<String>,
-    /// Slack user ids allowed to decide.
-    pub approvers: BTreeSet<String>,
-    /// More requests than this waiting for a prompt in one channel get one digest.
-    pub digest_after: usize,
+    /// Channels cards go to (channel ids), approvers (user ids), the digest threshold.
+    pub chat: ChatSettings,
 }
 
 /// `[slack]` as written.
@@ -95,9 +91,11 @@ impl FileSlack {
             api_url: api_url?,
             mode: self.mode,
             events_listen: self.events_listen,
-            channels: self.channels,
-            approvers: self.approvers,
-            digest_after,
+            chat: ChatSettings {
+                destinations: self.channels,
+                approvers: self.approvers,
+                digest_after,
+            },
         })
     }
 

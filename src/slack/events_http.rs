@@ -24,9 +24,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::{Inbound, Slack};
-use crate::channel::delivery::backoff;
-use crate::slack::config::SlackConfig;
+use super::{Received, Slack, SlackConfig};
+use crate::retry::backoff;
 
 #[derive(Clone)]
 struct HttpState {
@@ -85,7 +84,7 @@ async fn receive(State(st): State<HttpState>, headers: HeaderMap, body: Bytes) -
         warn!(error = %e, "slack: request with a bad or stale signature refused");
         return (StatusCode::UNAUTHORIZED, "invalid Slack signature").into_response();
     }
-    let inbound = if body.trim_start().starts_with('{') {
+    let inbound: Received = if body.trim_start().starts_with('{') {
         let Ok(v) = serde_json::from_str::<Value>(body) else {
             return StatusCode::BAD_REQUEST.into_response();
         };
@@ -93,7 +92,7 @@ async fn receive(State(st): State<HttpState>, headers: HeaderMap, body: Bytes) -
             Some("url_verification") => {
                 return Json(json!({"challenge": v["challenge"]})).into_response()
             }
-            Some("event_callback") => Inbound::Event(v),
+            Some("event_callback") => Received::Event(v),
             _ => return StatusCode::OK.into_response(),
         }
     } else {
@@ -102,16 +101,15 @@ async fn receive(State(st): State<HttpState>, headers: HeaderMap, body: Bytes) -
         };
         if let Some(payload) = form.get("payload") {
             match serde_json::from_str(payload) {
-                Ok(v) => Inbound::Interactive(v),
+                Ok(v) => Received::Interaction(v),
                 Err(_) => return StatusCode::BAD_REQUEST.into_response(),
             }
         } else if form.contains_key("command") {
-            Inbound::SlashCommand(json!(form))
+            Received::SlashCommand(json!(form))
         } else {
             return StatusCode::OK.into_response();
         }
     };
-    let slack = st.slack.clone();
-    tokio::spawn(async move { slack.handle(inbound).await });
+    st.slack.spawn(inbound);
     StatusCode::OK.into_response()
 }

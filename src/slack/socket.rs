@@ -24,8 +24,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::{Inbound, Slack};
-use crate::channel::delivery::backoff;
+use super::{Received, Slack};
+use crate::retry::backoff;
 
 /// Ping the server this often; Slack pings too, so silence means a dead connection.
 const PING_EVERY: Duration = Duration::from_secs(30);
@@ -153,17 +153,16 @@ async fn connect_once(slack: &Arc<Slack>, stop: &CancellationToken) -> Ended {
                     debug!(envelope, "slack: duplicate envelope acknowledged, not handled");
                     continue;
                 }
-                let inbound = match frame["type"].as_str() {
-                    Some("interactive") => Inbound::Interactive(frame["payload"].clone()),
-                    Some("slash_commands") => Inbound::SlashCommand(frame["payload"].clone()),
-                    Some("events_api") => Inbound::Event(frame["payload"].clone()),
+                let received = match frame["type"].as_str() {
+                    Some("interactive") => Received::Interaction(frame["payload"].clone()),
+                    Some("slash_commands") => Received::SlashCommand(frame["payload"].clone()),
+                    Some("events_api") => Received::Event(frame["payload"].clone()),
                     other => {
                         debug!(kind = ?other, "slack: envelope type ignored");
                         continue;
                     }
                 };
-                let slack = slack.clone();
-                tokio::spawn(async move { slack.handle(inbound).await });
+                slack.spawn(received);
             }
         }
     }

@@ -11,8 +11,9 @@ use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use serde_json::{json, Value};
 
 use super::audit::audit_tx;
+use super::chat::{subject_changed, subject_created, SubjectKind};
 use super::{Result, Store, StoreError, EXPIRE_BATCH};
-use crate::approval::{new_short_id, Approval, Channel, Decision, Status, Verb};
+use crate::approval::{new_short_id, Approval, Decision, Status, Verb, Via};
 use crate::policy::{Risk, RiskScore, ToolClass};
 
 /// A new request as the engine hands it to the store.
@@ -235,13 +236,14 @@ impl Store {
         if changed == 0 {
             return refused(tx, id, now);
         }
+        subject_changed(&tx, id, false, status.as_str())?;
         audit_tx(
             &tx,
             now,
             Some(id),
             "decided",
             Some(&decision.actor),
-            Some(decision.via),
+            Some(&decision.via),
             &json!({
                 "outcome": status.as_str(),
                 "always_allow": always,
@@ -269,7 +271,7 @@ impl Store {
                     Some(id),
                     "allowlist_added",
                     Some(&decision.actor),
-                    Some(decision.via),
+                    Some(&decision.via),
                     &json!({"agent": approval.agent, "tool": approval.tool}),
                 )?;
             }
@@ -335,13 +337,14 @@ impl Store {
         if changed == 0 {
             return refused(tx, id, now);
         }
+        subject_changed(&tx, id, false, Status::Cancelled.as_str())?;
         audit_tx(
             &tx,
             now,
             Some(id),
             "cancelled",
             Some(agent),
-            Some(Channel::Api),
+            Some(&Via::Api),
             &json!({}),
         )?;
         let a = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
@@ -388,6 +391,7 @@ impl Store {
                 None => Transition::NotFound,
             });
         }
+        subject_changed(&tx, id, false, to.as_str())?;
         let a = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
         audit_tx(
             &tx,
@@ -395,7 +399,7 @@ impl Store {
             Some(id),
             to.as_str(),
             Some(&a.agent),
-            Some(Channel::Api),
+            Some(&Via::Api),
             &json!({"detail": detail}),
         )?;
         tx.commit()?;
@@ -531,6 +535,16 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         new.expires_at,
         (new.status != Status::Pending).then_some(new.created_at),
     ])?;
+    if new.status == Status::Pending {
+        // It asks a human: chats show it.
+        subject_created(
+            tx,
+            &id,
+            SubjectKind::Approval,
+            Status::Pending.as_str(),
+            new.created_at,
+        )?;
+    }
     audit_tx(
         tx,
         new.created_at,
@@ -546,7 +560,7 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         Some(&id),
         "evaluated",
         None,
-        Some(Channel::System),
+        Some(&Via::System),
         &json!({
             "outcome": new.status.as_str(),
             "risk": new.risk.score.as_str(),
@@ -602,13 +616,14 @@ fn expire_tx(
     if changed == 0 {
         return Ok(None);
     }
+    subject_changed(tx, id, false, Status::Expired.as_str())?;
     audit_tx(
         tx,
         now,
         Some(id),
         "expired",
         Some("gatebot"),
-        Some(Channel::System),
+        Some(&Via::System),
         &json!({"reason": reason}),
     )?;
     get_tx(tx, id)
@@ -747,7 +762,7 @@ mod tests {
             Transition::Expired(x) => {
                 assert_eq!(x.status, Status::Expired);
                 assert_eq!(x.decided_by.as_deref(), Some("gatebot"));
-                assert_eq!(x.decided_via, Some(Channel::System));
+                assert_eq!(x.decided_via, Some(Via::System));
                 assert_eq!(x.decision_reason.as_deref(), Some("no response within 1s"));
                 assert!(!x.always_allowed);
             }

@@ -6,7 +6,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde_json::Value;
 
 use super::{Result, Store};
-use crate::approval::Channel;
+use crate::approval::Via;
 
 /// One audit row.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -40,7 +40,7 @@ impl Store {
         approval_id: Option<&str>,
         event: &str,
         actor: Option<&str>,
-        channel: Option<Channel>,
+        channel: Option<&Via>,
         detail: &Value,
     ) -> Result<()> {
         let conn = self.lock();
@@ -183,7 +183,7 @@ pub(super) fn audit_tx(
     approval_id: Option<&str>,
     event: &str,
     actor: Option<&str>,
-    channel: Option<Channel>,
+    channel: Option<&Via>,
     detail: &Value,
 ) -> Result<()> {
     audit_conn(tx, now, approval_id, event, actor, channel, detail)
@@ -195,7 +195,7 @@ fn audit_conn(
     approval_id: Option<&str>,
     event: &str,
     actor: Option<&str>,
-    channel: Option<Channel>,
+    channel: Option<&Via>,
     detail: &Value,
 ) -> Result<()> {
     // Callers hold the connection's mutex (one writer), so the last hash cannot
@@ -205,7 +205,7 @@ fn audit_conn(
         .query_row([], |r| r.get(0))
         .optional()?
         .flatten();
-    let channel = channel.map(Channel::as_str);
+    let channel = channel.map(Via::as_str);
     let detail = detail.to_string();
     let hash = audit_hash(
         prev.as_deref(),

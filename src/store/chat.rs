@@ -1,61 +1,103 @@
-//! Chat bookkeeping: which message in which chat shows which request.
+//! Chat bookkeeping, for every conversation kind: what gets cards (`subjects`), which
+//! message in which chat shows which subject (`cards`), what digests show (`digests`),
+//! and the questions gatebot asked (`questions`).
 //!
-//! A request is shown in a chat either by its own **prompt** or by a **digest**: one
-//! message standing for every request that was waiting for a prompt there at once.
-//! Each row is written *before* the post starts (`message` NULL) and completed when the
-//! platform answers, so:
+//! A subject is shown in a chat by its own **card** or, for requests, by a **digest**:
+//! one message standing for every request that was waiting for a card there at once.
+//! Each card row is written *before* the post starts (`message` NULL) and completed when
+//! the platform answers, so:
 //! - a restart never re-posts what was posted, and edits still find their messages;
 //! - a post whose outcome is unknown (the process died, or the answer was lost) is
 //!   known to be unknown: it is posted again, and the audit trail says so.
 //!
-//! Ids are passed to SQLite as one JSON array (`json_each`), so a digest of 100 000
-//! requests is one statement, not 100 000.
+//! A card records the subject's revision it was drawn at; when the subject's revision
+//! moves on (the store updates it in the transaction of every change), the card is out
+//! of date. Ids are passed to SQLite as one JSON array (`json_each`), so a digest of
+//! 100 000 requests is one statement, not 100 000.
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::json;
 
 use super::approvals::get_conn;
 use super::audit::audit_tx;
 use super::{Result, Store, StoreError};
-use crate::approval::{Approval, Channel, Status};
+use crate::approval::{Approval, Status, Via};
 use crate::policy::RiskScore;
 
-/// How a message shows a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PromptKind {
-    /// The request's own prompt, with its buttons.
-    Prompt,
-    /// A digest covering many requests.
-    Digest,
+/// What kind of thing a subject is: which conversation kind draws its cards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SubjectKind {
+    /// A request that asked a human.
+    Approval,
 }
 
-impl PromptKind {
-    fn as_str(self) -> &'static str {
+impl SubjectKind {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
         match self {
-            PromptKind::Prompt => "prompt",
-            PromptKind::Digest => "digest",
+            SubjectKind::Approval => "approval",
         }
     }
 
     fn parse(s: &str) -> Result<Self> {
         match s {
-            "prompt" => Ok(PromptKind::Prompt),
-            "digest" => Ok(PromptKind::Digest),
-            other => Err(StoreError::Corrupt(format!("prompt kind {other}"))),
+            "approval" => Ok(SubjectKind::Approval),
+            other => Err(StoreError::Corrupt(format!("subject kind {other}"))),
         }
     }
 }
 
-/// A chat message that shows a request.
+/// Something shown in chats with cards of its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PromptRecord {
-    pub approval_id: String,
-    pub channel: Channel,
-    pub chat: String,
+pub struct Subject {
+    pub id: String,
+    pub kind: SubjectKind,
+}
+
+/// How a message shows a subject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShownBy {
+    /// The subject's own card.
+    Card,
+    /// A digest covering many requests.
+    Digest,
+}
+
+impl ShownBy {
+    fn as_str(self) -> &'static str {
+        match self {
+            ShownBy::Card => "card",
+            ShownBy::Digest => "digest",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self> {
+        match s {
+            "card" => Ok(ShownBy::Card),
+            "digest" => Ok(ShownBy::Digest),
+            other => Err(StoreError::Corrupt(format!("shown_by {other}"))),
+        }
+    }
+}
+
+/// A chat message that shows a subject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    pub subject: Subject,
     pub message: String,
-    pub kind: PromptKind,
-    /// The settled status the message was last brought up to date with, if any.
-    pub final_status: Option<Status>,
+    pub by: ShownBy,
+    /// The subject's revision the message was drawn at.
+    pub revision: String,
+}
+
+/// An open subject without a message in a chat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unposted {
+    pub subject: Subject,
+    /// Its revision now.
+    pub revision: String,
+    /// An earlier post of it here has an unknown outcome (it may show twice).
+    pub unknown: bool,
 }
 
 /// What a digest message shows now.
@@ -93,150 +135,203 @@ pub struct DigestSummary {
     pub next_expiry: Option<i64>,
 }
 
+/// A question gatebot asked: the subject, and what the answer is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked {
+    pub subject: String,
+    pub purpose: String,
+}
+
 fn ids_json(ids: &[String]) -> String {
     serde_json::to_string(ids).unwrap_or_else(|_| "[]".into())
 }
 
-fn status(s: Option<String>) -> Result<Option<Status>> {
-    s.map(|s| {
-        s.parse()
-            .map_err(|_| StoreError::Corrupt(format!("status {s}")))
-    })
-    .transpose()
+fn status(s: &str) -> Result<Status> {
+    s.parse()
+        .map_err(|_| StoreError::Corrupt(format!("status {s}")))
+}
+
+/// Records a new subject (in the transaction that creates it).
+pub(super) fn subject_created(
+    tx: &Transaction<'_>,
+    id: &str,
+    kind: SubjectKind,
+    revision: &str,
+    now: i64,
+) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO subjects (id, kind, open, revision, created_at) VALUES (?1, ?2, 1, ?3, ?4)",
+    )?
+    .execute(params![id, kind.as_str(), revision, now])?;
+    Ok(())
+}
+
+/// Moves a subject to `revision`, open or not (in the transaction of the change). A
+/// request that never asked a human has no subject row, and nothing happens.
+pub(super) fn subject_changed(
+    tx: &Transaction<'_>,
+    id: &str,
+    open: bool,
+    revision: &str,
+) -> Result<()> {
+    tx.prepare_cached("UPDATE subjects SET open = ?2, revision = ?3 WHERE id = ?1")?
+        .execute(params![id, open, revision])?;
+    Ok(())
 }
 
 impl Store {
-    /// The requests among `ids` that are pending and have no posted message in
-    /// `chat`, oldest first; `true` marks one whose earlier post has an unknown outcome.
-    pub fn unprompted(
-        &self,
-        channel: Channel,
-        chat: &str,
-        ids: &[String],
-    ) -> Result<Vec<(String, bool)>> {
+    /// Every subject whose presence in `chat` needs work: open ones without a posted
+    /// message, and those whose message shows an older revision. Used at start and
+    /// whenever events were missed.
+    pub fn chat_backlog(&self, platform: &str, chat: &str) -> Result<Vec<String>> {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(
-            "SELECT a.id, EXISTS (SELECT 1 FROM prompts p WHERE p.approval_id = a.id \
-                 AND p.channel = ?1 AND p.chat = ?2 AND p.message IS NULL) \
-             FROM approvals a JOIN json_each(?3) j ON a.id = j.value \
-             WHERE a.status = 'pending' AND NOT EXISTS (SELECT 1 FROM prompts p \
-                 WHERE p.approval_id = a.id AND p.channel = ?1 AND p.chat = ?2 \
-                 AND p.message IS NOT NULL) \
-             ORDER BY a.id",
+            "SELECT s.id FROM subjects s WHERE s.open = 1 AND NOT EXISTS \
+                 (SELECT 1 FROM cards c WHERE c.subject = s.id AND c.platform = ?1 \
+                  AND c.chat = ?2 AND c.message IS NOT NULL) \
+             UNION SELECT c.subject FROM cards c JOIN subjects s ON s.id = c.subject \
+             WHERE c.platform = ?1 AND c.chat = ?2 AND c.message IS NOT NULL \
+             AND c.revision != s.revision \
+             ORDER BY 1",
         )?;
-        let rows = stmt.query_map(params![channel.as_str(), chat, ids_json(ids)], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
+        let rows = stmt.query_map(params![platform, chat], |r| r.get(0))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// Messages in `chat` showing settled requests among `ids` that are not up to date.
-    pub fn stale_prompts(
-        &self,
-        channel: Channel,
-        chat: &str,
-        ids: &[String],
-    ) -> Result<Vec<PromptRecord>> {
+    /// The subjects among `ids` that are open and have no posted message in `chat`,
+    /// oldest first.
+    pub fn unposted(&self, platform: &str, chat: &str, ids: &[String]) -> Result<Vec<Unposted>> {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(
-            "SELECT p.approval_id, p.message, p.kind, p.final_status \
-             FROM prompts p JOIN approvals a ON a.id = p.approval_id \
-             JOIN json_each(?3) j ON j.value = p.approval_id \
-             WHERE p.channel = ?1 AND p.chat = ?2 AND p.message IS NOT NULL \
-             AND a.status != 'pending' AND (p.final_status IS NULL OR p.final_status != a.status) \
-             ORDER BY p.approval_id",
+            "SELECT s.id, s.kind, s.revision, EXISTS (SELECT 1 FROM cards c \
+                 WHERE c.subject = s.id AND c.platform = ?1 AND c.chat = ?2 AND c.message IS NULL) \
+             FROM subjects s JOIN json_each(?3) j ON s.id = j.value \
+             WHERE s.open = 1 AND NOT EXISTS (SELECT 1 FROM cards c \
+                 WHERE c.subject = s.id AND c.platform = ?1 AND c.chat = ?2 \
+                 AND c.message IS NOT NULL) \
+             ORDER BY s.id",
         )?;
-        let rows = stmt.query_map(params![channel.as_str(), chat, ids_json(ids)], |r| {
+        let rows = stmt.query_map(params![platform, chat, ids_json(ids)], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
                 r.get::<_, String>(2)?,
-                r.get::<_, Option<String>>(3)?,
+                r.get::<_, bool>(3)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (approval_id, message, kind, final_status) = row?;
-            out.push(PromptRecord {
-                approval_id,
-                channel,
-                chat: chat.to_string(),
-                message,
-                kind: PromptKind::parse(&kind)?,
-                final_status: status(final_status)?,
+            let (id, kind, revision, unknown) = row?;
+            out.push(Unposted {
+                subject: Subject {
+                    id,
+                    kind: SubjectKind::parse(&kind)?,
+                },
+                revision,
+                unknown,
             });
         }
         Ok(out)
     }
 
-    /// Every request whose presence in `chat` needs work: pending ones without a posted
-    /// message, and settled ones whose message does not show it yet. Used at start and
-    /// whenever events were missed.
-    pub fn chat_backlog(&self, channel: Channel, chat: &str) -> Result<Vec<String>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT a.id FROM approvals a WHERE a.status = 'pending' AND NOT EXISTS \
-                 (SELECT 1 FROM prompts p WHERE p.approval_id = a.id AND p.channel = ?1 \
-                  AND p.chat = ?2 AND p.message IS NOT NULL) \
-             UNION SELECT p.approval_id FROM prompts p JOIN approvals a ON a.id = p.approval_id \
-             WHERE p.channel = ?1 AND p.chat = ?2 AND p.message IS NOT NULL \
-             AND a.status != 'pending' AND (p.final_status IS NULL OR p.final_status != a.status) \
-             ORDER BY 1",
-        )?;
-        let rows = stmt.query_map(params![channel.as_str(), chat], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
-    }
-
-    /// Notes, before posting, that `ids` are about to be shown in `chat` by one message.
-    pub fn begin_post(
+    /// Messages in `chat` showing subjects among `ids` at an older revision, with the
+    /// subject's revision now.
+    pub fn stale_cards(
         &self,
-        channel: Channel,
+        platform: &str,
         chat: &str,
         ids: &[String],
-        kind: PromptKind,
+    ) -> Result<Vec<(Shown, String)>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT c.subject, s.kind, c.message, c.shown_by, c.revision, s.revision \
+             FROM cards c JOIN subjects s ON s.id = c.subject \
+             JOIN json_each(?3) j ON j.value = c.subject \
+             WHERE c.platform = ?1 AND c.chat = ?2 AND c.message IS NOT NULL \
+             AND c.revision != s.revision ORDER BY c.subject",
+        )?;
+        let rows = stmt.query_map(params![platform, chat, ids_json(ids)], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, kind, message, by, revision, now) = row?;
+            out.push((
+                Shown {
+                    subject: Subject {
+                        id,
+                        kind: SubjectKind::parse(&kind)?,
+                    },
+                    message,
+                    by: ShownBy::parse(&by)?,
+                    revision,
+                },
+                now,
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Notes, before posting, that `subjects` (id and the revision the message will
+    /// show) are about to be shown in `chat` by one message.
+    pub fn begin_post(
+        &self,
+        platform: &str,
+        chat: &str,
+        subjects: &[(String, String)],
+        by: ShownBy,
         now: i64,
     ) -> Result<()> {
+        let rows = serde_json::to_string(subjects).unwrap_or_else(|_| "[]".into());
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         tx.execute(
-            "INSERT INTO prompts (approval_id, channel, chat, message, kind, posted_at) \
-             SELECT j.value, ?1, ?2, NULL, ?3, ?4 FROM json_each(?5) j WHERE true \
-             ON CONFLICT (approval_id, channel, chat) DO UPDATE SET message = NULL, \
-                 kind = excluded.kind, posted_at = excluded.posted_at, final_status = NULL",
-            params![channel.as_str(), chat, kind.as_str(), now, ids_json(ids)],
+            "INSERT INTO cards (subject, platform, chat, message, shown_by, revision, posted_at) \
+             SELECT j.value ->> 0, ?1, ?2, NULL, ?3, j.value ->> 1, ?4 FROM json_each(?5) j WHERE true \
+             ON CONFLICT (subject, platform, chat) DO UPDATE SET message = NULL, \
+                 shown_by = excluded.shown_by, revision = excluded.revision, \
+                 posted_at = excluded.posted_at",
+            params![platform, chat, by.as_str(), now, rows],
         )?;
         tx.commit()?;
         Ok(())
     }
 
     /// The post of [`Store::begin_post`] succeeded as `message`: record it, with a
-    /// `prompted` audit row per request (and the digest's state for a digest).
+    /// `prompted` audit row per subject (and the digest's state for a digest).
     pub fn finish_post(
         &self,
-        channel: Channel,
+        platform: &str,
         chat: &str,
         ids: &[String],
-        kind: PromptKind,
+        by: ShownBy,
         message: &str,
         now: i64,
     ) -> Result<()> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         tx.execute(
-            "UPDATE prompts SET message = ?3, posted_at = ?4 WHERE channel = ?1 AND chat = ?2 \
-             AND approval_id IN (SELECT value FROM json_each(?5))",
-            params![channel.as_str(), chat, message, now, ids_json(ids)],
+            "UPDATE cards SET message = ?3, posted_at = ?4 WHERE platform = ?1 AND chat = ?2 \
+             AND subject IN (SELECT value FROM json_each(?5))",
+            params![platform, chat, message, now, ids_json(ids)],
         )?;
-        let detail =
-            json!({"chat": chat, "message": message, "digest": kind == PromptKind::Digest});
+        let detail = json!({"chat": chat, "message": message, "digest": by == ShownBy::Digest});
+        let via = Via::Chat(crate::approval::PlatformId::owned(platform));
         for id in ids {
-            audit_tx(&tx, now, Some(id), "prompted", None, Some(channel), &detail)?;
+            audit_tx(&tx, now, Some(id), "prompted", None, Some(&via), &detail)?;
         }
-        if kind == PromptKind::Digest {
+        if by == ShownBy::Digest {
             tx.execute(
-                "INSERT OR REPLACE INTO digests (channel, chat, message, showing, closed, posted_at) \
+                "INSERT OR REPLACE INTO digests (platform, chat, message, showing, closed, posted_at) \
                  VALUES (?1, ?2, ?3, NULL, 0, ?4)",
-                params![channel.as_str(), chat, message, now],
+                params![platform, chat, message, now],
             )?;
         }
         tx.commit()?;
@@ -244,89 +339,132 @@ impl Store {
     }
 
     /// The post of [`Store::begin_post`] certainly did not happen: forget it.
-    pub fn abandon_post(&self, channel: Channel, chat: &str, ids: &[String]) -> Result<()> {
+    pub fn abandon_post(&self, platform: &str, chat: &str, ids: &[String]) -> Result<()> {
         let conn = self.lock();
         conn.execute(
-            "DELETE FROM prompts WHERE channel = ?1 AND chat = ?2 AND message IS NULL \
-             AND approval_id IN (SELECT value FROM json_each(?3))",
-            params![channel.as_str(), chat, ids_json(ids)],
+            "DELETE FROM cards WHERE platform = ?1 AND chat = ?2 AND message IS NULL \
+             AND subject IN (SELECT value FROM json_each(?3))",
+            params![platform, chat, ids_json(ids)],
         )?;
         Ok(())
     }
 
-    /// Records that a prompt now shows the settled `status`.
-    pub fn record_prompt_final(
+    /// Records that the message showing `subject` in `chat` now shows `revision`.
+    pub fn card_drawn(
         &self,
-        approval_id: &str,
-        channel: Channel,
+        subject: &str,
+        platform: &str,
         chat: &str,
-        status: Status,
+        revision: &str,
     ) -> Result<()> {
         let conn = self.lock();
         conn.execute(
-            "UPDATE prompts SET final_status = ?4 WHERE approval_id = ?1 AND channel = ?2 AND chat = ?3",
-            params![approval_id, channel.as_str(), chat, status.as_str()],
+            "UPDATE cards SET revision = ?4 WHERE subject = ?1 AND platform = ?2 AND chat = ?3",
+            params![subject, platform, chat, revision],
         )?;
         Ok(())
     }
 
-    /// The request a chat message shows: its own prompt, or the request a digest shows
-    /// under review. `None` for other messages (and for a digest's summary).
-    pub fn prompt_by_message(
+    /// Audits that an earlier post of `ids` in `chat` has an unknown outcome and they
+    /// are posted again.
+    pub fn card_reposted(
         &self,
-        channel: Channel,
+        platform: &str,
         chat: &str,
-        message: &str,
-    ) -> Result<Option<PromptRecord>> {
+        ids: &[String],
+        now: i64,
+    ) -> Result<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let detail = json!({
+            "chat": chat,
+            "why": "the outcome of an earlier post is unknown (gatebot stopped, or the answer was lost); the prompt may show twice",
+        });
+        let via = Via::Chat(crate::approval::PlatformId::owned(platform));
+        for id in ids {
+            audit_tx(
+                &tx,
+                now,
+                Some(id),
+                "prompt_reposted",
+                None,
+                Some(&via),
+                &detail,
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// What a chat message shows: a subject's own card, or the request a digest shows
+    /// under review. `None` for other messages (and for a digest's summary).
+    pub fn shown_at(&self, platform: &str, chat: &str, message: &str) -> Result<Option<Shown>> {
         let conn = self.lock();
-        let own: Option<(String, Option<String>)> = conn
+        let own: Option<(String, String, String)> = conn
             .prepare_cached(
-                "SELECT approval_id, final_status FROM prompts WHERE channel = ?1 AND chat = ?2 \
-                 AND message = ?3 AND kind = 'prompt'",
+                "SELECT c.subject, s.kind, c.revision FROM cards c JOIN subjects s ON s.id = c.subject \
+                 WHERE c.platform = ?1 AND c.chat = ?2 AND c.message = ?3 AND c.shown_by = 'card'",
             )?
-            .query_row(params![channel.as_str(), chat, message], |r| {
-                Ok((r.get(0)?, r.get(1)?))
+            .query_row(params![platform, chat, message], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })
             .optional()?;
-        let (approval_id, final_status, kind) = match own {
-            Some((id, fs)) => (id, fs, PromptKind::Prompt),
-            None => {
-                let showing: Option<String> = conn
-                    .prepare_cached(
-                        "SELECT showing FROM digests WHERE channel = ?1 AND chat = ?2 AND message = ?3",
-                    )?
-                    .query_row(params![channel.as_str(), chat, message], |r| r.get(0))
-                    .optional()?
-                    .flatten();
-                match showing {
-                    Some(id) => (id, None, PromptKind::Digest),
-                    None => return Ok(None),
-                }
-            }
-        };
-        Ok(Some(PromptRecord {
-            approval_id,
-            channel,
-            chat: chat.to_string(),
+        if let Some((id, kind, revision)) = own {
+            return Ok(Some(Shown {
+                subject: Subject {
+                    id,
+                    kind: SubjectKind::parse(&kind)?,
+                },
+                message: message.to_string(),
+                by: ShownBy::Card,
+                revision,
+            }));
+        }
+        let showing: Option<String> = conn
+            .prepare_cached(
+                "SELECT showing FROM digests WHERE platform = ?1 AND chat = ?2 AND message = ?3",
+            )?
+            .query_row(params![platform, chat, message], |r| r.get(0))
+            .optional()?
+            .flatten();
+        Ok(showing.map(|id| Shown {
+            subject: Subject {
+                id,
+                kind: SubjectKind::Approval,
+            },
             message: message.to_string(),
-            kind,
-            final_status: status(final_status)?,
+            by: ShownBy::Digest,
+            revision: String::new(),
         }))
     }
 
+    /// A subject by id, and whether it is open.
+    pub fn subject(&self, id: &str) -> Result<Option<(Subject, bool)>> {
+        let conn = self.lock();
+        let row: Option<(String, bool)> = conn
+            .prepare_cached("SELECT kind, open FROM subjects WHERE id = ?1")?
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        row.map(|(kind, open)| {
+            Ok((
+                Subject {
+                    id: id.to_string(),
+                    kind: SubjectKind::parse(&kind)?,
+                },
+                open,
+            ))
+        })
+        .transpose()
+    }
+
     /// What a digest message shows, if `message` is a digest.
-    pub fn digest(
-        &self,
-        channel: Channel,
-        chat: &str,
-        message: &str,
-    ) -> Result<Option<DigestState>> {
+    pub fn digest(&self, platform: &str, chat: &str, message: &str) -> Result<Option<DigestState>> {
         let conn = self.lock();
         let state = conn
             .prepare_cached(
-                "SELECT showing, closed FROM digests WHERE channel = ?1 AND chat = ?2 AND message = ?3",
+                "SELECT showing, closed FROM digests WHERE platform = ?1 AND chat = ?2 AND message = ?3",
             )?
-            .query_row(params![channel.as_str(), chat, message], |r| {
+            .query_row(params![platform, chat, message], |r| {
                 Ok(DigestState {
                     showing: r.get(0)?,
                     closed: r.get(1)?,
@@ -339,21 +477,15 @@ impl Store {
     /// Sets what a digest message shows.
     pub fn set_digest(
         &self,
-        channel: Channel,
+        platform: &str,
         chat: &str,
         message: &str,
         state: &DigestState,
     ) -> Result<()> {
         let conn = self.lock();
         conn.execute(
-            "UPDATE digests SET showing = ?4, closed = ?5 WHERE channel = ?1 AND chat = ?2 AND message = ?3",
-            params![
-                channel.as_str(),
-                chat,
-                message,
-                state.showing,
-                state.closed
-            ],
+            "UPDATE digests SET showing = ?4, closed = ?5 WHERE platform = ?1 AND chat = ?2 AND message = ?3",
+            params![platform, chat, message, state.showing, state.closed],
         )?;
         Ok(())
     }
@@ -361,17 +493,17 @@ impl Store {
     /// Counts what a digest covers, as things stand now.
     pub fn digest_summary(
         &self,
-        channel: Channel,
+        platform: &str,
         chat: &str,
         message: &str,
     ) -> Result<DigestSummary> {
         let ids: Vec<String> = {
             let conn = self.lock();
             let mut stmt = conn.prepare_cached(
-                "SELECT approval_id FROM prompts WHERE channel = ?1 AND chat = ?2 \
-                 AND message = ?3 AND kind = 'digest'",
+                "SELECT subject FROM cards WHERE platform = ?1 AND chat = ?2 \
+                 AND message = ?3 AND shown_by = 'digest'",
             )?;
-            let rows = stmt.query_map(params![channel.as_str(), chat, message], |r| r.get(0))?;
+            let rows = stmt.query_map(params![platform, chat, message], |r| r.get(0))?;
             rows.collect::<std::result::Result<_, _>>()?
         };
         self.summarize(&ids)
@@ -397,7 +529,7 @@ impl Store {
             let (s, n, next) = row?;
             let n = n as usize;
             summary.total += n;
-            match status(Some(s))?.unwrap_or(Status::Pending) {
+            match status(&s)? {
                 Status::Pending => {
                     summary.pending += n;
                     summary.next_expiry = next;
@@ -437,7 +569,7 @@ impl Store {
     /// order, wrapping round; with its 1-based position among the digest's requests.
     pub fn digest_next(
         &self,
-        channel: Channel,
+        platform: &str,
         chat: &str,
         message: &str,
         after: Option<&str>,
@@ -446,11 +578,12 @@ impl Store {
         let next = |from: &str| -> Result<Option<String>> {
             Ok(conn
                 .prepare_cached(
-                    "SELECT a.id FROM prompts p JOIN approvals a ON a.id = p.approval_id \
-                     WHERE p.channel = ?1 AND p.chat = ?2 AND p.message = ?3 AND p.kind = 'digest' \
-                     AND a.status = 'pending' AND a.id > ?4 ORDER BY a.id LIMIT 1",
+                    "SELECT a.id FROM cards c JOIN approvals a ON a.id = c.subject \
+                     WHERE c.platform = ?1 AND c.chat = ?2 AND c.message = ?3 \
+                     AND c.shown_by = 'digest' AND a.status = 'pending' AND a.id > ?4 \
+                     ORDER BY a.id LIMIT 1",
                 )?
-                .query_row(params![channel.as_str(), chat, message, from], |r| r.get(0))
+                .query_row(params![platform, chat, message, from], |r| r.get(0))
                 .optional()?)
         };
         let found = match next(after.unwrap_or(""))? {
@@ -461,14 +594,14 @@ impl Store {
         let Some(id) = found else { return Ok(None) };
         let approval = get_conn(&conn, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
         drop(conn);
-        let position = self.digest_position(channel, chat, message, &id)?;
+        let position = self.digest_position(platform, chat, message, &id)?;
         Ok(Some((approval, position)))
     }
 
     /// The 1-based place of request `id` among a digest's requests, in id order.
     pub fn digest_position(
         &self,
-        channel: Channel,
+        platform: &str,
         chat: &str,
         message: &str,
         id: &str,
@@ -476,41 +609,47 @@ impl Store {
         let conn = self.lock();
         let position: i64 = conn
             .prepare_cached(
-                "SELECT COUNT(*) FROM prompts WHERE channel = ?1 AND chat = ?2 AND message = ?3 \
-                 AND kind = 'digest' AND approval_id <= ?4",
+                "SELECT COUNT(*) FROM cards WHERE platform = ?1 AND chat = ?2 AND message = ?3 \
+                 AND shown_by = 'digest' AND subject <= ?4",
             )?
-            .query_row(params![channel.as_str(), chat, message, id], |r| r.get(0))?;
+            .query_row(params![platform, chat, message, id], |r| r.get(0))?;
         Ok(position as usize)
     }
 
-    /// Remembers that `message` asks why `approval_id` should be denied.
+    /// Remembers that `message` asks a question about `subject`, for `purpose`.
     pub fn record_question(
         &self,
-        channel: Channel,
+        platform: &str,
         chat: &str,
         message: &str,
-        approval_id: &str,
+        subject: &str,
+        purpose: &str,
         now: i64,
     ) -> Result<()> {
         let conn = self.lock();
         conn.execute(
-            "INSERT OR REPLACE INTO reason_questions (channel, chat, message, approval_id, asked_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![channel.as_str(), chat, message, approval_id, now],
+            "INSERT OR REPLACE INTO questions (platform, chat, message, subject, purpose, asked_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![platform, chat, message, subject, purpose, now],
         )?;
         Ok(())
     }
 
-    /// The request a "why deny?" question asks about, if `message` is one.
-    pub fn question(&self, channel: Channel, chat: &str, message: &str) -> Result<Option<String>> {
+    /// The question `message` asks, if it is one of gatebot's.
+    pub fn question(&self, platform: &str, chat: &str, message: &str) -> Result<Option<Asked>> {
         let conn = self.lock();
-        let id = conn
+        let asked = conn
             .prepare_cached(
-                "SELECT approval_id FROM reason_questions WHERE channel = ?1 AND chat = ?2 AND message = ?3",
+                "SELECT subject, purpose FROM questions WHERE platform = ?1 AND chat = ?2 AND message = ?3",
             )?
-            .query_row(params![channel.as_str(), chat, message], |r| r.get(0))
+            .query_row(params![platform, chat, message], |r| {
+                Ok(Asked {
+                    subject: r.get(0)?,
+                    purpose: r.get(1)?,
+                })
+            })
             .optional()?;
-        Ok(id)
+        Ok(asked)
     }
 }
 
@@ -520,7 +659,7 @@ mod tests {
     use crate::approval::{Decision, Verb};
     use crate::store::{Inserted, NewApproval};
 
-    const TG: Channel = Channel::Telegram;
+    const TG: &str = "telegram";
 
     fn pending(s: &Store, tool: &str, risk: RiskScore) -> String {
         let mut new = NewApproval::sample("m", tool, Some(10_000));
@@ -535,10 +674,24 @@ mod tests {
         let d = Decision {
             verb,
             actor: "alice".into(),
-            via: Channel::Cli,
+            via: Via::Cli,
             reason: None,
         };
         s.decide(id, &d, 5).unwrap();
+    }
+
+    fn at(ids: &[String], revision: &str) -> Vec<(String, String)> {
+        ids.iter()
+            .map(|i| (i.clone(), revision.to_string()))
+            .collect()
+    }
+
+    fn unposted(s: &Store, chat: &str, ids: &[String]) -> Vec<(String, bool)> {
+        s.unposted(TG, chat, ids)
+            .unwrap()
+            .into_iter()
+            .map(|u| (u.subject.id, u.unknown))
+            .collect()
     }
 
     #[test]
@@ -547,39 +700,26 @@ mod tests {
         let a = pending(&s, "t", RiskScore::High);
         let ids = vec![a.clone()];
         assert_eq!(s.chat_backlog(TG, "1").unwrap(), ids);
-        assert_eq!(
-            s.unprompted(TG, "1", &ids).unwrap(),
-            vec![(a.clone(), false)]
-        );
+        assert_eq!(unposted(&s, "1", &ids), vec![(a.clone(), false)]);
 
-        s.begin_post(TG, "1", &ids, PromptKind::Prompt, 2).unwrap();
-        // In flight: still unprompted, but now known to have an unknown outcome.
-        assert_eq!(
-            s.unprompted(TG, "1", &ids).unwrap(),
-            vec![(a.clone(), true)]
-        );
-        s.abandon_post(TG, "1", &ids).unwrap();
-        assert_eq!(
-            s.unprompted(TG, "1", &ids).unwrap(),
-            vec![(a.clone(), false)]
-        );
-
-        s.begin_post(TG, "1", &ids, PromptKind::Prompt, 2).unwrap();
-        s.finish_post(TG, "1", &ids, PromptKind::Prompt, "77", 3)
+        s.begin_post(TG, "1", &at(&ids, "pending"), ShownBy::Card, 2)
             .unwrap();
-        assert!(s.unprompted(TG, "1", &ids).unwrap().is_empty());
+        // In flight: still unposted, but now known to have an unknown outcome.
+        assert_eq!(unposted(&s, "1", &ids), vec![(a.clone(), true)]);
+        s.abandon_post(TG, "1", &ids).unwrap();
+        assert_eq!(unposted(&s, "1", &ids), vec![(a.clone(), false)]);
+
+        s.begin_post(TG, "1", &at(&ids, "pending"), ShownBy::Card, 2)
+            .unwrap();
+        s.finish_post(TG, "1", &ids, ShownBy::Card, "77", 3)
+            .unwrap();
+        assert!(unposted(&s, "1", &ids).is_empty());
         assert!(s.chat_backlog(TG, "1").unwrap().is_empty());
         // Another chat still needs it.
         assert_eq!(s.chat_backlog(TG, "2").unwrap(), ids);
-        let p = s.prompt_by_message(TG, "1", "77").unwrap().unwrap();
-        assert_eq!(
-            (p.approval_id.as_str(), p.kind),
-            (a.as_str(), PromptKind::Prompt)
-        );
-        assert!(s
-            .prompt_by_message(Channel::Slack, "1", "77")
-            .unwrap()
-            .is_none());
+        let p = s.shown_at(TG, "1", "77").unwrap().unwrap();
+        assert_eq!((p.subject.id.as_str(), p.by), (a.as_str(), ShownBy::Card));
+        assert!(s.shown_at("slack", "1", "77").unwrap().is_none());
         assert!(s
             .audit_rows(Some(&a), None)
             .unwrap()
@@ -587,16 +727,17 @@ mod tests {
             .any(|r| r.event == "prompted"));
 
         decide(&s, &a, Verb::Approve);
-        let stale = s.stale_prompts(TG, "1", &ids).unwrap();
+        let stale = s.stale_cards(TG, "1", &ids).unwrap();
         assert_eq!(stale.len(), 1);
-        assert_eq!(stale[0].message, "77");
+        assert_eq!(stale[0].0.message, "77");
+        assert_eq!(stale[0].1, "approved");
         assert_eq!(s.chat_backlog(TG, "1").unwrap(), ids);
-        s.record_prompt_final(&a, TG, "1", Status::Approved)
-            .unwrap();
-        assert!(s.stale_prompts(TG, "1", &ids).unwrap().is_empty());
+        s.card_drawn(&a, TG, "1", "approved").unwrap();
+        assert!(s.stale_cards(TG, "1", &ids).unwrap().is_empty());
         assert!(s.chat_backlog(TG, "1").unwrap().is_empty());
-        // Settled, never prompted in chat 2: nothing to do there.
+        // Settled, never shown in chat 2: nothing to do there.
         assert!(s.chat_backlog(TG, "2").unwrap().is_empty());
+        assert_eq!(s.subject(&a).unwrap().map(|(_, open)| open), Some(false));
     }
 
     #[test]
@@ -617,8 +758,9 @@ mod tests {
             .collect();
         // A digest walks its requests in id order.
         ids.sort();
-        s.begin_post(TG, "1", &ids, PromptKind::Digest, 2).unwrap();
-        s.finish_post(TG, "1", &ids, PromptKind::Digest, "90", 3)
+        s.begin_post(TG, "1", &at(&ids, "pending"), ShownBy::Digest, 2)
+            .unwrap();
+        s.finish_post(TG, "1", &ids, ShownBy::Digest, "90", 3)
             .unwrap();
         assert_eq!(
             s.digest(TG, "1", "90").unwrap(),
@@ -627,8 +769,8 @@ mod tests {
                 closed: false
             })
         );
-        // The summary is not a request's prompt.
-        assert!(s.prompt_by_message(TG, "1", "90").unwrap().is_none());
+        // The summary is not a request's card.
+        assert!(s.shown_at(TG, "1", "90").unwrap().is_none());
         let sum = s.digest_summary(TG, "1", "90").unwrap();
         assert_eq!((sum.total, sum.pending), (5, 5));
         assert_eq!(sum.next_expiry, Some(10_000));
@@ -665,10 +807,10 @@ mod tests {
         )
         .unwrap();
         // While it shows a request, a reply to it names that request.
-        let p = s.prompt_by_message(TG, "1", "90").unwrap().unwrap();
+        let p = s.shown_at(TG, "1", "90").unwrap().unwrap();
         assert_eq!(
-            (p.approval_id.as_str(), p.kind),
-            (ids[2].as_str(), PromptKind::Digest)
+            (p.subject.id.as_str(), p.by),
+            (ids[2].as_str(), ShownBy::Digest)
         );
 
         for id in [&ids[0], &ids[2], &ids[3], &ids[4]] {
@@ -685,11 +827,62 @@ mod tests {
     }
 
     #[test]
-    fn reason_questions_survive_in_the_database() {
+    fn questions_survive_in_the_database() {
         let s = Store::open_in_memory().unwrap();
         let a = pending(&s, "t", RiskScore::High);
-        s.record_question(TG, "1", "55", &a, 2).unwrap();
-        assert_eq!(s.question(TG, "1", "55").unwrap(), Some(a));
+        s.record_question(TG, "1", "55", &a, "deny_reason", 2)
+            .unwrap();
+        assert_eq!(
+            s.question(TG, "1", "55").unwrap(),
+            Some(Asked {
+                subject: a,
+                purpose: "deny_reason".into()
+            })
+        );
         assert_eq!(s.question(TG, "1", "56").unwrap(), None);
+    }
+
+    #[test]
+    fn a_database_from_before_conversations_keeps_its_prompts_and_questions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        // The schema of migrations 1-4, with one prompted request and a question.
+        let mut conn = rusqlite::Connection::open(&path).unwrap();
+        rusqlite_migration::Migrations::new(vec![
+            rusqlite_migration::M::up(include_str!("../../migrations/0001_initial.sql")),
+            rusqlite_migration::M::up(include_str!("../../migrations/0002_prompts.sql")),
+            rusqlite_migration::M::up(include_str!("../../migrations/0003_audit_chain.sql")),
+            rusqlite_migration::M::up(include_str!("../../migrations/0004_digests.sql")),
+        ])
+        .to_latest(&mut conn)
+        .unwrap();
+        conn.execute_batch(
+            "INSERT INTO approvals (id, short_id, agent, tool, args, status, risk_score, tool_class, \
+                 risk_factors, policy_reason, created_at) \
+             VALUES ('01AAAAAAAAAAAAAAAAAAAAAAAA', 'aaaa2222', 'm', 't', '{}', 'approved', 'high', \
+                 'write', '[]', 'r', 1), \
+                    ('01BBBBBBBBBBBBBBBBBBBBBBBB', 'bbbb2222', 'm', 't', '{}', 'pending', 'high', \
+                 'write', '[]', 'r', 2); \
+             INSERT INTO prompts (approval_id, channel, chat, message, kind, posted_at, final_status) \
+             VALUES ('01AAAAAAAAAAAAAAAAAAAAAAAA', 'telegram', '1', '10', 'prompt', 1, NULL), \
+                    ('01BBBBBBBBBBBBBBBBBBBBBBBB', 'telegram', '1', '11', 'prompt', 2, NULL); \
+             INSERT INTO reason_questions VALUES ('telegram', '1', '12', '01AAAAAAAAAAAAAAAAAAAAAAAA', 3);",
+        )
+        .unwrap();
+        drop(conn);
+        let s = Store::open(&path).unwrap();
+        // The settled request's card still shows it pending: it needs its final edit.
+        assert_eq!(
+            s.chat_backlog(TG, "1").unwrap(),
+            ["01AAAAAAAAAAAAAAAAAAAAAAAA"]
+        );
+        assert_eq!(
+            s.shown_at(TG, "1", "11").unwrap().unwrap().subject.id,
+            "01BBBBBBBBBBBBBBBBBBBBBBBB"
+        );
+        assert_eq!(
+            s.question(TG, "1", "12").unwrap().unwrap().subject,
+            "01AAAAAAAAAAAAAAAAAAAAAAAA"
+        );
     }
 }

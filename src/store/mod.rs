@@ -26,7 +26,9 @@ mod chat;
 
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditRow};
-pub use chat::{DigestGroup, DigestState, DigestSummary, PromptKind, PromptRecord};
+pub use chat::{
+    Asked, DigestGroup, DigestState, DigestSummary, Shown, ShownBy, Subject, SubjectKind, Unposted,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -49,6 +51,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0002_prompts.sql")),
         M::up(include_str!("../../migrations/0003_audit_chain.sql")),
         M::up(include_str!("../../migrations/0004_digests.sql")),
+        M::up(include_str!("../../migrations/0005_conversations.sql")),
     ])
 }
 
@@ -102,7 +105,7 @@ mod tests {
     //! Fixtures shared by the store's unit tests, and the tests of `Store` itself.
 
     use super::*;
-    use crate::approval::{Approval, Channel, Decision, Status, Verb};
+    use crate::approval::{Approval, Decision, Status, Verb, Via};
 
     pub(super) fn new(
         agent: &str,
@@ -127,7 +130,7 @@ mod tests {
         Decision {
             verb,
             actor: actor.into(),
-            via: Channel::Cli,
+            via: Via::Cli,
             reason: None,
         }
     }

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use crate::config::file::default_digest_after;
 use crate::config::resolve::{keep, Resolve};
-use crate::config::ConfigError;
+use crate::config::{ChatSettings, ConfigError};
 use crate::secret::Secret;
 
 #[derive(Debug, Clone)]
@@ -16,12 +16,9 @@ pub struct TelegramConfig {
     pub token: Secret,
     /// Bot API base URL, without the trailing `/bot<token>`.
     pub api_url: String,
-    /// Chats prompts go to (private chats or groups).
-    pub chats: Vec<i64>,
-    /// Telegram user ids allowed to decide.
-    pub approvers: BTreeSet<u64>,
-    /// More requests than this waiting for a prompt in one chat get one digest.
-    pub digest_after: usize,
+    /// Chats cards go to (chat ids: private chats or groups), approvers (user ids),
+    /// the digest threshold.
+    pub chat: ChatSettings,
 }
 
 /// `[telegram]` as written.
@@ -90,9 +87,11 @@ impl FileTelegram {
         Some(TelegramConfig {
             token,
             api_url: api_url?,
-            chats,
-            approvers: self.approvers,
-            digest_after,
+            chat: ChatSettings {
+                destinations: chats.iter().map(i64::to_string).collect(),
+                approvers: self.approvers.iter().map(u64::to_string).collect(),
+                digest_after,
+            },
         })
     }
 }
@@ -110,7 +109,7 @@ mod tests {
         )
         .unwrap();
         let t = c.telegram.unwrap();
-        assert_eq!(t.chats, vec![42]);
+        assert_eq!(t.chat.destinations, vec!["42"]);
         assert_eq!(t.api_url, "http://127.0.0.1:9");
     }
 }

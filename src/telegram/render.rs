@@ -1,352 +1,351 @@
-//! Telegram markup: HTML escaping, prompt text and keyboards.
+//! Cards in Telegram's HTML parse mode, with inline keyboards.
 //!
-//! Prompts use `parse_mode = HTML`. Everything an agent supplied (agent and tool
-//! names, summary, arguments) is escaped and shown inside `<code>`/`<pre>` blocks under
-//! a label saying it comes from the agent, so a summary containing "Risk: low" or
-//! `</code>` renders as literal text inside the block and cannot pass for gatebot's own
-//! lines. Replies to commands are sent as plain text (no parse mode at all).
+//! 1. Every string of a card is escaped ([`text::escape`]); agent text sits in
+//!    `<code>`/`<pre>` under a label saying it comes from the agent, so a summary saying
+//!    "Risk: low" or `</code>` renders as literal text inside its block.
+//! 2. A message may hold 4096 UTF-16 units. [`OUTCOME_ROOM`] of them are always kept
+//!    back for the outcome line a settled card gains, so a prompt and its final edit cut
+//!    the agent's text at the same place. Lists take the room they need first (as many
+//!    items as fit), then code blocks share the rest in order, each within its `max`.
+//!    Every cut goes through [`text::fit`] and says what it left out.
+//! 3. Blocks are separated by one line break, and by a blank line before a heading, a
+//!    code block, the outcome and the hint.
 
 use teloxide::types::{InlineKeyboardButton, InlineKeyboardMarkup};
 
-use crate::approval::{Approval, Status};
-use crate::channel::command::{encode_button, Button};
-use crate::channel::digest::{self, encode_nav, DigestView, Nav};
-use crate::channel::prompt::{self, PromptContent};
-use crate::time::clock;
+use crate::chat::card::{Block, Button, Card, Code, Hint, Line, Span};
+use crate::chat::text::{self, escape, len16};
 
 /// Telegram's limit on a message's text, in UTF-16 code units after entity parsing.
 pub const MAX_MESSAGE: usize = 4096;
-/// Room kept for the outcome line added when the prompt is edited after a decision.
-const OUTCOME_ROOM: usize = 600;
-/// Most of a summary shown, in UTF-16 units of its escaped form.
-const SUMMARY_ROOM: usize = 1200;
+/// Room kept for the outcome line (and the hint) of a card.
+pub const OUTCOME_ROOM: usize = 600;
+/// Room kept per code block for its cut note and tags.
+const NOTE_ROOM: usize = 160;
+/// Telegram's limit on the text of an answer to a button press, in characters.
+pub const MAX_ANSWER: usize = 190;
 
-/// Escapes text for Telegram's HTML parse mode (element content).
+/// A card's text and keyboard: HTML, or plain text for a card without formatting
+/// ([`is_plain`]: sent without a parse mode, nothing in it can be markup).
 #[must_use]
-pub fn escape(s: &str) -> String {
-    crate::channel::prompt::escape_markup(s)
-}
-
-/// Escapes text for an HTML attribute value (adds `"`).
-#[must_use]
-pub fn escape_attr(s: &str) -> String {
-    escape(s).replace('"', "&quot;")
-}
-
-fn utf16_len(s: &str) -> usize {
-    s.encode_utf16().count()
-}
-
-/// The longest prefix of `s`, in characters, whose escaped form fits `room` UTF-16 units.
-fn fitting_chars(s: &str, room: usize) -> usize {
-    let mut used = 0;
-    for (n, c) in s.chars().enumerate() {
-        let w = match c {
-            '&' => 5,
-            '<' | '>' => 4,
-            c => c.len_utf16(),
-        };
-        if used + w > room {
-            return n;
-        }
-        used += w;
-    }
-    s.chars().count()
-}
-
-/// The prompt's body (without buttons or outcome), fitting Telegram's limit with room
-/// left for the outcome line.
-#[must_use]
-pub fn prompt_body(a: &Approval) -> String {
-    let c = prompt::content(a, usize::MAX);
-    let mut head = header(&c, a.status == Status::Pending);
-    if let Some(summary) = &c.summary {
-        let keep = fitting_chars(summary, SUMMARY_ROOM);
-        let (kept, note) = prompt::truncate(summary, keep);
-        head.push_str("\n\n<b>Summary from the agent:</b>\n<pre>");
-        head.push_str(&escape(&kept));
-        head.push_str("</pre>");
-        if note.is_some() {
-            head.push_str("\n<i>(summary shortened)</i>");
-        }
-    }
-    head.push_str("\n\n<b>Arguments from the agent:</b>\n");
-    // The note is at most ~100 characters; keep 160 for it and the tags.
-    let room = MAX_MESSAGE
-        .saturating_sub(OUTCOME_ROOM)
-        .saturating_sub(utf16_len(&head))
-        .saturating_sub(160);
-    let keep = fitting_chars(&c.args, room);
-    let (args, note) = prompt::truncate(&c.args, keep);
-    head.push_str("<pre><code class=\"language-json\">");
-    head.push_str(&escape(&args));
-    head.push_str("</code></pre>");
-    if let Some(note) = note {
-        head.push_str("\n<i>");
-        head.push_str(&escape(&note));
-        head.push_str("</i>");
-    }
-    head
-}
-
-fn header(c: &PromptContent, pending: bool) -> String {
-    let mut s = format!(
-        "🛡 <b>gatebot: approval needed</b>  ·  id <code>{}</code>\n\
-         <b>Agent:</b> <code>{}</code>\n\
-         <b>Tool:</b> <code>{}</code>\n\
-         <b>Risk:</b> <b>{}</b> ({})\n\
-         <b>Why asking:</b> {}",
-        escape(&c.short_id),
-        escape(&c.agent),
-        escape(&c.tool),
-        escape(&c.risk.to_uppercase()),
-        escape(&c.risk_detail),
-        escape(&c.reason),
-    );
-    if let (true, Some(exp)) = (pending, &c.expires) {
-        s.push_str(&format!("\n<b>Expires:</b> {}", escape(exp)));
-    }
-    s
-}
-
-/// The prompt as first posted: body, and how to answer by text.
-#[must_use]
-pub fn prompt_text(a: &Approval) -> String {
-    format!(
-        "{}\n\nTap a button, or reply to this message with <code>approve</code> or <code>deny [reason]</code>.",
-        prompt_body(a)
-    )
-}
-
-/// The prompt once settled: body plus the outcome line (no buttons).
-#[must_use]
-pub fn final_text(a: &Approval) -> String {
-    let line = prompt::outcome_line(a);
-    let keep = fitting_chars(&line, OUTCOME_ROOM - 10);
-    let (line, _) = prompt::truncate(&line, keep);
-    format!("{}\n\n<b>{}</b>", prompt_body(a), escape(&line))
-}
-
-/// ✅ Allow once · ♾️ Always allow (where it applies) · ❌ Deny.
-#[must_use]
-pub fn prompt_keyboard(a: &Approval) -> InlineKeyboardMarkup {
-    InlineKeyboardMarkup::new([buttons(a, "")])
-}
-
-fn buttons(a: &Approval, suffix: &str) -> Vec<InlineKeyboardButton> {
-    let mut row = vec![InlineKeyboardButton::callback(
-        format!("✅ Allow once{suffix}"),
-        encode_button(Button::Approve, &a.id),
-    )];
-    if a.always_allow_offered {
-        row.push(InlineKeyboardButton::callback(
-            format!("♾️ Always allow{suffix}"),
-            encode_button(Button::ApproveAlways, &a.id),
-        ));
-    }
-    row.push(InlineKeyboardButton::callback(
-        format!("❌ Deny{suffix}"),
-        encode_button(Button::Deny, &a.id),
-    ));
-    row
-}
-
-/// Most requests `/pending` lists with buttons.
-pub const PENDING_SHOWN: usize = 20;
-
-/// `/pending`: one line per request, one row of buttons per request, for the oldest
-/// [`PENDING_SHOWN`] of `total` pending requests.
-#[must_use]
-pub fn pending(list: &[Approval], total: usize) -> (String, InlineKeyboardMarkup) {
-    if list.is_empty() {
-        return (
-            "No pending requests.".into(),
-            InlineKeyboardMarkup::default(),
-        );
-    }
-    let total = total.max(list.len());
-    let mut text = format!("<b>{total} pending request(s)</b>");
-    let mut rows = Vec::new();
-    for a in list.iter().take(PENDING_SHOWN) {
-        let expires = a.expires_at.map(clock).unwrap_or_default();
-        text.push_str(&format!(
-            "\n<code>{}</code>  <code>{}</code> · <code>{}</code> · risk {} · expires {}",
-            escape(&a.short_id),
-            escape(&prompt::truncate(&a.agent, 40).0),
-            escape(&prompt::truncate(&a.tool, 60).0),
-            escape(a.risk.score.as_str()),
-            escape(&expires),
-        ));
-        rows.push(buttons(a, &format!(" {}", a.short_id)));
-    }
-    let shown = list.len().min(PENDING_SHOWN);
-    if total > shown {
-        text.push_str(&format!(
-            "\n… and {} more: decide these to see the next, or review a digest \
-             (gatebot pending lists them all)",
-            total - shown
-        ));
-    }
-    (text, InlineKeyboardMarkup::new(rows))
-}
-
-/// A digest message: its text and buttons (see [`digest`]).
-#[must_use]
-pub fn digest(view: &DigestView) -> (String, InlineKeyboardMarkup) {
-    let s = view.summary();
-    let groups = || {
-        digest::group_lines(s)
-            .iter()
-            .map(|l| format!("\n• {}", escape(l)))
-            .collect::<String>()
+pub fn render(card: &Card) -> (String, InlineKeyboardMarkup) {
+    let text = if is_plain(card) {
+        plain(card)
+    } else {
+        html(card)
     };
-    match view {
-        DigestView::Summary(_) => {
-            let mut text = format!(
-                "{}\n<b>{}</b>\nThey arrived too fast to post one by one.{}",
-                "📥 <b>gatebot digest</b>",
-                escape(&digest::title(s)),
-                groups()
-            );
-            if let Some(at) = s.next_expiry {
-                text.push_str(&format!("\n<b>Next expiry:</b> {}", escape(&clock(at))));
-            }
-            text.push_str("\n\nReview them here one by one, or use /pending.");
-            let review =
-                InlineKeyboardButton::callback("📋 Review one by one", encode_nav(&Nav::Review));
-            (text, InlineKeyboardMarkup::new([[review]]))
-        }
-        DigestView::Review {
-            approval, position, ..
-        } => {
-            let text = format!(
-                "📥 <b>gatebot digest</b> · request {position} of {} · {} pending\n\n{}\n\n\
-                 Tap a button, or reply to this message with <code>approve</code> or <code>deny [reason]</code>.",
-                s.total,
-                s.pending,
-                prompt_body(approval)
-            );
-            let nav = vec![
-                InlineKeyboardButton::callback(
-                    "⏭ Next",
-                    encode_nav(&Nav::Next(approval.id.clone())),
-                ),
-                InlineKeyboardButton::callback("📋 Summary", encode_nav(&Nav::Summary)),
-            ];
-            (
-                text,
-                InlineKeyboardMarkup::new([buttons(approval, ""), nav]),
-            )
-        }
-        DigestView::Closed(_) => (
-            format!(
-                "📥 <b>gatebot digest</b>\n<b>{}</b>: {}.{}",
-                escape(&digest::title(s)),
-                escape(&digest::tally(s)),
-                groups()
-            ),
-            InlineKeyboardMarkup::default(),
-        ),
+    (text, keyboard(&card.buttons))
+}
+
+/// A card of plain lines and lists only: it needs no markup at all.
+#[must_use]
+pub fn is_plain(card: &Card) -> bool {
+    let plain_line = |l: &Line| l.0.iter().all(|s| matches!(s, Span::Text(_)));
+    card.hint.is_none()
+        && card.blocks.iter().all(|b| match b {
+            Block::Line(l) => plain_line(l),
+            Block::List(items) => items.iter().all(plain_line),
+            _ => false,
+        })
+}
+
+/// A plain card's text, within [`MAX_MESSAGE`].
+#[must_use]
+pub fn plain(card: &Card) -> String {
+    let text = card.plain();
+    let (kept, _) = text::fit(&text, "the text", |p| len16(p) <= MAX_MESSAGE);
+    kept
+}
+
+/// Buttons as an inline keyboard.
+#[must_use]
+pub fn keyboard(rows: &[Vec<Button>]) -> InlineKeyboardMarkup {
+    InlineKeyboardMarkup::new(rows.iter().map(|row| {
+        row.iter()
+            .map(|b| InlineKeyboardButton::callback(b.label.clone(), b.data.clone()))
+            .collect::<Vec<_>>()
+    }))
+}
+
+/// A line's spans as HTML.
+#[must_use]
+pub fn line(l: &Line) -> String {
+    l.0.iter()
+        .map(|s| match s {
+            Span::Text(t) => escape(t),
+            Span::Code(t) => format!("<code>{}</code>", escape(t)),
+            Span::Strong(t) => format!("<b>{}</b>", escape(t)),
+            Span::Em(t) => format!("<i>{}</i>", escape(t)),
+        })
+        .collect()
+}
+
+fn separator(b: &Block) -> &'static str {
+    match b {
+        Block::Heading { .. } | Block::Code(_) | Block::Outcome(_) => "\n\n",
+        Block::Line(_) | Block::Fields(_) | Block::List(_) => "\n",
     }
 }
 
-/// After ❌: the same keyboard with that request's ❌ Deny replaced by "Deny without reason".
+/// The card's text, within [`MAX_MESSAGE`].
 #[must_use]
-pub fn with_deny_without_reason(kb: &InlineKeyboardMarkup, id: &str) -> InlineKeyboardMarkup {
+pub fn html(card: &Card) -> String {
+    // First what cannot be cut, then lists, then code blocks in the room left.
+    let mut parts: Vec<Option<String>> = card
+        .blocks
+        .iter()
+        .map(|b| match b {
+            Block::Heading { icon, title, tag } => Some(format!(
+                "{icon} <b>{}</b>{}",
+                escape(title),
+                tag.as_ref()
+                    .map(|t| format!("  ·  {}", line(t)))
+                    .unwrap_or_default()
+            )),
+            Block::Line(l) => Some(line(l)),
+            Block::Fields(fs) => Some(
+                fs.iter()
+                    .map(|f| format!("<b>{}:</b> {}", escape(&f.label), line(&f.value)))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            Block::Outcome(o) => Some(outcome(o)),
+            Block::List(_) | Block::Code(_) => None,
+        })
+        .collect();
+    let hint = card
+        .hint
+        .as_ref()
+        .map(|h| hint(h, !card.buttons.is_empty()));
+    // The outcome and the hint live in the room kept back, so a prompt and its final
+    // edit give the agent's text (nearly) the same room.
+    let fixed: usize = parts
+        .iter()
+        .zip(&card.blocks)
+        .filter(|(_, b)| !matches!(b, Block::Outcome(_)))
+        .filter_map(|(p, _)| p.as_ref())
+        .map(|p| len16(p) + 2)
+        .sum();
+    let mut room = MAX_MESSAGE
+        .saturating_sub(fixed)
+        .saturating_sub(OUTCOME_ROOM);
+    for (part, block) in parts.iter_mut().zip(&card.blocks) {
+        if let Block::List(items) = block {
+            let rendered = list(items, room);
+            room = room.saturating_sub(len16(&rendered) + 1);
+            *part = Some(rendered);
+        }
+    }
+    for (part, block) in parts.iter_mut().zip(&card.blocks) {
+        if let Block::Code(c) = block {
+            let rendered = code(c, room.saturating_sub(NOTE_ROOM));
+            room = room.saturating_sub(len16(&rendered) + 2);
+            *part = Some(rendered);
+        }
+    }
+    let mut out = String::new();
+    for (part, block) in parts.into_iter().zip(&card.blocks) {
+        if !out.is_empty() {
+            out.push_str(separator(block));
+        }
+        out.push_str(&part.unwrap_or_default());
+    }
+    if let Some(h) = hint {
+        out.push_str("\n\n");
+        out.push_str(&h);
+    }
+    out
+}
+
+/// The outcome in bold, cut to fit [`OUTCOME_ROOM`].
+fn outcome(o: &str) -> String {
+    let (kept, note) = text::fit(o, "the outcome", |p| {
+        len16(&escape(p)) <= OUTCOME_ROOM - 150
+    });
+    match note {
+        Some(n) => format!("<b>{}</b>\n<i>{}</i>", escape(&kept), escape(&n)),
+        None => format!("<b>{}</b>", escape(&kept)),
+    }
+}
+
+/// Items while they fit in `room`, then how many were left out.
+fn list(items: &[Line], room: usize) -> String {
+    let mut out = String::new();
+    for (shown, item) in items.iter().enumerate() {
+        let l = format!("• {}", line(item));
+        let more = format!("\n… and {} more", items.len() - shown);
+        if len16(&out) + len16(&l) + 1 + len16(&more) > room && shown > 0 {
+            out.push_str(&more);
+            return out;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&l);
+    }
+    out
+}
+
+/// A labelled code block whose escaped body takes at most `room` (and its `max`).
+fn code(c: &Code, room: usize) -> String {
+    let room = c.max.map_or(room, |m| m.min(room));
+    let (kept, note) = text::fit(&c.body, c.what, |p| len16(&escape(p)) <= room);
+    let body = match c.lang {
+        Some(lang) => format!(
+            "<pre><code class=\"language-{lang}\">{}</code></pre>",
+            escape(&kept)
+        ),
+        None => format!("<pre>{}</pre>", escape(&kept)),
+    };
+    let mut out = format!("<b>{}:</b>\n{body}", escape(&c.label));
+    if let Some(n) = note {
+        out.push_str(&format!("\n<i>{}</i>", escape(&n)));
+    }
+    out
+}
+
+fn hint(h: &Hint, buttons: bool) -> String {
+    let words = h
+        .reply_words
+        .iter()
+        .map(|w| format!("<code>{}</code>", escape(w)))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    if buttons {
+        format!("Tap a button, or reply to this message with {words}.")
+    } else {
+        format!("Reply to this message with {words}.")
+    }
+}
+
+/// `rows` with the button whose data is `data` replaced by `with` (after ❌: "Deny
+/// without reason" in place of "Deny").
+#[must_use]
+pub fn swap_button(
+    kb: &InlineKeyboardMarkup,
+    data: &str,
+    with: &Button,
+) -> Option<InlineKeyboardMarkup> {
     use teloxide::types::InlineKeyboardButtonKind;
-    let deny = encode_button(Button::Deny, id);
+    let mut found = false;
     let rows = kb
         .inline_keyboard
         .iter()
         .map(|row| {
             row.iter()
                 .map(|b| match &b.kind {
-                    InlineKeyboardButtonKind::CallbackData(d) if *d == deny => {
-                        InlineKeyboardButton::callback(
-                            b.text.replace("❌ Deny", "🚫 Deny without reason"),
-                            encode_button(Button::DenyNoReason, id),
-                        )
+                    InlineKeyboardButtonKind::CallbackData(d) if d == data => {
+                        found = true;
+                        InlineKeyboardButton::callback(with.label.clone(), with.data.clone())
                     }
                     _ => b.clone(),
                 })
                 .collect::<Vec<_>>()
         })
         .collect::<Vec<_>>();
-    InlineKeyboardMarkup::new(rows)
-}
-
-/// The question sent (as a ForceReply, HTML) after ❌. It mentions the approver, so a
-/// selective ForceReply reaches them in a group.
-#[must_use]
-pub fn reason_question(a: &Approval, approver: &teloxide::types::User) -> String {
-    format!(
-        "<a href=\"tg://user?id={}\">{}</a>, why deny <code>{}</code> (<code>{}</code> from <code>{}</code>)? \
-         Reply to this message with a reason; it reaches the agent. \
-         Or tap “Deny without reason” on the prompt.",
-        approver.id.0,
-        escape(&prompt::truncate(&approver.full_name(), 60).0),
-        escape(&a.short_id),
-        escape(&prompt::truncate(&a.tool, 60).0),
-        escape(&prompt::truncate(&a.agent, 40).0),
-    )
+    found.then(|| InlineKeyboardMarkup::new(rows))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::chat::card::Field;
 
-    fn approval(args: serde_json::Value, summary: Option<&str>) -> Approval {
-        Approval {
-            args,
-            summary: summary.map(str::to_string),
-            ..crate::channel::prompt::sample_approval()
+    fn card(summary: &str, args: &str) -> Card {
+        Card {
+            blocks: vec![
+                Block::Heading {
+                    icon: "🛡",
+                    title: "gatebot: approval needed".into(),
+                    tag: Some(Line::text("id ").code("k7m2abcd")),
+                },
+                Block::Fields(vec![Field::new("Tool", Line::default().code("</code>&"))]),
+                Block::Code(Code {
+                    label: "Summary from the agent".into(),
+                    body: summary.into(),
+                    lang: None,
+                    what: "the summary",
+                    max: Some(1200),
+                }),
+                Block::Code(Code {
+                    label: "Arguments from the agent".into(),
+                    body: args.into(),
+                    lang: Some("json"),
+                    what: "arguments",
+                    max: None,
+                }),
+            ],
+            buttons: vec![vec![Button::new("✅ Allow once", "gb1:a:x")]],
+            hint: Some(Hint {
+                reply_words: vec!["approve".into(), "deny [reason]".into()],
+                command: None,
+            }),
+            fallback: String::new(),
         }
     }
 
     #[test]
-    fn escaping_covers_html_specials() {
-        assert_eq!(escape("a<b>&</code>"), "a&lt;b&gt;&amp;&lt;/code&gt;");
-        assert_eq!(escape_attr("\"x\"&"), "&quot;x&quot;&amp;");
-    }
-
-    #[test]
     fn hostile_agent_text_stays_inside_its_block() {
-        let a = approval(
-            json!({"body": "</code></pre><b>Risk: low</b>\nRisk: low & safe"}),
-            Some("</pre>Risk: low<b>"),
-        );
-        let t = prompt_text(&a);
+        let t = html(&card(
+            "</pre>Risk: low<b>",
+            "</code></pre><b>Risk: low</b>\nRisk: low & safe",
+        ));
         assert!(!t.contains("<b>Risk: low"), "{t}");
         assert!(t.contains("&lt;/code&gt;&lt;/pre&gt;&lt;b&gt;Risk: low&lt;/b&gt;"));
-        assert!(t.contains("<pre>&lt;/pre&gt;Risk: low&lt;b&gt;</pre>"));
-        // Our tags balance: the agent added none.
+        assert!(
+            t.contains("<b>Summary from the agent:</b>\n<pre>&lt;/pre&gt;Risk: low&lt;b&gt;</pre>")
+        );
+        assert!(t.contains("<b>Tool:</b> <code>&lt;/code&gt;&amp;</code>"));
         assert_eq!(t.matches("<pre>").count(), 2, "{t}");
         assert_eq!(t.matches("</pre>").count(), 2, "{t}");
+        assert!(t.ends_with(
+            "Tap a button, or reply to this message with <code>approve</code> or <code>deny [reason]</code>."
+        ));
     }
 
     #[test]
-    fn long_arguments_are_cut_to_fit_with_a_note() {
-        let a = approval(
-            json!({"body": "&<".repeat(10_000)}),
-            Some(&"é".repeat(2000)),
+    fn long_text_is_cut_to_fit_with_room_for_the_outcome() {
+        let mut c = card(&"é".repeat(2000), &"&<".repeat(10_000));
+        let t = html(&c);
+        assert!(
+            len16(&t) <= MAX_MESSAGE - OUTCOME_ROOM + 200,
+            "{}",
+            len16(&t)
         );
-        let t = final_text(&a);
-        assert!(utf16_len(&t) <= MAX_MESSAGE, "{}", utf16_len(&t));
         assert!(t.contains("more characters of arguments not shown"));
-        assert!(t.contains("summary shortened"));
+        assert!(t.contains("more characters of the summary not shown"));
+        // With its outcome (however long), the same cuts, and still within the limit.
+        c.blocks.push(Block::Outcome(format!(
+            "❌ Denied: {}",
+            "<no>".repeat(5000)
+        )));
+        c.buttons.clear();
+        c.hint = None;
+        let settled = html(&c);
+        assert!(len16(&settled) <= MAX_MESSAGE, "{}", len16(&settled));
+        assert!(settled.contains("more characters of the outcome not shown"));
+        let cut_args = |s: &str| s[..s.find("</code></pre>").unwrap()].to_string();
+        assert_eq!(cut_args(&t), cut_args(&settled), "the same cut");
     }
 
     #[test]
-    fn always_allow_is_offered_only_where_it_applies() {
-        let mut a = approval(json!({}), None);
-        assert_eq!(prompt_keyboard(&a).inline_keyboard[0].len(), 3);
-        a.always_allow_offered = false;
-        let kb = prompt_keyboard(&a);
-        assert_eq!(kb.inline_keyboard[0].len(), 2);
-        let swapped = with_deny_without_reason(&kb, &a.id);
-        assert!(swapped.inline_keyboard[0][1]
-            .text
-            .contains("without reason"));
+    fn a_long_list_shows_what_fits_and_counts_the_rest() {
+        let items: Vec<Line> = (0..200)
+            .map(|i| Line::text(format!("{i} ")).code("&".repeat(60)))
+            .collect();
+        let t = html(&Card {
+            blocks: vec![Block::List(items)],
+            ..Card::default()
+        });
+        assert!(len16(&t) <= MAX_MESSAGE);
+        assert!(t.contains("more"), "{t}");
+    }
+
+    #[test]
+    fn a_button_can_be_swapped_for_another() {
+        let kb = keyboard(&[vec![Button::new("a", "x"), Button::new("b", "y")]]);
+        let swapped = swap_button(&kb, "y", &Button::new("c", "z")).unwrap();
+        assert_eq!(swapped.inline_keyboard[0][1].text, "c");
+        assert!(swap_button(&kb, "nope", &Button::new("c", "z")).is_none());
     }
 }

@@ -1,140 +1,67 @@
-//! Long polling and what each update does.
+//! Telegram's inbound side: long polling, and translating each update into
+//! [`Inbound`] and each [`Answer`] into Bot API calls.
 //!
 //! 1. [`poll`] calls `getUpdates` with the next offset, waiting up to
 //!    [`POLL_TIMEOUT`](super::POLL_TIMEOUT); it drops the call at once when `stop`
 //!    fires. A 409 Conflict (another process polls with this token) is logged as an
 //!    error and polling resumes after [`CONFLICT_PAUSE`](super::CONFLICT_PAUSE).
-//! 2. Each update is handled in its own task (a slow, throttled reply in one chat
-//!    must not hold up a tap in another); at shutdown, tasks under way may finish:
-//!    - a decision button (`gb1:<code>:<id>`) goes to [`handle::decide`], which checks
-//!      the presser is an approver (whatever the chat) and audits refusals; ❌ first
-//!      asks for a reason (see below);
-//!    - a digest button (`gb1:v:…`) goes to [`digest::navigate`];
-//!    - a text message is parsed with [`command::parse`]; a reply to a prompt (or to a
-//!      digest showing a request) names its request. Messages from private chats that
-//!      are not in `chats` and not an approver's are ignored and logged; in groups,
-//!      commands are answered (a non-approver is refused and audited).
-//! 3. Deny with a reason: ❌ sends a ForceReply question (mentioning the approver, so it
-//!    reaches them in a group too) and swaps ❌ for "🚫 Deny without reason" on the
-//!    tapped message. The question is recorded in SQLite, so a reply to it denies with
-//!    the reply's text as the reason, also after a restart.
-//! 4. Replies are retried a few times on 429 and temporary failures.
+//! 2. Each update is handled in its own task (a slow, throttled reply in one chat must
+//!    not hold up a tap in another); at shutdown, tasks under way may finish.
+//! 3. A press becomes [`Inbound::Press`] and is answered with `answerCallbackQuery`
+//!    (an alert for refusals). A text message becomes [`Inbound::Text`], with the
+//!    message it replies to; messages from private chats that are neither in `chats`
+//!    nor an approver's are ignored and logged. Answers to text are replies, plain text
+//!    unless the answer is a card with formatting.
+//! 4. A question ([`Answer::Ask`], "why deny?") is a ForceReply message that mentions
+//!    the asker (so it reaches them in a group too), recorded in SQLite so that a reply
+//!    to it counts after a restart; the pressed button is swapped for the question's
+//!    "skip" button ("🚫 Deny without reason").
+//! 5. Replies are retried a few times on 429 and temporary failures.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use teloxide::prelude::*;
 use teloxide::types::{
-    AllowedUpdate, CallbackQuery, ForceReply, MaybeInaccessibleMessage, ParseMode, ReplyParameters,
-    UpdateKind, User,
+    AllowedUpdate, CallbackQuery, ForceReply, MaybeInaccessibleMessage, MessageId, ParseMode,
+    ReplyParameters, UpdateKind, User,
 };
 use teloxide::RequestError;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{debug, error, info, warn};
+use tracing::{error, info, warn};
 
-use crate::approval::{Channel, Status, Verb};
-use crate::channel::command::{self, decode_button, Button, ChatCommand};
-use crate::channel::delivery::{backoff, SendError};
-use crate::channel::digest::{self, decode_nav};
-use crate::channel::handle::{self, Actor, Reply};
-use crate::engine::{describe_settled, Engine};
-use crate::telegram::config::TelegramConfig;
-use crate::telegram::sender::classify;
-use crate::telegram::{render, scrub, TgBot, CONFLICT_PAUSE, POLL_TIMEOUT};
-use crate::time::now_ms;
+use crate::chat::card::Card;
+use crate::chat::conversation;
+use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Question, Replied};
+use crate::chat::platform::SendError;
+use crate::chat::text::{escape, shorten};
+use crate::chat::Context;
+use crate::retry::{backoff, retry};
+use crate::secret::scrub;
+use crate::telegram::platform::{classify, Telegram};
+use crate::telegram::{render, CONFLICT_PAUSE, POLL_TIMEOUT};
 
 /// How long update handlers under way may finish at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-/// Attempts for a reply before giving up.
+/// Attempts for a reply before giving up, and the longest wait between two.
 const REPLY_ATTEMPTS: u32 = 3;
+const REPLY_MAX_WAIT: Duration = Duration::from_secs(30);
 
-pub struct Handler {
-    engine: Arc<Engine>,
-    bot: TgBot,
-    token: String,
-    username: String,
-}
-
-impl Handler {
-    #[must_use]
-    pub fn new(engine: Arc<Engine>, bot: TgBot, config: &TelegramConfig, username: String) -> Self {
-        Handler {
-            engine,
-            bot,
-            token: config.token.expose().to_string(),
-            username,
-        }
-    }
-
-    /// Approvers and chats are read from the config in force at each update, so a
-    /// SIGHUP reload takes effect at once (the token and API URL need a restart).
-    fn actor(&self, user: &User) -> Actor {
-        let approver = self
-            .engine
-            .config()
-            .telegram
-            .as_ref()
-            .is_some_and(|t| t.approvers.contains(&user.id.0));
-        Actor {
-            id: user.id.0.to_string(),
-            name: user.full_name(),
-            approver,
-        }
-    }
-
-    fn is_configured_chat(&self, chat: i64) -> bool {
-        self.engine
-            .config()
-            .telegram
-            .as_ref()
-            .is_some_and(|t| t.chats.contains(&chat))
-    }
-
-    fn scrub(&self, e: &RequestError) -> String {
-        scrub(&e.to_string(), &self.token)
-    }
-
-    /// Sends with a few retries on 429 and temporary failures (Throttle paces sends
-    /// and retries 429s itself; this covers 5xx and network trouble).
-    async fn send_retrying<F, Fut>(&self, what: &str, mut send: F) -> Result<Message, String>
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<Message, RequestError>>,
-    {
-        let mut attempt = 0;
-        loop {
-            match send().await {
-                Ok(m) => return Ok(m),
-                Err(e) => {
-                    let text = self.scrub(&e);
-                    let wait = match classify(&e, &self.token) {
-                        SendError::RetryAfter(d) => d,
-                        SendError::Transient(_) => backoff(attempt),
-                        SendError::Unknown(_) | SendError::Permanent(_) => {
-                            warn!("telegram: cannot send {what}: {text}");
-                            return Err(text);
-                        }
-                    };
-                    attempt += 1;
-                    if attempt >= REPLY_ATTEMPTS {
-                        warn!("telegram: cannot send {what} after {attempt} attempts: {text}");
-                        return Err(text);
-                    }
-                    tokio::time::sleep(wait.min(Duration::from_secs(30))).await;
-                }
-            }
-        }
-    }
+struct Handler {
+    telegram: Arc<Telegram>,
+    cx: Context,
 }
 
 /// Long-polls until `stop` fires; see the module docs.
-pub async fn poll(handler: Arc<Handler>, stop: CancellationToken) {
+pub async fn poll(telegram: Arc<Telegram>, cx: Context, stop: CancellationToken) {
+    let handler = Arc::new(Handler { telegram, cx });
     let tasks = TaskTracker::new();
     let mut offset: i32 = 0;
     let mut failures: u32 = 0;
     loop {
         let call = handler
+            .telegram
             .bot
             .get_updates()
             .offset(offset)
@@ -187,6 +114,20 @@ pub async fn poll(handler: Arc<Handler>, stop: CancellationToken) {
 }
 
 impl Handler {
+    fn scrub(&self, e: &RequestError) -> String {
+        scrub(&e.to_string(), &[&self.telegram.token])
+    }
+
+    /// Approvers and chats are read from the config in force at each update, so a
+    /// SIGHUP reload takes effect at once (the token and API URL need a restart).
+    fn actor(&self, user: &User) -> Actor {
+        self.cx.actor(&user.id.0.to_string(), &user.full_name())
+    }
+
+    fn is_configured_chat(&self, chat: i64) -> bool {
+        self.cx.destinations().contains(&chat.to_string())
+    }
+
     async fn update(&self, kind: UpdateKind) {
         match kind {
             UpdateKind::CallbackQuery(q) => self.callback(q).await,
@@ -195,9 +136,10 @@ impl Handler {
         }
     }
 
-    async fn answer(&self, q: &CallbackQuery, text: &str, alert: bool) {
-        let (text, _) = crate::channel::prompt::truncate(text, 190);
+    async fn answer_press(&self, q: &CallbackQuery, text: &str, alert: bool) {
+        let text = shorten(text, render::MAX_ANSWER);
         if let Err(e) = self
+            .telegram
             .bot
             .answer_callback_query(q.id.clone())
             .text(text)
@@ -209,173 +151,135 @@ impl Handler {
     }
 
     async fn callback(&self, q: CallbackQuery) {
-        self.engine.metrics.chat_update(Channel::Telegram, true);
         let actor = self.actor(&q.from);
-        let Some(data) = q.data.as_deref() else {
-            return self.answer(&q, "This button does nothing.", false).await;
+        let Some(data) = q.data.clone() else {
+            return self
+                .answer_press(&q, "This button does nothing.", false)
+                .await;
         };
-        if let Some(nav) = decode_nav(data) {
-            let Some(msg) = &q.message else {
-                return self
-                    .answer(&q, "This button does nothing here.", false)
-                    .await;
-            };
-            let reply = digest::navigate(
-                &self.engine,
-                Channel::Telegram,
-                &actor,
-                &msg.chat().id.0.to_string(),
-                &msg.id().0.to_string(),
-                nav,
-            )
-            .await;
-            let alert = matches!(reply, Reply::NotAllowed(_));
-            return self.answer(&q, &reply.text(), alert).await;
-        }
-        let (button, id) = match decode_button(data) {
-            Ok(x) => x,
-            Err(e) => {
-                warn!(user = %actor.id, "telegram: {e}");
-                return self
-                    .answer(&q, "This button is not recognised (stale or forged).", true)
-                    .await;
-            }
+        let at = match &q.message {
+            Some(m) => At {
+                chat: m.chat().id.0.to_string(),
+                message: Some(m.id().0.to_string()),
+            },
+            None => At {
+                chat: String::new(),
+                message: None,
+            },
         };
-        debug!(user = %actor.id, ?button, id = %id, "telegram: button pressed");
-        if button == Button::Deny && actor.approver {
-            return self.ask_reason(&q, &actor, &id).await;
-        }
-        let reply = handle::decide(
-            &self.engine,
-            Channel::Telegram,
-            &actor,
-            button.verb(),
-            &id,
-            None,
-        )
-        .await;
-        let alert = !matches!(reply, Reply::Decided(..));
-        self.answer(&q, &reply.text(), alert).await;
+        let answer = inbound::handle(&self.cx, &actor, Inbound::Press { data, at }).await;
+        self.show_press_answer(&q, &actor, answer).await;
     }
 
-    /// After ❌ by an approver: ask for a reason, offer "Deny without reason".
-    async fn ask_reason(&self, q: &CallbackQuery, actor: &Actor, id: &str) {
-        let approval = match self.engine.get(id).await {
-            Ok(a) => a,
-            Err(e) => return self.answer(q, &e.to_string(), true).await,
-        };
-        if approval.status != Status::Pending {
-            let text = format!(
-                "Request {} is already {}.",
-                approval.short_id,
-                describe_settled(&approval)
-            );
-            return self.answer(q, &text, true).await;
+    async fn show_press_answer(&self, q: &CallbackQuery, actor: &Actor, answer: Answer) {
+        match answer {
+            Answer::Nothing => self.answer_press(q, "", false).await,
+            Answer::Done(card) => self.answer_press(q, &card.plain(), false).await,
+            Answer::Notice { card, alert } => self.answer_press(q, &card.plain(), alert).await,
+            Answer::Card(card) => {
+                self.answer_press(q, "", false).await;
+                if let Some(m) = &q.message {
+                    self.reply(m.chat().id, Some(m.id()), &card).await;
+                }
+            }
+            Answer::Ask(question) => self.ask(q, actor, question).await,
         }
+    }
+
+    /// Asks `question` in reply to the pressed message, and offers its skip button in
+    /// place of the pressed one.
+    async fn ask(&self, q: &CallbackQuery, actor: &Actor, question: Question) {
         let Some(msg) = &q.message else {
-            // No message to reply to (inline mode): deny at once.
-            let reply =
-                handle::decide(&self.engine, Channel::Telegram, actor, Verb::Deny, id, None).await;
-            return self.answer(q, &reply.text(), false).await;
+            // No message to reply to (inline mode): answer without text at once.
+            let answer =
+                conversation::answer(&self.cx, actor, &question.subject, question.purpose, None)
+                    .await;
+            return Box::pin(self.show_press_answer(q, actor, answer)).await;
         };
         let chat = msg.chat().id;
-        // A selective ForceReply reaches the users mentioned in the text: the approver.
-        let question = render::reason_question(&approval, &q.from);
+        // A selective ForceReply reaches the users mentioned in the text: the asker.
+        let mut text = format!(
+            "<a href=\"tg://user?id={}\">{}</a>, {}",
+            q.from.id.0,
+            escape(&shorten(&q.from.full_name(), 60)),
+            render::line(&question.text)
+        );
+        if let Some(skip) = &question.skip {
+            text.push_str(&format!(
+                " Reply to this message; it reaches the agent. Or tap “{}” on the prompt.",
+                escape(&skip.label)
+            ));
+        } else {
+            text.push_str(" Reply to this message; it reaches the agent.");
+        }
+        let field = question.field.clone();
         let sent = self
-            .send_retrying("the deny-reason question", || {
-                self.bot
-                    .send_message(chat, question.clone())
+            .retrying("the question", || {
+                self.telegram
+                    .bot
+                    .send_message(chat, text.clone())
                     .parse_mode(ParseMode::Html)
                     .reply_parameters(ReplyParameters::new(msg.id()).allow_sending_without_reply())
                     .reply_markup(
                         ForceReply::new()
                             .selective()
-                            .input_field_placeholder(Some("Reason for denying (optional)".into())),
+                            .input_field_placeholder(Some(field.clone())),
                     )
                     .send()
             })
             .await;
-        let asked = match sent {
+        match sent {
             Ok(m) => {
-                let (c, mid, i) = (chat.0.to_string(), m.id.0.to_string(), id.to_string());
                 let recorded = self
+                    .cx
                     .engine
-                    .blocking(move |s| s.record_question(Channel::Telegram, &c, &mid, &i, now_ms()))
+                    .chat()
+                    .ask(
+                        &self.cx.platform,
+                        &chat.0.to_string(),
+                        &m.id.0.to_string(),
+                        &question.subject,
+                        question.purpose,
+                    )
                     .await;
                 if let Err(e) = recorded {
-                    error!(error = %e, "telegram: cannot record the deny-reason question");
+                    error!(error = %e, "telegram: cannot record the question");
                 }
-                true
+                self.answer_press(q, &question.asked, false).await;
             }
-            Err(_) => false,
-        };
-        if !asked {
-            let text = format!(
-                "Could not ask for a reason. Send /deny {} [reason], or tap “Deny without reason”.",
-                approval.short_id
-            );
-            self.answer(q, &text, true).await;
-        } else {
-            self.answer(
-                q,
-                "Why deny? Reply to my question, or tap “Deny without reason”.",
-                false,
-            )
-            .await;
+            Err(_) => self.answer_press(q, &question.not_asked, true).await,
         }
-        if let MaybeInaccessibleMessage::Regular(m) = msg {
-            if let Some(kb) = m.reply_markup() {
-                let swapped = render::with_deny_without_reason(kb, id);
-                if let Err(e) = self
-                    .bot
-                    .edit_message_reply_markup(chat, m.id)
-                    .reply_markup(swapped)
-                    .await
-                {
-                    warn!(
-                        "telegram: cannot offer “Deny without reason”: {}",
-                        self.scrub(&e)
-                    );
-                }
-                self.settle_race(chat, m.id, id).await;
-            }
-        }
-    }
-
-    /// The keyboard swap above may land after the request was settled and its message
-    /// brought up to date, putting buttons back on it. If so, put the outcome back.
-    async fn settle_race(&self, chat: ChatId, message: teloxide::types::MessageId, id: &str) {
-        let Ok(now) = self.engine.get(id).await else {
+        let (MaybeInaccessibleMessage::Regular(m), Some(skip), Some(data)) =
+            (msg, &question.skip, &q.data)
+        else {
             return;
         };
-        if now.status == Status::Pending {
+        let Some(swapped) = m
+            .reply_markup()
+            .and_then(|kb| render::swap_button(kb, data, skip))
+        else {
             return;
-        }
-        let (c, m) = (chat.0.to_string(), message.0.to_string());
-        let is_digest = self
-            .engine
-            .blocking(move |s| s.digest(Channel::Telegram, &c, &m))
-            .await
-            .ok()
-            .flatten()
-            .is_some();
-        if is_digest {
-            self.engine.redraw(
-                Channel::Telegram,
-                &chat.0.to_string(),
-                &message.0.to_string(),
-            );
-            return;
-        }
-        let res = self
+        };
+        if let Err(e) = self
+            .telegram
             .bot
-            .edit_message_text(chat, message, render::final_text(&now))
-            .parse_mode(ParseMode::Html)
-            .reply_markup(teloxide::types::InlineKeyboardMarkup::default())
-            .await;
-        match res {
-            Ok(_) | Err(RequestError::Api(teloxide::ApiError::MessageNotModified)) => {}
-            Err(e) => warn!("telegram: cannot restore the outcome: {}", self.scrub(&e)),
+            .edit_message_reply_markup(chat, m.id)
+            .reply_markup(swapped)
+            .await
+        {
+            warn!(
+                "telegram: cannot offer “{}”: {}",
+                skip.label,
+                self.scrub(&e)
+            );
+        }
+        // The swap may land after the subject was settled and its message brought up
+        // to date, putting buttons back on it: if so, have delivery draw it again.
+        let open = self.cx.engine.chat().is_open(&question.subject).await;
+        if matches!(open, Ok(Some(false))) {
+            self.cx
+                .delivery
+                .redraw(&chat.0.to_string(), &m.id.0.to_string());
         }
     }
 
@@ -387,105 +291,66 @@ impl Handler {
         let actor = self.actor(from);
         let chat = m.chat.id;
         if m.chat.is_private() && !self.is_configured_chat(chat.0) && !actor.approver {
-            self.engine.metrics.chat_update(Channel::Telegram, false);
+            self.cx.engine.metrics.chat_update(&self.cx.platform, false);
             info!(chat = chat.0, user = %actor.id, "telegram: ignoring a message from a private chat that is not in [telegram] chats");
             return;
         }
-        self.engine.metrics.chat_update(Channel::Telegram, true);
-        let replied = m.reply_to_message().map(|r| r.id.0.to_string());
-        let Some(rid) = replied else {
-            return self.command(&m, &actor, text, None).await;
+        let inbound = Inbound::Text {
+            chat: chat.0.to_string(),
+            text: text.to_string(),
+            reply_to: m.reply_to_message().map(|r| Replied {
+                message: r.id.0.to_string(),
+            }),
+            addressed: false,
         };
-        // A reply to our reason question: its text is the reason.
-        let (c, r) = (chat.0.to_string(), rid.clone());
-        let question = self
-            .engine
-            .blocking(move |s| s.question(Channel::Telegram, &c, &r))
-            .await
-            .unwrap_or_else(|e| {
-                error!(error = %e, "telegram: cannot look up a deny-reason question");
-                None
-            });
-        if let Some(id) = question {
-            if !text.trim_start().starts_with('/') {
-                let reason = Some(text.trim().to_string()).filter(|r| !r.is_empty());
-                let reply = handle::decide(
-                    &self.engine,
-                    Channel::Telegram,
-                    &actor,
-                    Verb::Deny,
-                    &id,
-                    reason,
-                )
-                .await;
-                return self.reply(&m, reply).await;
-            }
-            return self.command(&m, &actor, text, Some(id)).await;
-        }
-        let c = chat.0.to_string();
-        let prompt_of = match self
-            .engine
-            .blocking(move |s| s.prompt_by_message(Channel::Telegram, &c, &rid))
-            .await
-        {
-            Ok(p) => p.map(|p| p.approval_id),
-            Err(e) => {
-                error!(error = %e, "telegram: cannot look up the replied-to prompt");
-                None
-            }
-        };
-        self.command(&m, &actor, text, prompt_of).await;
-    }
-
-    async fn command(&self, m: &Message, actor: &Actor, text: &str, replied_to: Option<String>) {
-        let Some(cmd) = command::parse(text, Some(&self.username), replied_to.is_some()) else {
-            return;
-        };
-        if matches!(cmd, ChatCommand::Decide { .. }) {
-            debug!(user = %actor.id, "telegram: command");
-        }
-        let reply = handle::command(
-            &self.engine,
-            Channel::Telegram,
-            actor,
-            cmd,
-            replied_to.as_deref(),
-        )
-        .await;
-        self.reply(m, reply).await;
-    }
-
-    async fn reply(&self, m: &Message, reply: Reply) {
-        let to = ReplyParameters::new(m.id).allow_sending_without_reply();
-        let _ = match &reply {
-            Reply::Pending(list) if !list.is_empty() => {
-                let total = self
-                    .engine
-                    .blocking(|s| s.count_pending())
-                    .await
-                    .unwrap_or(list.len());
-                let (text, kb) = render::pending(list, total);
-                self.send_retrying("the pending list", || {
-                    self.bot
-                        .send_message(m.chat.id, text.clone())
-                        .parse_mode(ParseMode::Html)
-                        .reply_markup(kb.clone())
-                        .reply_parameters(to.clone())
-                        .send()
-                })
-                .await
-            }
-            // Plain text: no parse mode, so nothing in it is markup.
+        match inbound::handle(&self.cx, &actor, inbound).await {
+            Answer::Nothing => {}
+            Answer::Ask(q) => self.reply(chat, Some(m.id), &Card::text(q.not_asked)).await,
             other => {
-                let text = other.text();
-                self.send_retrying("a reply", || {
-                    self.bot
-                        .send_message(m.chat.id, text.clone())
-                        .reply_parameters(to.clone())
-                        .send()
-                })
-                .await
+                if let Some(card) = other.card() {
+                    self.reply(chat, Some(m.id), card).await;
+                }
             }
-        };
+        }
+    }
+
+    /// Sends `card` as a reply, retrying a few times.
+    async fn reply(&self, chat: ChatId, to: Option<MessageId>, card: &Card) {
+        let _ = self
+            .retrying_send("a reply", || self.telegram.send(chat, card, to))
+            .await;
+    }
+
+    /// Sends with a few retries on 429 and temporary failures (Throttle paces sends
+    /// and retries 429s itself; this covers 5xx and network trouble).
+    async fn retrying<F, Fut>(&self, what: &str, mut send: F) -> Result<Message, SendError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<Message, RequestError>>,
+    {
+        self.retrying_send(what, || {
+            let call = send();
+            let token = self.telegram.token.clone();
+            async move { call.await.map_err(|e| classify(&e, &token)) }
+        })
+        .await
+    }
+
+    async fn retrying_send<F, Fut>(&self, what: &str, send: F) -> Result<Message, SendError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<Message, SendError>>,
+    {
+        // Not cancelled at shutdown: an update already fetched gets its answer.
+        let never = CancellationToken::new();
+        let result = retry(&never, send, |e, attempt| {
+            let wait = e.retry_in(attempt, REPLY_ATTEMPTS, REPLY_MAX_WAIT);
+            if wait.is_none() {
+                warn!("telegram: cannot send {what}: {e}");
+            }
+            wait
+        })
+        .await;
+        result.unwrap_or_else(|| Err(SendError::Transient("stopped".into())))
     }
 }

@@ -145,8 +145,8 @@ async fn kill_9_mid_burst_loses_no_acknowledged_request_and_duplicates_none() {
     let unshown = || -> i64 {
         db.query_row(
             "SELECT COUNT(*) FROM approvals a WHERE a.status = 'pending' AND NOT EXISTS \
-             (SELECT 1 FROM prompts p WHERE p.approval_id = a.id AND p.channel = 'telegram' \
-              AND p.message IS NOT NULL)",
+             (SELECT 1 FROM cards c WHERE c.subject = a.id AND c.platform = 'telegram' \
+              AND c.message IS NOT NULL)",
             [],
             |r| r.get(0),
         )
@@ -160,7 +160,7 @@ async fn kill_9_mid_burst_loses_no_acknowledged_request_and_duplicates_none() {
     .await;
     assert_eq!(unshown(), 0, "every pending request is shown in the chat");
     let recorded: std::collections::HashSet<i64> = db
-        .prepare("SELECT DISTINCT message FROM prompts WHERE channel = 'telegram'")
+        .prepare("SELECT DISTINCT message FROM cards WHERE platform = 'telegram'")
         .unwrap()
         .query_map([], |r| r.get::<_, String>(0))
         .unwrap()
@@ -182,8 +182,8 @@ async fn kill_9_mid_burst_loses_no_acknowledged_request_and_duplicates_none() {
     // Requests with their own prompt have exactly one.
     let own: Vec<String> = db
         .prepare(
-            "SELECT a.short_id FROM prompts p JOIN approvals a ON a.id = p.approval_id \
-             WHERE p.channel = 'telegram' AND p.kind = 'prompt'",
+            "SELECT a.short_id FROM cards c JOIN approvals a ON a.id = c.subject \
+             WHERE c.platform = 'telegram' AND c.shown_by = 'card'",
         )
         .unwrap()
         .query_map([], |r| r.get(0))

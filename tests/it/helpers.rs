@@ -72,6 +72,30 @@ pub async fn spawn_app_in(dir: TempDir, extra: &str) -> TestApp {
 
 /// Starts a daemon in `dir` on exactly `config` (no `BASE_CONFIG`).
 pub async fn spawn_app_with_config(dir: TempDir, config: &str) -> TestApp {
+    spawn_app_with(dir, config, Vec::new()).await
+}
+
+/// Starts a daemon on `BASE_CONFIG` plus `extra`, in `dir`, with the in-memory chat
+/// platform `memory` running beside whatever the config turns on.
+pub async fn spawn_app_with_memory(
+    dir: TempDir,
+    extra: &str,
+    memory: &std::sync::Arc<gatebot::chat::memory::Memory>,
+) -> TestApp {
+    spawn_app_with(
+        dir,
+        &format!("{BASE_CONFIG}\n{extra}"),
+        vec![memory.runner()],
+    )
+    .await
+}
+
+/// Starts a daemon in `dir` on exactly `config`, running `platforms` too.
+pub async fn spawn_app_with(
+    dir: TempDir,
+    config: &str,
+    platforms: Vec<gatebot::chat::platform::PlatformRun>,
+) -> TestApp {
     capture_logs();
     let config_path = dir.path().join("bot.toml");
     std::fs::write(&config_path, config).unwrap();
@@ -80,7 +104,10 @@ pub async fn spawn_app_with_config(dir: TempDir, config: &str) -> TestApp {
         config.queue.socket.clone(),
         config.queue.control_socket.clone(),
     );
-    let app = App::build(config).await.unwrap();
+    let mut app = App::build(config).await.unwrap();
+    for platform in platforms {
+        app.add_platform(platform);
+    }
     let tcp = app.tcp_addr();
     let engine = app.engine();
     let (tx, rx) = oneshot::channel::<()>();

@@ -14,6 +14,7 @@ mod helpers;
 mod hooks;
 mod integrations;
 mod lifecycle;
+mod memory;
 mod properties;
 mod slack;
 mod systemd;

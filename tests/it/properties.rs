@@ -2,8 +2,8 @@
 //! arbitrary bytes against every parser that takes outside input (a stand-in for
 //! cargo fuzz that runs in CI: no panic, ever).
 
-use gatebot::approval::{Channel, Decision, Status, Verb};
-use gatebot::channel::command::{decode_button, parse};
+use gatebot::approval::{Decision, Status, Verb, Via};
+use gatebot::chat::conversation::{Action, Command};
 use gatebot::policy::{Risk, RiskScore, ToolClass};
 use gatebot::store::{Inserted, NewApproval, Store, Transition};
 use proptest::prelude::*;
@@ -81,7 +81,7 @@ proptest! {
             let now = 10 + step as i64;
             match op {
                 Op::Decide(verb, who, late) => {
-                    let d = Decision { verb: *verb, actor: format!("owner{who}"), via: Channel::Cli, reason: None };
+                    let d = Decision { verb: *verb, actor: format!("owner{who}"), via: Via::Cli, reason: None };
                     let at = if *late { 10_000 + now } else { now };
                     match store.decide(&a.id, &d, at).unwrap() {
                         Transition::Done(x) => {
@@ -166,19 +166,19 @@ proptest! {
 
     #[test]
     fn chat_command_parsing_never_panics(text in ".{0,300}", reply in any::<bool>()) {
-        let _ = parse(&text, Some("gatebot"), reply);
-        let _ = parse(&text, None, reply);
+        let _ = Command::parse(&text, Some("gatebot"), reply);
+        let _ = Command::parse(&text, None, reply);
     }
 
     #[test]
     fn button_data_decoding_never_panics_and_accepts_only_ours(data in ".{0,80}") {
-        if let Ok((_, id)) = decode_button(&data) {
+        if let Ok(action) = Action::decode(&data) {
             prop_assert!(data.starts_with("gb1:"));
-            prop_assert_eq!(id.len(), 26);
-        }
-        // Digest buttons: only ours decode, and they round-trip.
-        if let Some(nav) = gatebot::channel::digest::decode_nav(&data) {
-            prop_assert_eq!(gatebot::channel::digest::encode_nav(&nav), data);
+            if let Action::Approval(a) = &action {
+                prop_assert_eq!(a.id.len(), 26);
+            }
+            // Only ours decode, and they round-trip.
+            prop_assert_eq!(action.encode(), data);
         }
     }
 

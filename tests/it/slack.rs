@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use gatebot::channel::command::{encode_button, Button};
+use gatebot::chat::conversation::approval::{button_data as encode_button, ButtonKind as Button};
 use serde_json::{json, Value};
 
 use crate::fake_slack::{click, message, submit_modal, FakeSlack, Via};

@@ -54,8 +54,8 @@ fn print_summary(path: &Path, c: &Config) {
     if let Some(t) = &c.telegram {
         println!(
             "  telegram:        {} chat(s), {} approver(s), API {}",
-            t.chats.len(),
-            t.approvers.len(),
+            t.chat.destinations.len(),
+            t.chat.approvers.len(),
             t.api_url
         );
     }
@@ -63,8 +63,8 @@ fn print_summary(path: &Path, c: &Config) {
         println!(
             "  slack:           {:?} mode, {} channel(s), {} approver(s), API {}",
             s.mode,
-            s.channels.len(),
-            s.approvers.len(),
+            s.chat.destinations.len(),
+            s.chat.approvers.len(),
             s.api_url
         );
     }

@@ -23,13 +23,36 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::{info, info_span, warn, Instrument, Span};
 
-use crate::approval::{Approval, Channel, Decision, Status, Verb};
+use crate::approval::{Approval, Decision, Status, Verb, Via};
 use crate::config::{AgentConfig, Config};
 use crate::names::valid_agent_name;
 use crate::policy::{Action, History, Request};
-use crate::store::{Inserted, Lookup, NewApproval, Store, StoreError, Transition};
+use crate::store::{
+    AuditCheck, AuditRow, Inserted, Lookup, NewApproval, Store, StoreError, Transition,
+};
 use crate::time::{format_duration, now_ms};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
+
+mod chat;
+
+pub use crate::store::{
+    DigestGroup, DigestState, DigestSummary, ListFilter, Shown, ShownBy, Subject, SubjectKind,
+    Unposted,
+};
+pub use chat::ChatState;
+
+/// Runs a store call on the blocking pool: SQLite calls block, sometimes on fsync.
+async fn blocking<T, F>(store: &Arc<Store>, f: F) -> Result<T, EngineError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+{
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || f(&store))
+        .await
+        .map_err(|e| EngineError::Internal(format!("store task failed: {e}")))?
+        .map_err(EngineError::from)
+}
 
 /// Something that happened to an approval.
 #[derive(Debug, Clone)]
@@ -38,22 +61,25 @@ pub enum Event {
     Submitted(Arc<Approval>),
     /// A request changed state after submission (decided, expired, cancelled, result).
     Settled(Arc<Approval>),
-    /// A chat message must be drawn again from the database (a digest an approver
-    /// navigated): the channel's delivery, its only writer, does it.
-    Redraw {
-        channel: Channel,
-        chat: String,
-        message: String,
-    },
 }
 
 impl Event {
-    /// The request the event is about, if it is about one.
+    /// The request the event is about.
     #[must_use]
-    pub fn approval(&self) -> Option<&Approval> {
+    pub fn approval(&self) -> &Approval {
         match self {
-            Event::Submitted(a) | Event::Settled(a) => Some(a),
-            Event::Redraw { .. } => None,
+            Event::Submitted(a) | Event::Settled(a) => a,
+        }
+    }
+
+    /// The subject whose cards in chats this event may change: a request that asks
+    /// a human, or that did.
+    #[must_use]
+    pub fn subject(&self) -> Option<&str> {
+        match self {
+            Event::Submitted(a) if a.status == Status::Pending => Some(&a.id),
+            Event::Submitted(_) => None,
+            Event::Settled(a) => Some(&a.id),
         }
     }
 }
@@ -118,7 +144,10 @@ pub fn record_request(span: &Span, a: &Approval) {
 #[must_use]
 pub fn describe_settled(a: &Approval) -> String {
     let by = a.decided_by.as_deref().unwrap_or("someone");
-    let via = a.decided_via.map(|c| c.label()).unwrap_or("gatebot");
+    let via = a
+        .decided_via
+        .as_ref()
+        .map_or_else(|| "gatebot".to_string(), Via::label);
     match a.status {
         Status::Expired => format!(
             "expired: {}",
@@ -178,6 +207,7 @@ pub struct Engine {
     config: RwLock<Arc<Config>>,
     events: broadcast::Sender<Event>,
     deadlines_changed: Notify,
+    chat: ChatState,
 }
 
 impl std::fmt::Debug for Engine {
@@ -187,6 +217,16 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
+    /// Opens (creating if needed) the database at `config.store.path`, brings its
+    /// schema up to date, and starts the engine on it.
+    pub async fn open(config: Config) -> Result<Arc<Engine>, EngineError> {
+        let path = config.store.path.clone();
+        let store = tokio::task::spawn_blocking(move || Store::open(&path))
+            .await
+            .map_err(|e| EngineError::Internal(format!("opening the store failed: {e}")))??;
+        Ok(Engine::new(store, config))
+    }
+
     /// Must be called inside a tokio runtime: it starts the group-commit writer.
     #[must_use]
     pub fn new(store: Store, config: Config) -> Arc<Engine> {
@@ -197,6 +237,7 @@ impl Engine {
         Arc::new(Engine {
             metrics: crate::metrics::Metrics::default(),
             inserts,
+            chat: ChatState::new(store.clone()),
             store,
             config: RwLock::new(Arc::new(config)),
             events,
@@ -223,7 +264,7 @@ impl Engine {
                 None,
                 "config_reloaded",
                 Some("gatebot"),
-                Some(Channel::System),
+                Some(&Via::System),
                 &json!({"source": source}),
             )
         })
@@ -238,25 +279,18 @@ impl Engine {
     }
 
     /// Runs a store call on the blocking pool: SQLite calls block, sometimes on fsync.
-    pub async fn blocking<T, F>(&self, f: F) -> Result<T, EngineError>
+    async fn blocking<T, F>(&self, f: F) -> Result<T, EngineError>
     where
         T: Send + 'static,
         F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || f(&store))
-            .await
-            .map_err(|e| EngineError::Internal(format!("store task failed: {e}")))?
-            .map_err(EngineError::from)
+        blocking(&self.store, f).await
     }
 
-    /// Asks the channel's delivery to draw `message` in `chat` again.
-    pub fn redraw(&self, channel: Channel, chat: &str, message: &str) {
-        self.publish(Event::Redraw {
-            channel,
-            chat: chat.to_string(),
-            message: message.to_string(),
-        });
+    /// Chat bookkeeping: what conversations and delivery read and record.
+    #[must_use]
+    pub fn chat(&self) -> &ChatState {
+        &self.chat
     }
 
     fn publish(&self, event: Event) {
@@ -535,7 +569,7 @@ impl Engine {
             self.announce_expired(&a);
             self.deadlines_changed.notify_one();
         }
-        let (id, actor, via) = (a.id.clone(), decision.actor.clone(), decision.via);
+        let (id, actor, via) = (a.id.clone(), decision.actor.clone(), decision.via.clone());
         let detail = json!({"attempted": decision.verb, "status": a.status.as_str()});
         self.blocking(move |s| {
             s.audit(
@@ -543,7 +577,7 @@ impl Engine {
                 Some(&id),
                 "decision_refused",
                 Some(&actor),
-                Some(via),
+                Some(&via),
                 &detail,
             )
         })
@@ -558,7 +592,7 @@ impl Engine {
         &self,
         approval_id: Option<String>,
         actor: String,
-        via: Channel,
+        via: Via,
         detail: Value,
     ) -> Result<(), EngineError> {
         warn!(actor = %actor, via = via.as_str(), detail = %detail, "unauthorised attempt refused");
@@ -568,11 +602,65 @@ impl Engine {
                 approval_id.as_deref(),
                 "unauthorised_attempt",
                 Some(&actor),
-                Some(via),
+                Some(&via),
                 &detail,
             )
         })
         .await
+    }
+
+    /// Records that the daemon started, and how many requests it found waiting.
+    pub async fn record_start(&self) -> Result<usize, EngineError> {
+        self.blocking(|s| {
+            let pending = s.count_pending()?;
+            s.audit(
+                now_ms(),
+                None,
+                "daemon_started",
+                Some("gatebot"),
+                Some(&Via::System),
+                &json!({"version": env!("CARGO_PKG_VERSION"), "pending": pending}),
+            )?;
+            Ok(pending)
+        })
+        .await
+    }
+
+    /// How many requests are pending (also a health check: the store answers).
+    pub async fn count_pending(&self) -> Result<usize, EngineError> {
+        self.blocking(|s| s.count_pending()).await
+    }
+
+    /// The oldest `limit` pending requests, and how many are pending in all.
+    pub async fn pending_page(&self, limit: usize) -> Result<(Vec<Approval>, usize), EngineError> {
+        self.blocking(move |s| Ok((s.list(Some(Status::Pending), limit)?, s.count_pending()?)))
+            .await
+    }
+
+    /// One page of requests (see [`ListFilter`]).
+    pub async fn list(&self, filter: ListFilter) -> Result<Vec<Approval>, EngineError> {
+        self.blocking(move |s| s.list_page(&filter)).await
+    }
+
+    /// Tools owners allowed for `agent` with "Always allow".
+    pub async fn always_allowed_tools(&self, agent: &str) -> Result<Vec<String>, EngineError> {
+        let agent = agent.to_string();
+        self.blocking(move |s| s.always_allowed_tools(&agent)).await
+    }
+
+    /// Audit rows, oldest first, optionally for one request and/or since a time.
+    pub async fn audit_rows(
+        &self,
+        approval_id: Option<String>,
+        since: Option<i64>,
+    ) -> Result<Vec<AuditRow>, EngineError> {
+        self.blocking(move |s| s.audit_rows(approval_id.as_deref(), since))
+            .await
+    }
+
+    /// Recomputes the audit hash chain.
+    pub async fn verify_audit(&self) -> Result<AuditCheck, EngineError> {
+        self.blocking(|s| s.verify_audit()).await
     }
 
     /// The agent withdraws its own pending request.
@@ -673,11 +761,6 @@ impl Engine {
                 },
             }
         }
-    }
-
-    /// Pending requests, oldest first.
-    pub async fn pending(&self) -> Result<Vec<Approval>, EngineError> {
-        self.blocking(|s| s.pending()).await
     }
 
     /// Expires requests at their deadlines until `stop` fires.

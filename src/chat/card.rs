@@ -1,0 +1,238 @@
+//! Cards: what gatebot shows in a chat, independent of any platform's markup.
+//!
+//! A conversation kind builds a [`Card`] (a title, fields, code blocks of agent text,
+//! lists, an outcome, buttons and a hint on how to answer by text); each platform has
+//! one renderer (`telegram::render`, `slack::render`) that turns it into its markup and
+//! owns escaping, the platform's length limits and cutting text to fit them (always
+//! with [`crate::chat::text::fit`]).
+//!
+//! Text from agents (names, summaries, arguments, reasons) enters a card only as
+//! data: [`Span::Code`] for short values shown as inline code, [`Block::Code`] for
+//! long ones shown in a code block. Renderers escape every string they place, so no
+//! card can carry markup, and agent text cannot imitate gatebot's own lines.
+
+/// A message gatebot shows in a chat.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Card {
+    pub blocks: Vec<Block>,
+    /// Rows of buttons.
+    pub buttons: Vec<Vec<Button>>,
+    /// How to answer by text, shown after everything else.
+    pub hint: Option<Hint>,
+    /// The notification text (Slack's `text`, a screen reader's summary): gatebot's
+    /// words and ids only, never agent text.
+    pub fallback: String,
+}
+
+/// One part of a card, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Block {
+    /// The card's title, with an optional tag after it ("id `k7m2abcd`").
+    Heading {
+        icon: &'static str,
+        title: String,
+        tag: Option<Line>,
+    },
+    /// A line of gatebot's.
+    Line(Line),
+    /// `Label: value` lines.
+    Fields(Vec<Field>),
+    /// Agent text in a code block under a label, cut to fit with a note.
+    Code(Code),
+    /// A bulleted list.
+    List(Vec<Line>),
+    /// The final word on a settled subject ("✅ Approved by alice (Telegram) …"),
+    /// shown in bold, cut to fit with a note.
+    Outcome(String),
+}
+
+/// A code block of agent text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Code {
+    /// gatebot's label above the block ("Arguments from the agent").
+    pub label: String,
+    pub body: String,
+    /// Syntax for platforms that highlight (`json`).
+    pub lang: Option<&'static str>,
+    /// What a cut note calls the body ("arguments", "the summary").
+    pub what: &'static str,
+    /// The most room the block may take, in UTF-16 units of its escaped form, so
+    /// that a long summary leaves room for the arguments after it.
+    pub max: Option<usize>,
+}
+
+/// A line of text made of spans.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Line(pub Vec<Span>);
+
+/// A run of text and how it looks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Span {
+    /// Plain text.
+    Text(String),
+    /// Inline code: ids, names, commands, and any short value from an agent.
+    Code(String),
+    /// Bold.
+    Strong(String),
+    /// Italic.
+    Em(String),
+}
+
+/// `Label: value`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    pub label: String,
+    pub value: Line,
+}
+
+/// A button: its label and the data a press sends back (`gb1:…`, at most 64 bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Button {
+    pub label: String,
+    pub data: String,
+    pub style: Style,
+}
+
+/// How a button looks where the platform has styles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Style {
+    #[default]
+    Default,
+    Primary,
+    Danger,
+}
+
+/// How to answer a card by text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hint {
+    /// Words a reply to the card (Telegram) or in its thread (Slack) may be.
+    pub reply_words: Vec<String>,
+    /// A command that works anywhere (`/approve k7m2abcd`).
+    pub command: Option<String>,
+}
+
+impl Line {
+    /// A line of plain text.
+    #[must_use]
+    pub fn text(s: impl Into<String>) -> Line {
+        Line(vec![Span::Text(s.into())])
+    }
+
+    /// A line of bold text.
+    #[must_use]
+    pub fn strong(s: impl Into<String>) -> Line {
+        Line(vec![Span::Strong(s.into())])
+    }
+
+    /// Appends plain text.
+    #[must_use]
+    pub fn and(mut self, s: impl Into<String>) -> Line {
+        self.0.push(Span::Text(s.into()));
+        self
+    }
+
+    /// Appends inline code.
+    #[must_use]
+    pub fn code(mut self, s: impl Into<String>) -> Line {
+        self.0.push(Span::Code(s.into()));
+        self
+    }
+
+    /// The line with its first letter capitalised.
+    #[must_use]
+    pub fn capitalised(mut self) -> Line {
+        if let Some(Span::Text(t) | Span::Strong(t) | Span::Em(t)) = self.0.first_mut() {
+            let mut c = t.chars();
+            if let Some(first) = c.next() {
+                *t = first.to_uppercase().chain(c).collect();
+            }
+        }
+        self
+    }
+
+    /// The line's words without markup (tests, logs, fallbacks).
+    #[must_use]
+    pub fn plain(&self) -> String {
+        self.0
+            .iter()
+            .map(|s| match s {
+                Span::Text(t) | Span::Code(t) | Span::Strong(t) | Span::Em(t) => t.as_str(),
+            })
+            .collect()
+    }
+}
+
+impl Field {
+    #[must_use]
+    pub fn new(label: impl Into<String>, value: Line) -> Field {
+        Field {
+            label: label.into(),
+            value,
+        }
+    }
+}
+
+impl Button {
+    #[must_use]
+    pub fn new(label: impl Into<String>, data: impl Into<String>) -> Button {
+        Button {
+            label: label.into(),
+            data: data.into(),
+            style: Style::Default,
+        }
+    }
+
+    #[must_use]
+    pub fn styled(mut self, style: Style) -> Button {
+        self.style = style;
+        self
+    }
+}
+
+impl Card {
+    /// A card of one plain-text line (answers to commands).
+    #[must_use]
+    pub fn text(s: impl Into<String>) -> Card {
+        let s = s.into();
+        Card {
+            fallback: s.clone(),
+            blocks: vec![Block::Line(Line::text(s))],
+            ..Card::default()
+        }
+    }
+
+    /// Every string the card shows, without markup (tests and the in-memory platform).
+    #[must_use]
+    pub fn plain(&self) -> String {
+        let mut out = Vec::new();
+        for b in &self.blocks {
+            match b {
+                Block::Heading { icon, title, tag } => out.push(format!(
+                    "{icon} {title}{}",
+                    tag.as_ref()
+                        .map(|t| format!(" · {}", t.plain()))
+                        .unwrap_or_default()
+                )),
+                Block::Line(l) => out.push(l.plain()),
+                Block::Fields(fs) => out.extend(
+                    fs.iter()
+                        .map(|f| format!("{}: {}", f.label, f.value.plain())),
+                ),
+                Block::Code(c) => out.push(format!("{}:\n{}", c.label, c.body)),
+                Block::List(ls) => out.extend(ls.iter().map(|l| format!("• {}", l.plain()))),
+                Block::Outcome(o) => out.push(o.clone()),
+            }
+        }
+        out.join("\n")
+    }
+
+    /// The data of every button, row by row.
+    #[must_use]
+    pub fn button_data(&self) -> Vec<&str> {
+        self.buttons
+            .iter()
+            .flatten()
+            .map(|b| b.data.as_str())
+            .collect()
+    }
+}

@@ -1,0 +1,718 @@
+//! The approval prompt: a request's card, its buttons, and the commands that decide it.
+//!
+//! - Card: who wants what, the risk and why gatebot asks, the agent's summary and
+//!   arguments (as code, cut to fit), the deadline; once settled, the outcome instead
+//!   of the buttons.
+//! - Buttons: ✅ Allow once · ♾️ Always allow (only where the policy offers it) ·
+//!   ❌ Deny, which asks why ([`super::reason`]) and offers 🚫 Deny without reason.
+//!   Data: `gb1:a:<id>`, `gb1:A:<id>`, `gb1:d:<id>`, `gb1:s:<id>`.
+//! - Commands (case-insensitive): `/approve <id>`, `/approve_always <id>`,
+//!   `/deny <id> [reason]`; OpenClaw's `/approve <id> allow-once|allow-always|deny
+//!   [reason]`. In a reply to the card (or in its thread) no id is needed, everything
+//!   after `/deny` is the reason, and plain `approve`, `always allow`, `deny [reason]`
+//!   work too.
+//! - Who: approvers only.
+
+use crate::approval::{Approval, Decision, Status, Verb};
+use crate::chat::card::{Block, Button, Card, Code, Field, Hint, Line, Style};
+use crate::chat::command::{first_word, non_empty, Typed};
+use crate::chat::inbound::{Actor, Answer};
+use crate::chat::text::shorten;
+use crate::chat::Context;
+use crate::engine::{describe_settled, EngineError, Subject};
+use crate::time::{clock, format_duration, now_ms};
+
+/// A press on a prompt's button.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Action {
+    pub button: ButtonKind,
+    /// The request's full id.
+    pub id: String,
+}
+
+/// Which button.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ButtonKind {
+    Approve,
+    ApproveAlways,
+    /// Asks for a reason first.
+    Deny,
+    /// Denies at once (offered after ❌).
+    DenyNoReason,
+}
+
+impl Action {
+    #[must_use]
+    pub fn verb(&self) -> Verb {
+        match self.button {
+            ButtonKind::Approve => Verb::Approve,
+            ButtonKind::ApproveAlways => Verb::ApproveAlways,
+            ButtonKind::Deny | ButtonKind::DenyNoReason => Verb::Deny,
+        }
+    }
+
+    #[must_use]
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// The button data of a prompt's button (`gb1:a:<id>`), for cards and tests.
+#[must_use]
+pub fn button_data(button: ButtonKind, id: &str) -> String {
+    super::Action::Approval(Action {
+        button,
+        id: id.to_string(),
+    })
+    .encode()
+}
+
+/// `a:<id>` and friends (after `gb1:`).
+pub(super) fn encode(a: &Action) -> String {
+    let code = match a.button {
+        ButtonKind::Approve => 'a',
+        ButtonKind::ApproveAlways => 'A',
+        ButtonKind::Deny => 'd',
+        ButtonKind::DenyNoReason => 's',
+    };
+    format!("{code}:{}", a.id)
+}
+
+pub(super) fn decode(data: &str) -> Option<Action> {
+    let (code, id) = data.split_once(':')?;
+    let button = match code {
+        "a" => ButtonKind::Approve,
+        "A" => ButtonKind::ApproveAlways,
+        "d" => ButtonKind::Deny,
+        "s" => ButtonKind::DenyNoReason,
+        _ => return None,
+    };
+    // Request ids are ULIDs: 26 Crockford base32 characters.
+    (id.len() == 26 && id.bytes().all(|b| b.is_ascii_alphanumeric())).then(|| Action {
+        button,
+        id: id.to_string(),
+    })
+}
+
+/// A decision typed as a command or as words in a reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub verb: Verb,
+    /// The id typed, if any (a reply to a card may omit it).
+    pub id: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// `/approve`, `/approve_always`, `/deny` and their spellings; `None` for other names.
+#[must_use]
+pub fn parse_command(typed: &Typed<'_>, in_reply: bool) -> Option<Command> {
+    let rest = typed.args;
+    match typed.name.as_str() {
+        "approve" | "allow" => Some(approve(rest, in_reply)),
+        "approve_always" | "allow_always" | "always" => Some(Command {
+            verb: Verb::ApproveAlways,
+            id: first_word(rest).filter(|_| !in_reply || !rest.is_empty()),
+            reason: None,
+        }),
+        "deny" | "reject" => Some(deny(rest, in_reply)),
+        _ => None,
+    }
+}
+
+/// Plain words in a reply to a card: `approve`, `always allow`, `deny [reason]`.
+#[must_use]
+pub fn parse_words(text: &str) -> Option<Command> {
+    let text = text.trim();
+    let lower = text.to_ascii_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    let rest = text.split_once(char::is_whitespace).map_or("", |(_, r)| r);
+    let verb = match words.as_slice() {
+        ["approve" | "approved" | "allow" | "ok" | "yes"] => Verb::Approve,
+        ["always" | "approve_always" | "allow_always"]
+        | ["always", "allow" | "approve"]
+        | ["approve" | "allow", "always"] => Verb::ApproveAlways,
+        [first, ..] if matches!(*first, "deny" | "reject" | "no") => {
+            return Some(Command {
+                verb: Verb::Deny,
+                id: None,
+                reason: non_empty(rest),
+            })
+        }
+        _ => return None,
+    };
+    Some(Command {
+        verb,
+        id: None,
+        reason: None,
+    })
+}
+
+fn approve(rest: &str, in_reply: bool) -> Command {
+    let mut words = rest.split_whitespace();
+    let id = words.next().map(str::to_string);
+    // OpenClaw: `/approve <id> allow-once|allow-always|deny [reason]`.
+    let verb = match words.next().map(|w| w.parse::<Verb>()) {
+        Some(Ok(v)) => v,
+        _ => Verb::Approve,
+    };
+    let reason = if verb == Verb::Deny {
+        let after: Vec<&str> = words.collect();
+        non_empty(&after.join(" "))
+    } else {
+        None
+    };
+    Command {
+        verb,
+        id: id.filter(|_| !(in_reply && rest.is_empty())),
+        reason,
+    }
+}
+
+fn deny(rest: &str, in_reply: bool) -> Command {
+    if in_reply {
+        return Command {
+            verb: Verb::Deny,
+            id: None,
+            reason: non_empty(rest),
+        };
+    }
+    let (id, reason) = match rest.split_once(char::is_whitespace) {
+        Some((id, r)) => (Some(id.to_string()), non_empty(r)),
+        None => (non_empty(rest), None),
+    };
+    Command {
+        verb: Verb::Deny,
+        id,
+        reason,
+    }
+}
+
+/// Runs a press on a prompt's button.
+pub async fn press(cx: &Context, actor: &Actor, action: Action) -> Answer {
+    if action.button == ButtonKind::Deny {
+        return super::reason::ask(cx, &action.id).await;
+    }
+    decide(cx, actor, action.verb(), &action.id, None).await
+}
+
+/// Runs a typed decision. `replied` is the subject of the card the message replies to.
+pub async fn command(
+    cx: &Context,
+    actor: &Actor,
+    cmd: Command,
+    replied: Option<&Subject>,
+) -> Answer {
+    let typed = match (cmd.id, replied) {
+        (Some(id), _) => id,
+        (None, Some(s)) => s.id.clone(),
+        (None, None) => {
+            return Answer::note("Which request? Use /approve <id>, or reply to the prompt.")
+        }
+    };
+    decide(cx, actor, cmd.verb, &typed, cmd.reason).await
+}
+
+/// Applies `actor`'s decision on the request `typed` names (id, short id or prefix).
+/// The caller has checked that the actor may decide.
+pub async fn decide(
+    cx: &Context,
+    actor: &Actor,
+    verb: Verb,
+    typed: &str,
+    reason: Option<String>,
+) -> Answer {
+    let decision = Decision {
+        verb,
+        actor: actor.label(),
+        via: cx.via(),
+        reason,
+    };
+    match cx.engine.decide(typed, decision).await {
+        Ok(a) => Answer::Done(decided(verb, &a)),
+        Err(EngineError::AlreadySettled(a)) => already_settled(&a),
+        Err(e) => Answer::alert(failure(&e)),
+    }
+}
+
+/// "Request k7m2abcd is already approved by Alice (42) (Telegram)."
+#[must_use]
+pub fn already_settled(a: &Approval) -> Answer {
+    Answer::Notice {
+        card: Card {
+            fallback: format!(
+                "Request {} was already settled ({})",
+                a.short_id,
+                status_word(a.status)
+            ),
+            ..Card::text(format!(
+                "Request {} is already {}.",
+                a.short_id,
+                describe_settled(a)
+            ))
+        },
+        alert: true,
+    }
+}
+
+/// "✅ Approved k7m2abcd (`send_email` from `mailer`)."
+fn decided(verb: Verb, a: &Approval) -> Card {
+    let call = |l: Line| {
+        l.and(" (")
+            .code(shorten(&a.tool, 60))
+            .and(" from ")
+            .code(shorten(&a.agent, 40))
+            .and(")")
+    };
+    let line = match (verb, a.status) {
+        (Verb::ApproveAlways, _) => call(Line::text(format!("♾️ Approved {}", a.short_id)))
+            .and("; ")
+            .code(shorten(&a.tool, 60))
+            .and(" is now always allowed for ")
+            .code(shorten(&a.agent, 40))
+            .and("."),
+        (_, Status::Rejected) => {
+            let line = call(Line::text(format!("❌ Denied {}", a.short_id)));
+            match &a.decision_reason {
+                Some(r) => line.and(": ").code(shorten(r, 500)).and("."),
+                None => line.and("."),
+            }
+        }
+        _ => call(Line::text(format!("✅ Approved {}", a.short_id))).and("."),
+    };
+    Card {
+        blocks: vec![Block::Line(line)],
+        fallback: format!("{}: request {}", status_word(a.status), a.short_id),
+        ..Card::default()
+    }
+}
+
+/// What to tell someone whose command failed.
+#[must_use]
+pub fn failure(e: &EngineError) -> String {
+    match e {
+        EngineError::NotFound(id) => {
+            format!("No request matches `{id}`. Use /pending to see open requests.")
+        }
+        EngineError::Ambiguous { typed, candidates } => format!(
+            "`{typed}` matches several requests: {}. Type more of the id.",
+            candidates.join(", ")
+        ),
+        EngineError::Invalid(m) => m.clone(),
+        other => {
+            tracing::error!(error = %other, "chat command failed");
+            "Something went wrong; see the gatebot log.".into()
+        }
+    }
+}
+
+/// Longest policy reason shown, in characters (it names the tool).
+const REASON_CHARS: usize = 500;
+/// Most of a summary shown, in UTF-16 units of its escaped form, so the arguments
+/// after it keep room.
+const SUMMARY_ROOM: usize = 1200;
+
+/// The fields every view of a request shows.
+#[must_use]
+pub fn fields(a: &Approval) -> Vec<Field> {
+    let mut detail = format!("{} tool", a.risk.tool_class.as_str());
+    if !a.risk.factors.is_empty() {
+        detail.push_str("; ");
+        detail.push_str(&a.risk.factors.join(", "));
+    }
+    let mut fields = vec![
+        Field::new("Agent", Line::default().code(&a.agent)),
+        Field::new("Tool", Line::default().code(&a.tool)),
+        Field::new(
+            "Risk",
+            Line::text(format!("{} ({detail})", a.risk.score.as_str())),
+        ),
+        Field::new(
+            "Why asking",
+            Line::text(shorten(&a.policy_reason, REASON_CHARS)),
+        ),
+    ];
+    if let (Status::Pending, Some(at)) = (a.status, a.expires_at) {
+        let left = std::time::Duration::from_millis((at - now_ms()).max(0) as u64);
+        fields.push(Field::new(
+            "Expires",
+            Line::text(format!("{} (in {})", clock(at), format_duration(left))),
+        ));
+    }
+    fields
+}
+
+/// The agent's summary and arguments, as code blocks cut to fit.
+#[must_use]
+pub fn agent_text(a: &Approval) -> Vec<Block> {
+    let mut blocks = Vec::new();
+    if let Some(s) = a.summary.as_ref().filter(|s| !s.trim().is_empty()) {
+        blocks.push(Block::Code(Code {
+            label: "Summary from the agent".into(),
+            body: s.clone(),
+            lang: None,
+            what: "the summary",
+            max: Some(SUMMARY_ROOM),
+        }));
+    }
+    let pretty = serde_json::to_string_pretty(&a.args).unwrap_or_else(|_| a.args.to_string());
+    blocks.push(Block::Code(Code {
+        label: "Arguments from the agent".into(),
+        body: pretty,
+        lang: Some("json"),
+        what: "arguments",
+        max: None,
+    }));
+    blocks
+}
+
+/// The decision buttons for a pending request; `suffix` follows each label (the
+/// short id, where a list shows several requests).
+#[must_use]
+pub fn buttons(a: &Approval, suffix: &str) -> Vec<Button> {
+    let mut row = vec![Button::new(
+        format!("✅ Allow once{suffix}"),
+        button_data(ButtonKind::Approve, &a.id),
+    )
+    .styled(Style::Primary)];
+    if a.always_allow_offered {
+        row.push(Button::new(
+            format!("♾️ Always allow{suffix}"),
+            button_data(ButtonKind::ApproveAlways, &a.id),
+        ));
+    }
+    row.push(
+        Button::new(
+            format!("❌ Deny{suffix}"),
+            button_data(ButtonKind::Deny, &a.id),
+        )
+        .styled(Style::Danger),
+    );
+    row
+}
+
+/// The request's card: with buttons while pending, with its outcome once settled.
+#[must_use]
+pub fn card(a: &Approval) -> Card {
+    let pending = a.status == Status::Pending;
+    let mut blocks = vec![
+        Block::Heading {
+            icon: "🛡",
+            title: if pending {
+                "gatebot: approval needed".into()
+            } else {
+                "gatebot: request".into()
+            },
+            tag: Some(Line::text("id ").code(&a.short_id)),
+        },
+        Block::Fields(fields(a)),
+    ];
+    blocks.extend(agent_text(a));
+    let mut card = Card {
+        blocks,
+        fallback: format!(
+            "{}: request {} (risk {})",
+            status_word(a.status),
+            a.short_id,
+            a.risk.score.as_str()
+        ),
+        ..Card::default()
+    };
+    if pending {
+        card.buttons = vec![buttons(a, "")];
+        card.hint = Some(Hint {
+            reply_words: vec!["approve".into(), "deny [reason]".into()],
+            command: Some(format!("/approve {}", a.short_id)),
+        });
+    } else {
+        card.blocks.push(Block::Outcome(outcome_line(a)));
+    }
+    card
+}
+
+/// The status in a few words of gatebot's (fallback texts).
+#[must_use]
+pub fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Pending => "⏳ Approval needed",
+        Status::Approved | Status::Executing | Status::Succeeded => "✅ Approved",
+        Status::Failed => "✅ Approved, then failed",
+        Status::Rejected => "❌ Denied",
+        Status::Expired => "⌛ Expired",
+        Status::Cancelled => "🚫 Cancelled",
+        Status::Allowed => "✅ Allowed by policy",
+        Status::Blocked => "⛔ Blocked by policy",
+    }
+}
+
+/// The line that replaces the buttons once a request is settled:
+/// "✅ Approved by alice (Telegram) 2026-11-23 12:03 UTC".
+#[must_use]
+pub fn outcome_line(a: &Approval) -> String {
+    let by = a.decided_by.as_deref().unwrap_or("someone");
+    let via = a
+        .decided_via
+        .as_ref()
+        .map_or_else(|| "gatebot".to_string(), |v| v.label());
+    let when = a.decided_at.map(clock).unwrap_or_default();
+    let reason = |r: &Option<String>| r.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+    match a.status {
+        Status::Pending => "⏳ Waiting for a decision".to_string(),
+        Status::Approved => {
+            let always = if a.always_allowed {
+                " (always allow)"
+            } else {
+                ""
+            };
+            format!("✅ Approved{always} by {by} ({via}) {when}")
+        }
+        Status::Executing => format!("✅ Approved by {by} ({via}) {when}; running"),
+        Status::Succeeded => format!("✅ Approved by {by} ({via}) {when}; succeeded"),
+        Status::Failed => format!(
+            "✅ Approved by {by} ({via}) {when}; failed{}",
+            reason(&a.result_detail)
+        ),
+        Status::Rejected => format!(
+            "❌ Denied by {by} ({via}) {when}{}",
+            reason(&a.decision_reason)
+        ),
+        Status::Expired => format!(
+            "⌛ Expired {when}: {}",
+            a.decision_reason
+                .as_deref()
+                .unwrap_or("no response in time")
+        ),
+        Status::Cancelled => format!("🚫 Cancelled by the agent {when}"),
+        Status::Allowed => "✅ Allowed by policy".to_string(),
+        Status::Blocked => "⛔ Blocked by policy".to_string(),
+    }
+}
+
+/// A pending request to render in unit tests.
+#[cfg(test)]
+pub(crate) fn sample() -> Approval {
+    use crate::policy::{Risk, RiskScore, ToolClass};
+    Approval {
+        id: "01JD3X4Y5Z6A7B8C9D0E1F2G3H".into(),
+        short_id: "k7m2abcd".into(),
+        agent: "mailer".into(),
+        tool: "send_email".into(),
+        args: serde_json::json!({"to": ["ann@example.com"]}),
+        summary: None,
+        confidence: None,
+        environment: None,
+        idempotency_key: None,
+        status: Status::Pending,
+        risk: Risk {
+            score: RiskScore::High,
+            tool_class: ToolClass::Destructive,
+            factors: vec!["pricing_content".into()],
+        },
+        policy_reason: "destructive tool".into(),
+        checkpoint: false,
+        always_allow_offered: true,
+        decided_by: None,
+        decided_via: None,
+        decision_reason: None,
+        always_allowed: false,
+        result_detail: None,
+        ttl_ms: None,
+        created_at: 0,
+        decided_at: None,
+        expires_at: Some(now_ms() + 3_600_000),
+        finished_at: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::{PlatformId, Via};
+    use crate::chat::conversation::{Action as AnyAction, Command as AnyCommand, MAX_DATA};
+
+    fn decision(verb: Verb, id: Option<&str>, reason: Option<&str>) -> Option<AnyCommand> {
+        Some(AnyCommand::Approval(Command {
+            verb,
+            id: id.map(str::to_string),
+            reason: reason.map(str::to_string),
+        }))
+    }
+
+    #[test]
+    fn commands_parse_in_every_documented_form() {
+        let cases: &[(&str, bool, Option<AnyCommand>)] = &[
+            (
+                "/approve k7m2",
+                false,
+                decision(Verb::Approve, Some("k7m2"), None),
+            ),
+            (
+                "/approve@GateBot k7m2",
+                false,
+                decision(Verb::Approve, Some("k7m2"), None),
+            ),
+            ("/approve@otherbot k7m2", false, None),
+            (
+                "/APPROVE k7m2",
+                false,
+                decision(Verb::Approve, Some("k7m2"), None),
+            ),
+            (
+                "/approve_always k7m2",
+                false,
+                decision(Verb::ApproveAlways, Some("k7m2"), None),
+            ),
+            (
+                "/deny k7m2",
+                false,
+                decision(Verb::Deny, Some("k7m2"), None),
+            ),
+            (
+                "/deny k7m2 too  expensive",
+                false,
+                decision(Verb::Deny, Some("k7m2"), Some("too  expensive")),
+            ),
+            (
+                "/approve k7m2 allow-once",
+                false,
+                decision(Verb::Approve, Some("k7m2"), None),
+            ),
+            (
+                "/approve k7m2 allow-always",
+                false,
+                decision(Verb::ApproveAlways, Some("k7m2"), None),
+            ),
+            (
+                "/approve k7m2 deny not now",
+                false,
+                decision(Verb::Deny, Some("k7m2"), Some("not now")),
+            ),
+            ("/approve", false, decision(Verb::Approve, None, None)),
+            ("/pending", false, Some(AnyCommand::Pending)),
+            ("/pending@gatebot", false, Some(AnyCommand::Pending)),
+            ("/help", false, Some(AnyCommand::Help)),
+            ("/start", false, Some(AnyCommand::Help)),
+            ("/weather", false, None),
+            ("approve", false, None),
+            ("hello there", true, None),
+            // In a reply, no id is needed and /deny's words are the reason.
+            ("/approve", true, decision(Verb::Approve, None, None)),
+            (
+                "/deny too expensive",
+                true,
+                decision(Verb::Deny, None, Some("too expensive")),
+            ),
+            ("/deny", true, decision(Verb::Deny, None, None)),
+            ("approve", true, decision(Verb::Approve, None, None)),
+            ("Approve", true, decision(Verb::Approve, None, None)),
+            (
+                "always allow",
+                true,
+                decision(Verb::ApproveAlways, None, None),
+            ),
+            (
+                "deny wrong customer",
+                true,
+                decision(Verb::Deny, None, Some("wrong customer")),
+            ),
+            ("Deny", true, decision(Verb::Deny, None, None)),
+            ("approve the other one too", true, None),
+        ];
+        for (text, in_reply, want) in cases {
+            assert_eq!(
+                &AnyCommand::parse(text, Some("gatebot"), *in_reply),
+                want,
+                "{text:?} (reply: {in_reply})"
+            );
+        }
+    }
+
+    #[test]
+    fn buttons_round_trip_within_64_bytes() {
+        let id = "01JD3X4Y5Z6A7B8C9D0E1F2G3H";
+        for button in [
+            ButtonKind::Approve,
+            ButtonKind::ApproveAlways,
+            ButtonKind::Deny,
+            ButtonKind::DenyNoReason,
+        ] {
+            let data = button_data(button, id);
+            assert!(data.len() <= MAX_DATA);
+            assert_eq!(
+                AnyAction::decode(&data).unwrap(),
+                AnyAction::Approval(Action {
+                    button,
+                    id: id.into()
+                })
+            );
+        }
+        assert_eq!(button_data(ButtonKind::Approve, id), format!("gb1:a:{id}"));
+    }
+
+    #[test]
+    fn forged_button_data_is_refused() {
+        for data in [
+            "",
+            "gb1:a",
+            "gb1:x:01JD3X4Y5Z6A7B8C9D0E1F2G3H",
+            "gb2:a:01JD3X4Y5Z6A7B8C9D0E1F2G3H",
+            "gb1:a:01JD3X4Y5Z6A7B8C9D0E1F2G3",
+            "gb1:a:01JD3X4Y5Z6A7B8C9D0E1F2G3H' OR 1=1",
+            "gb1:a:../../../../etc/passwd/xxxxxxxxx",
+            &"gb1:a:".repeat(20),
+        ] {
+            assert!(AnyAction::decode(data).is_err(), "{data:?}");
+        }
+    }
+
+    #[test]
+    fn always_allow_is_offered_only_where_it_applies() {
+        let mut a = sample();
+        assert_eq!(card(&a).buttons[0].len(), 3);
+        a.always_allow_offered = false;
+        assert_eq!(card(&a).buttons[0].len(), 2);
+    }
+
+    #[test]
+    fn every_outcome_says_when() {
+        let mut a = sample();
+        a.decided_at = Some(0);
+        a.decision_reason = Some("no response within 1h".into());
+        for status in [
+            Status::Approved,
+            Status::Rejected,
+            Status::Expired,
+            Status::Cancelled,
+        ] {
+            a.status = status;
+            assert!(
+                outcome_line(&a).contains("1970-01-01 00:00 UTC"),
+                "{}",
+                outcome_line(&a)
+            );
+        }
+        a.status = Status::Expired;
+        assert_eq!(
+            outcome_line(&a),
+            "⌛ Expired 1970-01-01 00:00 UTC: no response within 1h"
+        );
+    }
+
+    #[test]
+    fn a_settled_card_has_its_outcome_and_no_buttons() {
+        let mut a = sample();
+        a.status = Status::Approved;
+        a.decided_by = Some("alice".into());
+        a.decided_via = Some(Via::Chat(PlatformId::new("slack")));
+        a.decided_at = Some(0);
+        let c = card(&a);
+        assert!(c.buttons.is_empty() && c.hint.is_none());
+        assert_eq!(
+            c.blocks.last(),
+            Some(&Block::Outcome(
+                "✅ Approved by alice (Slack) 1970-01-01 00:00 UTC".into()
+            ))
+        );
+        assert!(!c.plain().contains("Expires"));
+        assert_eq!(c.fallback, "✅ Approved: request k7m2abcd (risk high)");
+    }
+}

@@ -1,0 +1,565 @@
+//! Delivering cards to a platform's chats, durably, for every conversation kind.
+//!
+//! One worker per destination chat makes that chat match the database:
+//! 1. open subjects without a message there get one: their own card, or, when more
+//!    requests than the platform's `digest_after` wait at once, one digest for all of
+//!    them (see [`digest`](crate::chat::conversation::digest));
+//! 2. messages whose subject changed since they were drawn are edited to show it now
+//!    (a settled request loses its buttons and shows its outcome), and digests move on
+//!    to the next pending request or close;
+//! 3. messages the conversations ask for ([`Handle::redraw`]: a digest an approver
+//!    navigated) are drawn again.
+//!
+//! A worker makes one call per pass, the most urgent first (a digest for a burst, a
+//! card, an edit, a redraw), and weighs what arrived meanwhile before the next. Calls
+//! in one chat are spaced by the platform's pace, and a failure holds up only that
+//! chat: it waits out the server's `retry_after` or backs off (1 s, 2 s, 4 s … up to a
+//! minute), then retries whatever is still out of date. Work is driven by engine events
+//! and, at start and whenever events were missed, by a scan of the database, so a
+//! restart neither loses an edit nor posts a card twice.
+//!
+//! Each post is recorded before it starts and completed when the platform answers. If
+//! gatebot dies mid-call or the answer is lost, the outcome is unknown: the card is
+//! posted again (a request must stay reachable) and a `prompt_reposted` audit row says
+//! it may show twice. Chat APIs have no idempotency keys, so that window — one call per
+//! chat — cannot be closed from our side.
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info, warn};
+
+use crate::chat::conversation::{self, digest};
+use crate::chat::platform::{Platform, SendError};
+use crate::chat::Context;
+use crate::engine::{Engine, EngineError, ShownBy, SubjectKind, Unposted};
+use crate::retry::backoff;
+
+/// A store failure, retried like a temporary failure of the chat API.
+fn database(e: EngineError) -> SendError {
+    SendError::Transient(format!("database: {e}"))
+}
+
+/// How long a call already under way may finish after shutdown begins.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Asks a platform's delivery to draw messages again.
+#[derive(Debug, Clone)]
+pub struct Handle {
+    tx: mpsc::UnboundedSender<(String, String)>,
+}
+
+impl Handle {
+    /// Draws `message` in `chat` again from the database (a digest whose view changed,
+    /// a card whose buttons a platform put back).
+    pub fn redraw(&self, chat: &str, message: &str) {
+        let _ = self.tx.send((chat.to_string(), message.to_string()));
+    }
+}
+
+/// Work for one chat's worker.
+#[derive(Debug)]
+enum Work {
+    /// A subject changed (submitted, or settled).
+    Subject(String),
+    /// A message must be drawn again.
+    Redraw(String),
+    /// Look for everything out of date (start, missed events).
+    Rescan,
+}
+
+/// Starts delivery for `platform`: returns the handle conversations use to ask for
+/// redraws, and the future that delivers until `stop` fires (calls under way get a
+/// short grace to finish, so a card is not cut off mid-post at shutdown).
+pub fn start<P: Platform>(
+    engine: Arc<Engine>,
+    platform: Arc<P>,
+    stop: CancellationToken,
+) -> (Handle, impl Future<Output = ()>) {
+    let (tx, redraws) = mpsc::unbounded_channel();
+    let handle = Handle { tx };
+    let cx = Context {
+        engine,
+        platform: platform.id(),
+        delivery: handle.clone(),
+        bot_username: None,
+    };
+    (handle, run(cx, platform, redraws, stop))
+}
+
+async fn run<P: Platform>(
+    cx: Context,
+    platform: Arc<P>,
+    mut redraws: mpsc::UnboundedReceiver<(String, String)>,
+    stop: CancellationToken,
+) {
+    // Subscribe before the workers scan, so nothing falls between scan and events.
+    let mut events = cx.engine.subscribe();
+    let tasks = TaskTracker::new();
+    let mut workers: HashMap<String, mpsc::UnboundedSender<Work>> = HashMap::new();
+    for chat in platform.settings(&cx.engine.config()).destinations {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let _ = tx.send(Work::Rescan);
+        let worker = ChatWorker::new(cx.clone(), platform.clone(), chat.clone());
+        tasks.spawn(worker.run(rx, stop.clone()));
+        workers.insert(chat, tx);
+    }
+    let all = |make: &dyn Fn() -> Work| {
+        for tx in workers.values() {
+            let _ = tx.send(make());
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            Some((chat, message)) = redraws.recv() => {
+                if let Some(tx) = workers.get(&chat) {
+                    let _ = tx.send(Work::Redraw(message));
+                }
+            }
+            ev = events.recv() => match ev {
+                Ok(ev) => {
+                    if let Some(id) = ev.subject() {
+                        all(&|| Work::Subject(id.to_string()));
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    info!(platform = %cx.platform, missed = n, "event stream lagged; rescanning");
+                    all(&|| Work::Rescan);
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+        }
+    }
+    drop(workers);
+    tasks.close();
+    tasks.wait().await;
+}
+
+/// Keeps one chat up to date.
+struct ChatWorker<P> {
+    cx: Context,
+    platform: Arc<P>,
+    chat: String,
+    /// Subjects that may need a post or an edit here.
+    subjects: BTreeSet<String>,
+    /// Messages to draw again.
+    redraws: BTreeSet<String>,
+    rescan: bool,
+    /// When the last call started, for pacing.
+    last_call: Option<Instant>,
+    /// No calls before this (a 429's retry_after, or backoff after failures).
+    hold_until: Option<Instant>,
+    failures: u32,
+}
+
+impl<P: Platform> ChatWorker<P> {
+    fn new(cx: Context, platform: Arc<P>, chat: String) -> Self {
+        ChatWorker {
+            cx,
+            platform,
+            chat,
+            subjects: BTreeSet::new(),
+            redraws: BTreeSet::new(),
+            rescan: false,
+            last_call: None,
+            hold_until: None,
+            failures: 0,
+        }
+    }
+
+    fn take(&mut self, work: Work) {
+        match work {
+            Work::Subject(id) => {
+                self.subjects.insert(id);
+            }
+            Work::Redraw(m) => {
+                self.redraws.insert(m);
+            }
+            Work::Rescan => self.rescan = true,
+        }
+    }
+
+    fn idle(&self) -> bool {
+        self.subjects.is_empty() && self.redraws.is_empty() && !self.rescan
+    }
+
+    /// When the next call may start.
+    fn next_slot(&self) -> Instant {
+        let paced = self
+            .last_call
+            .map_or_else(Instant::now, |t| t + self.platform.pace(&self.chat));
+        self.hold_until.map_or(paced, |h| h.max(paced))
+    }
+
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Work>, stop: CancellationToken) {
+        loop {
+            if self.idle() {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    w = rx.recv() => match w {
+                        Some(w) => self.take(w),
+                        None => return,
+                    },
+                }
+            }
+            // Wait for our turn, gathering what else arrives: a burst becomes one pass.
+            let ready = self.next_slot();
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep_until(ready) => break,
+                    w = rx.recv() => match w {
+                        Some(w) => self.take(w),
+                        None => return,
+                    },
+                }
+            }
+            while let Ok(w) = rx.try_recv() {
+                self.take(w);
+            }
+            match self.pass(&stop).await {
+                Ok(()) => {
+                    self.failures = 0;
+                    self.hold_until = None;
+                }
+                Err(e) => {
+                    if stop.is_cancelled() {
+                        return;
+                    }
+                    self.cx
+                        .engine
+                        .metrics
+                        .chat_error(&self.cx.platform, matches!(e, SendError::RetryAfter(_)));
+                    let wait = match &e {
+                        SendError::RetryAfter(d) => *d,
+                        _ => backoff(self.failures),
+                    };
+                    self.failures += 1;
+                    warn!(
+                        platform = %self.cx.platform, chat = %self.chat,
+                        attempt = self.failures, error = %e, retry_in = ?wait,
+                        "chat delivery failed; will retry"
+                    );
+                    self.hold_until = Some(Instant::now() + wait);
+                }
+            }
+        }
+    }
+
+    /// One call to the platform: paced, and cut off only after a grace at shutdown.
+    async fn call<T>(
+        &mut self,
+        stop: &CancellationToken,
+        f: impl Future<Output = Result<T, SendError>>,
+    ) -> Result<T, SendError> {
+        let slot = self.next_slot();
+        tokio::select! {
+            _ = stop.cancelled() => return Err(SendError::Transient("shutting down".into())),
+            _ = tokio::time::sleep_until(slot) => {}
+        }
+        self.last_call = Some(Instant::now());
+        let grace = async {
+            stop.cancelled().await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        };
+        tokio::select! {
+            r = f => r,
+            _ = grace => Err(SendError::Unknown("gatebot stopped while the call was under way".into())),
+        }
+    }
+
+    /// Makes the most urgent call the chat needs, if any: a digest for a burst, else
+    /// one card, else one edit, else one redraw. One call per pass, so what arrives
+    /// while a call is paced is weighed before the next (a burst that builds up behind
+    /// a single card still becomes a digest). On error, the work stays queued.
+    async fn pass(&mut self, stop: &CancellationToken) -> Result<(), SendError> {
+        let state = self.cx.engine.chat();
+        let platform = self.cx.platform.clone();
+        if self.rescan {
+            let backlog = state
+                .backlog(&platform, &self.chat)
+                .await
+                .map_err(database)?;
+            self.subjects.extend(backlog);
+            self.rescan = false;
+        }
+        let ids: Vec<String> = self.subjects.iter().cloned().collect();
+        let unposted = state
+            .unposted(&platform, &self.chat, &ids)
+            .await
+            .map_err(database)?;
+        let stale = state
+            .stale(&platform, &self.chat, &ids)
+            .await
+            .map_err(database)?;
+        // Forget what needs nothing more here.
+        let needed: BTreeSet<&str> = unposted
+            .iter()
+            .map(|u| u.subject.id.as_str())
+            .chain(stale.iter().map(|(s, _)| s.subject.id.as_str()))
+            .collect();
+        self.subjects.retain(|id| needed.contains(id.as_str()));
+
+        // 1. Posts: a burst of requests as one digest, else the oldest waiting card.
+        let requests: Vec<&Unposted> = unposted
+            .iter()
+            .filter(|u| u.subject.kind == SubjectKind::Approval)
+            .collect();
+        let digest_after = self
+            .platform
+            .settings(&self.cx.engine.config())
+            .digest_after;
+        if requests.len() > digest_after {
+            let shown: Vec<(String, String)> = requests
+                .iter()
+                .map(|u| (u.subject.id.clone(), u.revision.clone()))
+                .collect();
+            let unknown = requests.iter().any(|u| u.unknown);
+            self.post_digest(stop, &shown, unknown).await?;
+            for (id, _) in &shown {
+                self.subjects.remove(id);
+            }
+            return Ok(());
+        }
+        if let Some(u) = unposted.first() {
+            return self.post_card(stop, u).await;
+        }
+
+        // 2. Edits. Subjects shown by a digest need no call of their own: their digest
+        // is drawn again (below) once they are marked.
+        let mut edit = None;
+        for (shown, current) in stale {
+            if shown.by == ShownBy::Digest {
+                state
+                    .drawn(&shown.subject.id, &platform, &self.chat, &current)
+                    .await
+                    .map_err(database)?;
+                self.redraws.insert(shown.message);
+                self.subjects.remove(&shown.subject.id);
+            } else if edit.is_none() {
+                edit = Some(shown);
+            }
+        }
+        if let Some(shown) = edit {
+            return self.draw_card(stop, &shown.subject, &shown.message).await;
+        }
+
+        // 3. Redraws.
+        if let Some(message) = self.redraws.pop_first() {
+            if let Err(e) = self.redraw(stop, &message).await {
+                self.redraws.insert(message);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Posts one subject's card.
+    async fn post_card(&mut self, stop: &CancellationToken, u: &Unposted) -> Result<(), SendError> {
+        let Some(rendered) = conversation::render(&self.cx, &u.subject)
+            .await
+            .map_err(database)?
+        else {
+            return Ok(());
+        };
+        if !rendered.open {
+            return Ok(());
+        }
+        let shown = vec![(u.subject.id.clone(), rendered.revision)];
+        let platform = self.platform.clone();
+        let chat = self.chat.clone();
+        let card = rendered.card;
+        self.post(stop, &shown, ShownBy::Card, u.unknown, async move {
+            platform.post(&chat, &card).await
+        })
+        .await
+    }
+
+    /// Posts one digest for the requests `shown` (id and revision; all pending, none
+    /// shown here yet).
+    async fn post_digest(
+        &mut self,
+        stop: &CancellationToken,
+        shown: &[(String, String)],
+        unknown: bool,
+    ) -> Result<(), SendError> {
+        let ids: Vec<String> = shown.iter().map(|(id, _)| id.clone()).collect();
+        let summary = self
+            .cx
+            .engine
+            .chat()
+            .summarize(&ids)
+            .await
+            .map_err(database)?;
+        info!(
+            platform = %self.cx.platform, chat = %self.chat, requests = ids.len(),
+            "posting a digest instead of one card per request"
+        );
+        let card = digest::card(&digest::View::Summary(summary));
+        let platform = self.platform.clone();
+        let chat = self.chat.clone();
+        self.post(stop, shown, ShownBy::Digest, unknown, async move {
+            platform.post(&chat, &card).await
+        })
+        .await
+    }
+
+    /// Records the post's intent (the subjects and the revisions the message shows),
+    /// makes the call, and records what happened.
+    async fn post(
+        &mut self,
+        stop: &CancellationToken,
+        shown: &[(String, String)],
+        by: ShownBy,
+        unknown_before: bool,
+        call: impl Future<Output = Result<String, SendError>>,
+    ) -> Result<(), SendError> {
+        let ids: Vec<String> = shown.iter().map(|(id, _)| id.clone()).collect();
+        let ids = &ids[..];
+        let engine = self.cx.engine.clone();
+        let state = engine.chat();
+        let platform = self.cx.platform.clone();
+        let chat = self.chat.clone();
+        if unknown_before {
+            warn!(platform = %platform, chat = %chat, subjects = ids.len(), "an earlier post's outcome is unknown; posting again (it may show twice)");
+            state
+                .reposted(&platform, &chat, ids)
+                .await
+                .map_err(database)?;
+        }
+        state
+            .begin_post(&platform, &chat, shown, by)
+            .await
+            .map_err(database)?;
+        match self.call(stop, call).await {
+            Ok(message) => {
+                self.cx
+                    .engine
+                    .metrics
+                    .chat_posted(&platform, by == ShownBy::Digest);
+                debug!(platform = %platform, chat = %chat, message = %message, subjects = ids.len(), "posted");
+                // The message exists now: keep trying to record it, or it is orphaned.
+                let mut attempt = 0;
+                loop {
+                    match state.finish_post(&platform, &chat, ids, by, &message).await {
+                        Ok(()) => return Ok(()),
+                        Err(e) if attempt < 5 => {
+                            warn!(error = %e, "cannot record a posted message yet; retrying");
+                            attempt += 1;
+                            tokio::time::sleep(backoff(attempt)).await;
+                        }
+                        Err(e) => return Err(database(e)),
+                    }
+                }
+            }
+            Err(SendError::Unknown(e)) => Err(SendError::Unknown(e)),
+            Err(e) => {
+                state
+                    .abandon_post(&platform, &chat, ids)
+                    .await
+                    .map_err(database)?;
+                match e {
+                    SendError::Permanent(e) => {
+                        warn!(platform = %platform, chat = %chat, error = %e, "cannot post to this chat; giving up until restart");
+                        for id in ids {
+                            self.subjects.remove(id);
+                        }
+                        Ok(())
+                    }
+                    other => Err(other),
+                }
+            }
+        }
+    }
+
+    /// Draws `message`, a card of `subject`, as the subject is now.
+    async fn draw_card(
+        &mut self,
+        stop: &CancellationToken,
+        subject: &crate::engine::Subject,
+        message: &str,
+    ) -> Result<(), SendError> {
+        let Some(rendered) = conversation::render(&self.cx, subject)
+            .await
+            .map_err(database)?
+        else {
+            return Ok(());
+        };
+        let platform = self.platform.clone();
+        let (chat, m, card) = (self.chat.clone(), message.to_string(), rendered.card);
+        match self
+            .call(stop, async move { platform.edit(&chat, &m, &card).await })
+            .await
+        {
+            Ok(()) => {}
+            Err(SendError::Permanent(e)) => {
+                warn!(platform = %self.cx.platform, id = %subject.id, chat = %self.chat, error = %e, "cannot edit the card; leaving it");
+            }
+            Err(e) => return Err(e),
+        }
+        self.cx
+            .engine
+            .chat()
+            .drawn(
+                &subject.id,
+                &self.cx.platform,
+                &self.chat,
+                &rendered.revision,
+            )
+            .await
+            .map_err(database)
+    }
+
+    /// Draws `message` again: a digest from its stored view (moving on or closing as
+    /// needed), or a card from its subject.
+    async fn redraw(&mut self, stop: &CancellationToken, message: &str) -> Result<(), SendError> {
+        let loaded = digest::load(&self.cx, &self.chat, message)
+            .await
+            .map_err(database)?;
+        let Some((view, changed)) = loaded else {
+            let shown = self
+                .cx
+                .engine
+                .chat()
+                .shown_at(&self.cx.platform, &self.chat, message)
+                .await
+                .map_err(database)?;
+            return match shown {
+                Some(s) if s.by == ShownBy::Card => self.draw_card(stop, &s.subject, message).await,
+                _ => Ok(()),
+            };
+        };
+        let was_closed = matches!(view, digest::View::Closed(_)) && changed.is_none();
+        if was_closed {
+            return Ok(());
+        }
+        let platform = self.platform.clone();
+        let (chat, m, card) = (self.chat.clone(), message.to_string(), digest::card(&view));
+        match self
+            .call(stop, async move { platform.edit(&chat, &m, &card).await })
+            .await
+        {
+            Ok(()) => {}
+            Err(SendError::Permanent(e)) => {
+                warn!(platform = %self.cx.platform, chat = %self.chat, message, error = %e, "cannot draw the digest; leaving it");
+            }
+            Err(e) => return Err(e),
+        }
+        if let Some(state) = changed {
+            self.cx
+                .engine
+                .chat()
+                .set_digest(&self.cx.platform, &self.chat, message, &state)
+                .await
+                .map_err(database)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,145 @@
+//! What a chat platform adapter implements, and the platforms the daemon runs.
+//!
+//! An adapter has two sides:
+//! - **outbound**, the [`Platform`] trait: where cards go, how fast, and posting or
+//!   editing a [`Card`] (rendered with the platform's own renderer). Delivery drives it.
+//! - **inbound**: its own loop (Telegram's long polling, Slack's Socket Mode or HTTP
+//!   events) that translates updates into [`crate::chat::inbound::Inbound`], calls
+//!   [`crate::chat::inbound::handle`] with the [`Context`] [`run`] gives it, and shows
+//!   the answer its way.
+//!
+//! [`run`] starts delivery for a platform and hands its inbound loop the context.
+//! [`configured`] is the registry: the one place that turns `bot.toml`'s tables into
+//! running platforms.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::PlatformId;
+use crate::chat::card::Card;
+use crate::chat::{delivery, Context};
+use crate::config::{ChatSettings, Config};
+use crate::engine::Engine;
+
+/// Why a chat call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// The server asked us to wait (429 with retry_after).
+    RetryAfter(Duration),
+    /// The server refused for now (5xx), or could not be reached: nothing happened.
+    Transient(String),
+    /// The call may or may not have taken effect (the connection broke after sending,
+    /// or gatebot stopped waiting).
+    Unknown(String),
+    /// Retrying will not help (chat not found, message deleted, bad token).
+    Permanent(String),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::RetryAfter(d) => write!(f, "rate limited; retry after {d:?}"),
+            SendError::Transient(e) => write!(f, "temporary failure: {e}"),
+            SendError::Unknown(e) => write!(f, "outcome unknown: {e}"),
+            SendError::Permanent(e) => write!(f, "failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SendError {}
+
+impl SendError {
+    /// How long to wait before trying again, for a caller who tries `attempts` times
+    /// and waits at most `max_wait`: a server's `retry_after`, or backoff after a
+    /// temporary failure. `None`: give up.
+    #[must_use]
+    pub fn retry_in(&self, attempt: u32, attempts: u32, max_wait: Duration) -> Option<Duration> {
+        if attempt + 1 >= attempts {
+            return None;
+        }
+        match self {
+            SendError::RetryAfter(d) if *d <= max_wait => Some(*d),
+            SendError::Transient(_) => Some(crate::retry::backoff(attempt).min(max_wait)),
+            _ => None,
+        }
+    }
+}
+
+/// A chat platform's outbound side: what delivery needs.
+pub trait Platform: Send + Sync + 'static {
+    /// The platform's key (the `platform` column of chat bookkeeping).
+    fn id(&self) -> PlatformId;
+    /// Where cards go, who decides, when a burst becomes a digest: by default the
+    /// platform's table in the config in force, so a reload applies.
+    fn settings(&self, config: &Config) -> ChatSettings {
+        config.chat(&self.id()).cloned().unwrap_or_default()
+    }
+    /// The least time between two calls that post or edit in `chat`.
+    fn pace(&self, chat: &str) -> Duration;
+    /// Posts a card; returns the new message's id.
+    fn post(
+        &self,
+        chat: &str,
+        card: &Card,
+    ) -> impl Future<Output = Result<String, SendError>> + Send;
+    /// Replaces what `message` shows with `card`. Showing it already is success.
+    fn edit(
+        &self,
+        chat: &str,
+        message: &str,
+        card: &Card,
+    ) -> impl Future<Output = Result<(), SendError>> + Send;
+}
+
+/// Starts a chat platform: given the engine and the shutdown token, the future that
+/// runs it until shutdown.
+pub type PlatformRun =
+    Box<dyn FnOnce(Arc<Engine>, CancellationToken) -> BoxFuture<'static, ()> + Send>;
+
+/// Runs a platform until `stop` fires: its delivery, and `inbound` (the adapter's
+/// receiving loop), given the context conversations need. `bot_username` is the
+/// platform's name for the bot, where commands may be addressed to it (`/cmd@bot`).
+pub async fn run<P, F, Fut>(
+    engine: Arc<Engine>,
+    platform: Arc<P>,
+    bot_username: Option<String>,
+    stop: CancellationToken,
+    inbound: F,
+) where
+    P: Platform,
+    F: FnOnce(Context) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let (handle, delivery) = delivery::start(engine.clone(), platform.clone(), stop);
+    let cx = Context {
+        engine,
+        platform: platform.id(),
+        delivery: handle,
+        bot_username,
+    };
+    tokio::join!(delivery, inbound(cx));
+}
+
+/// The platforms `config` turns on, ready to run until `stop`: the registry. A new
+/// platform adds one line here.
+#[must_use]
+pub fn configured(
+    config: &Config,
+    engine: &Arc<Engine>,
+    stop: &CancellationToken,
+) -> Vec<(PlatformId, BoxFuture<'static, ()>)> {
+    let mut platforms: Vec<(PlatformId, BoxFuture<'static, ()>)> = Vec::new();
+    if let Some(t) = config.telegram.clone() {
+        let run = crate::telegram::run(engine.clone(), t, stop.clone());
+        platforms.push((crate::telegram::PLATFORM, Box::pin(run)));
+    }
+    if let Some(s) = config.slack.clone() {
+        let run = crate::slack::run(engine.clone(), s, stop.clone());
+        platforms.push((crate::slack::PLATFORM, Box::pin(run)));
+    }
+    platforms
+}

@@ -1,0 +1,56 @@
+//! Slack's outbound side: a card is posted with `chat.postMessage` (its `ts` is the
+//! message id) and edited with `chat.update`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::api::SlackApi;
+use super::{render, PLATFORM};
+use crate::approval::PlatformId;
+use crate::chat::card::Card;
+use crate::chat::platform::{Platform, SendError};
+
+pub struct Slack {
+    pub api: Arc<SlackApi>,
+}
+
+impl Platform for Slack {
+    fn id(&self) -> PlatformId {
+        PLATFORM
+    }
+
+    /// chat.postMessage allows about one message a second per channel, chat.update
+    /// about 50 a minute.
+    fn pace(&self, _chat: &str) -> Duration {
+        Duration::from_millis(1200)
+    }
+
+    async fn post(&self, chat: &str, card: &Card) -> Result<String, SendError> {
+        let (text, blocks) = render::render(card);
+        let res = self
+            .api
+            .call(
+                "chat.postMessage",
+                &json!({"channel": chat, "text": text, "blocks": blocks, "unfurl_links": false, "unfurl_media": false}),
+            )
+            .await?;
+        res["ts"]
+            .as_str()
+            .or_else(|| res["message"]["ts"].as_str())
+            .map(str::to_string)
+            .ok_or_else(|| SendError::Permanent("chat.postMessage answered without a ts".into()))
+    }
+
+    async fn edit(&self, chat: &str, message: &str, card: &Card) -> Result<(), SendError> {
+        let (text, blocks) = render::render(card);
+        self.api
+            .call(
+                "chat.update",
+                &json!({"channel": chat, "ts": message, "text": text, "blocks": blocks}),
+            )
+            .await
+            .map(|_| ())
+    }
+}
