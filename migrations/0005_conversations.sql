@@ -3,7 +3,8 @@
 -- 1. `subjects`: everything gatebot shows in chats with cards of its own (so far the
 --    requests that asked a human), whether it is still open (a chat without its card
 --    gets one while it is), and a revision that changes whenever what its card shows
---    changes. The store keeps it in step, in the transaction of each change.
+--    changes. The store keeps it in step, in the transaction of each change. Its short
+--    id is unique across kinds, so an owner's `decide k7m2` names one thing.
 -- 2. `cards` (was `prompts`): which message in which chat shows which subject, and the
 --    revision it was drawn at; `shown_by = 'digest'` when a digest stands for it. A
 --    row is written before its post starts (`message` NULL) and completed after.
@@ -13,13 +14,15 @@
 CREATE TABLE subjects (
     id         TEXT PRIMARY KEY,            -- a ULID, unique across kinds
     kind       TEXT NOT NULL,               -- 'approval'
+    short_id   TEXT NOT NULL UNIQUE,        -- for typing, like a request's
     open       INTEGER NOT NULL,            -- 1 while it waits for people
     revision   TEXT NOT NULL,               -- e.g. the request's status
     created_at INTEGER NOT NULL
 );
 CREATE INDEX subjects_open ON subjects (id) WHERE open = 1;
-INSERT INTO subjects (id, kind, open, revision, created_at)
-    SELECT a.id, 'approval', a.status = 'pending', a.status, a.created_at FROM approvals a
+INSERT INTO subjects (id, kind, short_id, open, revision, created_at)
+    SELECT a.id, 'approval', a.short_id, a.status = 'pending', a.status, a.created_at
+    FROM approvals a
     WHERE a.status = 'pending'
        OR EXISTS (SELECT 1 FROM prompts p WHERE p.approval_id = a.id)
        OR EXISTS (SELECT 1 FROM reason_questions q WHERE q.approval_id = a.id);

@@ -1,33 +1,39 @@
 //! gatebot: a daemon that stands between AI agents and the actions they want to take.
 //!
 //! # Layout
+//! The domain, pure and shared:
+//! - [`approval`]: the approval record, its statuses, verbs and where a decision came from.
 //! - [`policy`]: pure risk scoring and the allow / ask / block decision.
-//! - [`approval`]: the approval record, its statuses and verbs.
-//! - [`config`]: `bot.toml`, validated with key paths and line numbers; one module per
-//!   section (the `[telegram]` and `[slack]` tables are read by those channels).
-//! - [`time`]: durations as the config writes them, Unix milliseconds, timestamps.
-//! - [`names`]: which agent names gatebot accepts.
-//! - [`secret`]: tokens that never reach a log line.
-//! - [`store`]: SQLite (WAL), a file per concern: approvals (with always-allow additions),
-//!   the append-only audit chain, chat bookkeeping (which message shows which request).
-//! - [`engine`]: the only code that changes an approval's state; the event bus; expiry.
-//! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), the daemon's side.
-//! - [`channel`]: what the chat channels share: commands, prompts, replies, delivery.
-//! - [`telegram`]: the Telegram channel (prompts, buttons, commands over the Bot API).
-//! - [`slack`]: the Slack channel (Socket Mode or HTTP events), on top of [`channel`].
-//! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
-//! - [`systemd`]: socket activation and the notify protocol, without libsystemd.
-//! - [`metrics`]: counters for the Prometheus endpoint.
-//! - [`telemetry`]: logging, plain or JSON lines on stderr.
-//! - [`guidance`]: what an agent's system prompt should say about its tier.
 //! - [`wire`]: the API's JSON shapes and limits, shared by the daemon and its clients.
-//! - [`hooks`]: Claude Code, Codex and Gemini CLI hooks, over any transport: payloads,
-//!   answers, and the submit-wait-answer loop within the agent's hook timeout.
-//! - [`client`]: everything that talks to the daemon over its sockets: the socket
-//!   client, the `gatebot` command line, the hook process and the MCP approval tool.
+//! - [`hooks`]: agent hook payloads and answers, and the submit-wait-answer loop within a
+//!   hook's timeout, over any transport.
+//! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
+//!   accepted; tokens that never reach a log (and the one scrubber); the one backoff.
 //!
-//! [`api`] and [`client`] both build on [`hooks`] and [`wire`], and neither of those
-//! uses the daemon's modules, so the client side cannot depend on the daemon's insides.
+//! The daemon:
+//! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section
+//!   (each chat platform's table is read in the platform's module).
+//! - [`store`]: SQLite (WAL): approvals, the audit chain, chat bookkeeping. Only
+//!   [`engine`] uses it.
+//! - [`engine`]: the only code that changes state: submit, decide, expire; the event bus;
+//!   typed reads for the API; chat state for conversations and delivery.
+//! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), a file per route.
+//! - [`chat`]: one conversation mechanism for every platform: cards, conversation kinds,
+//!   the inbound layer, durable delivery, the platform trait and registry, and an
+//!   in-memory platform for tests.
+//! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates.
+//! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
+//! - [`systemd`], [`metrics`], [`telemetry`], [`guidance`]: socket activation and notify;
+//!   Prometheus counters; logging; what an agent's prompt should say about its tier.
+//!
+//! The client side:
+//! - [`client`]: everything that talks to the daemon over its sockets: the socket client,
+//!   the `gatebot` command line (a file per command), the hook process, the MCP tool.
+//!
+//! [`api`] and [`client`] both build on [`hooks`] and [`wire`], and neither of those uses
+//! the daemon's modules, so the client side cannot depend on the daemon's insides.
+//! `docs/architecture.md` draws the flow and says where to add a conversation kind or a
+//! chat platform.
 
 pub mod api;
 pub mod approval;

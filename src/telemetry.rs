@@ -2,7 +2,7 @@
 //!
 //! Tokens are never logged: they live in [`crate::secret::Secret`], whose `Debug`
 //! and `Display` print `[redacted]`, and no code path formats them into a field.
-//! Errors from the Telegram client are scrubbed ([`crate::telegram::scrub`]).
+//! Errors from the Telegram client are scrubbed ([`crate::secret::scrub`]).
 
 use tracing_subscriber::EnvFilter;
 

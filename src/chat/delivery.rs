@@ -3,7 +3,7 @@
 //! One worker per destination chat makes that chat match the database:
 //! 1. open subjects without a message there get one: their own card, or, when more
 //!    requests than the platform's `digest_after` wait at once, one digest for all of
-//!    them (see [`digest`](crate::chat::conversation::digest));
+//!    them (see [`crate::chat::conversation::digest`]);
 //! 2. messages whose subject changed since they were drawn are edited to show it now
 //!    (a settled request loses its buttons and shows its outcome), and digests move on
 //!    to the next pending request or close;

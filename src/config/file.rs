@@ -72,7 +72,7 @@ pub(super) struct FileConfig {
     pub(super) slack: Option<FileSlack>,
 }
 
-/// A burst larger than this becomes one digest message (see `channel::digest`).
+/// A burst larger than this becomes one digest message (see `chat::conversation::digest`).
 pub(crate) const DEFAULT_DIGEST_AFTER: usize = 5;
 
 /// The `digest_after` of every chat platform's table.

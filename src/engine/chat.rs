@@ -8,7 +8,9 @@ use std::sync::Arc;
 use super::{blocking, EngineError};
 use crate::approval::{Approval, PlatformId};
 use crate::chat::inbound::Purpose;
-use crate::store::{DigestState, DigestSummary, Shown, ShownBy, Store, Subject, Unposted};
+use crate::store::{
+    DigestState, DigestSummary, Shown, ShownBy, Store, Subject, SubjectLookup, Unposted,
+};
 use crate::time::now_ms;
 
 type Result<T> = std::result::Result<T, EngineError>;
@@ -146,6 +148,26 @@ impl ChatState {
     ) -> Result<Option<Shown>> {
         let (p, c, m) = (platform.to_string(), chat.to_string(), message.to_string());
         self.run(move |s| s.shown_at(&p, &c, &m)).await
+    }
+
+    /// The subject `typed` names (a full id, a short id or a unique prefix of 4+
+    /// characters), of any kind; an open one first, as for requests.
+    pub async fn lookup(&self, typed: &str) -> Result<Subject> {
+        let t = typed.to_string();
+        let found = self
+            .run(move |s| match s.lookup_subject(&t, true)? {
+                SubjectLookup::NotFound => s.lookup_subject(&t, false),
+                other => Ok(other),
+            })
+            .await?;
+        match found {
+            SubjectLookup::Found(s) => Ok(s),
+            SubjectLookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
+                typed: typed.to_string(),
+                candidates,
+            }),
+            SubjectLookup::NotFound => Err(EngineError::NotFound(typed.to_string())),
+        }
     }
 
     /// A subject by id.

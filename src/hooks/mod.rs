@@ -7,10 +7,10 @@
 //! So every integration here works to a **budget** shorter than that timeout:
 //!
 //! 1. Map the hook's JSON (`tool_name`, `tool_input`, …) to a [`ToolCall`].
-//! 2. Submit it as the agent ([`Gate::submit`]); any error is a deny that says why.
-//! 3. While it is pending, long-poll in slices ([`Gate::wait`]) until the
+//! 2. Submit it as the agent (`Gate::submit`); any error is a deny that says why.
+//! 3. While it is pending, long-poll in slices (`Gate::wait`) until the
 //!    [`Budget`]'s decision time ends.
-//! 4. If nobody decided in time, withdraw the request ([`Gate::cancel`]) so it cannot
+//! 4. If nobody decided in time, withdraw the request (`Gate::cancel`) so it cannot
 //!    be approved after the agent was told no, and deny with a "still queued" message.
 //!    If the withdrawal loses a race with a decision, that decision is the answer.
 //! 5. Render the [`Verdict`] in the agent's own JSON shape.

@@ -2,7 +2,7 @@
 //!
 //! slack-morphism does the HTTP, the bearer token and the error decoding (`ok: false`,
 //! 429 with `Retry-After`); gatebot builds the Block Kit JSON itself (see
-//! [`super::blocks`]) so what is sent is exactly what the tests read. Every error
+//! [`super::render`]) so what is sent is exactly what the tests read. Every error
 //! leaves here as a [`SendError`] whose text has the tokens scrubbed out.
 
 use std::time::Duration;

@@ -11,9 +11,9 @@ use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use serde_json::{json, Value};
 
 use super::audit::audit_tx;
-use super::chat::{subject_changed, subject_created, SubjectKind};
+use super::chat::{subject_changed, subject_created, unique_short_id, SubjectKind};
 use super::{Result, Store, StoreError, EXPIRE_BATCH};
-use crate::approval::{new_short_id, Approval, Decision, Status, Verb, Via};
+use crate::approval::{Approval, Decision, Status, Verb, Via};
 use crate::policy::{Risk, RiskScore, ToolClass};
 
 /// A new request as the engine hands it to the store.
@@ -497,15 +497,7 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         }
     }
     let id = ulid::Ulid::new().to_string();
-    let short_id = loop {
-        let candidate = new_short_id();
-        let taken: bool = tx
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM approvals WHERE short_id = ?1)")?
-            .query_row([&candidate], |r| r.get(0))?;
-        if !taken {
-            break candidate;
-        }
-    };
+    let short_id = unique_short_id(tx)?;
     tx.prepare_cached(
         "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
          environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
@@ -541,6 +533,7 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
             tx,
             &id,
             SubjectKind::Approval,
+            &short_id,
             Status::Pending.as_str(),
             new.created_at,
         )?;

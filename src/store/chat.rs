@@ -21,7 +21,7 @@ use serde_json::json;
 use super::approvals::get_conn;
 use super::audit::audit_tx;
 use super::{Result, Store, StoreError};
-use crate::approval::{Approval, Status, Via};
+use crate::approval::{new_short_id, Approval, Status, Via};
 use crate::policy::RiskScore;
 
 /// What kind of thing a subject is: which conversation kind draws its cards.
@@ -135,6 +135,15 @@ pub struct DigestSummary {
     pub next_expiry: Option<i64>,
 }
 
+/// Result of [`Store::lookup_subject`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubjectLookup {
+    Found(Subject),
+    /// Several subjects match the prefix; their short ids.
+    Ambiguous(Vec<String>),
+    NotFound,
+}
+
 /// A question gatebot asked: the subject, and what the answer is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Asked {
@@ -151,18 +160,37 @@ fn status(s: &str) -> Result<Status> {
         .map_err(|_| StoreError::Corrupt(format!("status {s}")))
 }
 
-/// Records a new subject (in the transaction that creates it).
+/// A short id no request and no subject has: a request's short id names it in
+/// `gatebot status`, a subject's in `gatebot decide` and chat commands.
+pub(super) fn unique_short_id(tx: &Transaction<'_>) -> Result<String> {
+    loop {
+        let candidate = new_short_id();
+        let taken: bool = tx
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM approvals WHERE short_id = ?1) \
+                 OR EXISTS (SELECT 1 FROM subjects WHERE short_id = ?1)",
+            )?
+            .query_row([&candidate], |r| r.get(0))?;
+        if !taken {
+            return Ok(candidate);
+        }
+    }
+}
+
+/// Records a new subject (in the transaction that creates it), open.
 pub(super) fn subject_created(
     tx: &Transaction<'_>,
     id: &str,
     kind: SubjectKind,
+    short_id: &str,
     revision: &str,
     now: i64,
 ) -> Result<()> {
     tx.prepare_cached(
-        "INSERT INTO subjects (id, kind, open, revision, created_at) VALUES (?1, ?2, 1, ?3, ?4)",
+        "INSERT INTO subjects (id, kind, short_id, open, revision, created_at) \
+         VALUES (?1, ?2, ?3, 1, ?4, ?5)",
     )?
-    .execute(params![id, kind.as_str(), revision, now])?;
+    .execute(params![id, kind.as_str(), short_id, revision, now])?;
     Ok(())
 }
 
@@ -436,6 +464,48 @@ impl Store {
             by: ShownBy::Digest,
             revision: String::new(),
         }))
+    }
+
+    /// Resolves what a person typed (a full id, a short id, or a unique prefix of 4+
+    /// characters of a short id, any case) to subjects of any kind; open ones only
+    /// when `open_only`. Several matches: their short ids.
+    pub fn lookup_subject(&self, typed: &str, open_only: bool) -> Result<SubjectLookup> {
+        let typed = typed.trim();
+        let lower = typed.to_ascii_lowercase();
+        let conn = self.lock();
+        let exact: Option<(String, String)> = conn
+            .prepare_cached("SELECT id, kind FROM subjects WHERE id = ?1 OR short_id = ?2")?
+            .query_row(params![typed, lower], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        if let Some((id, kind)) = exact {
+            return Ok(SubjectLookup::Found(Subject {
+                id,
+                kind: SubjectKind::parse(&kind)?,
+            }));
+        }
+        if lower.len() < 4 || !lower.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Ok(SubjectLookup::NotFound);
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, kind, short_id FROM subjects WHERE short_id LIKE ?1 || '%' \
+             AND (?2 = 0 OR open = 1) ORDER BY id DESC LIMIT 11",
+        )?;
+        let rows = stmt.query_map(params![lower, open_only], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?;
+        let found: Vec<(String, String, String)> = rows.collect::<std::result::Result<_, _>>()?;
+        Ok(match found.as_slice() {
+            [] => SubjectLookup::NotFound,
+            [(id, kind, _)] => SubjectLookup::Found(Subject {
+                id: id.clone(),
+                kind: SubjectKind::parse(kind)?,
+            }),
+            many => SubjectLookup::Ambiguous(many.iter().map(|(_, _, s)| s.clone()).collect()),
+        })
     }
 
     /// A subject by id, and whether it is open.
@@ -824,6 +894,27 @@ mod tests {
         let rows = s.audit_rows(Some(&ids[3]), None).unwrap();
         let prompted = rows.iter().find(|r| r.event == "prompted").unwrap();
         assert_eq!(prompted.detail["digest"], true);
+    }
+
+    #[test]
+    fn subjects_are_found_by_id_short_id_or_prefix() {
+        let s = Store::open_in_memory().unwrap();
+        let a = pending(&s, "t", RiskScore::High);
+        let short = s.get(&a).unwrap().unwrap().short_id;
+        let found = |typed: &str| match s.lookup_subject(typed, true).unwrap() {
+            SubjectLookup::Found(x) => Some(x.id),
+            _ => None,
+        };
+        assert_eq!(found(&a), Some(a.clone()));
+        assert_eq!(found(&short.to_uppercase()), Some(a.clone()));
+        assert_eq!(found(&short[..4]), Some(a.clone()));
+        assert_eq!(found(&short[..3]), None);
+        decide(&s, &a, Verb::Approve);
+        assert_eq!(found(&short[..4]), None, "not open any more");
+        assert!(matches!(
+            s.lookup_subject(&short[..4], false).unwrap(),
+            SubjectLookup::Found(_)
+        ));
     }
 
     #[test]

@@ -27,7 +27,8 @@ mod chat;
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditRow};
 pub use chat::{
-    Asked, DigestGroup, DigestState, DigestSummary, Shown, ShownBy, Subject, SubjectKind, Unposted,
+    Asked, DigestGroup, DigestState, DigestSummary, Shown, ShownBy, Subject, SubjectKind,
+    SubjectLookup, Unposted,
 };
 
 #[derive(Debug, thiserror::Error)]

@@ -2,9 +2,9 @@
 //! [`Inbound`] and each [`Answer`] into Bot API calls.
 //!
 //! 1. [`poll`] calls `getUpdates` with the next offset, waiting up to
-//!    [`POLL_TIMEOUT`](super::POLL_TIMEOUT); it drops the call at once when `stop`
+//!    [`super::POLL_TIMEOUT`]; it drops the call at once when `stop`
 //!    fires. A 409 Conflict (another process polls with this token) is logged as an
-//!    error and polling resumes after [`CONFLICT_PAUSE`](super::CONFLICT_PAUSE).
+//!    error and polling resumes after [`super::CONFLICT_PAUSE`].
 //! 2. Each update is handled in its own task (a slow, throttled reply in one chat must
 //!    not hold up a tap in another); at shutdown, tasks under way may finish.
 //! 3. A press becomes [`Inbound::Press`] and is answered with `answerCallbackQuery`

@@ -7,7 +7,7 @@
 //!   by [`Action::decode`]) and the **commands** it answers ([`Command::parse`]);
 //! - **who** may take them ([`Action::who`], [`Command::who`]): the inbound layer
 //!   refuses and audits everyone else before a kind sees the action;
-//! - what each does, **through the engine** ([`press`], [`command`], [`answer`]).
+//! - what each does, **through the engine** ([`press`], [`command()`], [`answer`]).
 //!
 //! Kinds: [`approval`] (a request's prompt), [`digest`] (one message for a burst of
 //! requests), [`reason`] (the "why deny?" question), [`pending`] (`/pending`),
