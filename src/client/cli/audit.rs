@@ -2,8 +2,7 @@
 
 use super::{encode, expect_ok, pretty, EXIT_GO, EXIT_NO};
 use crate::client::Client;
-use crate::time::parse_duration;
-use crate::time::{format_ms, now_ms};
+use crate::time::{format_ms, now_ms, parse_duration};
 
 /// `audit verify`: exit 1 if any row was edited, deleted or reordered.
 pub(super) async fn verify(client: &Client, json: bool) -> Result<u8, String> {
