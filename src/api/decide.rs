@@ -4,6 +4,7 @@
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, Request, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 use tracing::field::Empty;
@@ -13,27 +14,51 @@ use super::error::{ApiError, ApiResult};
 use super::extract::{audit_refusal, bearer, json_body, note, note_error, ApiPath};
 use super::ApiState;
 use crate::approval::{Decision, Via};
+use crate::engine::SubjectKind;
 use crate::wire::{ApprovalView, DecisionBody};
 
+/// Decides whatever `id` names: an owner answers every kind of subject (a request,
+/// and what later kinds add) with `gatebot decide ID VERB`. Each kind's answer is its
+/// own JSON; every kind but a request's says its `kind`.
 #[instrument(name = "api", skip_all, fields(op = "decide", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
 pub(super) async fn decide(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
     req: Request<Body>,
-) -> ApiResult<Json<ApprovalView>> {
+) -> ApiResult<Response> {
     let body: DecisionBody = json_body(&state, req).await?;
+    let actor = body
+        .actor
+        .clone()
+        .filter(|a| !a.trim().is_empty())
+        .unwrap_or_else(local_user);
+    // Requests that never asked a human are no subjects; they are still looked up
+    // (and refused as already settled) by the request path.
+    let kind = match state.engine.chat().lookup(&id).await {
+        Ok(subject) => subject.kind,
+        Err(_) => SubjectKind::Approval,
+    };
+    match kind {
+        SubjectKind::Approval => decide_request(&state, &id, body, actor)
+            .await
+            .map(IntoResponse::into_response),
+    }
+}
+
+async fn decide_request(
+    state: &ApiState,
+    id: &str,
+    body: DecisionBody,
+    actor: String,
+) -> ApiResult<Json<ApprovalView>> {
     let verb = body
         .decision
         .parse()
         .map_err(|e: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e))?;
-    let actor = body
-        .actor
-        .filter(|a| !a.trim().is_empty())
-        .unwrap_or_else(local_user);
     let result = state
         .engine
         .decide(
-            &id,
+            id,
             Decision {
                 verb,
                 actor,
