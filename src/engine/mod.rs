@@ -54,32 +54,37 @@ where
         .map_err(EngineError::from)
 }
 
-/// Something that happened to an approval.
+/// Something that happened, published on the engine's bus.
 #[derive(Debug, Clone)]
 pub enum Event {
     /// A new request was stored (any status: pending ones need a prompt).
     Submitted(Arc<Approval>),
     /// A request changed state after submission (decided, expired, cancelled, result).
     Settled(Arc<Approval>),
+    /// A subject of another kind (not a request) was created or changed: its cards in
+    /// chats need a look.
+    Subject(String),
 }
 
 impl Event {
-    /// The request the event is about.
+    /// The request the event is about, if it is about one.
     #[must_use]
-    pub fn approval(&self) -> &Approval {
+    pub fn approval(&self) -> Option<&Approval> {
         match self {
-            Event::Submitted(a) | Event::Settled(a) => a,
+            Event::Submitted(a) | Event::Settled(a) => Some(a),
+            Event::Subject(_) => None,
         }
     }
 
-    /// The subject whose cards in chats this event may change: a request that asks
-    /// a human, or that did.
+    /// The subject whose cards in chats this event may change: a request that asks a
+    /// human (or did), or a subject of another kind.
     #[must_use]
     pub fn subject(&self) -> Option<&str> {
         match self {
             Event::Submitted(a) if a.status == Status::Pending => Some(&a.id),
             Event::Submitted(_) => None,
             Event::Settled(a) => Some(&a.id),
+            Event::Subject(id) => Some(id),
         }
     }
 }
