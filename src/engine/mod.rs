@@ -25,7 +25,7 @@ use tracing::{info, info_span, warn, Instrument, Span};
 
 use crate::approval::{Approval, Decision, Status, Verb, Via};
 use crate::config::{AgentConfig, Config};
-use crate::names::valid_agent_name;
+use crate::names::{hidden_character, valid_agent_name};
 use crate::policy::{Action, History, Request};
 use crate::store::{
     AuditCheck, AuditRow, Inserted, Lookup, NewApproval, Store, StoreError, Transition,
@@ -174,6 +174,18 @@ pub fn describe_settled(a: &Approval) -> String {
     }
 }
 
+/// Refuses an agent name that is not plain ([`valid_agent_name`]), naming a hidden
+/// character if that is the reason.
+fn check_agent_name(agent: &str) -> Result<(), EngineError> {
+    if valid_agent_name(agent) {
+        return Ok(());
+    }
+    Err(EngineError::Invalid(
+        hidden_character("agent", agent)
+            .unwrap_or_else(|| "`agent` must be 1-64 letters, digits, '-', '_' or '.'".into()),
+    ))
+}
+
 /// A request as an agent submits it.
 #[derive(Debug, Clone, Default)]
 pub struct Submission {
@@ -313,6 +325,9 @@ impl Engine {
         bearer: Option<&str>,
         transport: Transport,
     ) -> Result<AgentConfig, EngineError> {
+        // A malformed name is refused as such, not as an unknown agent: the owner sees
+        // why (an invisible character posing as another agent's name, say).
+        check_agent_name(agent)?;
         let config = self.config();
         let Some(cfg) = config.agent(agent) else {
             return Err(EngineError::UnknownAgent(agent.to_string()));
@@ -348,20 +363,14 @@ impl Engine {
 
     fn validate(&self, sub: &Submission) -> Result<Duration, EngineError> {
         let config = self.config();
-        if !valid_agent_name(&sub.agent) {
-            return Err(EngineError::Invalid(
-                "`agent` must be 1-64 letters, digits, '-', '_' or '.'".into(),
-            ));
-        }
+        check_agent_name(&sub.agent)?;
         if sub.tool.trim().is_empty() || sub.tool.len() > MAX_TOOL_LEN {
             return Err(EngineError::Invalid(format!(
                 "`tool` must be 1-{MAX_TOOL_LEN} characters"
             )));
         }
-        if sub.tool.chars().any(char::is_control) {
-            return Err(EngineError::Invalid(
-                "`tool` must not contain control characters".into(),
-            ));
+        if let Some(why) = hidden_character("tool", &sub.tool) {
+            return Err(EngineError::Invalid(why));
         }
         if let Some(s) = &sub.summary {
             if s.chars().count() > MAX_SUMMARY_CHARS {
@@ -385,7 +394,7 @@ impl Engine {
             }
         }
         let ttl = sub.ttl.unwrap_or(config.default_ttl);
-        if ttl.is_zero() || ttl > config.max_ttl {
+        if ttl < Duration::from_secs(1) || ttl > config.max_ttl {
             return Err(EngineError::Invalid(format!(
                 "`ttl` must be between 1s and {} (policy.max_ttl)",
                 format_duration(config.max_ttl)

@@ -19,3 +19,4 @@ mod properties;
 mod slack;
 mod systemd;
 mod telegram;
+mod validation;

@@ -195,7 +195,7 @@ pub struct AskArgs {
     #[arg(long)]
     pub summary: Option<String>,
     /// The agent's confidence, 0.0 to 1.0.
-    #[arg(long)]
+    #[arg(long, value_parser = ask::parse_confidence)]
     pub confidence: Option<f64>,
     /// The environment the action runs in (production raises risk, sandbox lowers it).
     #[arg(long = "env")]
