@@ -127,7 +127,10 @@ async fn an_activated_socket_is_used_and_left_in_place() {
         .await
         .unwrap();
     assert!(log.contains("passed by systemd"), "{log}");
-    assert!(sock.exists(), "the activated socket belongs to the .socket unit");
+    assert!(
+        sock.exists(),
+        "the activated socket belongs to the .socket unit"
+    );
     assert!(
         !dir.path().join("gatebot-control.sock").exists(),
         "its own socket is removed"
