@@ -281,7 +281,14 @@ pub async fn reload_on_sighup(engine: Arc<Engine>, path: PathBuf) {
     while hup.recv().await.is_some() {
         match Config::load(&path) {
             Ok(new) => match engine.reload(new).await {
-                Ok(()) => info!(config = %path.display(), "configuration reloaded"),
+                Ok(restart) if restart.is_empty() => {
+                    info!(config = %path.display(), "configuration reloaded")
+                }
+                // Each key was named in its own warning.
+                Ok(restart) => info!(
+                    config = %path.display(), restart_needed = ?restart,
+                    "configuration reloaded, except what needs a restart"
+                ),
                 Err(e) => warn!(error = %e, "configuration reload failed"),
             },
             Err(e) => warn!(error = %e, "new configuration refused; keeping the old one"),

@@ -14,7 +14,8 @@
 //! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`) and
 //! `agents`. A chat platform's table is read and resolved by the platform itself
 //! ([`crate::telegram::config`], [`crate::slack::config`]) with the same helpers, so
-//! the keys of a channel live next to the code that uses them.
+//! the keys of a channel live next to the code that uses them. `reload` says what a
+//! running daemon can take up from a new file (SIGHUP) and what needs a restart.
 //!
 //! Every key is documented in the example `bot.toml` at the top of the repository.
 
@@ -22,6 +23,7 @@ mod agents;
 pub(crate) mod file;
 mod policy;
 mod queue;
+mod reload;
 pub(crate) mod resolve;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -130,6 +132,17 @@ pub enum UnknownAgents {
     Reject,
     /// Treat them as `supervised` agents with no lists: every call asks a human.
     Supervised,
+}
+
+impl UnknownAgents {
+    /// As `bot.toml` writes it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnknownAgents::Reject => "reject",
+            UnknownAgents::Supervised => "supervised",
+        }
+    }
 }
 
 /// What every chat platform's table sets: where cards go, who may decide there, and

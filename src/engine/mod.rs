@@ -14,11 +14,11 @@
 //! 4. Every change is published as [`Event::Settled`]; long-polling agents
 //!    ([`Engine::wait`]) and chat channels listen on the bus.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::sync::{broadcast, mpsc, oneshot, Notify};
+use tokio::sync::{broadcast, mpsc, oneshot, watch, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::{info, info_span, warn, Instrument, Span};
@@ -221,7 +221,9 @@ pub struct Engine {
     pub metrics: crate::metrics::Metrics,
     store: Arc<Store>,
     inserts: mpsc::Sender<InsertJob>,
-    config: RwLock<Arc<Config>>,
+    /// The config in force; a watch, so what set itself up from it (chat delivery's
+    /// workers) can follow a reload.
+    config: watch::Sender<Arc<Config>>,
     events: broadcast::Sender<Event>,
     deadlines_changed: Notify,
     chat: ChatState,
@@ -256,7 +258,7 @@ impl Engine {
             inserts,
             chat: ChatState::new(store.clone()),
             store,
-            config: RwLock::new(Arc::new(config)),
+            config: watch::Sender::new(Arc::new(config)),
             events,
             deadlines_changed: Notify::new(),
         })
@@ -265,16 +267,35 @@ impl Engine {
     /// The configuration in force.
     #[must_use]
     pub fn config(&self) -> Arc<Config> {
-        self.config
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.config.borrow().clone()
     }
 
-    /// Replaces the configuration (SIGHUP). Pending requests keep their verdicts.
-    pub async fn reload(&self, config: Config) -> Result<(), EngineError> {
+    /// The config in force, and every change to it from now on.
+    #[must_use]
+    pub fn watch_config(&self) -> watch::Receiver<Arc<Config>> {
+        self.config.subscribe()
+    }
+
+    /// Replaces the configuration (SIGHUP) with what of `config` a running daemon can
+    /// apply ([`Config::reloaded`]); pending requests keep their verdicts. Each key that
+    /// needs a restart is named in a warning and in the `config_reloaded` audit row, and
+    /// returned.
+    pub async fn reload(&self, config: Config) -> Result<Vec<&'static str>, EngineError> {
         let source = config.source.display().to_string();
-        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+        let mut restart = Vec::new();
+        self.config.send_modify(|current| {
+            let (applied, keys) = current.reloaded(config);
+            *current = Arc::new(applied);
+            restart = keys;
+        });
+        for key in &restart {
+            warn!(
+                key,
+                "configuration reload: `{key}` changed, but it is set up at start; \
+                 the old value stays in force until gatebot restarts"
+            );
+        }
+        let detail = json!({"source": source, "restart_needed": restart});
         self.blocking(move |s| {
             s.audit(
                 now_ms(),
@@ -282,11 +303,11 @@ impl Engine {
                 "config_reloaded",
                 Some("gatebot"),
                 Some(&Via::System),
-                &json!({"source": source}),
+                &detail,
             )
         })
         .await?;
-        Ok(())
+        Ok(restart)
     }
 
     /// Subscribes to every approval event from now on.

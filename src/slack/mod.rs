@@ -71,7 +71,7 @@ pub async fn run(engine: Arc<Engine>, config: SlackConfig, stop: CancellationTok
     };
     let check = tokio::spawn(check_token(api.clone()));
     let platform = Arc::new(platform::Slack { api: api.clone() });
-    info!(mode = ?config.mode, channels = ?config.chat.destinations, "slack: starting");
+    info!(mode = config.mode.as_str(), channels = ?config.chat.destinations, "slack: starting");
     crate::chat::platform::run(engine, platform, None, stop.clone(), |cx| async move {
         let slack = Arc::new(Slack::new(cx, api));
         match config.mode {

@@ -7,6 +7,7 @@
 
 mod api;
 mod cli;
+mod cli_output;
 mod failure;
 mod fake_slack;
 mod fake_telegram;
@@ -16,7 +17,9 @@ mod integrations;
 mod lifecycle;
 mod memory;
 mod properties;
+mod reload;
 mod slack;
+mod startup;
 mod systemd;
 mod telegram;
 mod validation;

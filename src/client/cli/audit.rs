@@ -1,5 +1,6 @@
 //! `gatebot audit`: print the audit trail; `gatebot audit verify`: check its hash chain.
 
+use super::out::outln;
 use super::{encode, expect_ok, pretty, EXIT_GO, EXIT_NO};
 use crate::client::Client;
 use crate::time::{format_ms, now_ms, parse_duration};
@@ -9,15 +10,16 @@ pub(super) async fn verify(client: &Client, json: bool) -> Result<u8, String> {
     let res = expect_ok(client.get("/v1/audit/verify").await)?;
     let problems = res.body["problems"].as_array().cloned().unwrap_or_default();
     if json {
-        println!("{}", pretty(&res.body));
+        outln!("{}", pretty(&res.body));
     } else if problems.is_empty() {
-        println!(
+        outln!(
             "audit trail intact: {} rows checked ({} written before the chain existed)",
-            res.body["rows"], res.body["unchained"]
+            res.body["rows"],
+            res.body["unchained"]
         );
     } else {
         for p in &problems {
-            println!("{}", p.as_str().unwrap_or_default());
+            outln!("{}", p.as_str().unwrap_or_default());
         }
     }
     Ok(if problems.is_empty() {
@@ -49,10 +51,13 @@ pub(super) async fn trail(
     let res = expect_ok(client.get(&path).await)?;
     let rows = res.body["audit"].as_array().cloned().unwrap_or_default();
     for row in rows {
+        if super::out::closed() {
+            break;
+        }
         if json {
-            println!("{row}");
+            outln!("{row}");
         } else {
-            println!(
+            outln!(
                 "{} {} {} {} {}",
                 format_ms(row["at"].as_i64().unwrap_or(0)),
                 row["event"].as_str().unwrap_or("?"),

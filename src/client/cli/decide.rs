@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use super::out::outln;
 use super::{encode, expect_ok, pretty, view_of, EXIT_GO, EXIT_NO};
 use crate::client::Client;
 
@@ -26,14 +27,17 @@ pub(super) async fn run(
     }
     let view = view_of(expect_ok(Ok(res))?)?;
     if json {
-        println!(
+        outln!(
             "{}",
             pretty(&serde_json::to_value(&view).unwrap_or_default())
         );
     } else {
-        println!(
+        outln!(
             "{} {} ({} from {})",
-            view.status, view.short_id, view.tool, view.agent
+            view.status,
+            view.short_id,
+            view.tool,
+            view.agent
         );
     }
     Ok(EXIT_GO)

@@ -14,6 +14,7 @@ mod decide;
 mod guidance;
 mod hook;
 mod mcp;
+mod out;
 mod pending;
 mod status;
 
@@ -28,6 +29,7 @@ use super::{Client, ClientError, Response};
 use crate::approval::Status;
 use crate::config::Config;
 use crate::wire::ApprovalView;
+use out::outln;
 
 /// Exit code: allowed or approved.
 pub const EXIT_GO: u8 = 0;
@@ -220,6 +222,9 @@ pub struct AskArgs {
 /// Runs a client command (everything but `run`). Returns the process exit code.
 pub async fn run_client(cli: Cli) -> ExitCode {
     match client_command(cli).await {
+        // Output that could not be written (other than to a reader that stopped) is
+        // an incomplete result.
+        Ok(_) if out::failed() => ExitCode::from(EXIT_ERROR),
         Ok(code) => ExitCode::from(code),
         Err(message) => {
             eprintln!("error: {message}");
@@ -317,7 +322,7 @@ async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<Approv
 /// Prints a request (`ask`, `status`) and returns the exit code its status means.
 fn report_view(view: &ApprovalView, json: bool) -> u8 {
     if json {
-        println!(
+        outln!(
             "{}",
             pretty(&serde_json::to_value(view).unwrap_or_default())
         );
@@ -327,7 +332,7 @@ fn report_view(view: &ApprovalView, json: bool) -> u8 {
         } else {
             format!("; {}", view.risk.factors.join(", "))
         };
-        println!(
+        outln!(
             "{}  id {} ({})  risk {} ({}{})",
             view.status,
             view.short_id,

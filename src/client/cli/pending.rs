@@ -1,5 +1,6 @@
 //! `gatebot pending`: the owner's list of pending requests, oldest first, a page at a time.
 
+use super::out::outln;
 use super::{encode, expect_ok, pretty, EXIT_GO};
 use crate::client::Client;
 use crate::wire::ApprovalView;
@@ -20,14 +21,14 @@ pub(super) async fn run(
     }
     let res = expect_ok(client.get(&path).await)?;
     if json {
-        println!("{}", pretty(&res.body));
+        outln!("{}", pretty(&res.body));
         return Ok(EXIT_GO);
     }
     let list: Vec<ApprovalView> =
         serde_json::from_value(res.body["requests"].clone()).map_err(|e| e.to_string())?;
     print_list(&list);
     if let Some(next) = res.body["next"].as_str() {
-        println!("… more pending: gatebot pending --after {next}");
+        outln!("… more pending: gatebot pending --after {next}");
     }
     Ok(EXIT_GO)
 }
@@ -35,10 +36,13 @@ pub(super) async fn run(
 /// One line per request (short id, agent, tool, risk, expiry), its summary below.
 fn print_list(list: &[ApprovalView]) {
     if list.is_empty() {
-        println!("No pending requests.");
+        outln!("No pending requests.");
     }
     for a in list {
-        println!(
+        if super::out::closed() {
+            break;
+        }
+        outln!(
             "{}  {:<16} {:<24} risk {:<8} expires {}",
             a.short_id,
             a.agent,
@@ -47,7 +51,7 @@ fn print_list(list: &[ApprovalView]) {
             a.expires_at.as_deref().unwrap_or("-")
         );
         if let Some(s) = &a.summary {
-            println!("          {s}");
+            outln!("          {s}");
         }
     }
 }
