@@ -100,17 +100,14 @@ impl Metrics {
         self.chat(platform, |_| {});
     }
 
-    /// A chat API call failed; `rate_limited` when it was a 429.
-    pub fn chat_error(&self, platform: &PlatformId, rate_limited: bool) {
-        self.chat(platform, |c| {
-            c.errors += 1;
-            if rate_limited {
-                c.rate_limited += 1;
-            }
-        });
+    /// A chat API call of delivery failed (a 429 among them).
+    pub fn chat_error(&self, platform: &PlatformId) {
+        self.chat(platform, |c| c.errors += 1);
     }
 
-    /// A 429 that a client library waited out itself (it never failed a call).
+    /// The platform answered a call 429, whoever made it and whether it was then
+    /// waited out or failed: counted by each platform's API client, where every call
+    /// passes.
     pub fn chat_rate_limited(&self, platform: &PlatformId) {
         self.chat(platform, |c| c.rate_limited += 1);
     }

@@ -272,10 +272,8 @@ impl<P: Platform> ChatWorker<P> {
                     if stop.is_cancelled() {
                         return;
                     }
-                    self.cx
-                        .engine
-                        .metrics
-                        .chat_error(&self.cx.platform, matches!(e, SendError::RetryAfter(_)));
+                    // A 429 is also counted as such by the platform's API client.
+                    self.cx.engine.metrics.chat_error(&self.cx.platform);
                     let wait = match &e {
                         SendError::RetryAfter(d) => *d,
                         _ => backoff(self.failures),

@@ -218,7 +218,7 @@ const EXPIRY_RETRY: Duration = Duration::from_secs(5);
 
 pub struct Engine {
     /// Counters for `GET /metrics`.
-    pub metrics: crate::metrics::Metrics,
+    pub metrics: Arc<crate::metrics::Metrics>,
     store: Arc<Store>,
     inserts: mpsc::Sender<InsertJob>,
     /// The config in force; a watch, so what set itself up from it (chat delivery's
@@ -254,7 +254,7 @@ impl Engine {
         let (inserts, rx) = mpsc::channel(4 * MAX_BATCH);
         tokio::spawn(write_batches(store.clone(), rx));
         Arc::new(Engine {
-            metrics: crate::metrics::Metrics::default(),
+            metrics: Arc::default(),
             inserts,
             chat: ChatState::new(store.clone()),
             store,

@@ -5,6 +5,7 @@
 //! [`super::render`]) so what is sent is exactly what the tests read. Every error
 //! leaves here as a [`SendError`] whose text has the tokens scrubbed out.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_rustls::HttpsConnectorBuilder;
@@ -17,6 +18,7 @@ use tracing::debug;
 use tokio_util::sync::CancellationToken;
 
 use crate::chat::platform::SendError;
+use crate::metrics::Metrics;
 use crate::retry::retry;
 use crate::slack::SlackConfig;
 
@@ -41,6 +43,8 @@ pub struct SlackApi {
     bot: SlackApiToken,
     app: Option<SlackApiToken>,
     secrets: Vec<String>,
+    /// Where 429s are counted.
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl SlackApi {
@@ -64,7 +68,15 @@ impl SlackApi {
             bot: token(config.bot_token.expose()),
             app: config.app_token.as_ref().map(|t| token(t.expose())),
             secrets,
+            metrics: None,
         })
+    }
+
+    /// Counts every 429 in `metrics` (`gatebot_chat_rate_limited_total`).
+    #[must_use]
+    pub fn counting(mut self, metrics: Arc<Metrics>) -> SlackApi {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Calls a Web API method with the bot token (`chat.postMessage`, …).
@@ -154,6 +166,9 @@ impl SlackApi {
     fn classify(&self, method: &str, e: SlackClientError) -> SendError {
         match e {
             SlackClientError::RateLimitError(r) => {
+                if let Some(m) = &self.metrics {
+                    m.chat_rate_limited(&super::PLATFORM);
+                }
                 SendError::RetryAfter(r.retry_after.unwrap_or(DEFAULT_RETRY_AFTER))
             }
             SlackClientError::ApiError(a) => {

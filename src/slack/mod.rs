@@ -63,7 +63,7 @@ const DEDUP_CAPACITY: usize = 4096;
 /// logged (without tokens) and retried with backoff.
 pub async fn run(engine: Arc<Engine>, config: SlackConfig, stop: CancellationToken) {
     let api = match SlackApi::new(&config) {
-        Ok(api) => Arc::new(api),
+        Ok(api) => Arc::new(api.counting(engine.metrics.clone())),
         Err(e) => {
             error!(error = %e, "slack: cannot build the HTTP client; Slack is off");
             return;

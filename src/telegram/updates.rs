@@ -321,8 +321,8 @@ impl Handler {
             .await;
     }
 
-    /// Sends with a few retries on 429 and temporary failures (Throttle paces sends
-    /// and retries 429s itself; this covers 5xx and network trouble).
+    /// Sends with a few retries on 429 (when Telegram asks for a short wait) and
+    /// temporary failures (5xx, network trouble).
     async fn retrying<F, Fut>(&self, what: &str, mut send: F) -> Result<Message, SendError>
     where
         F: FnMut() -> Fut,

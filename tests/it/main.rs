@@ -22,4 +22,5 @@ mod slack;
 mod startup;
 mod systemd;
 mod telegram;
+mod telegram_faults;
 mod validation;
