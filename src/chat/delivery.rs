@@ -23,7 +23,10 @@
 //! gatebot dies mid-call or the answer is lost, the outcome is unknown: the card is
 //! posted again (a request must stay reachable) and a `prompt_reposted` audit row says
 //! it may show twice. Chat APIs have no idempotency keys, so that window — one call per
-//! chat — cannot be closed from our side.
+//! chat — cannot be closed from our side; but a person can close it: a reply or press
+//! on the message while its post is in flight makes it the post's message
+//! ([`crate::engine::ChatState::adopt`], from [`crate::chat::inbound`]), and the
+//! platform's answer, if it comes, then records nothing more.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -90,6 +93,7 @@ pub fn start<P: Platform>(
         platform: platform.id(),
         delivery: handle.clone(),
         bot_username: None,
+        reader: platform.clone(),
     };
     (handle, run(cx, platform, redraws, stop))
 }
@@ -490,7 +494,17 @@ impl<P: Platform> ChatWorker<P> {
                 let mut attempt = 0;
                 loop {
                     match state.finish_post(&platform, &chat, ids, by, &message).await {
-                        Ok(()) => return Ok(()),
+                        Ok(recorded) => {
+                            if recorded.len() < ids.len() {
+                                // A reply or press found a message of this post first.
+                                info!(
+                                    platform = %platform, chat = %chat, message = %message,
+                                    subjects = ids.len() - recorded.len(),
+                                    "posted; a reply or press had already tied the subjects to their message"
+                                );
+                            }
+                            return Ok(());
+                        }
                         Err(e) if attempt < 5 => {
                             warn!(error = %e, "cannot record a posted message yet; retrying");
                             attempt += 1;

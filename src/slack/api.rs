@@ -38,8 +38,19 @@ const TRANSIENT_CODES: &[&str] = &[
     "team_added_to_org",
 ];
 
+/// Who the bot is, from `auth.test`: how its own messages are told apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub user_id: String,
+    pub bot_id: String,
+    /// Names, for the log.
+    pub user: String,
+    pub team: String,
+}
+
 pub struct SlackApi {
     client: SlackClient<SlackClientHyperHttpsConnector>,
+    identity: tokio::sync::OnceCell<Identity>,
     bot: SlackApiToken,
     app: Option<SlackApiToken>,
     secrets: Vec<String>,
@@ -65,6 +76,7 @@ impl SlackApi {
         secrets.extend(config.signing_secret.iter().map(|s| s.expose().to_string()));
         Ok(SlackApi {
             client: SlackClient::new(connector),
+            identity: tokio::sync::OnceCell::new(),
             bot: token(config.bot_token.expose()),
             app: config.app_token.as_ref().map(|t| token(t.expose())),
             secrets,
@@ -82,6 +94,41 @@ impl SlackApi {
     /// Calls a Web API method with the bot token (`chat.postMessage`, …).
     pub async fn call(&self, method: &str, body: &Value) -> Result<Value, SendError> {
         self.call_with(&self.bot, method, body).await
+    }
+
+    /// Who the bot is (`auth.test`, asked once it succeeds).
+    pub async fn identity(&self) -> Result<&Identity, SendError> {
+        self.identity
+            .get_or_try_init(|| async {
+                let me = self.call("auth.test", &serde_json::json!({})).await?;
+                let field = |k: &str| me[k].as_str().unwrap_or_default().to_string();
+                Ok(Identity {
+                    user_id: field("user_id"),
+                    bot_id: field("bot_id"),
+                    user: field("user"),
+                    team: field("team"),
+                })
+            })
+            .await
+    }
+
+    /// Who the bot is, if `auth.test` has answered.
+    pub fn known_identity(&self) -> Option<&Identity> {
+        self.identity.get()
+    }
+
+    /// Calls a read method (`conversations.replies`, …) with the bot token: Slack
+    /// takes their arguments in the query string, not as JSON.
+    pub async fn get(&self, method: &str, args: &[(&str, &str)]) -> Result<Value, SendError> {
+        let session = self.client.open_session(&self.bot);
+        let params: Vec<(&str, Option<&str>)> = args.iter().map(|(k, v)| (*k, Some(*v))).collect();
+        let call = session
+            .http_session_api
+            .http_get::<Value, _, _>(method, &params, None);
+        match tokio::time::timeout(CALL_TIMEOUT, call).await {
+            Ok(r) => r.map_err(|e| self.classify(method, e)),
+            Err(_) => Err(SendError::Transient(format!("{method}: timed out"))),
+        }
     }
 
     /// Calls a method, waiting out a rate limit (429) up to `attempts - 1` times, but

@@ -40,7 +40,7 @@ pub use config::{SlackConfig, SlackMode};
 use crate::approval::PlatformId;
 use crate::chat::card::Card;
 use crate::chat::conversation;
-use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Purpose, Replied};
+use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Purpose, Replied, Seen};
 use crate::chat::Context;
 use crate::engine::Engine;
 use api::SlackApi;
@@ -86,10 +86,9 @@ pub async fn run(engine: Arc<Engine>, config: SlackConfig, stop: CancellationTok
 }
 
 async fn check_token(api: Arc<SlackApi>) {
-    match api.call("auth.test", &json!({})).await {
+    match api.identity().await {
         Ok(me) => info!(
-            user = me["user"].as_str().unwrap_or("?"),
-            team = me["team"].as_str().unwrap_or("?"),
+            user = %me.user, team = %me.team,
             "slack: bot token accepted"
         ),
         Err(e) => {
@@ -218,6 +217,8 @@ impl Slack {
             let at = At {
                 chat: channel.clone(),
                 message: p.message_ts(),
+                // Its notification text, which names a card's request.
+                text: p.message.as_ref().and_then(|m| m.text.clone()),
             };
             let press = Inbound::Press {
                 data: action.data().to_string(),
@@ -348,10 +349,16 @@ impl Slack {
         };
         let thread = ev.thread().map(str::to_string);
         let actor = self.actor(user, user);
+        // The thread's parent is read back only if gatebot has no record of it, and
+        // not at all when Slack says someone else wrote it.
+        let seen = match (&ev.parent_user_id, self.api.known_identity()) {
+            (Some(parent), Some(me)) if *parent != me.user_id => Seen::Theirs,
+            _ => Seen::Unread,
+        };
         let message = Inbound::Text {
             chat: channel.clone(),
             text: text.clone(),
-            reply_to: thread.clone().map(|message| Replied { message }),
+            reply_to: thread.clone().map(|message| Replied { message, seen }),
             addressed: false,
         };
         let answer = inbound::handle(&self.cx, &actor, message).await;

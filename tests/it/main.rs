@@ -23,4 +23,5 @@ mod startup;
 mod systemd;
 mod telegram;
 mod telegram_faults;
+mod unconfirmed_posts;
 mod validation;

@@ -15,7 +15,7 @@
 //!
 //! To add a kind: write its module (card, actions, commands, handlers), then add its
 //! variants to [`Action`] / [`Command`] and their arms to the `match`es below; if its
-//! subject gets cards of its own, add an arm to [`render`].
+//! subject gets cards of its own, add an arm to [`render`] and to [`shown_in`].
 
 pub mod approval;
 pub mod digest;
@@ -192,6 +192,16 @@ pub async fn answer(
     match purpose {
         Purpose::DenyReason => reason::answer(cx, actor, subject, text).await,
     }
+}
+
+/// The subject (its short id) a card shows, read back from the text a platform keeps
+/// of a message (see [`approval::shown_in`]): how a reply to a message gatebot has no
+/// record of still reaches its subject. Each kind whose subjects get cards recognises
+/// its own.
+#[must_use]
+pub fn shown_in(text: &str) -> Option<String> {
+    // One kind has cards so far; another adds `.or_else(|| kind::shown_in(text))`.
+    approval::shown_in(text)
 }
 
 /// A subject's card as things stand, for delivery.
