@@ -306,7 +306,7 @@ pub fn failure(e: &EngineError) -> String {
 }
 
 /// Longest policy reason shown, in characters (it names the tool).
-const REASON_CHARS: usize = 500;
+const REASON_CHARS: usize = 300;
 /// Most of a summary shown, in UTF-16 units of its escaped form, so the arguments
 /// after it keep room.
 const SUMMARY_ROOM: usize = 1200;
