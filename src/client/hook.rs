@@ -82,9 +82,10 @@ pub struct HookRun {
     pub token: Option<String>,
 }
 
-/// Answers one hook payload. `Err` only for input that is not a hook payload of
-/// this kind (the caller exits 2, which Claude Code and Gemini CLI treat as a block).
-pub async fn run(h: HookRun, input: &str) -> Result<Value, String> {
+/// Answers one hook payload: the JSON to print, or `None` to print nothing (Codex's
+/// `PreToolUse` on allow). `Err` only for input that is not a hook payload of this
+/// kind (the caller exits 2, which every agent treats as a block).
+pub async fn run(h: HookRun, input: &str) -> Result<Option<Value>, String> {
     let parsed = parse(h.kind, input)?;
     let agent = h
         .agent

@@ -340,6 +340,60 @@ async fn the_codex_and_gemini_hooks_answer_in_their_own_shapes() {
         .contains("not the orders table"));
 }
 
+/// `codex exec` forces `approval: never`, so only PreToolUse gates it. Codex refuses an
+/// explicit `allow` there: an approved call gets an empty stdout, a denied one the deny.
+#[tokio::test]
+async fn the_codex_hook_gates_pre_tool_use_for_codex_exec() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let input = fixture("codex-pre-tool-use.json");
+    let child = start_hook(
+        &socket,
+        &["hook", "codex", "--agent", "claude-code"],
+        &input,
+    )
+    .await;
+    let req = pending_one(&app).await;
+    assert_eq!(req["tool"], "Bash");
+    assert_eq!(req["summary"], "Bash: git push --force origin main");
+    decide_cli(&app, req["short_id"].as_str().unwrap(), "approve", None).await;
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the hook answered")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        out.stdout.is_empty(),
+        "an allowed PreToolUse prints nothing: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // The same tool_use_id is the same request: use a new call for the deny.
+    let input = input.replace("call_0B2hZk3YqN8c1Rw4", "call_second");
+    let child = start_hook(
+        &socket,
+        &["hook", "codex", "--agent", "claude-code"],
+        &input,
+    )
+    .await;
+    let req = pending_one(&app).await;
+    decide_cli(
+        &app,
+        req["short_id"].as_str().unwrap(),
+        "deny",
+        Some("not on main"),
+    )
+    .await;
+    let (out, answer) = finish(child).await;
+    assert_eq!(out.status.code(), Some(0));
+    let o = &answer["hookSpecificOutput"];
+    assert_eq!(o["hookEventName"], "PreToolUse", "{answer}");
+    assert_eq!(o["permissionDecision"], "deny", "{answer}");
+    let reason = o["permissionDecisionReason"].as_str().unwrap();
+    assert!(reason.contains("not on main"), "{reason}");
+    assert!(reason.contains("was not run"), "{reason}");
+}
+
 #[tokio::test]
 async fn the_codex_and_gemini_hooks_deny_when_the_daemon_is_unreachable() {
     let dir = tempfile::tempdir().unwrap();

@@ -34,7 +34,8 @@ pub(super) async fn run(
         socket: socket_for(flag, config, false),
         token: args.token,
     };
-    let answer = crate::client::hook::run(run, &input).await?;
-    println!("{answer}");
+    if let Some(answer) = crate::client::hook::run(run, &input).await? {
+        println!("{answer}");
+    }
     Ok(EXIT_GO)
 }

@@ -150,7 +150,7 @@ pub enum Command {
 pub enum HookCommand {
     /// Claude Code's PermissionRequest or PreToolUse command hook.
     ClaudeCode(HookArgs),
-    /// Codex's PermissionRequest hook (.codex/hooks.json).
+    /// Codex's PermissionRequest or PreToolUse hook (.codex/hooks.json).
     Codex(HookArgs),
     /// Gemini CLI's BeforeTool hook (settings.json).
     Gemini(HookArgs),
