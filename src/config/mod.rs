@@ -37,6 +37,7 @@ use crate::secret::Secret;
 use crate::slack::config::SlackConfig;
 use crate::telegram::config::TelegramConfig;
 use file::parse_file;
+pub use queue::Sockets;
 use resolve::Resolve;
 
 /// A configuration error: what is wrong, where.

@@ -272,18 +272,19 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
     }
 }
 
-/// `--socket` / `GATEBOT_SOCKET`, else the config's socket.
+/// `--socket` / `GATEBOT_SOCKET`, else the config's socket. Only the sockets are read
+/// from the config ([`Config::sockets`]): secrets are the daemon's, not the caller's.
 fn socket_for(flag: &Option<PathBuf>, config: &Path, owner: bool) -> Result<PathBuf, String> {
     if let Some(s) = flag {
         return Ok(s.clone());
     }
-    let c = Config::load(config).map_err(|e| {
+    let sockets = Config::sockets(config).map_err(|e| {
         format!("{e}\n(pass --socket or set GATEBOT_SOCKET to skip reading the config)")
     })?;
     Ok(if owner {
-        c.queue.control_socket
+        sockets.control
     } else {
-        c.queue.socket
+        sockets.agents
     })
 }
 
