@@ -65,6 +65,8 @@ pub struct Client {
     socket: PathBuf,
     token: Option<String>,
     timeout: Option<Duration>,
+    /// Sent with every request.
+    headers: Vec<(&'static str, String)>,
 }
 
 /// Stops the connection task when a request is dropped half-way (e.g. timed out),
@@ -84,7 +86,15 @@ impl Client {
             socket: socket.as_ref().to_path_buf(),
             token: None,
             timeout: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// Sends `name: value` with every request.
+    #[must_use]
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
     }
 
     /// Sends `Authorization: Bearer <token>` with every request.
@@ -152,6 +162,9 @@ impl Client {
         }
         if let Some(t) = &self.token {
             req = req.header("authorization", format!("Bearer {t}"));
+        }
+        for (name, value) in &self.headers {
+            req = req.header(*name, value);
         }
         let req = req
             .body(Full::new(Bytes::from(body.unwrap_or_default())))

@@ -72,6 +72,17 @@ impl Resolve<'_> {
                 "must differ from `queue.socket`: agents must not reach the owners' socket",
             ));
         }
+        if queue.max_connections == Some(0) {
+            errors.push(self.error("queue", "max_connections", "must be at least 1"));
+        }
+        for (key, d) in [
+            ("header_timeout", queue.header_timeout),
+            ("idle_timeout", queue.idle_timeout),
+        ] {
+            if d < std::time::Duration::from_secs(1) {
+                errors.push(self.error("queue", key, "must be at least 1s"));
+            }
+        }
         QueueConfig {
             socket: self.anchor(&queue.socket),
             control_socket: self.anchor(&queue.control_socket),
@@ -79,6 +90,9 @@ impl Resolve<'_> {
             max_body_bytes: queue.max_body_bytes,
             max_wait: queue.max_wait,
             metrics: queue.metrics,
+            max_connections: queue.max_connections,
+            header_timeout: queue.header_timeout,
+            idle_timeout: queue.idle_timeout,
         }
     }
 
@@ -112,6 +126,20 @@ mod tests {
     fn same_socket_twice_is_an_error() {
         let e = parse("[queue]\nsocket = \"a.sock\"\ncontrol_socket = \"a.sock\"\n").unwrap_err();
         assert_eq!(e.key, "queue.control_socket");
+    }
+
+    #[test]
+    fn connection_limits_are_checked_with_their_key() {
+        let e = parse("[queue]\nmax_connections = 0\n").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("queue.max_connections", Some(2)));
+        let e = parse("[queue]\nidle_timeout = \"500ms\"\n").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("queue.idle_timeout", Some(2)));
+        let e = parse("[queue]\nheader_timeout = \"soon\"\n").unwrap_err();
+        assert_eq!(e.key, "queue.header_timeout");
+        let c = parse("").unwrap();
+        assert_eq!(c.queue.max_connections, None);
+        assert_eq!(c.queue.header_timeout, std::time::Duration::from_secs(10));
+        assert_eq!(c.queue.idle_timeout, std::time::Duration::from_secs(60));
     }
 
     #[test]
