@@ -8,7 +8,7 @@ use hyper::{Method, StatusCode};
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::{Client, Response};
+use super::{Client, ClientError, Response};
 use crate::hooks::{parse, render, resolve, Budget, Gate, GateError, Kind, Verdict};
 use crate::wire::{ApprovalView, SubmitBody};
 
@@ -16,6 +16,16 @@ use crate::wire::{ApprovalView, SubmitBody};
 #[derive(Debug, Clone)]
 pub(crate) struct SocketGate {
     pub client: Client,
+}
+
+impl From<ClientError> for GateError {
+    fn from(e: ClientError) -> Self {
+        if e.is_transient() {
+            GateError::Unreachable(e.to_string())
+        } else {
+            GateError::Failed(e.to_string())
+        }
+    }
 }
 
 fn view_from(res: Response) -> Result<ApprovalView, GateError> {
@@ -37,8 +47,7 @@ impl Gate for SocketGate {
         let res = self
             .client
             .send(Method::POST, "/v1/requests", Some(bytes))
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if res.status == StatusCode::PAYLOAD_TOO_LARGE {
             return Err(GateError::TooLarge {
                 bytes: Some(size),
@@ -52,15 +61,14 @@ impl Gate for SocketGate {
 
     async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, GateError> {
         let path = format!("/v1/requests/{id}?wait={:.3}", up_to.as_secs_f64());
-        view_from(self.client.get(&path).await.map_err(|e| e.to_string())?)
+        view_from(self.client.get(&path).await?)
     }
 
     async fn cancel(&self, id: &str) -> Result<ApprovalView, GateError> {
         let res = self
             .client
             .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if res.error_code() == Some("already_decided") {
             return serde_json::from_value(res.body["request"].clone())
                 .map_err(|e| GateError::Failed(format!("unexpected answer from gatebot: {e}")));

@@ -26,15 +26,31 @@ use tokio::net::UnixStream;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// Nothing listens at the socket (or it cannot be opened).
     #[error("cannot reach gatebot at {}: {source} (is `gatebot run` running? set --socket or GATEBOT_SOCKET)", path.display())]
     Unreachable {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The connection broke before the answer was complete (a daemon restarting, say).
+    #[error("the connection to gatebot broke: {0}")]
+    Disconnected(String),
     #[error("talking to gatebot failed: {0}")]
     Protocol(String),
     #[error("gatebot did not answer within {}", crate::time::format_duration(*.0))]
     TimedOut(Duration),
+}
+
+impl ClientError {
+    /// The daemon could not be reached, or dropped the connection: what a restart looks
+    /// like, so worth another try. A daemon that answers nonsense or nothing is not.
+    #[must_use]
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Unreachable { .. } | ClientError::Disconnected(_)
+        )
+    }
 }
 
 /// An API response: status and JSON body.
@@ -151,7 +167,7 @@ impl Client {
                 })?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
-            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+            .map_err(|e| ClientError::Disconnected(e.to_string()))?;
         let _conn = AbortOnDrop(tokio::spawn(conn));
         let mut req = Request::builder()
             .method(method)
@@ -172,13 +188,13 @@ impl Client {
         let res = sender
             .send_request(req)
             .await
-            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+            .map_err(|e| ClientError::Disconnected(e.to_string()))?;
         let status = res.status();
         let bytes = res
             .into_body()
             .collect()
             .await
-            .map_err(|e| ClientError::Protocol(e.to_string()))?
+            .map_err(|e| ClientError::Disconnected(e.to_string()))?
             .to_bytes();
         let body = if bytes.is_empty() {
             Value::Null

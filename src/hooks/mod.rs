@@ -9,10 +9,13 @@
 //! 1. Map the hook's JSON (`tool_name`, `tool_input`, …) to a [`ToolCall`].
 //! 2. Submit it as the agent (`Gate::submit`); any error is a deny that says why.
 //! 3. While it is pending, long-poll in slices (`Gate::wait`) until the
-//!    [`Budget`]'s decision time ends.
-//! 4. If nobody decided in time, withdraw the request (`Gate::cancel`) so it cannot
-//!    be approved after the agent was told no, and deny with a "still queued" message.
-//!    If the withdrawal loses a race with a decision, that decision is the answer.
+//!    [`Budget`]'s decision time ends. When gatebot cannot be reached mid-wait (a
+//!    restart: the request survives it), try again with backoff
+//!    ([`crate::retry::reconnect_delay`]) within the same budget.
+//! 4. If nobody decided in time, withdraw the request (`Gate::cancel`, retried the same
+//!    way) so it cannot be approved after the agent was told no, and deny with a
+//!    "still queued" message. If the withdrawal loses a race with a decision, that
+//!    decision is the answer.
 //! 5. Render the [`Verdict`] in the agent's own JSON shape.
 //!
 //! Steps 2–4 together run under one hard deadline, [`Budget::answer_by`]: a call to
@@ -39,6 +42,7 @@ use serde_json::{json, Value};
 use tokio::time::{timeout_at, Instant};
 
 use crate::approval::Status;
+use crate::retry::reconnect_delay;
 use crate::time::format_duration;
 use crate::wire::{ApprovalView, SubmitBody, MAX_KEY_LEN};
 
@@ -257,8 +261,10 @@ impl Verdict {
 /// Why a call to gatebot did not give a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum GateError {
-    /// gatebot could not be reached, refused the call, or answered nonsense.
+    /// gatebot refused the call, or answered nonsense.
     Failed(String),
+    /// gatebot could not be reached, or dropped the connection: worth another try.
+    Unreachable(String),
     /// The call is larger than `[queue] max_body_bytes` (HTTP 413).
     TooLarge {
         bytes: Option<usize>,
@@ -269,7 +275,7 @@ pub(crate) enum GateError {
 impl GateError {
     fn verdict(&self, tool: &str) -> Verdict {
         match self {
-            GateError::Failed(e) => Verdict::unreachable(tool, e),
+            GateError::Failed(e) | GateError::Unreachable(e) => Verdict::unreachable(tool, e),
             GateError::TooLarge { bytes, limit } => Verdict::too_large(tool, *bytes, *limit),
         }
     }
@@ -307,27 +313,58 @@ pub(crate) async fn resolve<G: Gate>(
         Ok(Err(e)) => return e.verdict(tool),
         Ok(Ok(v)) => v,
     };
+    // Reconnection attempts since the last answer.
+    let mut failures = 0u32;
     while view.status == Status::Pending {
         let now = Instant::now();
         if now >= decide_by {
-            return match timeout_at(answer_by, gate.cancel(&view.id)).await {
-                Ok(Ok(v)) if v.status == Status::Cancelled => {
-                    Verdict::still_queued(&v, budget.total, true)
-                }
-                Ok(Ok(v)) if v.status != Status::Pending => Verdict::from_view(&v),
-                _ => Verdict::still_queued(&view, budget.total, false),
-            };
+            return withdraw(gate, &view, budget).await;
         }
-        on_wait(&view, now - budget.started);
+        if failures == 0 {
+            on_wait(&view, now - budget.started);
+        }
         let slice = (decide_by - now).min(WAIT_SLICE);
         view = match timeout_at(answer_by, gate.wait(&view.id, slice)).await {
             // The daemon stopped answering mid-wait: the request may still be queued.
             Err(_) => return Verdict::still_queued(&view, budget.total, false),
+            Ok(Err(GateError::Unreachable(_))) => {
+                let pause = reconnect_delay(failures);
+                failures = failures.saturating_add(1);
+                tokio::time::sleep_until((Instant::now() + pause).min(decide_by)).await;
+                continue;
+            }
             Ok(Err(e)) => return e.verdict(tool),
-            Ok(Ok(v)) => v,
+            Ok(Ok(v)) => {
+                failures = 0;
+                v
+            }
         };
     }
     Verdict::from_view(&view)
+}
+
+/// Withdraws `view`'s request at the end of the decision time, trying again while
+/// gatebot cannot be reached, until [`Budget::answer_by`].
+async fn withdraw<G: Gate>(gate: &G, view: &ApprovalView, budget: Budget) -> Verdict {
+    let answer_by = budget.answer_by();
+    let mut failures = 0u32;
+    loop {
+        match timeout_at(answer_by, gate.cancel(&view.id)).await {
+            Ok(Ok(v)) if v.status == Status::Cancelled => {
+                return Verdict::still_queued(&v, budget.total, true)
+            }
+            Ok(Ok(v)) if v.status != Status::Pending => return Verdict::from_view(&v),
+            Ok(Err(GateError::Unreachable(_))) => {
+                let next = Instant::now() + reconnect_delay(failures);
+                failures = failures.saturating_add(1);
+                if next >= answer_by {
+                    return Verdict::still_queued(view, budget.total, false);
+                }
+                tokio::time::sleep_until(next).await;
+            }
+            _ => return Verdict::still_queued(view, budget.total, false),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -343,12 +380,31 @@ mod tests {
         Pending,
         /// Answers with the request withdrawn.
         Cancelled,
+        /// Answers with the request approved.
+        Approved,
+        /// Cannot be reached (a daemon restarting).
+        Unreachable,
     }
 
     struct FakeGate {
         submit: Does,
         wait: Does,
         cancel: Does,
+        /// The first this many waits find gatebot unreachable.
+        down_for: u32,
+        waits: std::sync::atomic::AtomicU32,
+    }
+
+    impl Default for FakeGate {
+        fn default() -> Self {
+            FakeGate {
+                submit: Does::Hang,
+                wait: Does::Hang,
+                cancel: Does::Hang,
+                down_for: 0,
+                waits: Default::default(),
+            }
+        }
     }
 
     fn view(status: Status) -> ApprovalView {
@@ -369,6 +425,8 @@ mod tests {
                 Ok(view(Status::Pending))
             }
             Does::Cancelled => Ok(view(Status::Cancelled)),
+            Does::Approved => Ok(view(Status::Approved)),
+            Does::Unreachable => Err(GateError::Unreachable("connection refused".into())),
         }
     }
 
@@ -377,6 +435,12 @@ mod tests {
             act(self.submit, Duration::ZERO).await
         }
         async fn wait(&self, _: &str, up_to: Duration) -> Result<ApprovalView, GateError> {
+            let n = self
+                .waits
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if n < self.down_for {
+                return act(Does::Unreachable, up_to).await;
+            }
             act(self.wait, up_to).await
         }
         async fn cancel(&self, _: &str) -> Result<ApprovalView, GateError> {
@@ -404,6 +468,7 @@ mod tests {
             submit: Hang,
             wait: Hang,
             cancel: Hang,
+            ..FakeGate::default()
         })
         .await;
         assert!(!v.allow);
@@ -427,6 +492,7 @@ mod tests {
             submit: Pending,
             wait: Hang,
             cancel: Hang,
+            ..FakeGate::default()
         })
         .await;
         assert!(!v.allow);
@@ -440,6 +506,7 @@ mod tests {
             submit: Pending,
             wait: Pending,
             cancel: Cancelled,
+            ..FakeGate::default()
         })
         .await;
         assert!(
@@ -454,10 +521,39 @@ mod tests {
             submit: Pending,
             wait: Pending,
             cancel: Hang,
+            ..FakeGate::default()
         })
         .await;
         assert!(v.message.contains("still queued"), "{}", v.message);
         assert_eq!(took, Duration::from_millis(9_500));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_restart_mid_wait_is_waited_out_within_the_budget() {
+        use Does::*;
+        let (v, took) = resolve_10s(FakeGate {
+            submit: Pending,
+            wait: Approved,
+            down_for: 4,
+            ..FakeGate::default()
+        })
+        .await;
+        assert!(v.allow, "{}", v.message);
+        // Reconnected after 100 + 200 + 400 + 800 ms.
+        assert_eq!(took, Duration::from_millis(1_500));
+
+        // Down for good: waiting ends at decide_by, the withdrawal is tried until
+        // answer_by, and the deny says the request may still be queued.
+        let (v, took) = resolve_10s(FakeGate {
+            submit: Pending,
+            wait: Unreachable,
+            cancel: Unreachable,
+            ..FakeGate::default()
+        })
+        .await;
+        assert!(!v.allow);
+        assert!(v.message.contains("still queued"), "{}", v.message);
+        assert!(took <= Duration::from_millis(9_500), "{took:?}");
     }
 
     #[test]

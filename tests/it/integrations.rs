@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::helpers::{spawn_app, TestApp};
+use crate::helpers::{eventually, spawn_app, spawn_app_in, TestApp};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
 /// Every call of a supervised agent waits for a human.
@@ -906,4 +906,125 @@ async fn agents_can_read_their_tier_guidance() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("supervised mode"), "{text}");
     assert!(text.contains("did not run"), "{text}");
+}
+
+/// Every pending request, once there are `n`.
+async fn pending_n(app: &TestApp, n: usize) -> Vec<Value> {
+    eventually(&format!("{n} pending requests"), async || {
+        let res = app.owner.get("/v1/requests?status=pending").await.ok()?;
+        let list = res.body["requests"].as_array()?.clone();
+        (list.len() == n).then_some(list)
+    })
+    .await
+}
+
+/// A restart (an upgrade, `systemctl restart`) keeps every pending request, so the
+/// clients waiting on them reconnect and keep waiting within their own budgets.
+#[tokio::test]
+async fn waiting_clients_survive_a_daemon_restart() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, control) = sockets(&app);
+    let hook = start_hook(
+        &socket,
+        &["hook", "claude-code", "--timeout", "120s"],
+        &fixture("claude-code-permission-request.json"),
+    )
+    .await;
+    let hooked = pending_one(&app).await;
+    let hooked_id = hooked["id"].as_str().unwrap().to_string();
+    let status = start(
+        gatebot(&control, &["status", &hooked_id, "--wait", "120s"]),
+        "",
+    )
+    .await;
+    let ask = start(
+        gatebot(
+            &socket,
+            &[
+                "ask",
+                "--agent",
+                "intern",
+                "--tool",
+                "create_contact",
+                "--json",
+            ],
+        ),
+        "",
+    )
+    .await;
+    let mut mcp = Mcp::start_with(
+        &socket,
+        &["mcp", "--agent", "claude-code", "--timeout", "120s"],
+        None,
+    );
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "request_approval",
+        "arguments": {"tool_name": "Bash", "input": {"command": "make release"}}}}),
+    )
+    .await;
+    pending_n(&app, 3).await;
+    let (mut ask, ask_err) = stderr_of(ask);
+    let (mut status, status_err) = stderr_of(status);
+
+    let dir = app.stop().await;
+    // Down: the waiting clients notice before the daemon is back.
+    for (what, err) in [("ask", &ask_err), ("status", &status_err)] {
+        eventually(&format!("{what} to lose gatebot"), async || {
+            err.lock().unwrap().contains("lost gatebot").then_some(())
+        })
+        .await;
+    }
+    let app = spawn_app_in(dir, EXTRA).await;
+    for req in pending_n(&app, 3).await {
+        app.decide_ok(req["id"].as_str().unwrap(), "approve", None)
+            .await;
+    }
+
+    let (out, answer) = finish(hook).await;
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        answer["hookSpecificOutput"]["decision"]["behavior"], "allow",
+        "{answer}"
+    );
+    let done = mcp.recv().await;
+    assert_eq!(done["id"], 1, "{done}");
+    assert_eq!(tool_result(&done)["behavior"], "allow", "{done}");
+    for (what, child, err) in [
+        ("ask", &mut ask, &ask_err),
+        ("status --wait", &mut status, &status_err),
+    ] {
+        let code = tokio::time::timeout(Duration::from_secs(60), child.wait())
+            .await
+            .expect("it answered")
+            .unwrap()
+            .code();
+        let stderr = eventually("its stderr to end", async || {
+            let e = err.lock().unwrap().clone();
+            e.contains("\n<eof>").then_some(e)
+        })
+        .await;
+        assert_eq!(code, Some(0), "{what}: {stderr}");
+        assert!(
+            stderr.contains("reconnected to gatebot"),
+            "{what}: {stderr}"
+        );
+    }
+}
+
+/// Reads `child`'s stderr as it comes (`<eof>` marks its end), so a test can wait for
+/// a line while the process still runs.
+fn stderr_of(mut child: Child) -> (Child, std::sync::Arc<std::sync::Mutex<String>>) {
+    let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let sink = text.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut t = sink.lock().unwrap();
+            t.push_str(&line);
+            t.push('\n');
+        }
+        sink.lock().unwrap().push_str("\n<eof>");
+    });
+    (child, text)
 }

@@ -27,6 +27,7 @@ use serde_json::Value;
 use super::{Client, ClientError, Response};
 use crate::approval::Status;
 use crate::config::Config;
+use crate::retry::reconnect_delay;
 use crate::wire::ApprovalView;
 
 /// Exit code: allowed or approved.
@@ -297,20 +298,40 @@ fn client(socket: PathBuf) -> Client {
     Client::new(socket).with_timeout(CALL_TIMEOUT)
 }
 
-/// Long-polls in slices until the request settles or `total` passes.
+/// Long-polls in slices until the request settles or `total` passes. A daemon that
+/// cannot be reached or drops the connection (a restart: the request survives it) is
+/// tried again with backoff, within the same `total`.
 async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<ApprovalView, String> {
     let start = Instant::now();
+    let mut failures = 0u32;
     loop {
         let left = total.saturating_sub(start.elapsed());
         let slice = left.min(Duration::from_secs(60));
-        let res = expect_ok(
-            client
-                .get(&format!("{path}?wait={:.3}", slice.as_secs_f64()))
-                .await,
-        )?;
-        let view = view_of(res)?;
-        if view.status != Status::Pending || start.elapsed() >= total {
-            return Ok(view);
+        let res = client
+            .get(&format!("{path}?wait={:.3}", slice.as_secs_f64()))
+            .await;
+        match res {
+            Err(e) if e.is_transient() => {
+                let left = total.saturating_sub(start.elapsed());
+                if left.is_zero() {
+                    return Err(e.to_string());
+                }
+                if failures == 0 {
+                    eprintln!("lost gatebot ({e}); reconnecting, and still waiting");
+                }
+                tokio::time::sleep(reconnect_delay(failures).min(left)).await;
+                failures = failures.saturating_add(1);
+            }
+            res => {
+                if failures > 0 {
+                    eprintln!("reconnected to gatebot");
+                    failures = 0;
+                }
+                let view = view_of(expect_ok(res)?)?;
+                if view.status != Status::Pending || start.elapsed() >= total {
+                    return Ok(view);
+                }
+            }
         }
     }
 }
