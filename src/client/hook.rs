@@ -7,9 +7,10 @@ use std::time::Duration;
 use hyper::{Method, StatusCode};
 use serde_json::{json, Value};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::{Client, ClientError, Response};
-use crate::hooks::{parse, render, resolve, Budget, Gate, GateError, Kind, Verdict};
+use crate::hooks::{parse, render, resolve_until_stopped, Budget, Gate, GateError, Kind, Verdict};
 use crate::wire::{ApprovalView, SubmitBody};
 
 /// The daemon over its agents' Unix socket.
@@ -88,6 +89,8 @@ pub struct HookRun {
     /// The agents' socket, or why it could not be found (then the answer is a deny).
     pub socket: Result<PathBuf, String>,
     pub token: Option<String>,
+    /// Fires when the agent kills the hook: withdraw, deny, exit.
+    pub stop: CancellationToken,
 }
 
 /// Answers one hook payload: the JSON to print, or `None` to print nothing (Codex's
@@ -106,7 +109,8 @@ pub async fn run(h: HookRun, input: &str) -> Result<Option<Value>, String> {
             };
             let total = h.budget.unwrap_or_else(|| h.kind.default_budget());
             let budget = Budget::new(total, h.started);
-            resolve(&gate, &parsed.call.submit_body(&agent), budget, |_, _| {}).await
+            let body = parsed.call.submit_body(&agent);
+            resolve_until_stopped(&gate, &body, budget, |_, _| {}, &h.stop).await
         }
     };
     Ok(render(&parsed, &verdict))

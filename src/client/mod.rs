@@ -53,6 +53,28 @@ impl ClientError {
     }
 }
 
+/// A token that fires on the first SIGTERM, SIGINT or SIGHUP, for the processes an
+/// agent starts and may kill (`gatebot hook`, `gatebot mcp`): they withdraw what they
+/// asked for, answer deny and exit, instead of dying with a request left pending.
+/// From the first call on, those signals no longer end the process by themselves.
+pub fn stop_on_signals() -> std::io::Result<tokio_util::sync::CancellationToken> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let fire = stop.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+            _ = hup.recv() => {}
+        }
+        fire.cancel();
+    });
+    Ok(stop)
+}
+
 /// An API response: status and JSON body.
 #[derive(Debug, Clone)]
 pub struct Response {

@@ -1028,3 +1028,117 @@ fn stderr_of(mut child: Child) -> (Child, std::sync::Arc<std::sync::Mutex<String
     });
     (child, text)
 }
+
+/// Sends `sig` to `child`.
+fn signal(child: &Child, sig: i32) {
+    let pid = i32::try_from(child.id().expect("still running")).unwrap();
+    // SAFETY: kill has no memory-safety preconditions; the pid is our own child's.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+}
+
+/// Claude Code SIGTERMs a hook whose timeout ran out, Gemini CLI SIGTERMs then
+/// SIGKILLs it, Ctrl-C reaches both: the hook withdraws its request and denies
+/// instead of leaving it pending for an owner to approve later.
+#[tokio::test]
+async fn a_killed_hook_withdraws_its_request_and_denies() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    for (kind, fixture_name, sig) in [
+        (
+            "claude-code",
+            "claude-code-permission-request.json",
+            libc::SIGTERM,
+        ),
+        ("gemini", "gemini-before-tool.json", libc::SIGHUP),
+        ("codex", "codex-pre-tool-use.json", libc::SIGINT),
+    ] {
+        let child = start_hook(
+            &socket,
+            &["hook", kind, "--agent", "claude-code", "--timeout", "300s"],
+            &fixture(fixture_name),
+        )
+        .await;
+        let req = pending_one(&app).await;
+        let id = req["id"].as_str().unwrap();
+        signal(&child, sig);
+        let (out, answer) = finish(child).await;
+        assert_eq!(out.status.code(), Some(0), "{kind}: {out:?}");
+        let message = match kind {
+            "claude-code" => {
+                let d = &answer["hookSpecificOutput"]["decision"];
+                assert_eq!(d["behavior"], "deny", "{answer}");
+                d["message"].as_str().unwrap().to_string()
+            }
+            "gemini" => {
+                assert_eq!(answer["decision"], "deny", "{answer}");
+                answer["reason"].as_str().unwrap().to_string()
+            }
+            _ => {
+                let o = &answer["hookSpecificOutput"];
+                assert_eq!(o["permissionDecision"], "deny", "{answer}");
+                o["permissionDecisionReason"].as_str().unwrap().to_string()
+            }
+        };
+        assert!(
+            message.contains("stopped before anyone decided"),
+            "{kind}: {message}"
+        );
+        assert!(message.contains("withdrew request"), "{kind}: {message}");
+        assert!(message.contains("was not run"), "{kind}: {message}");
+        assert_eq!(app.get(id, 0.0).await.body["status"], "cancelled", "{kind}");
+    }
+
+    // Killed before it could read its input: nothing was asked, exit 2 (a block).
+    let mut waiting = gatebot(&socket, &["hook", "claude-code"]).spawn().unwrap();
+    let _stdin_open = waiting.stdin.take();
+    // Until it handles SIGTERM, SIGTERM would just kill it: wait for the handler
+    // (the kernel lists caught signals in SigCgt), not for a time.
+    eventually("the hook to handle SIGTERM", async || {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", waiting.id()?)).ok()?;
+        let caught = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+        let mask = u64::from_str_radix(caught.trim(), 16).ok()?;
+        (mask & (1 << (libc::SIGTERM - 1)) != 0).then_some(())
+    })
+    .await;
+    signal(&waiting, libc::SIGTERM);
+    let out = tokio::time::timeout(Duration::from_secs(30), waiting.wait_with_output())
+        .await
+        .expect("the hook exited")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stopped before the hook input"));
+}
+
+/// `gatebot mcp` killed with a call waiting: the call's request is withdrawn and the
+/// call answered with a deny, then the server exits though stdin is still open.
+#[tokio::test]
+async fn a_killed_mcp_server_withdraws_its_waiting_calls() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let mut mcp = Mcp::start(&socket);
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "request_approval",
+        "arguments": {"tool_name": "Bash", "input": {"command": "make deploy"}}}}),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    signal(&mcp._child, libc::SIGINT);
+    let done = mcp.recv().await;
+    assert_eq!(done["id"], 9, "{done}");
+    let r = tool_result(&done);
+    assert_eq!(r["behavior"], "deny", "{done}");
+    assert!(
+        r["message"].as_str().unwrap().contains("withdrew request"),
+        "{done}"
+    );
+    assert_eq!(
+        app.get(req["id"].as_str().unwrap(), 0.0).await.body["status"],
+        "cancelled"
+    );
+    let exited = tokio::time::timeout(Duration::from_secs(30), mcp._child.wait())
+        .await
+        .expect("the server exited with stdin still open")
+        .unwrap();
+    assert_eq!(exited.code(), Some(0));
+}
