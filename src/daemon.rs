@@ -27,7 +27,7 @@ use crate::api::{agent_router, owner_router, ApiState};
 use crate::chat::platform::PlatformRun;
 use crate::config::Config;
 use crate::engine::{Engine, Transport};
-use crate::serve::{Limits, Listener, CONTROL_CONNECTIONS};
+use crate::serve::{Limits, Listener, Timeouts, CONTROL_CONNECTIONS};
 use crate::systemd::Activation;
 
 pub struct App {
@@ -97,7 +97,7 @@ impl App {
         for note in &config.notes {
             info!("{note}");
         }
-        let (agent_limits, control_limits) = connection_limits(&config);
+        let (agent_limits, control_limits) = connection_limits(&engine);
         let pending = engine.record_start().await?;
         info!(
             pending,
@@ -162,7 +162,7 @@ impl App {
             agent_listener,
             Listener::Agents,
             agent_router(state(Transport::Unix, false)),
-            agent_limits,
+            agent_limits.clone(),
             connections.clone(),
             stop.clone(),
             tasks.clone(),
@@ -181,7 +181,7 @@ impl App {
                 listener,
                 Listener::Tcp,
                 agent_router(state(Transport::Tcp, false)),
-                agent_limits,
+                agent_limits.clone(),
                 connections,
                 stop.clone(),
                 tasks.clone(),
@@ -228,7 +228,8 @@ impl App {
 /// Raises the open-file limit, and sizes the listeners' caps to it: the agents'
 /// listeners get `[queue] max_connections` each (or what fits), the control socket
 /// [`CONTROL_CONNECTIONS`] of its own.
-fn connection_limits(config: &Config) -> (Limits, Limits) {
+fn connection_limits(engine: &Arc<Engine>) -> (Limits, Limits) {
+    let config = engine.config();
     let q = &config.queue;
     let open_files = crate::serve::raise_open_file_limit().unwrap_or_else(|e| {
         warn!(error = %e, "cannot read the open-file limit; assuming 1024");
@@ -249,10 +250,18 @@ fn connection_limits(config: &Config) -> (Limits, Limits) {
         max_connections = cap,
         open_files, "connections capped per agents' listener"
     );
+    // The live config's, so a reload applies to new connections.
+    let engine = engine.clone();
+    let timeouts: Arc<dyn Fn() -> Timeouts + Send + Sync> = Arc::new(move || {
+        let config = engine.config();
+        Timeouts {
+            header: config.queue.header_timeout,
+            idle: config.queue.idle_timeout,
+        }
+    });
     let limits = |max_connections| Limits {
         max_connections,
-        header_timeout: q.header_timeout,
-        idle_timeout: q.idle_timeout,
+        timeouts: timeouts.clone(),
     };
     (limits(cap), limits(CONTROL_CONNECTIONS))
 }

@@ -11,8 +11,8 @@
 //!    axum router, with the kernel's [`Caller`] attached for Unix sockets.
 //! 3. Time the connection out by what it is doing ([`Phase`]): waiting for a request
 //!    for longer than `[queue] idle_timeout`, or sending a request head for longer than
-//!    `header_timeout`, closes it. A request being answered, a long-poll included, is
-//!    never timed out.
+//!    `header_timeout` (both as they were when it was accepted), closes it. A request
+//!    being answered, a long-poll included, is never timed out.
 //! 4. At shutdown stop accepting; close connections that are not answering a request,
 //!    and let the others finish (long-polls return at once, as they watch the same
 //!    token), then close them.
@@ -88,12 +88,19 @@ impl Listener {
     }
 }
 
-/// How one listener serves.
-#[derive(Debug, Clone, Copy)]
+/// How one listener serves: its cap, fixed at start, and its timeouts, read for each
+/// new connection (so a reloaded `bot.toml` applies to the connections after it).
+#[derive(Clone)]
 pub struct Limits {
     pub max_connections: usize,
-    pub header_timeout: Duration,
-    pub idle_timeout: Duration,
+    pub timeouts: Arc<dyn Fn() -> Timeouts + Send + Sync>,
+}
+
+/// `[queue] header_timeout` and `idle_timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub header: Duration,
+    pub idle: Duration,
 }
 
 /// Why a connection was closed by its timer.
@@ -201,7 +208,7 @@ pub async fn serve<L: Accept>(
             which,
             router: router.clone(),
             caller,
-            limits,
+            timeouts: (limits.timeouts)(),
             metrics: metrics.clone(),
             stop: stop.clone(),
         };
@@ -217,7 +224,7 @@ struct Connection {
     which: Listener,
     router: Router,
     caller: Option<Caller>,
-    limits: Limits,
+    timeouts: Timeouts,
     metrics: Arc<Connections>,
     stop: CancellationToken,
 }
@@ -248,7 +255,7 @@ impl Connection {
                     }
                     return;
                 }
-                why = expired(&activity, self.limits) => {
+                why = expired(&activity, self.timeouts) => {
                     self.metrics.timed_out(self.which, why);
                     debug!(listener = self.which.as_str(), timeout = why.as_str(), "closing a connection that timed out");
                     return;
@@ -333,12 +340,12 @@ impl Drop for Answering {
 }
 
 /// Completes when the connection has been idle, or sending one head, for too long.
-async fn expired(activity: &Activity, limits: Limits) -> Timeout {
+async fn expired(activity: &Activity, timeouts: Timeouts) -> Timeout {
     let mut phases = activity.0.subscribe();
     loop {
         let deadline = match *phases.borrow_and_update() {
-            Phase::Idle { since } => Some((since + limits.idle_timeout, Timeout::Idle)),
-            Phase::Head { since } => Some((since + limits.header_timeout, Timeout::Header)),
+            Phase::Idle { since } => Some((since + timeouts.idle, Timeout::Idle)),
+            Phase::Head { since } => Some((since + timeouts.header, Timeout::Header)),
             Phase::Busy(_) => None,
         };
         match deadline {
@@ -506,10 +513,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_connection_is_timed_out_only_while_it_waits_or_sends_a_head() {
-        let limits = Limits {
-            max_connections: 1,
-            header_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
+        let limits = Timeouts {
+            header: Duration::from_secs(10),
+            idle: Duration::from_secs(60),
         };
         let activity = Arc::new(Activity::new());
         let started = Instant::now();

@@ -141,3 +141,17 @@ async fn idle_and_slow_connections_are_closed_but_a_long_poll_is_not() {
     assert!(timeouts("idle") >= 2, "{m}");
     assert!(timeouts("header") >= 1, "{m}");
 }
+
+/// The timeouts are reloaded (SIGHUP) for the connections opened after the reload.
+#[tokio::test]
+async fn a_reloaded_idle_timeout_applies_to_new_connections() {
+    let app = spawn_app("[queue]\nidle_timeout = \"1h\"\n").await;
+    let config = std::fs::read_to_string(&app.config_path)
+        .unwrap()
+        .replace("idle_timeout = \"1h\"", "idle_timeout = \"1s\"");
+    std::fs::write(&app.config_path, config).unwrap();
+    let reloaded = gatebot::config::Config::load(&app.config_path).unwrap();
+    app.engine.reload(reloaded).await.unwrap();
+    let mut silent = connect(&app.path().join("gatebot.sock")).await;
+    assert_eq!(read_until_closed(&mut silent).await, "");
+}
