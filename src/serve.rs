@@ -53,7 +53,7 @@ pub const CONTROL_CONNECTIONS: usize = 64;
 /// of its connections, chat platforms' HTTPS and websocket connections, the listeners,
 /// stdio, and the runtime's epoll and signal descriptors.
 pub const RESERVED_FILES: u64 = 256;
-/// How often a listener at its cap may say so in the log.
+/// How often a listener at its cap (or failing to accept) may say so in the log.
 const CAP_WARNING_EVERY: Duration = Duration::from_secs(60);
 /// Pause after a failed accept (out of files, say), so the loop does not spin.
 const ACCEPT_RETRY: Duration = Duration::from_millis(250);
@@ -162,6 +162,7 @@ pub async fn serve<L: Accept>(
 ) {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
     let mut last_warning: Option<Instant> = None;
+    let mut last_accept_error: Option<Instant> = None;
     let mut unwarned = 0u64;
     loop {
         let permit = match permits.clone().try_acquire_owned() {
@@ -196,7 +197,10 @@ pub async fn serve<L: Accept>(
             Ok(c) => c,
             Err(e) => {
                 // EMFILE and friends: the permit goes back, and we try again shortly.
-                warn!(listener = which.as_str(), error = %e, "cannot accept a connection");
+                if last_accept_error.is_none_or(|t| t.elapsed() >= CAP_WARNING_EVERY) {
+                    warn!(listener = which.as_str(), error = %e, "cannot accept a connection; retrying");
+                    last_accept_error = Some(Instant::now());
+                }
                 drop(permit);
                 tokio::select! {
                     _ = stop.cancelled() => return,
