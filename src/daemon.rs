@@ -94,10 +94,10 @@ impl App {
             ),
             None => None,
         };
+        let (agent_limits, control_limits) = connection_limits(&engine);
         for note in &config.notes {
             info!("{note}");
         }
-        let (agent_limits, control_limits) = connection_limits(&engine);
         let pending = engine.record_start().await?;
         info!(
             pending,
