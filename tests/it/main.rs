@@ -7,6 +7,7 @@
 
 mod api;
 mod cli;
+mod connections;
 mod failure;
 mod fake_slack;
 mod fake_telegram;
