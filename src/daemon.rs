@@ -3,7 +3,10 @@
 //! 1. [`App::build`] opens the store, claims the sockets (refusing to start if a
 //!    live daemon owns one, removing a stale file otherwise) and binds the optional
 //!    TCP listener, so callers (and tests) know every address before anything runs.
-//! 2. [`App::run_until`] serves the APIs, runs the expiry task and the chat platforms
+//!    It also raises the open-file limit and sizes each listener's connection cap to
+//!    it ([`crate::serve::fit_connections`]).
+//! 2. [`App::run_until`] serves the APIs ([`crate::serve::serve`] on each listener),
+//!    runs the expiry task and the chat platforms
 //!    (those `bot.toml` turns on, from [`crate::chat::platform::configured`], and any
 //!    added with [`App::add_platform`]) until the shutdown future completes; then it
 //!    stops accepting, lets in-flight requests finish (long-polls return at once) and
@@ -24,6 +27,7 @@ use crate::api::{agent_router, owner_router, ApiState};
 use crate::chat::platform::PlatformRun;
 use crate::config::Config;
 use crate::engine::{Engine, Transport};
+use crate::serve::{Limits, Listener, Timeouts, CONTROL_CONNECTIONS};
 use crate::systemd::Activation;
 
 pub struct App {
@@ -38,6 +42,9 @@ pub struct App {
     owned_sockets: Vec<PathBuf>,
     /// Chat platforms to run beside the configured ones (tests: the in-memory one).
     extra_platforms: Vec<PlatformRun>,
+    /// How the agents' listeners (Unix and TCP, each) and the control socket serve.
+    agent_limits: Limits,
+    control_limits: Limits,
 }
 
 impl App {
@@ -87,6 +94,7 @@ impl App {
             ),
             None => None,
         };
+        let (agent_limits, control_limits) = connection_limits(&engine);
         for note in &config.notes {
             info!("{note}");
         }
@@ -104,6 +112,8 @@ impl App {
             control_socket,
             owned_sockets,
             extra_platforms: Vec::new(),
+            agent_limits,
+            control_limits,
         })
     }
 
@@ -135,6 +145,8 @@ impl App {
             control_socket,
             owned_sockets,
             extra_platforms,
+            agent_limits,
+            control_limits,
         } = self;
         let stop = CancellationToken::new();
         let tasks = TaskTracker::new();
@@ -145,37 +157,41 @@ impl App {
             owner,
             shutdown: stop.clone(),
         };
-        let serve_unix = |listener: UnixListener, router: axum::Router| {
-            let stop = stop.clone();
-            async move {
-                axum::serve(listener, router)
-                    .with_graceful_shutdown(stop.cancelled_owned())
-                    .await
-            }
-        };
-        tasks.spawn(serve_unix(
+        let connections = engine.metrics.connections.clone();
+        tasks.spawn(crate::serve::serve(
             agent_listener,
+            Listener::Agents,
             agent_router(state(Transport::Unix, false)),
+            agent_limits.clone(),
+            connections.clone(),
+            stop.clone(),
+            tasks.clone(),
         ));
-        tasks.spawn(serve_unix(
+        tasks.spawn(crate::serve::serve(
             control_listener,
+            Listener::Control,
             owner_router(state(Transport::Unix, true)),
+            control_limits,
+            connections.clone(),
+            stop.clone(),
+            tasks.clone(),
         ));
         if let Some(listener) = tcp_listener {
-            let router = agent_router(state(Transport::Tcp, false));
-            let stop = stop.clone();
-            tasks.spawn(async move {
-                axum::serve(listener, router)
-                    .with_graceful_shutdown(stop.cancelled_owned())
-                    .await
-            });
+            tasks.spawn(crate::serve::serve(
+                listener,
+                Listener::Tcp,
+                agent_router(state(Transport::Tcp, false)),
+                agent_limits.clone(),
+                connections,
+                stop.clone(),
+                tasks.clone(),
+            ));
         }
         tasks.spawn({
             let engine = engine.clone();
             let stop = stop.clone();
             async move {
                 engine.run_expiry(stop).await;
-                Ok::<(), std::io::Error>(())
             }
         });
         if let Some(every) = crate::systemd::watchdog_interval() {
@@ -207,6 +223,47 @@ impl App {
         info!("stopped");
         Ok(())
     }
+}
+
+/// Raises the open-file limit, and sizes the listeners' caps to it: the agents'
+/// listeners get `[queue] max_connections` each (or what fits), the control socket
+/// [`CONTROL_CONNECTIONS`] of its own.
+fn connection_limits(engine: &Arc<Engine>) -> (Limits, Limits) {
+    let config = engine.config();
+    let q = &config.queue;
+    let open_files = crate::serve::raise_open_file_limit().unwrap_or_else(|e| {
+        warn!(error = %e, "cannot read the open-file limit; assuming 1024");
+        1024
+    });
+    let listeners = 1 + usize::from(q.listen.is_some());
+    let (cap, lowered) = crate::serve::fit_connections(q.max_connections, listeners, open_files);
+    if lowered {
+        warn!(
+            configured = q.max_connections,
+            cap,
+            open_files,
+            "queue.max_connections lowered to {cap}: {listeners} listener(s) of that many, the \
+             control socket and gatebot's own files must fit in the open-file limit of {open_files}"
+        );
+    }
+    info!(
+        max_connections = cap,
+        open_files, "connections capped per agents' listener"
+    );
+    // The live config's, so a reload applies to new connections.
+    let engine = engine.clone();
+    let timeouts: Arc<dyn Fn() -> Timeouts + Send + Sync> = Arc::new(move || {
+        let config = engine.config();
+        Timeouts {
+            header: config.queue.header_timeout,
+            idle: config.queue.idle_timeout,
+        }
+    });
+    let limits = |max_connections| Limits {
+        max_connections,
+        timeouts: timeouts.clone(),
+    };
+    (limits(cap), limits(CONTROL_CONNECTIONS))
 }
 
 /// Pings systemd's watchdog while the store answers; a wedged store stops the pings

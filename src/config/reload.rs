@@ -3,8 +3,9 @@
 //!
 //! Agents, tiers, lists, the policy, chat approvers, chats and channels and the digest
 //! threshold apply at once: they are read from the config in force at each use (chat
-//! delivery follows changed chats and channels as well). Sockets, the database, the
-//! TCP listener, logging and a chat platform's connection (its tokens, API URL, mode,
+//! delivery follows changed chats and channels as well), and so are the connection
+//! timeouts. Sockets, the database, the TCP listener and its connection cap, logging
+//! and a chat platform's connection (its tokens, API URL, mode,
 //! or the platform being turned on or off) are set up at start: a new value there
 //! takes effect only after a restart, so the config in force keeps the old one, and
 //! the caller names each such key in a warning.
@@ -31,6 +32,10 @@ impl Config {
         );
         keep("queue.listen", new.queue.listen != self.queue.listen);
         keep("queue.metrics", new.queue.metrics != self.queue.metrics);
+        keep(
+            "queue.max_connections",
+            new.queue.max_connections != self.queue.max_connections,
+        );
         keep("log.format", new.log.format != self.log.format);
         keep("log.level", new.log.level != self.log.level);
         new.store = self.store.clone();
@@ -38,6 +43,7 @@ impl Config {
         new.queue.control_socket = self.queue.control_socket.clone();
         new.queue.listen = self.queue.listen.clone();
         new.queue.metrics = self.queue.metrics;
+        new.queue.max_connections = self.queue.max_connections;
         new.log = self.log.clone();
 
         match (&self.telegram, &mut new.telegram) {
@@ -95,7 +101,8 @@ mod tests {
         let old = parse(BASE).unwrap();
         let changed = format!(
             "[store]\npath = \"other.db\"\n[queue]\nsocket = \"a.sock\"\n\
-             control_socket = \"b.sock\"\nlisten = \"127.0.0.1:9\"\n[log]\nlevel = \"debug\"\n{}",
+             control_socket = \"b.sock\"\nlisten = \"127.0.0.1:9\"\nmax_connections = 9\n\
+             idle_timeout = \"5s\"\n[log]\nlevel = \"debug\"\n{}",
             BASE.replace("1:A", "2:B")
                 .replace("xapp-1", "xapp-2")
                 .replace("chats = [1]", "chats = [1, 2]")
@@ -110,6 +117,7 @@ mod tests {
                 "queue.socket",
                 "queue.control_socket",
                 "queue.listen",
+                "queue.max_connections",
                 "log.level",
                 "telegram.token",
                 "slack.app_token"
@@ -119,6 +127,8 @@ mod tests {
         assert_eq!(new.store.path, old.store.path);
         assert_eq!(new.queue.socket, old.queue.socket);
         assert_eq!(new.queue.listen, None);
+        assert_eq!(new.queue.max_connections, None);
+        assert_eq!(new.queue.idle_timeout, std::time::Duration::from_secs(5));
         assert_eq!(new.log.level, "info");
         let (t, s) = (new.telegram.unwrap(), new.slack.unwrap());
         assert_eq!(t.token.expose(), "1:A");

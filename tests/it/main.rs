@@ -8,6 +8,7 @@
 mod api;
 mod cli;
 mod cli_output;
+mod connections;
 mod failure;
 mod fake_slack;
 mod fake_telegram;
