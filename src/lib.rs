@@ -23,6 +23,7 @@
 //!   in-memory platform for tests.
 //! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates.
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
+//! - [`files`]: the modes of the files, directories and sockets gatebot creates.
 //! - [`systemd`], [`metrics`], [`telemetry`], [`guidance`]: socket activation and notify;
 //!   Prometheus counters; logging; what an agent's prompt should say about its tier.
 //!
@@ -42,6 +43,7 @@ pub mod client;
 pub mod config;
 pub mod daemon;
 pub mod engine;
+pub mod files;
 pub mod guidance;
 pub mod hooks;
 pub mod metrics;

@@ -4,6 +4,7 @@
 use super::file::{FileLog, FileQueue, FileStore};
 use super::resolve::Resolve;
 use super::{ConfigError, LogConfig, QueueConfig, StoreConfig};
+use crate::store::sibling;
 
 impl Resolve<'_> {
     pub(super) fn store(&self, store: FileStore) -> StoreConfig {
@@ -33,13 +34,6 @@ impl Resolve<'_> {
                 "metrics are served on the TCP listener: set `queue.listen` too (the control socket always serves /metrics)",
             ));
         }
-        if queue.socket == queue.control_socket {
-            errors.push(self.error(
-                "queue",
-                "control_socket",
-                "must differ from `queue.socket`: agents must not reach the owners' socket",
-            ));
-        }
         QueueConfig {
             socket: self.anchor(&queue.socket),
             control_socket: self.anchor(&queue.control_socket),
@@ -47,6 +41,52 @@ impl Resolve<'_> {
             max_body_bytes: queue.max_body_bytes,
             max_wait: queue.max_wait,
             metrics: queue.metrics,
+        }
+    }
+
+    /// The socket paths against each other, the database and this file: a socket path
+    /// must name nothing else gatebot uses (the daemon refuses to start on a path that
+    /// holds anything but a stale socket, and must never remove the database).
+    pub(super) fn socket_paths(
+        &self,
+        store: &StoreConfig,
+        queue: &QueueConfig,
+        errors: &mut Vec<ConfigError>,
+    ) {
+        if queue.socket == queue.control_socket {
+            errors.push(self.error(
+                "queue",
+                "control_socket",
+                "must differ from `queue.socket`: agents must not reach the owners' socket",
+            ));
+        }
+        let taken = [
+            (store.path.clone(), "the database (`store.path`)"),
+            (
+                sibling(&store.path, "-wal"),
+                "the database's write-ahead log",
+            ),
+            (
+                sibling(&store.path, "-shm"),
+                "the database's shared-memory file",
+            ),
+            (sibling(&store.path, "-journal"), "the database's journal"),
+            (self.file().to_path_buf(), "this config file"),
+        ];
+        for (key, path) in [
+            ("socket", &queue.socket),
+            ("control_socket", &queue.control_socket),
+        ] {
+            if let Some((_, what)) = taken.iter().find(|(p, _)| p == path) {
+                errors.push(self.error(
+                    "queue",
+                    key,
+                    format!(
+                        "`{}` is {what}: a socket needs a path of its own",
+                        path.display()
+                    ),
+                ));
+            }
         }
     }
 
@@ -77,5 +117,33 @@ mod tests {
     fn same_socket_twice_is_an_error() {
         let e = parse("[queue]\nsocket = \"a.sock\"\ncontrol_socket = \"a.sock\"\n").unwrap_err();
         assert_eq!(e.key, "queue.control_socket");
+        // The same file, written two ways.
+        let e = parse("[queue]\nsocket = \"./a.sock\"\ncontrol_socket = \"/etc/gatebot/a.sock\"\n")
+            .unwrap_err();
+        assert_eq!(e.key, "queue.control_socket");
+        assert_eq!(e.line, Some(3));
+    }
+
+    #[test]
+    fn a_socket_on_the_database_or_its_files_is_an_error() {
+        for (socket, what) in [
+            ("gatebot.db", "the database (`store.path`)"),
+            ("gatebot.db-wal", "write-ahead log"),
+            ("/etc/gatebot/gatebot.db-shm", "shared-memory file"),
+            ("bot.toml", "this config file"),
+        ] {
+            let e = parse(&format!("[queue]\nsocket = \"{socket}\"\n")).unwrap_err();
+            assert_eq!(e.key, "queue.socket", "{socket}");
+            assert_eq!(e.line, Some(2), "{socket}");
+            assert!(e.message.contains(what), "{socket}: {}", e.message);
+        }
+        let e = parse(
+            "[store]\npath = \"/var/lib/g.db\"\n[queue]\ncontrol_socket = \"/var/lib/g.db\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "queue.control_socket");
+        assert!(
+            parse("[store]\npath = \"/var/lib/g.db\"\n[queue]\nsocket = \"gatebot.db\"\n").is_ok()
+        );
     }
 }

@@ -39,6 +39,8 @@ pub enum StoreError {
     Migration(#[from] rusqlite_migration::Error),
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    #[error("{0}")]
+    File(String),
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -56,6 +58,14 @@ fn migrations() -> Migrations<'static> {
     ])
 }
 
+/// `path` with `suffix` appended to its file name: the database's `-wal` and `-shm`.
+#[must_use]
+pub fn sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
+}
+
 pub struct Store {
     conn: Mutex<Connection>,
 }
@@ -68,9 +78,31 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Opens (creating if needed) the database and brings its schema up to date.
+    ///
+    /// The database file is created 0600 whatever the umask, and SQLite gives its WAL
+    /// and SHM the same mode; files an older version left readable by group or others
+    /// are made private (with a WARN), so agents in gatebot's group cannot read them.
     pub fn open(path: &Path) -> Result<Store> {
+        let io = |what: &str, e: std::io::Error| {
+            StoreError::File(format!("{what} {}: {e}", path.display()))
+        };
+        crate::files::private_file(path).map_err(|e| io("cannot create", e))?;
         let mut conn = Connection::open(path)?;
         Self::prepare(&mut conn)?;
+        for file in [
+            path.to_path_buf(),
+            sibling(path, "-wal"),
+            sibling(path, "-shm"),
+        ] {
+            match crate::files::tighten(&file) {
+                Ok(Some(mode)) => tracing::warn!(
+                    file = %file.display(),
+                    "the database was readable by group or others (mode {mode:o}); made it 0600"
+                ),
+                Ok(None) => {}
+                Err(e) => return Err(io("cannot make private", e)),
+            }
+        }
         Ok(Store {
             conn: Mutex::new(conn),
         })

@@ -10,6 +10,7 @@ mod cli;
 mod failure;
 mod fake_slack;
 mod fake_telegram;
+mod files;
 mod helpers;
 mod hooks;
 mod integrations;
