@@ -28,7 +28,7 @@ use crate::config::{AgentConfig, Config};
 use crate::names::valid_agent_name;
 use crate::policy::{Action, History, Request};
 use crate::store::{
-    AuditCheck, AuditRow, Inserted, Lookup, NewApproval, Store, StoreError, Transition,
+    AuditCheck, AuditHead, AuditRow, Inserted, Lookup, NewApproval, Store, StoreError, Transition,
 };
 use crate::time::{format_duration, now_ms};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
@@ -663,9 +663,16 @@ impl Engine {
             .await
     }
 
-    /// Recomputes the audit hash chain.
-    pub async fn verify_audit(&self) -> Result<AuditCheck, EngineError> {
-        self.blocking(|s| s.verify_audit()).await
+    /// Recomputes the audit hash chain; with `anchor` (a head hash printed earlier),
+    /// also checks that the chain still holds it.
+    pub async fn verify_audit(&self, anchor: Option<String>) -> Result<AuditCheck, EngineError> {
+        self.blocking(move |s| s.verify_audit_with(anchor.as_deref()))
+            .await
+    }
+
+    /// The audit chain's head as recorded (`None` if the record was removed).
+    pub async fn audit_head(&self) -> Result<Option<AuditHead>, EngineError> {
+        self.blocking(|s| s.audit_head()).await
     }
 
     /// The agent withdraws its own pending request.

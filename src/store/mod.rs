@@ -25,7 +25,7 @@ mod audit;
 mod chat;
 
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
-pub use audit::{AuditCheck, AuditRow};
+pub use audit::{AuditCheck, AuditHead, AuditRow};
 pub use chat::{
     Asked, DigestGroup, DigestState, DigestSummary, Shown, ShownBy, Subject, SubjectKind,
     SubjectLookup, Unposted,
@@ -48,13 +48,14 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// Most requests one [`Store::expire_due`] pass expires.
 pub const EXPIRE_BATCH: i64 = 500;
 
-fn migrations() -> Migrations<'static> {
+pub(crate) fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
         M::up(include_str!("../../migrations/0001_initial.sql")),
         M::up(include_str!("../../migrations/0002_prompts.sql")),
         M::up(include_str!("../../migrations/0003_audit_chain.sql")),
         M::up(include_str!("../../migrations/0004_digests.sql")),
         M::up(include_str!("../../migrations/0005_conversations.sql")),
+        M::up(include_str!("../../migrations/0006_audit_head.sql")),
     ])
 }
 

@@ -17,7 +17,7 @@ use crate::helpers::{eventually, BASE_CONFIG};
 const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
 
 /// `gatebot run` on `dir/bot.toml`, with `umask` as the mask it starts with.
-fn run_daemon(dir: &Path, umask: u32) -> Child {
+pub(crate) fn run_daemon(dir: &Path, umask: u32) -> Child {
     let mut cmd = Command::new(BIN);
     cmd.args(["run", "--config"])
         .arg(dir.join("bot.toml"))
@@ -37,7 +37,7 @@ fn run_daemon(dir: &Path, umask: u32) -> Child {
 }
 
 /// Stops the daemon with SIGTERM and returns its output.
-async fn stop(child: Child) -> Output {
+pub(crate) async fn stop(child: Child) -> Output {
     let pid = child.id().unwrap() as libc::pid_t;
     // SAFETY: kill with a pid we spawned and still own (not yet waited for).
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);

@@ -6,6 +6,7 @@
 //! leaks into them); `TEST_LOG=1 cargo test` also prints them with each test's output.
 
 mod api;
+mod audit;
 mod cli;
 mod failure;
 mod fake_slack;

@@ -1,12 +1,18 @@
-//! `gatebot audit`: print the audit trail; `gatebot audit verify`: check its hash chain.
+//! `gatebot audit`: print the audit trail; `gatebot audit verify`: check its hash chain;
+//! `gatebot audit head`: print the chain's head hash, to anchor the chain elsewhere.
 
 use super::{encode, expect_ok, pretty, EXIT_GO, EXIT_NO};
 use crate::client::Client;
 use crate::time::{format_ms, now_ms, parse_duration};
 
-/// `audit verify`: exit 1 if any row was edited, deleted or reordered.
-pub(super) async fn verify(client: &Client, json: bool) -> Result<u8, String> {
-    let res = expect_ok(client.get("/v1/audit/verify").await)?;
+/// `audit verify [--head HASH]`: exit 1 if the trail is not the unbroken chain its
+/// head records (or no longer holds the anchor `head`).
+pub(super) async fn verify(client: &Client, head: Option<&str>, json: bool) -> Result<u8, String> {
+    let path = match head {
+        Some(h) => format!("/v1/audit/verify?head={}", encode(h)),
+        None => "/v1/audit/verify".to_string(),
+    };
+    let res = expect_ok(client.get(&path).await)?;
     let problems = res.body["problems"].as_array().cloned().unwrap_or_default();
     if json {
         println!("{}", pretty(&res.body));
@@ -15,6 +21,9 @@ pub(super) async fn verify(client: &Client, json: bool) -> Result<u8, String> {
             "audit trail intact: {} rows checked ({} written before the chain existed)",
             res.body["rows"], res.body["unchained"]
         );
+        if let Some(at) = res.body["anchored_at"].as_i64() {
+            println!("the anchored head is row {at}: nothing up to it has changed since");
+        }
     } else {
         for p in &problems {
             println!("{}", p.as_str().unwrap_or_default());
@@ -25,6 +34,22 @@ pub(super) async fn verify(client: &Client, json: bool) -> Result<u8, String> {
     } else {
         EXIT_NO
     })
+}
+
+/// `audit head`: the chain's head hash (the last row's), alone on a line.
+pub(super) async fn head(client: &Client, json: bool) -> Result<u8, String> {
+    let res = expect_ok(client.get("/v1/audit/head").await)?;
+    if json {
+        println!("{}", pretty(&res.body));
+        return Ok(EXIT_GO);
+    }
+    match res.body["hash"].as_str() {
+        Some(hash) => {
+            println!("{hash}");
+            Ok(EXIT_GO)
+        }
+        None => Err("the audit trail has no chained row yet".into()),
+    }
 }
 
 /// `audit [--request ID] [--since 24h]`: one line (or JSON object) per row.
