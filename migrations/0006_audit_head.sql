@@ -36,3 +36,20 @@ WHEN NEW.id <> OLD.id OR NEW.rows <> OLD.rows + 1
 BEGIN SELECT RAISE(ABORT, 'the audit head moves one row at a time'); END;
 CREATE TRIGGER audit_head_is_kept BEFORE DELETE ON audit_head
 BEGIN SELECT RAISE(ABORT, 'the audit head is kept'); END;
+
+-- Refused attempts, coalesced (see src/engine/refusal.rs): the first attempt of a window
+-- (per actor, what was tried, where and why it was refused; a minute) is an
+-- `unauthorised_attempt` audit row at once; later ones in the window only count here,
+-- and the count becomes one more audit row when the window ends. A window still open at
+-- a crash is closed at the next start, so no attempt goes unrecorded.
+CREATE TABLE refusal_windows (
+    key         TEXT PRIMARY KEY,  -- JSON: actor, kind, channel, transport, reason
+    approval_id TEXT,              -- the first attempt's, for the closing row
+    actor       TEXT NOT NULL,
+    channel     TEXT NOT NULL,
+    detail      TEXT NOT NULL,     -- the first attempt's audit detail (JSON)
+    first_seq   INTEGER NOT NULL,  -- the first attempt's audit row
+    started     INTEGER NOT NULL,  -- when the first attempt came (ms)
+    last_at     INTEGER NOT NULL,  -- when the latest came
+    repeats     INTEGER NOT NULL   -- attempts after the first, not yet in the trail
+);

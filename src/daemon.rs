@@ -5,11 +5,12 @@
 //!    socket path is claimed only if nothing is there, or a stale socket (which is
 //!    removed); a live daemon's socket, or anything that is not a socket (the
 //!    database, a config file), stops the start with an error naming the key.
-//! 2. [`App::run_until`] serves the APIs, runs the expiry task and the chat platforms
-//!    (those `bot.toml` turns on, from [`crate::chat::platform::configured`], and any
-//!    added with [`App::add_platform`]) until the shutdown future completes; then it
-//!    stops accepting, lets in-flight requests finish (long-polls return at once) and
-//!    waits for every task.
+//! 2. [`App::run_until`] serves the APIs, runs the expiry and housekeeping tasks and
+//!    the chat platforms (those `bot.toml` turns on, from
+//!    [`crate::chat::platform::configured`], and any added with [`App::add_platform`])
+//!    until the shutdown future completes; then it stops accepting, lets in-flight
+//!    requests finish (long-polls return at once), waits for every task, and records
+//!    the counts of refused attempts still in their minute.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -179,6 +180,14 @@ impl App {
                 Ok::<(), std::io::Error>(())
             }
         });
+        tasks.spawn({
+            let engine = engine.clone();
+            let stop = stop.clone();
+            async move {
+                engine.run_housekeeping(stop).await;
+                Ok::<(), std::io::Error>(())
+            }
+        });
         if let Some(every) = crate::systemd::watchdog_interval() {
             tasks.spawn(watchdog(engine.clone(), every, stop.clone()));
         }
@@ -198,6 +207,10 @@ impl App {
         stop.cancel();
         tasks.close();
         tasks.wait().await;
+        // Counts of refused attempts still in their minute go into the trail now.
+        if let Err(e) = engine.flush_refusals(true).await {
+            warn!(error = %e, "could not record the counts of refused attempts; the next start will");
+        }
         for path in &owned_sockets {
             if let Err(e) = std::fs::remove_file(path) {
                 warn!(path = %path.display(), error = %e, "could not remove the socket file");

@@ -19,7 +19,7 @@ use tracing::{debug, error, warn};
 use crate::chat::card::{Button, Card, Line};
 use crate::chat::conversation::{self, Action, Command, Who};
 use crate::chat::Context;
-use crate::engine::Subject;
+use crate::engine::{Refusal, Subject};
 
 /// Who pressed, wrote or answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,7 +210,8 @@ pub async fn handle(cx: &Context, actor: &Actor, inbound: Inbound) -> Answer {
             debug!(platform = %cx.platform, user = %actor.id, ?action, "button pressed");
             if !allowed(action.who(), actor) {
                 let subject = subject_of(cx, action.subject()).await;
-                return refuse(cx, actor, subject, &action.attempted()).await;
+                let attempted = format!("button {}", action.attempted());
+                return refuse(cx, actor, subject, &attempted).await;
             }
             conversation::press(cx, actor, action, &at).await
         }
@@ -282,7 +283,8 @@ async fn text_message(
     if !allowed(cmd.who(), actor) {
         let typed = cmd.subject().or(replied.as_ref().map(|s| s.id.as_str()));
         let subject = subject_of(cx, typed).await;
-        return refuse(cx, actor, subject, &cmd.attempted()).await;
+        let attempted = format!("command {}", cmd.attempted());
+        return refuse(cx, actor, subject, &attempted).await;
     }
     conversation::command(cx, actor, cmd, replied.as_ref()).await
 }
@@ -300,7 +302,8 @@ async fn subject_of(cx: &Context, typed: Option<&str>) -> Option<String> {
     cx.engine.lookup(typed, false).await.ok().map(|a| a.id)
 }
 
-/// Refuses `actor`, auditing what they attempted.
+/// Refuses `actor`, auditing what they attempted (a fixed text: "button Approve",
+/// "command pending"; the same attempts of a minute are coalesced by it).
 pub async fn refuse(
     cx: &Context,
     actor: &Actor,
@@ -308,11 +311,16 @@ pub async fn refuse(
     attempted: &str,
 ) -> Answer {
     let detail = json!({"user_id": actor.id, "name": actor.name, "attempted": attempted});
-    if let Err(e) = cx
-        .engine
-        .record_unauthorised(subject, actor.label(), cx.via(), detail)
-        .await
-    {
+    let refusal = Refusal {
+        approval_id: subject,
+        actor: actor.label(),
+        via: cx.via(),
+        transport: None,
+        kind: attempted.to_string(),
+        reason: None,
+        detail,
+    };
+    if let Err(e) = cx.engine.record_unauthorised(refusal).await {
         error!(error = %e, "cannot audit an unauthorised attempt");
     }
     Answer::alert(not_allowed(actor))

@@ -34,12 +34,14 @@ use crate::time::{format_duration, now_ms};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
 mod chat;
+mod refusal;
 
 pub use crate::store::{
     DigestGroup, DigestState, DigestSummary, ListFilter, Shown, ShownBy, Subject, SubjectKind,
     Unposted,
 };
 pub use chat::ChatState;
+pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
 
 /// Runs a store call on the blocking pool: SQLite calls block, sometimes on fsync.
 async fn blocking<T, F>(store: &Arc<Store>, f: F) -> Result<T, EngineError>
@@ -590,32 +592,10 @@ impl Engine {
         Err(EngineError::AlreadySettled(Box::new(a)))
     }
 
-    /// Records a refused attempt: a decision by someone who is not an approver, an
-    /// agent trying to decide, a missing or wrong token. `detail` says what was
-    /// attempted; it must never hold a token.
-    pub async fn record_unauthorised(
-        &self,
-        approval_id: Option<String>,
-        actor: String,
-        via: Via,
-        detail: Value,
-    ) -> Result<(), EngineError> {
-        warn!(actor = %actor, via = via.as_str(), detail = %detail, "unauthorised attempt refused");
-        self.blocking(move |s| {
-            s.audit(
-                now_ms(),
-                approval_id.as_deref(),
-                "unauthorised_attempt",
-                Some(&actor),
-                Some(&via),
-                &detail,
-            )
-        })
-        .await
-    }
-
-    /// Records that the daemon started, and how many requests it found waiting.
+    /// Records that the daemon started, and how many requests it found waiting. Windows
+    /// of refused attempts an earlier run left open (it crashed) are closed first.
     pub async fn record_start(&self) -> Result<usize, EngineError> {
+        self.flush_refusals(true).await?;
         self.blocking(|s| {
             let pending = s.count_pending()?;
             s.audit(
@@ -653,14 +633,24 @@ impl Engine {
         self.blocking(move |s| s.always_allowed_tools(&agent)).await
     }
 
-    /// Audit rows, oldest first, optionally for one request and/or since a time.
-    pub async fn audit_rows(
+    /// Up to `limit` audit rows with `after < seq <= until`, oldest first, optionally
+    /// for one request and/or since a time: a page of the trail, for readers that
+    /// stream it rather than hold it.
+    pub async fn audit_page(
         &self,
         approval_id: Option<String>,
         since: Option<i64>,
+        after: i64,
+        until: i64,
+        limit: i64,
     ) -> Result<Vec<AuditRow>, EngineError> {
-        self.blocking(move |s| s.audit_rows(approval_id.as_deref(), since))
+        self.blocking(move |s| s.audit_page(approval_id.as_deref(), since, after, until, limit))
             .await
+    }
+
+    /// The highest seq in the audit trail now (where a reader starting now stops).
+    pub async fn audit_last_seq(&self) -> Result<i64, EngineError> {
+        self.blocking(|s| s.audit_last_seq()).await
     }
 
     /// Recomputes the audit hash chain; with `anchor` (a head hash printed earlier),

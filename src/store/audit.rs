@@ -119,7 +119,9 @@ impl Store {
         detail: &Value,
     ) -> Result<()> {
         let conn = self.lock();
-        audit_conn(&conn, now, approval_id, event, actor, channel, detail)
+        let channel = channel.map(Via::as_str);
+        audit_conn(&conn, now, approval_id, event, actor, channel, detail)?;
+        Ok(())
     }
 
     /// Audit rows, oldest first, optionally for one approval and/or since a time.
@@ -128,12 +130,33 @@ impl Store {
         approval_id: Option<&str>,
         since: Option<i64>,
     ) -> Result<Vec<AuditRow>> {
+        self.audit_page(approval_id, since, 0, i64::MAX, i64::MAX)
+    }
+
+    /// The highest seq in the trail (0 when it is empty): where a reader that started
+    /// now stops, so a trail that grows meanwhile still ends.
+    pub fn audit_last_seq(&self) -> Result<i64> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(
+        Ok(conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM audit", [], |r| r.get(0))?)
+    }
+
+    /// Up to `limit` audit rows with `after < seq <= until`, oldest first, optionally
+    /// for one approval and/or since a time: one page of a trail read in pages.
+    pub fn audit_page(
+        &self,
+        approval_id: Option<&str>,
+        since: Option<i64>,
+        after: i64,
+        until: i64,
+        limit: i64,
+    ) -> Result<Vec<AuditRow>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
             "SELECT seq, at, approval_id, event, actor, channel, detail FROM audit \
-             WHERE (?1 IS NULL OR approval_id = ?1) AND (?2 IS NULL OR at >= ?2) ORDER BY seq",
+             WHERE (?1 IS NULL OR approval_id = ?1) AND (?2 IS NULL OR at >= ?2) \
+             AND seq > ?3 AND seq <= ?4 ORDER BY seq LIMIT ?5",
         )?;
-        let rows = stmt.query_map(params![approval_id, since], |r| {
+        let rows = stmt.query_map(params![approval_id, since, after, until, limit], |r| {
             let detail: Option<String> = r.get(6)?;
             Ok(AuditRow {
                 seq: r.get(0)?,
@@ -410,18 +433,28 @@ pub(super) fn audit_tx(
     channel: Option<&Via>,
     detail: &Value,
 ) -> Result<()> {
-    audit_conn(tx, now, approval_id, event, actor, channel, detail)
+    audit_conn(
+        tx,
+        now,
+        approval_id,
+        event,
+        actor,
+        channel.map(Via::as_str),
+        detail,
+    )?;
+    Ok(())
 }
 
-fn audit_conn(
+/// Appends an audit row on `conn` (in the caller's transaction, if any); returns its seq.
+pub(super) fn audit_conn(
     conn: &Connection,
     now: i64,
     approval_id: Option<&str>,
     event: &str,
     actor: Option<&str>,
-    channel: Option<&Via>,
+    channel: Option<&str>,
     detail: &Value,
-) -> Result<()> {
+) -> Result<i64> {
     // Chain onto the recorded head, not onto whatever row is last now: after rows were
     // cut off the end, the next row then shows the cut too. Callers hold the
     // connection's mutex (one writer), so the head cannot move between this read and
@@ -431,7 +464,6 @@ fn audit_conn(
         .query_row([], |r| r.get(0))
         .optional()?
         .flatten();
-    let channel = channel.map(Via::as_str);
     let detail = detail.to_string();
     let hash = audit_hash(
         prev.as_deref(),
@@ -456,7 +488,7 @@ fn audit_conn(
         prev,
         hash
     ])?;
-    Ok(())
+    Ok(conn.last_insert_rowid())
 }
 
 /// The hash of one audit row, chained to the previous row's hash.

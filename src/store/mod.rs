@@ -7,6 +7,7 @@
 //! - `approvals`: requests, their transitions out of `pending`, lookup, expiry, lists
 //!   and always-allow additions;
 //! - `audit`: the hash-chained, append-only audit trail and its verification;
+//! - `refusals`: refused attempts, coalesced per key and minute into the trail;
 //! - `chat`: which chat message shows which request (prompts, digests, questions).
 //!
 //! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
@@ -23,6 +24,7 @@ use rusqlite_migration::{Migrations, M};
 mod approvals;
 mod audit;
 mod chat;
+mod refusals;
 
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
@@ -30,6 +32,7 @@ pub use chat::{
     Asked, DigestGroup, DigestState, DigestSummary, Shown, ShownBy, Subject, SubjectKind,
     SubjectLookup, Unposted,
 };
+pub use refusals::{Closed, RefusalRow, Refused};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

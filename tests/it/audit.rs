@@ -181,3 +181,262 @@ async fn the_head_printed_today_anchors_the_chain_tomorrow() {
     assert!(err.contains("64 hex digits"), "{err}");
     stop(daemon).await;
 }
+
+/// A POST over TCP, as an agent on another machine would send it: the raw response.
+async fn tcp_post(addr: std::net::SocketAddr, path: &str, body: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}
+
+/// The `unauthorised_attempt` rows of the whole trail.
+async fn refusals(app: &TestApp) -> Vec<Value> {
+    let res = app.owner.get("/v1/audit").await.unwrap();
+    res.body["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["event"] == "unauthorised_attempt")
+        .cloned()
+        .collect()
+}
+
+/// How many attempts the rows stand for.
+fn attempts(rows: &[Value]) -> i64 {
+    rows.iter()
+        .map(|r| r["detail"]["count"].as_i64().unwrap())
+        .sum()
+}
+
+#[tokio::test]
+async fn a_flood_of_refused_attempts_is_counted_not_stored_or_logged_each_time() {
+    let app = spawn_app("[queue]\nlisten = \"127.0.0.1:0\"\n").await;
+    let addr = app.tcp.unwrap();
+    // A tool name as long as the body limit allows, with no token, on the TCP listener.
+    let marker = "floodtool7f3a";
+    let tool = format!("{marker}{}", "x".repeat(60_000));
+    let body = json!({"agent": "secure", "tool": tool, "args": {}}).to_string();
+    const FLOOD: i64 = 300;
+    let started = std::time::Instant::now();
+    for _ in 0..FLOOD {
+        let res = tcp_post(addr, "/v1/requests", &body).await;
+        assert!(res.starts_with("HTTP/1.1 401"), "{}", &res[..200]);
+    }
+    let minutes = started.elapsed().as_secs() as usize / 60 + 1;
+
+    // At most a row when a minute's window opens and one when it closes (with the count).
+    let rows = refusals(&app).await;
+    assert!(
+        !rows.is_empty() && rows.len() <= 2 * minutes,
+        "{} rows",
+        rows.len()
+    );
+    let first = &rows[0];
+    assert_eq!(first["actor"], "secure");
+    assert_eq!(first["detail"]["transport"], "tcp");
+    assert_eq!(first["detail"]["count"], 1);
+    let attempted = first["detail"]["attempted"].as_str().unwrap();
+    assert!(
+        attempted.starts_with(&format!("submit a {marker}"))
+            && attempted.ends_with(&format!(
+                "({} characters)",
+                "submit a  request".len() + tool.len()
+            )),
+        "{attempted}"
+    );
+    let stored: usize = rows.iter().map(|r| r.to_string().len()).sum();
+    assert!(stored < 1_000 * rows.len(), "{stored} bytes in the audit");
+
+    // The log: a WARN line for a window, never the whole echo.
+    let log = crate::helpers::log_text();
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains(marker)).collect();
+    let warned = lines
+        .iter()
+        .filter(|l| l.contains("WARN") && l.contains("unauthorised attempt refused"))
+        .count();
+    assert!(warned >= 1 && warned <= minutes, "{warned} WARN lines");
+    assert!(
+        lines.iter().all(|l| l.len() < 2_000),
+        "a log line carries the whole echo"
+    );
+
+    // The counts reach the trail when the window ends (here: made to end now).
+    app.engine.flush_refusals(true).await.unwrap();
+    let rows = refusals(&app).await;
+    assert_eq!(attempts(&rows), FLOOD);
+    let closing = rows.last().unwrap();
+    assert!(closing["detail"]["repeats_of"].is_i64(), "{closing}");
+    assert!(verify(&app).await["problems"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn different_refusals_are_kept_apart_and_counts_survive_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bot.toml"), BASE_CONFIG).unwrap();
+    let daemon = run_daemon(dir.path(), 0o022);
+    let agent = Client::new(dir.path().join("gatebot.sock"));
+    eventually("the daemon serves", async || {
+        agent.get("/v1/health").await.ok()
+    })
+    .await;
+    let submit = json!({"agent": "secure", "tool": "send_email", "args": {}});
+    let wrong = agent.clone().with_token(Some("guess".into()));
+    for _ in 0..5 {
+        assert_eq!(
+            wrong.post("/v1/requests", &submit).await.unwrap().status,
+            401
+        );
+    }
+    // Another reason (no token at all) and another actor are windows of their own.
+    for _ in 0..3 {
+        assert_eq!(
+            agent.post("/v1/requests", &submit).await.unwrap().status,
+            401
+        );
+    }
+    let other = json!({"agent": "other", "tool": "send_email", "args": {}});
+    assert_eq!(
+        agent.post("/v1/requests", &other).await.unwrap().status,
+        401
+    );
+
+    // kill -9: the counts of the open windows are in the database, not in memory.
+    let pid = daemon.id().unwrap() as libc::pid_t;
+    // SAFETY: kill with a pid we spawned and have not waited for.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    daemon.wait_with_output().await.unwrap();
+    let daemon = run_daemon(dir.path(), 0o022);
+    eventually("the daemon serves again", async || {
+        agent.get("/v1/health").await.ok()
+    })
+    .await;
+    let owner = Client::new(dir.path().join("gatebot-control.sock"));
+    let trail = owner.get("/v1/audit").await.unwrap();
+    let rows: Vec<Value> = trail.body["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["event"] == "unauthorised_attempt")
+        .cloned()
+        .collect();
+    let by = |actor: &str, refused: &str| -> i64 {
+        attempts(
+            &rows
+                .iter()
+                .filter(|r| {
+                    r["actor"] == actor
+                        && r["detail"]["refused"].as_str().unwrap().contains(refused)
+                })
+                .cloned()
+                .collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(by("secure", "is not agent"), 5, "{rows:#?}");
+    assert_eq!(by("secure", "send it as"), 3, "{rows:#?}");
+    assert_eq!(by("other", "send it as"), 1, "{rows:#?}");
+    assert_eq!(
+        rows.len(),
+        5,
+        "three first rows, two with repeats: {rows:#?}"
+    );
+    let verified = owner.get("/v1/audit/verify").await.unwrap();
+    assert_eq!(verified.body["problems"], json!([]));
+    stop(daemon).await;
+}
+
+#[tokio::test]
+async fn the_trail_is_streamed_a_page_at_a_time() {
+    let app = spawn_app("").await;
+    // More rows than a page (500) holds, from concurrent agents.
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..320 {
+        let agent = app.agent.clone();
+        calls.spawn(async move {
+            agent
+                .post(
+                    "/v1/requests",
+                    &json!({"agent": "mailer", "tool": "query_org_data", "args": {"n": n}}),
+                )
+                .await
+                .unwrap()
+                .status
+        });
+        if calls.len() >= 16 {
+            assert!(calls.join_next().await.unwrap().unwrap().is_success());
+        }
+    }
+    while let Some(status) = calls.join_next().await {
+        assert!(status.unwrap().is_success());
+    }
+    let whole = app.owner.get("/v1/audit").await.unwrap();
+    let rows = whole.body["audit"].as_array().unwrap().clone();
+    assert!(rows.len() > 640, "{}", rows.len());
+
+    // NDJSON, sent in chunks as it is read: the head says so.
+    let raw = {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::UnixStream::connect(app.path().join("gatebot-control.sock"))
+            .await
+            .unwrap();
+        s.write_all(
+            b"GET /v1/audit?format=ndjson HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .await
+        .unwrap();
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await.unwrap();
+        String::from_utf8_lossy(&out).to_lowercase()
+    };
+    let head = &raw[..raw.find("\r\n\r\n").unwrap()];
+    assert!(
+        head.contains("content-type: application/x-ndjson"),
+        "{head}"
+    );
+    assert!(head.contains("transfer-encoding: chunked"), "{head}");
+
+    let mut lines = Vec::new();
+    let done = app
+        .owner
+        .get_lines("/v1/audit?format=ndjson", |l| {
+            lines.push(serde_json::from_slice::<Value>(l).unwrap());
+            std::ops::ControlFlow::Continue(())
+        })
+        .await
+        .unwrap();
+    assert!(done.is_none());
+    assert_eq!(lines, rows, "the same rows, in order, once each");
+
+    // The command line prints them as they come.
+    let out = tokio::process::Command::new(BIN)
+        .args(["audit", "--json", "--socket"])
+        .arg(app.path().join("gatebot-control.sock"))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let printed: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(printed.len(), rows.len());
+    assert_eq!(printed.first(), rows.first());
+    // An error before the first row is still an error (exit 2).
+    let out = tokio::process::Command::new(BIN)
+        .args(["audit", "--request", "nosuch", "--socket"])
+        .arg(app.path().join("gatebot-control.sock"))
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not_found"));
+}

@@ -1,6 +1,11 @@
 //! `gatebot audit`: print the audit trail; `gatebot audit verify`: check its hash chain;
 //! `gatebot audit head`: print the chain's head hash, to anchor the chain elsewhere.
 
+use std::io::Write;
+use std::ops::ControlFlow;
+
+use serde_json::Value;
+
 use super::{encode, expect_ok, pretty, EXIT_GO, EXIT_NO};
 use crate::client::Client;
 use crate::time::{format_ms, now_ms, parse_duration};
@@ -52,42 +57,93 @@ pub(super) async fn head(client: &Client, json: bool) -> Result<u8, String> {
     }
 }
 
-/// `audit [--request ID] [--since 24h]`: one line (or JSON object) per row.
+/// `audit [--request ID] [--since 24h]`: one line (or JSON object) per row, printed
+/// as the rows arrive (the daemon streams them), so a long trail is never held whole.
 pub(super) async fn trail(
     client: &Client,
     request: Option<&str>,
     since: Option<&str>,
     json: bool,
 ) -> Result<u8, String> {
-    let mut query = Vec::new();
+    let mut query = vec!["format=ndjson".to_string()];
     if let Some(r) = request {
         query.push(format!("request={}", encode(r)));
     }
     if let Some(s) = since {
         query.push(format!("since={}", parse_since(s)?));
     }
-    let path = if query.is_empty() {
-        "/v1/audit".to_string()
-    } else {
-        format!("/v1/audit?{}", query.join("&"))
-    };
-    let res = expect_ok(client.get(&path).await)?;
-    let rows = res.body["audit"].as_array().cloned().unwrap_or_default();
-    for row in rows {
-        if json {
-            println!("{row}");
-        } else {
-            println!(
-                "{} {} {} {} {}",
-                format_ms(row["at"].as_i64().unwrap_or(0)),
-                row["event"].as_str().unwrap_or("?"),
-                row["approval_id"].as_str().unwrap_or("-"),
-                row["actor"].as_str().unwrap_or("-"),
-                row["detail"]
-            );
-        }
+    let path = format!("/v1/audit?{}", query.join("&"));
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut failed: Option<String> = None;
+    let answer = client
+        .get_lines(&path, |line| match print_row(&mut out, line, json) {
+            Ok(()) => ControlFlow::Continue(()),
+            // The reader went away (`gatebot audit | head`): stop quietly.
+            Err(Stop::Closed) => ControlFlow::Break(()),
+            Err(Stop::Failed(message)) => {
+                failed = Some(message);
+                ControlFlow::Break(())
+            }
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    let flushed = out.flush();
+    if let Some(res) = answer {
+        return Err(format!(
+            "{} ({})",
+            res.error_message(),
+            res.error_code().unwrap_or("error")
+        ));
     }
-    Ok(EXIT_GO)
+    if let Some(message) = failed {
+        return Err(message);
+    }
+    match flushed {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write the trail: {e}"))
+        }
+        _ => Ok(EXIT_GO),
+    }
+}
+
+/// Why printing stopped early.
+enum Stop {
+    /// Standard output was closed.
+    Closed,
+    /// The daemon reported an error, or sent something that is not a row.
+    Failed(String),
+}
+
+/// Prints one streamed row: as it came (`--json`), or as a line for people.
+fn print_row(out: &mut impl Write, line: &[u8], json: bool) -> Result<(), Stop> {
+    let row: Value = serde_json::from_slice(line)
+        .map_err(|e| Stop::Failed(format!("unexpected answer from gatebot: {e}")))?;
+    if let Some(error) = row.get("error") {
+        return Err(Stop::Failed(format!(
+            "{} ({})",
+            error["message"]
+                .as_str()
+                .unwrap_or("the trail could not be read"),
+            error["code"].as_str().unwrap_or("error")
+        )));
+    }
+    let written = if json {
+        out.write_all(line).and_then(|()| out.write_all(b"\n"))
+    } else {
+        writeln!(
+            out,
+            "{} {} {} {} {}",
+            format_ms(row["at"].as_i64().unwrap_or(0)),
+            row["event"].as_str().unwrap_or("?"),
+            row["approval_id"].as_str().unwrap_or("-"),
+            row["actor"].as_str().unwrap_or("-"),
+            row["detail"]
+        )
+    };
+    written.map_err(|e| match e.kind() {
+        std::io::ErrorKind::BrokenPipe => Stop::Closed,
+        _ => Stop::Failed(format!("cannot write the trail: {e}")),
+    })
 }
 
 /// `24h` (that long ago) or an RFC 3339 time, as Unix milliseconds.
