@@ -223,8 +223,9 @@ impl App {
     }
 }
 
-/// Pings systemd's watchdog while the store answers; a wedged store stops the pings
-/// and systemd restarts the service.
+/// Pings systemd's watchdog while the store answers and can keep what it is sent: a
+/// wedged store, a deleted or replaced database file, a full disk or I/O errors stop
+/// the pings (and say why in `STATUS=`), and systemd restarts the service.
 async fn watchdog(
     engine: Arc<Engine>,
     every: std::time::Duration,
@@ -234,6 +235,15 @@ async fn watchdog(
         tokio::select! {
             _ = stop.cancelled() => return Ok(()),
             _ = tokio::time::sleep(every) => {}
+        }
+        if let Some(fault) = engine.storage_fault().await {
+            // Logged at ERROR when it was found; this says why the pings stopped.
+            warn!(
+                code = fault.code(),
+                "storage fault: skipping the watchdog ping"
+            );
+            crate::systemd::notify(&format!("STATUS={}", fault.message));
+            continue;
         }
         let healthy = tokio::time::timeout(every, engine.count_pending()).await;
         match healthy {

@@ -7,9 +7,26 @@ use super::{ConfigError, LogConfig, QueueConfig, StoreConfig};
 use crate::store::sibling;
 
 impl Resolve<'_> {
-    pub(super) fn store(&self, store: FileStore) -> StoreConfig {
+    /// `[store]`; a bad size is recorded, and the value is always there.
+    pub(super) fn store(&self, store: FileStore, errors: &mut Vec<ConfigError>) -> StoreConfig {
+        let max_size = store.max_size.as_deref().and_then(|s| match parse_size(s) {
+            Ok(n) if n >= MIN_STORE_SIZE => Some(n),
+            Ok(_) => {
+                errors.push(self.error(
+                    "store",
+                    "max_size",
+                    format!("`{s}` is too small: the database needs at least 1MiB"),
+                ));
+                None
+            }
+            Err(e) => {
+                errors.push(self.error("store", "max_size", e));
+                None
+            }
+        });
         StoreConfig {
             path: self.anchor(&store.path),
+            max_size,
         }
     }
 
@@ -107,6 +124,34 @@ impl Resolve<'_> {
             level: log.level,
         }
     }
+}
+
+/// The smallest `store.max_size`: room for the schema and some requests.
+const MIN_STORE_SIZE: u64 = 1 << 20;
+
+/// `500MB`, `2GiB`, `1048576` (bytes): a size, as `store.max_size` is written.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let unit_bytes: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => u64::MAX,
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .filter(|_| unit_bytes != u64::MAX)
+        .and_then(|n| n.checked_mul(unit_bytes))
+        .ok_or_else(|| format!("`{s}` is not a size like 500MB, 2GB or 1GiB"))
 }
 
 #[cfg(test)]

@@ -59,7 +59,7 @@ impl Resolve<'_> {
         let mut notes = Vec::new();
         let telegram = telegram.and_then(|t| t.resolve(self, &mut notes, errors));
         let slack = slack.and_then(|s| s.resolve(self, &mut notes, errors));
-        let store = self.store(store);
+        let store = self.store(store, errors);
         let queue = self.queue(queue, errors);
         self.socket_paths(&store, &queue, errors);
         let log = self.log(log, errors);

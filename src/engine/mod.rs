@@ -13,6 +13,11 @@
 //!    them up again.
 //! 4. Every change is published as [`Event::Settled`]; long-polling agents
 //!    ([`Engine::wait`]) and chat channels listen on the bus.
+//!
+//! Every store call is guarded ([`Store::guarded`]): refused with a storage fault
+//! when the database file was deleted or replaced, and a disk-full or I/O failure is
+//! noted for [`Engine::storage_fault`] (`/v1/health`, the systemd watchdog).
+//! Refused attempts are recorded by `refusal`; `housekeeping` runs every few seconds.
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -28,12 +33,14 @@ use crate::config::{AgentConfig, Config};
 use crate::names::valid_agent_name;
 use crate::policy::{Action, History, Request};
 use crate::store::{
-    AuditCheck, AuditHead, AuditRow, Inserted, Lookup, NewApproval, Store, StoreError, Transition,
+    AuditCheck, AuditHead, AuditRow, Inserted, Lookup, NewApproval, StorageFault, Store,
+    StoreError, Transition,
 };
 use crate::time::{format_duration, now_ms};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
 mod chat;
+mod housekeeping;
 mod refusal;
 
 pub use crate::store::{
@@ -50,7 +57,9 @@ where
     F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
 {
     let store = store.clone();
-    tokio::task::spawn_blocking(move || f(&store))
+    // Guarded: refused if the database was deleted or replaced, and a disk-full or I/O
+    // failure is noted for /v1/health and the watchdog.
+    tokio::task::spawn_blocking(move || store.guarded(f))
         .await
         .map_err(|e| EngineError::Internal(format!("store task failed: {e}")))?
         .map_err(EngineError::from)
@@ -227,10 +236,16 @@ impl Engine {
     /// Opens (creating if needed) the database at `config.store.path`, brings its
     /// schema up to date, and starts the engine on it.
     pub async fn open(config: Config) -> Result<Arc<Engine>, EngineError> {
-        let path = config.store.path.clone();
-        let store = tokio::task::spawn_blocking(move || Store::open(&path))
-            .await
-            .map_err(|e| EngineError::Internal(format!("opening the store failed: {e}")))??;
+        let (path, max_size) = (config.store.path.clone(), config.store.max_size);
+        let store = tokio::task::spawn_blocking(move || {
+            let store = Store::open(&path)?;
+            if let Some(bytes) = max_size {
+                store.limit_size(bytes)?;
+            }
+            Ok::<_, StoreError>(store)
+        })
+        .await
+        .map_err(|e| EngineError::Internal(format!("opening the store failed: {e}")))??;
         Ok(Engine::new(store, config))
     }
 
@@ -611,6 +626,16 @@ impl Engine {
         .await
     }
 
+    /// What is wrong with the storage, if anything: the database file deleted or
+    /// replaced, the disk full, I/O errors (see `store::health`). Does not wait for
+    /// the connection, so it answers while a store call is stuck.
+    pub async fn storage_fault(&self) -> Option<StorageFault> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || store.storage_fault())
+            .await
+            .unwrap_or(None)
+    }
+
     /// How many requests are pending (also a health check: the store answers).
     pub async fn count_pending(&self) -> Result<usize, EngineError> {
         self.blocking(|s| s.count_pending()).await
@@ -817,7 +842,7 @@ async fn write_batches(store: Arc<Store>, mut rx: mpsc::Receiver<InsertJob>) {
         }
         let (news, replies): (Vec<NewApproval>, Vec<_>) = jobs.into_iter().unzip();
         let s = store.clone();
-        match tokio::task::spawn_blocking(move || s.insert_batch(&news)).await {
+        match tokio::task::spawn_blocking(move || s.insert_batch_guarded(&news)).await {
             Ok(results) => {
                 for (result, reply) in results.into_iter().zip(replies) {
                     let _ = reply.send(result);

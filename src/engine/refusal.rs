@@ -14,15 +14,14 @@
 //! 3. When the window ends its count, if any, becomes one more `unauthorised_attempt`
 //!    row (`count`, `repeats_of` the first row, `first_at`, `last_at`) and one more
 //!    WARN line: at the key's next attempt, in the housekeeping pass
-//!    ([`Engine::run_housekeeping`]), at shutdown, and at the next start for windows a
-//!    crash left open. So the attempts of a key are the sum of its rows' `count`s,
+//!    ([`Engine::run_housekeeping`](super::Engine::run_housekeeping)), at shutdown,
+//!    and at the next start for windows a crash left open. So the attempts of a key are the sum of its rows' `count`s,
 //!    and at most two rows and two log lines a minute stand for any number of them.
 
 use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use super::{Engine, EngineError, Transport};
@@ -151,26 +150,6 @@ impl Engine {
             .await?;
         closed.iter().for_each(log_closed);
         Ok(closed.len())
-    }
-}
-
-/// How often [`Engine::run_housekeeping`] runs.
-const HOUSEKEEPING: Duration = Duration::from_secs(5);
-
-impl Engine {
-    /// Until `stop` fires, every few seconds: closes the windows of refused attempts
-    /// that have ended, so a count reaches the trail (and the log) within seconds of
-    /// its minute even when no later attempt comes.
-    pub async fn run_housekeeping(self: std::sync::Arc<Self>, stop: CancellationToken) {
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(HOUSEKEEPING) => {}
-            }
-            if let Err(e) = self.flush_refusals(false).await {
-                warn!(error = %e, "cannot record the counts of refused attempts; retrying");
-            }
-        }
     }
 }
 

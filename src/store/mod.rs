@@ -24,6 +24,7 @@ use rusqlite_migration::{Migrations, M};
 mod approvals;
 mod audit;
 mod chat;
+mod health;
 mod refusals;
 
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
@@ -32,6 +33,7 @@ pub use chat::{
     Asked, DigestGroup, DigestState, DigestSummary, Shown, ShownBy, Subject, SubjectKind,
     SubjectLookup, Unposted,
 };
+pub use health::{FaultKind, StorageFault};
 pub use refusals::{Closed, RefusalRow, Refused};
 
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +46,31 @@ pub enum StoreError {
     Corrupt(String),
     #[error("{0}")]
     File(String),
+    /// The database cannot keep what is written (see `health`).
+    #[error("{}", .0.message)]
+    Storage(StorageFault),
+}
+
+impl StoreError {
+    /// The storage fault this error is, if it is one: a call refused because the
+    /// database was deleted or replaced, or SQLite's "disk full".
+    #[must_use]
+    pub fn fault(&self) -> Option<StorageFault> {
+        match self {
+            StoreError::Storage(f) => Some(f.clone()),
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DiskFull =>
+            {
+                Some(StorageFault {
+                    kind: FaultKind::Full,
+                    message: "the database cannot grow: the disk is full or store.max_size \
+                              is reached. Free disk space or raise store.max_size"
+                        .into(),
+                })
+            }
+            _ => None,
+        }
+    }
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -72,6 +99,8 @@ pub fn sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
 
 pub struct Store {
     conn: Mutex<Connection>,
+    /// The database's files, for [`Store::storage_fault`]; `None` in memory.
+    watch: Option<health::Watch>,
 }
 
 impl std::fmt::Debug for Store {
@@ -107,8 +136,10 @@ impl Store {
                 Err(e) => return Err(io("cannot make private", e)),
             }
         }
+        let watch = health::Watch::new(path).map_err(|e| io("cannot look at", e))?;
         Ok(Store {
             conn: Mutex::new(conn),
+            watch: Some(watch),
         })
     }
 
@@ -118,6 +149,7 @@ impl Store {
         Self::prepare(&mut conn)?;
         Ok(Store {
             conn: Mutex::new(conn),
+            watch: None,
         })
     }
 

@@ -19,5 +19,6 @@ mod lifecycle;
 mod memory;
 mod properties;
 mod slack;
+mod storage;
 mod systemd;
 mod telegram;
