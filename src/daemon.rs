@@ -4,13 +4,15 @@
 //!    listener, so callers (and tests) know every address before anything runs. A
 //!    socket path is claimed only if nothing is there, or a stale socket (which is
 //!    removed); a live daemon's socket, or anything that is not a socket (the
-//!    database, a config file), stops the start with an error naming the key.
-//! 2. [`App::run_until`] serves the APIs, runs the expiry and housekeeping tasks and
-//!    the chat platforms (those `bot.toml` turns on, from
-//!    [`crate::chat::platform::configured`], and any added with [`App::add_platform`])
-//!    until the shutdown future completes; then it stops accepting, lets in-flight
-//!    requests finish (long-polls return at once), waits for every task, and records
-//!    the counts of refused attempts still in their minute.
+//!    database, a config file), stops the start with an error naming the key. It also
+//!    raises the open-file limit and sizes each listener's connection cap to it
+//!    ([`crate::serve::fit_connections`]).
+//! 2. [`App::run_until`] serves the APIs ([`crate::serve::serve`] on each listener),
+//!    runs the expiry and housekeeping tasks and the chat platforms (those `bot.toml`
+//!    turns on, from [`crate::chat::platform::configured`], and any added with
+//!    [`App::add_platform`]) until the shutdown future completes; then it stops
+//!    accepting, lets in-flight requests finish (long-polls return at once), waits for
+//!    every task, and records the counts of refused attempts still in their minute.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,7 @@ use crate::api::{agent_router, owner_router, ApiState};
 use crate::chat::platform::PlatformRun;
 use crate::config::Config;
 use crate::engine::{Engine, Transport};
+use crate::serve::{Limits, Listener, Timeouts, CONTROL_CONNECTIONS};
 use crate::systemd::Activation;
 
 pub struct App {
@@ -40,6 +43,9 @@ pub struct App {
     owned_sockets: Vec<PathBuf>,
     /// Chat platforms to run beside the configured ones (tests: the in-memory one).
     extra_platforms: Vec<PlatformRun>,
+    /// How the agents' listeners (Unix and TCP, each) and the control socket serve.
+    agent_limits: Limits,
+    control_limits: Limits,
 }
 
 impl App {
@@ -89,6 +95,7 @@ impl App {
             ),
             None => None,
         };
+        let (agent_limits, control_limits) = connection_limits(&engine);
         for note in &config.notes {
             info!("{note}");
         }
@@ -106,6 +113,8 @@ impl App {
             control_socket,
             owned_sockets,
             extra_platforms: Vec::new(),
+            agent_limits,
+            control_limits,
         })
     }
 
@@ -137,6 +146,8 @@ impl App {
             control_socket,
             owned_sockets,
             extra_platforms,
+            agent_limits,
+            control_limits,
         } = self;
         let stop = CancellationToken::new();
         let tasks = TaskTracker::new();
@@ -147,37 +158,41 @@ impl App {
             owner,
             shutdown: stop.clone(),
         };
-        let serve_unix = |listener: UnixListener, router: axum::Router| {
-            let stop = stop.clone();
-            async move {
-                axum::serve(listener, router)
-                    .with_graceful_shutdown(stop.cancelled_owned())
-                    .await
-            }
-        };
-        tasks.spawn(serve_unix(
+        let connections = engine.metrics.connections.clone();
+        tasks.spawn(crate::serve::serve(
             agent_listener,
+            Listener::Agents,
             agent_router(state(Transport::Unix, false)),
+            agent_limits.clone(),
+            connections.clone(),
+            stop.clone(),
+            tasks.clone(),
         ));
-        tasks.spawn(serve_unix(
+        tasks.spawn(crate::serve::serve(
             control_listener,
+            Listener::Control,
             owner_router(state(Transport::Unix, true)),
+            control_limits,
+            connections.clone(),
+            stop.clone(),
+            tasks.clone(),
         ));
         if let Some(listener) = tcp_listener {
-            let router = agent_router(state(Transport::Tcp, false));
-            let stop = stop.clone();
-            tasks.spawn(async move {
-                axum::serve(listener, router)
-                    .with_graceful_shutdown(stop.cancelled_owned())
-                    .await
-            });
+            tasks.spawn(crate::serve::serve(
+                listener,
+                Listener::Tcp,
+                agent_router(state(Transport::Tcp, false)),
+                agent_limits.clone(),
+                connections,
+                stop.clone(),
+                tasks.clone(),
+            ));
         }
         tasks.spawn({
             let engine = engine.clone();
             let stop = stop.clone();
             async move {
                 engine.run_expiry(stop).await;
-                Ok::<(), std::io::Error>(())
             }
         });
         tasks.spawn({
@@ -185,7 +200,6 @@ impl App {
             let stop = stop.clone();
             async move {
                 engine.run_housekeeping(stop).await;
-                Ok::<(), std::io::Error>(())
             }
         });
         if let Some(every) = crate::systemd::watchdog_interval() {
@@ -221,6 +235,47 @@ impl App {
         info!("stopped");
         Ok(())
     }
+}
+
+/// Raises the open-file limit, and sizes the listeners' caps to it: the agents'
+/// listeners get `[queue] max_connections` each (or what fits), the control socket
+/// [`CONTROL_CONNECTIONS`] of its own.
+fn connection_limits(engine: &Arc<Engine>) -> (Limits, Limits) {
+    let config = engine.config();
+    let q = &config.queue;
+    let open_files = crate::serve::raise_open_file_limit().unwrap_or_else(|e| {
+        warn!(error = %e, "cannot read the open-file limit; assuming 1024");
+        1024
+    });
+    let listeners = 1 + usize::from(q.listen.is_some());
+    let (cap, lowered) = crate::serve::fit_connections(q.max_connections, listeners, open_files);
+    if lowered {
+        warn!(
+            configured = q.max_connections,
+            cap,
+            open_files,
+            "queue.max_connections lowered to {cap}: {listeners} listener(s) of that many, the \
+             control socket and gatebot's own files must fit in the open-file limit of {open_files}"
+        );
+    }
+    info!(
+        max_connections = cap,
+        open_files, "connections capped per agents' listener"
+    );
+    // The live config's, so a reload applies to new connections.
+    let engine = engine.clone();
+    let timeouts: Arc<dyn Fn() -> Timeouts + Send + Sync> = Arc::new(move || {
+        let config = engine.config();
+        Timeouts {
+            header: config.queue.header_timeout,
+            idle: config.queue.idle_timeout,
+        }
+    });
+    let limits = |max_connections| Limits {
+        max_connections,
+        timeouts: timeouts.clone(),
+    };
+    (limits(cap), limits(CONTROL_CONNECTIONS))
 }
 
 /// Pings systemd's watchdog while the store answers and can keep what it is sent: a

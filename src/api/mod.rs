@@ -46,7 +46,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Engine, Transport};
 
-pub use decide::local_user;
 pub use error::ApiError;
 pub use list::MAX_PAGE;
 

@@ -26,15 +26,53 @@ use tokio::net::UnixStream;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// Nothing listens at the socket (or it cannot be opened).
     #[error("cannot reach gatebot at {}: {source} (is `gatebot run` running? set --socket or GATEBOT_SOCKET)", path.display())]
     Unreachable {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The connection broke before the answer was complete (a daemon restarting, say).
+    #[error("the connection to gatebot broke: {0}")]
+    Disconnected(String),
     #[error("talking to gatebot failed: {0}")]
     Protocol(String),
     #[error("gatebot did not answer within {}", crate::time::format_duration(*.0))]
     TimedOut(Duration),
+}
+
+impl ClientError {
+    /// The daemon could not be reached, or dropped the connection: what a restart looks
+    /// like, so worth another try. A daemon that answers nonsense or nothing is not.
+    #[must_use]
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Unreachable { .. } | ClientError::Disconnected(_)
+        )
+    }
+}
+
+/// A token that fires on the first SIGTERM, SIGINT or SIGHUP, for the processes an
+/// agent starts and may kill (`gatebot hook`, `gatebot mcp`): they withdraw what they
+/// asked for, answer deny and exit, instead of dying with a request left pending.
+/// From the first call on, those signals no longer end the process by themselves.
+pub fn stop_on_signals() -> std::io::Result<tokio_util::sync::CancellationToken> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let fire = stop.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+            _ = hup.recv() => {}
+        }
+        fire.cancel();
+    });
+    Ok(stop)
 }
 
 /// An API response: status and JSON body.
@@ -65,6 +103,8 @@ pub struct Client {
     socket: PathBuf,
     token: Option<String>,
     timeout: Option<Duration>,
+    /// Sent with every request.
+    headers: Vec<(&'static str, String)>,
 }
 
 /// Stops the connection task when a request is dropped half-way (e.g. timed out),
@@ -84,7 +124,15 @@ impl Client {
             socket: socket.as_ref().to_path_buf(),
             token: None,
             timeout: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// Sends `name: value` with every request.
+    #[must_use]
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
     }
 
     /// Sends `Authorization: Bearer <token>` with every request.
@@ -162,7 +210,7 @@ impl Client {
                     .map_err(|_| ClientError::TimedOut(t))?,
             };
             let Some(frame) = frame else { break };
-            let frame = frame.map_err(|e| ClientError::Protocol(e.to_string()))?;
+            let frame = frame.map_err(|e| ClientError::Disconnected(e.to_string()))?;
             let Ok(data) = frame.into_data() else {
                 continue;
             };
@@ -216,7 +264,7 @@ impl Client {
                 })?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
-            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+            .map_err(|e| ClientError::Disconnected(e.to_string()))?;
         let conn = AbortOnDrop(tokio::spawn(conn));
         let mut req = Request::builder()
             .method(method)
@@ -228,13 +276,16 @@ impl Client {
         if let Some(t) = &self.token {
             req = req.header("authorization", format!("Bearer {t}"));
         }
+        for (name, value) in &self.headers {
+            req = req.header(*name, value);
+        }
         let req = req
             .body(Full::new(Bytes::from(body.unwrap_or_default())))
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
         let res = sender
             .send_request(req)
             .await
-            .map_err(|e| ClientError::Protocol(e.to_string()))?;
+            .map_err(|e| ClientError::Disconnected(e.to_string()))?;
         Ok((res, conn))
     }
 }
@@ -247,7 +298,7 @@ async fn read_json(body: hyper::body::Incoming) -> Result<Value, ClientError> {
     let bytes = body
         .collect()
         .await
-        .map_err(|e| ClientError::Protocol(e.to_string()))?
+        .map_err(|e| ClientError::Disconnected(e.to_string()))?
         .to_bytes();
     if bytes.is_empty() {
         return Ok(Value::Null);

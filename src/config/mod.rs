@@ -37,6 +37,7 @@ use crate::secret::Secret;
 use crate::slack::config::SlackConfig;
 use crate::telegram::config::TelegramConfig;
 use file::parse_file;
+pub use queue::Sockets;
 use resolve::Resolve;
 
 /// A configuration error: what is wrong, where.
@@ -108,6 +109,13 @@ pub struct QueueConfig {
     pub max_wait: Duration,
     /// Serve Prometheus metrics at `/metrics` on the TCP listener too.
     pub metrics: bool,
+    /// Open connections per agents' listener (Unix socket, TCP); `None`: as many as fit
+    /// the open-file limit, up to [`crate::serve::DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: Option<usize>,
+    /// How long a request head may take to arrive once its first byte has.
+    pub header_timeout: Duration,
+    /// How long a connection may wait for a request (a long-poll is not waiting).
+    pub idle_timeout: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -1,10 +1,42 @@
 //! `[store]`, `[queue]` and `[log]`: where gatebot keeps its data, how agents and
 //! owners reach it, and what it logs.
 
-use super::file::{FileLog, FileQueue, FileStore};
+use std::path::{Path, PathBuf};
+
+use super::file::{parse_file, FileLog, FileQueue, FileStore};
 use super::resolve::Resolve;
-use super::{ConfigError, LogConfig, QueueConfig, StoreConfig};
+use super::{Config, ConfigError, LogConfig, QueueConfig, StoreConfig};
 use crate::store::sibling;
+
+/// Where the daemon listens, as the client commands read it ([`Config::sockets`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sockets {
+    /// `[queue] socket`: `ask`, the hooks and `gatebot mcp`.
+    pub agents: PathBuf,
+    /// `[queue] control_socket`: the owner's commands.
+    pub control: PathBuf,
+}
+
+impl Config {
+    /// Only the sockets of the file at `path`, for the client commands. Nothing else is
+    /// resolved: an owner's shell (or an agent's) does not have the daemon's secrets, so
+    /// an agent's unset `token_env` or a `${CREDENTIALS_DIRECTORY}` that only systemd
+    /// sets must not stop `gatebot pending`. The file must still be a valid `bot.toml`.
+    pub fn sockets(path: &Path) -> Result<Sockets, ConfigError> {
+        let raw = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            key: String::new(),
+            line: None,
+            message: format!("cannot read the config file: {e}"),
+        })?;
+        let file = parse_file(&raw, path)?;
+        let r = Resolve::new(&raw, path);
+        Ok(Sockets {
+            agents: r.anchor(&file.queue.socket),
+            control: r.anchor(&file.queue.control_socket),
+        })
+    }
+}
 
 impl Resolve<'_> {
     /// `[store]`; a bad size is recorded, and the value is always there.
@@ -51,6 +83,17 @@ impl Resolve<'_> {
                 "metrics are served on the TCP listener: set `queue.listen` too (the control socket always serves /metrics)",
             ));
         }
+        if queue.max_connections == Some(0) {
+            errors.push(self.error("queue", "max_connections", "must be at least 1"));
+        }
+        for (key, d) in [
+            ("header_timeout", queue.header_timeout),
+            ("idle_timeout", queue.idle_timeout),
+        ] {
+            if d < std::time::Duration::from_secs(1) {
+                errors.push(self.error("queue", key, "must be at least 1s"));
+            }
+        }
         QueueConfig {
             socket: self.anchor(&queue.socket),
             control_socket: self.anchor(&queue.control_socket),
@@ -58,6 +101,9 @@ impl Resolve<'_> {
             max_body_bytes: queue.max_body_bytes,
             max_wait: queue.max_wait,
             metrics: queue.metrics,
+            max_connections: queue.max_connections,
+            header_timeout: queue.header_timeout,
+            idle_timeout: queue.idle_timeout,
         }
     }
 
@@ -156,7 +202,10 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use crate::config::parse_in_etc as parse;
+    use crate::config::Config;
 
     #[test]
     fn same_socket_twice_is_an_error() {
@@ -190,5 +239,42 @@ mod tests {
         assert!(
             parse("[store]\npath = \"/var/lib/g.db\"\n[queue]\nsocket = \"gatebot.db\"\n").is_ok()
         );
+    }
+
+    #[test]
+    fn connection_limits_are_checked_with_their_key() {
+        let e = parse("[queue]\nmax_connections = 0\n").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("queue.max_connections", Some(2)));
+        let e = parse("[queue]\nidle_timeout = \"500ms\"\n").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("queue.idle_timeout", Some(2)));
+        let e = parse("[queue]\nheader_timeout = \"soon\"\n").unwrap_err();
+        assert_eq!(e.key, "queue.header_timeout");
+        let c = parse("").unwrap();
+        assert_eq!(c.queue.max_connections, None);
+        assert_eq!(c.queue.header_timeout, std::time::Duration::from_secs(10));
+        assert_eq!(c.queue.idle_timeout, std::time::Duration::from_secs(60));
+    }
+
+    #[test]
+    fn sockets_are_read_without_the_daemons_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bot.toml");
+        std::fs::write(
+            &path,
+            "[queue]\ncontrol_socket = \"/run/gatebot/control.sock\"\n\n\
+             [agents.mailer]\ntier = \"supervised\"\ntoken_env = \"GATEBOT_TEST_UNSET_TOKEN\"\n\n\
+             [telegram]\ntoken_file = \"${CREDENTIALS_DIRECTORY}/telegram-token\"\n\
+             chats = [1]\napprovers = [1]\n",
+        )
+        .unwrap();
+        assert!(Config::load(&path).is_err(), "the daemon needs the secrets");
+        let s = Config::sockets(&path).unwrap();
+        assert_eq!(s.agents, dir.path().join("gatebot.sock"));
+        assert_eq!(s.control, Path::new("/run/gatebot/control.sock"));
+
+        // A file that is not a bot.toml is still an error, with its line.
+        std::fs::write(&path, "[queue]\nsocket = 5\n").unwrap();
+        let e = Config::sockets(&path).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("queue.socket", Some(2)));
     }
 }

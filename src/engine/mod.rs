@@ -159,11 +159,7 @@ pub fn record_request(span: &Span, a: &Approval) {
 /// "approved by alice (Telegram)", "expired: no response within 24h".
 #[must_use]
 pub fn describe_settled(a: &Approval) -> String {
-    let by = a.decided_by.as_deref().unwrap_or("someone");
-    let via = a
-        .decided_via
-        .as_ref()
-        .map_or_else(|| "gatebot".to_string(), Via::label);
+    let by = a.decider();
     match a.status {
         Status::Expired => format!(
             "expired: {}",
@@ -172,15 +168,15 @@ pub fn describe_settled(a: &Approval) -> String {
                 .unwrap_or("no response in time")
         ),
         Status::Rejected => match &a.decision_reason {
-            Some(r) => format!("denied by {by} ({via}): {r}"),
-            None => format!("denied by {by} ({via})"),
+            Some(r) => format!("denied by {by}: {r}"),
+            None => format!("denied by {by}"),
         },
         Status::Cancelled => "cancelled by the agent".to_string(),
         Status::Allowed => "allowed by policy".to_string(),
         Status::Blocked => "blocked by policy".to_string(),
         Status::Pending => "pending".to_string(),
         Status::Approved | Status::Executing | Status::Succeeded | Status::Failed => {
-            format!("approved by {by} ({via})")
+            format!("approved by {by}")
         }
     }
 }

@@ -8,6 +8,7 @@
 mod api;
 mod audit;
 mod cli;
+mod connections;
 mod failure;
 mod fake_slack;
 mod fake_telegram;

@@ -306,7 +306,7 @@ pub fn failure(e: &EngineError) -> String {
 }
 
 /// Longest policy reason shown, in characters (it names the tool).
-const REASON_CHARS: usize = 500;
+const REASON_CHARS: usize = 300;
 /// Most of a summary shown, in UTF-16 units of its escaped form, so the arguments
 /// after it keep room.
 const SUMMARY_ROOM: usize = 1200;
@@ -448,11 +448,7 @@ pub fn status_word(s: Status) -> &'static str {
 /// "✅ Approved by alice (Telegram) 2026-11-23 12:03 UTC".
 #[must_use]
 pub fn outcome_line(a: &Approval) -> String {
-    let by = a.decided_by.as_deref().unwrap_or("someone");
-    let via = a
-        .decided_via
-        .as_ref()
-        .map_or_else(|| "gatebot".to_string(), |v| v.label());
+    let by = a.decider();
     let when = a.decided_at.map(clock).unwrap_or_default();
     let reason = |r: &Option<String>| r.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
     match a.status {
@@ -463,18 +459,15 @@ pub fn outcome_line(a: &Approval) -> String {
             } else {
                 ""
             };
-            format!("✅ Approved{always} by {by} ({via}) {when}")
+            format!("✅ Approved{always} by {by} {when}")
         }
-        Status::Executing => format!("✅ Approved by {by} ({via}) {when}; running"),
-        Status::Succeeded => format!("✅ Approved by {by} ({via}) {when}; succeeded"),
+        Status::Executing => format!("✅ Approved by {by} {when}; running"),
+        Status::Succeeded => format!("✅ Approved by {by} {when}; succeeded"),
         Status::Failed => format!(
-            "✅ Approved by {by} ({via}) {when}; failed{}",
+            "✅ Approved by {by} {when}; failed{}",
             reason(&a.result_detail)
         ),
-        Status::Rejected => format!(
-            "❌ Denied by {by} ({via}) {when}{}",
-            reason(&a.decision_reason)
-        ),
+        Status::Rejected => format!("❌ Denied by {by} {when}{}", reason(&a.decision_reason)),
         Status::Expired => format!(
             "⌛ Expired {when}: {}",
             a.decision_reason

@@ -4,6 +4,7 @@ use serde_json::json;
 
 use super::{encode, expect_ok, pretty, view_of, EXIT_GO, EXIT_NO};
 use crate::client::Client;
+use crate::peer::SUDO_USER_HEADER;
 
 pub(super) async fn run(
     client: &Client,
@@ -12,6 +13,12 @@ pub(super) async fn run(
     reason: Option<&str>,
     json: bool,
 ) -> Result<u8, String> {
+    // The daemon records who decided from the socket's peer credentials; for its own
+    // account and root (reached with sudo), the person sudo names.
+    let client = match std::env::var("SUDO_USER") {
+        Ok(person) if !person.is_empty() => client.clone().with_header(SUDO_USER_HEADER, person),
+        _ => client.clone(),
+    };
     let res = client
         .post(
             &format!("/v1/requests/{}/decision", encode(id)),

@@ -27,6 +27,7 @@ use serde_json::Value;
 use super::{Client, ClientError, Response};
 use crate::approval::Status;
 use crate::config::Config;
+use crate::retry::reconnect_delay;
 use crate::wire::ApprovalView;
 
 /// Exit code: allowed or approved.
@@ -150,7 +151,7 @@ pub enum Command {
 pub enum HookCommand {
     /// Claude Code's PermissionRequest or PreToolUse command hook.
     ClaudeCode(HookArgs),
-    /// Codex's PermissionRequest hook (.codex/hooks.json).
+    /// Codex's PermissionRequest or PreToolUse hook (.codex/hooks.json).
     Codex(HookArgs),
     /// Gemini CLI's BeforeTool hook (settings.json).
     Gemini(HookArgs),
@@ -288,18 +289,19 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
     }
 }
 
-/// `--socket` / `GATEBOT_SOCKET`, else the config's socket.
+/// `--socket` / `GATEBOT_SOCKET`, else the config's socket. Only the sockets are read
+/// from the config ([`Config::sockets`]): secrets are the daemon's, not the caller's.
 fn socket_for(flag: &Option<PathBuf>, config: &Path, owner: bool) -> Result<PathBuf, String> {
     if let Some(s) = flag {
         return Ok(s.clone());
     }
-    let c = Config::load(config).map_err(|e| {
+    let sockets = Config::sockets(config).map_err(|e| {
         format!("{e}\n(pass --socket or set GATEBOT_SOCKET to skip reading the config)")
     })?;
     Ok(if owner {
-        c.queue.control_socket
+        sockets.control
     } else {
-        c.queue.socket
+        sockets.agents
     })
 }
 
@@ -312,20 +314,40 @@ fn client(socket: PathBuf) -> Client {
     Client::new(socket).with_timeout(CALL_TIMEOUT)
 }
 
-/// Long-polls in slices until the request settles or `total` passes.
+/// Long-polls in slices until the request settles or `total` passes. A daemon that
+/// cannot be reached or drops the connection (a restart: the request survives it) is
+/// tried again with backoff, within the same `total`.
 async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<ApprovalView, String> {
     let start = Instant::now();
+    let mut failures = 0u32;
     loop {
         let left = total.saturating_sub(start.elapsed());
         let slice = left.min(Duration::from_secs(60));
-        let res = expect_ok(
-            client
-                .get(&format!("{path}?wait={:.3}", slice.as_secs_f64()))
-                .await,
-        )?;
-        let view = view_of(res)?;
-        if view.status != Status::Pending || start.elapsed() >= total {
-            return Ok(view);
+        let res = client
+            .get(&format!("{path}?wait={:.3}", slice.as_secs_f64()))
+            .await;
+        match res {
+            Err(e) if e.is_transient() => {
+                let left = total.saturating_sub(start.elapsed());
+                if left.is_zero() {
+                    return Err(e.to_string());
+                }
+                if failures == 0 {
+                    eprintln!("lost gatebot ({e}); reconnecting, and still waiting");
+                }
+                tokio::time::sleep(reconnect_delay(failures).min(left)).await;
+                failures = failures.saturating_add(1);
+            }
+            res => {
+                if failures > 0 {
+                    eprintln!("reconnected to gatebot");
+                    failures = 0;
+                }
+                let view = view_of(expect_ok(res)?)?;
+                if view.status != Status::Pending || start.elapsed() >= total {
+                    return Ok(view);
+                }
+            }
         }
     }
 }
