@@ -1,19 +1,20 @@
 //! The daemon: build everything, then run until shutdown.
 //!
-//! 1. [`App::build`] opens the store, claims the sockets (refusing to start if a
-//!    live daemon owns one, removing a stale file otherwise) and binds the optional
-//!    TCP listener, so callers (and tests) know every address before anything runs.
-//!    It also raises the open-file limit and sizes each listener's connection cap to
-//!    it ([`crate::serve::fit_connections`]).
+//! 1. [`App::build`] opens the store, claims the sockets and binds the optional TCP
+//!    listener, so callers (and tests) know every address before anything runs. A
+//!    socket path is claimed only if nothing is there, or a stale socket (which is
+//!    removed); a live daemon's socket, or anything that is not a socket (the
+//!    database, a config file), stops the start with an error naming the key. It also
+//!    raises the open-file limit and sizes each listener's connection cap to it
+//!    ([`crate::serve::fit_connections`]).
 //! 2. [`App::run_until`] serves the APIs ([`crate::serve::serve`] on each listener),
-//!    runs the expiry task and the chat platforms
-//!    (those `bot.toml` turns on, from [`crate::chat::platform::configured`], and any
-//!    added with [`App::add_platform`]) until the shutdown future completes; then it
-//!    stops accepting, lets in-flight requests finish (long-polls return at once) and
-//!    waits for every task.
+//!    runs the expiry and housekeeping tasks and the chat platforms (those `bot.toml`
+//!    turns on, from [`crate::chat::platform::configured`], and any added with
+//!    [`App::add_platform`]) until the shutdown future completes; then it stops
+//!    accepting, lets in-flight requests finish (long-polls return at once), waits for
+//!    every task, and records the counts of refused attempts still in their minute.
 
 use std::future::Future;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -57,8 +58,8 @@ impl App {
     /// and the control socket (`control`) from systemd socket activation when given.
     pub async fn build_with(config: Config, mut activation: Activation) -> anyhow::Result<App> {
         let store_path = config.store.path.clone();
-        if let Some(dir) = store_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
+        if let Some(dir) = store_path.parent() {
+            crate::files::create_dirs(dir, crate::files::PRIVATE_DIR)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         let db = config.store.path.clone();
@@ -76,14 +77,14 @@ impl App {
             }
             None => {
                 owned_sockets.push(socket.clone());
-                claim_socket(&socket, 0o660).await?
+                claim_socket("queue.socket", &socket, 0o660).await?
             }
         };
         let control_listener = match activation.take("control") {
             Some(l) => inherited(l)?,
             None => {
                 owned_sockets.push(control_socket.clone());
-                claim_socket(&control_socket, 0o600).await?
+                claim_socket("queue.control_socket", &control_socket, 0o600).await?
             }
         };
         let tcp_listener = match &config.queue.listen {
@@ -194,6 +195,13 @@ impl App {
                 engine.run_expiry(stop).await;
             }
         });
+        tasks.spawn({
+            let engine = engine.clone();
+            let stop = stop.clone();
+            async move {
+                engine.run_housekeeping(stop).await;
+            }
+        });
         if let Some(every) = crate::systemd::watchdog_interval() {
             tasks.spawn(watchdog(engine.clone(), every, stop.clone()));
         }
@@ -213,6 +221,10 @@ impl App {
         stop.cancel();
         tasks.close();
         tasks.wait().await;
+        // Counts of refused attempts still in their minute go into the trail now.
+        if let Err(e) = engine.flush_refusals(true).await {
+            warn!(error = %e, "could not record the counts of refused attempts; the next start will");
+        }
         for path in &owned_sockets {
             if let Err(e) = std::fs::remove_file(path) {
                 warn!(path = %path.display(), error = %e, "could not remove the socket file");
@@ -266,8 +278,9 @@ fn connection_limits(engine: &Arc<Engine>) -> (Limits, Limits) {
     (limits(cap), limits(CONTROL_CONNECTIONS))
 }
 
-/// Pings systemd's watchdog while the store answers; a wedged store stops the pings
-/// and systemd restarts the service.
+/// Pings systemd's watchdog while the store answers and can keep what it is sent: a
+/// wedged store, a deleted or replaced database file, a full disk or I/O errors stop
+/// the pings (and say why in `STATUS=`), and systemd restarts the service.
 async fn watchdog(
     engine: Arc<Engine>,
     every: std::time::Duration,
@@ -277,6 +290,15 @@ async fn watchdog(
         tokio::select! {
             _ = stop.cancelled() => return Ok(()),
             _ = tokio::time::sleep(every) => {}
+        }
+        if let Some(fault) = engine.storage_fault().await {
+            // Logged at ERROR when it was found; this says why the pings stopped.
+            warn!(
+                code = fault.code(),
+                "storage fault: skipping the watchdog ping"
+            );
+            crate::systemd::notify(&format!("STATUS={}", fault.message));
+            continue;
         }
         let healthy = tokio::time::timeout(every, engine.count_pending()).await;
         match healthy {
@@ -293,29 +315,44 @@ fn inherited(l: std::os::unix::net::UnixListener) -> anyhow::Result<UnixListener
     UnixListener::from_std(l).context("cannot use the socket passed by systemd")
 }
 
-/// Binds a Unix socket at `path` with `mode`, refusing to steal one a live daemon owns.
-async fn claim_socket(path: &Path, mode: u32) -> anyhow::Result<UnixListener> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+/// Binds a Unix socket at `path` (the config's `key`) with `mode`. Removes only a
+/// stale socket there: a live daemon's socket, or anything that is not a socket (the
+/// database, a config file, a directory, a symbolic link), stops the start instead.
+async fn claim_socket(key: &str, path: &Path, mode: u32) -> anyhow::Result<UnixListener> {
+    use std::os::unix::fs::FileTypeExt;
+    if let Some(dir) = path.parent() {
+        crate::files::create_dirs(dir, crate::files::SOCKET_DIR)
+            .with_context(|| format!("`{key}`: cannot create {}", dir.display()))?;
     }
-    if path.exists() {
-        match tokio::net::UnixStream::connect(path).await {
-            Ok(_) => bail!(
-                "another gatebot is already listening on {}; stop it first",
-                path.display()
-            ),
-            Err(_) => {
-                warn!(path = %path.display(), "removing a stale socket file left by a previous run");
-                std::fs::remove_file(path)
-                    .with_context(|| format!("cannot remove stale socket {}", path.display()))?;
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            if tokio::net::UnixStream::connect(path).await.is_ok() {
+                bail!(
+                    "`{key}`: another gatebot is already listening on {}; stop it first",
+                    path.display()
+                );
             }
+            warn!(key, path = %path.display(), "removing a stale socket file left by a previous run");
+            std::fs::remove_file(path).with_context(|| {
+                format!("`{key}`: cannot remove the stale socket {}", path.display())
+            })?;
         }
+        Ok(meta) => bail!(
+            "`{key}`: {} is {}, not a socket; gatebot removes only a stale socket it left \
+             there, so move that away or set `{key}` to another path",
+            path.display(),
+            crate::files::describe(&meta)
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => bail!("`{key}`: cannot check {}: {e}", path.display()),
     }
-    let listener =
-        UnixListener::bind(path).with_context(|| format!("cannot bind {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .with_context(|| format!("cannot set permissions on {}", path.display()))?;
-    Ok(listener)
+    let listener = crate::files::bind_unix(path, mode)
+        .with_context(|| format!("`{key}`: cannot bind {}", path.display()))?;
+    listener
+        .set_nonblocking(true)
+        .with_context(|| format!("`{key}`: cannot use {}", path.display()))?;
+    UnixListener::from_std(listener)
+        .with_context(|| format!("`{key}`: cannot use {}", path.display()))
 }
 
 /// Completes on SIGINT or SIGTERM.

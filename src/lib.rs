@@ -25,6 +25,7 @@
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
 //! - [`serve`], [`peer`]: each listener's accept loop (connection caps, timeouts,
 //!   graceful shutdown); who is on the other end of a Unix socket.
+//! - [`files`]: the modes of the files, directories and sockets gatebot creates.
 //! - [`systemd`], [`metrics`], [`telemetry`], [`guidance`]: socket activation and notify;
 //!   Prometheus counters; logging; what an agent's prompt should say about its tier.
 //!
@@ -44,6 +45,7 @@ pub mod client;
 pub mod config;
 pub mod daemon;
 pub mod engine;
+pub mod files;
 pub mod guidance;
 pub mod hooks;
 pub mod metrics;

@@ -98,7 +98,7 @@ pub(super) async fn decision_forbidden(
         "attempted": format!("decide request {id} on the agents' API"),
         "transport": state.transport.as_str(),
     });
-    audit_refusal(&state, approval_id, actor, detail).await;
+    audit_refusal(&state, approval_id, actor, "decide a request", None, detail).await;
     ApiError::new(
         StatusCode::FORBIDDEN,
         "forbidden",

@@ -25,7 +25,7 @@ use tracing::{debug, error, info, warn};
 use crate::chat::card::{Button, Card, Line};
 use crate::chat::conversation::{self, Action, Command, Who};
 use crate::chat::Context;
-use crate::engine::{EngineError, ShownBy, Subject};
+use crate::engine::{EngineError, Refusal, ShownBy, Subject};
 
 /// Who pressed, wrote or answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -238,7 +238,8 @@ pub async fn handle(cx: &Context, actor: &Actor, inbound: Inbound) -> Answer {
             adopt_pressed(cx, &action, &at).await;
             if !allowed(action.who(), actor) {
                 let subject = subject_of(cx, action.subject()).await;
-                return refuse(cx, actor, subject, &action.attempted()).await;
+                let attempted = format!("button {}", action.attempted());
+                return refuse(cx, actor, subject, &attempted).await;
             }
             conversation::press(cx, actor, action, &at).await
         }
@@ -322,7 +323,8 @@ async fn text_message(
     if !allowed(cmd.who(), actor) {
         let typed = cmd.subject().or(replied.as_ref().map(|s| s.id.as_str()));
         let subject = subject_of(cx, typed).await;
-        return refuse(cx, actor, subject, &cmd.attempted()).await;
+        let attempted = format!("command {}", cmd.attempted());
+        return refuse(cx, actor, subject, &attempted).await;
     }
     if unmatched && matches!(cmd, Command::Approval(_)) && cmd.subject().is_none() {
         warn!(platform = %cx.platform, chat, user = %actor.id, "a decision replies to a message that shows no request gatebot can find");
@@ -443,7 +445,8 @@ async fn subject_of(cx: &Context, typed: Option<&str>) -> Option<String> {
     cx.engine.lookup(typed, false).await.ok().map(|a| a.id)
 }
 
-/// Refuses `actor`, auditing what they attempted.
+/// Refuses `actor`, auditing what they attempted (a fixed text: "button Approve",
+/// "command pending"; the same attempts of a minute are coalesced by it).
 pub async fn refuse(
     cx: &Context,
     actor: &Actor,
@@ -451,11 +454,16 @@ pub async fn refuse(
     attempted: &str,
 ) -> Answer {
     let detail = json!({"user_id": actor.id, "name": actor.name, "attempted": attempted});
-    if let Err(e) = cx
-        .engine
-        .record_unauthorised(subject, actor.label(), cx.via(), detail)
-        .await
-    {
+    let refusal = Refusal {
+        approval_id: subject,
+        actor: actor.label(),
+        via: cx.via(),
+        transport: None,
+        kind: attempted.to_string(),
+        reason: None,
+        detail,
+    };
+    if let Err(e) = cx.engine.record_unauthorised(refusal).await {
         error!(error = %e, "cannot audit an unauthorised attempt");
     }
     Answer::alert(not_allowed(actor))

@@ -174,12 +174,87 @@ impl Client {
         }
     }
 
+    /// GETs `path` and hands each line of a successful answer to `line` as it arrives
+    /// (NDJSON), never holding the whole body; `line` may stop the reading early
+    /// (`ControlFlow::Break`). An error status is read whole and returned. The timeout,
+    /// if set, bounds the wait for the answer to begin and then for each further part
+    /// of it, not the whole answer, which may be long.
+    pub async fn get_lines(
+        &self,
+        path: &str,
+        mut line: impl FnMut(&[u8]) -> std::ops::ControlFlow<()>,
+    ) -> Result<Option<Response>, ClientError> {
+        let (res, _conn) = match self.timeout {
+            None => self.request(Method::GET, path, None).await?,
+            Some(t) => tokio::time::timeout(t, self.request(Method::GET, path, None))
+                .await
+                .map_err(|_| ClientError::TimedOut(t))??,
+        };
+        let status = res.status();
+        if !status.is_success() {
+            let body = match self.timeout {
+                None => read_json(res.into_body()).await?,
+                Some(t) => tokio::time::timeout(t, read_json(res.into_body()))
+                    .await
+                    .map_err(|_| ClientError::TimedOut(t))??,
+            };
+            return Ok(Some(Response { status, body }));
+        }
+        let mut body = res.into_body();
+        let mut pending: Vec<u8> = Vec::new();
+        loop {
+            let frame = match self.timeout {
+                None => body.frame().await,
+                Some(t) => tokio::time::timeout(t, body.frame())
+                    .await
+                    .map_err(|_| ClientError::TimedOut(t))?,
+            };
+            let Some(frame) = frame else { break };
+            let frame = frame.map_err(|e| ClientError::Disconnected(e.to_string()))?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            pending.extend_from_slice(&data);
+            let mut start = 0;
+            while let Some(end) = pending[start..].iter().position(|b| *b == b'\n') {
+                if line(&pending[start..start + end]).is_break() {
+                    return Ok(None);
+                }
+                start += end + 1;
+            }
+            pending.drain(..start);
+            if pending.len() > MAX_LINE {
+                return Err(ClientError::Protocol(format!(
+                    "the daemon sent a line longer than {MAX_LINE} bytes"
+                )));
+            }
+        }
+        if !pending.is_empty() {
+            let _ = line(&pending);
+        }
+        Ok(None)
+    }
+
     async fn exchange(
         &self,
         method: Method,
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<Response, ClientError> {
+        let (res, _conn) = self.request(method, path, body).await?;
+        let status = res.status();
+        let body = read_json(res.into_body()).await?;
+        Ok(Response { status, body })
+    }
+
+    /// Connects, sends the request and reads the answer's head. The connection lives
+    /// as long as the returned guard.
+    async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<(hyper::Response<hyper::body::Incoming>, AbortOnDrop), ClientError> {
         let stream =
             UnixStream::connect(&self.socket)
                 .await
@@ -190,7 +265,7 @@ impl Client {
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| ClientError::Disconnected(e.to_string()))?;
-        let _conn = AbortOnDrop(tokio::spawn(conn));
+        let conn = AbortOnDrop(tokio::spawn(conn));
         let mut req = Request::builder()
             .method(method)
             .uri(format!("http://gatebot{path}"))
@@ -211,20 +286,23 @@ impl Client {
             .send_request(req)
             .await
             .map_err(|e| ClientError::Disconnected(e.to_string()))?;
-        let status = res.status();
-        let bytes = res
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| ClientError::Disconnected(e.to_string()))?
-            .to_bytes();
-        let body = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).map_err(|e| {
-                ClientError::Protocol(format!("the daemon answered with invalid JSON: {e}"))
-            })?
-        };
-        Ok(Response { status, body })
+        Ok((res, conn))
     }
+}
+
+/// The longest line [`Client::get_lines`] accepts: far more than any audit row.
+const MAX_LINE: usize = 16 << 20;
+
+/// Reads a whole answer body as JSON (`Null` when empty).
+async fn read_json(body: hyper::body::Incoming) -> Result<Value, ClientError> {
+    let bytes = body
+        .collect()
+        .await
+        .map_err(|e| ClientError::Disconnected(e.to_string()))?
+        .to_bytes();
+    if bytes.is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ClientError::Protocol(format!("the daemon answered with invalid JSON: {e}")))
 }

@@ -84,12 +84,14 @@ pub(crate) fn default_digest_after() -> usize {
 #[serde(default, deny_unknown_fields)]
 pub(super) struct FileStore {
     pub(super) path: PathBuf,
+    pub(super) max_size: Option<String>,
 }
 
 impl Default for FileStore {
     fn default() -> Self {
         FileStore {
             path: PathBuf::from("gatebot.db"),
+            max_size: None,
         }
     }
 }

@@ -93,6 +93,8 @@ pub struct Config {
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
     pub path: PathBuf,
+    /// The most bytes the database may take; beyond it writes fail as on a full disk.
+    pub max_size: Option<u64>,
 }
 
 #[derive(Debug, Clone)]

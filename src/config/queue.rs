@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::file::{parse_file, FileLog, FileQueue, FileStore};
 use super::resolve::Resolve;
 use super::{Config, ConfigError, LogConfig, QueueConfig, StoreConfig};
+use crate::store::sibling;
 
 /// Where the daemon listens, as the client commands read it ([`Config::sockets`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,9 +39,26 @@ impl Config {
 }
 
 impl Resolve<'_> {
-    pub(super) fn store(&self, store: FileStore) -> StoreConfig {
+    /// `[store]`; a bad size is recorded, and the value is always there.
+    pub(super) fn store(&self, store: FileStore, errors: &mut Vec<ConfigError>) -> StoreConfig {
+        let max_size = store.max_size.as_deref().and_then(|s| match parse_size(s) {
+            Ok(n) if n >= MIN_STORE_SIZE => Some(n),
+            Ok(_) => {
+                errors.push(self.error(
+                    "store",
+                    "max_size",
+                    format!("`{s}` is too small: the database needs at least 1MiB"),
+                ));
+                None
+            }
+            Err(e) => {
+                errors.push(self.error("store", "max_size", e));
+                None
+            }
+        });
         StoreConfig {
             path: self.anchor(&store.path),
+            max_size,
         }
     }
 
@@ -63,13 +81,6 @@ impl Resolve<'_> {
                 "queue",
                 "metrics",
                 "metrics are served on the TCP listener: set `queue.listen` too (the control socket always serves /metrics)",
-            ));
-        }
-        if queue.socket == queue.control_socket {
-            errors.push(self.error(
-                "queue",
-                "control_socket",
-                "must differ from `queue.socket`: agents must not reach the owners' socket",
             ));
         }
         if queue.max_connections == Some(0) {
@@ -96,6 +107,52 @@ impl Resolve<'_> {
         }
     }
 
+    /// The socket paths against each other, the database and this file: a socket path
+    /// must name nothing else gatebot uses (the daemon refuses to start on a path that
+    /// holds anything but a stale socket, and must never remove the database).
+    pub(super) fn socket_paths(
+        &self,
+        store: &StoreConfig,
+        queue: &QueueConfig,
+        errors: &mut Vec<ConfigError>,
+    ) {
+        if queue.socket == queue.control_socket {
+            errors.push(self.error(
+                "queue",
+                "control_socket",
+                "must differ from `queue.socket`: agents must not reach the owners' socket",
+            ));
+        }
+        let taken = [
+            (store.path.clone(), "the database (`store.path`)"),
+            (
+                sibling(&store.path, "-wal"),
+                "the database's write-ahead log",
+            ),
+            (
+                sibling(&store.path, "-shm"),
+                "the database's shared-memory file",
+            ),
+            (sibling(&store.path, "-journal"), "the database's journal"),
+            (self.file().to_path_buf(), "this config file"),
+        ];
+        for (key, path) in [
+            ("socket", &queue.socket),
+            ("control_socket", &queue.control_socket),
+        ] {
+            if let Some((_, what)) = taken.iter().find(|(p, _)| p == path) {
+                errors.push(self.error(
+                    "queue",
+                    key,
+                    format!(
+                        "`{}` is {what}: a socket needs a path of its own",
+                        path.display()
+                    ),
+                ));
+            }
+        }
+    }
+
     /// `[log]`; a bad filter is recorded, and the value is always there.
     pub(super) fn log(&self, log: FileLog, errors: &mut Vec<ConfigError>) -> LogConfig {
         if tracing_subscriber::EnvFilter::try_new(&log.level).is_err() {
@@ -115,6 +172,34 @@ impl Resolve<'_> {
     }
 }
 
+/// The smallest `store.max_size`: room for the schema and some requests.
+const MIN_STORE_SIZE: u64 = 1 << 20;
+
+/// `500MB`, `2GiB`, `1048576` (bytes): a size, as `store.max_size` is written.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let unit_bytes: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => u64::MAX,
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .filter(|_| unit_bytes != u64::MAX)
+        .and_then(|n| n.checked_mul(unit_bytes))
+        .ok_or_else(|| format!("`{s}` is not a size like 500MB, 2GB or 1GiB"))
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -126,6 +211,34 @@ mod tests {
     fn same_socket_twice_is_an_error() {
         let e = parse("[queue]\nsocket = \"a.sock\"\ncontrol_socket = \"a.sock\"\n").unwrap_err();
         assert_eq!(e.key, "queue.control_socket");
+        // The same file, written two ways.
+        let e = parse("[queue]\nsocket = \"./a.sock\"\ncontrol_socket = \"/etc/gatebot/a.sock\"\n")
+            .unwrap_err();
+        assert_eq!(e.key, "queue.control_socket");
+        assert_eq!(e.line, Some(3));
+    }
+
+    #[test]
+    fn a_socket_on_the_database_or_its_files_is_an_error() {
+        for (socket, what) in [
+            ("gatebot.db", "the database (`store.path`)"),
+            ("gatebot.db-wal", "write-ahead log"),
+            ("/etc/gatebot/gatebot.db-shm", "shared-memory file"),
+            ("bot.toml", "this config file"),
+        ] {
+            let e = parse(&format!("[queue]\nsocket = \"{socket}\"\n")).unwrap_err();
+            assert_eq!(e.key, "queue.socket", "{socket}");
+            assert_eq!(e.line, Some(2), "{socket}");
+            assert!(e.message.contains(what), "{socket}: {}", e.message);
+        }
+        let e = parse(
+            "[store]\npath = \"/var/lib/g.db\"\n[queue]\ncontrol_socket = \"/var/lib/g.db\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "queue.control_socket");
+        assert!(
+            parse("[store]\npath = \"/var/lib/g.db\"\n[queue]\nsocket = \"gatebot.db\"\n").is_ok()
+        );
     }
 
     #[test]

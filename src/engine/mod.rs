@@ -13,6 +13,11 @@
 //!    them up again.
 //! 4. Every change is published as [`Event::Settled`]; long-polling agents
 //!    ([`Engine::wait`]) and chat channels listen on the bus.
+//!
+//! Every store call is guarded ([`Store::guarded`]): refused with a storage fault
+//! when the database file was deleted or replaced, and a disk-full or I/O failure is
+//! noted for [`Engine::storage_fault`] (`/v1/health`, the systemd watchdog).
+//! Refused attempts are recorded by `refusal`; `housekeeping` runs every few seconds.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,18 +33,22 @@ use crate::config::{AgentConfig, Config};
 use crate::names::{hidden_character, valid_agent_name};
 use crate::policy::{Action, History, Request};
 use crate::store::{
-    AuditCheck, AuditRow, Inserted, Lookup, NewApproval, Store, StoreError, Transition,
+    AuditCheck, AuditHead, AuditRow, Inserted, Lookup, NewApproval, StorageFault, Store,
+    StoreError, Transition,
 };
 use crate::time::{format_duration, now_ms};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
 mod chat;
+mod housekeeping;
+mod refusal;
 
 pub use crate::store::{
     DigestGroup, DigestState, DigestSummary, ListFilter, Shown, ShownBy, Subject, SubjectKind,
     Unposted,
 };
 pub use chat::ChatState;
+pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
 
 /// Runs a store call on the blocking pool: SQLite calls block, sometimes on fsync.
 async fn blocking<T, F>(store: &Arc<Store>, f: F) -> Result<T, EngineError>
@@ -48,7 +57,9 @@ where
     F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
 {
     let store = store.clone();
-    tokio::task::spawn_blocking(move || f(&store))
+    // Guarded: refused if the database was deleted or replaced, and a disk-full or I/O
+    // failure is noted for /v1/health and the watchdog.
+    tokio::task::spawn_blocking(move || store.guarded(f))
         .await
         .map_err(|e| EngineError::Internal(format!("store task failed: {e}")))?
         .map_err(EngineError::from)
@@ -235,10 +246,16 @@ impl Engine {
     /// Opens (creating if needed) the database at `config.store.path`, brings its
     /// schema up to date, and starts the engine on it.
     pub async fn open(config: Config) -> Result<Arc<Engine>, EngineError> {
-        let path = config.store.path.clone();
-        let store = tokio::task::spawn_blocking(move || Store::open(&path))
-            .await
-            .map_err(|e| EngineError::Internal(format!("opening the store failed: {e}")))??;
+        let (path, max_size) = (config.store.path.clone(), config.store.max_size);
+        let store = tokio::task::spawn_blocking(move || {
+            let store = Store::open(&path)?;
+            if let Some(bytes) = max_size {
+                store.limit_size(bytes)?;
+            }
+            Ok::<_, StoreError>(store)
+        })
+        .await
+        .map_err(|e| EngineError::Internal(format!("opening the store failed: {e}")))??;
         Ok(Engine::new(store, config))
     }
 
@@ -616,32 +633,10 @@ impl Engine {
         Err(EngineError::AlreadySettled(Box::new(a)))
     }
 
-    /// Records a refused attempt: a decision by someone who is not an approver, an
-    /// agent trying to decide, a missing or wrong token. `detail` says what was
-    /// attempted; it must never hold a token.
-    pub async fn record_unauthorised(
-        &self,
-        approval_id: Option<String>,
-        actor: String,
-        via: Via,
-        detail: Value,
-    ) -> Result<(), EngineError> {
-        warn!(actor = %actor, via = via.as_str(), detail = %detail, "unauthorised attempt refused");
-        self.blocking(move |s| {
-            s.audit(
-                now_ms(),
-                approval_id.as_deref(),
-                "unauthorised_attempt",
-                Some(&actor),
-                Some(&via),
-                &detail,
-            )
-        })
-        .await
-    }
-
-    /// Records that the daemon started, and how many requests it found waiting.
+    /// Records that the daemon started, and how many requests it found waiting. Windows
+    /// of refused attempts an earlier run left open (it crashed) are closed first.
     pub async fn record_start(&self) -> Result<usize, EngineError> {
+        self.flush_refusals(true).await?;
         self.blocking(|s| {
             let pending = s.count_pending()?;
             s.audit(
@@ -655,6 +650,16 @@ impl Engine {
             Ok(pending)
         })
         .await
+    }
+
+    /// What is wrong with the storage, if anything: the database file deleted or
+    /// replaced, the disk full, I/O errors (see `store::health`). Does not wait for
+    /// the connection, so it answers while a store call is stuck.
+    pub async fn storage_fault(&self) -> Option<StorageFault> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || store.storage_fault())
+            .await
+            .unwrap_or(None)
     }
 
     /// How many requests are pending (also a health check: the store answers).
@@ -679,19 +684,36 @@ impl Engine {
         self.blocking(move |s| s.always_allowed_tools(&agent)).await
     }
 
-    /// Audit rows, oldest first, optionally for one request and/or since a time.
-    pub async fn audit_rows(
+    /// Up to `limit` audit rows with `after < seq <= until`, oldest first, optionally
+    /// for one request and/or since a time: a page of the trail, for readers that
+    /// stream it rather than hold it.
+    pub async fn audit_page(
         &self,
         approval_id: Option<String>,
         since: Option<i64>,
+        after: i64,
+        until: i64,
+        limit: i64,
     ) -> Result<Vec<AuditRow>, EngineError> {
-        self.blocking(move |s| s.audit_rows(approval_id.as_deref(), since))
+        self.blocking(move |s| s.audit_page(approval_id.as_deref(), since, after, until, limit))
             .await
     }
 
-    /// Recomputes the audit hash chain.
-    pub async fn verify_audit(&self) -> Result<AuditCheck, EngineError> {
-        self.blocking(|s| s.verify_audit()).await
+    /// The highest seq in the audit trail now (where a reader starting now stops).
+    pub async fn audit_last_seq(&self) -> Result<i64, EngineError> {
+        self.blocking(|s| s.audit_last_seq()).await
+    }
+
+    /// Recomputes the audit hash chain; with `anchor` (a head hash printed earlier),
+    /// also checks that the chain still holds it.
+    pub async fn verify_audit(&self, anchor: Option<String>) -> Result<AuditCheck, EngineError> {
+        self.blocking(move |s| s.verify_audit_with(anchor.as_deref()))
+            .await
+    }
+
+    /// The audit chain's head as recorded (`None` if the record was removed).
+    pub async fn audit_head(&self) -> Result<Option<AuditHead>, EngineError> {
+        self.blocking(|s| s.audit_head()).await
     }
 
     /// The agent withdraws its own pending request.
@@ -846,7 +868,7 @@ async fn write_batches(store: Arc<Store>, mut rx: mpsc::Receiver<InsertJob>) {
         }
         let (news, replies): (Vec<NewApproval>, Vec<_>) = jobs.into_iter().unzip();
         let s = store.clone();
-        match tokio::task::spawn_blocking(move || s.insert_batch(&news)).await {
+        match tokio::task::spawn_blocking(move || s.insert_batch_guarded(&news)).await {
             Ok(results) => {
                 for (result, reply) in results.into_iter().zip(replies) {
                     let _ = reply.send(result);

@@ -175,8 +175,20 @@ pub struct HookArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditAction {
-    /// Recompute the hash chain; exit 1 if any row was edited, deleted or reordered.
+    /// Recompute the hash chain; exit 1 if any row was edited, deleted or reordered,
+    /// rows were cut off the end, or a protecting trigger is missing.
     Verify {
+        /// A head hash printed earlier by `gatebot audit head` and kept elsewhere:
+        /// also exit 1 unless the chain still holds it.
+        #[arg(long)]
+        head: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the chain's head hash, to keep outside this machine and pass to
+    /// `audit verify --head` later.
+    Head {
+        /// Print its row number and the row count too, as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -266,9 +278,13 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             json,
         } => decide::run(&owner()?, &id, &decision, reason.as_deref(), json).await,
         Command::Audit {
-            action: Some(AuditAction::Verify { json }),
+            action: Some(AuditAction::Verify { head, json }),
             ..
-        } => audit::verify(&owner()?, json).await,
+        } => audit::verify(&owner()?, head.as_deref(), json).await,
+        Command::Audit {
+            action: Some(AuditAction::Head { json }),
+            ..
+        } => audit::head(&owner()?, json).await,
         Command::Audit {
             action: None,
             request,
