@@ -355,23 +355,50 @@ async fn claim_socket(key: &str, path: &Path, mode: u32) -> anyhow::Result<UnixL
         .with_context(|| format!("`{key}`: cannot use {}", path.display()))
 }
 
-/// Completes on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => info!("SIGINT received"),
-        _ = term.recv() => info!("SIGTERM received"),
+/// The signals the daemon acts on. They are installed before the daemon serves: a
+/// signal that arrived before its handler would find the default action in place,
+/// and SIGTERM's and SIGHUP's default is to end the process at once.
+pub struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    /// SIGHUP: reload the config ([`reload_on_sighup`]).
+    pub hup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Installs the handlers; call it first thing in the runtime.
+    pub fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// Completes on SIGINT or SIGTERM; the SIGHUP stream is handed back for reloads.
+    pub fn shutdown(self) -> (impl Future<Output = ()>, tokio::signal::unix::Signal) {
+        let Signals {
+            mut term,
+            mut int,
+            hup,
+        } = self;
+        let shutdown = async move {
+            tokio::select! {
+                _ = int.recv() => info!("SIGINT received"),
+                _ = term.recv() => info!("SIGTERM received"),
+            }
+        };
+        (shutdown, hup)
     }
 }
 
 /// Reloads the config on every SIGHUP; an invalid file is refused and the old config stays.
-pub async fn reload_on_sighup(engine: Arc<Engine>, path: PathBuf) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let Ok(mut hup) = signal(SignalKind::hangup()) else {
-        warn!("cannot install a SIGHUP handler; config reload is off");
-        return;
-    };
+pub async fn reload_on_sighup(
+    engine: Arc<Engine>,
+    path: PathBuf,
+    mut hup: tokio::signal::unix::Signal,
+) {
     while hup.recv().await.is_some() {
         match Config::load(&path) {
             Ok(new) => match engine.reload(new).await {

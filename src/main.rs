@@ -4,7 +4,7 @@ use clap::Parser;
 
 use gatebot::client::cli::{run_client, Cli, Command, EXIT_ERROR};
 use gatebot::config::Config;
-use gatebot::daemon::{reload_on_sighup, shutdown_signal, App};
+use gatebot::daemon::{reload_on_sighup, App, Signals};
 use gatebot::systemd::Activation;
 
 #[tokio::main]
@@ -19,6 +19,14 @@ async fn main() -> ExitCode {
 async fn run(cli: Cli) -> ExitCode {
     // Before anything else reads the environment or opens files.
     let activation = Activation::from_env();
+    // Before the daemon serves: a SIGTERM or SIGHUP must never meet the default action.
+    let signals = match Signals::install() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot install signal handlers: {e}");
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
     let config = match Config::load(&cli.config) {
         Ok(c) => c,
         Err(e) => {
@@ -35,8 +43,9 @@ async fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    tokio::spawn(reload_on_sighup(app.engine(), source));
-    match app.run_until(shutdown_signal()).await {
+    let (shutdown, hup) = signals.shutdown();
+    tokio::spawn(reload_on_sighup(app.engine(), source, hup));
+    match app.run_until(shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("stopped with an error: {e:#}");

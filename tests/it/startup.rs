@@ -82,3 +82,46 @@ async fn plain_logs_carry_no_colour_codes_into_a_file() {
     assert!(written.contains(" INFO "), "{written}");
     assert!(!written.contains('\u{1b}'), "escape codes in {written:?}");
 }
+
+/// A SIGHUP or SIGTERM that arrives the moment the daemon's socket appears is handled,
+/// not met by the default action (which ends the process at once): the handlers are
+/// installed before the daemon serves.
+#[tokio::test]
+async fn signals_arriving_as_the_daemon_starts_are_handled() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bot.toml"), BASE_CONFIG).unwrap();
+    let sock = dir.path().join("gatebot.sock");
+    let child = Command::new(BIN)
+        .args(["run", "--config"])
+        .arg(dir.path().join("bot.toml"))
+        .env_remove("NOTIFY_SOCKET")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap() as libc::pid_t;
+    // Signal as soon as the socket file exists (checked every millisecond): the daemon
+    // is still building then, before it serves.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !sock.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agents' socket never appeared"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // SAFETY: signals to a child we spawned and have not waited for.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("the daemon stops")
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
