@@ -7,6 +7,9 @@
 //! - [`wire`]: the API's JSON shapes and limits, shared by the daemon and its clients.
 //! - [`hooks`]: agent hook payloads and answers, and the submit-wait-answer loop within a
 //!   hook's timeout, over any transport.
+//! - [`inbox`]: tasks owners hand to agents: intents, the keyword classifier and the
+//!   optional model classifier, the lifecycle table, failure and pending-input detection,
+//!   how the worker reads output, and the task API's JSON shapes.
 //! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
 //!   accepted; tokens that never reach a log (and the one scrubber); the one backoff.
 //!
@@ -44,6 +47,7 @@ pub mod daemon;
 pub mod engine;
 pub mod guidance;
 pub mod hooks;
+pub mod inbox;
 pub mod metrics;
 pub mod names;
 pub mod policy;
