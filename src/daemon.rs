@@ -178,6 +178,14 @@ impl App {
                 Ok::<(), std::io::Error>(())
             }
         });
+        tasks.spawn({
+            let engine = engine.clone();
+            let stop = stop.clone();
+            async move {
+                engine.run_task_timers(stop).await;
+                Ok::<(), std::io::Error>(())
+            }
+        });
         if let Some(every) = crate::systemd::watchdog_interval() {
             tasks.spawn(watchdog(engine.clone(), every, stop.clone()));
         }

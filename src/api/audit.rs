@@ -33,8 +33,13 @@ pub(super) async fn audit(
             })
         })
         .transpose()?;
+    // A request's id, or an inbox task's (its rows are keyed the same way).
     let id = match q.request {
-        Some(typed) => Some(state.engine.lookup(&typed, false).await?.id),
+        Some(typed) => Some(match state.engine.lookup(&typed, false).await {
+            Ok(a) => a.id,
+            Err(crate::engine::EngineError::NotFound(_)) => state.engine.task(&typed).await?.id,
+            Err(e) => return Err(e.into()),
+        }),
         None => None,
     };
     let rows = state.engine.audit_rows(id, since).await?;

@@ -42,6 +42,7 @@ pub(super) async fn decide(
         SubjectKind::Approval => decide_request(&state, &id, body, actor)
             .await
             .map(IntoResponse::into_response),
+        SubjectKind::Task => super::tasks::decide(&state, &id, &body.decision, actor).await,
     }
 }
 

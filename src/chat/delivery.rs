@@ -284,7 +284,7 @@ impl<P: Platform> ChatWorker<P> {
         let platform = self.cx.platform.clone();
         if self.rescan {
             let backlog = state
-                .backlog(&platform, &self.chat)
+                .backlog(&platform, &self.chat, true)
                 .await
                 .map_err(database)?;
             self.subjects.extend(backlog);
@@ -292,7 +292,7 @@ impl<P: Platform> ChatWorker<P> {
         }
         let ids: Vec<String> = self.subjects.iter().cloned().collect();
         let unposted = state
-            .unposted(&platform, &self.chat, &ids)
+            .unposted(&platform, &self.chat, &ids, true)
             .await
             .map_err(database)?;
         let stale = state
@@ -435,7 +435,7 @@ impl<P: Platform> ChatWorker<P> {
                 .map_err(database)?;
         }
         state
-            .begin_post(&platform, &chat, shown, by)
+            .begin_post(&platform, &chat, shown, by, None)
             .await
             .map_err(database)?;
         match self.call(stop, call).await {

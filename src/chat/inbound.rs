@@ -57,6 +57,10 @@ pub struct At {
 pub enum Purpose {
     /// "Why deny?": the answer is the reason of a denial.
     DenyReason,
+    /// A task's clarify question: the answer classifies the task again.
+    Clarify,
+    /// A task's agent asks: the answer goes to the agent when it resumes.
+    NeedsInput,
 }
 
 impl Purpose {
@@ -64,6 +68,8 @@ impl Purpose {
     pub fn as_str(self) -> &'static str {
         match self {
             Purpose::DenyReason => "deny_reason",
+            Purpose::Clarify => "task_clarify",
+            Purpose::NeedsInput => "task_input",
         }
     }
 
@@ -71,6 +77,8 @@ impl Purpose {
     pub fn parse(s: &str) -> Option<Purpose> {
         match s {
             "deny_reason" => Some(Purpose::DenyReason),
+            "task_clarify" => Some(Purpose::Clarify),
+            "task_input" => Some(Purpose::NeedsInput),
             _ => None,
         }
     }

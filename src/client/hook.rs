@@ -80,6 +80,8 @@ pub struct HookRun {
     /// The agents' socket, or why it could not be found (then the answer is a deny).
     pub socket: Result<PathBuf, String>,
     pub token: Option<String>,
+    /// The inbox task the agent runs (`GATEBOT_TASK_ID`), named on the request.
+    pub task_id: Option<String>,
 }
 
 /// Answers one hook payload. `Err` only for input that is not a hook payload of
@@ -97,7 +99,9 @@ pub async fn run(h: HookRun, input: &str) -> Result<Value, String> {
             };
             let total = h.budget.unwrap_or_else(|| h.kind.default_budget());
             let budget = Budget::new(total, h.started);
-            resolve(&gate, &parsed.call.submit_body(&agent), budget, |_, _| {}).await
+            let mut body = parsed.call.submit_body(&agent);
+            body.task_id = h.task_id;
+            resolve(&gate, &body, budget, |_, _| {}).await
         }
     };
     Ok(render(&parsed, &verdict))

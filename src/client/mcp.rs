@@ -54,6 +54,8 @@ pub struct McpOptions {
     /// The agents' socket, or why it could not be found (then every call is denied).
     pub socket: Result<PathBuf, String>,
     pub token: Option<String>,
+    /// The inbox task the agent runs (`GATEBOT_TASK_ID`), named on every request.
+    pub task_id: Option<String>,
 }
 
 /// Serves MCP on `input`/`output` until `input` ends.
@@ -292,9 +294,11 @@ async fn approve(
                 client: Client::new(socket).with_token(opts.token.clone()),
             };
             let mut n = 0u64;
+            let mut body = call.submit_body(&opts.agent);
+            body.task_id = opts.task_id.clone();
             resolve(
                 &gate,
-                &call.submit_body(&opts.agent),
+                &body,
                 Budget::new(opts.budget, tokio::time::Instant::now()),
                 |view, elapsed| {
                     *request.lock().unwrap_or_else(|e| e.into_inner()) = Some(view.id.clone());
@@ -351,6 +355,7 @@ mod tests {
             budget: Duration::from_secs(1),
             socket: Err("no socket".into()),
             token: None,
+            task_id: None,
         }
     }
 

@@ -1,4 +1,5 @@
-//! `gatebot decide ID approve|approve-always|deny [--reason R]`: the owner decides.
+//! `gatebot decide ID approve|approve-always|deny [--reason R]`: the owner decides;
+//! for an inbox task, `gatebot decide ID queue|reject` (and `cancel`, `retry`).
 
 use serde_json::json;
 
@@ -20,11 +21,22 @@ pub(super) async fn run(
         .await
         .map_err(|e| e.to_string())?;
     // Someone decided first: exit 1 and say who, as for a rejection, not 2 (an error).
-    if res.error_code() == Some("already_decided") {
+    if matches!(
+        res.error_code(),
+        Some("already_decided" | "task_conflict" | "task_cancelled")
+    ) {
         eprintln!("{}", res.error_message());
         return Ok(EXIT_NO);
     }
-    let view = view_of(expect_ok(Ok(res))?)?;
+    let res = expect_ok(Ok(res))?;
+    // The id named an inbox task (`decide ID queue|reject`).
+    if res.body["kind"] == "task" {
+        let view = serde_json::from_value(res.body)
+            .map_err(|e| format!("unexpected answer from gatebot: {e}"))?;
+        super::task::print(&view, json);
+        return Ok(EXIT_GO);
+    }
+    let view = view_of(res)?;
     if json {
         println!(
             "{}",

@@ -33,6 +33,7 @@ pub(super) async fn run(
         started,
         socket: socket_for(flag, config, false),
         token: args.token,
+        task_id: args.task.filter(|t| !t.trim().is_empty()),
     };
     let answer = crate::client::hook::run(run, &input).await?;
     println!("{answer}");

@@ -20,6 +20,7 @@ pub(super) async fn run(
         budget: budget.unwrap_or(DEFAULT_BUDGET),
         socket: socket_for(flag, config, false),
         token: args.token,
+        task_id: args.task.filter(|t| !t.trim().is_empty()),
     };
     let stdin = tokio::io::BufReader::new(tokio::io::stdin());
     crate::client::mcp::serve(opts, stdin, tokio::io::stdout())
