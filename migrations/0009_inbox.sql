@@ -48,9 +48,10 @@ CREATE TABLE tasks (
     started_at      INTEGER,
     finished_at     INTEGER
 );
-CREATE INDEX tasks_queued ON tasks (agent, id) WHERE status = 'queued';
+-- Claimed oldest first: in rowid order, which an index on (agent) keeps.
+CREATE INDEX tasks_queued ON tasks (agent) WHERE status = 'queued';
 CREATE INDEX tasks_running ON tasks (agent) WHERE status = 'running';
-CREATE INDEX tasks_open ON tasks (id) WHERE status IN ('pending', 'queued', 'running', 'waiting');
+CREATE INDEX tasks_open ON tasks (status) WHERE status IN ('pending', 'queued', 'running', 'waiting');
 CREATE INDEX tasks_progress_due ON tasks (progress_due) WHERE progress_due IS NOT NULL;
 
 CREATE TABLE task_questions (

@@ -1,9 +1,14 @@
 //! Delivering cards to a platform's chats, durably, for every conversation kind.
 //!
-//! One worker per destination chat makes that chat match the database:
+//! One worker per chat makes that chat match the database. The chats are the
+//! platform's destinations, where every subject without a home is shown, and the home
+//! chats of subjects that have one (a task written in a chat is shown there only; see
+//! `store::chat`'s `Home`):
 //! 1. open subjects without a message there get one: their own card, or, when more
 //!    requests than the platform's `digest_after` wait at once, one digest for all of
-//!    them (see [`crate::chat::conversation::digest`]);
+//!    them (see [`crate::chat::conversation::digest`]). A card goes in its thread: as
+//!    a reply to its home message, or under its parent's card (a task's question, a
+//!    request the task's agent made) when the parent is shown in that chat;
 //! 2. messages whose subject changed since they were drawn are edited to show it now
 //!    (a settled request loses its buttons and shows its outcome), and digests move on
 //!    to the next pending request or close;
@@ -38,7 +43,7 @@ use tracing::{debug, info, warn};
 use crate::chat::conversation::{self, digest};
 use crate::chat::platform::{Platform, SendError};
 use crate::chat::Context;
-use crate::engine::{Engine, EngineError, ShownBy, SubjectKind, Unposted};
+use crate::engine::{Engine, EngineError, Event, ShownBy, SubjectKind, Unposted};
 use crate::retry::backoff;
 
 /// A store failure, retried like a temporary failure of the chat API.
@@ -103,18 +108,32 @@ async fn run<P: Platform>(
     let mut events = cx.engine.subscribe();
     let tasks = TaskTracker::new();
     let mut workers: HashMap<String, mpsc::UnboundedSender<Work>> = HashMap::new();
-    for chat in platform.settings(&cx.engine.config()).destinations {
+    let spawn = |workers: &mut HashMap<String, mpsc::UnboundedSender<Work>>,
+                 chat: String,
+                 destination: bool| {
         let (tx, rx) = mpsc::unbounded_channel();
         let _ = tx.send(Work::Rescan);
-        let worker = ChatWorker::new(cx.clone(), platform.clone(), chat.clone());
+        let worker = ChatWorker::new(cx.clone(), platform.clone(), chat.clone(), destination);
         tasks.spawn(worker.run(rx, stop.clone()));
         workers.insert(chat, tx);
-    }
-    let all = |make: &dyn Fn() -> Work| {
-        for tx in workers.values() {
-            let _ = tx.send(make());
-        }
     };
+    for chat in platform.settings(&cx.engine.config()).destinations {
+        spawn(&mut workers, chat, true);
+    }
+    // Chats that are no destination but home to subjects that need work there (a task
+    // written in an approver's private chat).
+    match cx.engine.chat().home_chats(&cx.platform).await {
+        Ok(chats) => {
+            for chat in chats {
+                if !workers.contains_key(&chat) {
+                    spawn(&mut workers, chat, false);
+                }
+            }
+        }
+        Err(e) => {
+            warn!(platform = %cx.platform, error = %e, "cannot read the chats subjects live in")
+        }
+    }
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
@@ -125,13 +144,28 @@ async fn run<P: Platform>(
             }
             ev = events.recv() => match ev {
                 Ok(ev) => {
-                    if let Some(id) = ev.subject() {
-                        all(&|| Work::Subject(id.to_string()));
+                    let Some(id) = ev.subject() else { continue };
+                    // A subject at home in a chat without a worker gets one there.
+                    let homed = match &ev {
+                        Event::Subject(_) => true,
+                        other => other.approval().is_some_and(|a| a.task_id.is_some()),
+                    };
+                    if homed {
+                        if let Ok(Some(chat)) = cx.engine.chat().home_on(id, &cx.platform).await {
+                            if !workers.contains_key(&chat) {
+                                spawn(&mut workers, chat, false);
+                            }
+                        }
+                    }
+                    for tx in workers.values() {
+                        let _ = tx.send(Work::Subject(id.to_string()));
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     info!(platform = %cx.platform, missed = n, "event stream lagged; rescanning");
-                    all(&|| Work::Rescan);
+                    for tx in workers.values() {
+                        let _ = tx.send(Work::Rescan);
+                    }
                 }
                 Err(broadcast::error::RecvError::Closed) => break,
             },
@@ -147,6 +181,9 @@ struct ChatWorker<P> {
     cx: Context,
     platform: Arc<P>,
     chat: String,
+    /// One of the platform's destination chats (subjects without a home go there); a
+    /// chat that is not shows only the subjects at home in it.
+    destination: bool,
     /// Subjects that may need a post or an edit here.
     subjects: BTreeSet<String>,
     /// Messages to draw again.
@@ -160,11 +197,12 @@ struct ChatWorker<P> {
 }
 
 impl<P: Platform> ChatWorker<P> {
-    fn new(cx: Context, platform: Arc<P>, chat: String) -> Self {
+    fn new(cx: Context, platform: Arc<P>, chat: String, destination: bool) -> Self {
         ChatWorker {
             cx,
             platform,
             chat,
+            destination,
             subjects: BTreeSet::new(),
             redraws: BTreeSet::new(),
             rescan: false,
@@ -284,7 +322,7 @@ impl<P: Platform> ChatWorker<P> {
         let platform = self.cx.platform.clone();
         if self.rescan {
             let backlog = state
-                .backlog(&platform, &self.chat, true)
+                .backlog(&platform, &self.chat, self.destination)
                 .await
                 .map_err(database)?;
             self.subjects.extend(backlog);
@@ -292,7 +330,7 @@ impl<P: Platform> ChatWorker<P> {
         }
         let ids: Vec<String> = self.subjects.iter().cloned().collect();
         let unposted = state
-            .unposted(&platform, &self.chat, &ids, true)
+            .unposted(&platform, &self.chat, &ids, self.destination)
             .await
             .map_err(database)?;
         let stale = state
@@ -361,7 +399,7 @@ impl<P: Platform> ChatWorker<P> {
         Ok(())
     }
 
-    /// Posts one subject's card.
+    /// Posts one subject's card, in its thread where it has one here.
     async fn post_card(&mut self, stop: &CancellationToken, u: &Unposted) -> Result<(), SendError> {
         let Some(rendered) = conversation::render(&self.cx, &u.subject)
             .await
@@ -372,13 +410,26 @@ impl<P: Platform> ChatWorker<P> {
         if !rendered.open {
             return Ok(());
         }
+        let thread = self
+            .cx
+            .engine
+            .chat()
+            .anchor(&u.subject.id, &self.cx.platform, &self.chat)
+            .await
+            .map_err(database)?;
         let shown = vec![(u.subject.id.clone(), rendered.revision)];
         let platform = self.platform.clone();
         let chat = self.chat.clone();
         let card = rendered.card;
-        self.post(stop, &shown, ShownBy::Card, u.unknown, async move {
-            platform.post(&chat, &card).await
-        })
+        let root = thread.as_ref().map(|t| t.root.clone());
+        self.post(
+            stop,
+            &shown,
+            ShownBy::Card,
+            u.unknown,
+            root.as_deref(),
+            async move { platform.post(&chat, &card, thread.as_ref()).await },
+        )
         .await
     }
 
@@ -405,20 +456,21 @@ impl<P: Platform> ChatWorker<P> {
         let card = digest::card(&digest::View::Summary(summary));
         let platform = self.platform.clone();
         let chat = self.chat.clone();
-        self.post(stop, shown, ShownBy::Digest, unknown, async move {
-            platform.post(&chat, &card).await
+        self.post(stop, shown, ShownBy::Digest, unknown, None, async move {
+            platform.post(&chat, &card, None).await
         })
         .await
     }
 
-    /// Records the post's intent (the subjects and the revisions the message shows),
-    /// makes the call, and records what happened.
+    /// Records the post's intent (the subjects and the revisions the message shows,
+    /// and the thread it goes in), makes the call, and records what happened.
     async fn post(
         &mut self,
         stop: &CancellationToken,
         shown: &[(String, String)],
         by: ShownBy,
         unknown_before: bool,
+        thread: Option<&str>,
         call: impl Future<Output = Result<String, SendError>>,
     ) -> Result<(), SendError> {
         let ids: Vec<String> = shown.iter().map(|(id, _)| id.clone()).collect();
@@ -435,7 +487,7 @@ impl<P: Platform> ChatWorker<P> {
                 .map_err(database)?;
         }
         state
-            .begin_post(&platform, &chat, shown, by, None)
+            .begin_post(&platform, &chat, shown, by, thread)
             .await
             .map_err(database)?;
         match self.call(stop, call).await {

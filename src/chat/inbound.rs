@@ -17,9 +17,10 @@ use serde_json::json;
 use tracing::{debug, error, warn};
 
 use crate::chat::card::{Button, Card, Line};
-use crate::chat::conversation::{self, Action, Command, Who};
+use crate::chat::conversation::{self, task, Action, Command, Who};
+use crate::chat::platform::Thread;
 use crate::chat::Context;
-use crate::engine::Subject;
+use crate::engine::{Home, Subject};
 
 /// Who pressed, wrote or answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,12 +98,18 @@ pub enum Inbound {
     Press { data: String, at: At },
     /// A message in `chat`, perhaps replying to another. `addressed` is true when the
     /// platform says it was meant for gatebot (a Slack slash command): then text that
-    /// is no command gets the help, instead of being ignored as chatter.
+    /// is no command gets the help, instead of being ignored as chatter. `direct` is
+    /// true when it was written to gatebot itself (a Telegram private chat with the
+    /// bot, a Slack DM or inbox channel): with the inbox on, text that is no command
+    /// there is a task. `origin` is where a card answering it goes: after the message
+    /// itself, in its thread.
     Text {
         chat: String,
         text: String,
         reply_to: Option<Replied>,
         addressed: bool,
+        direct: bool,
+        origin: Option<Thread>,
     },
     /// The answer to a question gatebot asked in a form (Slack's modal), naming the
     /// subject and purpose it was asked for.
@@ -198,7 +205,7 @@ impl Answer {
 #[must_use]
 pub fn not_allowed(actor: &Actor) -> String {
     format!(
-        "You are not allowed to decide requests (your user id {} is not in the approvers list).",
+        "You are not allowed to decide requests or hand gatebot tasks (your user id {} is not in the approvers list).",
         actor.id
     )
 }
@@ -227,9 +234,19 @@ pub async fn handle(cx: &Context, actor: &Actor, inbound: Inbound) -> Answer {
             text,
             reply_to,
             addressed,
+            direct,
+            origin,
         } => {
             cx.engine.metrics.chat_update(&cx.platform, true);
-            text_message(cx, actor, &chat, &text, reply_to.as_ref(), addressed).await
+            let m = Message {
+                chat: &chat,
+                text: &text,
+                reply_to: reply_to.as_ref(),
+                addressed,
+                direct,
+                origin,
+            };
+            text_message(cx, actor, m).await
         }
         Inbound::Answer {
             subject,
@@ -246,20 +263,32 @@ pub async fn handle(cx: &Context, actor: &Actor, inbound: Inbound) -> Answer {
     }
 }
 
-async fn text_message(
-    cx: &Context,
-    actor: &Actor,
-    chat: &str,
-    text: &str,
-    reply_to: Option<&Replied>,
+/// A text message, as [`Inbound::Text`] has it.
+struct Message<'a> {
+    chat: &'a str,
+    text: &'a str,
+    reply_to: Option<&'a Replied>,
     addressed: bool,
-) -> Answer {
+    direct: bool,
+    origin: Option<Thread>,
+}
+
+async fn text_message(cx: &Context, actor: &Actor, m: Message<'_>) -> Answer {
+    let Message {
+        chat,
+        text,
+        reply_to,
+        addressed,
+        direct,
+        origin,
+    } = m;
     let chat_state = cx.engine.chat();
+    let is_command = text.trim_start().starts_with('/');
     let mut replied: Option<Subject> = None;
     if let Some(r) = reply_to {
         // A reply to a question gatebot asked: its text is the answer.
         match chat_state.question(&cx.platform, chat, &r.message).await {
-            Ok(Some(q)) if !text.trim_start().starts_with('/') => {
+            Ok(Some(q)) if !is_command => {
                 if !actor.approver {
                     let subject = subject_of(cx, Some(&q.subject)).await;
                     return refuse(cx, actor, subject, q.purpose.as_str()).await;
@@ -281,9 +310,37 @@ async fn text_message(
                 }
             };
         }
+        if replied.is_none() {
+            // A reply in the thread a subject lives in (a task written as a message).
+            replied = match chat_state.threaded(&cx.platform, chat, &r.message).await {
+                Ok(s) => s,
+                Err(e) => {
+                    error!(error = %e, "cannot look up the thread replied in");
+                    None
+                }
+            };
+        }
     }
-    let cmd = match Command::parse(text, cx.bot_username.as_deref(), replied.is_some()) {
+    // Words in reply to a subject whose kind reads them itself (a task's answer).
+    if let Some(s) = replied
+        .as_ref()
+        .filter(|s| !is_command && conversation::reads_replies(s))
+    {
+        if !actor.approver {
+            return refuse(cx, actor, Some(s.id.clone()), "answer a task's question").await;
+        }
+        if let Some(answer) = conversation::reply(cx, actor, s, text).await {
+            return answer;
+        }
+    }
+    let inbox = cx.engine.config().inbox.is_some();
+    let mut cmd = match Command::parse(text, cx.bot_username.as_deref(), replied.is_some()) {
         Some(c) => c,
+        // Written to gatebot itself: a task.
+        None if direct && inbox && !text.trim().is_empty() => Command::Task(task::Command::Add {
+            text: text.to_string(),
+            home: None,
+        }),
         None if addressed => Command::Help,
         None => return Answer::Nothing,
     };
@@ -291,6 +348,14 @@ async fn text_message(
         let typed = cmd.subject().or(replied.as_ref().map(|s| s.id.as_str()));
         let subject = subject_of(cx, typed).await;
         return refuse(cx, actor, subject, &cmd.attempted()).await;
+    }
+    if let Command::Task(task::Command::Add { home, .. }) = &mut cmd {
+        // Its card goes where it was written, after the owner's message.
+        *home = Some(Home {
+            platform: cx.platform.to_string(),
+            chat: chat.to_string(),
+            thread: origin,
+        });
     }
     conversation::command(cx, actor, cmd, replied.as_ref()).await
 }

@@ -41,6 +41,7 @@ use crate::approval::PlatformId;
 use crate::chat::card::Card;
 use crate::chat::conversation;
 use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Purpose, Replied};
+use crate::chat::platform::Thread;
 use crate::chat::Context;
 use crate::engine::Engine;
 use api::SlackApi;
@@ -315,6 +316,9 @@ impl Slack {
             text: format!("{} {}", p.command, p.text),
             reply_to: None,
             addressed: true,
+            direct: false,
+            // A slash command is no message: a task's card goes top-level there.
+            origin: None,
         };
         let answer = inbound::handle(&self.cx, &actor, text).await;
         let card = match &answer {
@@ -337,8 +341,10 @@ impl Slack {
         self.ephemeral(&p.channel_id, &p.user_id, &card, None).await;
     }
 
-    /// A message: a command typed in a card's thread (no id needed) or a `/command`
-    /// typed as a plain message. Other chatter and bot messages are ignored.
+    /// A message: a command typed in a card's thread (no id needed), a `/command`
+    /// typed as a plain message, an answer in a task's thread, or (a top-level message
+    /// in a DM to the bot or an inbox channel) a task. Other chatter and bot messages
+    /// are ignored.
     async fn on_event(&self, ev: payload::Event) {
         if !ev.is_human_message() {
             return;
@@ -348,11 +354,27 @@ impl Slack {
         };
         let thread = ev.thread().map(str::to_string);
         let actor = self.actor(user, user);
+        let inbox_channel = self
+            .cx
+            .engine
+            .config()
+            .slack
+            .as_ref()
+            .is_some_and(|s| s.inbox_channels.contains(channel));
+        let direct =
+            thread.is_none() && (ev.channel_type.as_deref() == Some("im") || inbox_channel);
+        // A task's card goes in the thread this message starts (or is in).
+        let origin = ev.ts.clone().map(|ts| Thread {
+            root: ev.thread_ts.clone().unwrap_or_else(|| ts.clone()),
+            reply_to: ts,
+        });
         let message = Inbound::Text {
             chat: channel.clone(),
             text: text.clone(),
             reply_to: thread.clone().map(|message| Replied { message }),
             addressed: false,
+            direct,
+            origin,
         };
         let answer = inbound::handle(&self.cx, &actor, message).await;
         let card = match &answer {

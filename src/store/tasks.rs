@@ -1,6 +1,9 @@
 //! Tasks: the inbox's queue and lifecycle, durable, each change one transaction with
 //! its audit row and its subject row.
 //!
+//! Tasks are kept in the order they were handed over (`rowid`: ULIDs made in the same
+//! millisecond do not sort by time), and claimed oldest first.
+//!
 //! A change reads the task, asks [`lifecycle::next`] whether the step applies, and
 //! writes the row back, all inside one transaction on the store's single connection,
 //! so two racing steps (a cancel and a completion, a lapsed lease and a late report)
@@ -257,10 +260,10 @@ impl Store {
     pub fn list_tasks(&self, all: bool, agent: Option<&str>, limit: usize) -> Result<Vec<Task>> {
         let conn = self.lock();
         let sql = if all {
-            "SELECT id FROM tasks WHERE (?1 IS NULL OR agent = ?1) ORDER BY id DESC LIMIT ?2"
+            "SELECT id FROM tasks WHERE (?1 IS NULL OR agent = ?1) ORDER BY rowid DESC LIMIT ?2"
         } else {
             "SELECT id FROM tasks WHERE status IN ('pending', 'queued', 'running', 'waiting') \
-             AND (?1 IS NULL OR agent = ?1) ORDER BY id LIMIT ?2"
+             AND (?1 IS NULL OR agent = ?1) ORDER BY rowid LIMIT ?2"
         };
         let ids: Vec<String> = conn
             .prepare_cached(sql)?
@@ -338,7 +341,7 @@ impl Store {
         }
         let next: Option<String> = tx
             .prepare_cached(
-                "SELECT id FROM tasks WHERE agent = ?1 AND status = 'queued' ORDER BY id LIMIT 1",
+                "SELECT id FROM tasks WHERE agent = ?1 AND status = 'queued' ORDER BY rowid LIMIT 1",
             )?
             .query_row([agent], |r| r.get(0))
             .optional()?;
@@ -890,7 +893,7 @@ fn get_task_tx(conn: &rusqlite::Connection, id: &str) -> Result<Option<Task>> {
 fn open_question_of(conn: &rusqlite::Connection, task: &str) -> Result<Option<TaskQuestion>> {
     let id: Option<String> = conn
         .prepare_cached(
-            "SELECT id FROM task_questions WHERE task = ?1 AND state = 'open' ORDER BY id DESC LIMIT 1",
+            "SELECT id FROM task_questions WHERE task = ?1 AND state = 'open' ORDER BY rowid DESC LIMIT 1",
         )?
         .query_row([task], |r| r.get(0))
         .optional()?;

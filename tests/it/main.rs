@@ -13,6 +13,7 @@ mod fake_telegram;
 mod helpers;
 mod hooks;
 mod inbox;
+mod inbox_chat;
 mod integrations;
 mod lifecycle;
 mod memory;

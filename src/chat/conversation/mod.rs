@@ -210,6 +210,16 @@ pub async fn answer(
     }
 }
 
+/// Whether text written in reply to `subject` (to its card, in its thread) that is no
+/// command is for its kind to read ([`reply`]), rather than words for a command.
+#[must_use]
+pub fn reads_replies(subject: &Subject) -> bool {
+    match subject.kind {
+        SubjectKind::Approval => false,
+        SubjectKind::Task => true,
+    }
+}
+
 /// Runs text written in reply to a subject's card (or in its thread) that is no
 /// command, where the subject's kind reads such text itself (a task reads it as the
 /// answer to its question); `None` where it does not, and the text is read as words
