@@ -1,13 +1,16 @@
 //! Integration tests: one binary so the crate links once.
 //! The daemon runs in-process (`helpers::spawn_app`) or as the real binary (`cli`).
-//! Chat channels run against fakes on loopback (`fake_telegram`, `fake_slack`).
+//! Chat channels run against fakes on loopback (`fake_telegram`, `fake_slack`), the
+//! inbox's model classifier against `fake_model`.
 //! Whatever happens in the background is waited for with `helpers::eventually`.
 //! The in-process daemons' logs are recorded (`helpers::log_text`, to check no token
 //! leaks into them); `TEST_LOG=1 cargo test` also prints them with each test's output.
 
 mod api;
+mod classifier;
 mod cli;
 mod failure;
+mod fake_model;
 mod fake_slack;
 mod fake_telegram;
 mod helpers;
