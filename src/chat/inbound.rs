@@ -336,7 +336,14 @@ async fn text_message(cx: &Context, actor: &Actor, m: Message<'_>) -> Answer {
     let inbox = cx.engine.config().inbox.is_some();
     let mut cmd = match Command::parse(text, cx.bot_username.as_deref(), replied.is_some()) {
         Some(c) => c,
-        // Written to gatebot itself: a task.
+        // Written to gatebot itself: a task. A reply to some other message is talk,
+        // not a new task.
+        None if direct && inbox && reply_to.is_some() => {
+            return Answer::note(
+                "That message is not one of gatebot's cards. To hand over a task, write it \
+                 as a new message.",
+            )
+        }
         None if direct && inbox && !text.trim().is_empty() => Command::Task(task::Command::Add {
             text: text.to_string(),
             home: None,

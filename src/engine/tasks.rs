@@ -16,6 +16,8 @@
 //!
 //! After every change the task and its questions are published as
 //! [`Event::Subject`], so delivery edits their cards, and waiting claims look again.
+//! When a task ends, the requests its run made that still wait for a human are
+//! withdrawn (cancelled): nobody is left to run them.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -276,6 +278,31 @@ impl Engine {
         .await
     }
 
+    /// Withdraws the requests still waiting for a human that `t`'s run made, once `t`
+    /// has ended: whoever was to run them is gone, and their prompts should say so
+    /// instead of waiting for an answer nobody needs.
+    async fn withdraw_requests(&self, t: &Task) {
+        if t.status.is_open() {
+            return;
+        }
+        let id = t.id.clone();
+        let pending = match self.blocking(move |s| s.pending_requests_of(&id)).await {
+            Ok(p) => p,
+            Err(e) => {
+                warn!(id = %t.id, error = %e, "cannot read the requests of an ended task");
+                return;
+            }
+        };
+        for (request, agent) in pending {
+            match self.cancel(&request, &agent).await {
+                Ok(_) => info!(id = %request, task = %t.id, "request withdrawn: its task ended"),
+                Err(e) => {
+                    info!(id = %request, task = %t.id, error = %e, "request of an ended task not withdrawn")
+                }
+            }
+        }
+    }
+
     /// Maps a store step's result to the task or an error naming the task.
     fn stepped(&self, typed: &str, r: TaskStep) -> Result<Task, EngineError> {
         match r {
@@ -328,6 +355,7 @@ impl Engine {
             .await?;
         let t = self.stepped(typed, r)?;
         info!(id = %t.id, short_id = %t.short_id, status = %t.status, by = %actor, "task {}", step.event());
+        self.withdraw_requests(&t).await;
         Ok(t)
     }
 
@@ -531,6 +559,7 @@ impl Engine {
         if !matches!(report, Report::Progress(_)) {
             info!(id = %t.id, short_id = %t.short_id, agent = %t.agent, status = %t.status, "task reported");
         }
+        self.withdraw_requests(&t).await;
         Ok(t)
     }
 
@@ -592,6 +621,7 @@ impl Engine {
                             _ => {}
                         }
                         self.task_changed(c);
+                        self.withdraw_requests(t).await;
                     }
                 }
                 Err(e) => warn!(error = %e, "task timer pass failed; retrying"),

@@ -313,7 +313,8 @@ impl Store {
     }
 
     /// The subjects among `ids` that are open and have no posted message in `chat`,
-    /// oldest first.
+    /// oldest first (in the order they were made: ULIDs made in the same millisecond
+    /// do not sort by time, and a task's card must come before its question's).
     pub fn unposted(
         &self,
         platform: &str,
@@ -329,7 +330,7 @@ impl Store {
              WHERE s.open = 1 AND {} AND NOT EXISTS (SELECT 1 FROM cards c \
                  WHERE c.subject = s.id AND c.platform = ?1 AND c.chat = ?2 \
                  AND c.message IS NOT NULL) \
-             ORDER BY s.id",
+             ORDER BY s.rowid",
             belongs(4)
         ))?;
         let rows = stmt.query_map(params![platform, chat, ids_json(ids), destination], |r| {

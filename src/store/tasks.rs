@@ -658,6 +658,16 @@ impl Store {
         Ok(changed)
     }
 
+    /// The requests made for task `task` that still wait for a human: (id, agent).
+    pub fn pending_requests_of(&self, task: &str) -> Result<Vec<(String, String)>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, agent FROM approvals WHERE task_id = ?1 AND status = 'pending' ORDER BY id",
+        )?;
+        let rows = stmt.query_map([task], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
     /// When [`Store::task_timers`] next has something to do.
     pub fn next_task_timer(&self) -> Result<Option<i64>> {
         let conn = self.lock();

@@ -677,6 +677,8 @@ async fn requests_name_the_task_of_their_agent_only() {
         .await;
     assert_eq!(res.status, 201, "{:?}", res.body);
     assert_eq!(res.body["task_id"], id);
+    assert_eq!(res.body["status"], "pending");
+    let request = res.body["id"].as_str().unwrap().to_string();
     // Another agent cannot hang its requests on this task, nor learn that it exists.
     for (agent, task_id) in [("mailer", id), ("mailer", "01NOTATASK0000000000000000")] {
         let res = app
@@ -690,6 +692,12 @@ async fn requests_name_the_task_of_their_agent_only() {
             res.body
         );
     }
+    // When the task ends, its request that still waits for a human is withdrawn.
+    app.owner
+        .post(&format!("/v1/tasks/{id}/cancel"), &json!({}))
+        .await
+        .unwrap();
+    app.wait_for_status(&request, "cancelled").await;
 }
 
 #[tokio::test]

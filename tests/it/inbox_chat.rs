@@ -528,6 +528,12 @@ async fn telegram_a_private_message_becomes_a_task_answered_in_its_thread() {
     );
     let t = wait_status(&app, short, "pending").await;
     assert_eq!(t["clarification"], "only src/chat/delivery.rs");
+    // A reply to a message that is no card (gatebot's note) is talk, not a new task.
+    let (_, note) = sent(&fake, ALICE_DM, "Answer sent").await;
+    fake.say(ALICE, ALICE_DM, "thanks!", Some(note));
+    sent(&fake, ALICE_DM, "not one of gatebot").await;
+    let all = app.owner.get("/v1/tasks?all=true").await.unwrap().body;
+    assert_eq!(all["tasks"].as_array().unwrap().len(), 1);
     // The card is edited to ask for the owner's go, with Queue / Reject.
     let edit = eventually("the card's edit", async || {
         fake.ok_calls("editMessageText").into_iter().find(|p| {
