@@ -252,6 +252,12 @@ async fn a_level_one_task_is_queued_or_rejected_from_its_card() {
         .press(&alice(), OPS, &card.id, &data_of(&card, "🔁 Retry"))
         .await;
     shows(&memory, OPS, &card.id, "Status: queued").await;
+    // /task without words says what to write; nothing is stored.
+    let note = memory.say(&alice(), OPS, "/task", None).await;
+    assert!(
+        note.text().contains("Write the task after /task"),
+        "{note:?}"
+    );
     // /tasks lists it.
     let Answer::Card(list) = memory.say(&alice(), OPS, "/tasks", None).await else {
         panic!("/tasks answers with a card")

@@ -94,11 +94,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Decide a pending request (owner).
+    /// Decide a pending request, or queue / reject a task that waits for your go (owner).
     Decide {
         /// Full id, short id, or a unique prefix of at least 4 characters.
         id: String,
-        /// approve, approve-always or deny.
+        /// approve, approve-always or deny; for a task: queue, reject, cancel or retry.
         decision: String,
         /// Why; reaches the agent (most useful with deny).
         #[arg(long)]

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -40,7 +40,7 @@ use super::{EXIT_ERROR, EXIT_GO, EXIT_NO};
 use crate::client::{Client, ClientError, Response};
 use crate::inbox::output::{self, Line};
 use crate::inbox::wire::{ClaimAnswer, ClaimedView, TaskView};
-use crate::inbox::{tail, TaskStatus, MAX_RESULT_CHARS};
+use crate::inbox::{tail, TaskStatus};
 use crate::time::format_duration;
 
 /// Progress goes out at most this often (the daemon edits cards less often still).
@@ -51,6 +51,11 @@ pub const KILL_AFTER: Duration = Duration::from_secs(5);
 const CLAIM_WAIT: Duration = Duration::from_secs(30);
 /// How much of the output is kept for the result, in characters.
 const OUTPUT_TAIL: usize = 4000;
+/// The most of a result sent, in characters: even at four bytes a character it stays
+/// well within the daemon's default body limit (64 KiB).
+const RESULT_MAX: usize = 8000;
+/// The most of one progress report sent, in characters (the daemon keeps 500).
+const PROGRESS_MAX: usize = 2000;
 /// How much of stderr a failure quotes.
 const STDERR_TAIL: usize = 1500;
 /// After the command exits, how long its output pipes may take to close (a child it
@@ -304,8 +309,8 @@ async fn run_task(
     let stdout = child.stdout.take().map(|s| {
         let out = out.clone();
         tokio::spawn(async move {
-            let mut lines = BufReader::new(s).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+            let mut lines = Lines::new(s);
+            while let Some(line) = lines.next().await {
                 let mut o = out.lock().await;
                 match output::read(&line) {
                     Line::Progress(p) => {
@@ -328,8 +333,8 @@ async fn run_task(
     let stderr = child.stderr.take().map(|s| {
         let (out, short) = (out.clone(), t.short_id.clone());
         tokio::spawn(async move {
-            let mut lines = BufReader::new(s).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+            let mut lines = Lines::new(s);
+            while let Some(line) = lines.next().await {
                 eprintln!("[{short}] {line}");
                 push_tail(&mut out.lock().await.stderr, &line, STDERR_TAIL);
             }
@@ -354,7 +359,7 @@ async fn run_task(
                 let text = {
                     let mut o = out.lock().await;
                     (!o.fresh.is_empty() && now - last_progress >= PROGRESS_EVERY)
-                        .then(|| std::mem::take(&mut o.fresh).join("\n"))
+                        .then(|| tail(&std::mem::take(&mut o.fresh).join("\n"), PROGRESS_MAX))
                 };
                 if text.is_some() {
                     last_progress = now;
@@ -393,7 +398,7 @@ async fn run_task(
         .unwrap_or_else(|| o.tail.trim().to_string());
     let how = match status {
         Ok(s) if s.success() && !o.last.as_ref().is_some_and(|f| f.is_error) => {
-            Finish::Complete(tail(&result, MAX_RESULT_CHARS), cost, session_id)
+            Finish::Complete(tail(&result, RESULT_MAX), cost, session_id)
         }
         Ok(s) if s.success() => Finish::Fail(
             format!("the agent reported an error: {}", tail(&result, 2000)),
@@ -426,6 +431,44 @@ async fn run_task(
     };
     drop(o);
     finish(client, t, how).await
+}
+
+/// The longest line read as one, in bytes; a longer one is read in pieces.
+const MAX_LINE: u64 = 64 * 1024;
+
+/// A command's output, line by line, whatever it writes: bytes that are not UTF-8 are
+/// replaced (a reader that stopped at them would leave the command blocked on a full
+/// pipe), and a line is at most [`MAX_LINE`] bytes (a command printing one endless
+/// line must not exhaust the worker's memory).
+struct Lines<R> {
+    reader: BufReader<R>,
+    buf: Vec<u8>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> Lines<R> {
+    fn new(r: R) -> Self {
+        Lines {
+            reader: BufReader::new(r),
+            buf: Vec::new(),
+        }
+    }
+
+    /// The next line without its line break; `None` at the end.
+    async fn next(&mut self) -> Option<String> {
+        self.buf.clear();
+        let read = (&mut self.reader)
+            .take(MAX_LINE)
+            .read_until(b'\n', &mut self.buf)
+            .await;
+        match read {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(
+                String::from_utf8_lossy(&self.buf)
+                    .trim_end_matches(['\n', '\r'])
+                    .to_string(),
+            ),
+        }
+    }
 }
 
 /// SIGTERM to the command's group, SIGKILL after [`KILL_AFTER`].
@@ -557,6 +600,20 @@ mod tests {
         );
         assert!(s.contains("- Which branch?\n"), "{s}");
         assert!(s.contains("<<<\nmain\n>>>"), "{s}");
+    }
+
+    #[tokio::test]
+    async fn output_is_read_whatever_its_bytes_and_line_lengths() {
+        let mut bytes = b"plain\r\nbad \xff byte\n".to_vec();
+        bytes.extend(std::iter::repeat_n(b'x', MAX_LINE as usize + 10));
+        bytes.extend(b"\nlast");
+        let mut lines = Lines::new(&bytes[..]);
+        assert_eq!(lines.next().await.as_deref(), Some("plain"));
+        assert_eq!(lines.next().await.as_deref(), Some("bad \u{fffd} byte"));
+        assert_eq!(lines.next().await.map(|l| l.len()), Some(MAX_LINE as usize));
+        assert_eq!(lines.next().await.as_deref(), Some("xxxxxxxxxx"));
+        assert_eq!(lines.next().await.as_deref(), Some("last"));
+        assert_eq!(lines.next().await, None);
     }
 
     #[test]
