@@ -431,3 +431,53 @@ async fn the_owners_task_commands_print_and_exit_by_status() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("unknown intent"), "{}", stderr(&out));
 }
+
+#[tokio::test]
+async fn a_worker_runs_tasks_side_by_side_and_stops_on_sigterm_without_reporting() {
+    let app = start("", "").await;
+    let a = add_ok(&app, "say hello to team A").await;
+    let b = add_ok(&app, "say hello to team B").await;
+    let mut worker = gatebot(
+        &agents_socket(&app),
+        &[
+            "worker",
+            "--agent",
+            "claude-code",
+            "--concurrency",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            "while [ ! -e go ]; do sleep 0.1; done; echo done",
+        ],
+    )
+    .current_dir(app.path())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Both run at once.
+    for t in [&a, &b] {
+        wait_status(&app, t["id"].as_str().unwrap(), "running").await;
+    }
+    std::fs::write(app.path().join("go"), "").unwrap();
+    for t in [&a, &b] {
+        wait_status(&app, t["id"].as_str().unwrap(), "completed").await;
+    }
+    std::fs::remove_file(app.path().join("go")).unwrap();
+    let c = add_ok(&app, "say hello to team C").await;
+    let c_id = c["id"].as_str().unwrap();
+    wait_status(&app, c_id, "running").await;
+    // SAFETY: sends SIGTERM to the worker this test started.
+    unsafe {
+        libc::kill(i32::try_from(worker.id().unwrap()).unwrap(), libc::SIGTERM);
+    }
+    let status = tokio::time::timeout(Duration::from_secs(60), worker.wait())
+        .await
+        .expect("the worker stops")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    // Its task is not reported: the lease will lapse and queue it again.
+    let t = task(&app, c_id).await;
+    assert_eq!(t["status"], "running");
+    assert!(t.get("error").is_none(), "{t}");
+}
