@@ -1,7 +1,7 @@
 //! `cargo bench` — prints gatebot's performance figures (no assertions).
 //! docs/performance.md explains each figure and records the latest run.
 //!
-//! Sections (run one with `cargo bench -- NAME`): policy, submit, chat, daemon.
+//! Sections (run one with `cargo bench -- NAME`): policy, submit, chat, daemon, inbox.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -42,6 +42,139 @@ fn main() {
     if wants("daemon") {
         rt.block_on(daemon());
     }
+    if wants("inbox") {
+        keywords();
+        rt.block_on(inbox());
+    }
+}
+
+/// The keyword classifier: intent, summary, prompt and clarify rules, per task.
+fn keywords() {
+    use gatebot::inbox::classify::{by_keywords, Input};
+    println!("\n## inbox: keyword classification, per task");
+    let long = format!(
+        "research what our three competitors charge for the Pro tier, {}",
+        "and compare their discounts for annual plans with ours in a table; ".repeat(58)
+    );
+    for (name, text) in [
+        (
+            "typical (61 characters)",
+            "research what our three competitors charge for the Pro tier",
+        ),
+        ("no rule matches (23 characters)", "say hello to the team!"),
+        ("longest allowed (~4000 characters)", long.as_str()),
+    ] {
+        let input = Input {
+            text,
+            clarification: None,
+            intent: None,
+        };
+        for _ in 0..100 {
+            std::hint::black_box(by_keywords(input));
+        }
+        let n = if text.len() > 1000 { 2_000 } else { 20_000 };
+        let start = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(by_keywords(input));
+        }
+        println!(
+            "{name:<36} {:>10.2?} per classification",
+            start.elapsed() / n
+        );
+    }
+}
+
+/// Claim latency through the agents' socket: a claim when a task is queued, and how
+/// soon a waiting claim gets a task the owner just handed over.
+async fn inbox() {
+    println!("\n## inbox: claims through the Unix socket");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("bot.toml");
+    std::fs::write(
+        &cfg,
+        "[agents.bench]\ntier = \"supervised\"\n[inbox]\nmax_concurrent = 100000\n\
+         [inbox.routes]\ndefault = \"bench\"\n",
+    )
+    .unwrap();
+    let config = Config::load(&cfg).unwrap();
+    let (agent_sock, owner_sock) = (
+        config.queue.socket.clone(),
+        config.queue.control_socket.clone(),
+    );
+    let app = App::build(config).await.unwrap();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(app.run_until(async {
+        let _ = rx.await;
+    }));
+    let agent = Client::new(&agent_sock);
+    let owner = Client::new(&owner_sock);
+    let tasks = 1_000;
+    let t = Instant::now();
+    for i in 0..tasks {
+        let res = owner
+            .post(
+                "/v1/tasks",
+                &json!({"text": format!("say hello to team {i}")}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(res.status, 201);
+    }
+    let handed = t.elapsed();
+    let mut lat = Vec::with_capacity(tasks);
+    for _ in 0..tasks {
+        let t = Instant::now();
+        let res = agent
+            .post("/v1/tasks/claim", &json!({"agent": "bench"}))
+            .await
+            .unwrap();
+        lat.push(t.elapsed());
+        assert!(res.body["task"].is_object());
+    }
+    lat.sort();
+    println!(
+        "hand over {tasks} tasks one by one: {:>9.2?} each (classify, store, audit; fsync per task)",
+        handed / tasks as u32
+    );
+    println!(
+        "claim a queued task ({tasks} claims, {tasks} queued at the start): p50 {:>9.2?}  p99 {:>9.2?}",
+        percentile(&lat, 0.50),
+        percentile(&lat, 0.99)
+    );
+    // A claim already waiting: from the owner's POST to the agent holding the task.
+    let mut handover = Vec::new();
+    for i in 0..50 {
+        let waiter = {
+            let agent = agent.clone();
+            tokio::spawn(async move {
+                let res = agent
+                    .post("/v1/tasks/claim", &json!({"agent": "bench", "wait": 30}))
+                    .await
+                    .unwrap();
+                (Instant::now(), res)
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await; // the claim is waiting
+        let t = Instant::now();
+        owner
+            .post(
+                "/v1/tasks",
+                &json!({"text": format!("say hello to team {i}")}),
+            )
+            .await
+            .unwrap();
+        let (got_at, res) = waiter.await.unwrap();
+        assert!(res.body["task"].is_object());
+        handover.push(got_at - t);
+    }
+    handover.sort();
+    println!(
+        "hand over -> a waiting claim gets it (50 tasks): p50 {:>9.2?}  p99 {:>9.2?}",
+        percentile(&handover, 0.50),
+        percentile(&handover, 0.99)
+    );
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

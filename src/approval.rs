@@ -255,6 +255,8 @@ pub struct Approval {
     pub decided_at: Option<i64>,
     pub expires_at: Option<i64>,
     pub finished_at: Option<i64>,
+    /// The inbox task the agent was running when it asked, if any.
+    pub task_id: Option<String>,
 }
 
 impl Approval {

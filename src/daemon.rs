@@ -202,6 +202,14 @@ impl App {
                 engine.run_housekeeping(stop).await;
             }
         });
+        tasks.spawn({
+            let engine = engine.clone();
+            let stop = stop.clone();
+            async move {
+                engine.run_task_timers(stop).await;
+                Ok::<(), std::io::Error>(())
+            }
+        });
         if let Some(every) = crate::systemd::watchdog_interval() {
             tasks.spawn(watchdog(engine.clone(), every, stop.clone()));
         }

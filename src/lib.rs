@@ -7,16 +7,20 @@
 //! - [`wire`]: the API's JSON shapes and limits, shared by the daemon and its clients.
 //! - [`hooks`]: agent hook payloads and answers, and the submit-wait-answer loop within a
 //!   hook's timeout, over any transport.
+//! - [`inbox`]: tasks owners hand to agents: intents, the keyword classifier and the
+//!   optional model classifier, the lifecycle table, failure and pending-input detection,
+//!   how the worker reads output, and the task API's JSON shapes.
 //! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
 //!   accepted; tokens that never reach a log (and the one scrubber); the one backoff.
 //!
 //! The daemon:
 //! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section
 //!   (each chat platform's table is read in the platform's module).
-//! - [`store`]: SQLite (WAL): approvals, the audit chain, chat bookkeeping. Only
+//! - [`store`]: SQLite (WAL): approvals, the audit chain, chat bookkeeping, tasks. Only
 //!   [`engine`] uses it.
-//! - [`engine`]: the only code that changes state: submit, decide, expire; the event bus;
-//!   typed reads for the API; chat state for conversations and delivery.
+//! - [`engine`]: the only code that changes state: submit, decide, expire; tasks
+//!   (create, claim under leases, report, answer, time out); the event bus; typed reads
+//!   for the API; chat state for conversations and delivery.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), a file per route.
 //! - [`chat`]: one conversation mechanism for every platform: cards, conversation kinds,
 //!   the inbound layer, durable delivery, the platform trait and registry, and an
@@ -31,9 +35,10 @@
 //!
 //! The client side:
 //! - [`client`]: everything that talks to the daemon over its sockets: the socket client,
-//!   the `gatebot` command line (a file per command), the hook process, the MCP tool.
+//!   the `gatebot` command line (a file per command, `gatebot worker` among them), the
+//!   hook process, the MCP tool.
 //!
-//! [`api`] and [`client`] both build on [`hooks`] and [`wire`], and neither of those uses
+//! [`api`] and [`client`] both build on [`hooks`], [`wire`] and [`inbox`], and none of those uses
 //! the daemon's modules, so the client side cannot depend on the daemon's insides.
 //! `docs/architecture.md` draws the flow and says where to add a conversation kind or a
 //! chat platform.
@@ -48,6 +53,7 @@ pub mod engine;
 pub mod files;
 pub mod guidance;
 pub mod hooks;
+pub mod inbox;
 pub mod metrics;
 pub mod names;
 pub mod peer;

@@ -45,6 +45,8 @@ pub struct Metrics {
     expiry_failures: AtomicU64,
     /// The listeners' connections; shared with their accept loops ([`crate::serve`]).
     pub connections: Arc<Connections>,
+    /// The inbox's counters.
+    inbox: InboxCounts,
 }
 
 /// Per listener ([`Listener`]): open connections, caps reached, timeouts.
@@ -130,6 +132,21 @@ impl Connections {
     }
 }
 
+/// The inbox's counters: tasks handed over, how they were classified (and why the
+/// model classifier fell back to keywords), how they ended.
+#[derive(Debug, Default)]
+struct InboxCounts {
+    /// Tasks created, classified by keywords, by the model.
+    classified: [AtomicU64; 2],
+    /// Timeout, error, unparsable.
+    fallbacks: [AtomicU64; 3],
+    /// Completed, failed, rejected, cancelled.
+    finished: [AtomicU64; 4],
+}
+
+const FALLBACK_REASONS: [&str; 3] = ["timeout", "error", "unparsable"];
+const TASK_ENDS: [&str; 4] = ["completed", "failed", "rejected", "cancelled"];
+
 impl Metrics {
     /// A request was submitted and got this status.
     pub fn submitted(&self, status: Status) {
@@ -168,6 +185,34 @@ impl Metrics {
     /// An expiry pass failed (a store error); the expiry task retries it later.
     pub fn expiry_pass_failed(&self) {
         self.expiry_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A task was handed over and classified (`model`: by the model classifier).
+    pub fn task_created(&self, model: bool) {
+        self.inbox.classified[usize::from(model)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The model classifier's answer was not used (`timeout`, `error`, `unparsable`).
+    pub fn classifier_fallback(&self, reason: &str) {
+        if let Some(i) = FALLBACK_REASONS.iter().position(|r| *r == reason) {
+            self.inbox.fallbacks[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// How many times the model classifier fell back to keywords for `reason`.
+    #[must_use]
+    pub fn classifier_fallbacks(&self, reason: &str) -> u64 {
+        FALLBACK_REASONS
+            .iter()
+            .position(|r| *r == reason)
+            .map_or(0, |i| self.inbox.fallbacks[i].load(Ordering::Relaxed))
+    }
+
+    /// A task ended (`completed`, `failed`, `rejected`, `cancelled`).
+    pub fn task_finished(&self, status: &str) {
+        if let Some(i) = TASK_ENDS.iter().position(|s| *s == status) {
+            self.inbox.finished[i].fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// How many expiry passes have failed.
@@ -287,6 +332,7 @@ impl Metrics {
         );
         let _ = writeln!(o, "gatebot_decision_latency_seconds_count {count}");
         self.connections.render(&mut o);
+        self.render_inbox(&mut o);
         let chat = self.chat.lock().unwrap_or_else(|e| e.into_inner()).clone();
         type Pick = fn(&ChatCounts) -> u64;
         // (name, help on the first series of a name, label, its value, the count)
@@ -349,6 +395,49 @@ impl Metrics {
             }
         }
         o
+    }
+}
+
+impl Metrics {
+    fn render_inbox(&self, o: &mut String) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let i = &self.inbox;
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_inbox_tasks_created_total Tasks owners handed to agents, by the classifier that classified them."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_inbox_tasks_created_total counter");
+        for (c, n) in ["keywords", "model"].iter().zip(&i.classified) {
+            let _ = writeln!(
+                o,
+                "gatebot_inbox_tasks_created_total{{classifier=\"{c}\"}} {}",
+                get(n)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_inbox_classifier_fallbacks_total Tasks the model classifier failed to classify (classified by keywords instead), by reason."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_inbox_classifier_fallbacks_total counter");
+        for (r, n) in FALLBACK_REASONS.iter().zip(&i.fallbacks) {
+            let _ = writeln!(
+                o,
+                "gatebot_inbox_classifier_fallbacks_total{{reason=\"{r}\"}} {}",
+                get(n)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_inbox_tasks_finished_total Tasks that ended, by how."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_inbox_tasks_finished_total counter");
+        for (s, n) in TASK_ENDS.iter().zip(&i.finished) {
+            let _ = writeln!(
+                o,
+                "gatebot_inbox_tasks_finished_total{{status=\"{s}\"}} {}",
+                get(n)
+            );
+        }
     }
 }
 

@@ -33,6 +33,10 @@ pub struct SubmitBody {
     pub ttl: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// The inbox task the agent is running (`GATEBOT_TASK_ID`), so the owner sees the
+    /// request under the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 /// `POST /v1/requests/{id}/result`: `{ok, detail?}` or `{executing: true}`.
@@ -96,6 +100,8 @@ pub struct ApprovalView {
     pub decided_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 impl From<&Approval> for ApprovalView {
@@ -131,6 +137,7 @@ impl From<&Approval> for ApprovalView {
             created_at: format_ms(a.created_at),
             decided_at: a.decided_at.map(format_ms),
             expires_at: a.expires_at.map(format_ms),
+            task_id: a.task_id.clone(),
         }
     }
 }

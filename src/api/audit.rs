@@ -64,8 +64,13 @@ pub(super) async fn audit(
             ))
         }
     };
+    // A request's id, or an inbox task's (its rows are keyed the same way).
     let id = match q.request {
-        Some(typed) => Some(state.engine.lookup(&typed, false).await?.id),
+        Some(typed) => Some(match state.engine.lookup(&typed, false).await {
+            Ok(a) => a.id,
+            Err(crate::engine::EngineError::NotFound(_)) => state.engine.task(&typed).await?.id,
+            Err(e) => return Err(e.into()),
+        }),
         None => None,
     };
     let until = state.engine.audit_last_seq().await?;

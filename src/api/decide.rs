@@ -52,6 +52,7 @@ pub(super) async fn decide(
         SubjectKind::Approval => decide_request(&state, &id, body, actor)
             .await
             .map(IntoResponse::into_response),
+        SubjectKind::Task => super::tasks::decide(&state, &id, &body.decision, actor).await,
     }
 }
 
@@ -107,7 +108,7 @@ pub(super) async fn decision_forbidden(
 }
 
 /// Who is deciding: the kernel's caller of this connection (see the module docs).
-async fn decider(caller: Option<Caller>, headers: &HeaderMap) -> ApiResult<String> {
+pub(super) async fn decider(caller: Option<Caller>, headers: &HeaderMap) -> ApiResult<String> {
     let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", m);
     let sudo_user = match headers.get(SUDO_USER_HEADER) {
         None => None,

@@ -48,7 +48,12 @@ impl From<EngineError> for ApiError {
             EngineError::Invalid(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)
             }
-            EngineError::NotFound(_) => ApiError::new(StatusCode::NOT_FOUND, "not_found", message),
+            EngineError::NotFound(_) | EngineError::TaskNotFound(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+            }
+            EngineError::Conflict { code, .. } => {
+                ApiError::new(StatusCode::CONFLICT, code, message)
+            }
             EngineError::Ambiguous { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "ambiguous_id", message)
             }

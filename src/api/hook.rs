@@ -273,6 +273,7 @@ impl Gate for EngineGate<'_> {
             environment: b.environment.clone(),
             ttl: None,
             idempotency_key: b.idempotency_key.clone(),
+            task_id: b.task_id.clone(),
         };
         self.state
             .engine

@@ -5,7 +5,11 @@
 //!   optional TCP listener: submit, get (long-poll), report a result, cancel, list
 //!   the agent's own pending requests. It has no route that decides a request.
 //! - the **owner API** ([`owner_router`]), served only on the control socket (mode
-//!   0600): everything above for any agent, plus decisions and the audit trail.
+//!   0600): everything above for any agent, plus decisions and the audit trail, and
+//!   handing over, cancelling and retrying inbox tasks.
+//!
+//! Both serve the inbox's agent routes: claiming a task and reporting on it
+//! (`tasks`); on the agents' socket, the owners' task routes are refused and audited.
 //!
 //! Both also serve `GET /v1/agents/{name}` (tier guidance); the agent API also serves
 //! `POST /v1/hooks/claude-code` (Claude Code's `type: "http"` hook).
@@ -18,7 +22,7 @@
 //! every log line of the call carries them.
 //!
 //! One file per route (`submit`, `get`, `list`, `result`, `cancel`, `decide`, `audit`,
-//! `metrics`, `health`, `agents`, `hook`); what they share is in `error` (the error
+//! `metrics`, `health`, `agents`, `hook`), and one for the inbox's (`tasks`); what they share is in `error` (the error
 //! body and the engine's errors mapped onto it) and `extract` (reading requests,
 //! authentication, span notes). This file holds the routers: which routes each socket
 //! serves is the API's access control, so it stays in one place.
@@ -36,6 +40,7 @@ mod list;
 mod metrics;
 mod result;
 mod submit;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -74,6 +79,10 @@ pub fn agent_router(state: ApiState) -> Router {
             post(decide::decision_forbidden),
         )
         .route("/v1/hooks/claude-code", post(hook::claude_code))
+        .route("/v1/tasks", post(tasks::owner_only).get(tasks::list))
+        .route("/v1/tasks/{id}/answer", post(tasks::owner_only))
+        .route("/v1/tasks/{id}/cancel", post(tasks::owner_only))
+        .route("/v1/tasks/{id}/retry", post(tasks::owner_only))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -86,6 +95,10 @@ pub fn owner_router(state: ApiState) -> Router {
         .route("/v1/audit", get(audit::audit))
         .route("/v1/audit/verify", get(audit::audit_verify))
         .route("/v1/audit/head", get(audit::audit_head))
+        .route("/v1/tasks", post(tasks::create).get(tasks::list))
+        .route("/v1/tasks/{id}/answer", post(tasks::answer))
+        .route("/v1/tasks/{id}/cancel", post(tasks::cancel))
+        .route("/v1/tasks/{id}/retry", post(tasks::retry))
         .route("/metrics", get(metrics::metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -100,6 +113,12 @@ fn common_routes() -> Router<ApiState> {
         .route("/v1/requests/{id}/result", post(result::report))
         .route("/v1/requests/{id}/cancel", post(cancel::cancel))
         .route("/v1/agents/{name}", get(agents::guidance))
+        .route("/v1/tasks/claim", post(tasks::claim))
+        .route("/v1/tasks/{id}", get(tasks::get))
+        .route("/v1/tasks/{id}/progress", post(tasks::progress))
+        .route("/v1/tasks/{id}/complete", post(tasks::complete))
+        .route("/v1/tasks/{id}/fail", post(tasks::fail))
+        .route("/v1/tasks/{id}/needs-input", post(tasks::needs_input))
 }
 
 async fn not_found() -> ApiError {

@@ -60,6 +60,7 @@ pub(super) async fn submit(
                 environment: body.environment,
                 ttl,
                 idempotency_key: body.idempotency_key,
+                task_id: body.task_id,
             },
             &agent,
         )

@@ -1,10 +1,15 @@
 //! Delivering cards to a platform's chats, durably, for every conversation kind.
 //!
-//! One worker per destination chat (the platform's chats in the config in force:
-//! a reload that adds one starts its worker) makes that chat match the database:
+//! One worker per chat makes that chat match the database. The chats are the
+//! platform's destinations in the config in force (a reload that adds one starts its
+//! worker), where every subject without a home is shown, and the home chats of
+//! subjects that have one (a task written in a chat is shown there only; see
+//! `store::chat`'s `Home`):
 //! 1. open subjects without a message there get one: their own card, or, when more
 //!    requests than the platform's `digest_after` wait at once, one digest for all of
-//!    them (see [`crate::chat::conversation::digest`]);
+//!    them (see [`crate::chat::conversation::digest`]). A card goes in its thread: as
+//!    a reply to its home message, or under its parent's card (a task's question, a
+//!    request the task's agent made) when the parent is shown in that chat;
 //! 2. messages whose subject changed since they were drawn are edited to show it now
 //!    (a settled request loses its buttons and shows its outcome), and digests move on
 //!    to the next pending request or close;
@@ -42,7 +47,7 @@ use tracing::{debug, info, warn};
 use crate::chat::conversation::{self, digest};
 use crate::chat::platform::{Platform, SendError};
 use crate::chat::Context;
-use crate::engine::{Engine, EngineError, ShownBy, SubjectKind, Unposted};
+use crate::engine::{Engine, EngineError, Event, ShownBy, SubjectKind, Unposted};
 use crate::retry::backoff;
 
 /// A store failure, retried like a temporary failure of the chat API.
@@ -115,6 +120,18 @@ async fn run<P: Platform>(
         chats: HashMap::new(),
     };
     workers.follow(&platform.settings(&config.borrow_and_update()).destinations);
+    // Chats that are no destination but home to subjects that need work there (a task
+    // written in an approver's private chat).
+    match cx.engine.chat().home_chats(&cx.platform).await {
+        Ok(chats) => {
+            for chat in chats {
+                workers.home(chat);
+            }
+        }
+        Err(e) => {
+            warn!(platform = %cx.platform, error = %e, "cannot read the chats subjects live in")
+        }
+    }
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
@@ -132,9 +149,18 @@ async fn run<P: Platform>(
             }
             ev = events.recv() => match ev {
                 Ok(ev) => {
-                    if let Some(id) = ev.subject() {
-                        workers.all(&|| Work::Subject(id.to_string()));
+                    let Some(id) = ev.subject() else { continue };
+                    // A subject at home in a chat without a worker gets one there.
+                    let homed = match &ev {
+                        Event::Subject(_) => true,
+                        other => other.approval().is_some_and(|a| a.task_id.is_some()),
+                    };
+                    if homed {
+                        if let Ok(Some(chat)) = cx.engine.chat().home_on(id, &cx.platform).await {
+                            workers.home(chat);
+                        }
                     }
+                    workers.all(&|| Work::Subject(id.to_string()));
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     info!(platform = %cx.platform, missed = n, "event stream lagged; rescanning");
@@ -176,6 +202,19 @@ impl<P: Platform> Workers<P> {
             // A new worker's first scan; an old one's look at what it missed meanwhile.
             let _ = tx.send(Work::Rescan);
         }
+    }
+
+    /// Makes sure `chat`, home to a subject, has a worker (it is no destination unless
+    /// the config says so).
+    fn home(&mut self, chat: String) {
+        if self.chats.contains_key(&chat) {
+            return;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let worker = ChatWorker::new(self.cx.clone(), self.platform.clone(), chat.clone());
+        self.tasks.spawn(worker.run(rx, self.stop.clone()));
+        let _ = tx.send(Work::Rescan);
+        self.chats.insert(chat, tx);
     }
 
     fn all(&self, make: &dyn Fn() -> Work) {
@@ -323,26 +362,25 @@ impl<P: Platform> ChatWorker<P> {
     async fn pass(&mut self, stop: &CancellationToken) -> Result<(), SendError> {
         let state = self.cx.engine.chat();
         let platform = self.cx.platform.clone();
+        let settings = self.platform.settings(&self.cx.engine.config());
+        // One of the platform's destination chats in the config in force: subjects
+        // without a home are shown here. A chat that is not (never was, or a reload
+        // dropped it) gets only the cards of subjects at home in it; those it has are
+        // still edited below.
+        let destination = settings.destinations.contains(&self.chat);
         if self.rescan {
             let backlog = state
-                .backlog(&platform, &self.chat)
+                .backlog(&platform, &self.chat, destination)
                 .await
                 .map_err(database)?;
             self.subjects.extend(backlog);
             self.rescan = false;
         }
         let ids: Vec<String> = self.subjects.iter().cloned().collect();
-        let settings = self.platform.settings(&self.cx.engine.config());
-        // A chat dropped from the config by a reload gets no new cards; those it has
-        // are still edited below.
-        let unposted = if settings.destinations.contains(&self.chat) {
-            state
-                .unposted(&platform, &self.chat, &ids)
-                .await
-                .map_err(database)?
-        } else {
-            Vec::new()
-        };
+        let unposted = state
+            .unposted(&platform, &self.chat, &ids, destination)
+            .await
+            .map_err(database)?;
         let stale = state
             .stale(&platform, &self.chat, &ids)
             .await
@@ -406,7 +444,7 @@ impl<P: Platform> ChatWorker<P> {
         Ok(())
     }
 
-    /// Posts one subject's card.
+    /// Posts one subject's card, in its thread where it has one here.
     async fn post_card(&mut self, stop: &CancellationToken, u: &Unposted) -> Result<(), SendError> {
         let Some(rendered) = conversation::render(&self.cx, &u.subject)
             .await
@@ -417,13 +455,26 @@ impl<P: Platform> ChatWorker<P> {
         if !rendered.open {
             return Ok(());
         }
+        let thread = self
+            .cx
+            .engine
+            .chat()
+            .anchor(&u.subject.id, &self.cx.platform, &self.chat)
+            .await
+            .map_err(database)?;
         let shown = vec![(u.subject.id.clone(), rendered.revision)];
         let platform = self.platform.clone();
         let chat = self.chat.clone();
         let card = rendered.card;
-        self.post(stop, &shown, ShownBy::Card, u.unknown, async move {
-            platform.post(&chat, &card).await
-        })
+        let root = thread.as_ref().map(|t| t.root.clone());
+        self.post(
+            stop,
+            &shown,
+            ShownBy::Card,
+            u.unknown,
+            root.as_deref(),
+            async move { platform.post(&chat, &card, thread.as_ref()).await },
+        )
         .await
     }
 
@@ -450,20 +501,21 @@ impl<P: Platform> ChatWorker<P> {
         let card = digest::card(&digest::View::Summary(summary));
         let platform = self.platform.clone();
         let chat = self.chat.clone();
-        self.post(stop, shown, ShownBy::Digest, unknown, async move {
-            platform.post(&chat, &card).await
+        self.post(stop, shown, ShownBy::Digest, unknown, None, async move {
+            platform.post(&chat, &card, None).await
         })
         .await
     }
 
-    /// Records the post's intent (the subjects and the revisions the message shows),
-    /// makes the call, and records what happened.
+    /// Records the post's intent (the subjects and the revisions the message shows,
+    /// and the thread it goes in), makes the call, and records what happened.
     async fn post(
         &mut self,
         stop: &CancellationToken,
         shown: &[(String, String)],
         by: ShownBy,
         unknown_before: bool,
+        thread: Option<&str>,
         call: impl Future<Output = Result<String, SendError>>,
     ) -> Result<(), SendError> {
         let ids: Vec<String> = shown.iter().map(|(id, _)| id.clone()).collect();
@@ -480,7 +532,7 @@ impl<P: Platform> ChatWorker<P> {
                 .map_err(database)?;
         }
         state
-            .begin_post(&platform, &chat, shown, by)
+            .begin_post(&platform, &chat, shown, by, thread)
             .await
             .map_err(database)?;
         match self.call(stop, call).await {

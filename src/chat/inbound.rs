@@ -23,9 +23,10 @@ use serde_json::json;
 use tracing::{debug, error, info, warn};
 
 use crate::chat::card::{Button, Card, Line};
-use crate::chat::conversation::{self, Action, Command, Who};
+use crate::chat::conversation::{self, task, Action, Command, Who};
+use crate::chat::platform::Thread;
 use crate::chat::Context;
-use crate::engine::{EngineError, Refusal, ShownBy, Subject};
+use crate::engine::{EngineError, Home, Refusal, ShownBy, Subject};
 
 /// Who pressed, wrote or answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +68,10 @@ pub struct At {
 pub enum Purpose {
     /// "Why deny?": the answer is the reason of a denial.
     DenyReason,
+    /// A task's clarify question: the answer classifies the task again.
+    Clarify,
+    /// A task's agent asks: the answer goes to the agent when it resumes.
+    NeedsInput,
 }
 
 impl Purpose {
@@ -74,6 +79,8 @@ impl Purpose {
     pub fn as_str(self) -> &'static str {
         match self {
             Purpose::DenyReason => "deny_reason",
+            Purpose::Clarify => "task_clarify",
+            Purpose::NeedsInput => "task_input",
         }
     }
 
@@ -81,6 +88,8 @@ impl Purpose {
     pub fn parse(s: &str) -> Option<Purpose> {
         match s {
             "deny_reason" => Some(Purpose::DenyReason),
+            "task_clarify" => Some(Purpose::Clarify),
+            "task_input" => Some(Purpose::NeedsInput),
             _ => None,
         }
     }
@@ -115,12 +124,18 @@ pub enum Inbound {
     Press { data: String, at: At },
     /// A message in `chat`, perhaps replying to another. `addressed` is true when the
     /// platform says it was meant for gatebot (a Slack slash command): then text that
-    /// is no command gets the help, instead of being ignored as chatter.
+    /// is no command gets the help, instead of being ignored as chatter. `direct` is
+    /// true when it was written to gatebot itself (a Telegram private chat with the
+    /// bot, a Slack DM or inbox channel): with the inbox on, text that is no command
+    /// there is a task. `origin` is where a card answering it goes: after the message
+    /// itself, in its thread.
     Text {
         chat: String,
         text: String,
         reply_to: Option<Replied>,
         addressed: bool,
+        direct: bool,
+        origin: Option<Thread>,
     },
     /// The answer to a question gatebot asked in a form (Slack's modal), naming the
     /// subject and purpose it was asked for.
@@ -216,7 +231,7 @@ impl Answer {
 #[must_use]
 pub fn not_allowed(actor: &Actor) -> String {
     format!(
-        "You are not allowed to decide requests (your user id {} is not in the approvers list).",
+        "You are not allowed to decide requests or hand gatebot tasks (your user id {} is not in the approvers list).",
         actor.id
     )
 }
@@ -248,9 +263,19 @@ pub async fn handle(cx: &Context, actor: &Actor, inbound: Inbound) -> Answer {
             text,
             reply_to,
             addressed,
+            direct,
+            origin,
         } => {
             cx.engine.metrics.chat_update(&cx.platform, true);
-            text_message(cx, actor, &chat, &text, reply_to.as_ref(), addressed).await
+            let m = Message {
+                chat: &chat,
+                text: &text,
+                reply_to: reply_to.as_ref(),
+                addressed,
+                direct,
+                origin,
+            };
+            text_message(cx, actor, m).await
         }
         Inbound::Answer {
             subject,
@@ -267,22 +292,34 @@ pub async fn handle(cx: &Context, actor: &Actor, inbound: Inbound) -> Answer {
     }
 }
 
-async fn text_message(
-    cx: &Context,
-    actor: &Actor,
-    chat: &str,
-    text: &str,
-    reply_to: Option<&Replied>,
+/// A text message, as [`Inbound::Text`] has it.
+struct Message<'a> {
+    chat: &'a str,
+    text: &'a str,
+    reply_to: Option<&'a Replied>,
     addressed: bool,
-) -> Answer {
+    direct: bool,
+    origin: Option<Thread>,
+}
+
+async fn text_message(cx: &Context, actor: &Actor, m: Message<'_>) -> Answer {
+    let Message {
+        chat,
+        text,
+        reply_to,
+        addressed,
+        direct,
+        origin,
+    } = m;
     let chat_state = cx.engine.chat();
+    let is_command = text.trim_start().starts_with('/');
     let mut replied: Option<Subject> = None;
     // A reply to a message of ours that shows no request gatebot can find.
     let mut unmatched = false;
     if let Some(r) = reply_to {
         // A reply to a question gatebot asked: its text is the answer.
         match chat_state.question(&cx.platform, chat, &r.message).await {
-            Ok(Some(q)) if !text.trim_start().starts_with('/') => {
+            Ok(Some(q)) if !is_command => {
                 if !actor.approver {
                     let subject = subject_of(cx, Some(&q.subject)).await;
                     return refuse(cx, actor, subject, q.purpose.as_str()).await;
@@ -305,6 +342,16 @@ async fn text_message(
             };
         }
         if replied.is_none() {
+            // A reply in the thread a subject lives in (a task written as a message).
+            replied = match chat_state.threaded(&cx.platform, chat, &r.message).await {
+                Ok(s) => s,
+                Err(e) => {
+                    error!(error = %e, "cannot look up the thread replied in");
+                    None
+                }
+            };
+        }
+        if replied.is_none() {
             // A message gatebot has no record of: a card whose post is still
             // unconfirmed, or a copy posted again after its answer was lost.
             match shown_by_text(cx, chat, r).await {
@@ -314,9 +361,34 @@ async fn text_message(
             }
         }
     }
+    // Words in reply to a subject whose kind reads them itself (a task's answer).
+    if let Some(s) = replied
+        .as_ref()
+        .filter(|s| !is_command && conversation::reads_replies(s))
+    {
+        if !actor.approver {
+            return refuse(cx, actor, Some(s.id.clone()), "answer a task's question").await;
+        }
+        if let Some(answer) = conversation::reply(cx, actor, s, text).await {
+            return answer;
+        }
+    }
+    let inbox = cx.engine.config().inbox.is_some();
     let in_reply = replied.is_some() || unmatched;
-    let cmd = match Command::parse(text, cx.bot_username.as_deref(), in_reply) {
+    let mut cmd = match Command::parse(text, cx.bot_username.as_deref(), in_reply) {
         Some(c) => c,
+        // Written to gatebot itself: a task. A reply to some other message is talk,
+        // not a new task.
+        None if direct && inbox && reply_to.is_some() => {
+            return Answer::note(
+                "That message is not one of gatebot's cards. To hand over a task, write it \
+                 as a new message.",
+            )
+        }
+        None if direct && inbox && !text.trim().is_empty() => Command::Task(task::Command::Add {
+            text: text.to_string(),
+            home: None,
+        }),
         None if addressed => Command::Help,
         None => return Answer::Nothing,
     };
@@ -329,6 +401,14 @@ async fn text_message(
     if unmatched && matches!(cmd, Command::Approval(_)) && cmd.subject().is_none() {
         warn!(platform = %cx.platform, chat, user = %actor.id, "a decision replies to a message that shows no request gatebot can find");
         return Answer::note(UNMATCHED_REPLY);
+    }
+    if let Command::Task(task::Command::Add { home, .. }) = &mut cmd {
+        // Its card goes where it was written, after the owner's message.
+        *home = Some(Home {
+            platform: cx.platform.to_string(),
+            chat: chat.to_string(),
+            thread: origin,
+        });
     }
     conversation::command(cx, actor, cmd, replied.as_ref()).await
 }
@@ -405,8 +485,18 @@ async fn adopt_pressed(cx: &Context, action: &Action, at: &At) {
     let Some(message) = &at.message else { return };
     let state = cx.engine.chat();
     match action {
-        Action::Approval(a) => {
-            // Only the request's own card: a `/pending` list has the same buttons.
+        // Digest buttons are only ever on digests.
+        Action::Digest(_) => {
+            if matches!(
+                state.digest(&cx.platform, &at.chat, message).await,
+                Ok(None)
+            ) {
+                adopt(cx, &at.chat, message, None, ShownBy::Digest).await;
+            }
+        }
+        other => {
+            let Some(id) = other.subject() else { return };
+            // Only the subject's own card: a `/pending` list has the same buttons.
             let Some(short) = at.text.as_deref().and_then(conversation::shown_in) else {
                 return;
             };
@@ -416,17 +506,8 @@ async fn adopt_pressed(cx: &Context, action: &Action, at: &At) {
             ) {
                 return;
             }
-            if matches!(state.lookup(&short).await, Ok(s) if s.id == a.id()) {
-                adopt(cx, &at.chat, message, Some(a.id()), ShownBy::Card).await;
-            }
-        }
-        // Digest buttons are only ever on digests.
-        Action::Digest(_) => {
-            if matches!(
-                state.digest(&cx.platform, &at.chat, message).await,
-                Ok(None)
-            ) {
-                adopt(cx, &at.chat, message, None, ShownBy::Digest).await;
+            if matches!(state.lookup(&short).await, Ok(s) if s.id == id) {
+                adopt(cx, &at.chat, message, Some(id), ShownBy::Card).await;
             }
         }
     }

@@ -8,7 +8,9 @@
 //! new conversation kind can be tested before any platform renders it.
 //!
 //! Questions are asked the Telegram way: a message replying to the pressed card, which
-//! the asker answers by replying to it ([`Memory::say`] with `reply_to`).
+//! the asker answers by replying to it ([`Memory::say`] with `reply_to`). Threads are
+//! Telegram's too: a card posted in a thread replies to the message it hangs off
+//! ([`Message::reply_to`]); [`Memory::write`] is text written to gatebot itself.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -19,7 +21,7 @@ use tokio::sync::Notify;
 use crate::approval::PlatformId;
 use crate::chat::card::{Card, Line};
 use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Replied, Seen};
-use crate::chat::platform::{Platform, PlatformRun, SendError};
+use crate::chat::platform::{Platform, PlatformRun, SendError, Thread};
 use crate::chat::Context;
 use crate::config::{ChatSettings, Config};
 
@@ -206,10 +208,34 @@ impl Memory {
                     .map_or(Seen::Theirs, |msg| Seen::Ours(msg.card.plain())),
             }),
             addressed: false,
+            direct: false,
+            origin: None,
         };
         let answer = inbound::handle(cx, actor, message).await;
         self.show(cx, actor, chat, reply_to, &answer).await;
         answer
+    }
+
+    /// `actor` writes `text` to gatebot itself in `chat` (as in a Telegram private chat
+    /// or a Slack DM): with the inbox on, plain text is a task, whose card replies to
+    /// this message. Returns the message's id and the answer.
+    pub async fn write(&self, actor: &Actor, chat: &str, text: &str) -> (String, Answer) {
+        let cx = self.context().await;
+        let id = self.add(chat, Card::text(text), None);
+        let message = Inbound::Text {
+            chat: chat.to_string(),
+            text: text.to_string(),
+            reply_to: None,
+            addressed: false,
+            direct: true,
+            origin: Some(Thread {
+                reply_to: id.clone(),
+                root: id.clone(),
+            }),
+        };
+        let answer = inbound::handle(cx, actor, message).await;
+        self.show(cx, actor, chat, Some(&id), &answer).await;
+        (id, answer)
     }
 
     /// Posts what an answer shows in the chat: a card, or a question to reply to.
@@ -267,8 +293,13 @@ impl Platform for Memory {
         Duration::ZERO
     }
 
-    async fn post(&self, chat: &str, card: &Card) -> Result<String, SendError> {
-        let id = self.add(chat, card.clone(), None);
+    async fn post(
+        &self,
+        chat: &str,
+        card: &Card,
+        thread: Option<&Thread>,
+    ) -> Result<String, SendError> {
+        let id = self.add(chat, card.clone(), thread.map(|t| t.reply_to.clone()));
         // The message exists now; its answer may be slow, and then lost.
         loop {
             let released = self.released.notified();

@@ -10,14 +10,14 @@
 //! - [`card`]: the platform-neutral message model; [`text`]: the one escape, measure
 //!   and fit every renderer uses.
 //! - [`conversation`]: the kinds of conversation (approval prompt, digest, deny-reason
-//!   question, `/pending`, `/help`): each says what card it shows, which actions it
-//!   offers, who may take them, and what each does through the engine.
+//!   question, `/pending`, `/help`, tasks): each says what card it shows, which actions
+//!   it offers, who may take them, and what each does through the engine.
 //! - [`inbound`]: a platform-neutral press, command or text (with the message it
 //!   replies to) from an [`inbound::Actor`] becomes an [`inbound::Answer`]: the approver
 //!   check, the routing and the auditing of refusals happen there, once.
 //! - [`delivery`]: makes every chat match the database, durably: cards posted (one per
-//!   subject, or a digest for a burst), edited when their subject changes, redrawn on
-//!   request.
+//!   subject, or a digest for a burst) where their subject belongs and in its thread,
+//!   edited when their subject changes, redrawn on request.
 //! - [`platform`]: what a platform adapter implements ([`platform::Platform`]), the
 //!   error type its calls return, and the registry of platforms the daemon runs.
 //! - [`memory`]: an in-memory platform, for tests: the whole flow without a network.

@@ -1,8 +1,9 @@
 //! What a chat platform adapter implements, and the platforms the daemon runs.
 //!
 //! An adapter has two sides:
-//! - **outbound**, the [`Platform`] trait: where cards go, how fast, and posting or
-//!   editing a [`Card`] (rendered with the platform's own renderer). Delivery drives it.
+//! - **outbound**, the [`Platform`] trait: where cards go, how fast, and posting (in a
+//!   [`Thread`] where delivery says) or editing a [`Card`] (rendered with the platform's
+//!   own renderer). Delivery drives it.
 //! - **inbound**: its own loop (Telegram's long polling, Slack's Socket Mode or HTTP
 //!   events) that translates updates into [`crate::chat::inbound::Inbound`], calls
 //!   [`crate::chat::inbound::handle`] with the [`Context`] [`run`] gives it, and shows
@@ -24,6 +25,11 @@ use crate::chat::card::Card;
 use crate::chat::{delivery, Context};
 use crate::config::{ChatSettings, Config};
 use crate::engine::Engine;
+
+/// Where in a chat a card goes: as a reply to a message (Telegram), in the thread a
+/// message starts (Slack). Delivery decides it per subject (its home message, or its
+/// parent's card); a platform without threads may ignore it.
+pub use crate::engine::Thread;
 
 /// Why a chat call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,11 +86,13 @@ pub trait Platform: Send + Sync + 'static {
     }
     /// The least time between two calls that post or edit in `chat`.
     fn pace(&self, chat: &str) -> Duration;
-    /// Posts a card; returns the new message's id.
+    /// Posts a card, in `thread` if given (Telegram: a reply to `reply_to`; Slack: in
+    /// the thread `root` starts); returns the new message's id.
     fn post(
         &self,
         chat: &str,
         card: &Card,
+        thread: Option<&Thread>,
     ) -> impl Future<Output = Result<String, SendError>> + Send;
     /// Replaces what `message` shows with `card`. Showing it already is success.
     fn edit(

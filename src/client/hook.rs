@@ -91,6 +91,8 @@ pub struct HookRun {
     pub token: Option<String>,
     /// Fires when the agent kills the hook: withdraw, deny, exit.
     pub stop: CancellationToken,
+    /// The inbox task the agent runs (`GATEBOT_TASK_ID`), named on the request.
+    pub task_id: Option<String>,
 }
 
 /// Answers one hook payload: the JSON to print, or `None` to print nothing (Codex's
@@ -109,7 +111,8 @@ pub async fn run(h: HookRun, input: &str) -> Result<Option<Value>, String> {
             };
             let total = h.budget.unwrap_or_else(|| h.kind.default_budget());
             let budget = Budget::new(total, h.started);
-            let body = parsed.call.submit_body(&agent);
+            let mut body = parsed.call.submit_body(&agent);
+            body.task_id = h.task_id;
             resolve_until_stopped(&gate, &body, budget, |_, _| {}, &h.stop).await
         }
     };

@@ -59,6 +59,8 @@ pub struct McpOptions {
     pub token: Option<String>,
     /// Fires when the server must stop (the client killed it, or Ctrl-C).
     pub stop: CancellationToken,
+    /// The inbox task the agent runs (`GATEBOT_TASK_ID`), named on every request.
+    pub task_id: Option<String>,
 }
 
 /// Longest a stopping server waits for its calls to withdraw and answer: their own
@@ -318,9 +320,11 @@ async fn approve(
                 client: Client::new(socket).with_token(opts.token.clone()),
             };
             let mut n = 0u64;
+            let mut body = call.submit_body(&opts.agent);
+            body.task_id = opts.task_id.clone();
             resolve_until_stopped(
                 &gate,
-                &call.submit_body(&opts.agent),
+                &body,
                 Budget::new(opts.budget, tokio::time::Instant::now()),
                 |view, elapsed| {
                     *request.lock().unwrap_or_else(|e| e.into_inner()) = Some(view.id.clone());
@@ -379,6 +383,7 @@ mod tests {
             socket: Err("no socket".into()),
             token: None,
             stop: CancellationToken::new(),
+            task_id: None,
         }
     }
 

@@ -70,6 +70,7 @@ pub(super) struct FileConfig {
     pub(super) agents: BTreeMap<String, FileAgent>,
     pub(super) telegram: Option<FileTelegram>,
     pub(super) slack: Option<FileSlack>,
+    pub(super) inbox: Option<super::inbox::FileInbox>,
 }
 
 /// A burst larger than this becomes one digest message (see `chat::conversation::digest`).

@@ -11,8 +11,8 @@
 //!    [`Config::check`] reports them all (serde stops at the first in step 1).
 //!
 //! Step 1 is `file`; step 2 is `resolve`, which hands each section to its module:
-//! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`) and
-//! `agents`. A chat platform's table is read and resolved by the platform itself
+//! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`),
+//! `agents` and `inbox`. A chat platform's table is read and resolved by the platform itself
 //! ([`crate::telegram::config`], [`crate::slack::config`]) with the same helpers, so
 //! the keys of a channel live next to the code that uses them. `reload` says what a
 //! running daemon can take up from a new file (SIGHUP) and what needs a restart.
@@ -21,6 +21,7 @@
 
 mod agents;
 pub(crate) mod file;
+pub mod inbox;
 mod policy;
 mod queue;
 mod reload;
@@ -86,6 +87,8 @@ pub struct Config {
     pub telegram: Option<TelegramConfig>,
     /// `None` when `[slack]` is absent or has no tokens: the channel is off.
     pub slack: Option<SlackConfig>,
+    /// `None` when `[inbox]` is absent: the inbox is off.
+    pub inbox: Option<inbox::InboxConfig>,
     /// Why a configured chat channel is off (e.g. its token variable is unset).
     pub notes: Vec<String>,
 }

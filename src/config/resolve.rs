@@ -55,6 +55,7 @@ impl Resolve<'_> {
             agents,
             telegram,
             slack,
+            inbox,
         } = file;
         let mut notes = Vec::new();
         let telegram = telegram.and_then(|t| t.resolve(self, &mut notes, errors));
@@ -67,6 +68,8 @@ impl Resolve<'_> {
             (policy.default_ttl, policy.max_ttl, policy.unknown_agents);
         let policy = self.policy(policy, tools, errors);
         let agents = self.agents(agents, errors);
+        let inbox =
+            inbox.and_then(|i| i.resolve(self, &agents, unknown_agents, &mut notes, errors));
         Some(Config {
             source: self.path.to_path_buf(),
             store,
@@ -79,6 +82,7 @@ impl Resolve<'_> {
             agents,
             telegram,
             slack,
+            inbox,
             notes,
         })
     }

@@ -9,7 +9,7 @@ use super::{blocking, EngineError};
 use crate::approval::{Approval, PlatformId};
 use crate::chat::inbound::Purpose;
 use crate::store::{
-    DigestState, DigestSummary, Shown, ShownBy, Store, Subject, SubjectLookup, Unposted,
+    DigestState, DigestSummary, Shown, ShownBy, Store, Subject, SubjectLookup, Thread, Unposted,
 };
 use crate::time::now_ms;
 
@@ -42,20 +42,65 @@ impl ChatState {
     }
 
     /// Subjects whose presence in `chat` needs work (start, missed events).
-    pub async fn backlog(&self, platform: &PlatformId, chat: &str) -> Result<Vec<String>> {
+    /// `destination`: the chat is one of the platform's destinations, where subjects
+    /// without a home go; otherwise only subjects at home there.
+    pub async fn backlog(
+        &self,
+        platform: &PlatformId,
+        chat: &str,
+        destination: bool,
+    ) -> Result<Vec<String>> {
         let (p, c) = (platform.to_string(), chat.to_string());
-        self.run(move |s| s.chat_backlog(&p, &c)).await
+        self.run(move |s| s.chat_backlog(&p, &c, destination)).await
     }
 
-    /// The open subjects among `ids` without a message in `chat`, oldest first.
+    /// The open subjects among `ids` that belong in `chat` and have no message there,
+    /// oldest first.
     pub async fn unposted(
         &self,
         platform: &PlatformId,
         chat: &str,
         ids: &[String],
+        destination: bool,
     ) -> Result<Vec<Unposted>> {
         let (p, c, i) = (platform.to_string(), chat.to_string(), ids.to_vec());
-        self.run(move |s| s.unposted(&p, &c, &i)).await
+        self.run(move |s| s.unposted(&p, &c, &i, destination)).await
+    }
+
+    /// Where a card of `subject` goes in `chat`: under its home message, or its
+    /// parent's card; `None`: top-level.
+    pub async fn anchor(
+        &self,
+        subject: &str,
+        platform: &PlatformId,
+        chat: &str,
+    ) -> Result<Option<Thread>> {
+        let (id, p, c) = (subject.to_string(), platform.to_string(), chat.to_string());
+        self.run(move |s| s.anchor(&id, &p, &c)).await
+    }
+
+    /// The subject whose home thread `root` starts in `chat`, if any.
+    pub async fn threaded(
+        &self,
+        platform: &PlatformId,
+        chat: &str,
+        root: &str,
+    ) -> Result<Option<Subject>> {
+        let (p, c, r) = (platform.to_string(), chat.to_string(), root.to_string());
+        self.run(move |s| s.threaded(&p, &c, &r)).await
+    }
+
+    /// The home chats on `platform` of subjects that need work.
+    pub async fn home_chats(&self, platform: &PlatformId) -> Result<Vec<String>> {
+        let p = platform.to_string();
+        self.run(move |s| s.home_chats(&p)).await
+    }
+
+    /// A subject's home chat on `platform`, if it has one there.
+    pub async fn home_on(&self, subject: &str, platform: &PlatformId) -> Result<Option<String>> {
+        let (id, p) = (subject.to_string(), platform.to_string());
+        let home = self.run(move |s| s.home_of(&id)).await?;
+        Ok(home.filter(|(hp, _)| *hp == p).map(|(_, chat)| chat))
     }
 
     /// Messages in `chat` showing subjects among `ids` at an older revision, with the
@@ -71,16 +116,18 @@ impl ChatState {
     }
 
     /// Records, before posting, that `subjects` (id, revision shown) are about to be
-    /// shown in `chat` by one message.
+    /// shown in `chat` by one message, in the thread `thread` starts if any.
     pub async fn begin_post(
         &self,
         platform: &PlatformId,
         chat: &str,
         subjects: &[(String, String)],
         by: ShownBy,
+        thread: Option<&str>,
     ) -> Result<()> {
         let (p, c, i) = (platform.to_string(), chat.to_string(), subjects.to_vec());
-        self.run(move |s| s.begin_post(&p, &c, &i, by, now_ms()))
+        let t = thread.map(str::to_string);
+        self.run(move |s| s.begin_post(&p, &c, &i, by, t.as_deref(), now_ms()))
             .await
     }
 

@@ -42,13 +42,16 @@ use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 mod chat;
 mod housekeeping;
 mod refusal;
+mod tasks;
 
+pub use crate::store::{task_revision, Report};
 pub use crate::store::{
-    DigestGroup, DigestState, DigestSummary, ListFilter, Shown, ShownBy, Subject, SubjectKind,
-    Unposted,
+    DigestGroup, DigestState, DigestSummary, Home, ListFilter, Shown, ShownBy, Subject,
+    SubjectKind, Thread, Unposted,
 };
 pub use chat::ChatState;
 pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
+pub use tasks::{TaskRequest, TaskSubject};
 
 /// Runs a store call on the blocking pool: SQLite calls block, sometimes on fsync.
 async fn blocking<T, F>(store: &Arc<Store>, f: F) -> Result<T, EngineError>
@@ -144,6 +147,12 @@ pub enum EngineError {
     Store(#[from] StoreError),
     #[error("internal error: {0}")]
     Internal(String),
+    #[error("no task with id `{0}`")]
+    TaskNotFound(String),
+    /// The step does not apply to the thing as it is now (a task already finished, a
+    /// lease that lapsed): `code` says which case, for clients to branch on.
+    #[error("{message}")]
+    Conflict { code: &'static str, message: String },
 }
 
 /// Records a request's id, agent, tool and status (as `verdict`) in `span`, if the
@@ -204,6 +213,8 @@ pub struct Submission {
     pub environment: Option<String>,
     pub ttl: Option<Duration>,
     pub idempotency_key: Option<String>,
+    /// The inbox task the agent is running, if any: it must be one of the agent's.
+    pub task_id: Option<String>,
 }
 
 /// The result of a submission.
@@ -234,6 +245,7 @@ pub struct Engine {
     events: broadcast::Sender<Event>,
     deadlines_changed: Notify,
     chat: ChatState,
+    tasks: tasks::TaskState,
 }
 
 impl std::fmt::Debug for Engine {
@@ -274,6 +286,7 @@ impl Engine {
             config: watch::Sender::new(Arc::new(config)),
             events,
             deadlines_changed: Notify::new(),
+            tasks: tasks::TaskState::default(),
         })
     }
 
@@ -444,6 +457,7 @@ impl Engine {
         agent: &AgentConfig,
     ) -> Result<Submitted, EngineError> {
         let ttl = self.validate(&sub)?;
+        let task_id = self.task_of_request(&sub).await?;
         let config = self.config();
         let (name, tool) = (sub.agent.clone(), sub.tool.clone());
         let (always_allowed, run_before) =
@@ -484,6 +498,7 @@ impl Engine {
             ttl_ms: (status == Status::Pending).then_some(ttl_ms),
             created_at: now,
             expires_at: (status == Status::Pending).then_some(now + ttl_ms),
+            task_id,
         };
         // Committed (with fsync) before we answer; concurrent submissions share a commit.
         let (reply, result) = oneshot::channel();

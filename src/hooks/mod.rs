@@ -144,6 +144,7 @@ impl ToolCall {
             environment: None,
             ttl: None,
             idempotency_key: self.idempotency_key.clone(),
+            task_id: None,
         }
     }
 }

@@ -45,6 +45,8 @@ pub struct SlackConfig {
     pub events_listen: Option<String>,
     /// Channels cards go to (channel ids), approvers (user ids), the digest threshold.
     pub chat: ChatSettings,
+    /// Channels whose top-level messages are tasks for the inbox (with `[inbox]` on).
+    pub inbox_channels: Vec<String>,
 }
 
 /// `[slack]` as written.
@@ -71,6 +73,8 @@ pub(crate) struct FileSlack {
     approvers: BTreeSet<String>,
     #[serde(default = "default_digest_after")]
     digest_after: usize,
+    #[serde(default)]
+    inbox_channels: Vec<String>,
 }
 
 fn default_slack_api() -> String {
@@ -107,6 +111,7 @@ impl FileSlack {
                 approvers: self.approvers,
                 digest_after,
             },
+            inbox_channels: self.inbox_channels,
         })
     }
 
@@ -202,6 +207,17 @@ impl FileSlack {
                 "list the channel ids (C…) where prompts go",
             ));
         }
+        if let Some(bad) = self
+            .inbox_channels
+            .iter()
+            .find(|c| c.trim().is_empty() || c.chars().any(|ch| !ch.is_ascii_alphanumeric()))
+        {
+            errors.push(r.error(
+                "slack",
+                "inbox_channels",
+                format!("`{bad}` is not a channel id like C0123456789"),
+            ));
+        }
         let digest_after = keep(errors, r.digest_after("slack", self.digest_after));
         if errors.len() > before {
             return None;
@@ -230,5 +246,15 @@ mod tests {
         let e = parse("[slack]\nmode = \"http\"\nbot_token = \"xoxb\"\nsigning_secret = \"s\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n")
             .unwrap_err();
         assert_eq!(e.key, "slack.events_listen");
+    }
+
+    #[test]
+    fn inbox_channels_are_channel_ids() {
+        let base = "[slack]\nbot_token = \"xoxb\"\napp_token = \"xapp\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n";
+        let c = parse(&format!("{base}inbox_channels = [\"C2\"]\n")).unwrap();
+        assert_eq!(c.slack.unwrap().inbox_channels, ["C2"]);
+        let e = parse(&format!("{base}inbox_channels = [\"#inbox\"]\n")).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("slack.inbox_channels", Some(6)));
+        assert!(e.message.contains("not a channel id"), "{e}");
     }
 }

@@ -41,6 +41,7 @@ use crate::approval::PlatformId;
 use crate::chat::card::Card;
 use crate::chat::conversation;
 use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Purpose, Replied, Seen};
+use crate::chat::platform::Thread;
 use crate::chat::Context;
 use crate::engine::Engine;
 use api::SlackApi;
@@ -316,6 +317,9 @@ impl Slack {
             text: format!("{} {}", p.command, p.text),
             reply_to: None,
             addressed: true,
+            direct: false,
+            // A slash command is no message: a task's card goes top-level there.
+            origin: None,
         };
         let answer = inbound::handle(&self.cx, &actor, text).await;
         let card = match &answer {
@@ -338,8 +342,10 @@ impl Slack {
         self.ephemeral(&p.channel_id, &p.user_id, &card, None).await;
     }
 
-    /// A message: a command typed in a card's thread (no id needed) or a `/command`
-    /// typed as a plain message. Other chatter and bot messages are ignored.
+    /// A message: a command typed in a card's thread (no id needed), a `/command`
+    /// typed as a plain message, an answer in a task's thread, or (a top-level message
+    /// in a DM to the bot or an inbox channel) a task. Other chatter and bot messages
+    /// are ignored.
     async fn on_event(&self, ev: payload::Event) {
         if !ev.is_human_message() {
             return;
@@ -355,11 +361,27 @@ impl Slack {
             (Some(parent), Some(me)) if *parent != me.user_id => Seen::Theirs,
             _ => Seen::Unread,
         };
+        let inbox_channel = self
+            .cx
+            .engine
+            .config()
+            .slack
+            .as_ref()
+            .is_some_and(|s| s.inbox_channels.contains(channel));
+        let direct =
+            thread.is_none() && (ev.channel_type.as_deref() == Some("im") || inbox_channel);
+        // A task's card goes in the thread this message starts (or is in).
+        let origin = ev.ts.clone().map(|ts| Thread {
+            root: ev.thread_ts.clone().unwrap_or_else(|| ts.clone()),
+            reply_to: ts,
+        });
         let message = Inbound::Text {
             chat: channel.clone(),
             text: text.clone(),
             reply_to: thread.clone().map(|message| Replied { message, seen }),
             addressed: false,
+            direct,
+            origin,
         };
         let answer = inbound::handle(&self.cx, &actor, message).await;
         let card = match &answer {

@@ -174,6 +174,8 @@ pub struct Event {
     pub user: Option<String>,
     pub text: Option<String>,
     pub channel: Option<String>,
+    /// `im` for a direct message to the bot, `channel` / `group` otherwise.
+    pub channel_type: Option<String>,
     pub ts: Option<String>,
     pub thread_ts: Option<String>,
     /// In a thread: who wrote its parent.

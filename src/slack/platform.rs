@@ -1,5 +1,5 @@
 //! Slack's outbound side: a card is posted with `chat.postMessage` (its `ts` is the
-//! message id) and edited with `chat.update`.
+//! message id; `thread_ts` puts it in a thread) and edited with `chat.update`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +10,7 @@ use super::api::SlackApi;
 use super::{render, PLATFORM};
 use crate::approval::PlatformId;
 use crate::chat::card::Card;
-use crate::chat::platform::{Platform, SendError};
+use crate::chat::platform::{Platform, SendError, Thread};
 
 pub struct Slack {
     pub api: Arc<SlackApi>,
@@ -27,15 +27,19 @@ impl Platform for Slack {
         Duration::from_millis(1200)
     }
 
-    async fn post(&self, chat: &str, card: &Card) -> Result<String, SendError> {
+    async fn post(
+        &self,
+        chat: &str,
+        card: &Card,
+        thread: Option<&Thread>,
+    ) -> Result<String, SendError> {
         let (text, blocks) = render::render(card);
-        let res = self
-            .api
-            .call(
-                "chat.postMessage",
-                &json!({"channel": chat, "text": text, "blocks": blocks, "unfurl_links": false, "unfurl_media": false}),
-            )
-            .await?;
+        let mut body = json!({"channel": chat, "text": text, "blocks": blocks, "unfurl_links": false, "unfurl_media": false});
+        // Slack threads hang off their first message.
+        if let Some(t) = thread {
+            body["thread_ts"] = json!(t.root);
+        }
+        let res = self.api.call("chat.postMessage", &body).await?;
         res["ts"]
             .as_str()
             .or_else(|| res["message"]["ts"].as_str())

@@ -11,7 +11,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use serde_json::{json, Value};
 
 use super::audit::audit_tx;
-use super::chat::{subject_changed, subject_created, unique_short_id, SubjectKind};
+use super::chat::{inherit_home, subject_changed, subject_created, unique_short_id, SubjectKind};
 use super::{Result, Store, StoreError, EXPIRE_BATCH};
 use crate::approval::{Approval, Decision, Status, Verb, Via};
 use crate::policy::{Risk, RiskScore, ToolClass};
@@ -34,6 +34,8 @@ pub struct NewApproval {
     pub ttl_ms: Option<i64>,
     pub created_at: i64,
     pub expires_at: Option<i64>,
+    /// The inbox task the agent runs, if any (its cards go under the task's).
+    pub task_id: Option<String>,
 }
 
 #[cfg(test)]
@@ -60,6 +62,7 @@ impl NewApproval {
             ttl_ms: Some(1000),
             created_at: 1,
             expires_at,
+            task_id: None,
         }
     }
 }
@@ -112,7 +115,7 @@ pub struct ListFilter {
 const COLUMNS: &str = "id, short_id, agent, tool, args, summary, confidence, environment, \
     idempotency_key, status, risk_score, tool_class, risk_factors, policy_reason, checkpoint, \
     always_allow_offered, decided_by, decided_via, decision_reason, always_allowed, \
-    result_detail, ttl_ms, created_at, decided_at, expires_at, finished_at";
+    result_detail, ttl_ms, created_at, decided_at, expires_at, finished_at, task_id";
 
 impl Store {
     /// Stores a new request with its `submitted` and `evaluated` audit rows, or
@@ -502,8 +505,8 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
          environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
          policy_reason, checkpoint, always_allow_offered, ttl_ms, created_at, expires_at, \
-         finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
-         ?15, ?16, ?17, ?18, ?19, ?20)",
+         finished_at, task_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, \
+         ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
     )?
     .execute(params![
         id,
@@ -526,6 +529,7 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         new.created_at,
         new.expires_at,
         (new.status != Status::Pending).then_some(new.created_at),
+        new.task_id,
     ])?;
     if new.status == Status::Pending {
         // It asks a human: chats show it.
@@ -537,6 +541,10 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
             Status::Pending.as_str(),
             new.created_at,
         )?;
+        if let Some(task) = &new.task_id {
+            // Shown where its task is, under the task's card.
+            inherit_home(tx, &id, task)?;
+        }
     }
     audit_tx(
         tx,
@@ -686,6 +694,7 @@ fn row_to_approval(r: &Row<'_>) -> rusqlite::Result<Result<Approval>> {
             decided_at: r.get(23)?,
             expires_at: r.get(24)?,
             finished_at: r.get(25)?,
+            task_id: r.get(26)?,
         })
     };
     Ok(parse())

@@ -29,6 +29,9 @@ use crate::policy::RiskScore;
 pub enum SubjectKind {
     /// A request that asked a human.
     Approval,
+    /// A task an owner handed to an agent, or a question it asks (drawn by
+    /// `chat::conversation::task`).
+    Task,
 }
 
 impl SubjectKind {
@@ -36,12 +39,14 @@ impl SubjectKind {
     pub fn as_str(self) -> &'static str {
         match self {
             SubjectKind::Approval => "approval",
+            SubjectKind::Task => "task",
         }
     }
 
     fn parse(s: &str) -> Result<Self> {
         match s {
             "approval" => Ok(SubjectKind::Approval),
+            "task" => Ok(SubjectKind::Task),
             other => Err(StoreError::Corrupt(format!("subject kind {other}"))),
         }
     }
@@ -52,6 +57,24 @@ impl SubjectKind {
 pub struct Subject {
     pub id: String,
     pub kind: SubjectKind,
+}
+
+/// Where in a chat a card goes: as a reply to `reply_to` (Telegram), in the thread
+/// `root` starts (Slack, whose threads hang off their first message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thread {
+    pub reply_to: String,
+    pub root: String,
+}
+
+/// Where a subject's cards belong when it has a home: one chat of one platform,
+/// threaded under a message there if given. A subject without a home is shown in every
+/// destination chat of every platform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Home {
+    pub platform: String,
+    pub chat: String,
+    pub thread: Option<Thread>,
 }
 
 /// How a message shows a subject.
@@ -250,39 +273,110 @@ fn record_post(
     Ok(recorded)
 }
 
+/// A subject's home and parent columns: platform, chat, reply_to, root, parent.
+type HomeRow = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+/// Gives a new subject its home and its parent (in the transaction that creates it).
+pub(super) fn set_home(
+    tx: &Transaction<'_>,
+    id: &str,
+    home: Option<&Home>,
+    parent: Option<&str>,
+) -> Result<()> {
+    if home.is_none() && parent.is_none() {
+        return Ok(());
+    }
+    let thread = home.and_then(|h| h.thread.as_ref());
+    tx.prepare_cached(
+        "UPDATE subjects SET home_platform = ?2, home_chat = ?3, home_reply_to = ?4, \
+         home_root = ?5, parent = ?6 WHERE id = ?1",
+    )?
+    .execute(params![
+        id,
+        home.map(|h| h.platform.as_str()),
+        home.map(|h| h.chat.as_str()),
+        thread.map(|t| t.reply_to.as_str()),
+        thread.map(|t| t.root.as_str()),
+        parent
+    ])?;
+    Ok(())
+}
+
+/// Gives a new subject the home of `parent` (without its thread: it goes under the
+/// parent's card instead), and `parent` as parent.
+pub(super) fn inherit_home(tx: &Transaction<'_>, id: &str, parent: &str) -> Result<()> {
+    tx.prepare_cached(
+        "UPDATE subjects SET home_platform = p.home_platform, home_chat = p.home_chat, parent = ?2 \
+         FROM (SELECT home_platform, home_chat FROM subjects WHERE id = ?2) AS p \
+         WHERE subjects.id = ?1",
+    )?
+    .execute(params![id, parent])?;
+    Ok(())
+}
+
+/// Whether a subject `s` belongs in `chat` (`?1` platform, `?2` chat, and the numbered
+/// parameter saying whether the chat is a destination): its home chat, or any
+/// destination chat when it has no home.
+fn belongs(destination_param: usize) -> String {
+    format!(
+        "(CASE WHEN s.home_platform IS NULL THEN ?{destination_param} \
+         ELSE (s.home_platform = ?1 AND s.home_chat = ?2) END)"
+    )
+}
+
 impl Store {
     /// Every subject whose presence in `chat` needs work: open ones without a posted
     /// message, and those whose message shows an older revision. Used at start and
     /// whenever events were missed.
-    pub fn chat_backlog(&self, platform: &str, chat: &str) -> Result<Vec<String>> {
+    pub fn chat_backlog(
+        &self,
+        platform: &str,
+        chat: &str,
+        destination: bool,
+    ) -> Result<Vec<String>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT s.id FROM subjects s WHERE s.open = 1 AND NOT EXISTS \
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT s.id FROM subjects s WHERE s.open = 1 AND {} AND NOT EXISTS \
                  (SELECT 1 FROM cards c WHERE c.subject = s.id AND c.platform = ?1 \
                   AND c.chat = ?2 AND c.message IS NOT NULL) \
              UNION SELECT c.subject FROM cards c JOIN subjects s ON s.id = c.subject \
              WHERE c.platform = ?1 AND c.chat = ?2 AND c.message IS NOT NULL \
              AND c.revision != s.revision \
              ORDER BY 1",
-        )?;
-        let rows = stmt.query_map(params![platform, chat], |r| r.get(0))?;
+            belongs(3)
+        ))?;
+        let rows = stmt.query_map(params![platform, chat, destination], |r| r.get(0))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
     /// The subjects among `ids` that are open and have no posted message in `chat`,
-    /// oldest first.
-    pub fn unposted(&self, platform: &str, chat: &str, ids: &[String]) -> Result<Vec<Unposted>> {
+    /// oldest first (in the order they were made: ULIDs made in the same millisecond
+    /// do not sort by time, and a task's card must come before its question's).
+    pub fn unposted(
+        &self,
+        platform: &str,
+        chat: &str,
+        ids: &[String],
+        destination: bool,
+    ) -> Result<Vec<Unposted>> {
         let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT s.id, s.kind, s.revision, EXISTS (SELECT 1 FROM cards c \
                  WHERE c.subject = s.id AND c.platform = ?1 AND c.chat = ?2 AND c.message IS NULL) \
              FROM subjects s JOIN json_each(?3) j ON s.id = j.value \
-             WHERE s.open = 1 AND NOT EXISTS (SELECT 1 FROM cards c \
+             WHERE s.open = 1 AND {} AND NOT EXISTS (SELECT 1 FROM cards c \
                  WHERE c.subject = s.id AND c.platform = ?1 AND c.chat = ?2 \
                  AND c.message IS NOT NULL) \
-             ORDER BY s.id",
-        )?;
-        let rows = stmt.query_map(params![platform, chat, ids_json(ids)], |r| {
+             ORDER BY s.rowid",
+            belongs(4)
+        ))?;
+        let rows = stmt.query_map(params![platform, chat, ids_json(ids), destination], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
@@ -352,24 +446,26 @@ impl Store {
 
     /// Notes, before posting, that `subjects` (id and the revision the message will
     /// show) are about to be shown in `chat` by one message.
+    /// `thread` is the root of the thread the message goes in, if any.
     pub fn begin_post(
         &self,
         platform: &str,
         chat: &str,
         subjects: &[(String, String)],
         by: ShownBy,
+        thread: Option<&str>,
         now: i64,
     ) -> Result<()> {
         let rows = serde_json::to_string(subjects).unwrap_or_else(|_| "[]".into());
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         tx.execute(
-            "INSERT INTO cards (subject, platform, chat, message, shown_by, revision, posted_at) \
-             SELECT j.value ->> 0, ?1, ?2, NULL, ?3, j.value ->> 1, ?4 FROM json_each(?5) j WHERE true \
+            "INSERT INTO cards (subject, platform, chat, message, shown_by, revision, posted_at, thread) \
+             SELECT j.value ->> 0, ?1, ?2, NULL, ?3, j.value ->> 1, ?4, ?6 FROM json_each(?5) j WHERE true \
              ON CONFLICT (subject, platform, chat) DO UPDATE SET message = NULL, \
                  shown_by = excluded.shown_by, revision = excluded.revision, \
-                 posted_at = excluded.posted_at",
-            params![platform, chat, by.as_str(), now, rows],
+                 posted_at = excluded.posted_at, thread = excluded.thread",
+            params![platform, chat, by.as_str(), now, rows, thread],
         )?;
         tx.commit()?;
         Ok(())
@@ -597,6 +693,95 @@ impl Store {
             ))
         })
         .transpose()
+    }
+
+    /// Where a card of `subject` goes in `chat`: under its home message if this is its
+    /// home chat, else under its parent's card there (once that is posted); `None`:
+    /// top-level.
+    pub fn anchor(&self, subject: &str, platform: &str, chat: &str) -> Result<Option<Thread>> {
+        let conn = self.lock();
+        let row: Option<HomeRow> = conn
+            .prepare_cached(
+                "SELECT home_platform, home_chat, home_reply_to, home_root, parent \
+                 FROM subjects WHERE id = ?1",
+            )?
+            .query_row([subject], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .optional()?;
+        let Some((home_platform, home_chat, reply_to, root, parent)) = row else {
+            return Ok(None);
+        };
+        let at_home =
+            home_platform.as_deref() == Some(platform) && home_chat.as_deref() == Some(chat);
+        if let (true, Some(reply_to)) = (at_home, reply_to) {
+            let root = root.unwrap_or_else(|| reply_to.clone());
+            return Ok(Some(Thread { reply_to, root }));
+        }
+        let Some(parent) = parent else {
+            return Ok(None);
+        };
+        let card: Option<(String, Option<String>)> = conn
+            .prepare_cached(
+                "SELECT message, thread FROM cards WHERE subject = ?1 AND platform = ?2 \
+                 AND chat = ?3 AND message IS NOT NULL",
+            )?
+            .query_row(params![parent, platform, chat], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?;
+        Ok(card.map(|(message, thread)| Thread {
+            root: thread.unwrap_or_else(|| message.clone()),
+            reply_to: message,
+        }))
+    }
+
+    /// The subject whose home thread `root` starts in `chat` (a task written as a chat
+    /// message: replies in its thread are about it).
+    pub fn threaded(&self, platform: &str, chat: &str, root: &str) -> Result<Option<Subject>> {
+        let conn = self.lock();
+        let row: Option<(String, String)> = conn
+            .prepare_cached(
+                "SELECT id, kind FROM subjects WHERE home_platform = ?1 AND home_chat = ?2 \
+                 AND home_root = ?3 AND parent IS NULL ORDER BY id DESC LIMIT 1",
+            )?
+            .query_row(params![platform, chat, root], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?;
+        row.map(|(id, kind)| {
+            Ok(Subject {
+                id,
+                kind: SubjectKind::parse(&kind)?,
+            })
+        })
+        .transpose()
+    }
+
+    /// The home chats on `platform` of subjects that need work there (open, or with a
+    /// card out of date): delivery serves them beside its destination chats.
+    pub fn home_chats(&self, platform: &str) -> Result<Vec<String>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT DISTINCT s.home_chat FROM subjects s WHERE s.home_platform = ?1 AND \
+             (s.open = 1 OR EXISTS (SELECT 1 FROM cards c WHERE c.subject = s.id \
+              AND c.platform = ?1 AND c.revision != s.revision)) ORDER BY 1",
+        )?;
+        let rows = stmt.query_map([platform], |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// A subject's home chat, as (platform, chat), if it has one.
+    pub fn home_of(&self, subject: &str) -> Result<Option<(String, String)>> {
+        let conn = self.lock();
+        let row: Option<(Option<String>, Option<String>)> = conn
+            .prepare_cached("SELECT home_platform, home_chat FROM subjects WHERE id = ?1")?
+            .query_row([subject], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        Ok(match row {
+            Some((Some(p), Some(c))) => Some((p, c)),
+            _ => None,
+        })
     }
 
     /// What a digest message shows, if `message` is a digest.
@@ -829,7 +1014,7 @@ mod tests {
     }
 
     fn unposted(s: &Store, chat: &str, ids: &[String]) -> Vec<(String, bool)> {
-        s.unposted(TG, chat, ids)
+        s.unposted(TG, chat, ids, true)
             .unwrap()
             .into_iter()
             .map(|u| (u.subject.id, u.unknown))
@@ -841,24 +1026,24 @@ mod tests {
         let s = Store::open_in_memory().unwrap();
         let a = pending(&s, "t", RiskScore::High);
         let ids = vec![a.clone()];
-        assert_eq!(s.chat_backlog(TG, "1").unwrap(), ids);
+        assert_eq!(s.chat_backlog(TG, "1", true).unwrap(), ids);
         assert_eq!(unposted(&s, "1", &ids), vec![(a.clone(), false)]);
 
-        s.begin_post(TG, "1", &at(&ids, "pending"), ShownBy::Card, 2)
+        s.begin_post(TG, "1", &at(&ids, "pending"), ShownBy::Card, None, 2)
             .unwrap();
         // In flight: still unposted, but now known to have an unknown outcome.
         assert_eq!(unposted(&s, "1", &ids), vec![(a.clone(), true)]);
         s.abandon_post(TG, "1", &ids).unwrap();
         assert_eq!(unposted(&s, "1", &ids), vec![(a.clone(), false)]);
 
-        s.begin_post(TG, "1", &at(&ids, "pending"), ShownBy::Card, 2)
+        s.begin_post(TG, "1", &at(&ids, "pending"), ShownBy::Card, None, 2)
             .unwrap();
         s.finish_post(TG, "1", &ids, ShownBy::Card, "77", 3)
             .unwrap();
         assert!(unposted(&s, "1", &ids).is_empty());
-        assert!(s.chat_backlog(TG, "1").unwrap().is_empty());
+        assert!(s.chat_backlog(TG, "1", true).unwrap().is_empty());
         // Another chat still needs it.
-        assert_eq!(s.chat_backlog(TG, "2").unwrap(), ids);
+        assert_eq!(s.chat_backlog(TG, "2", true).unwrap(), ids);
         let p = s.shown_at(TG, "1", "77").unwrap().unwrap();
         assert_eq!((p.subject.id.as_str(), p.by), (a.as_str(), ShownBy::Card));
         assert!(s.shown_at("slack", "1", "77").unwrap().is_none());
@@ -873,12 +1058,12 @@ mod tests {
         assert_eq!(stale.len(), 1);
         assert_eq!(stale[0].0.message, "77");
         assert_eq!(stale[0].1, "approved");
-        assert_eq!(s.chat_backlog(TG, "1").unwrap(), ids);
+        assert_eq!(s.chat_backlog(TG, "1", true).unwrap(), ids);
         s.card_drawn(&a, TG, "1", "approved").unwrap();
         assert!(s.stale_cards(TG, "1", &ids).unwrap().is_empty());
-        assert!(s.chat_backlog(TG, "1").unwrap().is_empty());
+        assert!(s.chat_backlog(TG, "1", true).unwrap().is_empty());
         // Settled, never shown in chat 2: nothing to do there.
-        assert!(s.chat_backlog(TG, "2").unwrap().is_empty());
+        assert!(s.chat_backlog(TG, "2", true).unwrap().is_empty());
         assert_eq!(s.subject(&a).unwrap().map(|(_, open)| open), Some(false));
     }
 
@@ -892,7 +1077,7 @@ mod tests {
             .adopt_post(TG, "1", "55", Some(&a), ShownBy::Card, 2)
             .unwrap()
             .is_empty());
-        s.begin_post(TG, "1", &at(&ids, "pending"), ShownBy::Card, 2)
+        s.begin_post(TG, "1", &at(&ids, "pending"), ShownBy::Card, None, 2)
             .unwrap();
         // Another chat's post, or another subject, is not this message.
         assert!(s
@@ -938,9 +1123,9 @@ mod tests {
         ids.sort();
         let (old, new) = (ids[..2].to_vec(), ids[2..].to_vec());
         // An earlier digest whose outcome stayed unknown, and the one in flight now.
-        s.begin_post(TG, "1", &at(&old, "pending"), ShownBy::Digest, 2)
+        s.begin_post(TG, "1", &at(&old, "pending"), ShownBy::Digest, None, 2)
             .unwrap();
-        s.begin_post(TG, "1", &at(&new, "pending"), ShownBy::Digest, 5)
+        s.begin_post(TG, "1", &at(&new, "pending"), ShownBy::Digest, None, 5)
             .unwrap();
         assert_eq!(
             s.adopt_post(TG, "1", "90", None, ShownBy::Digest, 6)
@@ -994,7 +1179,7 @@ mod tests {
             .collect();
         // A digest walks its requests in id order.
         ids.sort();
-        s.begin_post(TG, "1", &at(&ids, "pending"), ShownBy::Digest, 2)
+        s.begin_post(TG, "1", &at(&ids, "pending"), ShownBy::Digest, None, 2)
             .unwrap();
         s.finish_post(TG, "1", &ids, ShownBy::Digest, "90", 3)
             .unwrap();
@@ -1130,7 +1315,7 @@ mod tests {
         let s = Store::open(&path).unwrap();
         // The settled request's card still shows it pending: it needs its final edit.
         assert_eq!(
-            s.chat_backlog(TG, "1").unwrap(),
+            s.chat_backlog(TG, "1", true).unwrap(),
             ["01AAAAAAAAAAAAAAAAAAAAAAAA"]
         );
         assert_eq!(

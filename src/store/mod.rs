@@ -8,7 +8,9 @@
 //!   and always-allow additions;
 //! - `audit`: the hash-chained, append-only audit trail and its verification;
 //! - `refusals`: refused attempts, coalesced per key and minute into the trail;
-//! - `chat`: which chat message shows which request (prompts, digests, questions).
+//! - `chat`: which chat message shows which subject (cards, digests, questions), and
+//!   where a subject's cards go (its home and parent);
+//! - `tasks`: the inbox's tasks and their questions.
 //!
 //! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
 //! only after its transaction commits, and FULL makes that commit survive a power
@@ -26,15 +28,19 @@ mod audit;
 mod chat;
 mod health;
 mod refusals;
+mod tasks;
 
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
 pub use chat::{
-    Asked, DigestGroup, DigestState, DigestSummary, Shown, ShownBy, Subject, SubjectKind,
-    SubjectLookup, Unposted,
+    Asked, DigestGroup, DigestState, DigestSummary, Home, Shown, ShownBy, Subject, SubjectKind,
+    SubjectLookup, Thread, Unposted,
 };
 pub use health::{FaultKind, StorageFault};
 pub use refusals::{Closed, RefusalRow, Refused};
+pub use tasks::{
+    task_revision, Changed, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -86,6 +92,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0004_digests.sql")),
         M::up(include_str!("../../migrations/0005_conversations.sql")),
         M::up(include_str!("../../migrations/0006_audit_head.sql")),
+        M::up(include_str!("../../migrations/0009_inbox.sql")),
     ])
 }
 

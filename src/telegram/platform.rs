@@ -9,7 +9,7 @@ use teloxide::{ApiError, RequestError};
 
 use crate::approval::PlatformId;
 use crate::chat::card::Card;
-use crate::chat::platform::{Platform, SendError};
+use crate::chat::platform::{Platform, SendError, Thread};
 use crate::secret::scrub;
 use crate::telegram::api::BotApi;
 use crate::telegram::{render, PLATFORM};
@@ -107,8 +107,15 @@ impl Platform for Telegram {
         pace(chat.parse().unwrap_or(-1))
     }
 
-    async fn post(&self, chat: &str, card: &Card) -> Result<String, SendError> {
-        let msg = self.send(chat_id(chat)?, card, None).await?;
+    async fn post(
+        &self,
+        chat: &str,
+        card: &Card,
+        thread: Option<&Thread>,
+    ) -> Result<String, SendError> {
+        // Telegram threads are replies: to the owner's message, or the task's card.
+        let reply_to = thread.map(|t| message_id(&t.reply_to)).transpose()?;
+        let msg = self.send(chat_id(chat)?, card, reply_to).await?;
         Ok(msg.id.0.to_string())
     }
 

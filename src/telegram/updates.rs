@@ -9,8 +9,10 @@
 //!    not hold up a tap in another); at shutdown, tasks under way may finish.
 //! 3. A press becomes [`Inbound::Press`] and is answered with `answerCallbackQuery`
 //!    (an alert for refusals). A text message becomes [`Inbound::Text`], with the
-//!    message it replies to; messages from private chats that are neither in `chats`
-//!    nor an approver's are ignored and logged. Answers to text are replies, plain text
+//!    message it replies to; a private chat's text is written to gatebot itself (with
+//!    the inbox on, plain text there is a task). Messages from private chats that are
+//!    neither in `chats` nor an approver's are ignored and logged, unless the inbox is
+//!    on: then they are refused and audited like any stranger's. Answers to text are replies, plain text
 //!    unless the answer is a card with formatting.
 //! 4. A question ([`Answer::Ask`], "why deny?") is a ForceReply message that mentions
 //!    the asker (so it reaches them in a group too), recorded in SQLite so that a reply
@@ -34,7 +36,7 @@ use tracing::{error, info, warn};
 use crate::chat::card::Card;
 use crate::chat::conversation;
 use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Question, Replied, Seen};
-use crate::chat::platform::SendError;
+use crate::chat::platform::{SendError, Thread};
 use crate::chat::text::{escape, shorten};
 use crate::chat::Context;
 use crate::retry::{backoff, retry};
@@ -295,11 +297,15 @@ impl Handler {
         let Some(text) = m.text() else { return };
         let actor = self.actor(from);
         let chat = m.chat.id;
-        if m.chat.is_private() && !self.is_configured_chat(chat.0) && !actor.approver {
+        // With the inbox on, a private chat with the bot is where tasks are written:
+        // a stranger's is refused and audited there, not ignored.
+        let inbox = self.cx.engine.config().inbox.is_some();
+        if m.chat.is_private() && !self.is_configured_chat(chat.0) && !actor.approver && !inbox {
             self.cx.engine.metrics.chat_update(&self.cx.platform, false);
             info!(chat = chat.0, user = %actor.id, "telegram: ignoring a message from a private chat that is not in [telegram] chats");
             return;
         }
+        let id = m.id.0.to_string();
         let inbound = Inbound::Text {
             chat: chat.0.to_string(),
             text: text.to_string(),
@@ -308,6 +314,12 @@ impl Handler {
                 seen: self.seen(r),
             }),
             addressed: false,
+            direct: m.chat.is_private(),
+            // Telegram threads are replies: a task's card replies to this message.
+            origin: Some(Thread {
+                reply_to: id.clone(),
+                root: id,
+            }),
         };
         match inbound::handle(&self.cx, &actor, inbound).await {
             Answer::Nothing => {}

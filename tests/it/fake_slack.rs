@@ -613,3 +613,44 @@ pub fn message(user: &str, text: &str, thread_ts: Option<&str>, event_id: &str) 
         "event": event
     })
 }
+
+/// An Events API `message` payload in `channel` (`channel_type` `im` for a DM), with
+/// its own `ts`, in a thread when `thread_ts` is set.
+pub fn message_in(
+    channel: &str,
+    channel_type: &str,
+    user: &str,
+    text: &str,
+    ts: &str,
+    thread_ts: Option<&str>,
+    event_id: &str,
+) -> Value {
+    let mut event = json!({
+        "type": "message",
+        "channel": channel,
+        "user": user,
+        "text": text,
+        "ts": ts,
+        "channel_type": channel_type
+    });
+    if let Some(t) = thread_ts {
+        event["thread_ts"] = json!(t);
+    }
+    json!({
+        "token": "verification-token",
+        "team_id": "T1",
+        "api_app_id": "A1",
+        "type": "event_callback",
+        "event_id": event_id,
+        "event_time": 1700000999,
+        "event": event
+    })
+}
+
+/// A `block_actions` payload for a click on a message in `channel`.
+pub fn click_in(user: &str, channel: &str, ts: &str, value: &str) -> Value {
+    let mut v = click(user, ts, value);
+    v["container"]["channel_id"] = json!(channel);
+    v["channel"]["id"] = json!(channel);
+    v
+}

@@ -307,8 +307,9 @@ impl FakeTelegram {
         }}));
     }
 
-    /// `user` writes `text` in `chat`, optionally replying to message `reply_to`.
-    pub fn say(&self, user: User, chat: i64, text: &str, reply_to: Option<i64>) {
+    /// `user` writes `text` in `chat`, optionally replying to message `reply_to`;
+    /// returns the new message's id.
+    pub fn say(&self, user: User, chat: i64, text: &str, reply_to: Option<i64>) -> i64 {
         let id = self.with(|i| {
             i.next_message += 1;
             i.next_message
@@ -324,6 +325,7 @@ impl FakeTelegram {
             msg["reply_to_message"] = as_received(self.message(chat, r));
         }
         self.push_update(json!({"message": msg}));
+        id
     }
 }
 

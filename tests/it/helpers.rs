@@ -169,13 +169,18 @@ impl TestApp {
         )
     }
 
-    /// Decides as the owner `alice`, on the owner socket as `sudo -u gatebot gatebot
-    /// decide` does for her: the test process is the daemon's own account, so the
-    /// person sudo names is recorded.
-    pub async fn decide(&self, id: &str, decision: &str, reason: Option<&str>) -> Response {
+    /// The owners' client acting for `person`, as `sudo -u gatebot gatebot …` does for
+    /// them: the test process is the daemon's own account, so the person sudo names is
+    /// recorded.
+    pub fn owner_as(&self, person: &str) -> Client {
         self.owner
             .clone()
-            .with_header(gatebot::peer::SUDO_USER_HEADER, "alice")
+            .with_header(gatebot::peer::SUDO_USER_HEADER, person)
+    }
+
+    /// Decides as the owner `alice` ([`TestApp::owner_as`]).
+    pub async fn decide(&self, id: &str, decision: &str, reason: Option<&str>) -> Response {
+        self.owner_as("alice")
             .post(
                 &format!("/v1/requests/{id}/decision"),
                 &json!({"decision": decision, "reason": reason}),

@@ -1,21 +1,26 @@
 //! Integration tests: one binary so the crate links once.
 //! The daemon runs in-process (`helpers::spawn_app`) or as the real binary (`cli`).
-//! Chat channels run against fakes on loopback (`fake_telegram`, `fake_slack`).
+//! Chat channels run against fakes on loopback (`fake_telegram`, `fake_slack`), the
+//! inbox's model classifier against `fake_model`.
 //! Whatever happens in the background is waited for with `helpers::eventually`.
 //! The in-process daemons' logs are recorded (`helpers::log_text`, to check no token
 //! leaks into them); `TEST_LOG=1 cargo test` also prints them with each test's output.
 
 mod api;
 mod audit;
+mod classifier;
 mod cli;
 mod cli_output;
 mod connections;
 mod failure;
+mod fake_model;
 mod fake_slack;
 mod fake_telegram;
 mod files;
 mod helpers;
 mod hooks;
+mod inbox;
+mod inbox_chat;
 mod integrations;
 mod lifecycle;
 mod memory;
@@ -29,3 +34,4 @@ mod telegram;
 mod telegram_faults;
 mod unconfirmed_posts;
 mod validation;
+mod worker;

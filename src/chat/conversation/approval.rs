@@ -479,6 +479,16 @@ pub fn shown_in(text: &str) -> Option<String> {
     short.then_some(id)
 }
 
+/// Names the inbox task a request belongs to on its card, after the agent.
+pub fn add_task(card: &mut Card, t: &crate::inbox::Task) {
+    for b in &mut card.blocks {
+        if let Block::Fields(fields) = b {
+            fields.insert(1, Field::new("Task", super::task::task_line(t)));
+            return;
+        }
+    }
+}
+
 /// The status in a few words of gatebot's (fallback texts).
 #[must_use]
 pub fn status_word(s: Status) -> &'static str {
@@ -563,6 +573,7 @@ pub(crate) fn sample() -> Approval {
         decided_at: None,
         expires_at: Some(now_ms() + 3_600_000),
         finished_at: None,
+        task_id: None,
     }
 }
 

@@ -15,6 +15,11 @@ pub const HELP: &[(&str, &str)] = &[
         "refuse it; the reason reaches the agent",
     ),
     ("/pending", "list open requests"),
+    (
+        "/task <words>",
+        "hand an agent a task (in a private chat with me, plain text does too)",
+    ),
+    ("/tasks", "list open tasks"),
 ];
 
 /// The answer to `/help`.
@@ -56,6 +61,8 @@ pub fn commands() -> Vec<(&'static str, &'static str)> {
         ),
         ("deny", "<id> [reason] — refuse a request"),
         ("pending", "list open requests"),
+        ("task", "<words> — hand an agent a task"),
+        ("tasks", "list open tasks"),
         ("help", "how to answer gatebot"),
     ]
 }

@@ -11,7 +11,7 @@
 //!
 //! Kinds: [`approval`] (a request's prompt), [`digest`] (one message for a burst of
 //! requests), [`reason`] (the "why deny?" question), [`pending`] (`/pending`),
-//! [`help`] (`/help`).
+//! [`help`] (`/help`), [`task`] (the inbox: `/task`, task cards and their questions).
 //!
 //! To add a kind: write its module (card, actions, commands, handlers), then add its
 //! variants to [`Action`] / [`Command`] and their arms to the `match`es below; if its
@@ -22,6 +22,7 @@ pub mod digest;
 pub mod help;
 pub mod pending;
 pub mod reason;
+pub mod task;
 
 use crate::chat::card::Card;
 use crate::chat::command;
@@ -48,6 +49,7 @@ pub enum Who {
 pub enum Action {
     Approval(approval::Action),
     Digest(digest::Nav),
+    Task(task::Action),
 }
 
 impl Action {
@@ -62,6 +64,9 @@ impl Action {
         if let Some(nav) = digest::decode(rest) {
             return Ok(Action::Digest(nav));
         }
+        if let Some(t) = task::decode(rest) {
+            return Ok(Action::Task(t));
+        }
         approval::decode(rest).map(Action::Approval).ok_or_else(bad)
     }
 
@@ -71,6 +76,7 @@ impl Action {
         let data = match self {
             Action::Approval(a) => approval::encode(a),
             Action::Digest(n) => digest::encode(n),
+            Action::Task(t) => task::encode(t),
         };
         let data = format!("{DATA_PREFIX}{data}");
         debug_assert!(data.len() <= MAX_DATA, "{data}");
@@ -80,7 +86,7 @@ impl Action {
     #[must_use]
     pub fn who(&self) -> Who {
         match self {
-            Action::Approval(_) | Action::Digest(_) => Who::Approvers,
+            Action::Approval(_) | Action::Digest(_) | Action::Task(_) => Who::Approvers,
         }
     }
 
@@ -90,6 +96,7 @@ impl Action {
         match self {
             Action::Approval(a) => format!("{:?}", a.verb()),
             Action::Digest(_) => "review digest".into(),
+            Action::Task(t) => t.attempted().into(),
         }
     }
 
@@ -99,6 +106,7 @@ impl Action {
         match self {
             Action::Approval(a) => Some(a.id()),
             Action::Digest(_) => None,
+            Action::Task(t) => Some(t.id()),
         }
     }
 }
@@ -109,6 +117,7 @@ pub enum Command {
     Approval(approval::Command),
     Pending,
     Help,
+    Task(task::Command),
 }
 
 impl Command {
@@ -122,7 +131,9 @@ impl Command {
             Some(typed) => match typed.name.as_str() {
                 "pending" | "list" => Some(Command::Pending),
                 "help" | "start" => Some(Command::Help),
-                _ => approval::parse_command(&typed, in_reply).map(Command::Approval),
+                _ => task::parse_command(&typed)
+                    .map(Command::Task)
+                    .or_else(|| approval::parse_command(&typed, in_reply).map(Command::Approval)),
             },
             None if in_reply => approval::parse_words(text).map(Command::Approval),
             None => None,
@@ -132,7 +143,7 @@ impl Command {
     #[must_use]
     pub fn who(&self) -> Who {
         match self {
-            Command::Approval(_) | Command::Pending => Who::Approvers,
+            Command::Approval(_) | Command::Pending | Command::Task(_) => Who::Approvers,
             Command::Help => Who::Anyone,
         }
     }
@@ -142,7 +153,7 @@ impl Command {
     pub fn subject(&self) -> Option<&str> {
         match self {
             Command::Approval(c) => c.id.as_deref(),
-            Command::Pending | Command::Help => None,
+            Command::Pending | Command::Help | Command::Task(_) => None,
         }
     }
 
@@ -153,6 +164,8 @@ impl Command {
             Command::Approval(c) => format!("{:?}", c.verb),
             Command::Pending => "pending".into(),
             Command::Help => "help".into(),
+            Command::Task(task::Command::Add { .. }) => "create task".into(),
+            Command::Task(task::Command::List) => "list tasks".into(),
         }
     }
 }
@@ -162,6 +175,7 @@ pub async fn press(cx: &Context, actor: &Actor, action: Action, at: &At) -> Answ
     match action {
         Action::Approval(a) => approval::press(cx, actor, a).await,
         Action::Digest(nav) => digest::press(cx, nav, at).await,
+        Action::Task(t) => task::press(cx, actor, t).await,
     }
 }
 
@@ -177,6 +191,7 @@ pub async fn command(
         Command::Approval(c) => approval::command(cx, actor, c, replied).await,
         Command::Pending => pending::answer(cx).await,
         Command::Help => help::answer(),
+        Command::Task(c) => task::command(cx, actor, c).await,
     }
 }
 
@@ -191,6 +206,28 @@ pub async fn answer(
 ) -> Answer {
     match purpose {
         Purpose::DenyReason => reason::answer(cx, actor, subject, text).await,
+        Purpose::Clarify | Purpose::NeedsInput => task::answer(cx, actor, subject, text).await,
+    }
+}
+
+/// Whether text written in reply to `subject` (to its card, in its thread) that is no
+/// command is for its kind to read ([`reply`]), rather than words for a command.
+#[must_use]
+pub fn reads_replies(subject: &Subject) -> bool {
+    match subject.kind {
+        SubjectKind::Approval => false,
+        SubjectKind::Task => true,
+    }
+}
+
+/// Runs text written in reply to a subject's card (or in its thread) that is no
+/// command, where the subject's kind reads such text itself (a task reads it as the
+/// answer to its question); `None` where it does not, and the text is read as words
+/// for a command as before. The caller has checked the writer is an approver.
+pub async fn reply(cx: &Context, actor: &Actor, subject: &Subject, text: &str) -> Option<Answer> {
+    match subject.kind {
+        SubjectKind::Approval => None,
+        SubjectKind::Task => Some(task::reply(cx, actor, subject, text).await),
     }
 }
 
@@ -218,13 +255,24 @@ pub struct Rendered {
 pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
     match subject.kind {
         SubjectKind::Approval => match cx.engine.get(&subject.id).await {
-            Ok(a) => Ok(Some(Rendered {
-                card: approval::card(&a),
-                revision: a.status.as_str().to_string(),
-                open: a.status == crate::approval::Status::Pending,
-            })),
+            Ok(a) => {
+                let mut card = approval::card(&a);
+                if let Some(id) = &a.task_id {
+                    if let Some(crate::engine::TaskSubject::Task(t)) =
+                        cx.engine.task_subject(id).await?
+                    {
+                        approval::add_task(&mut card, &t);
+                    }
+                }
+                Ok(Some(Rendered {
+                    card,
+                    revision: a.status.as_str().to_string(),
+                    open: a.status == crate::approval::Status::Pending,
+                }))
+            }
             Err(EngineError::NotFound(_)) => Ok(None),
             Err(e) => Err(e),
         },
+        SubjectKind::Task => task::render(cx, subject).await,
     }
 }

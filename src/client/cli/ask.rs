@@ -20,6 +20,10 @@ pub(super) async fn run(client: Client, a: AskArgs) -> Result<u8, String> {
         ("environment", a.environment.map(Value::from)),
         ("ttl", a.ttl.map(Value::from)),
         ("idempotency_key", a.idempotency_key.map(Value::from)),
+        (
+            "task_id",
+            a.task.filter(|t| !t.trim().is_empty()).map(Value::from),
+        ),
     ] {
         if let Some(v) = v {
             body[k] = v;

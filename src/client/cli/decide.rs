@@ -1,11 +1,11 @@
-//! `gatebot decide ID approve|approve-always|deny [--reason R]`: the owner decides.
+//! `gatebot decide ID approve|approve-always|deny [--reason R]`: the owner decides;
+//! for an inbox task, `gatebot decide ID queue|reject` (and `cancel`, `retry`).
 
 use serde_json::json;
 
 use super::out::outln;
 use super::{encode, expect_ok, pretty, view_of, EXIT_GO, EXIT_NO};
 use crate::client::Client;
-use crate::peer::SUDO_USER_HEADER;
 
 pub(super) async fn run(
     client: &Client,
@@ -14,12 +14,7 @@ pub(super) async fn run(
     reason: Option<&str>,
     json: bool,
 ) -> Result<u8, String> {
-    // The daemon records who decided from the socket's peer credentials; for its own
-    // account and root (reached with sudo), the person sudo names.
-    let client = match std::env::var("SUDO_USER") {
-        Ok(person) if !person.is_empty() => client.clone().with_header(SUDO_USER_HEADER, person),
-        _ => client.clone(),
-    };
+    let client = super::as_owner(client);
     let res = client
         .post(
             &format!("/v1/requests/{}/decision", encode(id)),
@@ -28,11 +23,22 @@ pub(super) async fn run(
         .await
         .map_err(|e| e.to_string())?;
     // Someone decided first: exit 1 and say who, as for a rejection, not 2 (an error).
-    if res.error_code() == Some("already_decided") {
+    if matches!(
+        res.error_code(),
+        Some("already_decided" | "task_conflict" | "task_cancelled")
+    ) {
         eprintln!("{}", res.error_message());
         return Ok(EXIT_NO);
     }
-    let view = view_of(expect_ok(Ok(res))?)?;
+    let res = expect_ok(Ok(res))?;
+    // The id named an inbox task (`decide ID queue|reject`).
+    if res.body["kind"] == "task" {
+        let view = serde_json::from_value(res.body)
+            .map_err(|e| format!("unexpected answer from gatebot: {e}"))?;
+        super::task::print(&view, json);
+        return Ok(EXIT_GO);
+    }
+    let view = view_of(res)?;
     if json {
         outln!(
             "{}",

@@ -51,6 +51,7 @@ pub(super) async fn run(
         socket: socket_for(flag, config, false),
         token: args.token,
         stop,
+        task_id: args.task.filter(|t| !t.trim().is_empty()),
     };
     if let Some(answer) = crate::client::hook::run(run, &input).await? {
         // The agent may have closed our stdout already (it killed us): nothing to say then.

@@ -23,6 +23,7 @@ pub(super) async fn run(
         socket: socket_for(flag, config, false),
         token: args.token,
         stop: stop.clone(),
+        task_id: args.task.filter(|t| !t.trim().is_empty()),
     };
     let stdin = tokio::io::BufReader::new(tokio::io::stdin());
     crate::client::mcp::serve(opts, stdin, tokio::io::stdout())

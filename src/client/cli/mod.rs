@@ -17,6 +17,8 @@ mod mcp;
 mod out;
 mod pending;
 mod status;
+mod task;
+mod worker;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -95,11 +97,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Decide a pending request (owner).
+    /// Decide a pending request, or queue / reject a task that waits for your go (owner).
     Decide {
         /// Full id, short id, or a unique prefix of at least 4 characters.
         id: String,
-        /// approve, approve-always or deny.
+        /// approve, approve-always or deny; for a task: queue, reject, cancel or retry.
         decision: String,
         /// Why; reaches the agent (most useful with deny).
         #[arg(long)]
@@ -136,6 +138,24 @@ pub enum Command {
     /// Run a stdio MCP server with the `request_approval` tool
     /// (Claude Code's --permission-prompt-tool).
     Mcp(HookArgs),
+    /// Hand a task to an agent, follow it, answer it, cancel or retry it (owner).
+    Task {
+        #[command(subcommand)]
+        action: TaskAction,
+    },
+    /// List open tasks (owner), oldest first; --all for the latest of any status.
+    Tasks {
+        /// The latest 1000 tasks of any status, newest first.
+        #[arg(long)]
+        all: bool,
+        /// Only this agent's tasks.
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Claim an agent's tasks and run COMMAND for each (prompt on stdin).
+    Worker(WorkerArgs),
     /// Print the system-prompt paragraph for an agent's autonomy tier.
     AgentGuidance {
         /// The agent's name.
@@ -171,6 +191,78 @@ pub struct HookArgs {
     /// The agent's token, if it has one.
     #[arg(long, env = "GATEBOT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// The inbox task the agent runs, named on its requests (`gatebot worker` sets
+    /// GATEBOT_TASK_ID for its command).
+    #[arg(long, env = "GATEBOT_TASK_ID")]
+    pub task: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskAction {
+    /// Hand over a task: its words (`-` reads them from stdin).
+    Add {
+        #[arg(required = true)]
+        text: Vec<String>,
+        /// The agent to run it, instead of [inbox.routes].
+        #[arg(long)]
+        agent: Option<String>,
+        /// The intent (research, code_change, organize, question, reminder, todo,
+        /// todo_complete, todo_check, other), instead of the classifier's.
+        #[arg(long)]
+        intent: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a task; with --wait, wait until it is finished or needs you.
+    Status {
+        /// Full id, short id, or a unique prefix of at least 4 characters.
+        id: String,
+        /// Wait up to this long, e.g. 30s or 10m.
+        #[arg(long)]
+        wait: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer the question a task waits on.
+    Answer {
+        id: String,
+        #[arg(required = true)]
+        text: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cancel an open task (a running one's command is stopped).
+    Cancel {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Queue a failed or cancelled task again.
+    Retry {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The agent whose tasks to run.
+    #[arg(long, env = "GATEBOT_AGENT")]
+    pub agent: String,
+    /// How many tasks to run at once (1-64; gatebot's [inbox] max_concurrent still
+    /// bounds them).
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Run one task, then exit: 0 completed, 1 not completed, 2 error.
+    #[arg(long)]
+    pub once: bool,
+    /// The agent's token, if it has one.
+    #[arg(long, env = "GATEBOT_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -224,6 +316,9 @@ pub struct AskArgs {
     /// The same key returns the same request instead of creating another.
     #[arg(long)]
     pub idempotency_key: Option<String>,
+    /// The inbox task the agent runs (GATEBOT_TASK_ID, set by `gatebot worker`).
+    #[arg(long, env = "GATEBOT_TASK_ID")]
+    pub task: Option<String>,
     /// The agent's token, if it has one.
     #[arg(long, env = "GATEBOT_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -255,6 +350,37 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
         Command::CheckConfig { telegram } => check_config::run(config, telegram).await,
         Command::Hook { agent } => hook::run(agent, flag, config).await,
         Command::Mcp(args) => mcp::run(args, flag, config).await,
+        Command::Task { action } => {
+            let c = owner()?;
+            match action {
+                TaskAction::Add {
+                    text,
+                    agent,
+                    intent,
+                    json,
+                } => task::add(&c, &text, agent.as_deref(), intent.as_deref(), json).await,
+                TaskAction::Status { id, wait, json } => {
+                    task::status(&c, &id, wait.as_deref(), json).await
+                }
+                TaskAction::Answer { id, text, json } => task::answer(&c, &id, &text, json).await,
+                TaskAction::Cancel { id, json } => task::step(&c, &id, "cancel", json).await,
+                TaskAction::Retry { id, json } => task::step(&c, &id, "retry", json).await,
+            }
+        }
+        Command::Tasks { all, agent, json } => {
+            task::list(&owner()?, all, agent.as_deref(), json).await
+        }
+        Command::Worker(args) => {
+            worker::run(worker::Worker {
+                socket: socket_for(flag, config, false)?,
+                agent: args.agent,
+                concurrency: args.concurrency,
+                once: args.once,
+                command: args.command,
+                token: args.token,
+            })
+            .await
+        }
         Command::AgentGuidance { name, json, token } => {
             guidance::run(&owner()?.with_token(token), &name, json).await
         }
@@ -430,4 +556,16 @@ fn encode(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// A client for an owner's command: the daemon records who acts from the control
+/// socket's peer credentials; for its own account and root (reached with sudo), the
+/// person sudo names, which this sends.
+fn as_owner(client: &Client) -> Client {
+    match std::env::var("SUDO_USER") {
+        Ok(person) if !person.is_empty() => client
+            .clone()
+            .with_header(crate::peer::SUDO_USER_HEADER, person),
+        _ => client.clone(),
+    }
 }

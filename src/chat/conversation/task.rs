@@ -1,0 +1,758 @@
+//! Tasks in chat: an owner's words become a task, its card follows it to done, and
+//! its questions get answered in its thread.
+//!
+//! - **Intake**: `/task <words>` anywhere gatebot listens, and plain text written to
+//!   gatebot itself (a Telegram private chat, a Slack DM or inbox channel) become
+//!   [`Command::Add`]; the card is posted as a reply to (in the thread of) the owner's
+//!   message. `/tasks` lists the open ones.
+//! - **The task's card**: intent, summary, agent, status, the latest progress, then the
+//!   result or failure. Buttons by status: ▶️ Queue / 🚫 Reject while a level-1 task
+//!   waits for the owner's go, ✖️ Cancel while it is open, 🔁 Retry once it failed or
+//!   was cancelled.
+//! - **A question's card** (a clarify question, or the agent's questions), posted
+//!   under the task's card: the question, a button per concrete choice, ✍️ Answer
+//!   (asked the platform's way: a message to reply to, or a form), and replies to it
+//!   or in the task's thread are the answer.
+//! - Data: `gb1:tq:<id>` queue, `gb1:tr:<id>` reject, `gb1:tx:<id>` cancel,
+//!   `gb1:tR:<id>` retry, `gb1:ta:<question>` answer, `gb1:tc:<question>:<n>` choice n.
+//! - Who: approvers only, for every action and command; anyone else is refused and
+//!   audited by the inbound layer.
+//!
+//! Everything the owner or the agent wrote (the task, summary, progress, result,
+//! questions, answers) enters a card only as [`Span::Code`] or [`Block::Code`].
+
+use crate::chat::card::{Block, Button, Card, Code, Field, Hint, Line, Span, Style};
+use crate::chat::command::Typed;
+use crate::chat::inbound::{Actor, Answer, Purpose, Question};
+use crate::chat::text::shorten;
+use crate::chat::Context;
+use crate::engine::{task_revision, EngineError, Home, Subject, TaskRequest, TaskSubject};
+use crate::inbox::lifecycle::Step;
+use crate::inbox::{QuestionPurpose, QuestionState, Task, TaskQuestion, TaskStatus};
+use crate::time::clock;
+
+use super::Rendered;
+
+/// A press on a task's or question's button.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Queue(String),
+    Reject(String),
+    Cancel(String),
+    Retry(String),
+    /// Answer the question (asks for the text).
+    Answer(String),
+    /// Answer the question with its choice `n` (0-based).
+    Choice(String, u8),
+}
+
+impl Action {
+    /// The task or question the action is about.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        match self {
+            Action::Queue(id)
+            | Action::Reject(id)
+            | Action::Cancel(id)
+            | Action::Retry(id)
+            | Action::Answer(id)
+            | Action::Choice(id, _) => id,
+        }
+    }
+
+    /// What was tried, for the audit row of a refusal.
+    #[must_use]
+    pub fn attempted(&self) -> &'static str {
+        match self {
+            Action::Queue(_) => "queue task",
+            Action::Reject(_) => "reject task",
+            Action::Cancel(_) => "cancel task",
+            Action::Retry(_) => "retry task",
+            Action::Answer(_) | Action::Choice(..) => "answer task question",
+        }
+    }
+}
+
+/// `tq:<id>` and friends (after `gb1:`).
+pub(super) fn encode(a: &Action) -> String {
+    match a {
+        Action::Queue(id) => format!("tq:{id}"),
+        Action::Reject(id) => format!("tr:{id}"),
+        Action::Cancel(id) => format!("tx:{id}"),
+        Action::Retry(id) => format!("tR:{id}"),
+        Action::Answer(id) => format!("ta:{id}"),
+        Action::Choice(id, n) => format!("tc:{id}:{n}"),
+    }
+}
+
+pub(super) fn decode(data: &str) -> Option<Action> {
+    let (code, rest) = data.split_once(':')?;
+    let ulid = |s: &str| {
+        (s.len() == 26 && s.bytes().all(|b| b.is_ascii_alphanumeric())).then(|| s.to_string())
+    };
+    match code {
+        "tq" => ulid(rest).map(Action::Queue),
+        "tr" => ulid(rest).map(Action::Reject),
+        "tx" => ulid(rest).map(Action::Cancel),
+        "tR" => ulid(rest).map(Action::Retry),
+        "ta" => ulid(rest).map(Action::Answer),
+        "tc" => {
+            let (id, n) = rest.split_once(':')?;
+            let n: u8 = n.parse().ok().filter(|n| *n < 10)?;
+            ulid(id).map(|id| Action::Choice(id, n))
+        }
+        _ => None,
+    }
+}
+
+fn data(a: Action) -> String {
+    super::Action::Task(a).encode()
+}
+
+/// A typed task command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// A new task: `/task <words>`, or plain text written to gatebot. `home` is the
+    /// chat and message it was written in (the inbound layer sets it).
+    Add { text: String, home: Option<Home> },
+    /// `/tasks`: the open tasks.
+    List,
+}
+
+/// `/task`, `/tasks`; `None` for other names.
+#[must_use]
+pub fn parse_command(typed: &Typed<'_>) -> Option<Command> {
+    match typed.name.as_str() {
+        "task" => Some(Command::Add {
+            text: typed.args.to_string(),
+            home: None,
+        }),
+        "tasks" => Some(Command::List),
+        _ => None,
+    }
+}
+
+/// Runs a press by an approver.
+pub async fn press(cx: &Context, actor: &Actor, action: Action) -> Answer {
+    let step = match &action {
+        Action::Queue(_) => Step::Queue,
+        Action::Reject(_) => Step::Reject,
+        Action::Cancel(_) => Step::Cancel,
+        Action::Retry(_) => Step::Retry,
+        Action::Answer(id) => return ask(cx, id).await,
+        Action::Choice(id, n) => return choose(cx, actor, id, *n).await,
+    };
+    match cx
+        .engine
+        .task_step(action.id(), step, &actor.label(), &cx.via())
+        .await
+    {
+        Ok(t) => Answer::Done(Card::text(done_text(step, &t))),
+        Err(e) => refusal(&e),
+    }
+}
+
+fn done_text(step: Step, t: &Task) -> String {
+    let what = match step {
+        Step::Queue => "▶️ Queued",
+        Step::Reject => "🚫 Rejected",
+        Step::Cancel => "✖️ Cancelled",
+        Step::Retry => "🔁 Queued again",
+        _ => "Done:",
+    };
+    format!("{what} task {}.", t.short_id)
+}
+
+/// What to tell someone whose step on a task did not happen.
+fn refusal(e: &EngineError) -> Answer {
+    match e {
+        EngineError::Conflict { message, .. } => Answer::alert(format!("{message}.")),
+        EngineError::TaskNotFound(id) => Answer::alert(format!(
+            "No task matches `{id}`. /tasks lists the open ones."
+        )),
+        EngineError::Invalid(m) => Answer::alert(m.clone()),
+        EngineError::Ambiguous { typed, candidates } => Answer::alert(format!(
+            "`{typed}` matches several tasks: {}.",
+            candidates.join(", ")
+        )),
+        other => {
+            tracing::error!(error = %other, "task action failed");
+            Answer::alert("Something went wrong; see the gatebot log.")
+        }
+    }
+}
+
+/// The question `id`, asked the platform's way.
+async fn ask(cx: &Context, id: &str) -> Answer {
+    let (q, t) = match cx.engine.task_subject(id).await {
+        Ok(Some(TaskSubject::Question(q, t))) => (q, t),
+        Ok(_) => return Answer::alert("This question is gone."),
+        Err(e) => return refusal(&e),
+    };
+    if q.state != QuestionState::Open {
+        return Answer::note("This question is answered already.");
+    }
+    Answer::Ask(Question {
+        subject: q.id.clone(),
+        purpose: purpose_of(q.purpose),
+        title: "Answer the task".into(),
+        text: Line::text("your answer for task ")
+            .code(&t.short_id)
+            .and(" (")
+            .code(&t.summary)
+            .and(")?"),
+        field: "Your answer".into(),
+        submit: "Send".into(),
+        skip: None,
+        asked: "Reply to my message with your answer.".into(),
+        not_asked: "Could not ask here; reply in the task's thread with your answer instead."
+            .into(),
+    })
+}
+
+async fn choose(cx: &Context, actor: &Actor, id: &str, n: u8) -> Answer {
+    let choice = match cx.engine.task_subject(id).await {
+        Ok(Some(TaskSubject::Question(q, _))) => q.choices.get(usize::from(n)).cloned(),
+        Ok(_) => None,
+        Err(e) => return refusal(&e),
+    };
+    let Some(choice) = choice else {
+        return Answer::alert("This choice is not recognised (stale or forged).");
+    };
+    answered(cx, actor, id, &choice).await
+}
+
+async fn answered(cx: &Context, actor: &Actor, subject: &str, text: &str) -> Answer {
+    match cx
+        .engine
+        .answer_task(subject, text, &actor.label(), &cx.via())
+        .await
+    {
+        Ok(t) => Answer::Done(Card::text(format!(
+            "✍️ Answer sent for task {}: it is {} now.",
+            t.short_id,
+            status_word(&t)
+        ))),
+        Err(e) => refusal(&e),
+    }
+}
+
+fn purpose_of(p: QuestionPurpose) -> Purpose {
+    match p {
+        QuestionPurpose::Clarify => Purpose::Clarify,
+        QuestionPurpose::Input => Purpose::NeedsInput,
+    }
+}
+
+/// Runs the answer to a question asked by message or form.
+pub async fn answer(cx: &Context, actor: &Actor, subject: &str, text: Option<String>) -> Answer {
+    match text {
+        Some(t) => answered(cx, actor, subject, &t).await,
+        None => Answer::note("No answer given; the question stays open."),
+    }
+}
+
+/// A reply (in its thread, or to one of its cards) to a task or a question: the
+/// answer to its open question.
+pub async fn reply(cx: &Context, actor: &Actor, subject: &Subject, text: &str) -> Answer {
+    answered(cx, actor, &subject.id, text).await
+}
+
+/// Runs a task command by an approver.
+pub async fn command(cx: &Context, actor: &Actor, cmd: Command) -> Answer {
+    match cmd {
+        Command::List => list(cx).await,
+        Command::Add { text, home } => {
+            if text.trim().is_empty() {
+                return Answer::note(
+                    "Write the task after /task, e.g. /task research what our competitors charge",
+                );
+            }
+            let threaded = home.as_ref().is_some_and(|h| h.thread.is_some());
+            let req = TaskRequest {
+                text,
+                agent: None,
+                intent: None,
+                by: actor.label(),
+                via: cx.via(),
+                home,
+            };
+            match cx.engine.create_task(req).await {
+                // Its card is the answer, posted in reply to the owner's message.
+                Ok(_) if threaded => Answer::Nothing,
+                Ok(t) => Answer::Done(Card::text(format!(
+                    "📥 Task {} for {}: {} ({}). Its card follows.",
+                    t.short_id,
+                    t.agent,
+                    t.intent.label(),
+                    status_word(&t)
+                ))),
+                Err(e) => refusal(&e),
+            }
+        }
+    }
+}
+
+/// Most tasks `/tasks` lists.
+pub const SHOWN: usize = 20;
+
+async fn list(cx: &Context) -> Answer {
+    match cx.engine.tasks(false, None, SHOWN + 1).await {
+        Ok(tasks) => Answer::Card(list_card(&tasks)),
+        Err(e) => refusal(&e),
+    }
+}
+
+/// The `/tasks` list (at most [`SHOWN`]; one more means there are more).
+#[must_use]
+pub fn list_card(tasks: &[Task]) -> Card {
+    if tasks.is_empty() {
+        return Card::text("No open tasks.");
+    }
+    let items = tasks
+        .iter()
+        .take(SHOWN)
+        .map(|t| {
+            Line::default()
+                .code(&t.short_id)
+                .and(format!(" {} ", t.intent.label()))
+                .code(&t.summary)
+                .and(" → ")
+                .code(shorten(&t.agent, 40))
+                .and(format!(": {}", status_word(t)))
+        })
+        .collect();
+    let mut blocks = vec![Block::Line(Line::strong("Open tasks")), Block::List(items)];
+    if tasks.len() > SHOWN {
+        blocks.push(Block::Line(Line::text(
+            "… and more: gatebot tasks lists them all.",
+        )));
+    }
+    Card {
+        blocks,
+        fallback: "Open tasks".into(),
+        ..Card::default()
+    }
+}
+
+/// The status in a few words.
+#[must_use]
+pub fn status_word(t: &Task) -> String {
+    match t.status {
+        TaskStatus::Pending => "waiting for your go".into(),
+        TaskStatus::Queued if t.lapses > 0 => "queued again (its worker stopped reporting)".into(),
+        TaskStatus::Queued => "queued".into(),
+        TaskStatus::Running if t.attempts > 1 => format!("running (attempt {})", t.attempts),
+        TaskStatus::Running => "running".into(),
+        TaskStatus::Waiting => "waiting for your answer".into(),
+        TaskStatus::Completed => "completed".into(),
+        TaskStatus::Failed => "failed".into(),
+        TaskStatus::Rejected => "rejected".into(),
+        TaskStatus::Cancelled => "cancelled".into(),
+    }
+}
+
+fn icon(s: TaskStatus) -> &'static str {
+    match s {
+        TaskStatus::Pending => "⏸",
+        TaskStatus::Queued => "📥",
+        TaskStatus::Running => "⚙️",
+        TaskStatus::Waiting => "❓",
+        TaskStatus::Completed => "✅",
+        TaskStatus::Failed => "❌",
+        TaskStatus::Rejected | TaskStatus::Cancelled => "🚫",
+    }
+}
+
+/// Room for the owner's words, the progress and the result, in UTF-16 units of their
+/// escaped form, so each leaves room for what follows it.
+const TEXT_ROOM: usize = 700;
+const PROGRESS_ROOM: usize = 600;
+
+/// The task's card as it is now.
+#[must_use]
+pub fn card(t: &Task) -> Card {
+    let mut fields = vec![
+        Field::new("Intent", Line::text(t.intent.label())),
+        Field::new("Task", Line::default().code(&t.summary)),
+        Field::new("Agent", Line::default().code(&t.agent)),
+        Field::new("Status", Line::text(status_word(t))),
+    ];
+    if t.status == TaskStatus::Running {
+        if let Some(at) = t.started_at {
+            fields.push(Field::new("Started", Line::text(clock(at))));
+        }
+    }
+    let mut blocks = vec![
+        Block::Heading {
+            icon: icon(t.status),
+            title: "gatebot: task".into(),
+            tag: Some(Line::text("id ").code(&t.short_id)),
+        },
+        Block::Fields(fields),
+        Block::Code(Code {
+            label: "The task as written".into(),
+            body: t.text.clone(),
+            lang: None,
+            what: "the task",
+            max: Some(TEXT_ROOM),
+        }),
+    ];
+    if let (true, Some(p)) = (t.status == TaskStatus::Running, &t.progress) {
+        blocks.push(Block::Code(Code {
+            label: format!(
+                "Latest progress{}",
+                t.progress_at
+                    .map(|at| format!(" ({})", clock(at)))
+                    .unwrap_or_default()
+            ),
+            body: p.clone(),
+            lang: None,
+            what: "the progress",
+            max: Some(PROGRESS_ROOM),
+        }));
+    }
+    match t.status {
+        TaskStatus::Completed => {
+            if let Some(r) = &t.result {
+                blocks.push(Block::Code(Code {
+                    label: "Result".into(),
+                    body: r.clone(),
+                    lang: None,
+                    what: "the result",
+                    max: None,
+                }));
+            }
+        }
+        TaskStatus::Failed => {
+            if let Some(e) = &t.error {
+                blocks.push(Block::Code(Code {
+                    label: "Why it failed".into(),
+                    body: e.clone(),
+                    lang: None,
+                    what: "the error",
+                    max: None,
+                }));
+            }
+        }
+        _ => {}
+    }
+    if let Some(o) = outcome(t) {
+        blocks.push(Block::Outcome(o));
+    }
+    let id = &t.id;
+    let buttons = match t.status {
+        TaskStatus::Pending => vec![vec![
+            Button::new("▶️ Queue", data(Action::Queue(id.clone()))).styled(Style::Primary),
+            Button::new("🚫 Reject", data(Action::Reject(id.clone()))).styled(Style::Danger),
+        ]],
+        TaskStatus::Queued | TaskStatus::Running | TaskStatus::Waiting => vec![vec![Button::new(
+            "✖️ Cancel",
+            data(Action::Cancel(id.clone())),
+        )
+        .styled(Style::Danger)]],
+        TaskStatus::Failed | TaskStatus::Cancelled => {
+            vec![vec![Button::new(
+                "🔁 Retry",
+                data(Action::Retry(id.clone())),
+            )]]
+        }
+        TaskStatus::Completed | TaskStatus::Rejected => Vec::new(),
+    };
+    Card {
+        blocks,
+        buttons,
+        hint: None,
+        fallback: format!("{} Task {}: {}", icon(t.status), t.short_id, status_word(t)),
+    }
+}
+
+/// The final word on a finished task.
+fn outcome(t: &Task) -> Option<String> {
+    let when = t.finished_at.map(clock).unwrap_or_default();
+    let by = t.decided_by.as_deref().unwrap_or("someone");
+    Some(match t.status {
+        TaskStatus::Completed => {
+            let cost = t
+                .cost_usd
+                .map(|c| format!(", cost ${c:.2}"))
+                .unwrap_or_default();
+            format!("✅ Completed by {} {when}{cost}", t.agent)
+        }
+        TaskStatus::Failed => format!("❌ Failed {when}"),
+        TaskStatus::Rejected => format!("🚫 Rejected by {by} {when}"),
+        TaskStatus::Cancelled => format!("🚫 Cancelled by {by} {when}"),
+        _ => return None,
+    })
+}
+
+/// A question's card: what is asked, the choices, and how to answer.
+#[must_use]
+pub fn question_card(q: &TaskQuestion, t: &Task) -> Card {
+    let who = match q.purpose {
+        QuestionPurpose::Clarify => "gatebot asks before the task goes on",
+        QuestionPurpose::Input => "The agent asks",
+    };
+    let body = if q.questions.len() == 1 {
+        q.questions[0].clone()
+    } else {
+        q.questions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("{}. {s}", i + 1))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut blocks = vec![
+        Block::Heading {
+            icon: "❓",
+            title: "gatebot: question".into(),
+            tag: Some(Line::text("task ").code(&t.short_id)),
+        },
+        Block::Fields(vec![
+            Field::new("Task", Line::default().code(&t.summary)),
+            Field::new("Agent", Line::default().code(&t.agent)),
+        ]),
+        Block::Code(Code {
+            label: who.into(),
+            body,
+            lang: None,
+            what: "the question",
+            max: None,
+        }),
+    ];
+    let mut card = Card {
+        fallback: format!("❓ Task {} asks you something", t.short_id),
+        ..Card::default()
+    };
+    match q.state {
+        QuestionState::Open => {
+            let mut row: Vec<Button> = q
+                .choices
+                .iter()
+                .enumerate()
+                .take(9)
+                .map(|(i, c)| {
+                    Button::new(shorten(c, 60), data(Action::Choice(q.id.clone(), i as u8)))
+                })
+                .collect();
+            row.push(
+                Button::new("✍️ Answer", data(Action::Answer(q.id.clone()))).styled(Style::Primary),
+            );
+            card.buttons = row.into_iter().map(|b| vec![b]).collect();
+            card.hint = Some(Hint {
+                reply_words: vec!["your answer".into()],
+                command: None,
+            });
+        }
+        QuestionState::Answered => {
+            if let Some(a) = &q.answer {
+                blocks.push(Block::Code(Code {
+                    label: "Answer".into(),
+                    body: a.clone(),
+                    lang: None,
+                    what: "the answer",
+                    max: None,
+                }));
+            }
+            blocks.push(Block::Outcome(format!(
+                "✍️ Answered by {} {}",
+                q.answered_by.as_deref().unwrap_or("someone"),
+                q.answered_at.map(clock).unwrap_or_default()
+            )));
+        }
+        QuestionState::Dropped => {
+            blocks.push(Block::Outcome(
+                "🚫 Not needed any more: the task was cancelled".into(),
+            ));
+        }
+    }
+    card.blocks = blocks;
+    card
+}
+
+/// The card of a subject of kind `task` as it is now; `None` if it is gone.
+pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+    Ok(match cx.engine.task_subject(&subject.id).await? {
+        Some(TaskSubject::Task(t)) => Some(Rendered {
+            card: card(&t),
+            revision: task_revision(&t),
+            open: t.status.is_open(),
+        }),
+        Some(TaskSubject::Question(q, t)) => Some(Rendered {
+            card: question_card(&q, &t),
+            revision: q.state.as_str().to_string(),
+            open: q.state == QuestionState::Open,
+        }),
+        None => None,
+    })
+}
+
+/// The line an approval prompt carries when its request belongs to a task.
+#[must_use]
+pub fn task_line(t: &Task) -> Line {
+    Line(vec![
+        Span::Code(t.short_id.clone()),
+        Span::Text(" ".into()),
+        Span::Code(t.summary.clone()),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::conversation::{Action as AnyAction, MAX_DATA};
+    use crate::inbox::{ClassifiedBy, Intent, Level};
+
+    pub(crate) fn sample() -> Task {
+        Task {
+            id: "01JD3X4Y5Z6A7B8C9D0E1F2G3H".into(),
+            short_id: "t7m2abcd".into(),
+            status: TaskStatus::Pending,
+            intent: Intent::Research,
+            summary: "Competitor pricing".into(),
+            prompt: "p".into(),
+            level: Level::CONFIRM,
+            classifier: ClassifiedBy::Keywords,
+            agent: "claude-code".into(),
+            text: "research <b>pricing</b>".into(),
+            clarification: None,
+            created_by: "Alice (42)".into(),
+            created_via: "telegram".into(),
+            decided_by: None,
+            attempts: 0,
+            lapses: 0,
+            lease: None,
+            lease_until: None,
+            deadline: None,
+            progress: None,
+            progress_at: None,
+            revision: 0,
+            result: None,
+            error: None,
+            cost_usd: None,
+            session_id: None,
+            input: None,
+            input_questions: Vec::new(),
+            question: None,
+            created_at: 0,
+            updated_at: 0,
+            started_at: None,
+            finished_at: None,
+        }
+    }
+
+    #[test]
+    fn buttons_round_trip_within_64_bytes_and_forgeries_are_refused() {
+        let id = "01JD3X4Y5Z6A7B8C9D0E1F2G3H".to_string();
+        for a in [
+            Action::Queue(id.clone()),
+            Action::Reject(id.clone()),
+            Action::Cancel(id.clone()),
+            Action::Retry(id.clone()),
+            Action::Answer(id.clone()),
+            Action::Choice(id.clone(), 9),
+        ] {
+            let d = data(a.clone());
+            assert!(d.len() <= MAX_DATA, "{d}");
+            assert_eq!(AnyAction::decode(&d).unwrap(), AnyAction::Task(a));
+        }
+        for bad in [
+            "gb1:tq:short",
+            "gb1:tz:01JD3X4Y5Z6A7B8C9D0E1F2G3H",
+            "gb1:tc:01JD3X4Y5Z6A7B8C9D0E1F2G3H:10",
+            "gb1:tc:01JD3X4Y5Z6A7B8C9D0E1F2G3H:x",
+            "gb1:tc:01JD3X4Y5Z6A7B8C9D0E1F2G3H",
+            "gb1:tq:01JD3X4Y5Z6A7B8C9D0E1F2G3H' OR 1",
+        ] {
+            assert!(AnyAction::decode(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_card_shows_the_buttons_its_status_allows() {
+        let mut t = sample();
+        let labels = |t: &Task| -> Vec<String> {
+            card(t)
+                .buttons
+                .iter()
+                .flatten()
+                .map(|b| b.label.clone())
+                .collect()
+        };
+        assert_eq!(labels(&t), ["▶️ Queue", "🚫 Reject"]);
+        for s in [TaskStatus::Queued, TaskStatus::Running, TaskStatus::Waiting] {
+            t.status = s;
+            assert_eq!(labels(&t), ["✖️ Cancel"], "{s}");
+        }
+        for s in [TaskStatus::Failed, TaskStatus::Cancelled] {
+            t.status = s;
+            assert_eq!(labels(&t), ["🔁 Retry"], "{s}");
+        }
+        for s in [TaskStatus::Completed, TaskStatus::Rejected] {
+            t.status = s;
+            assert!(labels(&t).is_empty(), "{s}");
+        }
+    }
+
+    #[test]
+    fn owner_and_agent_text_is_only_ever_data() {
+        let mut t = sample();
+        t.status = TaskStatus::Running;
+        t.summary = "*Status:* done".into();
+        t.progress = Some("<a href=x>click</a>".into());
+        let c = card(&t);
+        let code: Vec<&str> = c
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Code(c) => Some(c.body.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(code, ["research <b>pricing</b>", "<a href=x>click</a>"]);
+        let Block::Fields(fields) = &c.blocks[1] else {
+            panic!("fields")
+        };
+        assert_eq!(fields[1].value, Line::default().code("*Status:* done"));
+        assert!(!c.fallback.contains("pricing") && !c.fallback.contains("Status:"));
+    }
+
+    #[test]
+    fn a_question_offers_its_choices_then_shows_the_answer() {
+        let t = sample();
+        let mut q = TaskQuestion {
+            id: "01JD3X4Y5Z6A7B8C9D0E1F2G3J".into(),
+            task: t.id.clone(),
+            purpose: QuestionPurpose::Clarify,
+            questions: vec!["Which tier?".into()],
+            choices: vec!["Pro".into(), "Team".into()],
+            state: QuestionState::Open,
+            answer: None,
+            answered_by: None,
+            answered_via: None,
+            asked_at: 0,
+            answered_at: None,
+        };
+        let c = question_card(&q, &t);
+        let labels: Vec<&str> = c
+            .buttons
+            .iter()
+            .flatten()
+            .map(|b| b.label.as_str())
+            .collect();
+        assert_eq!(labels, ["Pro", "Team", "✍️ Answer"]);
+        assert!(c.hint.is_some());
+        q.state = QuestionState::Answered;
+        q.answer = Some("Pro only".into());
+        q.answered_by = Some("Alice (42)".into());
+        let c = question_card(&q, &t);
+        assert!(c.buttons.is_empty());
+        assert!(
+            c.plain().contains("Answered by Alice (42)"),
+            "{}",
+            c.plain()
+        );
+        assert!(c.plain().contains("Pro only"));
+    }
+}

@@ -1,0 +1,211 @@
+//! `gatebot task add|status|answer|cancel|retry` and `gatebot tasks`: the owner's side of
+//! the inbox, on the control socket.
+//!
+//! Exit codes: `task add`, `tasks` 0 (2 on errors); `task status` 0 completed, 1
+//! failed, rejected or cancelled, 3 still open when the wait ended (queued, running,
+//! or waiting for the owner); `task cancel|retry` 0, 1 when the task's state does not
+//! allow it (it says why); `task answer` 0, 1 when the task asks nothing now.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{encode, expect_ok, pretty, EXIT_GO, EXIT_NO, EXIT_PENDING};
+use crate::client::{Client, Response};
+use crate::inbox::wire::TaskView;
+use crate::inbox::TaskStatus;
+use crate::time::parse_duration;
+
+/// Who the owner at this terminal is, for the audit trail.
+fn task_of(res: Response) -> Result<TaskView, String> {
+    serde_json::from_value(res.body).map_err(|e| format!("unexpected answer from gatebot: {e}"))
+}
+
+/// `gatebot task add WORDS… [--agent A] [--intent I]`; `-` reads the words from stdin.
+pub(super) async fn add(
+    client: &Client,
+    words: &[String],
+    agent: Option<&str>,
+    intent: Option<&str>,
+    json: bool,
+) -> Result<u8, String> {
+    let text = if words == ["-"] {
+        let mut buf = String::new();
+        std::io::stdin()
+            .read_to_string(&mut buf)
+            .map_err(|e| format!("cannot read the task from stdin: {e}"))?;
+        buf
+    } else {
+        words.join(" ")
+    };
+    let mut body = json!({"text": text});
+    if let Some(a) = agent {
+        body["agent"] = json!(a);
+    }
+    if let Some(i) = intent {
+        body["intent"] = json!(i);
+    }
+    let client = super::as_owner(client);
+    let view = task_of(expect_ok(client.post("/v1/tasks", &body).await)?)?;
+    print(&view, json);
+    Ok(EXIT_GO)
+}
+
+/// `gatebot task status ID [--wait D]`.
+pub(super) async fn status(
+    client: &Client,
+    id: &str,
+    wait: Option<&str>,
+    json: bool,
+) -> Result<u8, String> {
+    let wait = wait.map(parse_duration).transpose()?;
+    let path = format!("/v1/tasks/{}", encode(id));
+    let view = match wait {
+        None => task_of(expect_ok(client.get(&path).await)?)?,
+        Some(total) => {
+            let start = Instant::now();
+            loop {
+                let slice = total
+                    .saturating_sub(start.elapsed())
+                    .min(Duration::from_secs(60));
+                let v = task_of(expect_ok(
+                    client
+                        .get(&format!("{path}?wait={:.3}", slice.as_secs_f64()))
+                        .await,
+                )?)?;
+                let busy = matches!(v.status, TaskStatus::Queued | TaskStatus::Running);
+                if !busy || start.elapsed() >= total {
+                    break v;
+                }
+            }
+        }
+    };
+    print(&view, json);
+    Ok(match view.status {
+        TaskStatus::Completed => EXIT_GO,
+        TaskStatus::Failed | TaskStatus::Rejected | TaskStatus::Cancelled => EXIT_NO,
+        _ => EXIT_PENDING,
+    })
+}
+
+/// `gatebot task cancel|retry ID`.
+pub(super) async fn step(client: &Client, id: &str, verb: &str, json: bool) -> Result<u8, String> {
+    let res = super::as_owner(client)
+        .post(&format!("/v1/tasks/{}/{verb}", encode(id)), &json!({}))
+        .await
+        .map_err(|e| e.to_string())?;
+    if matches!(res.error_code(), Some("task_conflict" | "task_cancelled")) {
+        eprintln!("{}", res.error_message());
+        return Ok(EXIT_NO);
+    }
+    let view = task_of(expect_ok(Ok(res))?)?;
+    print(&view, json);
+    Ok(EXIT_GO)
+}
+
+/// `gatebot task answer ID WORDS…`: answers the question the task waits on.
+pub(super) async fn answer(
+    client: &Client,
+    id: &str,
+    words: &[String],
+    json: bool,
+) -> Result<u8, String> {
+    let res = super::as_owner(client)
+        .post(
+            &format!("/v1/tasks/{}/answer", encode(id)),
+            &json!({"text": words.join(" ")}),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    if res.error_code() == Some("task_conflict") {
+        eprintln!("{}", res.error_message());
+        return Ok(EXIT_NO);
+    }
+    let view = task_of(expect_ok(Ok(res))?)?;
+    print(&view, json);
+    Ok(EXIT_GO)
+}
+
+/// `gatebot tasks [--all] [--agent A]`.
+pub(super) async fn list(
+    client: &Client,
+    all: bool,
+    agent: Option<&str>,
+    json: bool,
+) -> Result<u8, String> {
+    let mut path = format!("/v1/tasks?all={all}");
+    if let Some(a) = agent {
+        path.push_str(&format!("&agent={}", encode(a)));
+    }
+    let res = expect_ok(client.get(&path).await)?;
+    if json {
+        println!("{}", pretty(&res.body));
+        return Ok(EXIT_GO);
+    }
+    let tasks: Vec<TaskView> =
+        serde_json::from_value(res.body["tasks"].clone()).map_err(|e| e.to_string())?;
+    if tasks.is_empty() {
+        println!("{}", if all { "No tasks." } else { "No open tasks." });
+    }
+    for t in &tasks {
+        println!(
+            "{}  {:<9} {:<13} {:<16} {}",
+            t.short_id,
+            t.status.as_str(),
+            t.intent.as_str(),
+            t.agent,
+            t.summary
+        );
+    }
+    Ok(EXIT_GO)
+}
+
+/// A task, as JSON or as a few lines: status and ids, what and who, then what the
+/// owner may need (the question, how to confirm), the progress or the outcome.
+pub(super) fn print(t: &TaskView, json: bool) {
+    if json {
+        println!("{}", pretty(&serde_json::to_value(t).unwrap_or_default()));
+        return;
+    }
+    println!(
+        "{}  task {} ({})  {}: {} → {}",
+        t.status, t.short_id, t.id, t.intent, t.summary, t.agent
+    );
+    match t.status {
+        TaskStatus::Pending => println!(
+            "  waits for your go: gatebot decide {} queue (or reject)",
+            t.short_id
+        ),
+        TaskStatus::Waiting => {
+            if let Some(q) = &t.question {
+                for line in &q.questions {
+                    println!("  asks: {line}");
+                }
+                if !q.choices.is_empty() {
+                    println!("  choices: {}", q.choices.join(" | "));
+                }
+                println!(
+                    "  answer in the task's chat thread, or: gatebot task answer {} \"…\"",
+                    t.short_id
+                );
+            }
+        }
+        TaskStatus::Running => {
+            if let Some(p) = &t.progress {
+                println!("  progress: {p}");
+            }
+        }
+        TaskStatus::Completed => {
+            if let Some(r) = &t.result {
+                println!("{r}");
+            }
+        }
+        TaskStatus::Failed => {
+            if let Some(e) = &t.error {
+                eprintln!("failed: {e}");
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,475 @@
+//! `[inbox]`: owners hand tasks to agents (docs/inbox.md). Present, the inbox is on:
+//! plain text to the bot in a Telegram private chat, a Slack DM or an inbox channel,
+//! `/task …`, `gatebot task add` and `POST /v1/tasks` make tasks. Absent, it is off.
+//!
+//! ```toml
+//! [inbox]
+//! max_concurrent = 3          # running tasks per agent
+//! lease = "60s"               # a worker reports within this, or its task is queued again
+//! timeout_grace = "30s"       # after the intent's timeout, before gatebot fails the task
+//! progress_every = "5s"       # card edits for progress, at most this often
+//! failure_patterns = ["(?i)permission denied"]
+//! [inbox.routes]              # intent → agent; `default` for the rest
+//! [inbox.timeouts]            # intent → duration; `default` for the rest
+//! [inbox.autonomy]            # intent → level (1 confirm first, 2 queue at once)
+//! [inbox.concurrency]         # agent → its own max_concurrent
+//! [inbox.classifier]          # the optional model classifier
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use regex::RegexSet;
+use serde::{Deserialize, Deserializer};
+
+use super::resolve::{keep, Resolve};
+use super::{AgentConfig, ConfigError, UnknownAgents};
+use crate::inbox::detect::DEFAULT_FAILURE_PATTERNS;
+use crate::inbox::model::ModelClassifier;
+use crate::inbox::{Intent, Level};
+use crate::names::valid_agent_name;
+use crate::time::parse_duration;
+
+/// The key of routes, timeouts and levels that covers every intent not named.
+pub const DEFAULT_KEY: &str = "default";
+
+/// The seed's timeouts; other intents get [`DEFAULT_TIMEOUT`] unless configured.
+pub const SEED_TIMEOUTS: [(Intent, Duration); 4] = [
+    (Intent::Research, Duration::from_secs(30 * 60)),
+    (Intent::CodeChange, Duration::from_secs(15 * 60)),
+    (Intent::Question, Duration::from_secs(5 * 60)),
+    (Intent::Reminder, Duration::from_secs(5 * 60)),
+];
+/// The timeout of intents the seed gives none.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// The seed's `MAX_CONCURRENT`.
+pub const DEFAULT_MAX_CONCURRENT: usize = 3;
+
+/// The inbox as the daemon runs it.
+#[derive(Debug, Clone)]
+pub struct InboxConfig {
+    /// Intent → agent, and the agent for every other intent.
+    pub routes: BTreeMap<Intent, String>,
+    pub default_agent: Option<String>,
+    pub timeouts: BTreeMap<Intent, Duration>,
+    pub default_timeout: Duration,
+    pub levels: BTreeMap<Intent, Level>,
+    pub default_level: Level,
+    /// Running tasks per agent, unless [`InboxConfig::concurrency`] names the agent.
+    pub max_concurrent: usize,
+    pub concurrency: BTreeMap<String, usize>,
+    pub lease: Duration,
+    pub timeout_grace: Duration,
+    pub progress_every: Duration,
+    pub failure_patterns: RegexSet,
+    pub classifier: Option<ModelClassifier>,
+}
+
+impl InboxConfig {
+    /// The agent tasks of `intent` go to, if any.
+    #[must_use]
+    pub fn agent_for(&self, intent: Intent) -> Option<&str> {
+        self.routes
+            .get(&intent)
+            .or(self.default_agent.as_ref())
+            .map(String::as_str)
+    }
+
+    #[must_use]
+    pub fn timeout(&self, intent: Intent) -> Duration {
+        self.timeouts
+            .get(&intent)
+            .copied()
+            .unwrap_or(self.default_timeout)
+    }
+
+    #[must_use]
+    pub fn level(&self, intent: Intent) -> Level {
+        self.levels
+            .get(&intent)
+            .copied()
+            .unwrap_or(self.default_level)
+    }
+
+    /// How many of `agent`'s tasks may run at once.
+    #[must_use]
+    pub fn max_concurrent_for(&self, agent: &str) -> usize {
+        self.concurrency
+            .get(agent)
+            .copied()
+            .unwrap_or(self.max_concurrent)
+    }
+}
+
+/// `[inbox]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileInbox {
+    #[serde(default = "default_max_concurrent")]
+    max_concurrent: usize,
+    #[serde(default = "default_lease", deserialize_with = "de_duration")]
+    lease: Duration,
+    #[serde(default = "default_grace", deserialize_with = "de_duration")]
+    timeout_grace: Duration,
+    #[serde(default = "default_progress_every", deserialize_with = "de_duration")]
+    progress_every: Duration,
+    failure_patterns: Option<Vec<String>>,
+    #[serde(default)]
+    routes: BTreeMap<String, String>,
+    #[serde(default)]
+    timeouts: BTreeMap<String, String>,
+    #[serde(default)]
+    autonomy: BTreeMap<String, i64>,
+    #[serde(default)]
+    concurrency: BTreeMap<String, usize>,
+    classifier: Option<FileClassifier>,
+}
+
+/// `[inbox.classifier]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileClassifier {
+    api_url: String,
+    model: String,
+    api_key: Option<String>,
+    api_key_env: Option<String>,
+    api_key_file: Option<PathBuf>,
+    #[serde(
+        default = "default_classifier_timeout",
+        deserialize_with = "de_duration"
+    )]
+    timeout: Duration,
+}
+
+fn default_max_concurrent() -> usize {
+    DEFAULT_MAX_CONCURRENT
+}
+fn default_lease() -> Duration {
+    Duration::from_secs(60)
+}
+fn default_grace() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_progress_every() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_classifier_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_duration(&s).map_err(serde::de::Error::custom)
+}
+
+/// An intent key of a sub-table: an intent, or `None` for `default`.
+enum Key {
+    Intent(Intent),
+    Default,
+}
+
+fn key(r: &Resolve, table: &str, k: &str) -> Result<Key, ConfigError> {
+    if k == DEFAULT_KEY {
+        return Ok(Key::Default);
+    }
+    k.parse().map(Key::Intent).map_err(|_| {
+        r.error(
+            table,
+            k,
+            format!(
+                "`{k}` is not an intent: use one of {}, or `default`",
+                Intent::names()
+            ),
+        )
+    })
+}
+
+impl FileInbox {
+    /// The `[inbox]` table; `None` when it has errors (recorded). `agents` are the
+    /// configured agents, which routes and concurrency must name.
+    pub(crate) fn resolve(
+        self,
+        r: &Resolve,
+        agents: &BTreeMap<String, AgentConfig>,
+        unknown_agents: UnknownAgents,
+        notes: &mut Vec<String>,
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<InboxConfig> {
+        let before = errors.len();
+        if self.max_concurrent == 0 {
+            errors.push(r.error(
+                "inbox",
+                "max_concurrent",
+                "must be at least 1 (running tasks per agent)",
+            ));
+        }
+        let known = |agent: &str| agents.contains_key(agent);
+        let check_agent = |table: &str, k: &str, agent: &str| -> Option<ConfigError> {
+            if !valid_agent_name(agent) {
+                return Some(r.error(table, k, format!("`{agent}` is not a valid agent name")));
+            }
+            (!known(agent) && unknown_agents == UnknownAgents::Reject).then(|| {
+                r.error(
+                    table,
+                    k,
+                    format!(
+                        "`{agent}` is not an agent: add an [agents.{agent}] table (or set \
+                         policy.unknown_agents = \"supervised\")"
+                    ),
+                )
+            })
+        };
+        let mut routes = BTreeMap::new();
+        let mut default_agent = None;
+        for (k, agent) in &self.routes {
+            if let Some(e) = check_agent("inbox.routes", k, agent) {
+                errors.push(e);
+                continue;
+            }
+            match keep(errors, key(r, "inbox.routes", k)) {
+                Some(Key::Intent(i)) => {
+                    routes.insert(i, agent.clone());
+                }
+                Some(Key::Default) => default_agent = Some(agent.clone()),
+                None => {}
+            }
+        }
+        let mut timeouts: BTreeMap<Intent, Duration> = SEED_TIMEOUTS.into_iter().collect();
+        let mut default_timeout = DEFAULT_TIMEOUT;
+        for (k, v) in &self.timeouts {
+            let d = parse_duration(v).map_err(|e| r.error("inbox.timeouts", k, e));
+            match (keep(errors, key(r, "inbox.timeouts", k)), keep(errors, d)) {
+                (Some(Key::Intent(i)), Some(d)) => {
+                    timeouts.insert(i, d);
+                }
+                (Some(Key::Default), Some(d)) => default_timeout = d,
+                _ => {}
+            }
+        }
+        // Code changes wait for the owner's go by default: a message typed on a phone
+        // is a thin basis for editing a repository.
+        let mut levels = BTreeMap::from([(Intent::CodeChange, Level::CONFIRM)]);
+        let mut default_level = Level::AUTO;
+        for (k, v) in &self.autonomy {
+            let level = Level::parse(*v).map_err(|e| r.error("inbox.autonomy", k, e));
+            match (
+                keep(errors, key(r, "inbox.autonomy", k)),
+                keep(errors, level),
+            ) {
+                (Some(Key::Intent(i)), Some(l)) => {
+                    levels.insert(i, l);
+                }
+                (Some(Key::Default), Some(l)) => default_level = l,
+                _ => {}
+            }
+        }
+        for (agent, n) in &self.concurrency {
+            if let Some(e) = check_agent("inbox.concurrency", agent, agent) {
+                errors.push(e);
+            }
+            if *n == 0 {
+                errors.push(r.error("inbox.concurrency", agent, "must be at least 1"));
+            }
+        }
+        let sources: Vec<String> = self.failure_patterns.unwrap_or_else(|| {
+            DEFAULT_FAILURE_PATTERNS
+                .iter()
+                .map(|p| (*p).to_string())
+                .collect()
+        });
+        for p in &sources {
+            if let Err(e) = regex::Regex::new(p) {
+                errors.push(r.error(
+                    "inbox",
+                    "failure_patterns",
+                    format!("`{p}` is not a regular expression: {e}"),
+                ));
+            }
+        }
+        let classifier = self.classifier.and_then(|c| c.resolve(r, errors));
+        if errors.len() > before {
+            return None;
+        }
+        let unrouted: Vec<&str> = Intent::ALL
+            .iter()
+            .filter(|i| !routes.contains_key(i) && default_agent.is_none())
+            .map(|i| i.as_str())
+            .collect();
+        if !unrouted.is_empty() {
+            notes.push(format!(
+                "inbox: tasks of intent {} have no agent and are refused; set [inbox.routes] default",
+                unrouted.join(", ")
+            ));
+        }
+        Some(InboxConfig {
+            routes,
+            default_agent,
+            timeouts,
+            default_timeout,
+            levels,
+            default_level,
+            max_concurrent: self.max_concurrent,
+            concurrency: self.concurrency,
+            lease: self.lease,
+            timeout_grace: self.timeout_grace,
+            progress_every: self.progress_every,
+            failure_patterns: RegexSet::new(&sources).ok()?,
+            classifier,
+        })
+    }
+}
+
+impl FileClassifier {
+    fn resolve(self, r: &Resolve, errors: &mut Vec<ConfigError>) -> Option<ModelClassifier> {
+        const T: &str = "inbox.classifier";
+        let before = errors.len();
+        let url = self.api_url.trim();
+        if !(url.starts_with("https://") || url.starts_with("http://"))
+            || url.parse::<hyper::Uri>().is_err()
+        {
+            errors.push(r.error(
+                T,
+                "api_url",
+                format!(
+                    "`{url}` is not an http(s) URL like https://api.openai.com/v1/chat/completions"
+                ),
+            ));
+        }
+        if self.model.trim().is_empty() {
+            errors.push(r.error(T, "model", "is empty: name the model to ask"));
+        }
+        let api_key = keep(
+            errors,
+            r.secret(
+                T,
+                "api_key",
+                self.api_key,
+                self.api_key_env,
+                self.api_key_file,
+            ),
+        );
+        if errors.len() > before {
+            return None;
+        }
+        Some(ModelClassifier {
+            api_url: url.to_string(),
+            model: self.model.trim().to_string(),
+            api_key: api_key.flatten(),
+            timeout: self.timeout,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse_in_etc as parse;
+
+    const AGENTS: &str =
+        "[agents.claude-code]\ntier = \"supervised\"\n[agents.researcher]\ntier = \"supervised\"\n";
+
+    #[test]
+    fn no_inbox_table_means_the_inbox_is_off() {
+        assert!(parse(AGENTS).unwrap().inbox.is_none());
+    }
+
+    #[test]
+    fn defaults_follow_the_seed() {
+        let c = parse(&format!(
+            "{AGENTS}[inbox]\n[inbox.routes]\ndefault = \"claude-code\"\n"
+        ))
+        .unwrap();
+        let i = c.inbox.unwrap();
+        assert_eq!(i.max_concurrent, 3);
+        assert_eq!(i.timeout(Intent::Research), Duration::from_secs(1800));
+        assert_eq!(i.timeout(Intent::CodeChange), Duration::from_secs(900));
+        assert_eq!(i.timeout(Intent::Question), Duration::from_secs(300));
+        assert_eq!(i.timeout(Intent::Reminder), Duration::from_secs(300));
+        assert_eq!(i.timeout(Intent::Todo), DEFAULT_TIMEOUT);
+        assert_eq!(i.level(Intent::CodeChange), Level::CONFIRM);
+        assert_eq!(i.level(Intent::Research), Level::AUTO);
+        assert_eq!(i.agent_for(Intent::Todo), Some("claude-code"));
+        assert_eq!(i.lease, Duration::from_secs(60));
+        assert!(i.failure_patterns.is_match("Permission denied"));
+        assert!(i.classifier.is_none());
+    }
+
+    #[test]
+    fn routes_timeouts_levels_and_concurrency_are_read_by_intent() {
+        let c = parse(&format!(
+            "{AGENTS}[inbox]\nmax_concurrent = 2\n[inbox.routes]\nresearch = \"researcher\"\n\
+             [inbox.timeouts]\ntodo = \"2m\"\ndefault = \"1h\"\n[inbox.autonomy]\ncode_change = 2\n\
+             default = 1\n[inbox.concurrency]\nresearcher = 1\n"
+        ))
+        .unwrap();
+        let i = c.inbox.unwrap();
+        assert_eq!(i.agent_for(Intent::Research), Some("researcher"));
+        assert_eq!(i.agent_for(Intent::Todo), None);
+        assert_eq!(i.timeout(Intent::Todo), Duration::from_secs(120));
+        assert_eq!(i.timeout(Intent::Other), Duration::from_secs(3600));
+        assert_eq!(i.level(Intent::CodeChange), Level::AUTO);
+        assert_eq!(i.level(Intent::Todo), Level::CONFIRM);
+        assert_eq!(i.max_concurrent_for("researcher"), 1);
+        assert_eq!(i.max_concurrent_for("claude-code"), 2);
+        assert!(
+            c.notes.iter().any(|n| n.contains("no agent")),
+            "{:?}",
+            c.notes
+        );
+    }
+
+    #[test]
+    fn every_bad_key_is_named_with_its_line() {
+        let raw = format!(
+            "{AGENTS}[inbox]\nmax_concurrent = 0\nfailure_patterns = [\"(unclosed\"]\n\
+             [inbox.routes]\nemail = \"claude-code\"\nresearch = \"ghost\"\n\
+             [inbox.timeouts]\nresearch = \"forever\"\n[inbox.autonomy]\nquestion = 3\n\
+             [inbox.concurrency]\nclaude-code = 0\n\
+             [inbox.classifier]\napi_url = \"ftp://x\"\nmodel = \" \"\napi_key_env = \"GATEBOT_TEST_UNSET_KEY\"\n"
+        );
+        let errors = crate::config::Config::check_text(&raw, std::path::Path::new("/etc/bot.toml"))
+            .unwrap_err();
+        let found: Vec<(&str, Option<usize>)> =
+            errors.iter().map(|e| (e.key.as_str(), e.line)).collect();
+        assert_eq!(
+            found,
+            [
+                ("inbox.max_concurrent", Some(6)),
+                ("inbox.failure_patterns", Some(7)),
+                ("inbox.routes.email", Some(9)),
+                ("inbox.routes.research", Some(10)),
+                ("inbox.timeouts.research", Some(12)),
+                ("inbox.autonomy.question", Some(14)),
+                ("inbox.concurrency.claude-code", Some(16)),
+                ("inbox.classifier.api_url", Some(18)),
+                ("inbox.classifier.model", Some(19)),
+                ("inbox.classifier.api_key_env", Some(20)),
+            ],
+            "{errors:#?}"
+        );
+        assert!(
+            errors[3].message.contains("[agents.ghost]"),
+            "{}",
+            errors[3]
+        );
+        assert!(
+            errors[2].message.contains("research, code_change"),
+            "{}",
+            errors[2]
+        );
+    }
+
+    #[test]
+    fn the_classifier_takes_its_key_from_the_environment() {
+        std::env::set_var("GATEBOT_TEST_CLASSIFIER_KEY", "sk-test-123456");
+        let c = parse(&format!(
+            "{AGENTS}[inbox]\n[inbox.classifier]\napi_url = \"http://127.0.0.1:9/v1/chat/completions\"\n\
+             model = \"small\"\napi_key_env = \"GATEBOT_TEST_CLASSIFIER_KEY\"\ntimeout = \"2s\"\n"
+        ))
+        .unwrap();
+        let m = c.inbox.unwrap().classifier.unwrap();
+        assert_eq!(m.api_key.unwrap().expose(), "sk-test-123456");
+        assert_eq!(m.timeout, Duration::from_secs(2));
+    }
+}
