@@ -7,6 +7,8 @@
 //! - [`wire`]: the API's JSON shapes and limits, shared by the daemon and its clients.
 //! - [`hooks`]: agent hook payloads and answers, and the submit-wait-answer loop within a
 //!   hook's timeout, over any transport.
+//! - [`workflow`]: workflow check-ins: runs, their events, frequency and tolerances,
+//!   and the pure evaluation of each event.
 //! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
 //!   accepted; tokens that never reach a log (and the one scrubber); the one backoff.
 //!
@@ -56,3 +58,4 @@ pub mod telegram;
 pub mod telemetry;
 pub mod time;
 pub mod wire;
+pub mod workflow;
