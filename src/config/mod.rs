@@ -12,7 +12,7 @@
 //!
 //! Step 1 is `file`; step 2 is `resolve`, which hands each section to its module:
 //! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`) and
-//! `agents`. A chat platform's table is read and resolved by the platform itself
+//! `agents`, `workflow` (`[workflow]`, `[agents.NAME.workflow]`). A chat platform's table is read and resolved by the platform itself
 //! ([`crate::telegram::config`], [`crate::slack::config`]) with the same helpers, so
 //! the keys of a channel live next to the code that uses them.
 //!
@@ -23,6 +23,7 @@ pub(crate) mod file;
 mod policy;
 mod queue;
 pub(crate) mod resolve;
+pub mod workflow;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -83,8 +84,11 @@ pub struct Config {
     pub telegram: Option<TelegramConfig>,
     /// `None` when `[slack]` is absent or has no tokens: the channel is off.
     pub slack: Option<SlackConfig>,
-    /// Why a configured chat channel is off (e.g. its token variable is unset).
+    /// Why a configured chat channel is off (e.g. its token variable is unset), and
+    /// what was done with a legacy workflow `level`.
     pub notes: Vec<String>,
+    /// Workflow check-ins: every agent's frequency, tolerances, limits, check-in TTL.
+    pub workflow: workflow::WorkflowConfig,
 }
 
 #[derive(Debug, Clone)]
