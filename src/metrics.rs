@@ -42,6 +42,28 @@ pub struct Metrics {
     chat: Mutex<BTreeMap<String, ChatCounts>>,
     /// Expiry passes that failed (each is retried after a pause).
     expiry_failures: AtomicU64,
+    /// Workflow runs and their check-ins.
+    workflow: WorkflowCounts,
+}
+
+/// Workflow counters: runs started, check-ins asked and how they ended, runs stopped
+/// by cause.
+#[derive(Debug, Default)]
+struct WorkflowCounts {
+    runs_started: AtomicU64,
+    asked: AtomicU64,
+    /// continued, stopped, expired.
+    settled: [AtomicU64; 3],
+    /// tolerance, limit, owner, expiry.
+    stopped: [AtomicU64; 4],
+}
+
+/// How a check-in that asked ended, for [`Metrics::check_in_settled`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckInEnd {
+    Continued,
+    Stopped,
+    Expired,
 }
 
 impl Metrics {
@@ -82,6 +104,38 @@ impl Metrics {
     /// An expiry pass failed (a store error); the expiry task retries it later.
     pub fn expiry_pass_failed(&self) {
         self.expiry_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A workflow run was started.
+    pub fn run_started(&self) {
+        self.workflow.runs_started.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A check-in asked its owner.
+    pub fn check_in_asked(&self) {
+        self.workflow.asked.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A check-in that asked was answered or expired.
+    pub fn check_in_settled(&self, end: CheckInEnd) {
+        let i = match end {
+            CheckInEnd::Continued => 0,
+            CheckInEnd::Stopped => 1,
+            CheckInEnd::Expired => 2,
+        };
+        self.workflow.settled[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A run stopped, for this cause.
+    pub fn run_stopped(&self, cause: crate::workflow::StopCause) {
+        use crate::workflow::StopCause;
+        let i = match cause {
+            StopCause::Tolerance => 0,
+            StopCause::Limit => 1,
+            StopCause::Owner => 2,
+            StopCause::Expiry => 3,
+        };
+        self.workflow.stopped[i].fetch_add(1, Ordering::Relaxed);
     }
 
     /// How many expiry passes have failed.
@@ -203,6 +257,7 @@ impl Metrics {
             get(&self.latency_sum_ms) as f64 / 1000.0
         );
         let _ = writeln!(o, "gatebot_decision_latency_seconds_count {count}");
+        self.render_workflow(&mut o);
         let chat = self.chat.lock().unwrap_or_else(|e| e.into_inner()).clone();
         type Pick = fn(&ChatCounts) -> u64;
         // (name, help on the first series of a name, label, its value, the count)
@@ -268,6 +323,48 @@ impl Metrics {
     }
 }
 
+impl Metrics {
+    fn render_workflow(&self, o: &mut String) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let w = &self.workflow;
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_runs_started_total Workflow runs started."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_runs_started_total counter");
+        let _ = writeln!(o, "gatebot_runs_started_total {}", get(&w.runs_started));
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_check_ins_asked_total Workflow check-ins that asked the owner."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_check_ins_asked_total counter");
+        let _ = writeln!(o, "gatebot_check_ins_asked_total {}", get(&w.asked));
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_check_ins_settled_total Check-ins that asked, by how they ended (an expired one stops its run)."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_check_ins_settled_total counter");
+        for (v, c) in ["continued", "stopped", "expired"].iter().zip(&w.settled) {
+            let _ = writeln!(
+                o,
+                "gatebot_check_ins_settled_total{{outcome=\"{v}\"}} {}",
+                get(c)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_runs_stopped_total Workflow runs stopped, by cause: a problem beyond tolerance, a global limit, the owner, an unanswered check-in."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_runs_stopped_total counter");
+        for (v, c) in ["tolerance", "limit", "owner", "expiry"]
+            .iter()
+            .zip(&w.stopped)
+        {
+            let _ = writeln!(o, "gatebot_runs_stopped_total{{cause=\"{v}\"}} {}", get(c));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,5 +383,21 @@ mod tests {
         assert!(text.contains("gatebot_decision_latency_seconds_sum 102"));
         assert!(text.contains("gatebot_expired_total 1"));
         assert!(text.contains("gatebot_pending 3"));
+    }
+
+    #[test]
+    fn workflow_counters_are_rendered_by_outcome_and_cause() {
+        let m = Metrics::default();
+        m.check_in_asked();
+        m.check_in_asked();
+        m.check_in_settled(CheckInEnd::Expired);
+        m.run_stopped(crate::workflow::StopCause::Expiry);
+        m.run_stopped(crate::workflow::StopCause::Limit);
+        let text = m.render(0);
+        assert!(text.contains("gatebot_check_ins_asked_total 2"), "{text}");
+        assert!(text.contains("gatebot_check_ins_settled_total{outcome=\"expired\"} 1"));
+        assert!(text.contains("gatebot_check_ins_settled_total{outcome=\"continued\"} 0"));
+        assert!(text.contains("gatebot_runs_stopped_total{cause=\"limit\"} 1"));
+        assert!(text.contains("gatebot_runs_stopped_total{cause=\"tolerance\"} 0"));
     }
 }

@@ -34,11 +34,31 @@ pub(super) async fn audit(
         })
         .transpose()?;
     let id = match q.request {
-        Some(typed) => Some(state.engine.lookup(&typed, false).await?.id),
+        Some(typed) => Some(audited_id(&state, &typed).await?),
         None => None,
     };
     let rows = state.engine.audit_rows(id, since).await?;
     Ok(Json(json!({"audit": rows})))
+}
+
+/// The id whose rows `typed` asks for: a request's, else a subject's of another kind
+/// (a check-in), else a workflow run's.
+async fn audited_id(state: &ApiState, typed: &str) -> ApiResult<String> {
+    match state.engine.lookup(typed, false).await {
+        Ok(a) => return Ok(a.id),
+        Err(crate::engine::EngineError::NotFound(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    if let Ok(s) = state.engine.chat().lookup(typed).await {
+        return Ok(s.id);
+    }
+    match state.engine.lookup_run(typed, true).await {
+        Ok(run) => Ok(run.id),
+        Err(crate::engine::EngineError::NotFound(_)) => {
+            Err(crate::engine::EngineError::NotFound(typed.to_string()).into())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 pub(super) async fn audit_verify(

@@ -17,8 +17,11 @@
 //! and `verdict` (the request's status) are recorded as soon as they are known, so
 //! every log line of the call carries them.
 //!
+//! Both serve the workflow runs API (`runs`: start, events, get with long-poll, list),
+//! with the same token rules as requests.
+//!
 //! One file per route (`submit`, `get`, `list`, `result`, `cancel`, `decide`, `audit`,
-//! `metrics`, `health`, `agents`, `hook`); what they share is in `error` (the error
+//! `metrics`, `health`, `agents`, `hook`, `runs`); what they share is in `error` (the error
 //! body and the engine's errors mapped onto it) and `extract` (reading requests,
 //! authentication, span notes). This file holds the routers: which routes each socket
 //! serves is the API's access control, so it stays in one place.
@@ -35,6 +38,7 @@ mod hook;
 mod list;
 mod metrics;
 mod result;
+mod runs;
 mod submit;
 
 use std::sync::Arc;
@@ -100,6 +104,9 @@ fn common_routes() -> Router<ApiState> {
         .route("/v1/requests/{id}/result", post(result::report))
         .route("/v1/requests/{id}/cancel", post(cancel::cancel))
         .route("/v1/agents/{name}", get(agents::guidance))
+        .route("/v1/runs", post(runs::start).get(runs::list))
+        .route("/v1/runs/{id}", get(runs::get_run))
+        .route("/v1/runs/{id}/events", post(runs::event))
 }
 
 async fn not_found() -> ApiError {

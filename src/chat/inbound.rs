@@ -57,6 +57,8 @@ pub struct At {
 pub enum Purpose {
     /// "Why deny?": the answer is the reason of a denial.
     DenyReason,
+    /// "Why stop?": the answer is the reason a workflow check-in is stopped.
+    StopReason,
 }
 
 impl Purpose {
@@ -64,6 +66,7 @@ impl Purpose {
     pub fn as_str(self) -> &'static str {
         match self {
             Purpose::DenyReason => "deny_reason",
+            Purpose::StopReason => "stop_reason",
         }
     }
 
@@ -71,6 +74,7 @@ impl Purpose {
     pub fn parse(s: &str) -> Option<Purpose> {
         match s {
             "deny_reason" => Some(Purpose::DenyReason),
+            "stop_reason" => Some(Purpose::StopReason),
             _ => None,
         }
     }
@@ -297,7 +301,11 @@ fn allowed(who: Who, actor: &Actor) -> bool {
 /// The full id of a subject named by `typed` (an id or a prefix), for the audit row.
 async fn subject_of(cx: &Context, typed: Option<&str>) -> Option<String> {
     let typed = typed?;
-    cx.engine.lookup(typed, false).await.ok().map(|a| a.id)
+    match cx.engine.lookup(typed, false).await {
+        Ok(a) => Some(a.id),
+        // Not a request: a subject of another kind (a check-in), if it is one.
+        Err(_) => cx.engine.chat().lookup(typed).await.ok().map(|s| s.id),
+    }
 }
 
 /// Refuses `actor`, auditing what they attempted.

@@ -29,6 +29,8 @@ use crate::policy::RiskScore;
 pub enum SubjectKind {
     /// A request that asked a human.
     Approval,
+    /// A workflow run's check-in that asks its owner whether to go on.
+    CheckIn,
 }
 
 impl SubjectKind {
@@ -36,12 +38,14 @@ impl SubjectKind {
     pub fn as_str(self) -> &'static str {
         match self {
             SubjectKind::Approval => "approval",
+            SubjectKind::CheckIn => "checkin",
         }
     }
 
     fn parse(s: &str) -> Result<Self> {
         match s {
             "approval" => Ok(SubjectKind::Approval),
+            "checkin" => Ok(SubjectKind::CheckIn),
             other => Err(StoreError::Corrupt(format!("subject kind {other}"))),
         }
     }

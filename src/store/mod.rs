@@ -7,7 +7,8 @@
 //! - `approvals`: requests, their transitions out of `pending`, lookup, expiry, lists
 //!   and always-allow additions;
 //! - `audit`: the hash-chained, append-only audit trail and its verification;
-//! - `chat`: which chat message shows which request (prompts, digests, questions).
+//! - `chat`: which chat message shows which request (prompts, digests, questions);
+//! - `runs`: workflow runs, their events and problems, and their check-ins.
 //!
 //! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
 //! only after its transaction commits, and FULL makes that commit survive a power
@@ -23,12 +24,17 @@ use rusqlite_migration::{Migrations, M};
 mod approvals;
 mod audit;
 mod chat;
+mod runs;
 
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditRow};
 pub use chat::{
     Asked, DigestGroup, DigestState, DigestSummary, Shown, ShownBy, Subject, SubjectKind,
     SubjectLookup, Unposted,
+};
+pub use runs::{
+    Answered, EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup,
+    MAX_ISSUES_READ,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +59,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0003_audit_chain.sql")),
         M::up(include_str!("../../migrations/0004_digests.sql")),
         M::up(include_str!("../../migrations/0005_conversations.sql")),
+        M::up(include_str!("../../migrations/0007_workflows.sql")),
     ])
 }
 

@@ -11,13 +11,14 @@
 //!
 //! Kinds: [`approval`] (a request's prompt), [`digest`] (one message for a burst of
 //! requests), [`reason`] (the "why deny?" question), [`pending`] (`/pending`),
-//! [`help`] (`/help`).
+//! [`help`] (`/help`), [`checkin`] (a workflow run's check-in).
 //!
 //! To add a kind: write its module (card, actions, commands, handlers), then add its
 //! variants to [`Action`] / [`Command`] and their arms to the `match`es below; if its
 //! subject gets cards of its own, add an arm to [`render`].
 
 pub mod approval;
+pub mod checkin;
 pub mod digest;
 pub mod help;
 pub mod pending;
@@ -48,6 +49,7 @@ pub enum Who {
 pub enum Action {
     Approval(approval::Action),
     Digest(digest::Nav),
+    CheckIn(checkin::Action),
 }
 
 impl Action {
@@ -62,6 +64,9 @@ impl Action {
         if let Some(nav) = digest::decode(rest) {
             return Ok(Action::Digest(nav));
         }
+        if let Some(a) = checkin::decode(rest) {
+            return Ok(Action::CheckIn(a));
+        }
         approval::decode(rest).map(Action::Approval).ok_or_else(bad)
     }
 
@@ -71,6 +76,7 @@ impl Action {
         let data = match self {
             Action::Approval(a) => approval::encode(a),
             Action::Digest(n) => digest::encode(n),
+            Action::CheckIn(a) => checkin::encode(a),
         };
         let data = format!("{DATA_PREFIX}{data}");
         debug_assert!(data.len() <= MAX_DATA, "{data}");
@@ -80,7 +86,7 @@ impl Action {
     #[must_use]
     pub fn who(&self) -> Who {
         match self {
-            Action::Approval(_) | Action::Digest(_) => Who::Approvers,
+            Action::Approval(_) | Action::Digest(_) | Action::CheckIn(_) => Who::Approvers,
         }
     }
 
@@ -90,6 +96,7 @@ impl Action {
         match self {
             Action::Approval(a) => format!("{:?}", a.verb()),
             Action::Digest(_) => "review digest".into(),
+            Action::CheckIn(a) => format!("check-in {:?}", a.button),
         }
     }
 
@@ -99,6 +106,7 @@ impl Action {
         match self {
             Action::Approval(a) => Some(a.id()),
             Action::Digest(_) => None,
+            Action::CheckIn(a) => Some(&a.id),
         }
     }
 }
@@ -107,6 +115,7 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     Approval(approval::Command),
+    CheckIn(checkin::Command),
     Pending,
     Help,
 }
@@ -122,9 +131,13 @@ impl Command {
             Some(typed) => match typed.name.as_str() {
                 "pending" | "list" => Some(Command::Pending),
                 "help" | "start" => Some(Command::Help),
-                _ => approval::parse_command(&typed, in_reply).map(Command::Approval),
+                _ => checkin::parse_command(&typed, in_reply)
+                    .map(Command::CheckIn)
+                    .or_else(|| approval::parse_command(&typed, in_reply).map(Command::Approval)),
             },
-            None if in_reply => approval::parse_words(text).map(Command::Approval),
+            None if in_reply => checkin::parse_words(text)
+                .map(Command::CheckIn)
+                .or_else(|| approval::parse_words(text).map(Command::Approval)),
             None => None,
         }
     }
@@ -132,7 +145,7 @@ impl Command {
     #[must_use]
     pub fn who(&self) -> Who {
         match self {
-            Command::Approval(_) | Command::Pending => Who::Approvers,
+            Command::Approval(_) | Command::CheckIn(_) | Command::Pending => Who::Approvers,
             Command::Help => Who::Anyone,
         }
     }
@@ -142,6 +155,7 @@ impl Command {
     pub fn subject(&self) -> Option<&str> {
         match self {
             Command::Approval(c) => c.id.as_deref(),
+            Command::CheckIn(c) => c.id.as_deref(),
             Command::Pending | Command::Help => None,
         }
     }
@@ -151,6 +165,7 @@ impl Command {
     pub fn attempted(&self) -> String {
         match self {
             Command::Approval(c) => format!("{:?}", c.verb),
+            Command::CheckIn(c) => format!("check-in {:?}", c.verb),
             Command::Pending => "pending".into(),
             Command::Help => "help".into(),
         }
@@ -162,6 +177,7 @@ pub async fn press(cx: &Context, actor: &Actor, action: Action, at: &At) -> Answ
     match action {
         Action::Approval(a) => approval::press(cx, actor, a).await,
         Action::Digest(nav) => digest::press(cx, nav, at).await,
+        Action::CheckIn(a) => checkin::press(cx, actor, a).await,
     }
 }
 
@@ -174,14 +190,21 @@ pub async fn command(
     replied: Option<&Subject>,
 ) -> Answer {
     match cmd {
+        // Words for a request in reply to a check-in: say what the check-in takes.
+        Command::Approval(c)
+            if c.id.is_none() && replied.is_some_and(|s| s.kind == SubjectKind::CheckIn) =>
+        {
+            checkin::not_a_request()
+        }
         Command::Approval(c) => approval::command(cx, actor, c, replied).await,
+        Command::CheckIn(c) => checkin::command(cx, actor, c, replied).await,
         Command::Pending => pending::answer(cx).await,
         Command::Help => help::answer(),
     }
 }
 
-/// Runs the answer to a question gatebot asked (the reply to a "why deny?" question,
-/// or the form it opened). `text` is what the person wrote (`None`: nothing).
+/// Runs the answer to a question gatebot asked (the reply to a "why deny?" or "why
+/// stop?" question, or the form it opened). `text` is what the person wrote (`None`: nothing).
 pub async fn answer(
     cx: &Context,
     actor: &Actor,
@@ -191,6 +214,7 @@ pub async fn answer(
 ) -> Answer {
     match purpose {
         Purpose::DenyReason => reason::answer(cx, actor, subject, text).await,
+        Purpose::StopReason => checkin::answer_stop(cx, actor, subject, text).await,
     }
 }
 
@@ -216,5 +240,6 @@ pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>,
             Err(EngineError::NotFound(_)) => Ok(None),
             Err(e) => Err(e),
         },
+        SubjectKind::CheckIn => checkin::render(cx, subject).await,
     }
 }

@@ -1,4 +1,6 @@
-//! `gatebot decide ID approve|approve-always|deny [--reason R]`: the owner decides.
+//! `gatebot decide ID approve|approve-always|deny [--reason R]`: the owner decides; and
+//! `gatebot decide ID continue|stop [--reason R]` answers a workflow check-in. The
+//! daemon decides by what the id names; the answer says its `kind`.
 
 use serde_json::json;
 
@@ -24,7 +26,18 @@ pub(super) async fn run(
         eprintln!("{}", res.error_message());
         return Ok(EXIT_NO);
     }
-    let view = view_of(expect_ok(Ok(res))?)?;
+    let res = expect_ok(Ok(res))?;
+    if res.body["kind"] == crate::workflow::wire::CHECK_IN_KIND {
+        let view: crate::workflow::wire::CheckInView = serde_json::from_value(res.body.clone())
+            .map_err(|e| format!("unexpected answer from gatebot: {e}"))?;
+        if json {
+            println!("{}", pretty(&res.body));
+        } else {
+            super::workflow::print_answered(&view);
+        }
+        return Ok(EXIT_GO);
+    }
+    let view = view_of(res)?;
     if json {
         println!(
             "{}",

@@ -2,7 +2,8 @@
 //!
 //! Exit codes of `ask` and `status`: 0 allowed or approved; 1 rejected, blocked,
 //! expired or cancelled (reason on stderr); 2 error; 3 still pending when `--wait`
-//! ran out (the request stays queued; its id is printed).
+//! ran out (the request stays queued; its id is printed). `workflow event` and
+//! `workflow status` use the same codes: 0 continue, 1 stop, 2 error, 3 still waiting.
 //!
 //! One file per command; this one holds the arguments, the dispatch, and what the
 //! commands share: finding the socket, reading answers, waiting, printing a request.
@@ -16,6 +17,7 @@ mod hook;
 mod mcp;
 mod pending;
 mod status;
+mod workflow;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,6 +30,7 @@ use super::{Client, ClientError, Response};
 use crate::approval::Status;
 use crate::config::Config;
 use crate::wire::ApprovalView;
+pub use workflow::{EventArgs, ListArgs, StartArgs, WorkflowCommand};
 
 /// Exit code: allowed or approved.
 pub const EXIT_GO: u8 = 0;
@@ -92,11 +95,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Decide a pending request (owner).
+    /// Decide a pending request, or answer a workflow check-in (owner).
     Decide {
         /// Full id, short id, or a unique prefix of at least 4 characters.
         id: String,
-        /// approve, approve-always or deny.
+        /// approve, approve-always or deny (a request); continue or stop (a check-in).
         decision: String,
         /// Why; reaches the agent (most useful with deny).
         #[arg(long)]
@@ -133,6 +136,13 @@ pub enum Command {
     /// Run a stdio MCP server with the `request_approval` tool
     /// (Claude Code's --permission-prompt-tool).
     Mcp(HookArgs),
+    /// An agent's workflow runs: start one, report its events, show it.
+    Workflow {
+        #[command(subcommand)]
+        action: WorkflowCommand,
+    },
+    /// List workflow runs (owner), newest first.
+    Workflows(ListArgs),
     /// Print the system-prompt paragraph for an agent's autonomy tier.
     AgentGuidance {
         /// The agent's name.
@@ -259,6 +269,26 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             reason,
             json,
         } => decide::run(&owner()?, &id, &decision, reason.as_deref(), json).await,
+        Command::Workflow { action } => {
+            let agent = || socket_for(flag, config, false).map(client);
+            match action {
+                WorkflowCommand::Start(a) => {
+                    workflow::start(&agent()?.with_token(a.token.clone()), a).await
+                }
+                WorkflowCommand::Event(a) => {
+                    workflow::event(&agent()?.with_token(a.token.clone()), a).await
+                }
+                WorkflowCommand::Status {
+                    run,
+                    wait,
+                    token,
+                    json,
+                } => {
+                    workflow::status(&agent()?.with_token(token), &run, wait.as_deref(), json).await
+                }
+            }
+        }
+        Command::Workflows(a) => workflow::list(&owner()?, a).await,
         Command::Audit {
             action: Some(AuditAction::Verify { json }),
             ..
