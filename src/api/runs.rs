@@ -40,6 +40,14 @@ fn conflict(code: &'static str, message: String, key: &str, value: serde_json::V
     (StatusCode::CONFLICT, Json(body)).into_response()
 }
 
+fn run_not_found(typed: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no workflow run with id `{typed}`"),
+    )
+}
+
 /// Loads a run and checks the caller may see it: owners see all (also by short id or
 /// prefix); an agent sees its own, with its token if it has one.
 async fn authorised_run(
@@ -49,14 +57,21 @@ async fn authorised_run(
     attempted: &str,
 ) -> ApiResult<Run> {
     // Agents get no prefixes: an ambiguity would name other agents' runs.
-    let run = state.engine.lookup_run(typed, state.owner).await?;
+    let run = state
+        .engine
+        .lookup_run(typed, state.owner)
+        .await
+        .map_err(|e| match e {
+            EngineError::NotFound(_) => run_not_found(typed),
+            other => other.into(),
+        })?;
     if !state.owner {
         authenticate(state, &run.agent, headers, attempted, Some(&run.id))
             .await
             .map_err(|e| match e {
                 // Don't reveal that the id exists to an agent that cannot see it.
-                EngineError::UnknownAgent(_) => EngineError::NotFound(typed.to_string()),
-                other => other,
+                EngineError::UnknownAgent(_) => run_not_found(typed),
+                other => other.into(),
             })?;
     }
     Ok(run)
@@ -164,7 +179,7 @@ pub(super) async fn event(
                 serde_json::to_value(view).unwrap_or_default(),
             ))
         }
-        Recorded::NotFound => Err(EngineError::NotFound(id).into()),
+        Recorded::NotFound => Err(run_not_found(&id)),
     }
 }
 
@@ -319,6 +334,10 @@ pub(super) async fn decide_check_in(
                 serde_json::to_value(view).unwrap_or_default(),
             ))
         }
-        Answered::NotFound => Err(EngineError::NotFound(id.to_string()).into()),
+        Answered::NotFound => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("no check-in with id `{id}`"),
+        )),
     }
 }

@@ -1152,7 +1152,10 @@ mod tests {
                 .as_str()
             )
         );
-        assert!(!s.subject(&c.id).unwrap().unwrap().1, "closed once answered");
+        assert!(
+            !s.subject(&c.id).unwrap().unwrap().1,
+            "closed once answered"
+        );
         // A second answer loses and sees the first.
         assert!(matches!(
             s.answer_check_in(&c.id, &answer(Answer::Stop, None), 50).unwrap(),
