@@ -734,7 +734,7 @@ async fn in_chat_review_shows_every_issue_and_asks_again_and_continue_lets_the_a
             &alice(),
             CHAT,
             "review",
-            &review.button_data()[0].to_string(),
+            review.button_data()[0],
         )
         .await;
     assert!(matches!(done, Answer::Done(_)), "{done:?}");
