@@ -20,4 +20,5 @@ mod slack;
 mod systemd;
 mod telegram;
 mod workflow;
+mod workflow_chat;
 mod workflow_cli;

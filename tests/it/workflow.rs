@@ -730,12 +730,7 @@ async fn in_chat_review_shows_every_issue_and_asks_again_and_continue_lets_the_a
     };
     // Continue on the review's own button.
     let done = memory
-        .press(
-            &alice(),
-            CHAT,
-            "review",
-            review.button_data()[0],
-        )
+        .press(&alice(), CHAT, "review", review.button_data()[0])
         .await;
     assert!(matches!(done, Answer::Done(_)), "{done:?}");
     let got = waiter.await.unwrap();
