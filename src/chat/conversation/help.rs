@@ -23,6 +23,7 @@ pub const HELP: &[(&str, &str)] = &[
         "/stop <id> [reason]",
         "stop a workflow at its check-in; the reason reaches the agent",
     ),
+    ("/review <id>", "every warning and error a check-in shows"),
 ];
 
 /// The answer to `/help`.
@@ -67,6 +68,7 @@ pub fn commands() -> Vec<(&'static str, &'static str)> {
         ("pending", "list open requests and waiting check-ins"),
         ("continue", "<id> [note] — let a workflow go on"),
         ("stop", "<id> [reason] — stop a workflow at its check-in"),
+        ("review", "<id> — the warnings and errors of a check-in"),
         ("help", "how to answer gatebot"),
     ]
 }
