@@ -258,6 +258,17 @@ pub struct Approval {
 }
 
 impl Approval {
+    /// Who decided and where: "alice (Telegram)", "gatebot (gatebot)" for the system.
+    #[must_use]
+    pub fn decider(&self) -> String {
+        let by = self.decided_by.as_deref().unwrap_or("someone");
+        let via = self
+            .decided_via
+            .as_ref()
+            .map_or_else(|| "gatebot".to_string(), Via::label);
+        format!("{by} ({via})")
+    }
+
     /// The sentence a model reads about this request; it cannot be mistaken for
     /// another outcome, and says plainly when the action did not run.
     #[must_use]

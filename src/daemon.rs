@@ -1,16 +1,20 @@
 //! The daemon: build everything, then run until shutdown.
 //!
-//! 1. [`App::build`] opens the store, claims the sockets (refusing to start if a
-//!    live daemon owns one, removing a stale file otherwise) and binds the optional
-//!    TCP listener, so callers (and tests) know every address before anything runs.
-//! 2. [`App::run_until`] serves the APIs, runs the expiry task and the chat platforms
-//!    (those `bot.toml` turns on, from [`crate::chat::platform::configured`], and any
-//!    added with [`App::add_platform`]) until the shutdown future completes; then it
-//!    stops accepting, lets in-flight requests finish (long-polls return at once) and
-//!    waits for every task.
+//! 1. [`App::build`] opens the store, claims the sockets and binds the optional TCP
+//!    listener, so callers (and tests) know every address before anything runs. A
+//!    socket path is claimed only if nothing is there, or a stale socket (which is
+//!    removed); a live daemon's socket, or anything that is not a socket (the
+//!    database, a config file), stops the start with an error naming the key. It also
+//!    raises the open-file limit and sizes each listener's connection cap to it
+//!    ([`crate::serve::fit_connections`]).
+//! 2. [`App::run_until`] serves the APIs ([`crate::serve::serve`] on each listener),
+//!    runs the expiry and housekeeping tasks and the chat platforms (those `bot.toml`
+//!    turns on, from [`crate::chat::platform::configured`], and any added with
+//!    [`App::add_platform`]) until the shutdown future completes; then it stops
+//!    accepting, lets in-flight requests finish (long-polls return at once), waits for
+//!    every task, and records the counts of refused attempts still in their minute.
 
 use std::future::Future;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -24,6 +28,7 @@ use crate::api::{agent_router, owner_router, ApiState};
 use crate::chat::platform::PlatformRun;
 use crate::config::Config;
 use crate::engine::{Engine, Transport};
+use crate::serve::{Limits, Listener, Timeouts, CONTROL_CONNECTIONS};
 use crate::systemd::Activation;
 
 pub struct App {
@@ -38,6 +43,9 @@ pub struct App {
     owned_sockets: Vec<PathBuf>,
     /// Chat platforms to run beside the configured ones (tests: the in-memory one).
     extra_platforms: Vec<PlatformRun>,
+    /// How the agents' listeners (Unix and TCP, each) and the control socket serve.
+    agent_limits: Limits,
+    control_limits: Limits,
 }
 
 impl App {
@@ -50,8 +58,8 @@ impl App {
     /// and the control socket (`control`) from systemd socket activation when given.
     pub async fn build_with(config: Config, mut activation: Activation) -> anyhow::Result<App> {
         let store_path = config.store.path.clone();
-        if let Some(dir) = store_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
+        if let Some(dir) = store_path.parent() {
+            crate::files::create_dirs(dir, crate::files::PRIVATE_DIR)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         let db = config.store.path.clone();
@@ -69,14 +77,14 @@ impl App {
             }
             None => {
                 owned_sockets.push(socket.clone());
-                claim_socket(&socket, 0o660).await?
+                claim_socket("queue.socket", &socket, 0o660).await?
             }
         };
         let control_listener = match activation.take("control") {
             Some(l) => inherited(l)?,
             None => {
                 owned_sockets.push(control_socket.clone());
-                claim_socket(&control_socket, 0o600).await?
+                claim_socket("queue.control_socket", &control_socket, 0o600).await?
             }
         };
         let tcp_listener = match &config.queue.listen {
@@ -87,6 +95,7 @@ impl App {
             ),
             None => None,
         };
+        let (agent_limits, control_limits) = connection_limits(&engine);
         for note in &config.notes {
             info!("{note}");
         }
@@ -104,6 +113,8 @@ impl App {
             control_socket,
             owned_sockets,
             extra_platforms: Vec::new(),
+            agent_limits,
+            control_limits,
         })
     }
 
@@ -135,6 +146,8 @@ impl App {
             control_socket,
             owned_sockets,
             extra_platforms,
+            agent_limits,
+            control_limits,
         } = self;
         let stop = CancellationToken::new();
         let tasks = TaskTracker::new();
@@ -145,37 +158,48 @@ impl App {
             owner,
             shutdown: stop.clone(),
         };
-        let serve_unix = |listener: UnixListener, router: axum::Router| {
-            let stop = stop.clone();
-            async move {
-                axum::serve(listener, router)
-                    .with_graceful_shutdown(stop.cancelled_owned())
-                    .await
-            }
-        };
-        tasks.spawn(serve_unix(
+        let connections = engine.metrics.connections.clone();
+        tasks.spawn(crate::serve::serve(
             agent_listener,
+            Listener::Agents,
             agent_router(state(Transport::Unix, false)),
+            agent_limits.clone(),
+            connections.clone(),
+            stop.clone(),
+            tasks.clone(),
         ));
-        tasks.spawn(serve_unix(
+        tasks.spawn(crate::serve::serve(
             control_listener,
+            Listener::Control,
             owner_router(state(Transport::Unix, true)),
+            control_limits,
+            connections.clone(),
+            stop.clone(),
+            tasks.clone(),
         ));
         if let Some(listener) = tcp_listener {
-            let router = agent_router(state(Transport::Tcp, false));
-            let stop = stop.clone();
-            tasks.spawn(async move {
-                axum::serve(listener, router)
-                    .with_graceful_shutdown(stop.cancelled_owned())
-                    .await
-            });
+            tasks.spawn(crate::serve::serve(
+                listener,
+                Listener::Tcp,
+                agent_router(state(Transport::Tcp, false)),
+                agent_limits.clone(),
+                connections,
+                stop.clone(),
+                tasks.clone(),
+            ));
         }
         tasks.spawn({
             let engine = engine.clone();
             let stop = stop.clone();
             async move {
                 engine.run_expiry(stop).await;
-                Ok::<(), std::io::Error>(())
+            }
+        });
+        tasks.spawn({
+            let engine = engine.clone();
+            let stop = stop.clone();
+            async move {
+                engine.run_housekeeping(stop).await;
             }
         });
         if let Some(every) = crate::systemd::watchdog_interval() {
@@ -197,6 +221,10 @@ impl App {
         stop.cancel();
         tasks.close();
         tasks.wait().await;
+        // Counts of refused attempts still in their minute go into the trail now.
+        if let Err(e) = engine.flush_refusals(true).await {
+            warn!(error = %e, "could not record the counts of refused attempts; the next start will");
+        }
         for path in &owned_sockets {
             if let Err(e) = std::fs::remove_file(path) {
                 warn!(path = %path.display(), error = %e, "could not remove the socket file");
@@ -209,8 +237,50 @@ impl App {
     }
 }
 
-/// Pings systemd's watchdog while the store answers; a wedged store stops the pings
-/// and systemd restarts the service.
+/// Raises the open-file limit, and sizes the listeners' caps to it: the agents'
+/// listeners get `[queue] max_connections` each (or what fits), the control socket
+/// [`CONTROL_CONNECTIONS`] of its own.
+fn connection_limits(engine: &Arc<Engine>) -> (Limits, Limits) {
+    let config = engine.config();
+    let q = &config.queue;
+    let open_files = crate::serve::raise_open_file_limit().unwrap_or_else(|e| {
+        warn!(error = %e, "cannot read the open-file limit; assuming 1024");
+        1024
+    });
+    let listeners = 1 + usize::from(q.listen.is_some());
+    let (cap, lowered) = crate::serve::fit_connections(q.max_connections, listeners, open_files);
+    if lowered {
+        warn!(
+            configured = q.max_connections,
+            cap,
+            open_files,
+            "queue.max_connections lowered to {cap}: {listeners} listener(s) of that many, the \
+             control socket and gatebot's own files must fit in the open-file limit of {open_files}"
+        );
+    }
+    info!(
+        max_connections = cap,
+        open_files, "connections capped per agents' listener"
+    );
+    // The live config's, so a reload applies to new connections.
+    let engine = engine.clone();
+    let timeouts: Arc<dyn Fn() -> Timeouts + Send + Sync> = Arc::new(move || {
+        let config = engine.config();
+        Timeouts {
+            header: config.queue.header_timeout,
+            idle: config.queue.idle_timeout,
+        }
+    });
+    let limits = |max_connections| Limits {
+        max_connections,
+        timeouts: timeouts.clone(),
+    };
+    (limits(cap), limits(CONTROL_CONNECTIONS))
+}
+
+/// Pings systemd's watchdog while the store answers and can keep what it is sent: a
+/// wedged store, a deleted or replaced database file, a full disk or I/O errors stop
+/// the pings (and say why in `STATUS=`), and systemd restarts the service.
 async fn watchdog(
     engine: Arc<Engine>,
     every: std::time::Duration,
@@ -220,6 +290,15 @@ async fn watchdog(
         tokio::select! {
             _ = stop.cancelled() => return Ok(()),
             _ = tokio::time::sleep(every) => {}
+        }
+        if let Some(fault) = engine.storage_fault().await {
+            // Logged at ERROR when it was found; this says why the pings stopped.
+            warn!(
+                code = fault.code(),
+                "storage fault: skipping the watchdog ping"
+            );
+            crate::systemd::notify(&format!("STATUS={}", fault.message));
+            continue;
         }
         let healthy = tokio::time::timeout(every, engine.count_pending()).await;
         match healthy {
@@ -236,29 +315,44 @@ fn inherited(l: std::os::unix::net::UnixListener) -> anyhow::Result<UnixListener
     UnixListener::from_std(l).context("cannot use the socket passed by systemd")
 }
 
-/// Binds a Unix socket at `path` with `mode`, refusing to steal one a live daemon owns.
-async fn claim_socket(path: &Path, mode: u32) -> anyhow::Result<UnixListener> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+/// Binds a Unix socket at `path` (the config's `key`) with `mode`. Removes only a
+/// stale socket there: a live daemon's socket, or anything that is not a socket (the
+/// database, a config file, a directory, a symbolic link), stops the start instead.
+async fn claim_socket(key: &str, path: &Path, mode: u32) -> anyhow::Result<UnixListener> {
+    use std::os::unix::fs::FileTypeExt;
+    if let Some(dir) = path.parent() {
+        crate::files::create_dirs(dir, crate::files::SOCKET_DIR)
+            .with_context(|| format!("`{key}`: cannot create {}", dir.display()))?;
     }
-    if path.exists() {
-        match tokio::net::UnixStream::connect(path).await {
-            Ok(_) => bail!(
-                "another gatebot is already listening on {}; stop it first",
-                path.display()
-            ),
-            Err(_) => {
-                warn!(path = %path.display(), "removing a stale socket file left by a previous run");
-                std::fs::remove_file(path)
-                    .with_context(|| format!("cannot remove stale socket {}", path.display()))?;
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            if tokio::net::UnixStream::connect(path).await.is_ok() {
+                bail!(
+                    "`{key}`: another gatebot is already listening on {}; stop it first",
+                    path.display()
+                );
             }
+            warn!(key, path = %path.display(), "removing a stale socket file left by a previous run");
+            std::fs::remove_file(path).with_context(|| {
+                format!("`{key}`: cannot remove the stale socket {}", path.display())
+            })?;
         }
+        Ok(meta) => bail!(
+            "`{key}`: {} is {}, not a socket; gatebot removes only a stale socket it left \
+             there, so move that away or set `{key}` to another path",
+            path.display(),
+            crate::files::describe(&meta)
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => bail!("`{key}`: cannot check {}: {e}", path.display()),
     }
-    let listener =
-        UnixListener::bind(path).with_context(|| format!("cannot bind {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .with_context(|| format!("cannot set permissions on {}", path.display()))?;
-    Ok(listener)
+    let listener = crate::files::bind_unix(path, mode)
+        .with_context(|| format!("`{key}`: cannot bind {}", path.display()))?;
+    listener
+        .set_nonblocking(true)
+        .with_context(|| format!("`{key}`: cannot use {}", path.display()))?;
+    UnixListener::from_std(listener)
+        .with_context(|| format!("`{key}`: cannot use {}", path.display()))
 }
 
 /// Completes on SIGINT or SIGTERM.
@@ -281,7 +375,14 @@ pub async fn reload_on_sighup(engine: Arc<Engine>, path: PathBuf) {
     while hup.recv().await.is_some() {
         match Config::load(&path) {
             Ok(new) => match engine.reload(new).await {
-                Ok(()) => info!(config = %path.display(), "configuration reloaded"),
+                Ok(restart) if restart.is_empty() => {
+                    info!(config = %path.display(), "configuration reloaded")
+                }
+                // Each key was named in its own warning.
+                Ok(restart) => info!(
+                    config = %path.display(), restart_needed = ?restart,
+                    "configuration reloaded, except what needs a restart"
+                ),
                 Err(e) => warn!(error = %e, "configuration reload failed"),
             },
             Err(e) => warn!(error = %e, "new configuration refused; keeping the old one"),

@@ -25,6 +25,9 @@
 //!   in-memory platform for tests.
 //! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates.
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
+//! - [`serve`], [`peer`]: each listener's accept loop (connection caps, timeouts,
+//!   graceful shutdown); who is on the other end of a Unix socket.
+//! - [`files`]: the modes of the files, directories and sockets gatebot creates.
 //! - [`systemd`], [`metrics`], [`telemetry`], [`guidance`]: socket activation and notify;
 //!   Prometheus counters; logging; what an agent's prompt should say about its tier.
 //!
@@ -44,13 +47,16 @@ pub mod client;
 pub mod config;
 pub mod daemon;
 pub mod engine;
+pub mod files;
 pub mod guidance;
 pub mod hooks;
 pub mod metrics;
 pub mod names;
+pub mod peer;
 pub mod policy;
 pub mod retry;
 pub mod secret;
+pub mod serve;
 pub mod slack;
 pub mod store;
 pub mod systemd;

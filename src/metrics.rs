@@ -6,9 +6,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::approval::{PlatformId, Status};
+use crate::serve::{Listener, Timeout};
 
 /// Upper bounds (seconds) of the decision-latency histogram buckets.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -42,8 +43,93 @@ pub struct Metrics {
     chat: Mutex<BTreeMap<String, ChatCounts>>,
     /// Expiry passes that failed (each is retried after a pause).
     expiry_failures: AtomicU64,
+    /// The listeners' connections; shared with their accept loops ([`crate::serve`]).
+    pub connections: Arc<Connections>,
     /// Workflow runs and their check-ins.
     workflow: WorkflowCounts,
+}
+
+/// Per listener ([`Listener`]): open connections, caps reached, timeouts.
+#[derive(Debug, Default)]
+pub struct Connections {
+    open: [AtomicU64; 3],
+    cap_reached: [AtomicU64; 3],
+    /// Per listener: idle, header.
+    timed_out: [[AtomicU64; 2]; 3],
+}
+
+/// Counts a connection as open while it lives.
+pub struct OpenConnection<'a>(&'a AtomicU64);
+
+impl Drop for OpenConnection<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Connections {
+    /// A connection was accepted; it counts as open until the guard drops.
+    pub fn opened(&self, l: Listener) -> OpenConnection<'_> {
+        let open = &self.open[l as usize];
+        open.fetch_add(1, Ordering::Relaxed);
+        OpenConnection(open)
+    }
+
+    /// `l` had no room for another connection.
+    pub fn cap_reached(&self, l: Listener) {
+        self.cap_reached[l as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection of `l` was closed by its timer.
+    pub fn timed_out(&self, l: Listener, why: Timeout) {
+        let i = match why {
+            Timeout::Idle => 0,
+            Timeout::Header => 1,
+        };
+        self.timed_out[l as usize][i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn render(&self, o: &mut String) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_connections Open connections, by listener."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_connections gauge");
+        for l in Listener::ALL {
+            let n = get(&self.open[l as usize]);
+            let _ = writeln!(o, "gatebot_connections{{listener=\"{}\"}} {n}", l.as_str());
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_connection_cap_reached_total Times a listener had no room for another connection ([queue] max_connections); new ones waited."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_connection_cap_reached_total counter");
+        for l in Listener::ALL {
+            let n = get(&self.cap_reached[l as usize]);
+            let _ = writeln!(
+                o,
+                "gatebot_connection_cap_reached_total{{listener=\"{}\"}} {n}",
+                l.as_str()
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_connection_timeouts_total Connections closed for waiting too long for a request (idle) or sending its head too slowly (header)."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_connection_timeouts_total counter");
+        for l in Listener::ALL {
+            for (i, why) in [Timeout::Idle, Timeout::Header].iter().enumerate() {
+                let n = get(&self.timed_out[l as usize][i]);
+                let _ = writeln!(
+                    o,
+                    "gatebot_connection_timeouts_total{{listener=\"{}\",reason=\"{}\"}} {n}",
+                    l.as_str(),
+                    why.as_str()
+                );
+            }
+        }
+    }
 }
 
 /// Workflow counters: runs started, check-ins asked and how they ended, runs stopped
@@ -154,17 +240,14 @@ impl Metrics {
         self.chat(platform, |_| {});
     }
 
-    /// A chat API call failed; `rate_limited` when it was a 429.
-    pub fn chat_error(&self, platform: &PlatformId, rate_limited: bool) {
-        self.chat(platform, |c| {
-            c.errors += 1;
-            if rate_limited {
-                c.rate_limited += 1;
-            }
-        });
+    /// A chat API call of delivery failed (a 429 among them).
+    pub fn chat_error(&self, platform: &PlatformId) {
+        self.chat(platform, |c| c.errors += 1);
     }
 
-    /// A 429 that a client library waited out itself (it never failed a call).
+    /// The platform answered a call 429, whoever made it and whether it was then
+    /// waited out or failed: counted by each platform's API client, where every call
+    /// passes.
     pub fn chat_rate_limited(&self, platform: &PlatformId) {
         self.chat(platform, |c| c.rate_limited += 1);
     }
@@ -257,6 +340,7 @@ impl Metrics {
             get(&self.latency_sum_ms) as f64 / 1000.0
         );
         let _ = writeln!(o, "gatebot_decision_latency_seconds_count {count}");
+        self.connections.render(&mut o);
         self.render_workflow(&mut o);
         let chat = self.chat.lock().unwrap_or_else(|e| e.into_inner()).clone();
         type Pick = fn(&ChatCounts) -> u64;

@@ -17,6 +17,15 @@ pub fn backoff(attempt: u32) -> Duration {
     Duration::from_secs(1u64 << attempt.min(6)).min(Duration::from_secs(60))
 }
 
+/// The pause before reconnecting to gatebot's socket, attempt `n` (0-based): 100 ms,
+/// doubling, at most 2 s, so a client finds a restarted daemon within 2 s of its return.
+#[must_use]
+pub fn reconnect_delay(attempt: u32) -> Duration {
+    Duration::from_millis(100)
+        .saturating_mul(1u32 << attempt.min(8))
+        .min(Duration::from_secs(2))
+}
+
 /// Calls `call` until it succeeds or `wait` gives up (its last error), or `stop` fires
 /// (`None`, also when `stop` fires during a call).
 pub async fn retry<T, E, F, Fut, W>(
@@ -58,6 +67,13 @@ mod tests {
     fn backoff_doubles_up_to_a_minute() {
         let waits: Vec<u64> = (0..9).map(|n| backoff(n).as_secs()).collect();
         assert_eq!(waits, [1, 2, 4, 8, 16, 32, 60, 60, 60]);
+    }
+
+    #[test]
+    fn reconnecting_starts_fast_and_waits_at_most_two_seconds() {
+        let waits: Vec<u128> = (0..7).map(|n| reconnect_delay(n).as_millis()).collect();
+        assert_eq!(waits, [100, 200, 400, 800, 1600, 2000, 2000]);
+        assert_eq!(reconnect_delay(u32::MAX), Duration::from_secs(2));
     }
 
     #[tokio::test(start_paused = true)]

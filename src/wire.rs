@@ -55,9 +55,10 @@ pub struct DecisionBody {
     pub decision: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// Who decided; defaults to the daemon's idea of the local user.
+    /// Refused when present: who decided is the caller's own account (the control
+    /// socket's peer credentials), not something a body can claim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub actor: Option<String>,
+    pub actor: Option<serde_json::Value>,
 }
 
 /// A request as the API shows it.

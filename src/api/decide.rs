@@ -1,5 +1,9 @@
 //! `POST /v1/requests/{id}/decision`: an owner's decision, on the control socket only.
 //! The agents' API has the route too, only to refuse the attempt and audit it.
+//!
+//! Who decided is the caller the kernel names ([`crate::peer`]), never what the body or
+//! the daemon's environment says: the account behind the connection, or, for gatebot's
+//! own account and root, the person sudo named.
 
 use axum::body::Body;
 use axum::extract::State;
@@ -8,13 +12,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 use tracing::field::Empty;
-use tracing::instrument;
+use tracing::{info, instrument};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{audit_refusal, bearer, json_body, note, note_error, ApiPath};
 use super::ApiState;
 use crate::approval::{Decision, Via};
 use crate::engine::SubjectKind;
+use crate::peer::{check_sudo_user, Caller, SUDO_USER_HEADER};
 use crate::wire::{ApprovalView, DecisionBody};
 
 /// Decides whatever `id` names: an owner answers every kind of subject (a request,
@@ -26,12 +31,17 @@ pub(super) async fn decide(
     ApiPath(id): ApiPath<String>,
     req: Request<Body>,
 ) -> ApiResult<Response> {
+    let caller = req.extensions().get::<Caller>().copied();
+    let actor = decider(caller, req.headers()).await?;
     let body: DecisionBody = json_body(&state, req).await?;
-    let actor = body
-        .actor
-        .clone()
-        .filter(|a| !a.trim().is_empty())
-        .unwrap_or_else(local_user);
+    if body.actor.is_some() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "`actor` is not accepted: gatebot records who decided from the control socket's \
+             peer credentials (the caller's own account)",
+        ));
+    }
     // Requests that never asked a human are no subjects; they are still looked up
     // (and refused as already settled) by the request path.
     let subject = state.engine.chat().lookup(&id).await.ok();
@@ -92,7 +102,7 @@ pub(super) async fn decision_forbidden(
         "attempted": format!("decide request {id} on the agents' API"),
         "transport": state.transport.as_str(),
     });
-    audit_refusal(&state, approval_id, actor, detail).await;
+    audit_refusal(&state, approval_id, actor, "decide a request", None, detail).await;
     ApiError::new(
         StatusCode::FORBIDDEN,
         "forbidden",
@@ -100,10 +110,34 @@ pub(super) async fn decision_forbidden(
     )
 }
 
-/// The name of the local user, for decisions made from the CLI.
-#[must_use]
-pub fn local_user() -> String {
-    std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "local owner".to_string())
+/// Who is deciding: the kernel's caller of this connection (see the module docs).
+async fn decider(caller: Option<Caller>, headers: &HeaderMap) -> ApiResult<String> {
+    let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", m);
+    let sudo_user = match headers.get(SUDO_USER_HEADER) {
+        None => None,
+        Some(v) => {
+            let v = v
+                .to_str()
+                .map_err(|_| bad(format!("`{SUDO_USER_HEADER}` must be a user name")))?;
+            Some(check_sudo_user(v).map_err(bad)?.to_string())
+        }
+    };
+    let Some(caller) = caller else {
+        // Every Unix connection carries one; the control socket is only ever Unix.
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "decisions are taken only from a caller the kernel can name (the control socket)",
+        ));
+    };
+    // getpwuid_r may ask NSS (a directory service): not on the async threads.
+    let (name, account) = tokio::task::spawn_blocking(move || {
+        (caller.owner_name(sudo_user.as_deref()), caller.account())
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
+    if name != account {
+        info!(by = %name, account = %account, uid = caller.uid, pid = ?caller.pid, "decision through a shared account, for the person sudo named");
+    }
+    Ok(name)
 }

@@ -62,16 +62,27 @@ impl From<EngineError> for ApiError {
             EngineError::IdempotencyConflict { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "idempotency_conflict", message)
             }
-            EngineError::Store(_) | EngineError::Internal(_) => {
-                tracing::error!(error = %message, "request failed");
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "internal",
-                    "internal error; see the daemon's log",
-                )
-            }
+            // Not the daemon's bug: the operator must act (the fault is logged once, at
+            // ERROR, where it is detected).
+            EngineError::Store(store) => match store.fault() {
+                Some(fault) => {
+                    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, fault.code(), fault.message)
+                }
+                None => internal(&message),
+            },
+            EngineError::Internal(_) => internal(&message),
         }
     }
+}
+
+/// An unexpected failure: logged, and the client is pointed at the log.
+fn internal(message: &str) -> ApiError {
+    tracing::error!(error = %message, "request failed");
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "internal error; see the daemon's log",
+    )
 }
 
 impl IntoResponse for ApiError {

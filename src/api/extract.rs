@@ -16,7 +16,7 @@ use super::error::{ApiError, ApiResult};
 use super::ApiState;
 use crate::approval::{Approval, Via};
 use crate::config::AgentConfig;
-use crate::engine::{record_request, EngineError};
+use crate::engine::{record_request, EngineError, Refusal};
 
 /// Records `a` in the current `api` span (see the [`api`](super) module docs).
 pub(super) fn note(a: &Approval) {
@@ -93,19 +93,28 @@ pub(super) fn wait_param(name: &str, raw: Option<&str>) -> ApiResult<Option<Dura
     }
 }
 
-/// Appends an `unauthorised_attempt` audit row. A failure to write it is logged,
-/// and the caller refuses the request all the same.
+/// Records a refused attempt on the API ([`Engine::record_unauthorised`](crate::engine::Engine::record_unauthorised):
+/// coalesced per actor, `kind`, transport and `reason` each minute; echoed strings
+/// cut). A failure to record it is logged, and the caller refuses the request all
+/// the same.
 pub(super) async fn audit_refusal(
     state: &ApiState,
     approval_id: Option<String>,
     actor: String,
+    kind: &'static str,
+    reason: Option<String>,
     detail: serde_json::Value,
 ) {
-    if let Err(e) = state
-        .engine
-        .record_unauthorised(approval_id, actor, Via::Api, detail)
-        .await
-    {
+    let refusal = Refusal {
+        approval_id,
+        actor,
+        via: Via::Api,
+        transport: Some(state.transport),
+        kind: kind.to_string(),
+        reason,
+        detail,
+    };
+    if let Err(e) = state.engine.record_unauthorised(refusal).await {
         tracing::error!(error = %e, "cannot audit an unauthorised attempt");
     }
 }
@@ -113,11 +122,25 @@ pub(super) async fn audit_refusal(
 /// Checks that the client may act as `agent` ([`Engine::authenticate`](crate::engine::Engine::authenticate)). A missing
 /// or wrong token also leaves an `unauthorised_attempt` audit row: actor the agent
 /// claimed, detail what was `attempted` and why it was refused (never the token;
-/// if the token is another agent's, that agent is named).
+/// if the token is another agent's, that agent is named). `attempted` is also the
+/// kind the refusal is coalesced by, so it must be a fixed text.
 pub(super) async fn authenticate(
     state: &ApiState,
     agent: &str,
     headers: &HeaderMap,
+    attempted: &'static str,
+    approval_id: Option<&str>,
+) -> Result<AgentConfig, EngineError> {
+    authenticate_as(state, agent, headers, attempted, attempted, approval_id).await
+}
+
+/// [`authenticate`], where what was attempted names more than its `kind` (the tool of
+/// a submission): `attempted` is recorded (cut), `kind` coalesces.
+pub(super) async fn authenticate_as(
+    state: &ApiState,
+    agent: &str,
+    headers: &HeaderMap,
+    kind: &'static str,
     attempted: &str,
     approval_id: Option<&str>,
 ) -> Result<AgentConfig, EngineError> {
@@ -129,13 +152,17 @@ pub(super) async fn authenticate(
                 "refused": why,
                 "transport": state.transport.as_str(),
             });
+            let mut reason = why.clone();
             if let Some(owner) = token.and_then(|t| state.engine.token_owner(t)) {
+                reason.push_str(&format!(" (the token is {owner}'s)"));
                 detail["token_of"] = owner.into();
             }
             audit_refusal(
                 state,
                 approval_id.map(str::to_string),
                 agent.to_string(),
+                kind,
+                Some(reason),
                 detail,
             )
             .await;
@@ -201,7 +228,7 @@ pub(super) async fn authorised_request(
     state: &ApiState,
     id: &str,
     headers: &HeaderMap,
-    attempted: &str,
+    attempted: &'static str,
 ) -> ApiResult<Approval> {
     let approval = if state.owner {
         state.engine.lookup(id, false).await?

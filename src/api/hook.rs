@@ -84,8 +84,9 @@ pub(super) async fn claude_code(State(state): State<ApiState>, req: Request<Body
     let agent = query
         .agent
         .unwrap_or_else(|| Kind::ClaudeCode.default_agent().to_string());
-    Span::current().record("agent", agent.as_str());
-    Span::current().record("tool", tool);
+    // Cut: every log line of the call carries them, and they are not checked yet.
+    Span::current().record("agent", crate::engine::cut(&agent).as_ref());
+    Span::current().record("tool", crate::engine::cut(tool).as_ref());
     let cfg = match authenticate(
         &state,
         &agent,
@@ -97,7 +98,11 @@ pub(super) async fn claude_code(State(state): State<ApiState>, req: Request<Body
     {
         Ok(cfg) => cfg,
         Err(e) => {
-            tracing::warn!(agent = %agent, error = %e, "http hook refused");
+            // A refused token is logged (once a minute per kind) where it is audited.
+            if !matches!(e, EngineError::Unauthorized(_)) {
+                let error = e.to_string();
+                tracing::warn!(error = %crate::engine::cut(&error), "http hook refused");
+            }
             return deny(Verdict::unreachable(tool, &e.to_string()));
         }
     };

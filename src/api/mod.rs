@@ -50,7 +50,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{Engine, Transport};
 
-pub use decide::local_user;
 pub use error::ApiError;
 pub use list::MAX_PAGE;
 
@@ -90,6 +89,7 @@ pub fn owner_router(state: ApiState) -> Router {
         .route("/v1/requests/{id}/decision", post(decide::decide))
         .route("/v1/audit", get(audit::audit))
         .route("/v1/audit/verify", get(audit::audit_verify))
+        .route("/v1/audit/head", get(audit::audit_head))
         .route("/metrics", get(metrics::metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -54,7 +54,7 @@ async fn authorised_run(
     state: &ApiState,
     typed: &str,
     headers: &HeaderMap,
-    attempted: &str,
+    attempted: &'static str,
 ) -> ApiResult<Run> {
     // Agents get no prefixes: an ambiguity would name other agents' runs.
     let run = state

@@ -10,9 +10,9 @@ use tracing::field::Empty;
 use tracing::{instrument, Span};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{authenticate, json_body, note};
+use super::extract::{authenticate_as, json_body, note};
 use super::ApiState;
-use crate::engine::Submission;
+use crate::engine::{cut, Submission};
 use crate::wire::{ApprovalView, SubmitBody};
 
 #[instrument(name = "api", skip_all, fields(op = "submit", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
@@ -23,10 +23,19 @@ pub(super) async fn submit(
     let headers = req.headers().clone();
     let body: SubmitBody = json_body(&state, req).await?;
     let span = Span::current();
-    span.record("agent", body.agent.as_str());
-    span.record("tool", body.tool.as_str());
+    // Cut: every log line of the call carries them, and they are not checked yet.
+    span.record("agent", cut(&body.agent).as_ref());
+    span.record("tool", cut(&body.tool).as_ref());
     let attempted = format!("submit a {} request", body.tool);
-    let agent = authenticate(&state, &body.agent, &headers, &attempted, None).await?;
+    let agent = authenticate_as(
+        &state,
+        &body.agent,
+        &headers,
+        "submit a request",
+        &attempted,
+        None,
+    )
+    .await?;
     let ttl = body
         .ttl
         .as_deref()

@@ -1,6 +1,7 @@
 //! Delivering cards to a platform's chats, durably, for every conversation kind.
 //!
-//! One worker per destination chat makes that chat match the database:
+//! One worker per destination chat (the platform's chats in the config in force:
+//! a reload that adds one starts its worker) makes that chat match the database:
 //! 1. open subjects without a message there get one: their own card, or, when more
 //!    requests than the platform's `digest_after` wait at once, one digest for all of
 //!    them (see [`crate::chat::conversation::digest`]);
@@ -22,7 +23,10 @@
 //! gatebot dies mid-call or the answer is lost, the outcome is unknown: the card is
 //! posted again (a request must stay reachable) and a `prompt_reposted` audit row says
 //! it may show twice. Chat APIs have no idempotency keys, so that window — one call per
-//! chat — cannot be closed from our side.
+//! chat — cannot be closed from our side; but a person can close it: a reply or press
+//! on the message while its post is in flight makes it the post's message
+//! ([`crate::engine::ChatState::adopt`], from [`crate::chat::inbound`]), and the
+//! platform's answer, if it comes, then records nothing more.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -89,6 +93,7 @@ pub fn start<P: Platform>(
         platform: platform.id(),
         delivery: handle.clone(),
         bot_username: None,
+        reader: platform.clone(),
     };
     (handle, run(cx, platform, redraws, stop))
 }
@@ -101,45 +106,83 @@ async fn run<P: Platform>(
 ) {
     // Subscribe before the workers scan, so nothing falls between scan and events.
     let mut events = cx.engine.subscribe();
-    let tasks = TaskTracker::new();
-    let mut workers: HashMap<String, mpsc::UnboundedSender<Work>> = HashMap::new();
-    for chat in platform.settings(&cx.engine.config()).destinations {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let _ = tx.send(Work::Rescan);
-        let worker = ChatWorker::new(cx.clone(), platform.clone(), chat.clone());
-        tasks.spawn(worker.run(rx, stop.clone()));
-        workers.insert(chat, tx);
-    }
-    let all = |make: &dyn Fn() -> Work| {
-        for tx in workers.values() {
-            let _ = tx.send(make());
-        }
+    let mut config = cx.engine.watch_config();
+    let mut workers = Workers {
+        cx: cx.clone(),
+        platform: platform.clone(),
+        stop: stop.clone(),
+        tasks: TaskTracker::new(),
+        chats: HashMap::new(),
     };
+    workers.follow(&platform.settings(&config.borrow_and_update()).destinations);
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
             Some((chat, message)) = redraws.recv() => {
-                if let Some(tx) = workers.get(&chat) {
+                if let Some(tx) = workers.chats.get(&chat) {
                     let _ = tx.send(Work::Redraw(message));
                 }
+            }
+            changed = config.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                let destinations = platform.settings(&config.borrow_and_update()).destinations;
+                workers.follow(&destinations);
             }
             ev = events.recv() => match ev {
                 Ok(ev) => {
                     if let Some(id) = ev.subject() {
-                        all(&|| Work::Subject(id.to_string()));
+                        workers.all(&|| Work::Subject(id.to_string()));
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     info!(platform = %cx.platform, missed = n, "event stream lagged; rescanning");
-                    all(&|| Work::Rescan);
+                    workers.all(&|| Work::Rescan);
                 }
                 Err(broadcast::error::RecvError::Closed) => break,
             },
         }
     }
+    let tasks = workers.tasks.clone();
     drop(workers);
     tasks.close();
     tasks.wait().await;
+}
+
+/// The chat workers of a platform: one per chat that is, or was since start, a
+/// destination. A chat dropped from the config keeps its worker, which stops posting
+/// there but still brings the messages it posted up to date (a decided request does
+/// not keep live buttons); one added gets a worker, or its old one rescans.
+struct Workers<P> {
+    cx: Context,
+    platform: Arc<P>,
+    stop: CancellationToken,
+    tasks: TaskTracker,
+    chats: HashMap<String, mpsc::UnboundedSender<Work>>,
+}
+
+impl<P: Platform> Workers<P> {
+    /// Makes sure every chat in `destinations` has a worker that knows it is one.
+    fn follow(&mut self, destinations: &[String]) {
+        for chat in destinations {
+            let tx = self.chats.entry(chat.clone()).or_insert_with(|| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                let worker = ChatWorker::new(self.cx.clone(), self.platform.clone(), chat.clone());
+                self.tasks.spawn(worker.run(rx, self.stop.clone()));
+                info!(platform = %self.cx.platform, chat = %chat, "delivering to this chat");
+                tx
+            });
+            // A new worker's first scan; an old one's look at what it missed meanwhile.
+            let _ = tx.send(Work::Rescan);
+        }
+    }
+
+    fn all(&self, make: &dyn Fn() -> Work) {
+        for tx in self.chats.values() {
+            let _ = tx.send(make());
+        }
+    }
 }
 
 /// Keeps one chat up to date.
@@ -233,10 +276,8 @@ impl<P: Platform> ChatWorker<P> {
                     if stop.is_cancelled() {
                         return;
                     }
-                    self.cx
-                        .engine
-                        .metrics
-                        .chat_error(&self.cx.platform, matches!(e, SendError::RetryAfter(_)));
+                    // A 429 is also counted as such by the platform's API client.
+                    self.cx.engine.metrics.chat_error(&self.cx.platform);
                     let wait = match &e {
                         SendError::RetryAfter(d) => *d,
                         _ => backoff(self.failures),
@@ -291,10 +332,17 @@ impl<P: Platform> ChatWorker<P> {
             self.rescan = false;
         }
         let ids: Vec<String> = self.subjects.iter().cloned().collect();
-        let unposted = state
-            .unposted(&platform, &self.chat, &ids)
-            .await
-            .map_err(database)?;
+        let settings = self.platform.settings(&self.cx.engine.config());
+        // A chat dropped from the config by a reload gets no new cards; those it has
+        // are still edited below.
+        let unposted = if settings.destinations.contains(&self.chat) {
+            state
+                .unposted(&platform, &self.chat, &ids)
+                .await
+                .map_err(database)?
+        } else {
+            Vec::new()
+        };
         let stale = state
             .stale(&platform, &self.chat, &ids)
             .await
@@ -312,10 +360,7 @@ impl<P: Platform> ChatWorker<P> {
             .iter()
             .filter(|u| u.subject.kind == SubjectKind::Approval)
             .collect();
-        let digest_after = self
-            .platform
-            .settings(&self.cx.engine.config())
-            .digest_after;
+        let digest_after = settings.digest_after;
         if requests.len() > digest_after {
             let shown: Vec<(String, String)> = requests
                 .iter()
@@ -449,7 +494,17 @@ impl<P: Platform> ChatWorker<P> {
                 let mut attempt = 0;
                 loop {
                     match state.finish_post(&platform, &chat, ids, by, &message).await {
-                        Ok(()) => return Ok(()),
+                        Ok(recorded) => {
+                            if recorded.len() < ids.len() {
+                                // A reply or press found a message of this post first.
+                                info!(
+                                    platform = %platform, chat = %chat, message = %message,
+                                    subjects = ids.len() - recorded.len(),
+                                    "posted; a reply or press had already tied the subjects to their message"
+                                );
+                            }
+                            return Ok(());
+                        }
                         Err(e) if attempt < 5 => {
                             warn!(error = %e, "cannot record a posted message yet; retrying");
                             attempt += 1;

@@ -9,17 +9,23 @@
 //!    text is matched to what it replies to: a question gatebot asked (its text is the
 //!    answer), or a card (its subject is the one meant; plain words may decide it);
 //!    otherwise it is read as a command;
-//! 3. whoever is not allowed to take the action ([`Action::who`], [`Command::who`]) is
+//! 3. a reply or press on a message of gatebot's that it has no record of (the
+//!    platform stored a post but its answer is slow or was lost, so gatebot may post
+//!    again) still reaches its request: a card names it (`id k7m2abcd`), and the
+//!    message is recorded as the card (or digest) of the post in flight there, so it
+//!    is edited like any other. A decision replying to a message that shows no request
+//!    gatebot can find is told so, never ignored;
+//! 4. whoever is not allowed to take the action ([`Action::who`], [`Command::who`]) is
 //!    refused, and the attempt audited (`unauthorised_attempt`, naming the user id);
-//! 4. the conversation kind runs it, through the engine.
+//! 5. the conversation kind runs it, through the engine.
 
 use serde_json::json;
-use tracing::{debug, error, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::chat::card::{Button, Card, Line};
 use crate::chat::conversation::{self, Action, Command, Who};
 use crate::chat::Context;
-use crate::engine::Subject;
+use crate::engine::{EngineError, Refusal, ShownBy, Subject};
 
 /// Who pressed, wrote or answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +56,10 @@ pub struct At {
     pub chat: String,
     /// The message the button is on, when the platform says.
     pub message: Option<String>,
+    /// That message's text, when the platform sends it with the press: how a card
+    /// gatebot has no record of (its post unconfirmed) is told from another message
+    /// with the same buttons (a `/pending` list).
+    pub text: Option<String>,
 }
 
 /// Why gatebot asked a question: what its answer is for.
@@ -84,6 +94,22 @@ impl Purpose {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Replied {
     pub message: String,
+    /// Whose it is and what it says, as far as the platform told.
+    pub seen: Seen,
+}
+
+/// What the platform told about a message replied to. Its text matters only when
+/// gatebot does not know the message (a post whose answer is slow or was lost): a
+/// card names its request (`id k7m2abcd`), so the reply can still reach it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// One of gatebot's own messages, with its text (Telegram sends it with the reply).
+    Ours(String),
+    /// Someone else's message: it shows nothing of gatebot's.
+    Theirs,
+    /// The platform did not say (Slack's thread parent): read back when needed
+    /// ([`crate::chat::platform::Platform::read`]).
+    Unread,
 }
 
 /// Something a person did in a chat.
@@ -212,9 +238,12 @@ pub async fn handle(cx: &Context, actor: &Actor, inbound: Inbound) -> Answer {
                 }
             };
             debug!(platform = %cx.platform, user = %actor.id, ?action, "button pressed");
+            // Whoever pressed: the press shows which message is the card or digest.
+            adopt_pressed(cx, &action, &at).await;
             if !allowed(action.who(), actor) {
                 let subject = subject_of(cx, action.subject()).await;
-                return refuse(cx, actor, subject, &action.attempted()).await;
+                let attempted = format!("button {}", action.attempted());
+                return refuse(cx, actor, subject, &attempted).await;
             }
             conversation::press(cx, actor, action, &at).await
         }
@@ -252,6 +281,8 @@ async fn text_message(
 ) -> Answer {
     let chat_state = cx.engine.chat();
     let mut replied: Option<Subject> = None;
+    // A reply to a message of ours that shows no request gatebot can find.
+    let mut unmatched = false;
     if let Some(r) = reply_to {
         // A reply to a question gatebot asked: its text is the answer.
         match chat_state.question(&cx.platform, chat, &r.message).await {
@@ -277,8 +308,18 @@ async fn text_message(
                 }
             };
         }
+        if replied.is_none() {
+            // A message gatebot has no record of: a card whose post is still
+            // unconfirmed, or a copy posted again after its answer was lost.
+            match shown_by_text(cx, chat, r).await {
+                Shows::Subject(s) => replied = Some(s),
+                Shows::Nothing => unmatched = true,
+                Shows::NotOurs => {}
+            }
+        }
     }
-    let cmd = match Command::parse(text, cx.bot_username.as_deref(), replied.is_some()) {
+    let in_reply = replied.is_some() || unmatched;
+    let cmd = match Command::parse(text, cx.bot_username.as_deref(), in_reply) {
         Some(c) => c,
         None if addressed => Command::Help,
         None => return Answer::Nothing,
@@ -286,9 +327,114 @@ async fn text_message(
     if !allowed(cmd.who(), actor) {
         let typed = cmd.subject().or(replied.as_ref().map(|s| s.id.as_str()));
         let subject = subject_of(cx, typed).await;
-        return refuse(cx, actor, subject, &cmd.attempted()).await;
+        let attempted = format!("command {}", cmd.attempted());
+        return refuse(cx, actor, subject, &attempted).await;
+    }
+    if unmatched && matches!(cmd, Command::Approval(_)) && cmd.subject().is_none() {
+        warn!(platform = %cx.platform, chat, user = %actor.id, "a decision replies to a message that shows no request gatebot can find");
+        return Answer::note(UNMATCHED_REPLY);
     }
     conversation::command(cx, actor, cmd, replied.as_ref()).await
+}
+
+/// The answer to a decision replying to a message of gatebot's that shows no request
+/// it can find (a list, a help text, or a message it cannot read back).
+pub const UNMATCHED_REPLY: &str = "I cannot tell which request your reply is about: the message \
+     you replied to shows none I can find. Decide with /approve <id> or /deny <id> [reason] \
+     (the id is on the request's prompt), or reply to the prompt itself. /pending lists them.";
+
+/// What a message gatebot has no record of shows.
+enum Shows {
+    /// A request's card (adopted as that card's message if its post is in flight).
+    Subject(Subject),
+    /// A message of gatebot's showing no request it can find, or one it could not read.
+    Nothing,
+    /// Someone else's message.
+    NotOurs,
+}
+
+/// Finds the request a message of gatebot's shows by its text (see [`Seen`]), reading
+/// the message back if the platform did not send it along, and records the message
+/// as the card of that request if its post is still in flight here.
+async fn shown_by_text(cx: &Context, chat: &str, r: &Replied) -> Shows {
+    let text = match &r.seen {
+        Seen::Ours(t) => t.clone(),
+        Seen::Theirs => return Shows::NotOurs,
+        Seen::Unread => match cx.reader.read_back(chat, &r.message).await {
+            Ok(Some(t)) => t,
+            Ok(None) => return Shows::NotOurs,
+            Err(e) => {
+                warn!(platform = %cx.platform, chat, message = %r.message, error = %e, "cannot read back the message replied to");
+                return Shows::Nothing;
+            }
+        },
+    };
+    let Some(short) = conversation::shown_in(&text) else {
+        return Shows::Nothing;
+    };
+    let subject = match cx.engine.chat().lookup(&short).await {
+        Ok(s) => s,
+        Err(EngineError::NotFound(_)) => return Shows::Nothing,
+        Err(e) => {
+            error!(error = %e, "cannot look up the request a reply names");
+            return Shows::Nothing;
+        }
+    };
+    adopt(cx, chat, &r.message, Some(&subject.id), ShownBy::Card).await;
+    Shows::Subject(subject)
+}
+
+/// Records `message` as the message of a post in flight in `chat` (see
+/// [`crate::engine::ChatState::adopt`]); a failure only costs the bookkeeping.
+async fn adopt(cx: &Context, chat: &str, message: &str, subject: Option<&str>, by: ShownBy) {
+    match cx
+        .engine
+        .chat()
+        .adopt(&cx.platform, chat, message, subject, by)
+        .await
+    {
+        Ok(ids) if !ids.is_empty() => info!(
+            platform = %cx.platform, chat, message, subjects = ids.len(),
+            "a reply or press came before the platform confirmed the post: its message is recorded"
+        ),
+        Ok(_) => {}
+        Err(e) => error!(error = %e, "cannot record the message of a post in flight"),
+    }
+}
+
+/// A press on a message gatebot has no record of: if it is the message of a post in
+/// flight in its chat (the button's own card, as its text shows, or a digest), record
+/// it as such first, so the press can act on it and later changes reach it.
+async fn adopt_pressed(cx: &Context, action: &Action, at: &At) {
+    let Some(message) = &at.message else { return };
+    let state = cx.engine.chat();
+    match action {
+        Action::Approval(_) | Action::CheckIn(_) => {
+            let Some(id) = action.subject() else { return };
+            // Only the subject's own card: a `/pending` list has the same buttons.
+            let Some(short) = at.text.as_deref().and_then(conversation::shown_in) else {
+                return;
+            };
+            if !matches!(
+                state.shown_at(&cx.platform, &at.chat, message).await,
+                Ok(None)
+            ) {
+                return;
+            }
+            if matches!(state.lookup(&short).await, Ok(s) if s.id == id) {
+                adopt(cx, &at.chat, message, Some(id), ShownBy::Card).await;
+            }
+        }
+        // Digest buttons are only ever on digests.
+        Action::Digest(_) => {
+            if matches!(
+                state.digest(&cx.platform, &at.chat, message).await,
+                Ok(None)
+            ) {
+                adopt(cx, &at.chat, message, None, ShownBy::Digest).await;
+            }
+        }
+    }
 }
 
 fn allowed(who: Who, actor: &Actor) -> bool {
@@ -308,7 +454,8 @@ async fn subject_of(cx: &Context, typed: Option<&str>) -> Option<String> {
     }
 }
 
-/// Refuses `actor`, auditing what they attempted.
+/// Refuses `actor`, auditing what they attempted (a fixed text: "button Approve",
+/// "command pending"; the same attempts of a minute are coalesced by it).
 pub async fn refuse(
     cx: &Context,
     actor: &Actor,
@@ -316,11 +463,16 @@ pub async fn refuse(
     attempted: &str,
 ) -> Answer {
     let detail = json!({"user_id": actor.id, "name": actor.name, "attempted": attempted});
-    if let Err(e) = cx
-        .engine
-        .record_unauthorised(subject, actor.label(), cx.via(), detail)
-        .await
-    {
+    let refusal = Refusal {
+        approval_id: subject,
+        actor: actor.label(),
+        via: cx.via(),
+        transport: None,
+        kind: attempted.to_string(),
+        reason: None,
+        detail,
+    };
+    if let Err(e) = cx.engine.record_unauthorised(refusal).await {
         error!(error = %e, "cannot audit an unauthorised attempt");
     }
     Answer::alert(not_allowed(actor))

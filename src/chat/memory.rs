@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 
 use crate::approval::PlatformId;
 use crate::chat::card::{Card, Line};
-use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Replied};
+use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Replied, Seen};
 use crate::chat::platform::{Platform, PlatformRun, SendError};
 use crate::chat::Context;
 use crate::config::{ChatSettings, Config};
@@ -42,6 +42,10 @@ pub struct Message {
 struct State {
     next: u64,
     messages: Vec<Message>,
+    /// Posts whose answer is lost: the message exists, the call fails as unknown.
+    lose_answers: usize,
+    /// Answers to posts wait until released (the message exists meanwhile).
+    hold_answers: bool,
 }
 
 /// The in-memory platform: chats, a digest threshold, and what was posted.
@@ -52,6 +56,7 @@ pub struct Memory {
     state: Mutex<State>,
     cx: OnceLock<Context>,
     started: Notify,
+    released: Notify,
 }
 
 impl Memory {
@@ -63,7 +68,26 @@ impl Memory {
             state: Mutex::new(State::default()),
             cx: OnceLock::new(),
             started: Notify::new(),
+            released: Notify::new(),
         })
+    }
+
+    /// The next `n` posts take effect but their answers are lost (after any hold):
+    /// delivery sees an unknown outcome, as when a connection breaks after the platform
+    /// stored a post.
+    pub fn lose_next_answers(&self, n: usize) {
+        self.lock().lose_answers += n;
+    }
+
+    /// From now on, answers to posts wait (the messages exist meanwhile), as when the
+    /// platform is slow to confirm a post, until [`Memory::release_answers`].
+    pub fn hold_answers(&self) {
+        self.lock().hold_answers = true;
+    }
+
+    pub fn release_answers(&self) {
+        self.lock().hold_answers = false;
+        self.released.notify_waiters();
     }
 
     /// Runs the platform in a daemon ([`crate::daemon::App::add_platform`]).
@@ -151,6 +175,7 @@ impl Memory {
         let at = At {
             chat: chat.to_string(),
             message: Some(message.to_string()),
+            text: self.message(chat, message).map(|m| m.card.plain()),
         };
         let press = Inbound::Press {
             data: data.to_string(),
@@ -173,8 +198,12 @@ impl Memory {
         let message = Inbound::Text {
             chat: chat.to_string(),
             text: text.to_string(),
+            // Every message here is gatebot's; like Telegram, the reply carries it.
             reply_to: reply_to.map(|m| Replied {
                 message: m.to_string(),
+                seen: self
+                    .message(chat, m)
+                    .map_or(Seen::Theirs, |msg| Seen::Ours(msg.card.plain())),
             }),
             addressed: false,
         };
@@ -239,7 +268,23 @@ impl Platform for Memory {
     }
 
     async fn post(&self, chat: &str, card: &Card) -> Result<String, SendError> {
-        Ok(self.add(chat, card.clone(), None))
+        let id = self.add(chat, card.clone(), None);
+        // The message exists now; its answer may be slow, and then lost.
+        loop {
+            let released = self.released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            if !self.lock().hold_answers {
+                break;
+            }
+            released.await;
+        }
+        let mut state = self.lock();
+        if state.lose_answers > 0 {
+            state.lose_answers -= 1;
+            return Err(SendError::Unknown("the answer to the post was lost".into()));
+        }
+        Ok(id)
     }
 
     async fn edit(&self, chat: &str, message: &str, card: &Card) -> Result<(), SendError> {

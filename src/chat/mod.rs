@@ -48,6 +48,9 @@ pub struct Context {
     pub delivery: delivery::Handle,
     /// The bot's username where commands may name it (Telegram's `/approve@bot`).
     pub bot_username: Option<String>,
+    /// Reads the platform's messages back, for replies to messages gatebot has no
+    /// record of ([`platform::Platform::read`]).
+    pub reader: Arc<dyn platform::ReadBack>,
 }
 
 impl Context {

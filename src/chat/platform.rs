@@ -93,6 +93,37 @@ pub trait Platform: Send + Sync + 'static {
         message: &str,
         card: &Card,
     ) -> impl Future<Output = Result<(), SendError>> + Send;
+    /// What `message` in `chat` says, if it is one of the bot's own messages; `None`
+    /// for someone else's. Asked only for a message a reply went to that gatebot has
+    /// no record of, where the platform did not send its text along (Slack's thread
+    /// parent). By default a platform cannot read messages back: `None`.
+    fn read(
+        &self,
+        _chat: &str,
+        _message: &str,
+    ) -> impl Future<Output = Result<Option<String>, SendError>> + Send {
+        async { Ok(None) }
+    }
+}
+
+/// Reads a platform's messages back ([`Platform::read`]) for the inbound layer,
+/// whatever the platform.
+pub trait ReadBack: Send + Sync {
+    fn read_back<'a>(
+        &'a self,
+        chat: &'a str,
+        message: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, SendError>>;
+}
+
+impl<P: Platform> ReadBack for P {
+    fn read_back<'a>(
+        &'a self,
+        chat: &'a str,
+        message: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, SendError>> {
+        Box::pin(self.read(chat, message))
+    }
 }
 
 /// Starts a chat platform: given the engine and the shutdown token, the future that
@@ -120,6 +151,7 @@ pub async fn run<P, F, Fut>(
         platform: platform.id(),
         delivery: handle,
         bot_username,
+        reader: platform,
     };
     tokio::join!(delivery, inbound(cx));
 }

@@ -7,15 +7,26 @@ use std::time::Duration;
 use hyper::{Method, StatusCode};
 use serde_json::{json, Value};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
-use super::{Client, Response};
-use crate::hooks::{parse, render, resolve, Budget, Gate, GateError, Kind, Verdict};
+use super::{Client, ClientError, Response};
+use crate::hooks::{parse, render, resolve_until_stopped, Budget, Gate, GateError, Kind, Verdict};
 use crate::wire::{ApprovalView, SubmitBody};
 
 /// The daemon over its agents' Unix socket.
 #[derive(Debug, Clone)]
 pub(crate) struct SocketGate {
     pub client: Client,
+}
+
+impl From<ClientError> for GateError {
+    fn from(e: ClientError) -> Self {
+        if e.is_transient() {
+            GateError::Unreachable(e.to_string())
+        } else {
+            GateError::Failed(e.to_string())
+        }
+    }
 }
 
 fn view_from(res: Response) -> Result<ApprovalView, GateError> {
@@ -37,8 +48,7 @@ impl Gate for SocketGate {
         let res = self
             .client
             .send(Method::POST, "/v1/requests", Some(bytes))
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if res.status == StatusCode::PAYLOAD_TOO_LARGE {
             return Err(GateError::TooLarge {
                 bytes: Some(size),
@@ -52,15 +62,14 @@ impl Gate for SocketGate {
 
     async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, GateError> {
         let path = format!("/v1/requests/{id}?wait={:.3}", up_to.as_secs_f64());
-        view_from(self.client.get(&path).await.map_err(|e| e.to_string())?)
+        view_from(self.client.get(&path).await?)
     }
 
     async fn cancel(&self, id: &str) -> Result<ApprovalView, GateError> {
         let res = self
             .client
             .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if res.error_code() == Some("already_decided") {
             return serde_json::from_value(res.body["request"].clone())
                 .map_err(|e| GateError::Failed(format!("unexpected answer from gatebot: {e}")));
@@ -80,11 +89,14 @@ pub struct HookRun {
     /// The agents' socket, or why it could not be found (then the answer is a deny).
     pub socket: Result<PathBuf, String>,
     pub token: Option<String>,
+    /// Fires when the agent kills the hook: withdraw, deny, exit.
+    pub stop: CancellationToken,
 }
 
-/// Answers one hook payload. `Err` only for input that is not a hook payload of
-/// this kind (the caller exits 2, which Claude Code and Gemini CLI treat as a block).
-pub async fn run(h: HookRun, input: &str) -> Result<Value, String> {
+/// Answers one hook payload: the JSON to print, or `None` to print nothing (Codex's
+/// `PreToolUse` on allow). `Err` only for input that is not a hook payload of this
+/// kind (the caller exits 2, which every agent treats as a block).
+pub async fn run(h: HookRun, input: &str) -> Result<Option<Value>, String> {
     let parsed = parse(h.kind, input)?;
     let agent = h
         .agent
@@ -97,7 +109,8 @@ pub async fn run(h: HookRun, input: &str) -> Result<Value, String> {
             };
             let total = h.budget.unwrap_or_else(|| h.kind.default_budget());
             let budget = Budget::new(total, h.started);
-            resolve(&gate, &parsed.call.submit_body(&agent), budget, |_, _| {}).await
+            let body = parsed.call.submit_body(&agent);
+            resolve_until_stopped(&gate, &body, budget, |_, _| {}, &h.stop).await
         }
     };
     Ok(render(&parsed, &verdict))

@@ -16,7 +16,9 @@
 //!    [`crate::hooks::WAIT_SLICE`], so the client does not time it out as idle.
 //! 5. `notifications/cancelled` for a waiting call, or the client closing stdin,
 //!    withdraws its gatebot request, so nobody is asked to decide for a caller
-//!    that is gone.
+//!    that is gone. So does the server being told to stop ([`McpOptions::stop`]:
+//!    SIGTERM, SIGINT or SIGHUP): each waiting call withdraws its request and is
+//!    answered with a deny, within a second, and the server returns.
 //! 6. Errors: -32700 parse error, -32600 invalid request, -32601 unknown method,
 //!    -32602 bad params (unknown tool, missing `tool_name`).
 
@@ -29,10 +31,11 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
 
 use super::hook::SocketGate;
 use super::Client;
-use crate::hooks::{resolve, Budget, ToolCall, Verdict};
+use crate::hooks::{resolve_until_stopped, Budget, ToolCall, Verdict};
 
 /// The tool's name; Claude Code refers to it as `mcp__<server>__request_approval`.
 pub const TOOL_NAME: &str = "request_approval";
@@ -54,7 +57,14 @@ pub struct McpOptions {
     /// The agents' socket, or why it could not be found (then every call is denied).
     pub socket: Result<PathBuf, String>,
     pub token: Option<String>,
+    /// Fires when the server must stop (the client killed it, or Ctrl-C).
+    pub stop: CancellationToken,
 }
+
+/// Longest a stopping server waits for its calls to withdraw and answer: their own
+/// bound ([`crate::hooks::STOP_SUBMIT_GRACE`] + [`crate::hooks::STOP_WITHDRAW`]) and a
+/// margin to write the answers.
+const STOP_DRAIN: Duration = Duration::from_millis(950);
 
 /// Serves MCP on `input`/`output` until `input` ends.
 pub async fn serve<R, W>(opts: McpOptions, input: R, output: W) -> std::io::Result<()>
@@ -77,7 +87,23 @@ where
     let mut waiting: HashMap<String, (tokio::task::AbortHandle, Slot)> = HashMap::new();
     let mut withdrawals = JoinSet::new();
     let mut lines = input.lines();
-    while let Some(line) = lines.next_line().await? {
+    loop {
+        let line = tokio::select! {
+            line = lines.next_line() => line?,
+            _ = opts.stop.cancelled() => {
+                // Each waiting call sees the same token: it withdraws and answers deny.
+                let _ = tokio::time::timeout(STOP_DRAIN, async {
+                    while calls.join_next().await.is_some() {}
+                })
+                .await;
+                calls.abort_all();
+                drop(tx);
+                // The client may be gone; answers it cannot read are no error now.
+                let _ = tokio::time::timeout(STOP_DRAIN, writer).await;
+                return Ok(());
+            }
+        };
+        let Some(line) = line else { break };
         if line.trim().is_empty() {
             continue;
         }
@@ -292,7 +318,7 @@ async fn approve(
                 client: Client::new(socket).with_token(opts.token.clone()),
             };
             let mut n = 0u64;
-            resolve(
+            resolve_until_stopped(
                 &gate,
                 &call.submit_body(&opts.agent),
                 Budget::new(opts.budget, tokio::time::Instant::now()),
@@ -316,6 +342,7 @@ async fn approve(
                         }
                     }));
                 },
+                &opts.stop,
             )
             .await
         }
@@ -351,6 +378,7 @@ mod tests {
             budget: Duration::from_secs(1),
             socket: Err("no socket".into()),
             token: None,
+            stop: CancellationToken::new(),
         }
     }
 

@@ -26,15 +26,53 @@ use tokio::net::UnixStream;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// Nothing listens at the socket (or it cannot be opened).
     #[error("cannot reach gatebot at {}: {source} (is `gatebot run` running? set --socket or GATEBOT_SOCKET)", path.display())]
     Unreachable {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The connection broke before the answer was complete (a daemon restarting, say).
+    #[error("the connection to gatebot broke: {0}")]
+    Disconnected(String),
     #[error("talking to gatebot failed: {0}")]
     Protocol(String),
     #[error("gatebot did not answer within {}", crate::time::format_duration(*.0))]
     TimedOut(Duration),
+}
+
+impl ClientError {
+    /// The daemon could not be reached, or dropped the connection: what a restart looks
+    /// like, so worth another try. A daemon that answers nonsense or nothing is not.
+    #[must_use]
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Unreachable { .. } | ClientError::Disconnected(_)
+        )
+    }
+}
+
+/// A token that fires on the first SIGTERM, SIGINT or SIGHUP, for the processes an
+/// agent starts and may kill (`gatebot hook`, `gatebot mcp`): they withdraw what they
+/// asked for, answer deny and exit, instead of dying with a request left pending.
+/// From the first call on, those signals no longer end the process by themselves.
+pub fn stop_on_signals() -> std::io::Result<tokio_util::sync::CancellationToken> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let fire = stop.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+            _ = hup.recv() => {}
+        }
+        fire.cancel();
+    });
+    Ok(stop)
 }
 
 /// An API response: status and JSON body.
@@ -65,6 +103,8 @@ pub struct Client {
     socket: PathBuf,
     token: Option<String>,
     timeout: Option<Duration>,
+    /// Sent with every request.
+    headers: Vec<(&'static str, String)>,
 }
 
 /// Stops the connection task when a request is dropped half-way (e.g. timed out),
@@ -84,7 +124,15 @@ impl Client {
             socket: socket.as_ref().to_path_buf(),
             token: None,
             timeout: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// Sends `name: value` with every request.
+    #[must_use]
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
     }
 
     /// Sends `Authorization: Bearer <token>` with every request.
@@ -126,12 +174,87 @@ impl Client {
         }
     }
 
+    /// GETs `path` and hands each line of a successful answer to `line` as it arrives
+    /// (NDJSON), never holding the whole body; `line` may stop the reading early
+    /// (`ControlFlow::Break`). An error status is read whole and returned. The timeout,
+    /// if set, bounds the wait for the answer to begin and then for each further part
+    /// of it, not the whole answer, which may be long.
+    pub async fn get_lines(
+        &self,
+        path: &str,
+        mut line: impl FnMut(&[u8]) -> std::ops::ControlFlow<()>,
+    ) -> Result<Option<Response>, ClientError> {
+        let (res, _conn) = match self.timeout {
+            None => self.request(Method::GET, path, None).await?,
+            Some(t) => tokio::time::timeout(t, self.request(Method::GET, path, None))
+                .await
+                .map_err(|_| ClientError::TimedOut(t))??,
+        };
+        let status = res.status();
+        if !status.is_success() {
+            let body = match self.timeout {
+                None => read_json(res.into_body()).await?,
+                Some(t) => tokio::time::timeout(t, read_json(res.into_body()))
+                    .await
+                    .map_err(|_| ClientError::TimedOut(t))??,
+            };
+            return Ok(Some(Response { status, body }));
+        }
+        let mut body = res.into_body();
+        let mut pending: Vec<u8> = Vec::new();
+        loop {
+            let frame = match self.timeout {
+                None => body.frame().await,
+                Some(t) => tokio::time::timeout(t, body.frame())
+                    .await
+                    .map_err(|_| ClientError::TimedOut(t))?,
+            };
+            let Some(frame) = frame else { break };
+            let frame = frame.map_err(|e| ClientError::Disconnected(e.to_string()))?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            pending.extend_from_slice(&data);
+            let mut start = 0;
+            while let Some(end) = pending[start..].iter().position(|b| *b == b'\n') {
+                if line(&pending[start..start + end]).is_break() {
+                    return Ok(None);
+                }
+                start += end + 1;
+            }
+            pending.drain(..start);
+            if pending.len() > MAX_LINE {
+                return Err(ClientError::Protocol(format!(
+                    "the daemon sent a line longer than {MAX_LINE} bytes"
+                )));
+            }
+        }
+        if !pending.is_empty() {
+            let _ = line(&pending);
+        }
+        Ok(None)
+    }
+
     async fn exchange(
         &self,
         method: Method,
         path: &str,
         body: Option<Vec<u8>>,
     ) -> Result<Response, ClientError> {
+        let (res, _conn) = self.request(method, path, body).await?;
+        let status = res.status();
+        let body = read_json(res.into_body()).await?;
+        Ok(Response { status, body })
+    }
+
+    /// Connects, sends the request and reads the answer's head. The connection lives
+    /// as long as the returned guard.
+    async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<(hyper::Response<hyper::body::Incoming>, AbortOnDrop), ClientError> {
         let stream =
             UnixStream::connect(&self.socket)
                 .await
@@ -141,8 +264,8 @@ impl Client {
                 })?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
-            .map_err(|e| ClientError::Protocol(e.to_string()))?;
-        let _conn = AbortOnDrop(tokio::spawn(conn));
+            .map_err(|e| ClientError::Disconnected(e.to_string()))?;
+        let conn = AbortOnDrop(tokio::spawn(conn));
         let mut req = Request::builder()
             .method(method)
             .uri(format!("http://gatebot{path}"))
@@ -153,27 +276,33 @@ impl Client {
         if let Some(t) = &self.token {
             req = req.header("authorization", format!("Bearer {t}"));
         }
+        for (name, value) in &self.headers {
+            req = req.header(*name, value);
+        }
         let req = req
             .body(Full::new(Bytes::from(body.unwrap_or_default())))
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
         let res = sender
             .send_request(req)
             .await
-            .map_err(|e| ClientError::Protocol(e.to_string()))?;
-        let status = res.status();
-        let bytes = res
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| ClientError::Protocol(e.to_string()))?
-            .to_bytes();
-        let body = if bytes.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&bytes).map_err(|e| {
-                ClientError::Protocol(format!("the daemon answered with invalid JSON: {e}"))
-            })?
-        };
-        Ok(Response { status, body })
+            .map_err(|e| ClientError::Disconnected(e.to_string()))?;
+        Ok((res, conn))
     }
+}
+
+/// The longest line [`Client::get_lines`] accepts: far more than any audit row.
+const MAX_LINE: usize = 16 << 20;
+
+/// Reads a whole answer body as JSON (`Null` when empty).
+async fn read_json(body: hyper::body::Incoming) -> Result<Value, ClientError> {
+    let bytes = body
+        .collect()
+        .await
+        .map_err(|e| ClientError::Disconnected(e.to_string()))?
+        .to_bytes();
+    if bytes.is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|e| ClientError::Protocol(format!("the daemon answered with invalid JSON: {e}")))
 }

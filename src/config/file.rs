@@ -85,12 +85,14 @@ pub(crate) fn default_digest_after() -> usize {
 #[serde(default, deny_unknown_fields)]
 pub(super) struct FileStore {
     pub(super) path: PathBuf,
+    pub(super) max_size: Option<String>,
 }
 
 impl Default for FileStore {
     fn default() -> Self {
         FileStore {
             path: PathBuf::from("gatebot.db"),
+            max_size: None,
         }
     }
 }
@@ -105,6 +107,11 @@ pub(super) struct FileQueue {
     #[serde(deserialize_with = "de_duration")]
     pub(super) max_wait: Duration,
     pub(super) metrics: bool,
+    pub(super) max_connections: Option<usize>,
+    #[serde(deserialize_with = "de_duration")]
+    pub(super) header_timeout: Duration,
+    #[serde(deserialize_with = "de_duration")]
+    pub(super) idle_timeout: Duration,
 }
 
 impl Default for FileQueue {
@@ -116,6 +123,9 @@ impl Default for FileQueue {
             max_body_bytes: 64 * 1024,
             max_wait: Duration::from_secs(300),
             metrics: false,
+            max_connections: None,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
         }
     }
 }

@@ -14,7 +14,8 @@
 //! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`) and
 //! `agents`, `workflow` (`[workflow]`, `[agents.NAME.workflow]`). A chat platform's table is read and resolved by the platform itself
 //! ([`crate::telegram::config`], [`crate::slack::config`]) with the same helpers, so
-//! the keys of a channel live next to the code that uses them.
+//! the keys of a channel live next to the code that uses them. `reload` says what a
+//! running daemon can take up from a new file (SIGHUP) and what needs a restart.
 //!
 //! Every key is documented in the example `bot.toml` at the top of the repository.
 
@@ -22,6 +23,7 @@ mod agents;
 pub(crate) mod file;
 mod policy;
 mod queue;
+mod reload;
 pub(crate) mod resolve;
 pub mod workflow;
 
@@ -38,6 +40,7 @@ use crate::secret::Secret;
 use crate::slack::config::SlackConfig;
 use crate::telegram::config::TelegramConfig;
 use file::parse_file;
+pub use queue::Sockets;
 use resolve::Resolve;
 
 /// A configuration error: what is wrong, where.
@@ -94,6 +97,8 @@ pub struct Config {
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
     pub path: PathBuf,
+    /// The most bytes the database may take; beyond it writes fail as on a full disk.
+    pub max_size: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +115,13 @@ pub struct QueueConfig {
     pub max_wait: Duration,
     /// Serve Prometheus metrics at `/metrics` on the TCP listener too.
     pub metrics: bool,
+    /// Open connections per agents' listener (Unix socket, TCP); `None`: as many as fit
+    /// the open-file limit, up to [`crate::serve::DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: Option<usize>,
+    /// How long a request head may take to arrive once its first byte has.
+    pub header_timeout: Duration,
+    /// How long a connection may wait for a request (a long-poll is not waiting).
+    pub idle_timeout: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -134,6 +146,17 @@ pub enum UnknownAgents {
     Reject,
     /// Treat them as `supervised` agents with no lists: every call asks a human.
     Supervised,
+}
+
+impl UnknownAgents {
+    /// As `bot.toml` writes it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnknownAgents::Reject => "reject",
+            UnknownAgents::Supervised => "supervised",
+        }
+    }
 }
 
 /// What every chat platform's table sets: where cards go, who may decide there, and

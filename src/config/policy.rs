@@ -20,6 +20,15 @@ impl Resolve<'_> {
         tools: HashMap<String, ToolClass>,
         errors: &mut Vec<ConfigError>,
     ) -> Option<Policy> {
+        // A request lives at least a second: the API refuses anything shorter.
+        for (key, ttl) in [
+            ("default_ttl", policy.default_ttl),
+            ("max_ttl", policy.max_ttl),
+        ] {
+            if ttl < std::time::Duration::from_secs(1) {
+                errors.push(self.error("policy", key, "must be at least 1s"));
+            }
+        }
         if policy.default_ttl > policy.max_ttl {
             errors.push(self.error(
                 "policy",
@@ -93,6 +102,21 @@ impl Resolve<'_> {
 #[cfg(test)]
 mod tests {
     use crate::config::parse_in_etc as parse;
+    use crate::config::Config;
+    use std::path::Path;
+
+    #[test]
+    fn a_ttl_under_a_second_is_an_error() {
+        for key in ["default_ttl", "max_ttl"] {
+            let raw = format!("[policy]\n{key} = \"500ms\"\n");
+            let errors = Config::check_text(&raw, Path::new("/etc/gatebot/bot.toml")).unwrap_err();
+            let e = errors
+                .iter()
+                .find(|e| e.key == format!("policy.{key}") && e.line == Some(2))
+                .unwrap_or_else(|| panic!("{errors:?}"));
+            assert_eq!(e.message, "must be at least 1s");
+        }
+    }
 
     #[test]
     fn default_ttl_longer_than_max_is_an_error() {

@@ -1,14 +1,64 @@
 //! `[store]`, `[queue]` and `[log]`: where gatebot keeps its data, how agents and
 //! owners reach it, and what it logs.
 
-use super::file::{FileLog, FileQueue, FileStore};
+use std::path::{Path, PathBuf};
+
+use super::file::{parse_file, FileLog, FileQueue, FileStore};
 use super::resolve::Resolve;
-use super::{ConfigError, LogConfig, QueueConfig, StoreConfig};
+use super::{Config, ConfigError, LogConfig, QueueConfig, StoreConfig};
+use crate::store::sibling;
+
+/// Where the daemon listens, as the client commands read it ([`Config::sockets`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sockets {
+    /// `[queue] socket`: `ask`, the hooks and `gatebot mcp`.
+    pub agents: PathBuf,
+    /// `[queue] control_socket`: the owner's commands.
+    pub control: PathBuf,
+}
+
+impl Config {
+    /// Only the sockets of the file at `path`, for the client commands. Nothing else is
+    /// resolved: an owner's shell (or an agent's) does not have the daemon's secrets, so
+    /// an agent's unset `token_env` or a `${CREDENTIALS_DIRECTORY}` that only systemd
+    /// sets must not stop `gatebot pending`. The file must still be a valid `bot.toml`.
+    pub fn sockets(path: &Path) -> Result<Sockets, ConfigError> {
+        let raw = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            key: String::new(),
+            line: None,
+            message: format!("cannot read the config file: {e}"),
+        })?;
+        let file = parse_file(&raw, path)?;
+        let r = Resolve::new(&raw, path);
+        Ok(Sockets {
+            agents: r.anchor(&file.queue.socket),
+            control: r.anchor(&file.queue.control_socket),
+        })
+    }
+}
 
 impl Resolve<'_> {
-    pub(super) fn store(&self, store: FileStore) -> StoreConfig {
+    /// `[store]`; a bad size is recorded, and the value is always there.
+    pub(super) fn store(&self, store: FileStore, errors: &mut Vec<ConfigError>) -> StoreConfig {
+        let max_size = store.max_size.as_deref().and_then(|s| match parse_size(s) {
+            Ok(n) if n >= MIN_STORE_SIZE => Some(n),
+            Ok(_) => {
+                errors.push(self.error(
+                    "store",
+                    "max_size",
+                    format!("`{s}` is too small: the database needs at least 1MiB"),
+                ));
+                None
+            }
+            Err(e) => {
+                errors.push(self.error("store", "max_size", e));
+                None
+            }
+        });
         StoreConfig {
             path: self.anchor(&store.path),
+            max_size,
         }
     }
 
@@ -33,12 +83,16 @@ impl Resolve<'_> {
                 "metrics are served on the TCP listener: set `queue.listen` too (the control socket always serves /metrics)",
             ));
         }
-        if queue.socket == queue.control_socket {
-            errors.push(self.error(
-                "queue",
-                "control_socket",
-                "must differ from `queue.socket`: agents must not reach the owners' socket",
-            ));
+        if queue.max_connections == Some(0) {
+            errors.push(self.error("queue", "max_connections", "must be at least 1"));
+        }
+        for (key, d) in [
+            ("header_timeout", queue.header_timeout),
+            ("idle_timeout", queue.idle_timeout),
+        ] {
+            if d < std::time::Duration::from_secs(1) {
+                errors.push(self.error("queue", key, "must be at least 1s"));
+            }
         }
         QueueConfig {
             socket: self.anchor(&queue.socket),
@@ -47,6 +101,55 @@ impl Resolve<'_> {
             max_body_bytes: queue.max_body_bytes,
             max_wait: queue.max_wait,
             metrics: queue.metrics,
+            max_connections: queue.max_connections,
+            header_timeout: queue.header_timeout,
+            idle_timeout: queue.idle_timeout,
+        }
+    }
+
+    /// The socket paths against each other, the database and this file: a socket path
+    /// must name nothing else gatebot uses (the daemon refuses to start on a path that
+    /// holds anything but a stale socket, and must never remove the database).
+    pub(super) fn socket_paths(
+        &self,
+        store: &StoreConfig,
+        queue: &QueueConfig,
+        errors: &mut Vec<ConfigError>,
+    ) {
+        if queue.socket == queue.control_socket {
+            errors.push(self.error(
+                "queue",
+                "control_socket",
+                "must differ from `queue.socket`: agents must not reach the owners' socket",
+            ));
+        }
+        let taken = [
+            (store.path.clone(), "the database (`store.path`)"),
+            (
+                sibling(&store.path, "-wal"),
+                "the database's write-ahead log",
+            ),
+            (
+                sibling(&store.path, "-shm"),
+                "the database's shared-memory file",
+            ),
+            (sibling(&store.path, "-journal"), "the database's journal"),
+            (self.file().to_path_buf(), "this config file"),
+        ];
+        for (key, path) in [
+            ("socket", &queue.socket),
+            ("control_socket", &queue.control_socket),
+        ] {
+            if let Some((_, what)) = taken.iter().find(|(p, _)| p == path) {
+                errors.push(self.error(
+                    "queue",
+                    key,
+                    format!(
+                        "`{}` is {what}: a socket needs a path of its own",
+                        path.display()
+                    ),
+                ));
+            }
         }
     }
 
@@ -69,13 +172,109 @@ impl Resolve<'_> {
     }
 }
 
+/// The smallest `store.max_size`: room for the schema and some requests.
+const MIN_STORE_SIZE: u64 = 1 << 20;
+
+/// `500MB`, `2GiB`, `1048576` (bytes): a size, as `store.max_size` is written.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let unit_bytes: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => u64::MAX,
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .filter(|_| unit_bytes != u64::MAX)
+        .and_then(|n| n.checked_mul(unit_bytes))
+        .ok_or_else(|| format!("`{s}` is not a size like 500MB, 2GB or 1GiB"))
+}
+
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use crate::config::parse_in_etc as parse;
+    use crate::config::Config;
 
     #[test]
     fn same_socket_twice_is_an_error() {
         let e = parse("[queue]\nsocket = \"a.sock\"\ncontrol_socket = \"a.sock\"\n").unwrap_err();
         assert_eq!(e.key, "queue.control_socket");
+        // The same file, written two ways.
+        let e = parse("[queue]\nsocket = \"./a.sock\"\ncontrol_socket = \"/etc/gatebot/a.sock\"\n")
+            .unwrap_err();
+        assert_eq!(e.key, "queue.control_socket");
+        assert_eq!(e.line, Some(3));
+    }
+
+    #[test]
+    fn a_socket_on_the_database_or_its_files_is_an_error() {
+        for (socket, what) in [
+            ("gatebot.db", "the database (`store.path`)"),
+            ("gatebot.db-wal", "write-ahead log"),
+            ("/etc/gatebot/gatebot.db-shm", "shared-memory file"),
+            ("bot.toml", "this config file"),
+        ] {
+            let e = parse(&format!("[queue]\nsocket = \"{socket}\"\n")).unwrap_err();
+            assert_eq!(e.key, "queue.socket", "{socket}");
+            assert_eq!(e.line, Some(2), "{socket}");
+            assert!(e.message.contains(what), "{socket}: {}", e.message);
+        }
+        let e = parse(
+            "[store]\npath = \"/var/lib/g.db\"\n[queue]\ncontrol_socket = \"/var/lib/g.db\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "queue.control_socket");
+        assert!(
+            parse("[store]\npath = \"/var/lib/g.db\"\n[queue]\nsocket = \"gatebot.db\"\n").is_ok()
+        );
+    }
+
+    #[test]
+    fn connection_limits_are_checked_with_their_key() {
+        let e = parse("[queue]\nmax_connections = 0\n").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("queue.max_connections", Some(2)));
+        let e = parse("[queue]\nidle_timeout = \"500ms\"\n").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("queue.idle_timeout", Some(2)));
+        let e = parse("[queue]\nheader_timeout = \"soon\"\n").unwrap_err();
+        assert_eq!(e.key, "queue.header_timeout");
+        let c = parse("").unwrap();
+        assert_eq!(c.queue.max_connections, None);
+        assert_eq!(c.queue.header_timeout, std::time::Duration::from_secs(10));
+        assert_eq!(c.queue.idle_timeout, std::time::Duration::from_secs(60));
+    }
+
+    #[test]
+    fn sockets_are_read_without_the_daemons_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bot.toml");
+        std::fs::write(
+            &path,
+            "[queue]\ncontrol_socket = \"/run/gatebot/control.sock\"\n\n\
+             [agents.mailer]\ntier = \"supervised\"\ntoken_env = \"GATEBOT_TEST_UNSET_TOKEN\"\n\n\
+             [telegram]\ntoken_file = \"${CREDENTIALS_DIRECTORY}/telegram-token\"\n\
+             chats = [1]\napprovers = [1]\n",
+        )
+        .unwrap();
+        assert!(Config::load(&path).is_err(), "the daemon needs the secrets");
+        let s = Config::sockets(&path).unwrap();
+        assert_eq!(s.agents, dir.path().join("gatebot.sock"));
+        assert_eq!(s.control, Path::new("/run/gatebot/control.sock"));
+
+        // A file that is not a bot.toml is still an error, with its line.
+        std::fs::write(&path, "[queue]\nsocket = 5\n").unwrap();
+        let e = Config::sockets(&path).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("queue.socket", Some(2)));
     }
 }

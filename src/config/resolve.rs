@@ -61,8 +61,9 @@ impl Resolve<'_> {
         let workflow = self.workflow(workflow, &mut agents, policy.max_ttl, &mut notes, errors);
         let telegram = telegram.and_then(|t| t.resolve(self, &mut notes, errors));
         let slack = slack.and_then(|s| s.resolve(self, &mut notes, errors));
-        let store = self.store(store);
+        let store = self.store(store, errors);
         let queue = self.queue(queue, errors);
+        self.socket_paths(&store, &queue, errors);
         let log = self.log(log, errors);
         let (default_ttl, max_ttl, unknown_agents) =
             (policy.default_ttl, policy.max_ttl, policy.unknown_agents);
@@ -98,6 +99,11 @@ impl Resolve<'_> {
             line: locate(self.raw, table, key).or_else(|| locate(self.raw, table, "")),
             message: message.into(),
         }
+    }
+
+    /// The config file being resolved.
+    pub(crate) fn file(&self) -> &Path {
+        self.path
     }
 
     /// A path from the file, relative to the file's directory unless absolute.

@@ -84,7 +84,9 @@ impl ChatState {
             .await
     }
 
-    /// The post succeeded as `message` (audited as `prompted` for each subject).
+    /// The post succeeded as `message` (audited as `prompted` for each subject);
+    /// returns the subjects recorded, those a reply or press had not already tied to
+    /// a message ([`ChatState::adopt`]).
     pub async fn finish_post(
         &self,
         platform: &PlatformId,
@@ -92,7 +94,7 @@ impl ChatState {
         ids: &[String],
         by: ShownBy,
         message: &str,
-    ) -> Result<()> {
+    ) -> Result<Vec<String>> {
         let (p, c, i, m) = (
             platform.to_string(),
             chat.to_string(),
@@ -100,6 +102,28 @@ impl ChatState {
             message.to_string(),
         );
         self.run(move |s| s.finish_post(&p, &c, &i, by, &m, now_ms()))
+            .await
+    }
+
+    /// `message`, one of gatebot's messages in `chat` that someone replied to or
+    /// pressed a button on, shows what a post in flight there shows (`subject`'s card,
+    /// or a digest): record it as that post's message, since the platform's answer has
+    /// not come (slow) or never will (lost). Returns the subjects it now records.
+    pub async fn adopt(
+        &self,
+        platform: &PlatformId,
+        chat: &str,
+        message: &str,
+        subject: Option<&str>,
+        by: ShownBy,
+    ) -> Result<Vec<String>> {
+        let (p, c, m, id) = (
+            platform.to_string(),
+            chat.to_string(),
+            message.to_string(),
+            subject.map(str::to_string),
+        );
+        self.run(move |s| s.adopt_post(&p, &c, &m, id.as_deref(), by, now_ms()))
             .await
     }
 

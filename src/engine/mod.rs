@@ -13,27 +13,35 @@
 //!    live in SQLite, so a restart picks them up again.
 //! 4. Every change is published as [`Event::Settled`]; long-polling agents
 //!    ([`Engine::wait`]) and chat channels listen on the bus.
+//!
+//! Every store call is guarded ([`Store::guarded`]): refused with a storage fault
+//! when the database file was deleted or replaced, and a disk-full or I/O failure is
+//! noted for [`Engine::storage_fault`] (`/v1/health`, the systemd watchdog).
+//! Refused attempts are recorded by `refusal`; `housekeeping` runs every few seconds.
 
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::sync::{broadcast, mpsc, oneshot, Notify};
+use tokio::sync::{broadcast, mpsc, oneshot, watch, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::{info, info_span, warn, Instrument, Span};
 
 use crate::approval::{Approval, Decision, Status, Verb, Via};
 use crate::config::{AgentConfig, Config};
-use crate::names::valid_agent_name;
+use crate::names::{hidden_character, valid_agent_name};
 use crate::policy::{Action, History, Request};
 use crate::store::{
-    AuditCheck, AuditRow, Inserted, Lookup, NewApproval, Store, StoreError, Transition,
+    AuditCheck, AuditHead, AuditRow, Inserted, Lookup, NewApproval, StorageFault, Store,
+    StoreError, Transition,
 };
 use crate::time::{format_duration, now_ms};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
 mod chat;
+mod housekeeping;
+mod refusal;
 mod runs;
 
 pub use crate::store::Answered;
@@ -42,6 +50,7 @@ pub use crate::store::{
     Unposted,
 };
 pub use chat::ChatState;
+pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
 pub use runs::{EventOutcome, Recorded, RunFilter, RunStart};
 
 /// Runs a store call on the blocking pool: SQLite calls block, sometimes on fsync.
@@ -51,7 +60,9 @@ where
     F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
 {
     let store = store.clone();
-    tokio::task::spawn_blocking(move || f(&store))
+    // Guarded: refused if the database was deleted or replaced, and a disk-full or I/O
+    // failure is noted for /v1/health and the watchdog.
+    tokio::task::spawn_blocking(move || store.guarded(f))
         .await
         .map_err(|e| EngineError::Internal(format!("store task failed: {e}")))?
         .map_err(EngineError::from)
@@ -151,11 +162,7 @@ pub fn record_request(span: &Span, a: &Approval) {
 /// "approved by alice (Telegram)", "expired: no response within 24h".
 #[must_use]
 pub fn describe_settled(a: &Approval) -> String {
-    let by = a.decided_by.as_deref().unwrap_or("someone");
-    let via = a
-        .decided_via
-        .as_ref()
-        .map_or_else(|| "gatebot".to_string(), Via::label);
+    let by = a.decider();
     match a.status {
         Status::Expired => format!(
             "expired: {}",
@@ -164,17 +171,29 @@ pub fn describe_settled(a: &Approval) -> String {
                 .unwrap_or("no response in time")
         ),
         Status::Rejected => match &a.decision_reason {
-            Some(r) => format!("denied by {by} ({via}): {r}"),
-            None => format!("denied by {by} ({via})"),
+            Some(r) => format!("denied by {by}: {r}"),
+            None => format!("denied by {by}"),
         },
         Status::Cancelled => "cancelled by the agent".to_string(),
         Status::Allowed => "allowed by policy".to_string(),
         Status::Blocked => "blocked by policy".to_string(),
         Status::Pending => "pending".to_string(),
         Status::Approved | Status::Executing | Status::Succeeded | Status::Failed => {
-            format!("approved by {by} ({via})")
+            format!("approved by {by}")
         }
     }
+}
+
+/// Refuses an agent name that is not plain ([`valid_agent_name`]), naming a hidden
+/// character if that is the reason.
+fn check_agent_name(agent: &str) -> Result<(), EngineError> {
+    if valid_agent_name(agent) {
+        return Ok(());
+    }
+    Err(EngineError::Invalid(
+        hidden_character("agent", agent)
+            .unwrap_or_else(|| "`agent` must be 1-64 letters, digits, '-', '_' or '.'".into()),
+    ))
 }
 
 /// A request as an agent submits it.
@@ -209,10 +228,12 @@ const EXPIRY_RETRY: Duration = Duration::from_secs(5);
 
 pub struct Engine {
     /// Counters for `GET /metrics`.
-    pub metrics: crate::metrics::Metrics,
+    pub metrics: Arc<crate::metrics::Metrics>,
     store: Arc<Store>,
     inserts: mpsc::Sender<InsertJob>,
-    config: RwLock<Arc<Config>>,
+    /// The config in force; a watch, so what set itself up from it (chat delivery's
+    /// workers) can follow a reload.
+    config: watch::Sender<Arc<Config>>,
     events: broadcast::Sender<Event>,
     deadlines_changed: Notify,
     chat: ChatState,
@@ -228,10 +249,16 @@ impl Engine {
     /// Opens (creating if needed) the database at `config.store.path`, brings its
     /// schema up to date, and starts the engine on it.
     pub async fn open(config: Config) -> Result<Arc<Engine>, EngineError> {
-        let path = config.store.path.clone();
-        let store = tokio::task::spawn_blocking(move || Store::open(&path))
-            .await
-            .map_err(|e| EngineError::Internal(format!("opening the store failed: {e}")))??;
+        let (path, max_size) = (config.store.path.clone(), config.store.max_size);
+        let store = tokio::task::spawn_blocking(move || {
+            let store = Store::open(&path)?;
+            if let Some(bytes) = max_size {
+                store.limit_size(bytes)?;
+            }
+            Ok::<_, StoreError>(store)
+        })
+        .await
+        .map_err(|e| EngineError::Internal(format!("opening the store failed: {e}")))??;
         Ok(Engine::new(store, config))
     }
 
@@ -243,11 +270,11 @@ impl Engine {
         let (inserts, rx) = mpsc::channel(4 * MAX_BATCH);
         tokio::spawn(write_batches(store.clone(), rx));
         Arc::new(Engine {
-            metrics: crate::metrics::Metrics::default(),
+            metrics: Arc::default(),
             inserts,
             chat: ChatState::new(store.clone()),
             store,
-            config: RwLock::new(Arc::new(config)),
+            config: watch::Sender::new(Arc::new(config)),
             events,
             deadlines_changed: Notify::new(),
         })
@@ -256,16 +283,35 @@ impl Engine {
     /// The configuration in force.
     #[must_use]
     pub fn config(&self) -> Arc<Config> {
-        self.config
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.config.borrow().clone()
     }
 
-    /// Replaces the configuration (SIGHUP). Pending requests keep their verdicts.
-    pub async fn reload(&self, config: Config) -> Result<(), EngineError> {
+    /// The config in force, and every change to it from now on.
+    #[must_use]
+    pub fn watch_config(&self) -> watch::Receiver<Arc<Config>> {
+        self.config.subscribe()
+    }
+
+    /// Replaces the configuration (SIGHUP) with what of `config` a running daemon can
+    /// apply ([`Config::reloaded`]); pending requests keep their verdicts. Each key that
+    /// needs a restart is named in a warning and in the `config_reloaded` audit row, and
+    /// returned.
+    pub async fn reload(&self, config: Config) -> Result<Vec<&'static str>, EngineError> {
         let source = config.source.display().to_string();
-        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+        let mut restart = Vec::new();
+        self.config.send_modify(|current| {
+            let (applied, keys) = current.reloaded(config);
+            *current = Arc::new(applied);
+            restart = keys;
+        });
+        for key in &restart {
+            warn!(
+                key,
+                "configuration reload: `{key}` changed, but it is set up at start; \
+                 the old value stays in force until gatebot restarts"
+            );
+        }
+        let detail = json!({"source": source, "restart_needed": restart});
         self.blocking(move |s| {
             s.audit(
                 now_ms(),
@@ -273,11 +319,11 @@ impl Engine {
                 "config_reloaded",
                 Some("gatebot"),
                 Some(&Via::System),
-                &json!({"source": source}),
+                &detail,
             )
         })
         .await?;
-        Ok(())
+        Ok(restart)
     }
 
     /// Subscribes to every approval event from now on.
@@ -316,6 +362,9 @@ impl Engine {
         bearer: Option<&str>,
         transport: Transport,
     ) -> Result<AgentConfig, EngineError> {
+        // A malformed name is refused as such, not as an unknown agent: the owner sees
+        // why (an invisible character posing as another agent's name, say).
+        check_agent_name(agent)?;
         let config = self.config();
         let Some(cfg) = config.agent(agent) else {
             return Err(EngineError::UnknownAgent(agent.to_string()));
@@ -351,20 +400,14 @@ impl Engine {
 
     fn validate(&self, sub: &Submission) -> Result<Duration, EngineError> {
         let config = self.config();
-        if !valid_agent_name(&sub.agent) {
-            return Err(EngineError::Invalid(
-                "`agent` must be 1-64 letters, digits, '-', '_' or '.'".into(),
-            ));
-        }
+        check_agent_name(&sub.agent)?;
         if sub.tool.trim().is_empty() || sub.tool.len() > MAX_TOOL_LEN {
             return Err(EngineError::Invalid(format!(
                 "`tool` must be 1-{MAX_TOOL_LEN} characters"
             )));
         }
-        if sub.tool.chars().any(char::is_control) {
-            return Err(EngineError::Invalid(
-                "`tool` must not contain control characters".into(),
-            ));
+        if let Some(why) = hidden_character("tool", &sub.tool) {
+            return Err(EngineError::Invalid(why));
         }
         if let Some(s) = &sub.summary {
             if s.chars().count() > MAX_SUMMARY_CHARS {
@@ -388,7 +431,7 @@ impl Engine {
             }
         }
         let ttl = sub.ttl.unwrap_or(config.default_ttl);
-        if ttl.is_zero() || ttl > config.max_ttl {
+        if ttl < Duration::from_secs(1) || ttl > config.max_ttl {
             return Err(EngineError::Invalid(format!(
                 "`ttl` must be between 1s and {} (policy.max_ttl)",
                 format_duration(config.max_ttl)
@@ -593,32 +636,10 @@ impl Engine {
         Err(EngineError::AlreadySettled(Box::new(a)))
     }
 
-    /// Records a refused attempt: a decision by someone who is not an approver, an
-    /// agent trying to decide, a missing or wrong token. `detail` says what was
-    /// attempted; it must never hold a token.
-    pub async fn record_unauthorised(
-        &self,
-        approval_id: Option<String>,
-        actor: String,
-        via: Via,
-        detail: Value,
-    ) -> Result<(), EngineError> {
-        warn!(actor = %actor, via = via.as_str(), detail = %detail, "unauthorised attempt refused");
-        self.blocking(move |s| {
-            s.audit(
-                now_ms(),
-                approval_id.as_deref(),
-                "unauthorised_attempt",
-                Some(&actor),
-                Some(&via),
-                &detail,
-            )
-        })
-        .await
-    }
-
-    /// Records that the daemon started, and how many requests it found waiting.
+    /// Records that the daemon started, and how many requests it found waiting. Windows
+    /// of refused attempts an earlier run left open (it crashed) are closed first.
     pub async fn record_start(&self) -> Result<usize, EngineError> {
+        self.flush_refusals(true).await?;
         self.blocking(|s| {
             let pending = s.count_pending()?;
             s.audit(
@@ -632,6 +653,16 @@ impl Engine {
             Ok(pending)
         })
         .await
+    }
+
+    /// What is wrong with the storage, if anything: the database file deleted or
+    /// replaced, the disk full, I/O errors (see `store::health`). Does not wait for
+    /// the connection, so it answers while a store call is stuck.
+    pub async fn storage_fault(&self) -> Option<StorageFault> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || store.storage_fault())
+            .await
+            .unwrap_or(None)
     }
 
     /// How many requests are pending (also a health check: the store answers).
@@ -656,19 +687,36 @@ impl Engine {
         self.blocking(move |s| s.always_allowed_tools(&agent)).await
     }
 
-    /// Audit rows, oldest first, optionally for one request and/or since a time.
-    pub async fn audit_rows(
+    /// Up to `limit` audit rows with `after < seq <= until`, oldest first, optionally
+    /// for one request and/or since a time: a page of the trail, for readers that
+    /// stream it rather than hold it.
+    pub async fn audit_page(
         &self,
         approval_id: Option<String>,
         since: Option<i64>,
+        after: i64,
+        until: i64,
+        limit: i64,
     ) -> Result<Vec<AuditRow>, EngineError> {
-        self.blocking(move |s| s.audit_rows(approval_id.as_deref(), since))
+        self.blocking(move |s| s.audit_page(approval_id.as_deref(), since, after, until, limit))
             .await
     }
 
-    /// Recomputes the audit hash chain.
-    pub async fn verify_audit(&self) -> Result<AuditCheck, EngineError> {
-        self.blocking(|s| s.verify_audit()).await
+    /// The highest seq in the audit trail now (where a reader starting now stops).
+    pub async fn audit_last_seq(&self) -> Result<i64, EngineError> {
+        self.blocking(|s| s.audit_last_seq()).await
+    }
+
+    /// Recomputes the audit hash chain; with `anchor` (a head hash printed earlier),
+    /// also checks that the chain still holds it.
+    pub async fn verify_audit(&self, anchor: Option<String>) -> Result<AuditCheck, EngineError> {
+        self.blocking(move |s| s.verify_audit_with(anchor.as_deref()))
+            .await
+    }
+
+    /// The audit chain's head as recorded (`None` if the record was removed).
+    pub async fn audit_head(&self) -> Result<Option<AuditHead>, EngineError> {
+        self.blocking(|s| s.audit_head()).await
     }
 
     /// The agent withdraws its own pending request.
@@ -836,7 +884,7 @@ async fn write_batches(store: Arc<Store>, mut rx: mpsc::Receiver<InsertJob>) {
         }
         let (news, replies): (Vec<NewApproval>, Vec<_>) = jobs.into_iter().unzip();
         let s = store.clone();
-        match tokio::task::spawn_blocking(move || s.insert_batch(&news)).await {
+        match tokio::task::spawn_blocking(move || s.insert_batch_guarded(&news)).await {
             Ok(results) => {
                 for (result, reply) in results.into_iter().zip(replies) {
                     let _ = reply.send(result);

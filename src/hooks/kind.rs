@@ -40,7 +40,7 @@ impl Kind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Parsed {
     pub kind: Kind,
-    /// Claude Code answers differ per event.
+    /// Claude Code and Codex answers differ per event (Gemini has one event).
     pub event: Option<claude_code::Event>,
     pub call: ToolCall,
 }
@@ -54,21 +54,25 @@ pub fn parse(kind: Kind, input: &str) -> Result<Parsed, String> {
             let (e, c) = claude_code::parse(&value)?;
             (Some(e), c)
         }
-        Kind::Codex => (None, codex::parse(&value)?),
+        Kind::Codex => {
+            let (e, c) = codex::parse(&value)?;
+            (Some(e), c)
+        }
         Kind::Gemini => (None, gemini::parse(&value)?),
     };
     Ok(Parsed { kind, event, call })
 }
 
-/// The hook's stdout for `verdict`.
+/// The hook's stdout for `verdict`; `None` when the hook must print nothing (Codex's
+/// `PreToolUse` on allow: see [`codex`]).
 #[must_use]
-pub fn render(parsed: &Parsed, verdict: &Verdict) -> Value {
-    match (parsed.kind, parsed.event) {
-        (Kind::ClaudeCode, Some(e)) => claude_code::answer(e, verdict),
-        (Kind::ClaudeCode, None) => {
-            claude_code::answer(claude_code::Event::PermissionRequest, verdict)
-        }
-        (Kind::Codex, _) => codex::answer(verdict),
-        (Kind::Gemini, _) => gemini::answer(verdict),
+pub fn render(parsed: &Parsed, verdict: &Verdict) -> Option<Value> {
+    let event = parsed
+        .event
+        .unwrap_or(claude_code::Event::PermissionRequest);
+    match parsed.kind {
+        Kind::ClaudeCode => Some(claude_code::answer(event, verdict)),
+        Kind::Codex => codex::answer(event, verdict),
+        Kind::Gemini => Some(gemini::answer(verdict)),
     }
 }

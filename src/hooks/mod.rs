@@ -9,10 +9,13 @@
 //! 1. Map the hook's JSON (`tool_name`, `tool_input`, …) to a [`ToolCall`].
 //! 2. Submit it as the agent (`Gate::submit`); any error is a deny that says why.
 //! 3. While it is pending, long-poll in slices (`Gate::wait`) until the
-//!    [`Budget`]'s decision time ends.
-//! 4. If nobody decided in time, withdraw the request (`Gate::cancel`) so it cannot
-//!    be approved after the agent was told no, and deny with a "still queued" message.
-//!    If the withdrawal loses a race with a decision, that decision is the answer.
+//!    [`Budget`]'s decision time ends. When gatebot cannot be reached mid-wait (a
+//!    restart: the request survives it), try again with backoff
+//!    ([`crate::retry::reconnect_delay`]) within the same budget.
+//! 4. If nobody decided in time, withdraw the request (`Gate::cancel`, retried the same
+//!    way) so it cannot be approved after the agent was told no, and deny with a
+//!    "still queued" message. If the withdrawal loses a race with a decision, that
+//!    decision is the answer.
 //! 5. Render the [`Verdict`] in the agent's own JSON shape.
 //!
 //! Steps 2–4 together run under one hard deadline, [`Budget::answer_by`]: a call to
@@ -36,9 +39,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{json, Value};
-use tokio::time::{timeout_at, Instant};
+use tokio::time::{timeout, timeout_at, Instant};
+use tokio_util::sync::CancellationToken;
 
 use crate::approval::Status;
+use crate::retry::reconnect_delay;
 use crate::time::format_duration;
 use crate::wire::{ApprovalView, SubmitBody, MAX_KEY_LEN};
 
@@ -59,6 +64,11 @@ pub const MIN_BUDGET: Duration = Duration::from_secs(1);
 const ANSWER_RESERVE: Duration = Duration::from_millis(500);
 /// Kept before that to withdraw an undecided request (at most a quarter of the budget).
 const WITHDRAW_RESERVE: Duration = Duration::from_secs(2);
+/// Once a hook is told to stop: how long a submit under way may still take to say
+/// which request it made, and how long withdrawing that request may take. Together
+/// under a second, well within Gemini CLI's 5 s between SIGTERM and SIGKILL.
+pub const STOP_SUBMIT_GRACE: Duration = Duration::from_millis(300);
+pub const STOP_WITHDRAW: Duration = Duration::from_millis(500);
 
 /// The time one hook call may take, from when it started. On tokio's clock, so tests
 /// can pause it.
@@ -227,6 +237,27 @@ impl Verdict {
         }
     }
 
+    /// The hook was stopped (its agent gave up on it, or the user pressed Ctrl-C)
+    /// before anyone decided; `request` is the short id when one was made.
+    #[must_use]
+    pub fn stopped(tool: &str, request: Option<&ApprovalView>, withdrawn: bool) -> Verdict {
+        let what = match request {
+            Some(v) if withdrawn => format!("so gatebot withdrew request {}", v.short_id),
+            Some(v) if v.status == Status::Pending => {
+                format!("and request {} may still be queued", v.short_id)
+            }
+            Some(v) => format!("and request {} ({}) came too late", v.short_id, v.status),
+            None => "and a request it made may still be queued".to_string(),
+        };
+        Verdict {
+            allow: false,
+            message: format!(
+                "[Action not decided] {tool}: gatebot's hook was stopped before anyone \
+                 decided, {what}. The action was not run."
+            ),
+        }
+    }
+
     /// Nobody decided within the budget.
     #[must_use]
     pub fn still_queued(v: &ApprovalView, budget: Duration, withdrawn: bool) -> Verdict {
@@ -257,8 +288,10 @@ impl Verdict {
 /// Why a call to gatebot did not give a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum GateError {
-    /// gatebot could not be reached, refused the call, or answered nonsense.
+    /// gatebot refused the call, or answered nonsense.
     Failed(String),
+    /// gatebot could not be reached, or dropped the connection: worth another try.
+    Unreachable(String),
     /// The call is larger than `[queue] max_body_bytes` (HTTP 413).
     TooLarge {
         bytes: Option<usize>,
@@ -269,7 +302,7 @@ pub(crate) enum GateError {
 impl GateError {
     fn verdict(&self, tool: &str) -> Verdict {
         match self {
-            GateError::Failed(e) => Verdict::unreachable(tool, e),
+            GateError::Failed(e) | GateError::Unreachable(e) => Verdict::unreachable(tool, e),
             GateError::TooLarge { bytes, limit } => Verdict::too_large(tool, *bytes, *limit),
         }
     }
@@ -297,37 +330,114 @@ pub(crate) async fn resolve<G: Gate>(
     gate: &G,
     body: &SubmitBody,
     budget: Budget,
+    on_wait: impl FnMut(&ApprovalView, Duration),
+) -> Verdict {
+    resolve_until_stopped(gate, body, budget, on_wait, &CancellationToken::new()).await
+}
+
+/// [`resolve`], for a process that can be told to stop (an agent killing its hook):
+/// once `stop` fires, a submit under way gets [`STOP_SUBMIT_GRACE`] to say which
+/// request it made, that request is withdrawn within [`STOP_WITHDRAW`], and the
+/// answer is a deny, all within a second of the signal.
+pub(crate) async fn resolve_until_stopped<G: Gate>(
+    gate: &G,
+    body: &SubmitBody,
+    budget: Budget,
     mut on_wait: impl FnMut(&ApprovalView, Duration),
+    stop: &CancellationToken,
 ) -> Verdict {
     let (answer_by, decide_by) = (budget.answer_by(), budget.decide_by());
     let tool = &body.tool;
     let silent = || format!("it did not answer within {}", format_duration(budget.total));
-    let mut view = match timeout_at(answer_by, gate.submit(body)).await {
+    let submit = timeout_at(answer_by, gate.submit(body));
+    tokio::pin!(submit);
+    let submitted = tokio::select! {
+        r = &mut submit => r,
+        _ = stop.cancelled() => match timeout(STOP_SUBMIT_GRACE, &mut submit).await {
+            Ok(r) => r,
+            // Whatever the daemon does with it, nobody is waiting for the answer.
+            Err(_) => return Verdict::stopped(tool, None, false),
+        },
+    };
+    let mut view = match submitted {
         Err(_) => return Verdict::unreachable(tool, &silent()),
         Ok(Err(e)) => return e.verdict(tool),
         Ok(Ok(v)) => v,
     };
+    // Told to stop: whatever the verdict, the agent is no longer there to act on it.
+    if stop.is_cancelled() && view.status != Status::Pending {
+        return Verdict::stopped(tool, Some(&view), false);
+    }
+    // Reconnection attempts since the last answer.
+    let mut failures = 0u32;
     while view.status == Status::Pending {
+        if stop.is_cancelled() {
+            return withdraw_when_stopped(gate, &view).await;
+        }
         let now = Instant::now();
         if now >= decide_by {
-            return match timeout_at(answer_by, gate.cancel(&view.id)).await {
-                Ok(Ok(v)) if v.status == Status::Cancelled => {
-                    Verdict::still_queued(&v, budget.total, true)
-                }
-                Ok(Ok(v)) if v.status != Status::Pending => Verdict::from_view(&v),
-                _ => Verdict::still_queued(&view, budget.total, false),
-            };
+            return withdraw(gate, &view, budget).await;
         }
-        on_wait(&view, now - budget.started);
+        if failures == 0 {
+            on_wait(&view, now - budget.started);
+        }
         let slice = (decide_by - now).min(WAIT_SLICE);
-        view = match timeout_at(answer_by, gate.wait(&view.id, slice)).await {
+        let waited = tokio::select! {
+            r = timeout_at(answer_by, gate.wait(&view.id, slice)) => r,
+            _ = stop.cancelled() => continue,
+        };
+        view = match waited {
             // The daemon stopped answering mid-wait: the request may still be queued.
             Err(_) => return Verdict::still_queued(&view, budget.total, false),
+            Ok(Err(GateError::Unreachable(_))) => {
+                let pause = reconnect_delay(failures);
+                failures = failures.saturating_add(1);
+                tokio::select! {
+                    _ = tokio::time::sleep_until((Instant::now() + pause).min(decide_by)) => {}
+                    _ = stop.cancelled() => {}
+                }
+                continue;
+            }
             Ok(Err(e)) => return e.verdict(tool),
-            Ok(Ok(v)) => v,
+            Ok(Ok(v)) => {
+                failures = 0;
+                v
+            }
         };
     }
     Verdict::from_view(&view)
+}
+
+/// Withdraws `view`'s request because the hook was stopped, within [`STOP_WITHDRAW`].
+async fn withdraw_when_stopped<G: Gate>(gate: &G, view: &ApprovalView) -> Verdict {
+    match timeout(STOP_WITHDRAW, gate.cancel(&view.id)).await {
+        Ok(Ok(v)) => Verdict::stopped(&view.tool, Some(&v), v.status == Status::Cancelled),
+        _ => Verdict::stopped(&view.tool, Some(view), false),
+    }
+}
+
+/// Withdraws `view`'s request at the end of the decision time, trying again while
+/// gatebot cannot be reached, until [`Budget::answer_by`].
+async fn withdraw<G: Gate>(gate: &G, view: &ApprovalView, budget: Budget) -> Verdict {
+    let answer_by = budget.answer_by();
+    let mut failures = 0u32;
+    loop {
+        match timeout_at(answer_by, gate.cancel(&view.id)).await {
+            Ok(Ok(v)) if v.status == Status::Cancelled => {
+                return Verdict::still_queued(&v, budget.total, true)
+            }
+            Ok(Ok(v)) if v.status != Status::Pending => return Verdict::from_view(&v),
+            Ok(Err(GateError::Unreachable(_))) => {
+                let next = Instant::now() + reconnect_delay(failures);
+                failures = failures.saturating_add(1);
+                if next >= answer_by {
+                    return Verdict::still_queued(view, budget.total, false);
+                }
+                tokio::time::sleep_until(next).await;
+            }
+            _ => return Verdict::still_queued(view, budget.total, false),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -343,12 +453,31 @@ mod tests {
         Pending,
         /// Answers with the request withdrawn.
         Cancelled,
+        /// Answers with the request approved.
+        Approved,
+        /// Cannot be reached (a daemon restarting).
+        Unreachable,
     }
 
     struct FakeGate {
         submit: Does,
         wait: Does,
         cancel: Does,
+        /// The first this many waits find gatebot unreachable.
+        down_for: u32,
+        waits: std::sync::atomic::AtomicU32,
+    }
+
+    impl Default for FakeGate {
+        fn default() -> Self {
+            FakeGate {
+                submit: Does::Hang,
+                wait: Does::Hang,
+                cancel: Does::Hang,
+                down_for: 0,
+                waits: Default::default(),
+            }
+        }
     }
 
     fn view(status: Status) -> ApprovalView {
@@ -369,6 +498,8 @@ mod tests {
                 Ok(view(Status::Pending))
             }
             Does::Cancelled => Ok(view(Status::Cancelled)),
+            Does::Approved => Ok(view(Status::Approved)),
+            Does::Unreachable => Err(GateError::Unreachable("connection refused".into())),
         }
     }
 
@@ -377,6 +508,12 @@ mod tests {
             act(self.submit, Duration::ZERO).await
         }
         async fn wait(&self, _: &str, up_to: Duration) -> Result<ApprovalView, GateError> {
+            let n = self
+                .waits
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if n < self.down_for {
+                return act(Does::Unreachable, up_to).await;
+            }
             act(self.wait, up_to).await
         }
         async fn cancel(&self, _: &str) -> Result<ApprovalView, GateError> {
@@ -404,6 +541,7 @@ mod tests {
             submit: Hang,
             wait: Hang,
             cancel: Hang,
+            ..FakeGate::default()
         })
         .await;
         assert!(!v.allow);
@@ -427,6 +565,7 @@ mod tests {
             submit: Pending,
             wait: Hang,
             cancel: Hang,
+            ..FakeGate::default()
         })
         .await;
         assert!(!v.allow);
@@ -440,6 +579,7 @@ mod tests {
             submit: Pending,
             wait: Pending,
             cancel: Cancelled,
+            ..FakeGate::default()
         })
         .await;
         assert!(
@@ -454,10 +594,98 @@ mod tests {
             submit: Pending,
             wait: Pending,
             cancel: Hang,
+            ..FakeGate::default()
         })
         .await;
         assert!(v.message.contains("still queued"), "{}", v.message);
         assert_eq!(took, Duration::from_millis(9_500));
+    }
+
+    /// Resolves against `gate` with a 10 s budget, told to stop after 3 s; the verdict
+    /// and how long after the stop it came.
+    async fn stopped_after_3s(gate: FakeGate) -> (Verdict, Duration) {
+        let stop = CancellationToken::new();
+        let budget = Budget::new(Duration::from_secs(10), Instant::now());
+        let body = ToolCall::new("Bash", json!({"command": "ls"}), None).submit_body("a");
+        let signal = {
+            let stop = stop.clone();
+            async move {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                stop.cancel();
+                Instant::now()
+            }
+        };
+        let (v, stopped_at) = tokio::join!(
+            resolve_until_stopped(&gate, &body, budget, |_, _| {}, &stop),
+            signal
+        );
+        (v, stopped_at.elapsed())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stopped_hook_withdraws_its_request_and_denies_within_a_second() {
+        use Does::*;
+        let (v, took) = stopped_after_3s(FakeGate {
+            submit: Pending,
+            wait: Pending,
+            cancel: Cancelled,
+            ..FakeGate::default()
+        })
+        .await;
+        assert!(!v.allow);
+        assert!(
+            v.message
+                .contains("stopped before anyone decided, so gatebot withdrew request k7m2x9qa"),
+            "{}",
+            v.message
+        );
+        assert_eq!(took, Duration::ZERO);
+
+        // A daemon that does not answer the withdrawal: the deny still comes in time.
+        let (v, took) = stopped_after_3s(FakeGate {
+            submit: Pending,
+            wait: Pending,
+            cancel: Hang,
+            ..FakeGate::default()
+        })
+        .await;
+        assert!(v.message.contains("may still be queued"), "{}", v.message);
+        assert_eq!(took, STOP_WITHDRAW);
+
+        // Stopped while the submit hangs: it gets its grace, then the deny.
+        let (v, took) = stopped_after_3s(FakeGate::default()).await;
+        assert!(!v.allow);
+        assert!(v.message.contains("may still be queued"), "{}", v.message);
+        assert_eq!(took, STOP_SUBMIT_GRACE);
+        assert!(STOP_SUBMIT_GRACE + STOP_WITHDRAW < Duration::from_secs(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_restart_mid_wait_is_waited_out_within_the_budget() {
+        use Does::*;
+        let (v, took) = resolve_10s(FakeGate {
+            submit: Pending,
+            wait: Approved,
+            down_for: 4,
+            ..FakeGate::default()
+        })
+        .await;
+        assert!(v.allow, "{}", v.message);
+        // Reconnected after 100 + 200 + 400 + 800 ms.
+        assert_eq!(took, Duration::from_millis(1_500));
+
+        // Down for good: waiting ends at decide_by, the withdrawal is tried until
+        // answer_by, and the deny says the request may still be queued.
+        let (v, took) = resolve_10s(FakeGate {
+            submit: Pending,
+            wait: Unreachable,
+            cancel: Unreachable,
+            ..FakeGate::default()
+        })
+        .await;
+        assert!(!v.allow);
+        assert!(v.message.contains("still queued"), "{}", v.message);
+        assert!(took <= Duration::from_millis(9_500), "{took:?}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! [`super::render`]) so what is sent is exactly what the tests read. Every error
 //! leaves here as a [`SendError`] whose text has the tokens scrubbed out.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_rustls::HttpsConnectorBuilder;
@@ -17,6 +18,7 @@ use tracing::debug;
 use tokio_util::sync::CancellationToken;
 
 use crate::chat::platform::SendError;
+use crate::metrics::Metrics;
 use crate::retry::retry;
 use crate::slack::SlackConfig;
 
@@ -36,11 +38,24 @@ const TRANSIENT_CODES: &[&str] = &[
     "team_added_to_org",
 ];
 
+/// Who the bot is, from `auth.test`: how its own messages are told apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub user_id: String,
+    pub bot_id: String,
+    /// Names, for the log.
+    pub user: String,
+    pub team: String,
+}
+
 pub struct SlackApi {
     client: SlackClient<SlackClientHyperHttpsConnector>,
+    identity: tokio::sync::OnceCell<Identity>,
     bot: SlackApiToken,
     app: Option<SlackApiToken>,
     secrets: Vec<String>,
+    /// Where 429s are counted.
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl SlackApi {
@@ -61,15 +76,59 @@ impl SlackApi {
         secrets.extend(config.signing_secret.iter().map(|s| s.expose().to_string()));
         Ok(SlackApi {
             client: SlackClient::new(connector),
+            identity: tokio::sync::OnceCell::new(),
             bot: token(config.bot_token.expose()),
             app: config.app_token.as_ref().map(|t| token(t.expose())),
             secrets,
+            metrics: None,
         })
+    }
+
+    /// Counts every 429 in `metrics` (`gatebot_chat_rate_limited_total`).
+    #[must_use]
+    pub fn counting(mut self, metrics: Arc<Metrics>) -> SlackApi {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Calls a Web API method with the bot token (`chat.postMessage`, …).
     pub async fn call(&self, method: &str, body: &Value) -> Result<Value, SendError> {
         self.call_with(&self.bot, method, body).await
+    }
+
+    /// Who the bot is (`auth.test`, asked once it succeeds).
+    pub async fn identity(&self) -> Result<&Identity, SendError> {
+        self.identity
+            .get_or_try_init(|| async {
+                let me = self.call("auth.test", &serde_json::json!({})).await?;
+                let field = |k: &str| me[k].as_str().unwrap_or_default().to_string();
+                Ok(Identity {
+                    user_id: field("user_id"),
+                    bot_id: field("bot_id"),
+                    user: field("user"),
+                    team: field("team"),
+                })
+            })
+            .await
+    }
+
+    /// Who the bot is, if `auth.test` has answered.
+    pub fn known_identity(&self) -> Option<&Identity> {
+        self.identity.get()
+    }
+
+    /// Calls a read method (`conversations.replies`, …) with the bot token: Slack
+    /// takes their arguments in the query string, not as JSON.
+    pub async fn get(&self, method: &str, args: &[(&str, &str)]) -> Result<Value, SendError> {
+        let session = self.client.open_session(&self.bot);
+        let params: Vec<(&str, Option<&str>)> = args.iter().map(|(k, v)| (*k, Some(*v))).collect();
+        let call = session
+            .http_session_api
+            .http_get::<Value, _, _>(method, &params, None);
+        match tokio::time::timeout(CALL_TIMEOUT, call).await {
+            Ok(r) => r.map_err(|e| self.classify(method, e)),
+            Err(_) => Err(SendError::Transient(format!("{method}: timed out"))),
+        }
     }
 
     /// Calls a method, waiting out a rate limit (429) up to `attempts - 1` times, but
@@ -154,6 +213,9 @@ impl SlackApi {
     fn classify(&self, method: &str, e: SlackClientError) -> SendError {
         match e {
             SlackClientError::RateLimitError(r) => {
+                if let Some(m) = &self.metrics {
+                    m.chat_rate_limited(&super::PLATFORM);
+                }
                 SendError::RetryAfter(r.retry_after.unwrap_or(DEFAULT_RETRY_AFTER))
             }
             SlackClientError::ApiError(a) => {

@@ -20,6 +20,17 @@ pub enum SlackMode {
     Http,
 }
 
+impl SlackMode {
+    /// As `bot.toml` writes it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SlackMode::Socket => "socket",
+            SlackMode::Http => "http",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SlackConfig {
     pub bot_token: Secret,

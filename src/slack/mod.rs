@@ -40,7 +40,7 @@ pub use config::{SlackConfig, SlackMode};
 use crate::approval::PlatformId;
 use crate::chat::card::Card;
 use crate::chat::conversation;
-use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Purpose, Replied};
+use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Purpose, Replied, Seen};
 use crate::chat::Context;
 use crate::engine::Engine;
 use api::SlackApi;
@@ -63,7 +63,7 @@ const DEDUP_CAPACITY: usize = 4096;
 /// logged (without tokens) and retried with backoff.
 pub async fn run(engine: Arc<Engine>, config: SlackConfig, stop: CancellationToken) {
     let api = match SlackApi::new(&config) {
-        Ok(api) => Arc::new(api),
+        Ok(api) => Arc::new(api.counting(engine.metrics.clone())),
         Err(e) => {
             error!(error = %e, "slack: cannot build the HTTP client; Slack is off");
             return;
@@ -71,7 +71,7 @@ pub async fn run(engine: Arc<Engine>, config: SlackConfig, stop: CancellationTok
     };
     let check = tokio::spawn(check_token(api.clone()));
     let platform = Arc::new(platform::Slack { api: api.clone() });
-    info!(mode = ?config.mode, channels = ?config.chat.destinations, "slack: starting");
+    info!(mode = config.mode.as_str(), channels = ?config.chat.destinations, "slack: starting");
     crate::chat::platform::run(engine, platform, None, stop.clone(), |cx| async move {
         let slack = Arc::new(Slack::new(cx, api));
         match config.mode {
@@ -86,10 +86,9 @@ pub async fn run(engine: Arc<Engine>, config: SlackConfig, stop: CancellationTok
 }
 
 async fn check_token(api: Arc<SlackApi>) {
-    match api.call("auth.test", &json!({})).await {
+    match api.identity().await {
         Ok(me) => info!(
-            user = me["user"].as_str().unwrap_or("?"),
-            team = me["team"].as_str().unwrap_or("?"),
+            user = %me.user, team = %me.team,
             "slack: bot token accepted"
         ),
         Err(e) => {
@@ -218,6 +217,8 @@ impl Slack {
             let at = At {
                 chat: channel.clone(),
                 message: p.message_ts(),
+                // Its notification text, which names a card's request.
+                text: p.message.as_ref().and_then(|m| m.text.clone()),
             };
             let press = Inbound::Press {
                 data: action.data().to_string(),
@@ -348,10 +349,16 @@ impl Slack {
         };
         let thread = ev.thread().map(str::to_string);
         let actor = self.actor(user, user);
+        // The thread's parent is read back only if gatebot has no record of it, and
+        // not at all when Slack says someone else wrote it.
+        let seen = match (&ev.parent_user_id, self.api.known_identity()) {
+            (Some(parent), Some(me)) if *parent != me.user_id => Seen::Theirs,
+            _ => Seen::Unread,
+        };
         let message = Inbound::Text {
             chat: channel.clone(),
             text: text.clone(),
-            reply_to: thread.clone().map(|message| Replied { message }),
+            reply_to: thread.clone().map(|message| Replied { message, seen }),
             addressed: false,
         };
         let answer = inbound::handle(&self.cx, &actor, message).await;

@@ -82,6 +82,7 @@ pub struct Named {
 #[derive(Debug, Clone, Deserialize)]
 pub struct MessageRef {
     pub ts: String,
+    pub text: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -175,6 +176,8 @@ pub struct Event {
     pub channel: Option<String>,
     pub ts: Option<String>,
     pub thread_ts: Option<String>,
+    /// In a thread: who wrote its parent.
+    pub parent_user_id: Option<String>,
 }
 
 impl Event {

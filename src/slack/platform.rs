@@ -43,6 +43,33 @@ impl Platform for Slack {
             .ok_or_else(|| SendError::Permanent("chat.postMessage answered without a ts".into()))
     }
 
+    /// A thread's parent, read with `conversations.replies`: its notification text
+    /// (where a card names its request), if the bot wrote it.
+    async fn read(&self, chat: &str, message: &str) -> Result<Option<String>, SendError> {
+        let me = self.api.identity().await?;
+        let res = self
+            .api
+            .get(
+                "conversations.replies",
+                &[
+                    ("channel", chat),
+                    ("ts", message),
+                    ("limit", "1"),
+                    ("inclusive", "true"),
+                ],
+            )
+            .await?;
+        let parent = res["messages"]
+            .as_array()
+            .and_then(|all| all.iter().find(|m| m["ts"] == message));
+        let Some(parent) = parent else {
+            return Ok(None);
+        };
+        let ours = (!me.bot_id.is_empty() && parent["bot_id"] == me.bot_id.as_str())
+            || (!me.user_id.is_empty() && parent["user"] == me.user_id.as_str());
+        Ok(ours.then(|| parent["text"].as_str().unwrap_or_default().to_string()))
+    }
+
     async fn edit(&self, chat: &str, message: &str, card: &Card) -> Result<(), SendError> {
         let (text, blocks) = render::render(card);
         self.api

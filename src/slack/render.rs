@@ -423,6 +423,76 @@ pub(crate) mod tests {
         );
     }
 
+    /// A request as large and as hostile as an agent can make it.
+    fn maximal(summary: &str, args_char: &str) -> crate::approval::Approval {
+        let mut a = crate::chat::conversation::approval::sample();
+        a.summary = Some(summary.repeat(crate::wire::MAX_SUMMARY_CHARS / summary.chars().count()));
+        a.args = serde_json::json!({"body": args_char.repeat(64 * 1024 / args_char.len())});
+        a.tool = "&".repeat(crate::wire::MAX_TOOL_LEN);
+        a
+    }
+
+    #[test]
+    fn a_maximal_request_fits_every_text_object_pending_and_settled() {
+        use crate::approval::{Status, Via};
+        use crate::chat::conversation::approval::card;
+        for (summary, args) in [
+            ("`", "`"),
+            ("&<>", "&"),
+            ("<", ">"),
+            ("`\u{1F600}", "\u{1F600}"),
+        ] {
+            let mut a = maximal(summary, args);
+            let (text, blocks) = render(&card(&a));
+            let objects = within_limits(&text, &blocks);
+            let all: String = objects.iter().map(|o| o["text"].to_string()).collect();
+            assert!(
+                all.contains("more characters of arguments not shown"),
+                "{all}"
+            );
+            assert!(
+                all.contains("more characters of the summary not shown"),
+                "{all}"
+            );
+            assert!(!text.contains('&'), "no agent text in the fallback: {text}");
+            a.status = Status::Failed;
+            a.decided_by = Some("alice".into());
+            a.decided_via = Some(Via::Cli);
+            a.decided_at = Some(0);
+            a.result_detail = Some(summary.repeat(20_000));
+            let (text, blocks) = render(&card(&a));
+            let objects = within_limits(&text, &blocks);
+            let outcome = objects.last().unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert!(
+                outcome.starts_with("*✅ Approved by alice (CLI)"),
+                "{outcome}"
+            );
+            assert!(outcome.contains("more characters of the outcome not shown"));
+        }
+    }
+
+    #[test]
+    fn a_long_pending_list_keeps_whole_lines_and_counts_the_rest() {
+        use crate::chat::conversation::{approval, pending};
+        let list: Vec<_> = (0..200)
+            .map(|i| {
+                let mut a = approval::sample();
+                a.short_id = format!("id{i:06}");
+                a.tool = "&".repeat(100);
+                a
+            })
+            .collect();
+        let (text, blocks) = render(&pending::card(&list[..pending::SHOWN], 200));
+        assert_eq!(text, "200 pending request(s)");
+        let objects = within_limits(&text, &blocks);
+        let shown: String = objects.iter().map(|o| o["text"].to_string()).collect();
+        assert!(shown.contains("… and 180 more"), "{shown}");
+        assert!(!shown.contains('<'), "{shown}");
+    }
+
     #[test]
     fn markup_in_every_span_is_escaped() {
         let l = Line(vec![

@@ -1,6 +1,23 @@
 //! The audit trail: append-only (triggers refuse edits and deletes) and hash-chained,
 //! each row carrying the previous row's hash and its own, so `gatebot audit verify`
 //! finds an edited, deleted or reordered row even in a copy of the file.
+//!
+//! How a row is appended, by every writer (the group-commit writer, decisions, chat
+//! bookkeeping, standalone rows), through [`audit_conn`]:
+//! 1. read the chain's head (`audit_head`: the last row's seq and hash);
+//! 2. hash the new row over the head's hash and the row's fields, and insert it;
+//! 3. the `audit_head_follows` trigger moves the head to the new row in the same
+//!    statement, so the head and the trail cannot disagree unless someone edits the
+//!    file (and to make its row count agree with a shorter trail they must drop
+//!    `audit_head_counts_every_row`).
+//!
+//! What [`Store::verify_audit_with`] checks, and what it cannot: see
+//! `docs/audit.md`. In short, the trail must be one unbroken chain from its genesis
+//! (only the rows written before the chain existed, counted when it was introduced,
+//! may lack a hash), must end at the recorded head, every append-only trigger must be
+//! in place as the migrations wrote it, and an anchor (a head hash kept outside the
+//! machine) must still be in the chain. Someone who can write the file can still
+//! rewrite it all consistently; only an anchor kept elsewhere shows that.
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde_json::Value;
@@ -27,8 +44,66 @@ pub struct AuditCheck {
     pub rows: usize,
     /// Rows written before the chain existed (not verifiable).
     pub unchained: usize,
+    /// The chain's head as recorded, if the record is there.
+    pub head: Option<AuditHead>,
+    /// The row whose hash is the anchor asked for, if it was found in the chain.
+    pub anchored_at: Option<i64>,
     /// What is wrong; empty when the trail is intact.
     pub problems: Vec<String>,
+}
+
+/// The chain's head: the last row's seq and hash, and how many rows the trail holds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AuditHead {
+    pub seq: i64,
+    /// `None` before the first chained row.
+    pub hash: Option<String>,
+    pub rows: i64,
+}
+
+/// The triggers that keep the trail append-only and its head honest, as the migrations
+/// create them (compared with whitespace collapsed and without the final `;`).
+const TRIGGERS: [(&str, &str); 5] = [
+    (
+        "audit_is_append_only_update",
+        "CREATE TRIGGER audit_is_append_only_update BEFORE UPDATE ON audit \
+         BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END",
+    ),
+    (
+        "audit_is_append_only_delete",
+        "CREATE TRIGGER audit_is_append_only_delete BEFORE DELETE ON audit \
+         BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END",
+    ),
+    (
+        "audit_head_follows",
+        "CREATE TRIGGER audit_head_follows AFTER INSERT ON audit \
+         BEGIN UPDATE audit_head SET seq = NEW.seq, hash = NEW.hash, rows = rows + 1 WHERE id = 1; END",
+    ),
+    (
+        "audit_head_counts_every_row",
+        "CREATE TRIGGER audit_head_counts_every_row BEFORE UPDATE ON audit_head \
+         WHEN NEW.id <> OLD.id OR NEW.rows <> OLD.rows + 1 \
+         OR NEW.legacy_rows <> OLD.legacy_rows OR NEW.legacy_through <> OLD.legacy_through \
+         BEGIN SELECT RAISE(ABORT, 'the audit head moves one row at a time'); END",
+    ),
+    (
+        "audit_head_is_kept",
+        "CREATE TRIGGER audit_head_is_kept BEFORE DELETE ON audit_head \
+         BEGIN SELECT RAISE(ABORT, 'the audit head is kept'); END",
+    ),
+];
+
+/// Rows [`Store::verify_audit_with`] reads under one lock; the lock is released between
+/// pages so the daemon keeps answering while a long trail is checked.
+const VERIFY_PAGE: i64 = 2000;
+
+/// SQL with runs of whitespace collapsed and without a final `;`, to compare triggers.
+fn normalised(sql: &str) -> String {
+    sql.trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl Store {
@@ -44,7 +119,9 @@ impl Store {
         detail: &Value,
     ) -> Result<()> {
         let conn = self.lock();
-        audit_conn(&conn, now, approval_id, event, actor, channel, detail)
+        let channel = channel.map(Via::as_str);
+        audit_conn(&conn, now, approval_id, event, actor, channel, detail)?;
+        Ok(())
     }
 
     /// Audit rows, oldest first, optionally for one approval and/or since a time.
@@ -53,12 +130,33 @@ impl Store {
         approval_id: Option<&str>,
         since: Option<i64>,
     ) -> Result<Vec<AuditRow>> {
+        self.audit_page(approval_id, since, 0, i64::MAX, i64::MAX)
+    }
+
+    /// The highest seq in the trail (0 when it is empty): where a reader that started
+    /// now stops, so a trail that grows meanwhile still ends.
+    pub fn audit_last_seq(&self) -> Result<i64> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(
+        Ok(conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM audit", [], |r| r.get(0))?)
+    }
+
+    /// Up to `limit` audit rows with `after < seq <= until`, oldest first, optionally
+    /// for one approval and/or since a time: one page of a trail read in pages.
+    pub fn audit_page(
+        &self,
+        approval_id: Option<&str>,
+        since: Option<i64>,
+        after: i64,
+        until: i64,
+        limit: i64,
+    ) -> Result<Vec<AuditRow>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
             "SELECT seq, at, approval_id, event, actor, channel, detail FROM audit \
-             WHERE (?1 IS NULL OR approval_id = ?1) AND (?2 IS NULL OR at >= ?2) ORDER BY seq",
+             WHERE (?1 IS NULL OR approval_id = ?1) AND (?2 IS NULL OR at >= ?2) \
+             AND seq > ?3 AND seq <= ?4 ORDER BY seq LIMIT ?5",
         )?;
-        let rows = stmt.query_map(params![approval_id, since], |r| {
+        let rows = stmt.query_map(params![approval_id, since, after, until, limit], |r| {
             let detail: Option<String> = r.get(6)?;
             Ok(AuditRow {
                 seq: r.get(0)?,
@@ -75,104 +173,253 @@ impl Store {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
+    /// The chain's head as recorded; `None` if the record was removed.
+    pub fn audit_head(&self) -> Result<Option<AuditHead>> {
+        let conn = self.lock();
+        head_conn(&conn)
+    }
+
+    /// [`Store::verify_audit_with`] without an anchor.
+    pub fn verify_audit(&self) -> Result<AuditCheck> {
+        self.verify_audit_with(None)
+    }
+
     /// Recomputes the audit hash chain and reports every break: an edited row (its
     /// hash no longer matches), a deleted or reordered row (the next row's prev_hash
-    /// no longer matches), or rows cut off the end (the highest seq ever issued is
-    /// larger than the last row's).
-    pub fn verify_audit(&self) -> Result<AuditCheck> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare(
-            "SELECT seq, at, approval_id, event, actor, channel, detail, prev_hash, hash \
-             FROM audit ORDER BY seq",
-        )?;
-        type Row = (
-            i64,
-            i64,
-            Option<String>,
-            String,
-            Option<String>,
-            Option<String>,
-            String,
-            Option<String>,
-            Option<String>,
-        );
-        let rows: Vec<Row> = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get::<_, Option<String>>(6)?.unwrap_or_default(),
-                    r.get(7)?,
-                    r.get(8)?,
-                ))
-            })?
-            .collect::<std::result::Result<_, _>>()?;
+    /// no longer matches), a row without a hash after the rows that predate the chain,
+    /// rows cut off the end or an emptied table (the recorded head, or the highest seq
+    /// ever issued, is past the last row), a missing or changed trigger, and an
+    /// `anchor` (a head hash printed earlier) that is no longer in the chain.
+    ///
+    /// Rows appended while it runs are not checked: it checks the trail up to the head
+    /// it reads first, a page at a time.
+    pub fn verify_audit_with(&self, anchor: Option<&str>) -> Result<AuditCheck> {
         let mut check = AuditCheck {
-            rows: rows.len(),
+            rows: 0,
             unchained: 0,
+            head: None,
+            anchored_at: None,
             problems: Vec::new(),
         };
-        let mut prev: Option<String> = None;
-        let mut chained = false;
-        let mut last_seq = 0;
-        for (seq, at, approval_id, event, actor, channel, detail, prev_hash, hash) in rows {
-            if seq != last_seq + 1 && chained {
-                check
-                    .problems
-                    .push(format!("rows {}..{} are missing", last_seq + 1, seq - 1));
-            }
-            last_seq = seq;
-            let Some(hash) = hash else {
-                if chained {
-                    check.problems.push(format!("row {seq} has no hash"));
-                } else {
-                    check.unchained += 1;
+        let (head, legacy, issued) = {
+            let conn = self.lock();
+            let legacy: Option<(i64, i64)> = conn
+                .query_row(
+                    "SELECT legacy_rows, legacy_through FROM audit_head WHERE id = 1",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            let issued: Option<i64> = conn
+                .query_row(
+                    "SELECT seq FROM sqlite_sequence WHERE name = 'audit'",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            for (name, want) in TRIGGERS {
+                let sql: Option<String> = conn
+                    .query_row(
+                        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?1",
+                        [name],
+                        |r| r.get(0),
+                    )
+                    .optional()?
+                    .flatten();
+                match sql {
+                    None => check.problems.push(format!(
+                        "the trigger {name} is missing: the trail is no longer protected \
+                         against edits (was it dropped to change rows?)"
+                    )),
+                    Some(sql) if normalised(&sql) != normalised(want) => check.problems.push(
+                        format!("the trigger {name} was changed: it no longer protects the trail"),
+                    ),
+                    Some(_) => {}
                 }
-                continue;
-            };
-            if chained && prev_hash != prev {
-                check.problems.push(format!(
-                    "row {seq} does not follow the row before it (a row was deleted or reordered)"
-                ));
             }
-            let expect = audit_hash(
-                prev_hash.as_deref(),
-                at,
-                approval_id.as_deref(),
-                &event,
-                actor.as_deref(),
-                channel.as_deref(),
-                &detail,
+            (head_conn(&conn)?, legacy, issued)
+        };
+        let Some(head) = head else {
+            check.problems.push(
+                "the chain's head record (audit_head) is missing: the end of the trail \
+                 cannot be checked"
+                    .into(),
             );
-            if expect != hash {
-                check.problems.push(format!(
-                    "row {seq} ({event}) was changed after it was written"
-                ));
+            return Ok(check);
+        };
+        check.head = Some(head.clone());
+        let (legacy_rows, legacy_through) = legacy.unwrap_or((0, 0));
+
+        let mut prev: Option<String> = None;
+        // After a row without a hash, the next row's link cannot be checked.
+        let mut link_unknown = false;
+        let mut last_seq = 0;
+        let mut last_hash: Option<String> = None;
+        let mut after = 0;
+        loop {
+            let page = self.audit_chain_page(after, head.seq, VERIFY_PAGE)?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            for row in page {
+                let seq = row.seq;
+                check.rows += 1;
+                if seq <= legacy_through {
+                    // Written before the chain existed: nothing to recompute.
+                    if row.hash.is_some() {
+                        check.problems.push(format!(
+                            "row {seq} predates the chain but carries a hash (it was changed)"
+                        ));
+                    } else {
+                        check.unchained += 1;
+                    }
+                    last_seq = seq;
+                    continue;
+                }
+                if seq != last_seq + 1 {
+                    check
+                        .problems
+                        .push(format!("rows {}..{} are missing", last_seq + 1, seq - 1));
+                }
+                last_seq = seq;
+                let Some(hash) = row.hash else {
+                    check.problems.push(format!(
+                        "row {seq} has no hash: only the {legacy_rows} rows written before \
+                         the chain existed may lack one"
+                    ));
+                    link_unknown = true;
+                    last_hash = None;
+                    continue;
+                };
+                let skip_link = std::mem::take(&mut link_unknown);
+                if !skip_link && row.prev_hash != prev {
+                    check.problems.push(match prev {
+                        None => format!(
+                            "row {seq} follows a row that is no longer in the trail (rows \
+                             before it were removed or their hashes erased)"
+                        ),
+                        Some(_) => format!(
+                            "row {seq} does not follow the row before it (a row was deleted \
+                             or reordered)"
+                        ),
+                    });
+                }
+                let expect = audit_hash(
+                    row.prev_hash.as_deref(),
+                    row.at,
+                    row.approval_id.as_deref(),
+                    &row.event,
+                    row.actor.as_deref(),
+                    row.channel.as_deref(),
+                    &row.detail,
+                );
+                if expect != hash {
+                    check.problems.push(format!(
+                        "row {seq} ({}) was changed after it was written",
+                        row.event
+                    ));
+                }
+                if anchor == Some(hash.as_str()) {
+                    check.anchored_at = Some(seq);
+                }
+                prev = Some(hash.clone());
+                last_hash = Some(hash);
             }
-            chained = true;
-            prev = Some(hash);
         }
-        let issued: Option<i64> = conn
-            .query_row(
-                "SELECT seq FROM sqlite_sequence WHERE name = 'audit'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
+        if check.unchained as i64 != legacy_rows {
+            check.problems.push(format!(
+                "{} rows written before the chain existed are left of the {legacy_rows} \
+                 there were (rows were removed, or hashes erased)",
+                check.unchained
+            ));
+        }
+        if head.seq > last_seq {
+            check.problems.push(format!(
+                "rows {}..{} were removed from the end (the chain's head is row {})",
+                last_seq + 1,
+                head.seq,
+                head.seq
+            ));
+        } else if last_hash != head.hash {
+            check
+                .problems
+                .push(format!("row {last_seq} is not the chain's recorded head"));
+        }
+        if check.rows as i64 != head.rows {
+            check.problems.push(format!(
+                "the trail holds {} rows but its head counts {}: rows were removed",
+                check.rows, head.rows
+            ));
+        }
         if let Some(issued) = issued {
-            if issued > last_seq {
+            if issued > head.seq.max(last_seq) {
                 check.problems.push(format!(
                     "rows {}..{issued} were removed from the end",
-                    last_seq + 1
+                    head.seq.max(last_seq) + 1
+                ));
+            }
+        }
+        if let Some(anchor) = anchor {
+            if check.anchored_at.is_none() {
+                check.problems.push(format!(
+                    "the anchored head {anchor} is not in the chain: rows up to it were \
+                     removed or rewritten"
                 ));
             }
         }
         Ok(check)
     }
+
+    /// Up to `limit` rows with `after < seq <= until`, oldest first, with their hashes.
+    fn audit_chain_page(&self, after: i64, until: i64, limit: i64) -> Result<Vec<ChainRow>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, at, approval_id, event, actor, channel, detail, prev_hash, hash \
+             FROM audit WHERE seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![after, until, limit], |r| {
+            Ok(ChainRow {
+                seq: r.get(0)?,
+                at: r.get(1)?,
+                approval_id: r.get(2)?,
+                event: r.get(3)?,
+                actor: r.get(4)?,
+                channel: r.get(5)?,
+                detail: r.get::<_, Option<String>>(6)?.unwrap_or_default(),
+                prev_hash: r.get(7)?,
+                hash: r.get(8)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+}
+
+/// A row as the chain sees it: the stored text of every hashed field.
+struct ChainRow {
+    seq: i64,
+    at: i64,
+    approval_id: Option<String>,
+    event: String,
+    actor: Option<String>,
+    channel: Option<String>,
+    detail: String,
+    prev_hash: Option<String>,
+    hash: Option<String>,
+}
+
+fn head_conn(conn: &Connection) -> Result<Option<AuditHead>> {
+    Ok(conn
+        .query_row(
+            "SELECT seq, hash, rows FROM audit_head WHERE id = 1",
+            [],
+            |r| {
+                Ok(AuditHead {
+                    seq: r.get(0)?,
+                    hash: r.get(1)?,
+                    rows: r.get(2)?,
+                })
+            },
+        )
+        .optional()?)
 }
 
 /// Appends an audit row inside the caller's transaction, so the row commits or rolls
@@ -186,26 +433,37 @@ pub(super) fn audit_tx(
     channel: Option<&Via>,
     detail: &Value,
 ) -> Result<()> {
-    audit_conn(tx, now, approval_id, event, actor, channel, detail)
+    audit_conn(
+        tx,
+        now,
+        approval_id,
+        event,
+        actor,
+        channel.map(Via::as_str),
+        detail,
+    )?;
+    Ok(())
 }
 
-fn audit_conn(
+/// Appends an audit row on `conn` (in the caller's transaction, if any); returns its seq.
+pub(super) fn audit_conn(
     conn: &Connection,
     now: i64,
     approval_id: Option<&str>,
     event: &str,
     actor: Option<&str>,
-    channel: Option<&Via>,
+    channel: Option<&str>,
     detail: &Value,
-) -> Result<()> {
-    // Callers hold the connection's mutex (one writer), so the last hash cannot
-    // change between this read and the insert.
+) -> Result<i64> {
+    // Chain onto the recorded head, not onto whatever row is last now: after rows were
+    // cut off the end, the next row then shows the cut too. Callers hold the
+    // connection's mutex (one writer), so the head cannot move between this read and
+    // the insert; the insert moves it (trigger `audit_head_follows`).
     let prev: Option<String> = conn
-        .prepare_cached("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1")?
+        .prepare_cached("SELECT hash FROM audit_head WHERE id = 1")?
         .query_row([], |r| r.get(0))
         .optional()?
         .flatten();
-    let channel = channel.map(Via::as_str);
     let detail = detail.to_string();
     let hash = audit_hash(
         prev.as_deref(),
@@ -230,7 +488,7 @@ fn audit_conn(
         prev,
         hash
     ])?;
-    Ok(())
+    Ok(conn.last_insert_rowid())
 }
 
 /// The hash of one audit row, chained to the previous row's hash.
@@ -321,5 +579,215 @@ mod tests {
             p.iter().any(|m| m.contains("removed from the end")),
             "{p:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod chain_tests {
+    //! The tampering a plain hash chain misses: rows cut off the end with the sequence
+    //! lowered, hashes erased to pass as "written before the chain", an emptied table,
+    //! dropped triggers; and the anchor kept outside the machine.
+
+    use super::*;
+    use crate::store::tests::{inserted, new};
+
+    /// A store on a file with `n` requests (two audit rows each).
+    fn trail(dir: &std::path::Path, n: usize) -> Store {
+        let s = Store::open(&dir.join("g.db")).unwrap();
+        for i in 0..n {
+            inserted(&s, &new("m", &format!("t{i}"), None, None));
+        }
+        s
+    }
+
+    /// Runs `sql` as someone with write access to the file would, triggers dropped first.
+    fn tamper(s: &Store, sql: &str) {
+        let conn = s.lock();
+        for (name, _) in TRIGGERS {
+            conn.execute_batch(&format!("DROP TRIGGER IF EXISTS {name}"))
+                .unwrap();
+        }
+        conn.execute_batch(sql).unwrap();
+    }
+
+    /// Puts the triggers back exactly as the migrations wrote them.
+    fn restore_triggers(s: &Store) {
+        let conn = s.lock();
+        for (_, sql) in TRIGGERS {
+            conn.execute_batch(sql).unwrap();
+        }
+    }
+
+    fn problems(s: &Store) -> Vec<String> {
+        s.verify_audit().unwrap().problems
+    }
+
+    fn has(p: &[String], needle: &str) -> bool {
+        p.iter().any(|m| m.contains(needle))
+    }
+
+    #[test]
+    fn an_intact_trail_ends_at_its_head_and_every_trigger_is_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = trail(dir.path(), 3);
+        let check = s.verify_audit().unwrap();
+        assert!(check.problems.is_empty(), "{:?}", check.problems);
+        let head = check.head.unwrap();
+        assert_eq!((head.seq, head.rows, check.rows), (6, 6, 6));
+        assert_eq!(head, s.audit_head().unwrap().unwrap());
+    }
+
+    #[test]
+    fn rows_cut_off_the_end_show_even_with_the_sequence_lowered() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = trail(dir.path(), 3);
+        tamper(
+            &s,
+            "DELETE FROM audit WHERE seq > 4; UPDATE sqlite_sequence SET seq = 4 WHERE name = 'audit';",
+        );
+        restore_triggers(&s);
+        let p = problems(&s);
+        assert!(has(&p, "rows 5..6 were removed from the end"), "{p:?}");
+        assert!(has(&p, "holds 4 rows but its head counts 6"), "{p:?}");
+        // The next row chains onto the recorded head, so the cut stays visible.
+        inserted(&s, &new("m", "after", None, None));
+        let p = problems(&s);
+        assert!(has(&p, "row 5 does not follow"), "{p:?}");
+    }
+
+    #[test]
+    fn a_head_moved_back_with_the_cut_needs_the_triggers_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = trail(dir.path(), 3);
+        tamper(
+            &s,
+            "DELETE FROM audit WHERE seq > 4; UPDATE sqlite_sequence SET seq = 4 WHERE name = 'audit';
+             UPDATE audit_head SET seq = 4, rows = 4, hash = (SELECT hash FROM audit WHERE seq = 4);",
+        );
+        let p = problems(&s);
+        assert!(has(&p, "audit_head_counts_every_row is missing"), "{p:?}");
+        assert!(has(&p, "audit_is_append_only_delete is missing"), "{p:?}");
+    }
+
+    #[test]
+    fn erased_hashes_do_not_pass_as_rows_from_before_the_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = trail(dir.path(), 3);
+        tamper(
+            &s,
+            "UPDATE audit SET hash = NULL, prev_hash = NULL, actor = 'mallory' WHERE seq <= 2;",
+        );
+        restore_triggers(&s);
+        let p = problems(&s);
+        assert!(has(&p, "row 1 has no hash"), "{p:?}");
+        assert!(has(&p, "row 2 has no hash"), "{p:?}");
+    }
+
+    #[test]
+    fn an_emptied_trail_shows() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = trail(dir.path(), 2);
+        tamper(
+            &s,
+            "DELETE FROM audit; DELETE FROM sqlite_sequence WHERE name = 'audit';",
+        );
+        restore_triggers(&s);
+        let p = problems(&s);
+        assert!(has(&p, "rows 1..4 were removed from the end"), "{p:?}");
+        assert!(has(&p, "holds 0 rows but its head counts 4"), "{p:?}");
+        // With the head record gone too.
+        tamper(&s, "DELETE FROM audit_head;");
+        restore_triggers(&s);
+        let p = problems(&s);
+        assert!(has(&p, "head record (audit_head) is missing"), "{p:?}");
+    }
+
+    #[test]
+    fn dropped_or_changed_triggers_fail_the_check_before_any_row_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = trail(dir.path(), 1);
+        s.lock()
+            .execute_batch(
+                "DROP TRIGGER audit_is_append_only_update; DROP TRIGGER audit_is_append_only_delete;",
+            )
+            .unwrap();
+        let p = problems(&s);
+        assert!(has(&p, "audit_is_append_only_update is missing"), "{p:?}");
+        assert!(has(&p, "audit_is_append_only_delete is missing"), "{p:?}");
+        // A trigger of the same name that lets everything through.
+        s.lock()
+            .execute_batch(
+                "CREATE TRIGGER audit_is_append_only_update BEFORE UPDATE ON audit WHEN 0 \
+                 BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;",
+            )
+            .unwrap();
+        assert!(has(
+            &problems(&s),
+            "audit_is_append_only_update was changed"
+        ));
+    }
+
+    #[test]
+    fn an_anchor_kept_elsewhere_shows_a_consistent_rewrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = trail(dir.path(), 2);
+        let anchor = s.audit_head().unwrap().unwrap().hash.unwrap();
+        inserted(&s, &new("m", "later", None, None));
+        let check = s.verify_audit_with(Some(&anchor)).unwrap();
+        assert!(check.problems.is_empty(), "{:?}", check.problems);
+        assert_eq!(check.anchored_at, Some(4));
+
+        // Someone rewrites the trail from row 3 on, recomputing every hash and the head,
+        // and puts the triggers back: nothing inside the file shows it...
+        tamper(
+            &s,
+            "DELETE FROM audit WHERE seq >= 3; DELETE FROM audit_head;
+             INSERT INTO audit_head (id, seq, hash, rows, legacy_rows, legacy_through)
+                 SELECT 1, 2, hash, 2, 0, 0 FROM audit WHERE seq = 2;
+             UPDATE sqlite_sequence SET seq = 2 WHERE name = 'audit';",
+        );
+        restore_triggers(&s);
+        inserted(&s, &new("m", "forged", None, None));
+        inserted(&s, &new("m", "forged", None, None));
+        assert!(problems(&s).is_empty(), "{:?}", problems(&s));
+        // ...but the anchor taken before is no longer in the chain.
+        let check = s.verify_audit_with(Some(&anchor)).unwrap();
+        assert_eq!(check.anchored_at, None);
+        assert!(
+            has(&check.problems, "is not in the chain"),
+            "{:?}",
+            check.problems
+        );
+    }
+
+    #[test]
+    fn rows_from_before_the_chain_are_allowed_only_as_the_prefix_they_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        {
+            // A database from before the chain (migrations 0001 and 0002) with two rows.
+            let mut conn = Connection::open(&path).unwrap();
+            crate::store::migrations().to_version(&mut conn, 2).unwrap();
+            conn.execute_batch(
+                "INSERT INTO audit (at, event) VALUES (1, 'daemon_started'), (2, 'config_reloaded');",
+            )
+            .unwrap();
+        }
+        let s = Store::open(&path).unwrap();
+        inserted(&s, &new("m", "t", None, None));
+        let check = s.verify_audit().unwrap();
+        assert!(check.problems.is_empty(), "{:?}", check.problems);
+        assert_eq!((check.rows, check.unchained), (4, 2));
+
+        // Deleting one of them, or erasing the first chained row's hash, shows.
+        tamper(&s, "DELETE FROM audit WHERE seq = 1;");
+        restore_triggers(&s);
+        assert!(has(
+            &problems(&s),
+            "1 rows written before the chain existed are left of the 2"
+        ));
+        tamper(&s, "UPDATE audit SET hash = NULL WHERE seq = 3;");
+        restore_triggers(&s);
+        assert!(has(&problems(&s), "row 3 has no hash"));
     }
 }

@@ -211,6 +211,49 @@ pub(super) fn subject_changed(
     Ok(())
 }
 
+/// Records that `message` shows the subjects `ids` whose post in `chat` is in flight
+/// (`message` NULL), with a `prompted` audit row each and, for a digest, its state;
+/// returns the subjects recorded. `adopted`: the message was found through a reply or
+/// a press, not in the platform's answer to the post.
+#[allow(clippy::too_many_arguments)]
+fn record_post(
+    tx: &Transaction<'_>,
+    platform: &str,
+    chat: &str,
+    ids: &[String],
+    by: ShownBy,
+    message: &str,
+    now: i64,
+    adopted: bool,
+) -> Result<Vec<String>> {
+    let recorded: Vec<String> = tx
+        .prepare_cached(
+            "UPDATE cards SET message = ?3, posted_at = ?4 WHERE platform = ?1 AND chat = ?2 \
+             AND message IS NULL AND subject IN (SELECT value FROM json_each(?5)) \
+             RETURNING subject",
+        )?
+        .query_map(params![platform, chat, message, now, ids_json(ids)], |r| {
+            r.get(0)
+        })?
+        .collect::<std::result::Result<_, _>>()?;
+    let mut detail = json!({"chat": chat, "message": message, "digest": by == ShownBy::Digest});
+    if adopted {
+        detail["adopted"] = json!(true);
+    }
+    let via = Via::Chat(crate::approval::PlatformId::owned(platform));
+    for id in &recorded {
+        audit_tx(tx, now, Some(id), "prompted", None, Some(&via), &detail)?;
+    }
+    if by == ShownBy::Digest && !recorded.is_empty() {
+        tx.execute(
+            "INSERT OR IGNORE INTO digests (platform, chat, message, showing, closed, posted_at) \
+             VALUES (?1, ?2, ?3, NULL, 0, ?4)",
+            params![platform, chat, message, now],
+        )?;
+    }
+    Ok(recorded)
+}
+
 impl Store {
     /// Every subject whose presence in `chat` needs work: open ones without a posted
     /// message, and those whose message shows an older revision. Used at start and
@@ -337,7 +380,10 @@ impl Store {
     }
 
     /// The post of [`Store::begin_post`] succeeded as `message`: record it, with a
-    /// `prompted` audit row per subject (and the digest's state for a digest).
+    /// `prompted` audit row per subject (and the digest's state for a digest). Returns
+    /// the subjects recorded: those still in flight. One a reply or press has already
+    /// tied to a message ([`Store::adopt_post`]: the post's own message, whose answer
+    /// came late, or an earlier copy) keeps that message.
     pub fn finish_post(
         &self,
         platform: &str,
@@ -346,28 +392,54 @@ impl Store {
         by: ShownBy,
         message: &str,
         now: i64,
-    ) -> Result<()> {
+    ) -> Result<Vec<String>> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        tx.execute(
-            "UPDATE cards SET message = ?3, posted_at = ?4 WHERE platform = ?1 AND chat = ?2 \
-             AND subject IN (SELECT value FROM json_each(?5))",
-            params![platform, chat, message, now, ids_json(ids)],
-        )?;
-        let detail = json!({"chat": chat, "message": message, "digest": by == ShownBy::Digest});
-        let via = Via::Chat(crate::approval::PlatformId::owned(platform));
-        for id in ids {
-            audit_tx(&tx, now, Some(id), "prompted", None, Some(&via), &detail)?;
-        }
-        if by == ShownBy::Digest {
-            tx.execute(
-                "INSERT OR REPLACE INTO digests (platform, chat, message, showing, closed, posted_at) \
-                 VALUES (?1, ?2, ?3, NULL, 0, ?4)",
-                params![platform, chat, message, now],
-            )?;
-        }
+        let recorded = record_post(&tx, platform, chat, ids, by, message, now, false)?;
         tx.commit()?;
-        Ok(())
+        Ok(recorded)
+    }
+
+    /// Ties `message` in `chat`, a message of gatebot's that shows what a post in
+    /// flight there shows, to that post: a reply or a press on it came before the
+    /// platform's answer to the post (slow, or lost). For a card, the post of
+    /// `subject`'s card; for a digest, the latest digest post in flight. Returns the
+    /// subjects it now records (none if nothing matching was in flight), each audited
+    /// as `prompted` with `adopted: true`.
+    pub fn adopt_post(
+        &self,
+        platform: &str,
+        chat: &str,
+        message: &str,
+        subject: Option<&str>,
+        by: ShownBy,
+        now: i64,
+    ) -> Result<Vec<String>> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let ids: Vec<String> = match (by, subject) {
+            (ShownBy::Card, Some(id)) => tx
+                .prepare_cached(
+                    "SELECT subject FROM cards WHERE platform = ?1 AND chat = ?2 AND subject = ?3 \
+                     AND message IS NULL AND shown_by = 'card'",
+                )?
+                .query_map(params![platform, chat, id], |r| r.get(0))?
+                .collect::<std::result::Result<_, _>>()?,
+            (ShownBy::Card, None) => Vec::new(),
+            // The rows of one digest post are begun together, with one `posted_at`.
+            (ShownBy::Digest, _) => tx
+                .prepare_cached(
+                    "SELECT subject FROM cards WHERE platform = ?1 AND chat = ?2 \
+                     AND message IS NULL AND shown_by = 'digest' AND posted_at = \
+                     (SELECT MAX(posted_at) FROM cards WHERE platform = ?1 AND chat = ?2 \
+                      AND message IS NULL AND shown_by = 'digest')",
+                )?
+                .query_map(params![platform, chat], |r| r.get(0))?
+                .collect::<std::result::Result<_, _>>()?,
+        };
+        let adopted = record_post(&tx, platform, chat, &ids, by, message, now, true)?;
+        tx.commit()?;
+        Ok(adopted)
     }
 
     /// The post of [`Store::begin_post`] certainly did not happen: forget it.
@@ -812,6 +884,100 @@ mod tests {
         // Settled, never shown in chat 2: nothing to do there.
         assert!(s.chat_backlog(TG, "2").unwrap().is_empty());
         assert_eq!(s.subject(&a).unwrap().map(|(_, open)| open), Some(false));
+    }
+
+    #[test]
+    fn a_message_found_before_the_answer_to_its_post_is_kept() {
+        let s = Store::open_in_memory().unwrap();
+        let a = pending(&s, "t", RiskScore::High);
+        let ids = vec![a.clone()];
+        // Nothing in flight: nothing to adopt.
+        assert!(s
+            .adopt_post(TG, "1", "55", Some(&a), ShownBy::Card, 2)
+            .unwrap()
+            .is_empty());
+        s.begin_post(TG, "1", &at(&ids, "pending"), ShownBy::Card, 2)
+            .unwrap();
+        // Another chat's post, or another subject, is not this message.
+        assert!(s
+            .adopt_post(TG, "2", "55", Some(&a), ShownBy::Card, 3)
+            .unwrap()
+            .is_empty());
+        assert!(s
+            .adopt_post(TG, "1", "55", Some("other"), ShownBy::Card, 3)
+            .unwrap()
+            .is_empty());
+        assert_eq!(
+            s.adopt_post(TG, "1", "55", Some(&a), ShownBy::Card, 3)
+                .unwrap(),
+            ids
+        );
+        assert_eq!(s.shown_at(TG, "1", "55").unwrap().unwrap().subject.id, a);
+        assert!(unposted(&s, "1", &ids).is_empty(), "not posted again");
+        // The answer comes after all (the same message, or a second copy): the
+        // message found first stays the card, and is audited once.
+        assert!(s
+            .finish_post(TG, "1", &ids, ShownBy::Card, "56", 4)
+            .unwrap()
+            .is_empty());
+        assert_eq!(s.shown_at(TG, "1", "55").unwrap().unwrap().subject.id, a);
+        assert!(s.shown_at(TG, "1", "56").unwrap().is_none());
+        let prompted: Vec<_> = s
+            .audit_rows(Some(&a), None)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.event == "prompted")
+            .collect();
+        assert_eq!(prompted.len(), 1);
+        assert_eq!(prompted[0].detail["adopted"], true);
+        // A message that failed for sure is forgotten, but not one found meanwhile.
+        s.abandon_post(TG, "1", &ids).unwrap();
+        assert!(s.shown_at(TG, "1", "55").unwrap().is_some());
+    }
+
+    #[test]
+    fn a_press_finds_the_latest_digest_in_flight() {
+        let s = Store::open_in_memory().unwrap();
+        let mut ids: Vec<String> = (0..4).map(|_| pending(&s, "t", RiskScore::High)).collect();
+        ids.sort();
+        let (old, new) = (ids[..2].to_vec(), ids[2..].to_vec());
+        // An earlier digest whose outcome stayed unknown, and the one in flight now.
+        s.begin_post(TG, "1", &at(&old, "pending"), ShownBy::Digest, 2)
+            .unwrap();
+        s.begin_post(TG, "1", &at(&new, "pending"), ShownBy::Digest, 5)
+            .unwrap();
+        assert_eq!(
+            s.adopt_post(TG, "1", "90", None, ShownBy::Digest, 6)
+                .unwrap(),
+            new
+        );
+        assert_eq!(
+            s.digest(TG, "1", "90").unwrap(),
+            Some(DigestState {
+                showing: None,
+                closed: false
+            })
+        );
+        assert_eq!(s.digest_summary(TG, "1", "90").unwrap().total, 2);
+        // The answer to the post records nothing more, and leaves the digest's view.
+        s.set_digest(
+            TG,
+            "1",
+            "90",
+            &DigestState {
+                showing: Some(new[0].clone()),
+                closed: false,
+            },
+        )
+        .unwrap();
+        assert!(s
+            .finish_post(TG, "1", &new, ShownBy::Digest, "90", 7)
+            .unwrap()
+            .is_empty());
+        assert_eq!(
+            s.digest(TG, "1", "90").unwrap().unwrap().showing.as_deref(),
+            Some(new[0].as_str())
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! - `approvals`: requests, their transitions out of `pending`, lookup, expiry, lists
 //!   and always-allow additions;
 //! - `audit`: the hash-chained, append-only audit trail and its verification;
+//! - `refusals`: refused attempts, coalesced per key and minute into the trail;
 //! - `chat`: which chat message shows which request (prompts, digests, questions);
 //! - `runs`: workflow runs, their events and problems, and their check-ins.
 //!
@@ -24,14 +25,18 @@ use rusqlite_migration::{Migrations, M};
 mod approvals;
 mod audit;
 mod chat;
+mod health;
+mod refusals;
 mod runs;
 
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
-pub use audit::{AuditCheck, AuditRow};
+pub use audit::{AuditCheck, AuditHead, AuditRow};
 pub use chat::{
     Asked, DigestGroup, DigestState, DigestSummary, Shown, ShownBy, Subject, SubjectKind,
     SubjectLookup, Unposted,
 };
+pub use health::{FaultKind, StorageFault};
+pub use refusals::{Closed, RefusalRow, Refused};
 pub use runs::{
     Answered, EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup,
     MAX_ISSUES_READ,
@@ -45,6 +50,33 @@ pub enum StoreError {
     Migration(#[from] rusqlite_migration::Error),
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    #[error("{0}")]
+    File(String),
+    /// The database cannot keep what is written (see `health`).
+    #[error("{}", .0.message)]
+    Storage(StorageFault),
+}
+
+impl StoreError {
+    /// The storage fault this error is, if it is one: a call refused because the
+    /// database was deleted or replaced, or SQLite's "disk full".
+    #[must_use]
+    pub fn fault(&self) -> Option<StorageFault> {
+        match self {
+            StoreError::Storage(f) => Some(f.clone()),
+            StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DiskFull =>
+            {
+                Some(StorageFault {
+                    kind: FaultKind::Full,
+                    message: "the database cannot grow: the disk is full or store.max_size \
+                              is reached. Free disk space or raise store.max_size"
+                        .into(),
+                })
+            }
+            _ => None,
+        }
+    }
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -52,19 +84,30 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// Most requests one [`Store::expire_due`] pass expires.
 pub const EXPIRE_BATCH: i64 = 500;
 
-fn migrations() -> Migrations<'static> {
+pub(crate) fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
         M::up(include_str!("../../migrations/0001_initial.sql")),
         M::up(include_str!("../../migrations/0002_prompts.sql")),
         M::up(include_str!("../../migrations/0003_audit_chain.sql")),
         M::up(include_str!("../../migrations/0004_digests.sql")),
         M::up(include_str!("../../migrations/0005_conversations.sql")),
+        M::up(include_str!("../../migrations/0006_audit_head.sql")),
         M::up(include_str!("../../migrations/0007_workflows.sql")),
     ])
 }
 
+/// `path` with `suffix` appended to its file name: the database's `-wal` and `-shm`.
+#[must_use]
+pub fn sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
+}
+
 pub struct Store {
     conn: Mutex<Connection>,
+    /// The database's files, for [`Store::storage_fault`]; `None` in memory.
+    watch: Option<health::Watch>,
 }
 
 impl std::fmt::Debug for Store {
@@ -75,11 +118,35 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Opens (creating if needed) the database and brings its schema up to date.
+    ///
+    /// The database file is created 0600 whatever the umask, and SQLite gives its WAL
+    /// and SHM the same mode; files an older version left readable by group or others
+    /// are made private (with a WARN), so agents in gatebot's group cannot read them.
     pub fn open(path: &Path) -> Result<Store> {
+        let io = |what: &str, e: std::io::Error| {
+            StoreError::File(format!("{what} {}: {e}", path.display()))
+        };
+        crate::files::private_file(path).map_err(|e| io("cannot create", e))?;
         let mut conn = Connection::open(path)?;
         Self::prepare(&mut conn)?;
+        for file in [
+            path.to_path_buf(),
+            sibling(path, "-wal"),
+            sibling(path, "-shm"),
+        ] {
+            match crate::files::tighten(&file) {
+                Ok(Some(mode)) => tracing::warn!(
+                    file = %file.display(),
+                    "the database was readable by group or others (mode {mode:o}); made it 0600"
+                ),
+                Ok(None) => {}
+                Err(e) => return Err(io("cannot make private", e)),
+            }
+        }
+        let watch = health::Watch::new(path).map_err(|e| io("cannot look at", e))?;
         Ok(Store {
             conn: Mutex::new(conn),
+            watch: Some(watch),
         })
     }
 
@@ -89,6 +156,7 @@ impl Store {
         Self::prepare(&mut conn)?;
         Ok(Store {
             conn: Mutex::new(conn),
+            watch: None,
         })
     }
 

@@ -12,13 +12,17 @@
 //!    process polls with this token), whose updates go through
 //!    [`crate::chat::inbound`].
 //!
-//! Sends go through teloxide's `Throttle` (1 message/s and 20/min per chat, 10/min per
-//! supergroup or channel, 30/s overall; it waits out 429s itself); delivery also paces
-//! edits per chat, and turns a burst into one digest message. Tokens never reach the
-//! log: every error text passes through [`crate::secret::scrub`], since teloxide's
-//! errors may carry the request URL, which contains `/bot<TOKEN>/`.
+//! Calls go through [`api::BotApi`]: teloxide's types and payloads, gatebot's own HTTP
+//! call, so a 5xx is retried by gatebot's backoff at once (not after teloxide's fixed
+//! 10 s) and every 429 is counted. Sends keep within Telegram's limits (1 message/s
+//! and 20/min per chat, 10/min per supergroup or channel, 30/s overall); delivery also
+//! paces edits per chat, and turns a burst into one digest message. Tokens never reach
+//! the log: every error text passes through [`crate::secret::scrub`], since errors
+//! may carry the request URL, which contains `/bot<TOKEN>/`.
 
+pub mod api;
 pub mod config;
+pub mod limits;
 pub mod platform;
 pub mod render;
 pub mod updates;
@@ -26,7 +30,6 @@ pub mod updates;
 use std::sync::Arc;
 use std::time::Duration;
 
-use teloxide::adaptors::throttle::{Limits, Throttle};
 use teloxide::prelude::*;
 use teloxide::types::{BotCommand, Me};
 use teloxide::{ApiError, RequestError};
@@ -44,8 +47,7 @@ use crate::secret::scrub;
 /// The platform's key.
 pub const PLATFORM: PlatformId = PlatformId::new("telegram");
 
-/// The bot every part of the adapter uses: sends are rate limited.
-pub type TgBot = Throttle<Bot>;
+use api::BotApi;
 
 /// Builds the bot for `config`; fails only on a malformed `api_url`.
 pub fn bot(config: &TelegramConfig) -> anyhow::Result<Bot> {
@@ -71,8 +73,8 @@ pub fn explain_get_me(e: &RequestError, token: &str) -> String {
 
 /// Calls `getMe` once (for `gatebot check-config --telegram`).
 pub async fn check(config: &TelegramConfig) -> anyhow::Result<Me> {
-    let bot = bot(config)?;
-    bot.get_me()
+    let api = BotApi::new(bot(config)?);
+    api.get_me()
         .await
         .map_err(|e| anyhow::anyhow!(explain_get_me(&e, config.token.expose())))
 }
@@ -80,8 +82,8 @@ pub async fn check(config: &TelegramConfig) -> anyhow::Result<Me> {
 /// Runs the adapter until `stop` fires. Never returns an error: problems are logged.
 pub async fn run(engine: Arc<Engine>, config: TelegramConfig, stop: CancellationToken) {
     let token = config.token.expose().to_string();
-    let plain = match bot(&config) {
-        Ok(b) => b,
+    let api = match bot(&config) {
+        Ok(b) => BotApi::new(b).counting(engine.metrics.clone()),
         Err(e) => {
             error!("telegram: off: {e:#}");
             return;
@@ -89,7 +91,7 @@ pub async fn run(engine: Arc<Engine>, config: TelegramConfig, stop: Cancellation
     };
     let me = retry(
         &stop,
-        || plain.get_me().send(),
+        || api.get_me().send(),
         |e, attempt| {
             let wait = backoff(attempt);
             error!(retry_in = ?wait, attempt = attempt + 1, "telegram: cannot start: {}", explain_get_me(e, &token));
@@ -101,9 +103,12 @@ pub async fn run(engine: Arc<Engine>, config: TelegramConfig, stop: Cancellation
     let username = me.user.username.clone().unwrap_or_default();
     info!(bot = %username, chats = ?config.chat.destinations, "telegram: connected");
 
-    let bot: TgBot = Throttle::new_spawn(plain, Limits::default());
-    let commands = tokio::spawn(set_commands(bot.clone(), token.clone(), stop.clone()));
-    let telegram = Arc::new(platform::Telegram { bot, token });
+    let commands = tokio::spawn(set_commands(api.clone(), token.clone(), stop.clone()));
+    let telegram = Arc::new(platform::Telegram {
+        bot: api,
+        token,
+        id: me.user.id,
+    });
     let inbound = {
         let telegram = telegram.clone();
         let stop = stop.clone();
@@ -116,7 +121,7 @@ pub async fn run(engine: Arc<Engine>, config: TelegramConfig, stop: Cancellation
 
 /// Sets the bot's command list (so clients offer /approve, /deny, /pending, /help),
 /// retrying with backoff until Telegram takes it.
-async fn set_commands(bot: TgBot, token: String, stop: CancellationToken) {
+async fn set_commands(bot: BotApi, token: String, stop: CancellationToken) {
     let commands: Vec<BotCommand> = help::commands()
         .into_iter()
         .map(|(c, d)| BotCommand::new(c, d))

@@ -11,16 +11,19 @@ use crate::approval::PlatformId;
 use crate::chat::card::Card;
 use crate::chat::platform::{Platform, SendError};
 use crate::secret::scrub;
-use crate::telegram::{render, TgBot, PLATFORM};
+use crate::telegram::api::BotApi;
+use crate::telegram::{render, PLATFORM};
 
 pub struct Telegram {
-    pub bot: TgBot,
+    pub bot: BotApi,
     /// Only to scrub it out of error text.
     pub token: String,
+    /// The bot's own user id: messages from it are gatebot's.
+    pub id: UserId,
 }
 
 /// Telegram allows about one message a second in a chat and 20 a minute in a group;
-/// edits are paced the same way (teloxide's `Throttle` paces only sends).
+/// edits are paced the same way (the API client's limits pace only sends).
 fn pace(chat: i64) -> Duration {
     if chat < 0 {
         Duration::from_secs(3)

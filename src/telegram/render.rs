@@ -126,9 +126,20 @@ pub fn html(card: &Card) -> String {
         .filter_map(|(p, _)| p.as_ref())
         .map(|p| len16(p) + 2)
         .sum();
+    // What every code block takes besides its body (label, tags, a cut note) is kept
+    // back too, so a block cut to nothing still fits.
+    let code_overhead: usize = card
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Code(c) => Some(len16(&escape(&c.label)) + NOTE_ROOM + 2),
+            _ => None,
+        })
+        .sum();
     let mut room = MAX_MESSAGE
         .saturating_sub(fixed)
-        .saturating_sub(OUTCOME_ROOM);
+        .saturating_sub(OUTCOME_ROOM)
+        .saturating_sub(code_overhead);
     for (part, block) in parts.iter_mut().zip(&card.blocks) {
         if let Block::List(items) = block {
             let rendered = list(items, room);
@@ -138,8 +149,8 @@ pub fn html(card: &Card) -> String {
     }
     for (part, block) in parts.iter_mut().zip(&card.blocks) {
         if let Block::Code(c) = block {
-            let rendered = code(c, room.saturating_sub(NOTE_ROOM));
-            room = room.saturating_sub(len16(&rendered) + 2);
+            let (rendered, body) = code(c, room);
+            room = room.saturating_sub(body);
             *part = Some(rendered);
         }
     }
@@ -186,10 +197,12 @@ fn list(items: &[Line], room: usize) -> String {
     out
 }
 
-/// A labelled code block whose escaped body takes at most `room` (and its `max`).
-fn code(c: &Code, room: usize) -> String {
+/// A labelled code block whose escaped body takes at most `room` (and its `max`), and
+/// the room its body took.
+fn code(c: &Code, room: usize) -> (String, usize) {
     let room = c.max.map_or(room, |m| m.min(room));
     let (kept, note) = text::fit(&c.body, c.what, |p| len16(&escape(p)) <= room);
+    let taken = len16(&escape(&kept));
     let body = match c.lang {
         Some(lang) => format!(
             "<pre><code class=\"language-{lang}\">{}</code></pre>",
@@ -201,7 +214,7 @@ fn code(c: &Code, room: usize) -> String {
     if let Some(n) = note {
         out.push_str(&format!("\n<i>{}</i>", escape(&n)));
     }
-    out
+    (out, taken)
 }
 
 fn hint(h: &Hint, buttons: bool) -> String {
@@ -326,6 +339,29 @@ mod tests {
         assert!(settled.contains("more characters of the outcome not shown"));
         let cut_args = |s: &str| s[..s.find("</code></pre>").unwrap()].to_string();
         assert_eq!(cut_args(&t), cut_args(&settled), "the same cut");
+    }
+
+    #[test]
+    fn a_maximal_request_fits_one_message_pending_and_settled() {
+        use crate::approval::{Status, Via};
+        use crate::chat::conversation::approval::{card, sample};
+        let mut a = sample();
+        a.summary = Some("&<".repeat(crate::wire::MAX_SUMMARY_CHARS / 2));
+        a.args = serde_json::json!({"body": "\u{1F600}&".repeat(10_000)});
+        a.tool = "<".repeat(crate::wire::MAX_TOOL_LEN);
+        // gatebot's reasons name the tool; a hostile one at that.
+        a.policy_reason = format!("{} is a destructive tool", a.tool);
+        let t = html(&card(&a));
+        assert!(len16(&t) <= MAX_MESSAGE, "{}", len16(&t));
+        assert!(t.contains("more characters of arguments not shown"));
+        a.status = Status::Rejected;
+        a.decided_by = Some("alice".into());
+        a.decided_via = Some(Via::Cli);
+        a.decided_at = Some(0);
+        a.decision_reason = Some("<no>".repeat(5000));
+        let t = html(&card(&a));
+        assert!(len16(&t) <= MAX_MESSAGE, "{}", len16(&t));
+        assert!(t.contains("<b>❌ Denied by alice (CLI)"), "{t}");
     }
 
     #[test]

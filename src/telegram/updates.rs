@@ -33,7 +33,7 @@ use tracing::{error, info, warn};
 
 use crate::chat::card::Card;
 use crate::chat::conversation;
-use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Question, Replied};
+use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Question, Replied, Seen};
 use crate::chat::platform::SendError;
 use crate::chat::text::{escape, shorten};
 use crate::chat::Context;
@@ -161,10 +161,15 @@ impl Handler {
             Some(m) => At {
                 chat: m.chat().id.0.to_string(),
                 message: Some(m.id().0.to_string()),
+                text: match m {
+                    MaybeInaccessibleMessage::Regular(m) => m.text().map(str::to_string),
+                    MaybeInaccessibleMessage::Inaccessible(_) => None,
+                },
             },
             None => At {
                 chat: String::new(),
                 message: None,
+                text: None,
             },
         };
         let answer = inbound::handle(&self.cx, &actor, Inbound::Press { data, at }).await;
@@ -300,6 +305,7 @@ impl Handler {
             text: text.to_string(),
             reply_to: m.reply_to_message().map(|r| Replied {
                 message: r.id.0.to_string(),
+                seen: self.seen(r),
             }),
             addressed: false,
         };
@@ -314,6 +320,20 @@ impl Handler {
         }
     }
 
+    /// What a message replied to shows: Telegram sends the message along, with its
+    /// author and its text (markup resolved, so a card's `id k7m2abcd` reads as such).
+    fn seen(&self, replied: &Message) -> Seen {
+        if replied
+            .from
+            .as_ref()
+            .is_some_and(|u| u.id == self.telegram.id)
+        {
+            Seen::Ours(replied.text().unwrap_or_default().to_string())
+        } else {
+            Seen::Theirs
+        }
+    }
+
     /// Sends `card` as a reply, retrying a few times.
     async fn reply(&self, chat: ChatId, to: Option<MessageId>, card: &Card) {
         let _ = self
@@ -321,8 +341,8 @@ impl Handler {
             .await;
     }
 
-    /// Sends with a few retries on 429 and temporary failures (Throttle paces sends
-    /// and retries 429s itself; this covers 5xx and network trouble).
+    /// Sends with a few retries on 429 (when Telegram asks for a short wait) and
+    /// temporary failures (5xx, network trouble).
     async fn retrying<F, Fut>(&self, what: &str, mut send: F) -> Result<Message, SendError>
     where
         F: FnMut() -> Fut,

@@ -66,9 +66,9 @@ impl Tolerance {
     }
 
     /// The seed's `getToleranceRank` on a name: one gatebot does not know counts as
-    /// `low`. Used where a tolerance arrives as text that was not validated (a stored
-    /// evaluation read back); `bot.toml` refuses unknown names instead, so a typo is an
-    /// error there rather than a silent `low`.
+    /// `low`. gatebot's own inputs never need it: `bot.toml` refuses an unknown name with
+    /// its key and line, so a typo cannot silently change what a run tolerates. It states
+    /// the seed's rule for any other source of names, and its tests pin that rule.
     #[must_use]
     pub fn from_name(name: &str) -> Tolerance {
         match name {

@@ -881,6 +881,30 @@ async fn a_refused_submission_stores_no_request_and_no_audit_row_for_one() {
     }
 }
 
+/// Who decided comes from the caller's credentials; a body cannot claim it.
+#[tokio::test]
+async fn a_decision_naming_its_own_actor_is_refused() {
+    let app = spawn_app("").await;
+    let (id, _) = app
+        .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {}}))
+        .await;
+    let res = app
+        .owner
+        .post(
+            &format!("/v1/requests/{id}/decision"),
+            &json!({"decision": "approve", "actor": "mallory"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, StatusCode::BAD_REQUEST, "{:?}", res.body);
+    assert!(
+        res.error_message().contains("peer credentials"),
+        "{}",
+        res.error_message()
+    );
+    assert_eq!(app.get(&id, 0.0).await.body["status"], "pending");
+}
+
 #[tokio::test]
 async fn the_loser_of_two_concurrent_decisions_is_told_who_won() {
     let app = spawn_app("").await;
@@ -891,9 +915,10 @@ async fn the_loser_of_two_concurrent_decisions_is_told_who_won() {
         let id = id.clone();
         tokio::spawn(async move {
             owner
+                .with_header(gatebot::peer::SUDO_USER_HEADER, actor)
                 .post(
                     &format!("/v1/requests/{id}/decision"),
-                    &json!({"decision": verb, "actor": actor}),
+                    &json!({"decision": verb}),
                 )
                 .await
                 .unwrap()

@@ -25,6 +25,12 @@ impl Daemon {
 
     /// Starts the daemon on `BASE_CONFIG` plus `extra` TOML.
     pub(crate) async fn start_with(extra: &str) -> Daemon {
+        Daemon::start_with_env(extra, &[]).await
+    }
+
+    /// Starts the daemon on `BASE_CONFIG` plus `extra` TOML, with `env` set for the
+    /// daemon only (its secrets: the commands run against it do not get them).
+    async fn start_with_env(extra: &str, env: &[(&str, &OsStr)]) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("bot.toml"),
@@ -34,6 +40,7 @@ impl Daemon {
         let child = Command::new(BIN)
             .args(["run", "--config"])
             .arg(dir.path().join("bot.toml"))
+            .envs(env.iter().copied())
             .env("RUST_LOG", "debug")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -741,4 +748,145 @@ async fn pending_lists_each_request_with_its_risk_level() {
     );
     assert!(line.contains("risk high"), "{line}");
     assert!(listing.contains("Reply to Ann"), "{listing}");
+}
+
+/// Only the daemon resolves secrets: an owner's shell has neither the agents' token
+/// variables nor systemd's `$CREDENTIALS_DIRECTORY`, and needs neither.
+#[tokio::test]
+async fn owner_commands_need_only_the_socket_not_the_daemons_secrets() {
+    let creds = tempfile::tempdir().unwrap();
+    std::fs::write(creds.path().join("keyed-token"), "keyed-secret-789").unwrap();
+    let extra = "[agents.vault]\ntier = \"supervised\"\ntoken_env = \"GATEBOT_IT_VAULT_TOKEN\"\n\n\
+                 [agents.keyed]\ntier = \"supervised\"\n\
+                 token_file = \"${CREDENTIALS_DIRECTORY}/keyed-token\"\n";
+    let d = Daemon::start_with_env(
+        extra,
+        &[
+            ("GATEBOT_IT_VAULT_TOKEN", OsStr::new("vault-secret-456")),
+            ("CREDENTIALS_DIRECTORY", creds.path().as_os_str()),
+        ],
+    )
+    .await;
+    // The owner's shell: the config would not load here.
+    assert!(gatebot::config::Config::load(&d.config()).is_err());
+
+    let out = ask("keyed", "create_contact")
+        .token("keyed-secret-789")
+        .wait("1s")
+        .run(&d)
+        .await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let id = d.wait_for_pending().await;
+    // (`status` of a pending request exits 3.)
+    for (args, code) in [
+        (vec!["pending"], 0),
+        (vec!["status", &id], 3),
+        (vec!["audit", "--since", "1h"], 0),
+        (vec!["audit", "verify"], 0),
+        (vec!["decide", &id, "deny", "--reason", "not today"], 0),
+    ] {
+        let out = d.cli(&args).await;
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = d.cli(&["status", &id, "--json"]).await;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "rejected", "{v}");
+
+    // A config that is not a bot.toml still fails, naming the key and line.
+    std::fs::write(d.config(), "[queue]\ncontrol_socket = 5\n").unwrap();
+    let out = d.cli(&["pending"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(":2:") && err.contains("queue.control_socket"),
+        "{err}"
+    );
+    assert!(err.contains("--socket"), "{err}");
+}
+
+/// The name /etc/passwd gives the account this test runs as (read here, not through
+/// gatebot), else `uid N`.
+fn my_account(dir: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata(dir).unwrap().uid();
+    std::fs::read_to_string("/etc/passwd")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.len() > 2 && f[2] == uid.to_string()).then(|| f[0].to_string())
+        })
+        .unwrap_or_else(|| format!("uid {uid}"))
+}
+
+/// `decided_by` is the caller's account (the control socket's peer credentials), not
+/// the daemon's `$USER`; the loser of a race is told that name.
+#[tokio::test]
+async fn a_cli_decision_is_recorded_as_the_callers_account_not_the_daemons_user() {
+    let d = Daemon::start_with_env(
+        "",
+        &[
+            ("USER", OsStr::new("daemon-env-user")),
+            ("LOGNAME", OsStr::new("daemon-env-user")),
+        ],
+    )
+    .await;
+    let me = my_account(d.path());
+    let decide = |id: &str, verb: &str, sudo_user: Option<&str>| {
+        let mut c = d.command();
+        c.args(["decide", id, verb])
+            .env("USER", "client-env-user")
+            .env("LOGNAME", "client-env-user")
+            .env_remove("SUDO_USER");
+        if let Some(p) = sudo_user {
+            c.env("SUDO_USER", p);
+        }
+        async move { c.output().await.unwrap() }
+    };
+    let decided_by = async |id: &str| {
+        let out = d.cli(&["status", id, "--json"]).await;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["decided_by"].as_str().unwrap().to_string()
+    };
+
+    let out = ask("intern", "create_contact").wait("1s").run(&d).await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let id = d.wait_for_pending().await;
+    let out = decide(&id, "approve", None).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(decided_by(&id).await, me);
+    let again = decide(&id, "deny", None).await;
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stderr).contains(&format!("already approved by {me} (CLI)")),
+        "{}",
+        text(&again.stderr)
+    );
+
+    // `sudo -u gatebot gatebot decide`: the account is gatebot's own, so the person
+    // sudo names is recorded.
+    let out = ask("intern", "create_contact").wait("1s").run(&d).await;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let id = d.wait_for_pending().await;
+    let bad = decide(&id, "deny", Some("alice (CLI)")).await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad.stderr).contains("must be a user name"),
+        "{}",
+        text(&bad.stderr)
+    );
+    let out = decide(&id, "deny", Some("alice")).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(decided_by(&id).await, "alice");
+    let again = decide(&id, "approve", None).await;
+    assert!(
+        text(&again.stderr).contains("already denied by alice (CLI)"),
+        "{}",
+        text(&again.stderr)
+    );
 }

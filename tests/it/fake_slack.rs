@@ -1,7 +1,10 @@
 //! A fake Slack on loopback: the Web API (every call recorded with its params and
 //! arrival time), the `response_url`s of slash commands (what is posted to them is
 //! recorded too), and a Socket Mode WebSocket server that says `hello`, sends the
-//! envelopes a test injects and records the acks.
+//! envelopes a test injects and records the acks. It keeps the bot's messages, so
+//! `conversations.replies` (a GET, arguments in the query string, as Slack takes
+//! them) reads a thread's parent back, and thread replies say who wrote their parent
+//! (`parent_user_id`); a post can take effect and lose its answer.
 //!
 //! In "chaos" mode a share of `chat.postMessage` and `chat.update` calls fail before
 //! they take effect (429, 500, a dropped connection) or answer slowly, so a test can
@@ -13,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -104,6 +107,10 @@ struct Inner {
     acks: Mutex<Vec<String>>,
     /// Fail this share of posts and updates at random.
     chaos: Mutex<Option<(f64, StdRng)>>,
+    /// The bot's messages by `ts`, as `conversations.replies` returns them.
+    messages: Mutex<HashMap<String, Value>>,
+    /// Posts that take effect but whose answer is lost (the connection breaks).
+    lose_posts: AtomicUsize,
 }
 
 #[derive(Clone)]
@@ -166,6 +173,44 @@ impl FakeSlack {
     /// 500, a dropped connection or a slow answer, reproducibly for a `seed`.
     pub fn chaos(&self, share: f64, seed: u64) {
         *self.inner.chaos.lock().unwrap() = Some((share, StdRng::seed_from_u64(seed)));
+    }
+
+    /// The next `n` chat.postMessage calls take effect (the message is in the channel)
+    /// but the connection breaks before the answer: gatebot never learns the `ts`.
+    pub fn lose_next_posts(&self, n: usize) {
+        self.inner.lose_posts.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// The `ts` of every message of the bot in `channel` whose text names `needle`,
+    /// whether or not gatebot got the answer to its post, oldest first.
+    pub fn stored(&self, channel: &str, needle: &str) -> Vec<String> {
+        let messages = self.inner.messages.lock().unwrap();
+        let mut ts: Vec<String> = messages
+            .values()
+            .filter(|m| {
+                m["channel"] == channel && m["text"].as_str().unwrap_or_default().contains(needle)
+            })
+            .map(|m| m["ts"].as_str().unwrap().to_string())
+            .collect();
+        ts.sort();
+        ts
+    }
+
+    /// A thread reply event from `user` under `thread_ts`, with `parent_user_id` as
+    /// Slack sets it: the bot's user id if the bot wrote the parent.
+    pub fn thread_reply(&self, user: &str, text: &str, thread_ts: &str, event_id: &str) -> Value {
+        let parent = self
+            .inner
+            .messages
+            .lock()
+            .unwrap()
+            .get(thread_ts)
+            .map_or("U_SOMEONE".to_string(), |m| {
+                m["user"].as_str().unwrap().to_string()
+            });
+        let mut v = message(user, text, Some(thread_ts), event_id);
+        v["event"]["parent_user_id"] = json!(parent);
+        v
     }
 
     /// Every response_url answers 404 from now on.
@@ -266,6 +311,7 @@ impl FakeSlack {
 async fn web(
     State(st): State<Arc<Inner>>,
     Path(method): Path<String>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -273,7 +319,10 @@ async fn web(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("json"));
-    let params: Value = if is_json {
+    // Read methods take their arguments in the query string (a GET), like Slack.
+    let params: Value = if let Some(q) = query.filter(|q| !q.is_empty()) {
+        json!(serde_urlencoded::from_str::<HashMap<String, String>>(&q).unwrap_or_default())
+    } else if is_json {
         serde_json::from_slice(&body).unwrap_or(Value::Null)
     } else {
         json!(serde_urlencoded::from_bytes::<HashMap<String, String>>(&body).unwrap_or_default())
@@ -355,11 +404,49 @@ async fn web(
                 json!({"ok": true, "url": format!("ws://127.0.0.1:{}/link/?ticket=t{ts}", st.ws_port)})
             }
             "chat.postMessage" => {
+                st.messages.lock().unwrap().insert(
+                    ts.clone(),
+                    json!({"type": "message", "user": "UBOT", "bot_id": "BBOT", "channel": channel,
+                           "text": params["text"], "blocks": params["blocks"], "ts": ts}),
+                );
+                let lost = st
+                    .lose_posts
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+                if lost {
+                    st.calls.lock().unwrap().push(call);
+                    let broken = futures_util::stream::once(async {
+                        Err::<Bytes, std::io::Error>(std::io::Error::other("connection dropped"))
+                    });
+                    return axum::body::Body::from_stream(broken).into_response();
+                }
                 call.ts = Some(ts.clone());
                 json!({"ok": true, "channel": channel, "ts": ts, "message": {"text": params["text"], "ts": ts}})
             }
             "chat.update" => {
+                if let Some(m) = st
+                    .messages
+                    .lock()
+                    .unwrap()
+                    .get_mut(params["ts"].as_str().unwrap_or_default())
+                {
+                    m["text"] = params["text"].clone();
+                    m["blocks"] = params["blocks"].clone();
+                }
                 json!({"ok": true, "channel": channel, "ts": params["ts"], "text": params["text"], "message": {"text": params["text"], "ts": params["ts"]}})
+            }
+            "conversations.replies" => {
+                let parent = st
+                    .messages
+                    .lock()
+                    .unwrap()
+                    .get(params["ts"].as_str().unwrap_or_default())
+                    .filter(|m| m["channel"] == params["channel"])
+                    .cloned();
+                match parent {
+                    Some(m) => json!({"ok": true, "messages": [m], "has_more": false}),
+                    None => json!({"ok": false, "error": "thread_not_found"}),
+                }
             }
             "chat.postEphemeral" => json!({"ok": true, "message_ts": ts}),
             "views.open" => json!({"ok": true, "view": {"id": "V1"}}),

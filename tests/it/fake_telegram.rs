@@ -5,15 +5,18 @@
 //! - Every call is recorded (method in lower case, JSON params, whether it succeeded).
 //! - `getUpdates` long-polls: it honours `offset` (older updates are dropped) and
 //!   `timeout`, returning as soon as a test injects an update.
-//! - Tests inject button presses and messages from chosen users, and make the next
-//!   sends or edits fail (429 + retry_after, 500, a dropped connection, a slow answer),
-//!   or the next polls answer 409.
+//! - Tests inject button presses and messages from chosen users (a reply carries the
+//!   message replied to as Telegram sends it: plain text, no HTML), and make the next
+//!   sends or edits fail (429 + retry_after, 500, a dropped connection, a slow answer,
+//!   a send that takes effect but whose answer never comes), or the next polls answer
+//!   409.
 //! - Optionally it enforces Telegram's documented limits on sends (one message a
 //!   second per chat, 20 a minute per group, 30 a second overall) with 429s, fails a
 //!   share of all sends and edits at random ("chaos"), or holds every call until
 //!   released.
-//! - Failures happen *before* a call takes effect, so a test can count exactly how
-//!   often each message really reached "Telegram".
+//! - Failures happen *before* a call takes effect (but for `Unanswered`, which is
+//!   about a send that did), so a test can count exactly how often each message
+//!   really reached "Telegram".
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -54,6 +57,10 @@ pub enum Failure {
     Drop,
     /// The answer comes after this long (the call then succeeds).
     Slow(Duration),
+    /// The send takes effect (the message is in the chat), but its answer waits until
+    /// [`FakeTelegram::release`] and then the connection breaks: gatebot never learns
+    /// the message's id.
+    Unanswered,
 }
 
 /// Telegram's documented limits on sending messages.
@@ -81,6 +88,8 @@ struct Inner {
     /// Fail this share of sends and edits at random.
     chaos: Option<(f64, StdRng)>,
     held: bool,
+    /// How often [`FakeTelegram::release`] was called.
+    releases: u64,
 }
 
 struct Shared {
@@ -189,6 +198,23 @@ impl FakeTelegram {
             .collect()
     }
 
+    /// The messages in `chat` that show the request `short_id` (`id <code>…</code>`),
+    /// whether or not gatebot got the answer to their send, oldest first.
+    pub fn stored_prompts(&self, chat: i64, short_id: &str) -> Vec<i64> {
+        let needle = format!("id <code>{short_id}</code>");
+        let mut ids: Vec<i64> = self.with(|i| {
+            i.messages
+                .iter()
+                .filter(|((c, _), m)| {
+                    *c == chat && m["text"].as_str().unwrap_or_default().contains(&needle)
+                })
+                .map(|((_, id), _)| *id)
+                .collect()
+        });
+        ids.sort_unstable();
+        ids
+    }
+
     /// Params of the successful calls to `method`.
     pub fn ok_calls(&self, method: &str) -> Vec<Value> {
         self.calls(method)
@@ -229,8 +255,12 @@ impl FakeTelegram {
         self.with(|i| i.held = true);
     }
 
+    /// Ends [`FakeTelegram::hold`], and lets [`Failure::Unanswered`] sends end.
     pub fn release(&self) {
-        self.with(|i| i.held = false);
+        self.with(|i| {
+            i.held = false;
+            i.releases += 1;
+        });
         self.shared.released.notify_waiters();
     }
 
@@ -267,7 +297,7 @@ impl FakeTelegram {
 
     /// `user` taps a button with `data` on message `message` in `chat`.
     pub fn press(&self, user: User, chat: i64, message: i64, data: &str) {
-        let msg = self.message(chat, message);
+        let msg = as_received(self.message(chat, message));
         self.push_update(json!({"callback_query": {
             "id": format!("cq{}", rand_id()),
             "from": user_json(user),
@@ -291,16 +321,61 @@ impl FakeTelegram {
             "text": text,
         });
         if let Some(r) = reply_to {
-            msg["reply_to_message"] = self.message(chat, r);
+            msg["reply_to_message"] = as_received(self.message(chat, r));
         }
         self.push_update(json!({"message": msg}));
     }
+}
+
+/// A message as Telegram sends it in an update: its text without the HTML it was
+/// sent with (Telegram keeps formatting as entities beside the text).
+fn as_received(mut msg: Value) -> Value {
+    if let Some(html) = msg["text"].as_str() {
+        let mut text = String::new();
+        let mut in_tag = false;
+        for c in html.chars() {
+            match c {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                c if !in_tag => text.push(c),
+                _ => {}
+            }
+        }
+        let text = text
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&amp;", "&");
+        msg["text"] = json!(text);
+    }
+    msg
 }
 
 fn rand_id() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(1);
     N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Waits while calls are held ([`FakeTelegram::hold`]), or, with `after`, until a
+/// release later than the `after`-th.
+async fn wait_for_release(s: &Shared, after: Option<u64>) {
+    loop {
+        let released = s.released.notified();
+        tokio::pin!(released);
+        released.as_mut().enable();
+        {
+            let inner = s.inner.lock().unwrap();
+            let waiting = match after {
+                Some(n) => inner.releases <= n,
+                None => inner.held,
+            };
+            if !waiting {
+                return;
+            }
+        }
+        released.await;
+    }
 }
 
 /// What to do instead of answering normally, if anything.
@@ -392,16 +467,9 @@ async fn handle(
         });
     };
     let record = |ok: bool| record_message(ok, None);
-    loop {
-        let released = s.released.notified();
-        tokio::pin!(released);
-        released.as_mut().enable();
-        if !s.inner.lock().unwrap().held {
-            break;
-        }
-        released.await;
-    }
-    match failure_for(&s, &method) {
+    wait_for_release(&s, None).await;
+    let failure = failure_for(&s, &method);
+    match failure {
         Some(Failure::RetryAfter(n)) => {
             record(false);
             return fail(
@@ -423,8 +491,9 @@ async fn handle(
             return dropped();
         }
         Some(Failure::Slow(d)) => tokio::time::sleep(d).await,
-        None => {}
+        Some(Failure::Unanswered) | None => {}
     }
+    let unanswered = failure == Some(Failure::Unanswered);
     match method.as_str() {
         "getme" => {
             record(true);
@@ -437,12 +506,39 @@ async fn handle(
         "getupdates" => get_updates(&s, &params, record).await,
         "sendmessage" => {
             let chat = params["chat_id"].as_i64().unwrap();
-            let mut inner = s.inner.lock().unwrap();
-            let now = Instant::now();
-            if inner.limits {
-                if let Some(wait) = over_limits(&mut inner, chat, now) {
-                    inner.limited += 1;
-                    drop(inner);
+            // The guard stays in this block: the handler's future must be Send.
+            let stored = {
+                let mut inner = s.inner.lock().unwrap();
+                let now = Instant::now();
+                match inner
+                    .limits
+                    .then(|| over_limits(&mut inner, chat, now))
+                    .flatten()
+                {
+                    Some(wait) => {
+                        inner.limited += 1;
+                        Err(wait)
+                    }
+                    None => {
+                        inner.sent.push((chat, now));
+                        inner.next_message += 1;
+                        let id = inner.next_message;
+                        let mut msg = json!({
+                            "message_id": id, "date": now_secs(), "chat": chat_json(chat),
+                            "from": {"id": BOT_ID, "is_bot": true, "first_name": "gatebot", "username": BOT_USERNAME},
+                            "text": params["text"],
+                        });
+                        if params["reply_markup"].get("inline_keyboard").is_some() {
+                            msg["reply_markup"] = params["reply_markup"].clone();
+                        }
+                        inner.messages.insert((chat, id), msg.clone());
+                        Ok((id, msg, inner.releases))
+                    }
+                }
+            };
+            let (id, msg, releases) = match stored {
+                Ok(stored) => stored,
+                Err(wait) => {
                     record(false);
                     return fail(
                         StatusCode::TOO_MANY_REQUESTS,
@@ -450,20 +546,12 @@ async fn handle(
                         json!({"parameters": {"retry_after": wait}}),
                     );
                 }
+            };
+            if unanswered {
+                record(false);
+                wait_for_release(&s, Some(releases)).await;
+                return dropped();
             }
-            inner.sent.push((chat, now));
-            inner.next_message += 1;
-            let id = inner.next_message;
-            let mut msg = json!({
-                "message_id": id, "date": now_secs(), "chat": chat_json(chat),
-                "from": {"id": BOT_ID, "is_bot": true, "first_name": "gatebot", "username": BOT_USERNAME},
-                "text": params["text"],
-            });
-            if params["reply_markup"].get("inline_keyboard").is_some() {
-                msg["reply_markup"] = params["reply_markup"].clone();
-            }
-            inner.messages.insert((chat, id), msg.clone());
-            drop(inner);
             record_message(true, Some(id));
             ok(msg)
         }

@@ -169,12 +169,16 @@ impl TestApp {
         )
     }
 
-    /// Decides as the owner `alice`, on the owner socket as the CLI does.
+    /// Decides as the owner `alice`, on the owner socket as `sudo -u gatebot gatebot
+    /// decide` does for her: the test process is the daemon's own account, so the
+    /// person sudo names is recorded.
     pub async fn decide(&self, id: &str, decision: &str, reason: Option<&str>) -> Response {
         self.owner
+            .clone()
+            .with_header(gatebot::peer::SUDO_USER_HEADER, "alice")
             .post(
                 &format!("/v1/requests/{id}/decision"),
-                &json!({"decision": decision, "reason": reason, "actor": "alice"}),
+                &json!({"decision": decision, "reason": reason}),
             )
             .await
             .unwrap()

@@ -42,13 +42,14 @@ fn golden(kind: Kind, name: &str) {
         "{name}"
     );
     let tool = parsed.call.tool.clone();
+    // `null` in a fixture: the hook prints nothing.
     assert_eq!(
-        render(&parsed, &allow(&tool)),
+        render(&parsed, &allow(&tool)).unwrap_or(Value::Null),
         json_fixture(&format!("{name}.allow.json")),
         "{name} allow"
     );
     assert_eq!(
-        render(&parsed, &deny(&tool)),
+        render(&parsed, &deny(&tool)).unwrap_or(Value::Null),
         json_fixture(&format!("{name}.deny.json")),
         "{name} deny"
     );
@@ -67,6 +68,13 @@ fn claude_code_pre_tool_use_golden() {
 #[test]
 fn codex_permission_request_golden() {
     golden(Kind::Codex, "codex-permission-request");
+}
+
+/// What `codex exec` sends (it never sends PermissionRequest): deny is a
+/// `permissionDecision`, allow prints nothing.
+#[test]
+fn codex_pre_tool_use_golden() {
+    golden(Kind::Codex, "codex-pre-tool-use");
 }
 
 #[test]

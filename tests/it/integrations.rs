@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::helpers::{spawn_app, TestApp};
+use crate::helpers::{eventually, spawn_app, spawn_app_in, TestApp};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
 /// Every call of a supervised agent waits for a human.
@@ -338,6 +338,60 @@ async fn the_codex_and_gemini_hooks_answer_in_their_own_shapes() {
         .as_str()
         .unwrap()
         .contains("not the orders table"));
+}
+
+/// `codex exec` forces `approval: never`, so only PreToolUse gates it. Codex refuses an
+/// explicit `allow` there: an approved call gets an empty stdout, a denied one the deny.
+#[tokio::test]
+async fn the_codex_hook_gates_pre_tool_use_for_codex_exec() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let input = fixture("codex-pre-tool-use.json");
+    let child = start_hook(
+        &socket,
+        &["hook", "codex", "--agent", "claude-code"],
+        &input,
+    )
+    .await;
+    let req = pending_one(&app).await;
+    assert_eq!(req["tool"], "Bash");
+    assert_eq!(req["summary"], "Bash: git push --force origin main");
+    decide_cli(&app, req["short_id"].as_str().unwrap(), "approve", None).await;
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the hook answered")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        out.stdout.is_empty(),
+        "an allowed PreToolUse prints nothing: {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    // The same tool_use_id is the same request: use a new call for the deny.
+    let input = input.replace("call_0B2hZk3YqN8c1Rw4", "call_second");
+    let child = start_hook(
+        &socket,
+        &["hook", "codex", "--agent", "claude-code"],
+        &input,
+    )
+    .await;
+    let req = pending_one(&app).await;
+    decide_cli(
+        &app,
+        req["short_id"].as_str().unwrap(),
+        "deny",
+        Some("not on main"),
+    )
+    .await;
+    let (out, answer) = finish(child).await;
+    assert_eq!(out.status.code(), Some(0));
+    let o = &answer["hookSpecificOutput"];
+    assert_eq!(o["hookEventName"], "PreToolUse", "{answer}");
+    assert_eq!(o["permissionDecision"], "deny", "{answer}");
+    let reason = o["permissionDecisionReason"].as_str().unwrap();
+    assert!(reason.contains("not on main"), "{reason}");
+    assert!(reason.contains("was not run"), "{reason}");
 }
 
 #[tokio::test]
@@ -852,4 +906,239 @@ async fn agents_can_read_their_tier_guidance() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("supervised mode"), "{text}");
     assert!(text.contains("did not run"), "{text}");
+}
+
+/// Every pending request, once there are `n`.
+async fn pending_n(app: &TestApp, n: usize) -> Vec<Value> {
+    eventually(&format!("{n} pending requests"), async || {
+        let res = app.owner.get("/v1/requests?status=pending").await.ok()?;
+        let list = res.body["requests"].as_array()?.clone();
+        (list.len() == n).then_some(list)
+    })
+    .await
+}
+
+/// A restart (an upgrade, `systemctl restart`) keeps every pending request, so the
+/// clients waiting on them reconnect and keep waiting within their own budgets.
+#[tokio::test]
+async fn waiting_clients_survive_a_daemon_restart() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, control) = sockets(&app);
+    let hook = start_hook(
+        &socket,
+        &["hook", "claude-code", "--timeout", "120s"],
+        &fixture("claude-code-permission-request.json"),
+    )
+    .await;
+    let hooked = pending_one(&app).await;
+    let hooked_id = hooked["id"].as_str().unwrap().to_string();
+    let status = start(
+        gatebot(&control, &["status", &hooked_id, "--wait", "120s"]),
+        "",
+    )
+    .await;
+    let ask = start(
+        gatebot(
+            &socket,
+            &[
+                "ask",
+                "--agent",
+                "intern",
+                "--tool",
+                "create_contact",
+                "--json",
+            ],
+        ),
+        "",
+    )
+    .await;
+    let mut mcp = Mcp::start_with(
+        &socket,
+        &["mcp", "--agent", "claude-code", "--timeout", "120s"],
+        None,
+    );
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "request_approval",
+        "arguments": {"tool_name": "Bash", "input": {"command": "make release"}}}}),
+    )
+    .await;
+    pending_n(&app, 3).await;
+    let (mut ask, ask_err) = stderr_of(ask);
+    let (mut status, status_err) = stderr_of(status);
+
+    let dir = app.stop().await;
+    // Down: the waiting clients notice before the daemon is back.
+    for (what, err) in [("ask", &ask_err), ("status", &status_err)] {
+        eventually(&format!("{what} to lose gatebot"), async || {
+            err.lock().unwrap().contains("lost gatebot").then_some(())
+        })
+        .await;
+    }
+    let app = spawn_app_in(dir, EXTRA).await;
+    for req in pending_n(&app, 3).await {
+        app.decide_ok(req["id"].as_str().unwrap(), "approve", None)
+            .await;
+    }
+
+    let (out, answer) = finish(hook).await;
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        answer["hookSpecificOutput"]["decision"]["behavior"], "allow",
+        "{answer}"
+    );
+    let done = mcp.recv().await;
+    assert_eq!(done["id"], 1, "{done}");
+    assert_eq!(tool_result(&done)["behavior"], "allow", "{done}");
+    for (what, child, err) in [
+        ("ask", &mut ask, &ask_err),
+        ("status --wait", &mut status, &status_err),
+    ] {
+        let code = tokio::time::timeout(Duration::from_secs(60), child.wait())
+            .await
+            .expect("it answered")
+            .unwrap()
+            .code();
+        let stderr = eventually("its stderr to end", async || {
+            let e = err.lock().unwrap().clone();
+            e.contains("\n<eof>").then_some(e)
+        })
+        .await;
+        assert_eq!(code, Some(0), "{what}: {stderr}");
+        assert!(
+            stderr.contains("reconnected to gatebot"),
+            "{what}: {stderr}"
+        );
+    }
+}
+
+/// Reads `child`'s stderr as it comes (`<eof>` marks its end), so a test can wait for
+/// a line while the process still runs.
+fn stderr_of(mut child: Child) -> (Child, std::sync::Arc<std::sync::Mutex<String>>) {
+    let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let sink = text.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut t = sink.lock().unwrap();
+            t.push_str(&line);
+            t.push('\n');
+        }
+        sink.lock().unwrap().push_str("\n<eof>");
+    });
+    (child, text)
+}
+
+/// Sends `sig` to `child`.
+fn signal(child: &Child, sig: i32) {
+    let pid = i32::try_from(child.id().expect("still running")).unwrap();
+    // SAFETY: kill has no memory-safety preconditions; the pid is our own child's.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+}
+
+/// Claude Code SIGTERMs a hook whose timeout ran out, Gemini CLI SIGTERMs then
+/// SIGKILLs it, Ctrl-C reaches both: the hook withdraws its request and denies
+/// instead of leaving it pending for an owner to approve later.
+#[tokio::test]
+async fn a_killed_hook_withdraws_its_request_and_denies() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    for (kind, fixture_name, sig) in [
+        (
+            "claude-code",
+            "claude-code-permission-request.json",
+            libc::SIGTERM,
+        ),
+        ("gemini", "gemini-before-tool.json", libc::SIGHUP),
+        ("codex", "codex-pre-tool-use.json", libc::SIGINT),
+    ] {
+        let child = start_hook(
+            &socket,
+            &["hook", kind, "--agent", "claude-code", "--timeout", "300s"],
+            &fixture(fixture_name),
+        )
+        .await;
+        let req = pending_one(&app).await;
+        let id = req["id"].as_str().unwrap();
+        signal(&child, sig);
+        let (out, answer) = finish(child).await;
+        assert_eq!(out.status.code(), Some(0), "{kind}: {out:?}");
+        let message = match kind {
+            "claude-code" => {
+                let d = &answer["hookSpecificOutput"]["decision"];
+                assert_eq!(d["behavior"], "deny", "{answer}");
+                d["message"].as_str().unwrap().to_string()
+            }
+            "gemini" => {
+                assert_eq!(answer["decision"], "deny", "{answer}");
+                answer["reason"].as_str().unwrap().to_string()
+            }
+            _ => {
+                let o = &answer["hookSpecificOutput"];
+                assert_eq!(o["permissionDecision"], "deny", "{answer}");
+                o["permissionDecisionReason"].as_str().unwrap().to_string()
+            }
+        };
+        assert!(
+            message.contains("stopped before anyone decided"),
+            "{kind}: {message}"
+        );
+        assert!(message.contains("withdrew request"), "{kind}: {message}");
+        assert!(message.contains("was not run"), "{kind}: {message}");
+        assert_eq!(app.get(id, 0.0).await.body["status"], "cancelled", "{kind}");
+    }
+
+    // Killed before it could read its input: nothing was asked, exit 2 (a block).
+    let mut waiting = gatebot(&socket, &["hook", "claude-code"]).spawn().unwrap();
+    let _stdin_open = waiting.stdin.take();
+    // Until it handles SIGTERM, SIGTERM would just kill it: wait for the handler
+    // (the kernel lists caught signals in SigCgt), not for a time.
+    eventually("the hook to handle SIGTERM", async || {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", waiting.id()?)).ok()?;
+        let caught = status.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+        let mask = u64::from_str_radix(caught.trim(), 16).ok()?;
+        (mask & (1 << (libc::SIGTERM - 1)) != 0).then_some(())
+    })
+    .await;
+    signal(&waiting, libc::SIGTERM);
+    let out = tokio::time::timeout(Duration::from_secs(30), waiting.wait_with_output())
+        .await
+        .expect("the hook exited")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stopped before the hook input"));
+}
+
+/// `gatebot mcp` killed with a call waiting: the call's request is withdrawn and the
+/// call answered with a deny, then the server exits though stdin is still open.
+#[tokio::test]
+async fn a_killed_mcp_server_withdraws_its_waiting_calls() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let mut mcp = Mcp::start(&socket);
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "request_approval",
+        "arguments": {"tool_name": "Bash", "input": {"command": "make deploy"}}}}),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    signal(&mcp._child, libc::SIGINT);
+    let done = mcp.recv().await;
+    assert_eq!(done["id"], 9, "{done}");
+    let r = tool_result(&done);
+    assert_eq!(r["behavior"], "deny", "{done}");
+    assert!(
+        r["message"].as_str().unwrap().contains("withdrew request"),
+        "{done}"
+    );
+    assert_eq!(
+        app.get(req["id"].as_str().unwrap(), 0.0).await.body["status"],
+        "cancelled"
+    );
+    let exited = tokio::time::timeout(Duration::from_secs(30), mcp._child.wait())
+        .await
+        .expect("the server exited with stdin still open")
+        .unwrap();
+    assert_eq!(exited.code(), Some(0));
 }

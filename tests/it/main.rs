@@ -6,19 +6,29 @@
 //! leaks into them); `TEST_LOG=1 cargo test` also prints them with each test's output.
 
 mod api;
+mod audit;
 mod cli;
+mod cli_output;
+mod connections;
 mod failure;
 mod fake_slack;
 mod fake_telegram;
+mod files;
 mod helpers;
 mod hooks;
 mod integrations;
 mod lifecycle;
 mod memory;
 mod properties;
+mod reload;
 mod slack;
+mod startup;
+mod storage;
 mod systemd;
 mod telegram;
+mod telegram_faults;
+mod unconfirmed_posts;
+mod validation;
 mod workflow;
 mod workflow_chat;
 mod workflow_cli;

@@ -1,6 +1,7 @@
-//! systemd integration with the real binary: socket activation (through
-//! `systemd-socket-activate`, which passes the socket as systemd does) and the
-//! notify protocol (READY, WATCHDOG, STOPPING) on a datagram socket we listen on.
+//! systemd integration with the real binary: socket activation (the test passes the
+//! listening socket as systemd does: at fd 3 with `LISTEN_FDS`, `LISTEN_PID` and
+//! `LISTEN_FDNAMES`, so no systemd tools are needed) and the notify protocol (READY,
+//! WATCHDOG, STOPPING) on a datagram socket we listen on.
 
 use std::os::unix::net::UnixDatagram;
 use std::process::Stdio;
@@ -10,7 +11,7 @@ use gatebot::client::Client;
 use serde_json::json;
 use tokio::process::Command;
 
-use crate::helpers::{eventually, BASE_CONFIG};
+use crate::helpers::BASE_CONFIG;
 
 const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
 
@@ -76,35 +77,36 @@ async fn the_daemon_notifies_ready_pings_the_watchdog_and_says_stopping() {
 
 #[tokio::test]
 async fn an_activated_socket_is_used_and_left_in_place() {
-    let activate = which("systemd-socket-activate").expect(
-        "systemd-socket-activate is needed for this test (Debian package `systemd`; .ci/run installs it)",
-    );
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bot.toml"), BASE_CONFIG).unwrap();
     let sock = dir.path().join("gatebot.sock");
-    let mut child = Command::new(activate)
-        .arg("-l")
-        .arg(&sock)
-        .arg("--fdname=agents")
-        .args([BIN, "run", "--config"])
+    // Bound and listening before gatebot runs, as the `.socket` unit holds it: a
+    // request made now waits in the kernel's backlog until gatebot accepts it.
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let early = tokio::spawn({
+        let sock = sock.clone();
+        async move {
+            Client::new(&sock)
+                .post(
+                    "/v1/requests",
+                    &json!({"agent": "mailer", "tool": "query_org_data", "args": {}}),
+                )
+                .await
+        }
+    });
+    let mut child = activated(&listener, "agents")
+        .args(["run", "--config"])
         .arg(dir.path().join("bot.toml"))
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    // systemd-socket-activate binds the socket first and starts gatebot on the first
-    // connection, as systemd does: the request waits in the backlog meanwhile.
-    eventually("the socket", async || sock.exists().then_some(())).await;
-    let res = tokio::time::timeout(
-        Duration::from_secs(30),
-        Client::new(&sock).post(
-            "/v1/requests",
-            &json!({"agent": "mailer", "tool": "query_org_data", "args": {}}),
-        ),
-    )
-    .await
-    .expect("answered")
-    .unwrap();
+    drop(listener);
+    let res = tokio::time::timeout(Duration::from_secs(30), early)
+        .await
+        .expect("answered")
+        .unwrap()
+        .unwrap();
     assert_eq!(res.body["status"], "allowed", "{:?}", res.body);
     // The control socket is still the daemon's own.
     assert!(dir.path().join("gatebot-control.sock").exists());
@@ -126,15 +128,43 @@ async fn an_activated_socket_is_used_and_left_in_place() {
         .unwrap();
     assert!(log.contains("passed by systemd"), "{log}");
     assert!(
+        sock.exists(),
+        "the activated socket belongs to the .socket unit"
+    );
+    assert!(
         !dir.path().join("gatebot-control.sock").exists(),
         "its own socket is removed"
     );
 }
 
-fn which(name: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| std::path::Path::new(d).join(name))
-        .find(|p| p.exists())
+/// The gatebot binary, started as systemd starts a socket-activated service: the
+/// listening socket at fd 3 (`SD_LISTEN_FDS_START`), `LISTEN_FDS=1`, its name in
+/// `LISTEN_FDNAMES`, and `LISTEN_PID` set to the service's own pid. The pid is known
+/// only in the child, so `sh` sets it (`$$`) and `exec`s gatebot, keeping the pid.
+fn activated(listener: &std::os::unix::net::UnixListener, name: &str) -> Command {
+    use std::os::fd::AsRawFd;
+    let fd = listener.as_raw_fd();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"LISTEN_PID=$$ exec "$0" "$@""#)
+        .arg(BIN)
+        .env("LISTEN_FDS", "1")
+        .env("LISTEN_FDNAMES", name);
+    // SAFETY: between fork and exec the closure makes only async-signal-safe calls
+    // (dup2, fcntl) on descriptors this process owns.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            if fd == 3 {
+                // Already in place: dup2 would leave close-on-exec set, so clear it.
+                let flags = libc::fcntl(3, libc::F_GETFD);
+                if flags < 0 || libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(fd, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Command::from(cmd)
 }

@@ -11,7 +11,7 @@ use crate::helpers::{eventually, log_text, spawn_app, spawn_app_in, TestApp};
 const TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
 const ALICE: User = (42, "Alice");
 const MALLORY: User = (66, "Mallory");
-/// Private chats (positive ids), so Throttle's 20/min group limit never slows tests.
+/// Private chats (positive ids), so the 20/min group limit never slows tests.
 const CHAT_A: i64 = 7001;
 const CHAT_B: i64 = 7002;
 /// A group (negative id): Telegram's 20 messages a minute apply.

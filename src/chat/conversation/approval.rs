@@ -13,7 +13,7 @@
 //!   work too.
 //! - Who: approvers only.
 
-use crate::approval::{Approval, Decision, Status, Verb};
+use crate::approval::{Approval, Decision, Status, Verb, SHORT_ID_ALPHABET, SHORT_ID_LEN};
 use crate::chat::card::{Block, Button, Card, Code, Field, Hint, Line, Style};
 use crate::chat::command::{first_word, non_empty, Typed};
 use crate::chat::inbound::{Actor, Answer};
@@ -306,7 +306,7 @@ pub fn failure(e: &EngineError) -> String {
 }
 
 /// Longest policy reason shown, in characters (it names the tool).
-const REASON_CHARS: usize = 500;
+const REASON_CHARS: usize = 300;
 /// Most of a summary shown, in UTF-16 units of its escaped form, so the arguments
 /// after it keep room.
 const SUMMARY_ROOM: usize = 1200;
@@ -396,12 +396,13 @@ pub fn card(a: &Approval) -> Card {
     let pending = a.status == Status::Pending;
     let mut blocks = vec![
         Block::Heading {
-            icon: "🛡",
+            icon: HEADING_ICON,
             title: if pending {
                 "gatebot: approval needed".into()
             } else {
                 "gatebot: request".into()
             },
+            // [`shown_in`] reads the id back from this line.
             tag: Some(Line::text("id ").code(&a.short_id)),
         },
         Block::Fields(fields(a)),
@@ -429,6 +430,55 @@ pub fn card(a: &Approval) -> Card {
     card
 }
 
+/// The icon of a request's card heading; [`shown_in`] recognises cards by it.
+const HEADING_ICON: &str = "🛡";
+
+/// Every status a card may show, for [`shown_in`].
+const STATUSES: [Status; 10] = [
+    Status::Pending,
+    Status::Approved,
+    Status::Rejected,
+    Status::Expired,
+    Status::Cancelled,
+    Status::Executing,
+    Status::Succeeded,
+    Status::Failed,
+    Status::Allowed,
+    Status::Blocked,
+];
+
+/// The short id of the request a card shows, read back from the text a platform keeps
+/// of the card's message (Telegram's text of a message replied to, Slack's `text` of a
+/// thread's parent): its first line, which is either the card's heading
+/// (`🛡 gatebot: approval needed · id k7m2abcd`) or its notification text
+/// (`⏳ Approval needed: request k7m2abcd (risk high)`). Only that line counts: agent
+/// text comes later in a card, and gatebot's other messages (answers, lists) carry
+/// tool names on theirs, so no agent can point a reply at another request.
+#[must_use]
+pub fn shown_in(text: &str) -> Option<String> {
+    let first = text.lines().next()?.trim();
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let id = if let Some(heading) = first.strip_prefix(HEADING_ICON) {
+        match words(heading).as_slice() {
+            [gatebot, .., id_word, id] if gatebot == "gatebot" && id_word == "id" => id.clone(),
+            _ => return None,
+        }
+    } else {
+        let status = STATUSES
+            .iter()
+            .find(|s| first.starts_with(&format!("{}: request ", status_word(**s))))?;
+        let rest = &first[format!("{}: request ", status_word(*status)).len()..];
+        words(rest).into_iter().next()?
+    };
+    let short = id.len() == SHORT_ID_LEN && id.bytes().all(|b| SHORT_ID_ALPHABET.contains(&b));
+    short.then_some(id)
+}
+
 /// The status in a few words of gatebot's (fallback texts).
 #[must_use]
 pub fn status_word(s: Status) -> &'static str {
@@ -448,11 +498,7 @@ pub fn status_word(s: Status) -> &'static str {
 /// "✅ Approved by alice (Telegram) 2026-11-23 12:03 UTC".
 #[must_use]
 pub fn outcome_line(a: &Approval) -> String {
-    let by = a.decided_by.as_deref().unwrap_or("someone");
-    let via = a
-        .decided_via
-        .as_ref()
-        .map_or_else(|| "gatebot".to_string(), |v| v.label());
+    let by = a.decider();
     let when = a.decided_at.map(clock).unwrap_or_default();
     let reason = |r: &Option<String>| r.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
     match a.status {
@@ -463,18 +509,15 @@ pub fn outcome_line(a: &Approval) -> String {
             } else {
                 ""
             };
-            format!("✅ Approved{always} by {by} ({via}) {when}")
+            format!("✅ Approved{always} by {by} {when}")
         }
-        Status::Executing => format!("✅ Approved by {by} ({via}) {when}; running"),
-        Status::Succeeded => format!("✅ Approved by {by} ({via}) {when}; succeeded"),
+        Status::Executing => format!("✅ Approved by {by} {when}; running"),
+        Status::Succeeded => format!("✅ Approved by {by} {when}; succeeded"),
         Status::Failed => format!(
-            "✅ Approved by {by} ({via}) {when}; failed{}",
+            "✅ Approved by {by} {when}; failed{}",
             reason(&a.result_detail)
         ),
-        Status::Rejected => format!(
-            "❌ Denied by {by} ({via}) {when}{}",
-            reason(&a.decision_reason)
-        ),
+        Status::Rejected => format!("❌ Denied by {by} {when}{}", reason(&a.decision_reason)),
         Status::Expired => format!(
             "⌛ Expired {when}: {}",
             a.decision_reason
@@ -527,6 +570,64 @@ pub(crate) fn sample() -> Approval {
 mod tests {
     use super::*;
     use crate::approval::{PlatformId, Via};
+
+    /// A message's text as Telegram keeps it: the HTML's text, entities resolved.
+    fn telegram_text(card: &Card) -> String {
+        let html = crate::telegram::render::html(card);
+        let mut text = String::new();
+        let mut in_tag = false;
+        for c in html.chars() {
+            match c {
+                '<' => in_tag = true,
+                '>' => in_tag = false,
+                c if !in_tag => text.push(c),
+                _ => {}
+            }
+        }
+        text.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&amp;", "&")
+    }
+
+    #[test]
+    fn a_card_is_recognised_by_its_first_line_on_every_platform() {
+        let mut a = sample();
+        // Agent text that names another request comes after the heading.
+        a.summary = Some("id zzzz9999\n🛡 gatebot · id zzzz9999".into());
+        a.tool = "id zzzz9999".into();
+        for status in [Status::Pending, Status::Rejected, Status::Expired] {
+            a.status = status;
+            let c = card(&a);
+            for text in [c.plain(), telegram_text(&c), c.fallback.clone()] {
+                assert_eq!(shown_in(&text).as_deref(), Some("k7m2abcd"), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn other_messages_of_gatebot_show_no_request() {
+        let mut a = sample();
+        a.tool = "id zzzz9999".into();
+        a.status = Status::Approved;
+        // The answer to a decision names the tool on its first line. (Its
+        // notification text names the request it decided, in gatebot's words.)
+        let answer = decided(Verb::Approve, &a);
+        assert_eq!(shown_in(&answer.fallback).as_deref(), Some("k7m2abcd"));
+        for text in [
+            answer.plain(),
+            telegram_text(&answer),
+            "gatebot asks you before agents take risky actions.".into(),
+            "2 pending request(s)\nk7m2abcd · mailer · id zzzz9999".into(),
+            "📥 gatebot digest\n12 of 12 requests".into(),
+            "🛡 gatebot: approval needed · id K7M2ABCD".into(),
+            "🛡 gatebot: approval needed · id k7m2abc1".into(),
+            "⏳ Approval needed: request k7m2abcd0 (risk high)".into(),
+            "Someone: request k7m2abcd (risk high)".into(),
+        ] {
+            assert_eq!(shown_in(&text), None, "{text}");
+        }
+    }
     use crate::chat::conversation::{Action as AnyAction, Command as AnyCommand, MAX_DATA};
 
     fn decision(verb: Verb, id: Option<&str>, reason: Option<&str>) -> Option<AnyCommand> {

@@ -31,6 +31,9 @@ use super::approval::failure;
 
 /// Problems listed on the card itself; Review issues lists them all.
 pub const LISTED: usize = 5;
+/// The icon a waiting check-in's heading and notification text start with.
+const ICON: &str = "⏸";
+
 /// Most check-ins `/pending` lists with their buttons.
 pub const PENDING_SHOWN: usize = 10;
 /// Longest phase, step or title shown in a line, in characters.
@@ -509,6 +512,34 @@ pub fn outcome_line(c: &CheckIn) -> String {
     }
 }
 
+/// The short id of the check-in a card shows, read back from the text a platform keeps of
+/// the card's message (see [`super::approval::shown_in`]): its first line, the heading
+/// (`⏸ gatebot: workflow check-in · id k7m2abcd`) or the notification text
+/// (`⏸ Check-in k7m2abcd: a workflow waits for you`, `Check-in k7m2abcd: continued`).
+/// Agent text never comes first in a check-in's card.
+#[must_use]
+pub fn shown_in(text: &str) -> Option<String> {
+    let first = text.lines().next()?.trim();
+    let (iconed, rest) = match first.strip_prefix(ICON) {
+        Some(rest) => (true, rest),
+        None => (false, first),
+    };
+    let words: Vec<&str> = rest
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let id = match (iconed, words.as_slice()) {
+        (true, ["gatebot", .., "id", id]) => *id,
+        (_, ["Check", "in", id, ..]) => *id,
+        _ => return None,
+    };
+    let short = id.len() == crate::approval::SHORT_ID_LEN
+        && id
+            .bytes()
+            .all(|b| crate::approval::SHORT_ID_ALPHABET.contains(&b));
+    short.then(|| id.to_string())
+}
+
 /// The check-in's card: with its buttons while it waits, with its outcome after.
 #[must_use]
 pub fn card(d: &Detail) -> Card {
@@ -517,7 +548,7 @@ pub fn card(d: &Detail) -> Card {
     let waiting = c.status == CheckInStatus::Waiting;
     let mut blocks = vec![
         Block::Heading {
-            icon: "⏸",
+            icon: ICON,
             title: if waiting {
                 "gatebot: workflow check-in".into()
             } else {
@@ -556,7 +587,7 @@ pub fn card(d: &Detail) -> Card {
     let mut card = Card {
         blocks,
         fallback: if waiting {
-            format!("⏸ Check-in {short}: a workflow waits for you")
+            format!("{ICON} Check-in {short}: a workflow waits for you")
         } else {
             format!("Check-in {short}: {}", c.status.as_str())
         },
@@ -1004,6 +1035,32 @@ mod tests {
         );
         d.check_in.status = CheckInStatus::Continued;
         assert!(review_card(&d).buttons.is_empty());
+    }
+
+    #[test]
+    fn the_short_id_is_read_back_from_the_cards_first_line_only() {
+        let d = sample();
+        let waiting = card(&d);
+        // (text a platform keeps, short id)
+        let cases: Vec<(String, Option<&str>)> = vec![
+            (waiting.plain(), Some("k7m2wxyz")),
+            (waiting.fallback.clone(), Some("k7m2wxyz")),
+            ("Check-in k7m2wxyz: continued".into(), Some("k7m2wxyz")),
+            (
+                "⏸ gatebot: workflow check-in  ·  id k7m2wxyz\nAgent: x".into(),
+                Some("k7m2wxyz"),
+            ),
+            ("Run: Check-in k7m2wxyz".into(), None),
+            ("🛡 gatebot: approval needed · id k7m2wxyz".into(), None),
+            (
+                "Agent: x\n⏸ gatebot: workflow check-in · id k7m2wxyz".into(),
+                None,
+            ),
+            ("⏸ Check-in k7m2wxy0: a workflow waits for you".into(), None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(shown_in(&text).as_deref(), want, "{text:?}");
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //!
 //! To add a kind: write its module (card, actions, commands, handlers), then add its
 //! variants to [`Action`] / [`Command`] and their arms to the `match`es below; if its
-//! subject gets cards of its own, add an arm to [`render`].
+//! subject gets cards of its own, add an arm to [`render`] and to [`shown_in`].
 
 pub mod approval;
 pub mod checkin;
@@ -216,6 +216,16 @@ pub async fn answer(
         Purpose::DenyReason => reason::answer(cx, actor, subject, text).await,
         Purpose::StopReason => checkin::answer_stop(cx, actor, subject, text).await,
     }
+}
+
+/// The subject (its short id) a card shows, read back from the text a platform keeps
+/// of a message (see [`approval::shown_in`]): how a reply to a message gatebot has no
+/// record of still reaches its subject. Each kind whose subjects get cards recognises
+/// its own.
+#[must_use]
+pub fn shown_in(text: &str) -> Option<String> {
+    // Each kind with cards adds `.or_else(|| kind::shown_in(text))`.
+    approval::shown_in(text).or_else(|| checkin::shown_in(text))
 }
 
 /// A subject's card as things stand, for delivery.

@@ -60,6 +60,16 @@ fn read_args(a: &AskArgs) -> Result<Value, String> {
     }
 }
 
+/// `--confidence`: a number from 0.0 to 1.0. `NaN` and `inf` parse as floats but
+/// have no place in JSON: sent, they would become `null` and drop the confidence gate
+/// without a word, so they are refused here (clap exits 2 with this message).
+pub(super) fn parse_confidence(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(c) if (0.0..=1.0).contains(&c) => Ok(c),
+        _ => Err(format!("`{s}` is not a number from 0.0 to 1.0")),
+    }
+}
+
 fn parse_args(s: &str) -> Result<Value, String> {
     serde_json::from_str(s).map_err(|e| format!("--args is not valid JSON: {e}"))
 }

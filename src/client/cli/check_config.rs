@@ -2,49 +2,56 @@
 
 use std::path::Path;
 
+use super::out::outln;
 use super::EXIT_GO;
 use crate::config::Config;
 use crate::time::format_duration;
 
 pub(super) async fn run(path: &Path, telegram: bool) -> Result<u8, String> {
-    let code = check(path)?;
-    if telegram {
-        check_telegram(path).await?;
+    let config = check(path)?;
+    // With --telegram the token is part of what is checked: "ok" is printed only once
+    // every check passed, so an "ok" never comes before an error and exit code 2.
+    let bot = if telegram {
+        Some(check_telegram(&config).await?)
+    } else {
+        None
+    };
+    print_summary(path, &config);
+    if let Some(bot) = bot {
+        outln!("  telegram:        ok, the token belongs to @{bot}");
     }
-    Ok(code)
+    Ok(EXIT_GO)
 }
 
-fn check(path: &Path) -> Result<u8, String> {
-    match Config::check(path) {
-        Ok(c) => {
-            print_summary(path, &c);
-            Ok(EXIT_GO)
-        }
-        // One line per error, each with its file, line and key path.
-        Err(errors) => Err(errors
+fn check(path: &Path) -> Result<Config, String> {
+    // One line per error, each with its file, line and key path.
+    Config::check(path).map_err(|errors| {
+        errors
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
-            .join("\nerror: ")),
-    }
+            .join("\nerror: ")
+    })
 }
 
 /// What a valid config sets up: files, sockets, policy, agents, chat channels.
 fn print_summary(path: &Path, c: &Config) {
-    println!("{}: ok", path.display());
-    println!("  database:        {}", c.store.path.display());
-    println!("  agent socket:    {}", c.queue.socket.display());
-    println!("  control socket:  {}", c.queue.control_socket.display());
+    outln!("{}: ok", path.display());
+    outln!("  database:        {}", c.store.path.display());
+    outln!("  agent socket:    {}", c.queue.socket.display());
+    outln!("  control socket:  {}", c.queue.control_socket.display());
     if let Some(l) = &c.queue.listen {
-        println!("  TCP listener:    {l} (agents must send their token)");
+        outln!("  TCP listener:    {l} (agents must send their token)");
     }
-    println!(
-        "  policy:          tool_approval_mode = {:?}, default_ttl = {}, unknown agents: {:?}",
-        c.policy.tool_approval_mode,
+    // Values as bot.toml writes them, so they can be pasted back.
+    outln!(
+        "  policy:          tool_approval_mode = \"{}\", default_ttl = \"{}\", max_ttl = \"{}\", unknown_agents = \"{}\"",
+        c.policy.tool_approval_mode.as_str(),
         format_duration(c.default_ttl),
-        c.unknown_agents
+        format_duration(c.max_ttl),
+        c.unknown_agents.as_str()
     );
-    println!("  workflow:        {}", workflow(&c.workflow.default));
+    outln!("  workflow:        {}", workflow(&c.workflow.default));
     for (name, a) in &c.agents {
         let own = c
             .workflow
@@ -52,14 +59,14 @@ fn print_summary(path: &Path, c: &Config) {
             .get(name)
             .map(|w| format!("; workflow {}", workflow(w)))
             .unwrap_or_default();
-        println!(
+        outln!(
             "  agent {name}: {}{}{own}",
             a.rules.tier.as_str(),
             if a.token.is_some() { ", token set" } else { "" }
         );
     }
     if let Some(t) = &c.telegram {
-        println!(
+        outln!(
             "  telegram:        {} chat(s), {} approver(s), API {}",
             t.chat.destinations.len(),
             t.chat.approvers.len(),
@@ -67,19 +74,19 @@ fn print_summary(path: &Path, c: &Config) {
         );
     }
     if let Some(s) = &c.slack {
-        println!(
-            "  slack:           {:?} mode, {} channel(s), {} approver(s), API {}",
-            s.mode,
+        outln!(
+            "  slack:           mode = \"{}\", {} channel(s), {} approver(s), API {}",
+            s.mode.as_str(),
             s.chat.destinations.len(),
             s.chat.approvers.len(),
             s.api_url
         );
     }
     for note in &c.notes {
-        println!("  note: {note}");
+        outln!("  note: {note}");
     }
     if c.telegram.is_none() && c.slack.is_none() {
-        println!("  chat channels:   none on; owners decide with `gatebot decide`");
+        outln!("  chat channels:   none on; owners decide with `gatebot decide`");
     }
 }
 
@@ -105,20 +112,22 @@ fn workflow(w: &crate::config::workflow::AgentWorkflow) -> String {
     )
 }
 
-/// `check-config --telegram`: one getMe with the configured token and API URL.
-async fn check_telegram(path: &Path) -> Result<(), String> {
-    let config = Config::load(path).map_err(|e| e.to_string())?;
+/// `check-config --telegram`: one getMe with the configured token and API URL;
+/// the bot's username.
+async fn check_telegram(config: &Config) -> Result<String, String> {
     let Some(t) = &config.telegram else {
-        return Err("telegram is off (no token), so there is nothing to check".into());
+        // The note says why it is off ("off, because the environment variable … is not set").
+        let why = config
+            .notes
+            .iter()
+            .find_map(|n| n.strip_prefix("telegram:"))
+            .map_or("off: there is no [telegram] table", str::trim);
+        return Err(format!(
+            "telegram: nothing to check with --telegram: the channel is {why}"
+        ));
     };
     match crate::telegram::check(t).await {
-        Ok(me) => {
-            println!(
-                "  telegram:        ok, the token belongs to @{}",
-                me.user.username.as_deref().unwrap_or("?")
-            );
-            Ok(())
-        }
+        Ok(me) => Ok(me.user.username.unwrap_or_else(|| "?".into())),
         Err(e) => Err(format!("telegram: {e}")),
     }
 }

@@ -4,8 +4,10 @@
 
 use serde_json::json;
 
+use super::out::outln;
 use super::{encode, expect_ok, pretty, view_of, EXIT_GO, EXIT_NO};
 use crate::client::Client;
+use crate::peer::SUDO_USER_HEADER;
 
 pub(super) async fn run(
     client: &Client,
@@ -14,6 +16,12 @@ pub(super) async fn run(
     reason: Option<&str>,
     json: bool,
 ) -> Result<u8, String> {
+    // The daemon records who decided from the socket's peer credentials; for its own
+    // account and root (reached with sudo), the person sudo names.
+    let client = match std::env::var("SUDO_USER") {
+        Ok(person) if !person.is_empty() => client.clone().with_header(SUDO_USER_HEADER, person),
+        _ => client.clone(),
+    };
     let res = client
         .post(
             &format!("/v1/requests/{}/decision", encode(id)),
@@ -31,7 +39,7 @@ pub(super) async fn run(
         let view: crate::workflow::wire::CheckInView = serde_json::from_value(res.body.clone())
             .map_err(|e| format!("unexpected answer from gatebot: {e}"))?;
         if json {
-            println!("{}", pretty(&res.body));
+            outln!("{}", pretty(&res.body));
         } else {
             super::workflow::print_answered(&view);
         }
@@ -39,14 +47,17 @@ pub(super) async fn run(
     }
     let view = view_of(res)?;
     if json {
-        println!(
+        outln!(
             "{}",
             pretty(&serde_json::to_value(&view).unwrap_or_default())
         );
     } else {
-        println!(
+        outln!(
             "{} {} ({} from {})",
-            view.status, view.short_id, view.tool, view.agent
+            view.status,
+            view.short_id,
+            view.tool,
+            view.agent
         );
     }
     Ok(EXIT_GO)

@@ -1,11 +1,19 @@
 //! `gatebot hook claude-code|codex|gemini`: the hook's JSON on stdin, its answer on
 //! stdout ([`crate::client::hook::run`]).
+//!
+//! Agents kill a hook whose time runs out (Claude Code: SIGTERM; Gemini CLI: SIGTERM,
+//! then SIGKILL 5 s later), and Ctrl-C reaches it too. On SIGTERM, SIGINT or SIGHUP
+//! the hook withdraws its request, prints a deny if anyone still reads it, and exits,
+//! all within a second ([`crate::hooks::resolve_until_stopped`]).
 
-use std::io::Read;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{socket_for, HookCommand, EXIT_GO};
+use tokio::io::AsyncReadExt;
+
+use super::{socket_for, HookCommand, EXIT_ERROR, EXIT_GO};
 use crate::client::hook::HookRun;
+use crate::client::stop_on_signals;
 use crate::hooks::Kind;
 use crate::time::parse_duration;
 
@@ -16,6 +24,7 @@ pub(super) async fn run(
 ) -> Result<u8, String> {
     // The budget counts from here, before stdin is read.
     let started = tokio::time::Instant::now();
+    let stop = stop_on_signals().map_err(|e| format!("cannot handle signals: {e}"))?;
     let (kind, args) = match command {
         HookCommand::ClaudeCode(a) => (Kind::ClaudeCode, a),
         HookCommand::Codex(a) => (Kind::Codex, a),
@@ -23,9 +32,17 @@ pub(super) async fn run(
     };
     let budget = args.timeout.as_deref().map(parse_duration).transpose()?;
     let mut input = String::new();
-    std::io::stdin()
-        .read_to_string(&mut input)
-        .map_err(|e| format!("cannot read the hook input from stdin: {e}"))?;
+    let mut stdin = tokio::io::stdin();
+    let read = tokio::select! {
+        r = stdin.read_to_string(&mut input) => r,
+        _ = stop.cancelled() => {
+            // Nothing was asked yet. Exit 2 is a block for every agent; exit at once,
+            // since the runtime would otherwise wait for the read of stdin to end.
+            eprintln!("gatebot hook: stopped before the hook input was read; the action was not checked");
+            std::process::exit(EXIT_ERROR.into());
+        }
+    };
+    read.map_err(|e| format!("cannot read the hook input from stdin: {e}"))?;
     let run = HookRun {
         kind,
         agent: args.agent,
@@ -33,8 +50,12 @@ pub(super) async fn run(
         started,
         socket: socket_for(flag, config, false),
         token: args.token,
+        stop,
     };
-    let answer = crate::client::hook::run(run, &input).await?;
-    println!("{answer}");
+    if let Some(answer) = crate::client::hook::run(run, &input).await? {
+        // The agent may have closed our stdout already (it killed us): nothing to say then.
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{answer}").and_then(|()| out.flush());
+    }
     Ok(EXIT_GO)
 }

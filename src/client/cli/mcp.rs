@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::{socket_for, HookArgs, EXIT_GO};
 use crate::client::mcp::McpOptions;
+use crate::client::stop_on_signals;
 use crate::hooks::{Kind, DEFAULT_BUDGET};
 use crate::time::parse_duration;
 
@@ -13,6 +14,7 @@ pub(super) async fn run(
     config: &Path,
 ) -> Result<u8, String> {
     let budget = args.timeout.as_deref().map(parse_duration).transpose()?;
+    let stop = stop_on_signals().map_err(|e| format!("cannot handle signals: {e}"))?;
     let opts = McpOptions {
         agent: args
             .agent
@@ -20,10 +22,16 @@ pub(super) async fn run(
         budget: budget.unwrap_or(DEFAULT_BUDGET),
         socket: socket_for(flag, config, false),
         token: args.token,
+        stop: stop.clone(),
     };
     let stdin = tokio::io::BufReader::new(tokio::io::stdin());
     crate::client::mcp::serve(opts, stdin, tokio::io::stdout())
         .await
         .map_err(|e| format!("the MCP server stopped: {e}"))?;
+    if stop.is_cancelled() {
+        // Stopped by a signal: stdin may still be open, and the runtime would wait for
+        // its read to end before exiting. Everything to say has been written.
+        std::process::exit(EXIT_GO.into());
+    }
     Ok(EXIT_GO)
 }

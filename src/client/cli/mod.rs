@@ -15,6 +15,7 @@ mod decide;
 mod guidance;
 mod hook;
 mod mcp;
+mod out;
 mod pending;
 mod status;
 mod workflow;
@@ -29,7 +30,9 @@ use serde_json::Value;
 use super::{Client, ClientError, Response};
 use crate::approval::Status;
 use crate::config::Config;
+use crate::retry::reconnect_delay;
 use crate::wire::ApprovalView;
+use out::outln;
 pub use workflow::{EventArgs, ListArgs, StartArgs, WorkflowCommand};
 
 /// Exit code: allowed or approved.
@@ -160,7 +163,7 @@ pub enum Command {
 pub enum HookCommand {
     /// Claude Code's PermissionRequest or PreToolUse command hook.
     ClaudeCode(HookArgs),
-    /// Codex's PermissionRequest hook (.codex/hooks.json).
+    /// Codex's PermissionRequest or PreToolUse hook (.codex/hooks.json).
     Codex(HookArgs),
     /// Gemini CLI's BeforeTool hook (settings.json).
     Gemini(HookArgs),
@@ -182,8 +185,20 @@ pub struct HookArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditAction {
-    /// Recompute the hash chain; exit 1 if any row was edited, deleted or reordered.
+    /// Recompute the hash chain; exit 1 if any row was edited, deleted or reordered,
+    /// rows were cut off the end, or a protecting trigger is missing.
     Verify {
+        /// A head hash printed earlier by `gatebot audit head` and kept elsewhere:
+        /// also exit 1 unless the chain still holds it.
+        #[arg(long)]
+        head: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the chain's head hash, to keep outside this machine and pass to
+    /// `audit verify --head` later.
+    Head {
+        /// Print its row number and the row count too, as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -205,7 +220,7 @@ pub struct AskArgs {
     #[arg(long)]
     pub summary: Option<String>,
     /// The agent's confidence, 0.0 to 1.0.
-    #[arg(long)]
+    #[arg(long, value_parser = ask::parse_confidence)]
     pub confidence: Option<f64>,
     /// The environment the action runs in (production raises risk, sandbox lowers it).
     #[arg(long = "env")]
@@ -230,6 +245,9 @@ pub struct AskArgs {
 /// Runs a client command (everything but `run`). Returns the process exit code.
 pub async fn run_client(cli: Cli) -> ExitCode {
     match client_command(cli).await {
+        // Output that could not be written (other than to a reader that stopped) is
+        // an incomplete result.
+        Ok(_) if out::failed() => ExitCode::from(EXIT_ERROR),
         Ok(code) => ExitCode::from(code),
         Err(message) => {
             eprintln!("error: {message}");
@@ -290,9 +308,13 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
         }
         Command::Workflows(a) => workflow::list(&owner()?, a).await,
         Command::Audit {
-            action: Some(AuditAction::Verify { json }),
+            action: Some(AuditAction::Verify { head, json }),
             ..
-        } => audit::verify(&owner()?, json).await,
+        } => audit::verify(&owner()?, head.as_deref(), json).await,
+        Command::Audit {
+            action: Some(AuditAction::Head { json }),
+            ..
+        } => audit::head(&owner()?, json).await,
         Command::Audit {
             action: None,
             request,
@@ -302,18 +324,19 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
     }
 }
 
-/// `--socket` / `GATEBOT_SOCKET`, else the config's socket.
+/// `--socket` / `GATEBOT_SOCKET`, else the config's socket. Only the sockets are read
+/// from the config ([`Config::sockets`]): secrets are the daemon's, not the caller's.
 fn socket_for(flag: &Option<PathBuf>, config: &Path, owner: bool) -> Result<PathBuf, String> {
     if let Some(s) = flag {
         return Ok(s.clone());
     }
-    let c = Config::load(config).map_err(|e| {
+    let sockets = Config::sockets(config).map_err(|e| {
         format!("{e}\n(pass --socket or set GATEBOT_SOCKET to skip reading the config)")
     })?;
     Ok(if owner {
-        c.queue.control_socket
+        sockets.control
     } else {
-        c.queue.socket
+        sockets.agents
     })
 }
 
@@ -326,20 +349,40 @@ fn client(socket: PathBuf) -> Client {
     Client::new(socket).with_timeout(CALL_TIMEOUT)
 }
 
-/// Long-polls in slices until the request settles or `total` passes.
+/// Long-polls in slices until the request settles or `total` passes. A daemon that
+/// cannot be reached or drops the connection (a restart: the request survives it) is
+/// tried again with backoff, within the same `total`.
 async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<ApprovalView, String> {
     let start = Instant::now();
+    let mut failures = 0u32;
     loop {
         let left = total.saturating_sub(start.elapsed());
         let slice = left.min(Duration::from_secs(60));
-        let res = expect_ok(
-            client
-                .get(&format!("{path}?wait={:.3}", slice.as_secs_f64()))
-                .await,
-        )?;
-        let view = view_of(res)?;
-        if view.status != Status::Pending || start.elapsed() >= total {
-            return Ok(view);
+        let res = client
+            .get(&format!("{path}?wait={:.3}", slice.as_secs_f64()))
+            .await;
+        match res {
+            Err(e) if e.is_transient() => {
+                let left = total.saturating_sub(start.elapsed());
+                if left.is_zero() {
+                    return Err(e.to_string());
+                }
+                if failures == 0 {
+                    eprintln!("lost gatebot ({e}); reconnecting, and still waiting");
+                }
+                tokio::time::sleep(reconnect_delay(failures).min(left)).await;
+                failures = failures.saturating_add(1);
+            }
+            res => {
+                if failures > 0 {
+                    eprintln!("reconnected to gatebot");
+                    failures = 0;
+                }
+                let view = view_of(expect_ok(res)?)?;
+                if view.status != Status::Pending || start.elapsed() >= total {
+                    return Ok(view);
+                }
+            }
         }
     }
 }
@@ -347,7 +390,7 @@ async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<Approv
 /// Prints a request (`ask`, `status`) and returns the exit code its status means.
 fn report_view(view: &ApprovalView, json: bool) -> u8 {
     if json {
-        println!(
+        outln!(
             "{}",
             pretty(&serde_json::to_value(view).unwrap_or_default())
         );
@@ -357,7 +400,7 @@ fn report_view(view: &ApprovalView, json: bool) -> u8 {
         } else {
             format!("; {}", view.risk.factors.join(", "))
         };
-        println!(
+        outln!(
             "{}  id {} ({})  risk {} ({}{})",
             view.status,
             view.short_id,

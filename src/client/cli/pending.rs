@@ -2,6 +2,7 @@
 //! time; on the first page, the workflow check-ins that wait too (text: their own
 //! section; `--json`: the `check_ins` key).
 
+use super::out::outln;
 use super::{encode, expect_ok, pretty, EXIT_GO};
 use crate::client::Client;
 use crate::wire::ApprovalView;
@@ -28,14 +29,14 @@ pub(super) async fn run(
     };
     if json {
         res.body["check_ins"] = serde_json::to_value(&check_ins).unwrap_or_default();
-        println!("{}", pretty(&res.body));
+        outln!("{}", pretty(&res.body));
         return Ok(EXIT_GO);
     }
     let list: Vec<ApprovalView> =
         serde_json::from_value(res.body["requests"].clone()).map_err(|e| e.to_string())?;
     print_list(&list);
     if let Some(next) = res.body["next"].as_str() {
-        println!("… more pending: gatebot pending --after {next}");
+        outln!("… more pending: gatebot pending --after {next}");
     }
     super::workflow::print_waiting(&check_ins);
     Ok(EXIT_GO)
@@ -44,10 +45,13 @@ pub(super) async fn run(
 /// One line per request (short id, agent, tool, risk, expiry), its summary below.
 fn print_list(list: &[ApprovalView]) {
     if list.is_empty() {
-        println!("No pending requests.");
+        outln!("No pending requests.");
     }
     for a in list {
-        println!(
+        if super::out::closed() {
+            break;
+        }
+        outln!(
             "{}  {:<16} {:<24} risk {:<8} expires {}",
             a.short_id,
             a.agent,
@@ -56,7 +60,7 @@ fn print_list(list: &[ApprovalView]) {
             a.expires_at.as_deref().unwrap_or("-")
         );
         if let Some(s) = &a.summary {
-            println!("          {s}");
+            outln!("          {s}");
         }
     }
 }

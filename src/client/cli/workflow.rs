@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
+use super::out::outln;
 use super::{encode, expect_ok, pretty, EXIT_GO, EXIT_NO, EXIT_PENDING};
 use crate::client::Client;
 use crate::time::parse_duration;
@@ -198,9 +199,9 @@ pub(super) async fn start(client: &Client, a: StartArgs) -> Result<u8, String> {
     let res = expect_ok(client.post("/v1/runs", &body).await)?;
     let run: RunView = parse(res.body.clone())?;
     if a.json {
-        println!("{}", pretty(&res.body));
+        outln!("{}", pretty(&res.body));
     } else {
-        println!("{}", run.id);
+        outln!("{}", run.id);
         eprintln!(
             "run {} started: report events with `gatebot workflow event {} --type … --phase …`",
             run.short_id, run.id
@@ -233,7 +234,7 @@ pub(super) async fn event(client: &Client, a: EventArgs) -> Result<u8, String> {
     let answer: EventAnswer = parse(res.body.clone())?;
     if answer.action != Action::Wait {
         if a.json {
-            println!("{}", pretty(&res.body));
+            outln!("{}", pretty(&res.body));
         }
         if let Some(r) = answer.check_in.as_ref().filter(|_| !a.json) {
             eprintln!("check-in: {} (a report; nothing to answer)", r.reason);
@@ -294,7 +295,7 @@ async fn wait_run(client: &Client, path: &str, total: Option<Duration>) -> Resul
 /// Prints the run (JSON) and returns the exit code its action means.
 fn report(run: &RunView, json: bool, resume: Option<&str>) -> u8 {
     if json {
-        println!("{}", pretty(&serde_json::to_value(run).unwrap_or_default()));
+        outln!("{}", pretty(&serde_json::to_value(run).unwrap_or_default()));
     }
     if run.action == Action::Wait {
         let short = run
@@ -317,15 +318,15 @@ fn exit_for(action: Action, reason: Option<&str>, json: bool) -> u8 {
         Action::Continue => {
             if !json {
                 match reason {
-                    Some(r) => println!("continue: {r}"),
-                    None => println!("continue"),
+                    Some(r) => outln!("continue: {r}"),
+                    None => outln!("continue"),
                 }
             }
             EXIT_GO
         }
         Action::Stop => {
             if !json {
-                println!("stop");
+                outln!("stop");
             }
             eprintln!("{}", reason.unwrap_or("stopped"));
             EXIT_NO
@@ -345,7 +346,7 @@ fn print_run(r: &RunView) {
         .as_deref()
         .map(|w| format!(" [{w}]"))
         .unwrap_or_default();
-    println!(
+    outln!(
         "{}  run {} ({})  {}{workflow}  agent {}",
         r.status.as_str(),
         r.short_id,
@@ -368,20 +369,20 @@ fn print_run(r: &RunView) {
             r.not_collected.warnings, r.not_collected.errors
         ));
     }
-    println!("  at {place}, {} event(s), {totals}", r.events);
+    outln!("  at {place}, {} event(s), {totals}", r.events);
     if let Some(c) = &r.check_in {
         print_check_in("  ", c);
     }
     if r.status != RunStatus::Waiting {
         if let Some(reason) = &r.reason {
-            println!("  {reason}");
+            outln!("  {reason}");
         }
     }
 }
 
 /// A check-in in a line, its problems below it.
 fn print_check_in(indent: &str, c: &CheckInView) {
-    println!(
+    outln!(
         "{indent}check-in {} {}: {}{}",
         c.short_id.as_deref().unwrap_or("-"),
         c.status.as_str(),
@@ -404,7 +405,7 @@ fn print_check_in(indent: &str, c: &CheckInView) {
             } else {
                 ""
             };
-            println!(
+            outln!(
                 "{indent}  {:<6} {kind:<7} {}{step}: {}{beyond}",
                 i.severity.as_str(),
                 i.phase,
@@ -425,15 +426,15 @@ pub(super) async fn list(client: &Client, a: ListArgs) -> Result<u8, String> {
     }
     let res = expect_ok(client.get(&path).await)?;
     if a.json {
-        println!("{}", pretty(&res.body));
+        outln!("{}", pretty(&res.body));
         return Ok(EXIT_GO);
     }
     let runs: Vec<RunView> = parse(res.body["runs"].clone())?;
     if runs.is_empty() {
-        println!("No workflow runs.");
+        outln!("No workflow runs.");
     }
     for r in &runs {
-        println!(
+        outln!(
             "{}  {:<16} {:<9} {:<32} {:<16} {:>3}w {:>3}e{}",
             r.short_id,
             r.agent,
@@ -450,7 +451,7 @@ pub(super) async fn list(client: &Client, a: ListArgs) -> Result<u8, String> {
         );
     }
     if res.body["next"].is_string() {
-        println!("… more runs: narrow with --agent or --status, or raise --limit");
+        outln!("… more runs: narrow with --agent or --status, or raise --limit");
     }
     Ok(EXIT_GO)
 }
@@ -477,10 +478,10 @@ pub(super) fn print_waiting(list: &[CheckInView]) {
     if list.is_empty() {
         return;
     }
-    println!();
-    println!("Workflow check-ins waiting (gatebot decide ID continue|stop):");
+    outln!("");
+    outln!("Workflow check-ins waiting (gatebot decide ID continue|stop):");
     for c in list {
-        println!(
+        outln!(
             "{}  {:<16} check-in  {:<32} at {:<16} {} warning(s), {} error(s)  expires {}",
             c.short_id.as_deref().unwrap_or("-"),
             c.agent,
@@ -499,7 +500,7 @@ pub(super) fn print_answered(c: &CheckInView) {
         crate::workflow::run::CheckInStatus::Stopped => "stopped",
         _ => "continued",
     };
-    println!(
+    outln!(
         "{verb} check-in {} (run `{}` of {}, at {})",
         c.short_id.as_deref().unwrap_or("-"),
         c.title,

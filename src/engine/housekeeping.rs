@@ -1,0 +1,36 @@
+//! The housekeeping pass: what must happen every few seconds even when nothing else
+//! does.
+//!
+//! 1. Look at the storage ([`Engine::storage_fault`]): a deleted or replaced database
+//!    file is logged (once, at ERROR) when it happens, not at the next call.
+//! 2. Close the windows of refused attempts that have ended, so their counts reach
+//!    the trail and the log within seconds of their minute (see `refusal`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use super::Engine;
+
+/// How often [`Engine::run_housekeeping`] runs.
+const HOUSEKEEPING: Duration = Duration::from_secs(5);
+
+impl Engine {
+    /// Runs the housekeeping pass every few seconds until `stop` fires.
+    pub async fn run_housekeeping(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(HOUSEKEEPING) => {}
+            }
+            if self.storage_fault().await.is_some() {
+                continue;
+            }
+            if let Err(e) = self.flush_refusals(false).await {
+                warn!(error = %e, "cannot record the counts of refused attempts; retrying");
+            }
+        }
+    }
+}
