@@ -968,3 +968,56 @@ async fn an_unanswered_check_in_expires_and_counts_as_stop() {
     let app = spawn_app_in(dir, "[workflow]\ncheck_in_ttl = \"1s\"\n").await;
     assert_eq!(run_after(&app.agent, &id, 0.0).await["status"], "stopped");
 }
+
+#[tokio::test]
+async fn a_reply_or_press_on_a_check_in_whose_post_was_never_confirmed_reaches_it() {
+    let (app, memory) = with_memory().await;
+    // The card reaches the chat, but the platform's answer is slow, and then lost.
+    memory.hold_answers();
+    memory.lose_next_answers(1);
+    let id = start(&app.agent, "mailer", "Unconfirmed").await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let a = event_ok(
+        &app.agent,
+        &id,
+        ev("phase_complete", "build", &[("Style issue", "low")], &[]),
+    )
+    .await;
+    let (cid, short) = (
+        str_of(&a, &["check_in", "id"]).to_string(),
+        str_of(&a, &["check_in", "short_id"]).to_string(),
+    );
+    let card = card_of(&memory, &short).await;
+    // A stranger's press is refused; the owner's reply, read back from the card's text,
+    // answers it.
+    let refused = memory
+        .press(
+            &mallory(),
+            CHAT,
+            &card.id,
+            &button_data(ButtonKind::Continue, &cid),
+        )
+        .await;
+    assert!(refused.text().contains("not allowed"), "{refused:?}");
+    let done = memory
+        .say(&alice(), CHAT, "continue saw it early", Some(&card.id))
+        .await;
+    assert!(matches!(done, Answer::Done(_)), "{done:?}");
+    let got = run_after(&app.agent, &id, 0.0).await;
+    assert!(
+        str_of(&got, &["reason"]).ends_with("continued by Alice (42) (Memory): saw it early"),
+        "{got}"
+    );
+    // The message the reply found is the card: it shows the outcome, posted once.
+    memory.release_answers();
+    shows(&memory, &card.id, "Continued by Alice (42) (Memory)").await;
+    let copies = memory
+        .messages(CHAT)
+        .into_iter()
+        .filter(|m| m.card.plain().contains(&format!("id {short}")))
+        .count();
+    assert_eq!(copies, 1, "posted once");
+    app.stop().await;
+}
