@@ -1,7 +1,8 @@
 //! `cargo bench` — prints gatebot's performance figures (no assertions).
 //! docs/performance.md explains each figure and records the latest run.
 //!
-//! Sections (run one with `cargo bench -- NAME`): policy, submit, chat, daemon, inbox.
+//! Sections (run one with `cargo bench -- NAME`): policy, workflow, submit, chat, daemon,
+//! inbox.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -31,6 +32,9 @@ fn main() {
     );
     if wants("policy") {
         policy();
+    }
+    if wants("workflow") {
+        workflow();
     }
     let rt = tokio::runtime::Runtime::new().unwrap();
     if wants("submit") {
@@ -229,6 +233,109 @@ fn policy() {
         let per = start.elapsed() / n;
         println!("{name:<36} {size:>6} B args: {per:>10.2?} per evaluation");
     }
+}
+
+/// Workflow events: the pure evaluation (normalizing each problem, its severity detected
+/// from the text, then tolerance, limits and check-in point), and an event recorded and
+/// evaluated in one durable SQLite transaction.
+fn workflow() {
+    use gatebot::store::{NewEvent, NewRun, Recorded, RunInserted, Store};
+    use gatebot::workflow::{
+        evaluate, normalize, EventType, IssueKind, ResultHandling, RunState, Settings, StepResult,
+    };
+    let settings = Settings::default();
+    let event = |n: usize| StepResult {
+        event: EventType::StepComplete,
+        phase: "build".into(),
+        step: Some("lint".into()),
+        warnings: (0..n)
+            .map(|i| {
+                normalize(
+                    IssueKind::Warning,
+                    &format!("Style issue {i}: unused import in module {i}"),
+                    None,
+                )
+            })
+            .collect(),
+        errors: vec![normalize(IssueKind::Error, "Flaky test", Some("low"))],
+        handling: ResultHandling::default(),
+    };
+    println!("\n## workflow event evaluation, per event");
+    for (name, n) in [
+        ("typical (3 warnings, 1 error)", 3),
+        ("worst case (499 warnings, 1 error)", 499),
+    ] {
+        let texts: Vec<String> = (0..n)
+            .map(|i| format!("Style issue {i}: unused import in module {i}"))
+            .collect();
+        let state = RunState::default();
+        let step = event(n);
+        for _ in 0..100 {
+            std::hint::black_box(evaluate(&settings, &state, &step));
+        }
+        let iterations = if n > 100 { 2_000 } else { 100_000 };
+        let start = Instant::now();
+        for _ in 0..iterations {
+            // As the engine does: normalize what the agent sent, then evaluate.
+            let warnings = texts
+                .iter()
+                .map(|t| normalize(IssueKind::Warning, t, None))
+                .collect();
+            let step = StepResult {
+                warnings,
+                ..step.clone()
+            };
+            std::hint::black_box(evaluate(&settings, &state, &step));
+        }
+        let per = start.elapsed() / iterations;
+        println!("{name:<36} {per:>10.2?} per evaluation (normalize + evaluate)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("bench.db")).unwrap();
+    let RunInserted::New(run) = store
+        .start_run(&NewRun {
+            agent: "bench".into(),
+            title: "bench".into(),
+            workflow: None,
+            idempotency_key: None,
+            created_at: 0,
+        })
+        .unwrap()
+    else {
+        panic!("a new run")
+    };
+    let clean = NewEvent {
+        step: StepResult {
+            warnings: vec![],
+            errors: vec![],
+            ..event(0)
+        },
+        artifacts: vec![],
+        idempotency_key: None,
+    };
+    let mut times = Vec::new();
+    for i in 0..300 {
+        let start = Instant::now();
+        let r = store
+            .record_event(&run.id, &clean, &settings, 3_600_000, i)
+            .unwrap();
+        times.push(start.elapsed());
+        assert!(matches!(r, Recorded::Evaluated(_)));
+    }
+    times.sort();
+    println!(
+        "{:<36} p50 {:>8.2?}  p99 {:>8.2?} (WAL, synchronous = FULL)",
+        "event recorded durably (SQLite)",
+        percentile(&times, 0.5),
+        percentile(&times, 0.99)
+    );
+    // The same disk's cost of one commit, to tell fsync from gatebot's own work.
+    let raw = raw_sqlite_inserts(dir.path(), 300);
+    println!(
+        "{:<36} {:>12.2?} per commit",
+        "raw SQLite, one INSERT per commit",
+        Duration::from_secs_f64(1.0 / raw)
+    );
 }
 
 struct Running {

@@ -10,6 +10,8 @@
 //! - [`inbox`]: tasks owners hand to agents: intents, the keyword classifier and the
 //!   optional model classifier, the lifecycle table, failure and pending-input detection,
 //!   how the worker reads output, and the task API's JSON shapes.
+//! - [`workflow`]: workflow check-ins: runs, their events, frequency and tolerances,
+//!   and the pure evaluation of each event.
 //! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
 //!   accepted; tokens that never reach a log (and the one scrubber); the one backoff.
 //!
@@ -68,3 +70,4 @@ pub mod telegram;
 pub mod telemetry;
 pub mod time;
 pub mod wire;
+pub mod workflow;

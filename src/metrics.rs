@@ -47,6 +47,8 @@ pub struct Metrics {
     pub connections: Arc<Connections>,
     /// The inbox's counters.
     inbox: InboxCounts,
+    /// Workflow runs and their check-ins.
+    workflow: WorkflowCounts,
 }
 
 /// Per listener ([`Listener`]): open connections, caps reached, timeouts.
@@ -147,6 +149,26 @@ struct InboxCounts {
 const FALLBACK_REASONS: [&str; 3] = ["timeout", "error", "unparsable"];
 const TASK_ENDS: [&str; 4] = ["completed", "failed", "rejected", "cancelled"];
 
+/// Workflow counters: runs started, check-ins asked and how they ended, runs stopped
+/// by cause.
+#[derive(Debug, Default)]
+struct WorkflowCounts {
+    runs_started: AtomicU64,
+    asked: AtomicU64,
+    /// continued, stopped, expired.
+    settled: [AtomicU64; 3],
+    /// tolerance, limit, owner, expiry.
+    stopped: [AtomicU64; 4],
+}
+
+/// How a check-in that asked ended, for [`Metrics::check_in_settled`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckInEnd {
+    Continued,
+    Stopped,
+    Expired,
+}
+
 impl Metrics {
     /// A request was submitted and got this status.
     pub fn submitted(&self, status: Status) {
@@ -213,6 +235,38 @@ impl Metrics {
         if let Some(i) = TASK_ENDS.iter().position(|s| *s == status) {
             self.inbox.finished[i].fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// A workflow run was started.
+    pub fn run_started(&self) {
+        self.workflow.runs_started.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A check-in asked its owner.
+    pub fn check_in_asked(&self) {
+        self.workflow.asked.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A check-in that asked was answered or expired.
+    pub fn check_in_settled(&self, end: CheckInEnd) {
+        let i = match end {
+            CheckInEnd::Continued => 0,
+            CheckInEnd::Stopped => 1,
+            CheckInEnd::Expired => 2,
+        };
+        self.workflow.settled[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A run stopped, for this cause.
+    pub fn run_stopped(&self, cause: crate::workflow::StopCause) {
+        use crate::workflow::StopCause;
+        let i = match cause {
+            StopCause::Tolerance => 0,
+            StopCause::Limit => 1,
+            StopCause::Owner => 2,
+            StopCause::Expiry => 3,
+        };
+        self.workflow.stopped[i].fetch_add(1, Ordering::Relaxed);
     }
 
     /// How many expiry passes have failed.
@@ -333,6 +387,7 @@ impl Metrics {
         let _ = writeln!(o, "gatebot_decision_latency_seconds_count {count}");
         self.connections.render(&mut o);
         self.render_inbox(&mut o);
+        self.render_workflow(&mut o);
         let chat = self.chat.lock().unwrap_or_else(|e| e.into_inner()).clone();
         type Pick = fn(&ChatCounts) -> u64;
         // (name, help on the first series of a name, label, its value, the count)
@@ -439,6 +494,46 @@ impl Metrics {
             );
         }
     }
+
+    fn render_workflow(&self, o: &mut String) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let w = &self.workflow;
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_runs_started_total Workflow runs started."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_runs_started_total counter");
+        let _ = writeln!(o, "gatebot_runs_started_total {}", get(&w.runs_started));
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_check_ins_asked_total Workflow check-ins that asked the owner."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_check_ins_asked_total counter");
+        let _ = writeln!(o, "gatebot_check_ins_asked_total {}", get(&w.asked));
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_check_ins_settled_total Check-ins that asked, by how they ended (an expired one stops its run)."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_check_ins_settled_total counter");
+        for (v, c) in ["continued", "stopped", "expired"].iter().zip(&w.settled) {
+            let _ = writeln!(
+                o,
+                "gatebot_check_ins_settled_total{{outcome=\"{v}\"}} {}",
+                get(c)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_runs_stopped_total Workflow runs stopped, by cause: a problem beyond tolerance, a global limit, the owner, an unanswered check-in."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_runs_stopped_total counter");
+        for (v, c) in ["tolerance", "limit", "owner", "expiry"]
+            .iter()
+            .zip(&w.stopped)
+        {
+            let _ = writeln!(o, "gatebot_runs_stopped_total{{cause=\"{v}\"}} {}", get(c));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -459,5 +554,21 @@ mod tests {
         assert!(text.contains("gatebot_decision_latency_seconds_sum 102"));
         assert!(text.contains("gatebot_expired_total 1"));
         assert!(text.contains("gatebot_pending 3"));
+    }
+
+    #[test]
+    fn workflow_counters_are_rendered_by_outcome_and_cause() {
+        let m = Metrics::default();
+        m.check_in_asked();
+        m.check_in_asked();
+        m.check_in_settled(CheckInEnd::Expired);
+        m.run_stopped(crate::workflow::StopCause::Expiry);
+        m.run_stopped(crate::workflow::StopCause::Limit);
+        let text = m.render(0);
+        assert!(text.contains("gatebot_check_ins_asked_total 2"), "{text}");
+        assert!(text.contains("gatebot_check_ins_settled_total{outcome=\"expired\"} 1"));
+        assert!(text.contains("gatebot_check_ins_settled_total{outcome=\"continued\"} 0"));
+        assert!(text.contains("gatebot_runs_stopped_total{cause=\"limit\"} 1"));
+        assert!(text.contains("gatebot_runs_stopped_total{cause=\"tolerance\"} 0"));
     }
 }

@@ -66,11 +66,7 @@ pub(super) async fn audit(
     };
     // A request's id, or an inbox task's (its rows are keyed the same way).
     let id = match q.request {
-        Some(typed) => Some(match state.engine.lookup(&typed, false).await {
-            Ok(a) => a.id,
-            Err(crate::engine::EngineError::NotFound(_)) => state.engine.task(&typed).await?.id,
-            Err(e) => return Err(e.into()),
-        }),
+        Some(typed) => Some(audited_id(&state, &typed).await?),
         None => None,
     };
     let until = state.engine.audit_last_seq().await?;
@@ -162,6 +158,26 @@ impl Pages {
 #[derive(serde::Deserialize)]
 pub(super) struct VerifyQuery {
     head: Option<String>,
+}
+
+/// The id whose rows `typed` asks for: a request's, else a subject's of another kind
+/// (a check-in), else a workflow run's.
+async fn audited_id(state: &ApiState, typed: &str) -> ApiResult<String> {
+    match state.engine.lookup(typed, false).await {
+        Ok(a) => return Ok(a.id),
+        Err(crate::engine::EngineError::NotFound(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+    if let Ok(s) = state.engine.chat().lookup(typed).await {
+        return Ok(s.id);
+    }
+    match state.engine.lookup_run(typed, true).await {
+        Ok(run) => Ok(run.id),
+        Err(crate::engine::EngineError::NotFound(_)) => {
+            Err(crate::engine::EngineError::NotFound(typed.to_string()).into())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 pub(super) async fn audit_verify(

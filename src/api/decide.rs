@@ -44,15 +44,16 @@ pub(super) async fn decide(
     }
     // Requests that never asked a human are no subjects; they are still looked up
     // (and refused as already settled) by the request path.
-    let kind = match state.engine.chat().lookup(&id).await {
-        Ok(subject) => subject.kind,
-        Err(_) => SubjectKind::Approval,
-    };
-    match kind {
+    let subject = state.engine.chat().lookup(&id).await.ok();
+    match subject.as_ref().map_or(SubjectKind::Approval, |s| s.kind) {
         SubjectKind::Approval => decide_request(&state, &id, body, actor)
             .await
             .map(IntoResponse::into_response),
         SubjectKind::Task => super::tasks::decide(&state, &id, &body.decision, actor).await,
+        SubjectKind::CheckIn => {
+            let id = subject.map(|s| s.id).unwrap_or(id);
+            super::runs::decide_check_in(&state, &id, body, actor).await
+        }
     }
 }
 
@@ -94,7 +95,10 @@ pub(super) async fn decision_forbidden(
     let actor = bearer(&headers)
         .and_then(|t| state.engine.token_owner(t))
         .unwrap_or_else(|| "unknown".to_string());
-    let approval_id = state.engine.lookup(&id, false).await.ok().map(|a| a.id);
+    let approval_id = match state.engine.lookup(&id, false).await {
+        Ok(a) => Some(a.id),
+        Err(_) => state.engine.chat().lookup(&id).await.ok().map(|s| s.id),
+    };
     let detail = json!({
         "attempted": format!("decide request {id} on the agents' API"),
         "transport": state.transport.as_str(),

@@ -21,8 +21,11 @@
 //! and `verdict` (the request's status) are recorded as soon as they are known, so
 //! every log line of the call carries them.
 //!
+//! Both serve the workflow runs API (`runs`: start, events, get with long-poll, list),
+//! with the same token rules as requests.
+//!
 //! One file per route (`submit`, `get`, `list`, `result`, `cancel`, `decide`, `audit`,
-//! `metrics`, `health`, `agents`, `hook`), and one for the inbox's (`tasks`); what they share is in `error` (the error
+//! `metrics`, `health`, `agents`, `hook`, `runs`), and one for the inbox's (`tasks`); what they share is in `error` (the error
 //! body and the engine's errors mapped onto it) and `extract` (reading requests,
 //! authentication, span notes). This file holds the routers: which routes each socket
 //! serves is the API's access control, so it stays in one place.
@@ -39,6 +42,7 @@ mod hook;
 mod list;
 mod metrics;
 mod result;
+mod runs;
 mod submit;
 mod tasks;
 
@@ -119,6 +123,9 @@ fn common_routes() -> Router<ApiState> {
         .route("/v1/tasks/{id}/complete", post(tasks::complete))
         .route("/v1/tasks/{id}/fail", post(tasks::fail))
         .route("/v1/tasks/{id}/needs-input", post(tasks::needs_input))
+        .route("/v1/runs", post(runs::start).get(runs::list))
+        .route("/v1/runs/{id}", get(runs::get_run))
+        .route("/v1/runs/{id}/events", post(runs::event))
 }
 
 async fn not_found() -> ApiError {

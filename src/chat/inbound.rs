@@ -72,6 +72,8 @@ pub enum Purpose {
     Clarify,
     /// A task's agent asks: the answer goes to the agent when it resumes.
     NeedsInput,
+    /// "Why stop?": the answer is the reason a workflow check-in is stopped.
+    StopReason,
 }
 
 impl Purpose {
@@ -81,6 +83,7 @@ impl Purpose {
             Purpose::DenyReason => "deny_reason",
             Purpose::Clarify => "task_clarify",
             Purpose::NeedsInput => "task_input",
+            Purpose::StopReason => "stop_reason",
         }
     }
 
@@ -90,6 +93,7 @@ impl Purpose {
             "deny_reason" => Some(Purpose::DenyReason),
             "task_clarify" => Some(Purpose::Clarify),
             "task_input" => Some(Purpose::NeedsInput),
+            "stop_reason" => Some(Purpose::StopReason),
             _ => None,
         }
     }
@@ -523,7 +527,11 @@ fn allowed(who: Who, actor: &Actor) -> bool {
 /// The full id of a subject named by `typed` (an id or a prefix), for the audit row.
 async fn subject_of(cx: &Context, typed: Option<&str>) -> Option<String> {
     let typed = typed?;
-    cx.engine.lookup(typed, false).await.ok().map(|a| a.id)
+    match cx.engine.lookup(typed, false).await {
+        Ok(a) => Some(a.id),
+        // Not a request: a subject of another kind (a check-in), if it is one.
+        Err(_) => cx.engine.chat().lookup(typed).await.ok().map(|s| s.id),
+    }
 }
 
 /// Refuses `actor`, auditing what they attempted (a fixed text: "button Approve",

@@ -71,6 +71,7 @@ pub(super) struct FileConfig {
     pub(super) telegram: Option<FileTelegram>,
     pub(super) slack: Option<FileSlack>,
     pub(super) inbox: Option<super::inbox::FileInbox>,
+    pub(super) workflow: super::workflow::FileWorkflow,
 }
 
 /// A burst larger than this becomes one digest message (see `chat::conversation::digest`).
@@ -189,6 +190,8 @@ pub(super) struct FileAgent {
     pub(super) token: Option<String>,
     pub(super) token_env: Option<String>,
     pub(super) token_file: Option<PathBuf>,
+    #[serde(default)]
+    pub(super) workflow: Option<super::workflow::FileWorkflow>,
 }
 
 /// `confidence = "standard"` or `confidence = { preset = "full", ask_human = 0.4 }`.

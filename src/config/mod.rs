@@ -12,7 +12,7 @@
 //!
 //! Step 1 is `file`; step 2 is `resolve`, which hands each section to its module:
 //! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`),
-//! `agents` and `inbox`. A chat platform's table is read and resolved by the platform itself
+//! `agents`, `workflow` (`[workflow]`, `[agents.NAME.workflow]`) and `inbox`. A chat platform's table is read and resolved by the platform itself
 //! ([`crate::telegram::config`], [`crate::slack::config`]) with the same helpers, so
 //! the keys of a channel live next to the code that uses them. `reload` says what a
 //! running daemon can take up from a new file (SIGHUP) and what needs a restart.
@@ -26,6 +26,7 @@ mod policy;
 mod queue;
 mod reload;
 pub(crate) mod resolve;
+pub mod workflow;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -89,8 +90,11 @@ pub struct Config {
     pub slack: Option<SlackConfig>,
     /// `None` when `[inbox]` is absent: the inbox is off.
     pub inbox: Option<inbox::InboxConfig>,
-    /// Why a configured chat channel is off (e.g. its token variable is unset).
+    /// Why a configured chat channel is off (e.g. its token variable is unset), and
+    /// what was done with a legacy workflow `level`.
     pub notes: Vec<String>,
+    /// Workflow check-ins: every agent's frequency, tolerances, limits, check-in TTL.
+    pub workflow: workflow::WorkflowConfig,
 }
 
 #[derive(Debug, Clone)]

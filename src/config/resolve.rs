@@ -52,12 +52,14 @@ impl Resolve<'_> {
             log,
             policy,
             tools,
-            agents,
+            mut agents,
             telegram,
             slack,
             inbox,
+            workflow,
         } = file;
         let mut notes = Vec::new();
+        let workflow = self.workflow(workflow, &mut agents, policy.max_ttl, &mut notes, errors);
         let telegram = telegram.and_then(|t| t.resolve(self, &mut notes, errors));
         let slack = slack.and_then(|s| s.resolve(self, &mut notes, errors));
         let store = self.store(store, errors);
@@ -84,6 +86,7 @@ impl Resolve<'_> {
             slack,
             inbox,
             notes,
+            workflow,
         })
     }
 

@@ -9,8 +9,8 @@
 //!    that arrives after the deadline loses to it: the store expires the request
 //!    then and there, and the engine publishes that expiry.
 //! 3. [`Engine::run_expiry`] sleeps until the earliest deadline (not a coarse
-//!    poll) and expires what is due; deadlines live in SQLite, so a restart picks
-//!    them up again.
+//!    poll) and expires what is due, requests and workflow check-ins alike; deadlines
+//!    live in SQLite, so a restart picks them up again.
 //! 4. Every change is published as [`Event::Settled`]; long-polling agents
 //!    ([`Engine::wait`]) and chat channels listen on the bus.
 //!
@@ -45,12 +45,16 @@ mod refusal;
 mod tasks;
 
 pub use crate::store::{task_revision, Report};
+mod runs;
+
+pub use crate::store::Answered;
 pub use crate::store::{
     DigestGroup, DigestState, DigestSummary, Home, ListFilter, Shown, ShownBy, Subject,
     SubjectKind, Thread, Unposted,
 };
 pub use chat::ChatState;
 pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
+pub use runs::{EventOutcome, Recorded, RunFilter, RunStart};
 pub use tasks::{TaskRequest, TaskSubject};
 
 /// Runs a store call on the blocking pool: SQLite calls block, sometimes on fsync.
@@ -834,7 +838,10 @@ impl Engine {
     /// Expires requests at their deadlines until `stop` fires.
     pub async fn run_expiry(self: Arc<Self>, stop: CancellationToken) {
         loop {
-            let expired = match self.blocking(|s| s.expire_due(now_ms())).await {
+            let expired = match self
+                .blocking(|s| Ok((s.expire_due(now_ms())?, s.expire_check_ins_due(now_ms())?)))
+                .await
+            {
                 Ok(v) => v,
                 Err(e) => {
                     self.metrics.expiry_pass_failed();
@@ -849,10 +856,20 @@ impl Engine {
                     continue;
                 }
             };
-            for a in expired {
+            let (requests, check_ins) = expired;
+            for a in requests {
                 self.announce_expired(&a);
             }
-            let next = self.blocking(|s| s.next_deadline()).await.unwrap_or(None);
+            for (c, run) in check_ins {
+                self.announce_check_in_expired(&c, &run);
+            }
+            let next = self
+                .blocking(|s| {
+                    let (a, c) = (s.next_deadline()?, s.next_check_in_deadline()?);
+                    Ok(a.into_iter().chain(c).min())
+                })
+                .await
+                .unwrap_or(None);
             // Sleep until the next deadline; a new request or a decision wakes us to
             // recompute. Cap the sleep so a clock jump cannot strand a deadline.
             let sleep = match next {

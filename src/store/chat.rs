@@ -32,6 +32,8 @@ pub enum SubjectKind {
     /// A task an owner handed to an agent, or a question it asks (drawn by
     /// `chat::conversation::task`).
     Task,
+    /// A workflow run's check-in that asks its owner whether to go on.
+    CheckIn,
 }
 
 impl SubjectKind {
@@ -40,6 +42,7 @@ impl SubjectKind {
         match self {
             SubjectKind::Approval => "approval",
             SubjectKind::Task => "task",
+            SubjectKind::CheckIn => "checkin",
         }
     }
 
@@ -47,6 +50,7 @@ impl SubjectKind {
         match s {
             "approval" => Ok(SubjectKind::Approval),
             "task" => Ok(SubjectKind::Task),
+            "checkin" => Ok(SubjectKind::CheckIn),
             other => Err(StoreError::Corrupt(format!("subject kind {other}"))),
         }
     }

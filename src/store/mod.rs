@@ -11,6 +11,7 @@
 //! - `chat`: which chat message shows which subject (cards, digests, questions), and
 //!   where a subject's cards go (its home and parent);
 //! - `tasks`: the inbox's tasks and their questions.
+//! - `runs`: workflow runs, their events and problems, and their check-ins.
 //!
 //! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
 //! only after its transaction commits, and FULL makes that commit survive a power
@@ -28,6 +29,7 @@ mod audit;
 mod chat;
 mod health;
 mod refusals;
+mod runs;
 mod tasks;
 
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
@@ -38,6 +40,10 @@ pub use chat::{
 };
 pub use health::{FaultKind, StorageFault};
 pub use refusals::{Closed, RefusalRow, Refused};
+pub use runs::{
+    Answered, EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup,
+    MAX_ISSUES_READ,
+};
 pub use tasks::{
     task_revision, Changed, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing,
 };
@@ -92,6 +98,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0004_digests.sql")),
         M::up(include_str!("../../migrations/0005_conversations.sql")),
         M::up(include_str!("../../migrations/0006_audit_head.sql")),
+        M::up(include_str!("../../migrations/0007_workflows.sql")),
         M::up(include_str!("../../migrations/0009_inbox.sql")),
     ])
 }

@@ -13,7 +13,7 @@ use crate::helpers::BASE_CONFIG;
 
 const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
 
-struct Daemon {
+pub(crate) struct Daemon {
     dir: tempfile::TempDir,
     child: Child,
 }
@@ -24,7 +24,7 @@ impl Daemon {
     }
 
     /// Starts the daemon on `BASE_CONFIG` plus `extra` TOML.
-    async fn start_with(extra: &str) -> Daemon {
+    pub(crate) async fn start_with(extra: &str) -> Daemon {
         Daemon::start_with_env(extra, &[]).await
     }
 
@@ -66,7 +66,7 @@ impl Daemon {
     }
 
     /// `gatebot --config` this daemon's config, with no inherited socket or token.
-    fn command(&self) -> Command {
+    pub(crate) fn command(&self) -> Command {
         let mut c = Command::new(BIN);
         c.arg("--config")
             .arg(self.config())
@@ -76,7 +76,7 @@ impl Daemon {
     }
 
     /// Runs `gatebot ARGS` against this daemon's config.
-    async fn cli(&self, args: &[&str]) -> Output {
+    pub(crate) async fn cli(&self, args: &[&str]) -> Output {
         self.command().args(args).output().await.unwrap()
     }
 
@@ -189,7 +189,7 @@ impl Ask {
     }
 }
 
-fn text(b: &[u8]) -> String {
+pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 

@@ -35,3 +35,6 @@ mod telegram_faults;
 mod unconfirmed_posts;
 mod validation;
 mod worker;
+mod workflow;
+mod workflow_chat;
+mod workflow_cli;

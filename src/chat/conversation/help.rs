@@ -14,7 +14,16 @@ pub const HELP: &[(&str, &str)] = &[
         "/deny <id> [reason]",
         "refuse it; the reason reaches the agent",
     ),
-    ("/pending", "list open requests"),
+    ("/pending", "list open requests and waiting check-ins"),
+    (
+        "/continue <id> [note]",
+        "let a workflow go on after its check-in",
+    ),
+    (
+        "/stop <id> [reason]",
+        "stop a workflow at its check-in; the reason reaches the agent",
+    ),
+    ("/review <id>", "every warning and error a check-in shows"),
     (
         "/task <words>",
         "hand an agent a task (in a private chat with me, plain text does too)",
@@ -40,7 +49,8 @@ pub fn card() -> Card {
     ));
     blocks.push(Block::Line(Line::text(
         "<id> is the short id in the prompt, or its first 4+ characters. \
-         Replying to a prompt with approve or deny [reason] needs no id.",
+         Replying to a prompt with approve or deny [reason] (a check-in: continue or \
+         stop [reason]) needs no id.",
     )));
     Card {
         blocks,
@@ -60,7 +70,10 @@ pub fn commands() -> Vec<(&'static str, &'static str)> {
             "<id> — allow it, and this tool for this agent from now on",
         ),
         ("deny", "<id> [reason] — refuse a request"),
-        ("pending", "list open requests"),
+        ("pending", "list open requests and waiting check-ins"),
+        ("continue", "<id> [note] — let a workflow go on"),
+        ("stop", "<id> [reason] — stop a workflow at its check-in"),
+        ("review", "<id> — the warnings and errors of a check-in"),
         ("task", "<words> — hand an agent a task"),
         ("tasks", "list open tasks"),
         ("help", "how to answer gatebot"),

@@ -11,13 +11,15 @@
 //!
 //! Kinds: [`approval`] (a request's prompt), [`digest`] (one message for a burst of
 //! requests), [`reason`] (the "why deny?" question), [`pending`] (`/pending`),
-//! [`help`] (`/help`), [`task`] (the inbox: `/task`, task cards and their questions).
+//! [`help`] (`/help`), [`checkin`] (a workflow run's check-in), [`task`] (the inbox:
+//! `/task`, task cards and their questions).
 //!
 //! To add a kind: write its module (card, actions, commands, handlers), then add its
 //! variants to [`Action`] / [`Command`] and their arms to the `match`es below; if its
 //! subject gets cards of its own, add an arm to [`render`] and to [`shown_in`].
 
 pub mod approval;
+pub mod checkin;
 pub mod digest;
 pub mod help;
 pub mod pending;
@@ -50,6 +52,7 @@ pub enum Action {
     Approval(approval::Action),
     Digest(digest::Nav),
     Task(task::Action),
+    CheckIn(checkin::Action),
 }
 
 impl Action {
@@ -67,6 +70,9 @@ impl Action {
         if let Some(t) = task::decode(rest) {
             return Ok(Action::Task(t));
         }
+        if let Some(a) = checkin::decode(rest) {
+            return Ok(Action::CheckIn(a));
+        }
         approval::decode(rest).map(Action::Approval).ok_or_else(bad)
     }
 
@@ -77,6 +83,7 @@ impl Action {
             Action::Approval(a) => approval::encode(a),
             Action::Digest(n) => digest::encode(n),
             Action::Task(t) => task::encode(t),
+            Action::CheckIn(a) => checkin::encode(a),
         };
         let data = format!("{DATA_PREFIX}{data}");
         debug_assert!(data.len() <= MAX_DATA, "{data}");
@@ -86,7 +93,9 @@ impl Action {
     #[must_use]
     pub fn who(&self) -> Who {
         match self {
-            Action::Approval(_) | Action::Digest(_) | Action::Task(_) => Who::Approvers,
+            Action::Approval(_) | Action::Digest(_) | Action::CheckIn(_) | Action::Task(_) => {
+                Who::Approvers
+            }
         }
     }
 
@@ -97,6 +106,7 @@ impl Action {
             Action::Approval(a) => format!("{:?}", a.verb()),
             Action::Digest(_) => "review digest".into(),
             Action::Task(t) => t.attempted().into(),
+            Action::CheckIn(a) => format!("check-in {:?}", a.button),
         }
     }
 
@@ -107,6 +117,7 @@ impl Action {
             Action::Approval(a) => Some(a.id()),
             Action::Digest(_) => None,
             Action::Task(t) => Some(t.id()),
+            Action::CheckIn(a) => Some(&a.id),
         }
     }
 }
@@ -115,6 +126,7 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     Approval(approval::Command),
+    CheckIn(checkin::Command),
     Pending,
     Help,
     Task(task::Command),
@@ -133,9 +145,12 @@ impl Command {
                 "help" | "start" => Some(Command::Help),
                 _ => task::parse_command(&typed)
                     .map(Command::Task)
+                    .or_else(|| checkin::parse_command(&typed, in_reply).map(Command::CheckIn))
                     .or_else(|| approval::parse_command(&typed, in_reply).map(Command::Approval)),
             },
-            None if in_reply => approval::parse_words(text).map(Command::Approval),
+            None if in_reply => checkin::parse_words(text)
+                .map(Command::CheckIn)
+                .or_else(|| approval::parse_words(text).map(Command::Approval)),
             None => None,
         }
     }
@@ -143,7 +158,9 @@ impl Command {
     #[must_use]
     pub fn who(&self) -> Who {
         match self {
-            Command::Approval(_) | Command::Pending | Command::Task(_) => Who::Approvers,
+            Command::Approval(_) | Command::CheckIn(_) | Command::Pending | Command::Task(_) => {
+                Who::Approvers
+            }
             Command::Help => Who::Anyone,
         }
     }
@@ -153,6 +170,7 @@ impl Command {
     pub fn subject(&self) -> Option<&str> {
         match self {
             Command::Approval(c) => c.id.as_deref(),
+            Command::CheckIn(c) => c.id.as_deref(),
             Command::Pending | Command::Help | Command::Task(_) => None,
         }
     }
@@ -162,6 +180,7 @@ impl Command {
     pub fn attempted(&self) -> String {
         match self {
             Command::Approval(c) => format!("{:?}", c.verb),
+            Command::CheckIn(c) => format!("check-in {:?}", c.verb),
             Command::Pending => "pending".into(),
             Command::Help => "help".into(),
             Command::Task(task::Command::Add { .. }) => "create task".into(),
@@ -176,6 +195,7 @@ pub async fn press(cx: &Context, actor: &Actor, action: Action, at: &At) -> Answ
         Action::Approval(a) => approval::press(cx, actor, a).await,
         Action::Digest(nav) => digest::press(cx, nav, at).await,
         Action::Task(t) => task::press(cx, actor, t).await,
+        Action::CheckIn(a) => checkin::press(cx, actor, a).await,
     }
 }
 
@@ -188,15 +208,22 @@ pub async fn command(
     replied: Option<&Subject>,
 ) -> Answer {
     match cmd {
+        // Words for a request in reply to a check-in: say what the check-in takes.
+        Command::Approval(c)
+            if c.id.is_none() && replied.is_some_and(|s| s.kind == SubjectKind::CheckIn) =>
+        {
+            checkin::not_a_request()
+        }
         Command::Approval(c) => approval::command(cx, actor, c, replied).await,
+        Command::CheckIn(c) => checkin::command(cx, actor, c, replied).await,
         Command::Pending => pending::answer(cx).await,
         Command::Help => help::answer(),
         Command::Task(c) => task::command(cx, actor, c).await,
     }
 }
 
-/// Runs the answer to a question gatebot asked (the reply to a "why deny?" question,
-/// or the form it opened). `text` is what the person wrote (`None`: nothing).
+/// Runs the answer to a question gatebot asked (the reply to a "why deny?" or "why
+/// stop?" question, or the form it opened). `text` is what the person wrote (`None`: nothing).
 pub async fn answer(
     cx: &Context,
     actor: &Actor,
@@ -206,6 +233,7 @@ pub async fn answer(
 ) -> Answer {
     match purpose {
         Purpose::DenyReason => reason::answer(cx, actor, subject, text).await,
+        Purpose::StopReason => checkin::answer_stop(cx, actor, subject, text).await,
         Purpose::Clarify | Purpose::NeedsInput => task::answer(cx, actor, subject, text).await,
     }
 }
@@ -215,7 +243,7 @@ pub async fn answer(
 #[must_use]
 pub fn reads_replies(subject: &Subject) -> bool {
     match subject.kind {
-        SubjectKind::Approval => false,
+        SubjectKind::Approval | SubjectKind::CheckIn => false,
         SubjectKind::Task => true,
     }
 }
@@ -226,7 +254,7 @@ pub fn reads_replies(subject: &Subject) -> bool {
 /// for a command as before. The caller has checked the writer is an approver.
 pub async fn reply(cx: &Context, actor: &Actor, subject: &Subject, text: &str) -> Option<Answer> {
     match subject.kind {
-        SubjectKind::Approval => None,
+        SubjectKind::Approval | SubjectKind::CheckIn => None,
         SubjectKind::Task => Some(task::reply(cx, actor, subject, text).await),
     }
 }
@@ -237,8 +265,8 @@ pub async fn reply(cx: &Context, actor: &Actor, subject: &Subject, text: &str) -
 /// its own.
 #[must_use]
 pub fn shown_in(text: &str) -> Option<String> {
-    // One kind has cards so far; another adds `.or_else(|| kind::shown_in(text))`.
-    approval::shown_in(text)
+    // Each kind with cards adds `.or_else(|| kind::shown_in(text))`.
+    approval::shown_in(text).or_else(|| checkin::shown_in(text))
 }
 
 /// A subject's card as things stand, for delivery.
@@ -274,5 +302,6 @@ pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>,
             Err(e) => Err(e),
         },
         SubjectKind::Task => task::render(cx, subject).await,
+        SubjectKind::CheckIn => checkin::render(cx, subject).await,
     }
 }

@@ -1,8 +1,9 @@
-//! `/pending`: the open requests, oldest first, each with its decision buttons.
+//! `/pending`: the open requests, oldest first, each with its decision buttons; then
+//! the workflow check-ins that wait, each with its buttons ([`super::checkin`]).
 //!
-//! At most [`SHOWN`] are listed (renderers keep those that fit the platform's limits
-//! and count the rest); the line after them says how to reach the others. Who:
-//! approvers only.
+//! At most [`SHOWN`] requests and [`super::checkin::PENDING_SHOWN`] check-ins are
+//! listed (renderers keep those that fit the platform's limits and count the rest); the
+//! line after them says how to reach the others. Who: approvers only.
 
 use crate::approval::Approval;
 use crate::chat::card::{Block, Card, Line};
@@ -22,7 +23,19 @@ pub async fn answer(cx: &Context) -> Answer {
         Ok(page) => page,
         Err(e) => return Answer::alert(failure(&e)),
     };
-    Answer::Card(card(&list, total))
+    let waiting = cx
+        .engine
+        .waiting_check_ins(None, super::checkin::PENDING_SHOWN)
+        .await;
+    let check_ins = match (waiting, cx.engine.count_waiting_check_ins().await) {
+        (Ok(list), Ok(total)) => (list, total),
+        (Err(e), _) | (_, Err(e)) => return Answer::alert(failure(&e)),
+    };
+    let mut card = card(&list, total);
+    let (blocks, rows) = super::checkin::pending_section(&check_ins.0, check_ins.1);
+    card.blocks.extend(blocks);
+    card.buttons.extend(rows);
+    Answer::Card(card)
 }
 
 /// The list of `list` (the oldest of `total` pending requests).

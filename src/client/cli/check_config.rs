@@ -51,9 +51,16 @@ fn print_summary(path: &Path, c: &Config) {
         format_duration(c.max_ttl),
         c.unknown_agents.as_str()
     );
+    outln!("  workflow:        {}", workflow(&c.workflow.default));
     for (name, a) in &c.agents {
+        let own = c
+            .workflow
+            .agents
+            .get(name)
+            .map(|w| format!("; workflow {}", workflow(w)))
+            .unwrap_or_default();
         outln!(
-            "  agent {name}: {}{}",
+            "  agent {name}: {}{}{own}",
             a.rules.tier.as_str(),
             if a.token.is_some() { ", token set" } else { "" }
         );
@@ -81,6 +88,28 @@ fn print_summary(path: &Path, c: &Config) {
     if c.telegram.is_none() && c.slack.is_none() {
         outln!("  chat channels:   none on; owners decide with `gatebot decide`");
     }
+}
+
+/// "per-phase, warnings up to low, errors up to none, limits 50/20 (stop), check-ins
+/// wait 24h".
+fn workflow(w: &crate::config::workflow::AgentWorkflow) -> String {
+    let (a, l) = (&w.settings.autonomy, &w.settings.limits);
+    let overrides = if w.settings.overrides.is_empty() {
+        String::new()
+    } else {
+        let phases: Vec<&str> = w.settings.overrides.keys().map(String::as_str).collect();
+        format!(", overrides for {}", phases.join(", "))
+    };
+    format!(
+        "{}, warnings up to {}, errors up to {}, limits {} warnings / {} errors ({}), check-ins wait {}{overrides}",
+        a.check_in_frequency.as_str(),
+        a.warning_tolerance.as_str(),
+        a.error_tolerance.as_str(),
+        l.max_total_warnings,
+        l.max_total_errors,
+        l.on_limit_reached.as_str(),
+        format_duration(w.check_in_ttl)
+    )
 }
 
 /// `check-config --telegram`: one getMe with the configured token and API URL;

@@ -1,5 +1,7 @@
 //! `gatebot decide ID approve|approve-always|deny [--reason R]`: the owner decides;
-//! for an inbox task, `gatebot decide ID queue|reject` (and `cancel`, `retry`).
+//! `gatebot decide ID continue|stop [--reason R]` answers a workflow check-in, and for an
+//! inbox task `gatebot decide ID queue|reject` (and `cancel`, `retry`). The daemon decides
+//! by what the id names; the answer says its `kind`.
 
 use serde_json::json;
 
@@ -31,6 +33,16 @@ pub(super) async fn run(
         return Ok(EXIT_NO);
     }
     let res = expect_ok(Ok(res))?;
+    if res.body["kind"] == crate::workflow::wire::CHECK_IN_KIND {
+        let view: crate::workflow::wire::CheckInView = serde_json::from_value(res.body.clone())
+            .map_err(|e| format!("unexpected answer from gatebot: {e}"))?;
+        if json {
+            outln!("{}", pretty(&res.body));
+        } else {
+            super::workflow::print_answered(&view);
+        }
+        return Ok(EXIT_GO);
+    }
     // The id named an inbox task (`decide ID queue|reject`).
     if res.body["kind"] == "task" {
         let view = serde_json::from_value(res.body)

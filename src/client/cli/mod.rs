@@ -2,7 +2,8 @@
 //!
 //! Exit codes of `ask` and `status`: 0 allowed or approved; 1 rejected, blocked,
 //! expired or cancelled (reason on stderr); 2 error; 3 still pending when `--wait`
-//! ran out (the request stays queued; its id is printed).
+//! ran out (the request stays queued; its id is printed). `workflow event` and
+//! `workflow status` use the same codes: 0 continue, 1 stop, 2 error, 3 still waiting.
 //!
 //! One file per command; this one holds the arguments, the dispatch, and what the
 //! commands share: finding the socket, reading answers, waiting, printing a request.
@@ -19,6 +20,7 @@ mod pending;
 mod status;
 mod task;
 mod worker;
+mod workflow;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -33,6 +35,7 @@ use crate::config::Config;
 use crate::retry::reconnect_delay;
 use crate::wire::ApprovalView;
 use out::outln;
+pub use workflow::{EventArgs, ListArgs, StartArgs, WorkflowCommand};
 
 /// Exit code: allowed or approved.
 pub const EXIT_GO: u8 = 0;
@@ -97,11 +100,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Decide a pending request, or queue / reject a task that waits for your go (owner).
+    /// Decide a pending request, answer a workflow check-in, or queue / reject a task
+    /// that waits for your go (owner).
     Decide {
         /// Full id, short id, or a unique prefix of at least 4 characters.
         id: String,
-        /// approve, approve-always or deny; for a task: queue, reject, cancel or retry.
+        /// approve, approve-always or deny (a request); continue or stop (a check-in);
+        /// queue, reject, cancel or retry (a task).
         decision: String,
         /// Why; reaches the agent (most useful with deny).
         #[arg(long)]
@@ -156,6 +161,13 @@ pub enum Command {
     },
     /// Claim an agent's tasks and run COMMAND for each (prompt on stdin).
     Worker(WorkerArgs),
+    /// An agent's workflow runs: start one, report its events, show it.
+    Workflow {
+        #[command(subcommand)]
+        action: WorkflowCommand,
+    },
+    /// List workflow runs (owner), newest first.
+    Workflows(ListArgs),
     /// Print the system-prompt paragraph for an agent's autonomy tier.
     AgentGuidance {
         /// The agent's name.
@@ -403,6 +415,26 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             reason,
             json,
         } => decide::run(&owner()?, &id, &decision, reason.as_deref(), json).await,
+        Command::Workflow { action } => {
+            let agent = || socket_for(flag, config, false).map(client);
+            match action {
+                WorkflowCommand::Start(a) => {
+                    workflow::start(&agent()?.with_token(a.token.clone()), a).await
+                }
+                WorkflowCommand::Event(a) => {
+                    workflow::event(&agent()?.with_token(a.token.clone()), a).await
+                }
+                WorkflowCommand::Status {
+                    run,
+                    wait,
+                    token,
+                    json,
+                } => {
+                    workflow::status(&agent()?.with_token(token), &run, wait.as_deref(), json).await
+                }
+            }
+        }
+        Command::Workflows(a) => workflow::list(&owner()?, a).await,
         Command::Audit {
             action: Some(AuditAction::Verify { head, json }),
             ..

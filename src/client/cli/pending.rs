@@ -1,4 +1,6 @@
-//! `gatebot pending`: the owner's list of pending requests, oldest first, a page at a time.
+//! `gatebot pending`: the owner's list of pending requests, oldest first, a page at a
+//! time; on the first page, the workflow check-ins that wait too (text: their own
+//! section; `--json`: the `check_ins` key).
 
 use super::out::outln;
 use super::{encode, expect_ok, pretty, EXIT_GO};
@@ -19,8 +21,14 @@ pub(super) async fn run(
     if let Some(a) = after {
         path.push_str(&format!("&after={}", encode(a)));
     }
-    let res = expect_ok(client.get(&path).await)?;
+    let mut res = expect_ok(client.get(&path).await)?;
+    // Check-ins are few (one per waiting run): the first page shows them all.
+    let check_ins = match after {
+        None => super::workflow::waiting_check_ins(client, agent).await?,
+        Some(_) => Vec::new(),
+    };
     if json {
+        res.body["check_ins"] = serde_json::to_value(&check_ins).unwrap_or_default();
         outln!("{}", pretty(&res.body));
         return Ok(EXIT_GO);
     }
@@ -30,6 +38,7 @@ pub(super) async fn run(
     if let Some(next) = res.body["next"].as_str() {
         outln!("… more pending: gatebot pending --after {next}");
     }
+    super::workflow::print_waiting(&check_ins);
     Ok(EXIT_GO)
 }
 
