@@ -3,7 +3,8 @@
 //! 1. [`App::build`] opens the store, claims the sockets (refusing to start if a
 //!    live daemon owns one, removing a stale file otherwise) and binds the optional
 //!    TCP listener, so callers (and tests) know every address before anything runs.
-//! 2. [`App::run_until`] serves the APIs, runs the expiry task and the chat platforms
+//! 2. [`App::run_until`] serves the APIs, runs the expiry task, the promotion
+//!    assessment's schedule and the chat platforms
 //!    (those `bot.toml` turns on, from [`crate::chat::platform::configured`], and any
 //!    added with [`App::add_platform`]) until the shutdown future completes; then it
 //!    stops accepting, lets in-flight requests finish (long-polls return at once) and
@@ -175,6 +176,15 @@ impl App {
             let stop = stop.clone();
             async move {
                 engine.run_expiry(stop).await;
+                Ok::<(), std::io::Error>(())
+            }
+        });
+        // The promotion assessment's schedule (`[promotion] every`).
+        tasks.spawn({
+            let engine = engine.clone();
+            let stop = stop.clone();
+            async move {
+                engine.run_promotion(stop).await;
                 Ok::<(), std::io::Error>(())
             }
         });

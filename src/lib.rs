@@ -7,16 +7,19 @@
 //! - [`wire`]: the API's JSON shapes and limits, shared by the daemon and its clients.
 //! - [`hooks`]: agent hook payloads and answers, and the submit-wait-answer loop within a
 //!   hook's timeout, over any transport.
+//! - [`trust`]: agent trust from evidence: the evidence and the promotion assessment,
+//!   proposals, tier overrides, pauses, and grants with their scopes and matching.
 //! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
 //!   accepted; tokens that never reach a log (and the one scrubber); the one backoff.
 //!
 //! The daemon:
 //! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section
 //!   (each chat platform's table is read in the platform's module).
-//! - [`store`]: SQLite (WAL): approvals, the audit chain, chat bookkeeping. Only
+//! - [`store`]: SQLite (WAL): approvals, the audit chain, chat bookkeeping, trust. Only
 //!   [`engine`] uses it.
 //! - [`engine`]: the only code that changes state: submit, decide, expire; the event bus;
-//!   typed reads for the API; chat state for conversations and delivery.
+//!   typed reads for the API; chat state for conversations and delivery; trust
+//!   (tiers, pauses, grants, assessments and their schedule).
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), a file per route.
 //! - [`chat`]: one conversation mechanism for every platform: cards, conversation kinds,
 //!   the inbound layer, durable delivery, the platform trait and registry, and an
@@ -55,4 +58,5 @@ pub mod systemd;
 pub mod telegram;
 pub mod telemetry;
 pub mod time;
+pub mod trust;
 pub mod wire;

@@ -1,4 +1,5 @@
-//! `GET /v1/agents/{name}`: an agent's tier, lists and system-prompt guidance.
+//! `GET /v1/agents/{name}`: an agent's tier (the one in force: an owner's override
+//! over `bot.toml`'s), lists and system-prompt guidance.
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -25,5 +26,7 @@ pub(super) async fn guidance(
     };
     let added = state.engine.always_allowed_tools(&name).await?;
     let org = OrgRules::of(&config.policy);
-    Ok(Json(for_agent(&name, &cfg.rules, &added, &org)))
+    let mut rules = cfg.rules;
+    rules.tier = state.engine.effective_tier(&name).await?.0;
+    Ok(Json(for_agent(&name, &rules, &added, &org)))
 }

@@ -5,7 +5,9 @@
 //!   optional TCP listener: submit, get (long-poll), report a result, cancel, list
 //!   the agent's own pending requests. It has no route that decides a request.
 //! - the **owner API** ([`owner_router`]), served only on the control socket (mode
-//!   0600): everything above for any agent, plus decisions and the audit trail.
+//!   0600): everything above for any agent, plus decisions, the audit trail and agents'
+//!   trust (evidence, tiers, pauses, grants, proposals). The agents' API refuses and
+//!   audits the trust routes that change something.
 //!
 //! Both also serve `GET /v1/agents/{name}` (tier guidance); the agent API also serves
 //! `POST /v1/hooks/claude-code` (Claude Code's `type: "http"` hook).
@@ -18,7 +20,7 @@
 //! every log line of the call carries them.
 //!
 //! One file per route (`submit`, `get`, `list`, `result`, `cancel`, `decide`, `audit`,
-//! `metrics`, `health`, `agents`, `hook`); what they share is in `error` (the error
+//! `metrics`, `health`, `agents`, `hook`), and `trust` for the trust routes; what they share is in `error` (the error
 //! body and the engine's errors mapped onto it) and `extract` (reading requests,
 //! authentication, span notes). This file holds the routers: which routes each socket
 //! serves is the API's access control, so it stays in one place.
@@ -36,6 +38,7 @@ mod list;
 mod metrics;
 mod result;
 mod submit;
+mod trust;
 
 use std::sync::Arc;
 
@@ -75,6 +78,12 @@ pub fn agent_router(state: ApiState) -> Router {
             post(decide::decision_forbidden),
         )
         .route("/v1/hooks/claude-code", post(hook::claude_code))
+        // Trust changes are the owners': refused here, and audited.
+        .route("/v1/agents/{name}/tier", post(trust::forbidden))
+        .route("/v1/agents/{name}/pause", post(trust::forbidden))
+        .route("/v1/agents/{name}/resume", post(trust::forbidden))
+        .route("/v1/agents/{name}/assess", post(trust::forbidden))
+        .route("/v1/grants/{id}/revoke", post(trust::forbidden))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -87,6 +96,15 @@ pub fn owner_router(state: ApiState) -> Router {
         .route("/v1/audit", get(audit::audit))
         .route("/v1/audit/verify", get(audit::audit_verify))
         .route("/metrics", get(metrics::metrics))
+        .route("/v1/agents", get(trust::list))
+        .route("/v1/agents/{name}/trust", get(trust::show))
+        .route("/v1/agents/{name}/assess", post(trust::assess))
+        .route("/v1/agents/{name}/tier", post(trust::tier))
+        .route("/v1/agents/{name}/pause", post(trust::pause))
+        .route("/v1/agents/{name}/resume", post(trust::resume))
+        .route("/v1/grants", get(trust::grants))
+        .route("/v1/grants/{id}/revoke", post(trust::revoke))
+        .route("/v1/proposals", get(trust::proposals))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)

@@ -11,8 +11,8 @@
 //!    [`Config::check`] reports them all (serde stops at the first in step 1).
 //!
 //! Step 1 is `file`; step 2 is `resolve`, which hands each section to its module:
-//! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`) and
-//! `agents`. A chat platform's table is read and resolved by the platform itself
+//! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`),
+//! `agents` and `promotion` (`[promotion]`, `[grants]`, shell-like `[tools]` entries). A chat platform's table is read and resolved by the platform itself
 //! ([`crate::telegram::config`], [`crate::slack::config`]) with the same helpers, so
 //! the keys of a channel live next to the code that uses them.
 //!
@@ -21,6 +21,7 @@
 mod agents;
 pub(crate) mod file;
 mod policy;
+pub mod promotion;
 mod queue;
 pub(crate) mod resolve;
 
@@ -85,6 +86,8 @@ pub struct Config {
     pub slack: Option<SlackConfig>,
     /// Why a configured chat channel is off (e.g. its token variable is unset).
     pub notes: Vec<String>,
+    /// `[promotion]`, `[grants]` and the shell-like tools of `[tools]`.
+    pub trust: promotion::TrustConfig,
 }
 
 #[derive(Debug, Clone)]

@@ -2,8 +2,8 @@
 //! what every section needs to report an error (the text and path, for key paths and
 //! lines) and to read what the file points at (its directory, for relative paths).
 //! Each section resolves itself with it: `[store]`, `[queue]`, `[log]` in `queue`,
-//! `[policy]`, `[tools]` in `policy`, `[agents.*]` in `agents`, and the chat tables in
-//! the platforms' own modules.
+//! `[policy]`, `[tools]` in `policy`, `[agents.*]` in `agents`, `[promotion]`, `[grants]`
+//! and shell-like tools in `promotion`, and the chat tables in the platforms' own modules.
 
 use std::path::{Path, PathBuf};
 
@@ -55,6 +55,8 @@ impl Resolve<'_> {
             agents,
             telegram,
             slack,
+            promotion,
+            grants,
         } = file;
         let mut notes = Vec::new();
         let telegram = telegram.and_then(|t| t.resolve(self, &mut notes, errors));
@@ -64,6 +66,7 @@ impl Resolve<'_> {
         let log = self.log(log, errors);
         let (default_ttl, max_ttl, unknown_agents) =
             (policy.default_ttl, policy.max_ttl, policy.unknown_agents);
+        let trust = self.trust(promotion, grants, &tools, errors);
         let policy = self.policy(policy, tools, errors);
         let agents = self.agents(agents, errors);
         Some(Config {
@@ -79,6 +82,7 @@ impl Resolve<'_> {
             telegram,
             slack,
             notes,
+            trust,
         })
     }
 

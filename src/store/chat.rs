@@ -29,6 +29,8 @@ use crate::policy::RiskScore;
 pub enum SubjectKind {
     /// A request that asked a human.
     Approval,
+    /// A proposed tier change, waiting for an owner.
+    Proposal,
 }
 
 impl SubjectKind {
@@ -36,12 +38,14 @@ impl SubjectKind {
     pub fn as_str(self) -> &'static str {
         match self {
             SubjectKind::Approval => "approval",
+            SubjectKind::Proposal => "proposal",
         }
     }
 
     fn parse(s: &str) -> Result<Self> {
         match s {
             "approval" => Ok(SubjectKind::Approval),
+            "proposal" => Ok(SubjectKind::Proposal),
             other => Err(StoreError::Corrupt(format!("subject kind {other}"))),
         }
     }

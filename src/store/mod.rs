@@ -1,13 +1,14 @@
-//! SQLite persistence: approvals, the audit trail, always-allow additions and the chat
-//! channels' bookkeeping.
+//! SQLite persistence: approvals, the audit trail, the chat channels' bookkeeping and
+//! agents' trust (tiers, pauses, grants, proposals).
 //!
 //! One connection behind a mutex; callers run store methods on a blocking thread
 //! (see `Engine`). Every state change is one transaction that also writes its audit
 //! row. `Store` is one type whose methods live beside the tables they serve:
-//! - `approvals`: requests, their transitions out of `pending`, lookup, expiry, lists
-//!   and always-allow additions;
+//! - `approvals`: requests, their transitions out of `pending`, lookup, expiry, lists;
 //! - `audit`: the hash-chained, append-only audit trail and its verification;
-//! - `chat`: which chat message shows which request (prompts, digests, questions).
+//! - `chat`: which chat message shows which request (prompts, digests, questions);
+//! - `trust`: tier overrides, pauses, grants and what prompts offer, proposals, and the
+//!   evidence counted from requests.
 //!
 //! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
 //! only after its transaction commits, and FULL makes that commit survive a power
@@ -23,12 +24,17 @@ use rusqlite_migration::{Migrations, M};
 mod approvals;
 mod audit;
 mod chat;
+mod trust;
 
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditRow};
 pub use chat::{
     Asked, DigestGroup, DigestState, DigestSummary, Shown, ShownBy, Subject, SubjectKind,
     SubjectLookup, Unposted,
+};
+pub use trust::{
+    peek_trust, NewOffer, NewProposal, OfferRow, Paused, ProposalOutcome, Revoked, SubmitFacts,
+    TierChange,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -53,6 +59,7 @@ fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0003_audit_chain.sql")),
         M::up(include_str!("../../migrations/0004_digests.sql")),
         M::up(include_str!("../../migrations/0005_conversations.sql")),
+        M::up(include_str!("../../migrations/0008_trust.sql")),
     ])
 }
 

@@ -60,6 +60,7 @@ fn new_request() -> NewApproval {
         ttl_ms: Some(1000),
         created_at: 0,
         expires_at: Some(1000),
+        offer: None,
     }
 }
 

@@ -15,6 +15,28 @@ pub const HELP: &[(&str, &str)] = &[
         "refuse it; the reason reaches the agent",
     ),
     ("/pending", "list open requests"),
+    (
+        "/agents",
+        "every agent's tier, pause and evidence, with ⏸ Pause buttons",
+    ),
+    ("/agent <name>", "one agent: evidence, assessment, grants"),
+    (
+        "/tier <name> <tier> [reason]",
+        "set an agent's tier (or /tier <name> reset for bot.toml's)",
+    ),
+    (
+        "/pause <name> [reason]",
+        "block every new request of an agent; /resume <name> lifts it",
+    ),
+    (
+        "/assess <name>",
+        "check an agent's evidence for a tier change now",
+    ),
+    (
+        "/grants [name]",
+        "what agents may run without asking, with Revoke buttons",
+    ),
+    ("/revoke <id>", "revoke a grant"),
 ];
 
 /// The answer to `/help`.
@@ -35,7 +57,8 @@ pub fn card() -> Card {
     ));
     blocks.push(Block::Line(Line::text(
         "<id> is the short id in the prompt, or its first 4+ characters. \
-         Replying to a prompt with approve or deny [reason] needs no id.",
+         Replying to a prompt with approve or deny [reason] needs no id. \
+         /approve and /deny answer tier proposals too.",
     )));
     Card {
         blocks,
@@ -56,6 +79,14 @@ pub fn commands() -> Vec<(&'static str, &'static str)> {
         ),
         ("deny", "<id> [reason] — refuse a request"),
         ("pending", "list open requests"),
+        ("agents", "agents' tiers, pauses and evidence"),
+        ("agent", "<name> — one agent's evidence and grants"),
+        ("tier", "<name> <tier>|reset [reason] — set an agent's tier"),
+        ("pause", "<name> [reason] — block an agent's requests"),
+        ("resume", "<name> — lift an agent's pause"),
+        ("assess", "<name> — check an agent for a tier change"),
+        ("grants", "[name] — what agents may run without asking"),
+        ("revoke", "<id> — revoke a grant"),
         ("help", "how to answer gatebot"),
     ]
 }

@@ -11,16 +11,21 @@
 //!
 //! Kinds: [`approval`] (a request's prompt), [`digest`] (one message for a burst of
 //! requests), [`reason`] (the "why deny?" question), [`pending`] (`/pending`),
-//! [`help`] (`/help`).
+//! [`help`] (`/help`), [`proposal`] (a proposed tier change), [`agents`] (`/agents`,
+//! `/agent`, `/tier`, `/pause`, `/resume`, `/assess`), [`grants`] (`/grants`,
+//! `/revoke`).
 //!
 //! To add a kind: write its module (card, actions, commands, handlers), then add its
 //! variants to [`Action`] / [`Command`] and their arms to the `match`es below; if its
 //! subject gets cards of its own, add an arm to [`render`].
 
+pub mod agents;
 pub mod approval;
 pub mod digest;
+pub mod grants;
 pub mod help;
 pub mod pending;
+pub mod proposal;
 pub mod reason;
 
 use crate::chat::card::Card;
@@ -48,6 +53,9 @@ pub enum Who {
 pub enum Action {
     Approval(approval::Action),
     Digest(digest::Nav),
+    Proposal(proposal::Action),
+    Agents(agents::Action),
+    Grants(grants::Action),
 }
 
 impl Action {
@@ -62,6 +70,15 @@ impl Action {
         if let Some(nav) = digest::decode(rest) {
             return Ok(Action::Digest(nav));
         }
+        if let Some(p) = proposal::decode(rest) {
+            return Ok(Action::Proposal(p));
+        }
+        if let Some(a) = agents::decode(rest) {
+            return Ok(Action::Agents(a));
+        }
+        if let Some(g) = grants::decode(rest) {
+            return Ok(Action::Grants(g));
+        }
         approval::decode(rest).map(Action::Approval).ok_or_else(bad)
     }
 
@@ -71,6 +88,9 @@ impl Action {
         let data = match self {
             Action::Approval(a) => approval::encode(a),
             Action::Digest(n) => digest::encode(n),
+            Action::Proposal(p) => proposal::encode(p),
+            Action::Agents(a) => agents::encode(a),
+            Action::Grants(g) => grants::encode(g),
         };
         let data = format!("{DATA_PREFIX}{data}");
         debug_assert!(data.len() <= MAX_DATA, "{data}");
@@ -80,7 +100,11 @@ impl Action {
     #[must_use]
     pub fn who(&self) -> Who {
         match self {
-            Action::Approval(_) | Action::Digest(_) => Who::Approvers,
+            Action::Approval(_)
+            | Action::Digest(_)
+            | Action::Proposal(_)
+            | Action::Agents(_)
+            | Action::Grants(_) => Who::Approvers,
         }
     }
 
@@ -90,6 +114,10 @@ impl Action {
         match self {
             Action::Approval(a) => format!("{:?}", a.verb()),
             Action::Digest(_) => "review digest".into(),
+            Action::Proposal(p) if p.approve => "approve proposal".into(),
+            Action::Proposal(_) => "decline proposal".into(),
+            Action::Agents(a) => a.attempted().into(),
+            Action::Grants(_) => "revoke grant".into(),
         }
     }
 
@@ -98,7 +126,8 @@ impl Action {
     pub fn subject(&self) -> Option<&str> {
         match self {
             Action::Approval(a) => Some(a.id()),
-            Action::Digest(_) => None,
+            Action::Proposal(p) => Some(&p.id),
+            Action::Digest(_) | Action::Agents(_) | Action::Grants(_) => None,
         }
     }
 }
@@ -109,6 +138,8 @@ pub enum Command {
     Approval(approval::Command),
     Pending,
     Help,
+    Agents(agents::Command),
+    Grants(grants::Command),
 }
 
 impl Command {
@@ -122,7 +153,10 @@ impl Command {
             Some(typed) => match typed.name.as_str() {
                 "pending" | "list" => Some(Command::Pending),
                 "help" | "start" => Some(Command::Help),
-                _ => approval::parse_command(&typed, in_reply).map(Command::Approval),
+                _ => agents::parse(&typed)
+                    .map(Command::Agents)
+                    .or_else(|| grants::parse(&typed).map(Command::Grants))
+                    .or_else(|| approval::parse_command(&typed, in_reply).map(Command::Approval)),
             },
             None if in_reply => approval::parse_words(text).map(Command::Approval),
             None => None,
@@ -132,7 +166,9 @@ impl Command {
     #[must_use]
     pub fn who(&self) -> Who {
         match self {
-            Command::Approval(_) | Command::Pending => Who::Approvers,
+            Command::Approval(_) | Command::Pending | Command::Agents(_) | Command::Grants(_) => {
+                Who::Approvers
+            }
             Command::Help => Who::Anyone,
         }
     }
@@ -142,7 +178,7 @@ impl Command {
     pub fn subject(&self) -> Option<&str> {
         match self {
             Command::Approval(c) => c.id.as_deref(),
-            Command::Pending | Command::Help => None,
+            Command::Pending | Command::Help | Command::Agents(_) | Command::Grants(_) => None,
         }
     }
 
@@ -153,6 +189,8 @@ impl Command {
             Command::Approval(c) => format!("{:?}", c.verb),
             Command::Pending => "pending".into(),
             Command::Help => "help".into(),
+            Command::Agents(c) => c.attempted(),
+            Command::Grants(c) => c.attempted(),
         }
     }
 }
@@ -162,6 +200,9 @@ pub async fn press(cx: &Context, actor: &Actor, action: Action, at: &At) -> Answ
     match action {
         Action::Approval(a) => approval::press(cx, actor, a).await,
         Action::Digest(nav) => digest::press(cx, nav, at).await,
+        Action::Proposal(p) => proposal::press(cx, actor, p).await,
+        Action::Agents(a) => agents::press(cx, actor, a).await,
+        Action::Grants(g) => grants::press(cx, actor, g).await,
     }
 }
 
@@ -174,9 +215,15 @@ pub async fn command(
     replied: Option<&Subject>,
 ) -> Answer {
     match cmd {
-        Command::Approval(c) => approval::command(cx, actor, c, replied).await,
+        Command::Approval(c) => match proposal::named(cx, c.id.as_deref(), replied).await {
+            // `/approve <id>` and replies answer a proposal when they name one.
+            Some(id) => proposal::command(cx, actor, c, &id).await,
+            None => approval::command(cx, actor, c, replied).await,
+        },
         Command::Pending => pending::answer(cx).await,
         Command::Help => help::answer(),
+        Command::Agents(c) => agents::command(cx, actor, c).await,
+        Command::Grants(c) => grants::command(cx, actor, c).await,
     }
 }
 
@@ -208,10 +255,35 @@ pub struct Rendered {
 pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
     match subject.kind {
         SubjectKind::Approval => match cx.engine.get(&subject.id).await {
-            Ok(a) => Ok(Some(Rendered {
-                card: approval::card(&a),
-                revision: a.status.as_str().to_string(),
-                open: a.status == crate::approval::Status::Pending,
+            Ok(a) => {
+                let pending = a.status == crate::approval::Status::Pending;
+                let extras = approval::Extras {
+                    offer: if pending && a.always_allow_offered {
+                        cx.engine.offer(&a.id).await?
+                    } else {
+                        None
+                    },
+                    allow_for: Some(cx.engine.config().trust.grants.allow_for),
+                    grant: if a.always_allowed {
+                        cx.engine.grant_of_approval(&a.id).await?
+                    } else {
+                        None
+                    },
+                };
+                Ok(Some(Rendered {
+                    card: approval::prompt(&a, &extras),
+                    revision: a.status.as_str().to_string(),
+                    open: pending,
+                }))
+            }
+            Err(EngineError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        },
+        SubjectKind::Proposal => match cx.engine.proposal(&subject.id).await {
+            Ok(p) => Ok(Some(Rendered {
+                card: proposal::card(&p, cx.engine.config().trust.promotion.decline_quiet),
+                revision: p.status.as_str().to_string(),
+                open: p.status == crate::trust::ProposalStatus::Open,
             })),
             Err(EngineError::NotFound(_)) => Ok(None),
             Err(e) => Err(e),

@@ -1,22 +1,42 @@
-//! `gatebot decide ID approve|approve-always|deny [--reason R]`: the owner decides.
+//! `gatebot decide ID approve|approve-always|deny [--reason R] [--prefix [P] | --exact]
+//! [--for D]`: the owner decides a request, or answers a proposal (the answer says
+//! which by its `kind`).
 
 use serde_json::json;
 
+use super::agents::{scope_words, until_words};
 use super::{encode, expect_ok, pretty, view_of, EXIT_GO, EXIT_NO};
 use crate::client::Client;
+use crate::trust::Proposal;
+
+/// What an approval should grant (see `wire::DecisionBody`).
+#[derive(Debug, Default)]
+pub(super) struct Grant {
+    pub prefix: Option<String>,
+    pub exact: bool,
+    pub for_: Option<String>,
+}
 
 pub(super) async fn run(
     client: &Client,
     id: &str,
     decision: &str,
     reason: Option<&str>,
+    grant: Grant,
     json: bool,
 ) -> Result<u8, String> {
+    let mut body = json!({"decision": decision, "reason": reason});
+    if let Some(p) = &grant.prefix {
+        body["prefix"] = json!(p);
+    }
+    if grant.exact {
+        body["exact"] = json!(true);
+    }
+    if let Some(d) = &grant.for_ {
+        body["for"] = json!(d);
+    }
     let res = client
-        .post(
-            &format!("/v1/requests/{}/decision", encode(id)),
-            &json!({"decision": decision, "reason": reason}),
-        )
+        .post(&format!("/v1/requests/{}/decision", encode(id)), &body)
         .await
         .map_err(|e| e.to_string())?;
     // Someone decided first: exit 1 and say who, as for a rejection, not 2 (an error).
@@ -24,16 +44,46 @@ pub(super) async fn run(
         eprintln!("{}", res.error_message());
         return Ok(EXIT_NO);
     }
-    let view = view_of(expect_ok(Ok(res))?)?;
+    let res = expect_ok(Ok(res))?;
     if json {
+        println!("{}", pretty(&res.body));
+        return Ok(EXIT_GO);
+    }
+    if res.body["kind"] == "proposal" {
+        let p: Proposal = serde_json::from_value(res.body).map_err(|e| e.to_string())?;
+        match p.status {
+            crate::trust::ProposalStatus::Approved => println!(
+                "approved proposal {}: {} is now {}",
+                p.short_id,
+                p.agent,
+                p.to.as_str()
+            ),
+            _ => println!(
+                "declined proposal {}: {} stays {}",
+                p.short_id,
+                p.agent,
+                p.from.as_str()
+            ),
+        }
+        return Ok(EXIT_GO);
+    }
+    let granted: Option<crate::trust::Grant> = res
+        .body
+        .get("grant")
+        .and_then(|g| serde_json::from_value(g.clone()).ok());
+    let view = view_of(res)?;
+    println!(
+        "{} {} ({} from {})",
+        view.status, view.short_id, view.tool, view.agent
+    );
+    if let Some(g) = granted {
         println!(
-            "{}",
-            pretty(&serde_json::to_value(&view).unwrap_or_default())
-        );
-    } else {
-        println!(
-            "{} {} ({} from {})",
-            view.status, view.short_id, view.tool, view.agent
+            "granted {}: {} may run {} without asking: {}, {}",
+            g.short_id,
+            g.agent,
+            g.tool,
+            scope_words(&g.scope),
+            until_words(&g, crate::time::now_ms())
         );
     }
     Ok(EXIT_GO)

@@ -1,7 +1,12 @@
-//! `gatebot pending`: the owner's list of pending requests, oldest first, a page at a time.
+//! `gatebot pending`: the owner's list of pending requests, oldest first, a page at a
+//! time, and the open tier proposals (on the first page).
+
+use serde_json::Value;
 
 use super::{encode, expect_ok, pretty, EXIT_GO};
 use crate::client::Client;
+use crate::trust::evidence::percent;
+use crate::trust::Proposal;
 use crate::wire::ApprovalView;
 
 pub(super) async fn run(
@@ -18,8 +23,20 @@ pub(super) async fn run(
     if let Some(a) = after {
         path.push_str(&format!("&after={}", encode(a)));
     }
-    let res = expect_ok(client.get(&path).await)?;
+    let mut res = expect_ok(client.get(&path).await)?;
+    // Proposals are few and not paged: they come with the first page.
+    let proposals: Vec<Proposal> = if after.is_none() {
+        let body = expect_ok(client.get("/v1/proposals").await)?.body;
+        let all: Vec<Proposal> =
+            serde_json::from_value(body["proposals"].clone()).map_err(|e| e.to_string())?;
+        all.into_iter()
+            .filter(|p| agent.is_none_or(|a| p.agent == a))
+            .collect()
+    } else {
+        Vec::new()
+    };
     if json {
+        res.body["proposals"] = serde_json::to_value(&proposals).unwrap_or(Value::Null);
         println!("{}", pretty(&res.body));
         return Ok(EXIT_GO);
     }
@@ -28,6 +45,21 @@ pub(super) async fn run(
     print_list(&list);
     if let Some(next) = res.body["next"].as_str() {
         println!("… more pending: gatebot pending --after {next}");
+    }
+    if !proposals.is_empty() {
+        println!();
+        println!("Open proposals (gatebot decide ID approve|deny):");
+        for p in &proposals {
+            let m = p.measures;
+            println!(
+                "{}  {}  ({} handled, {} approved, {} denied)",
+                p.short_id,
+                p.question(),
+                m.handled,
+                percent(m.positive_rate),
+                percent(m.correction_rate)
+            );
+        }
     }
     Ok(EXIT_GO)
 }
