@@ -33,8 +33,14 @@ pub(super) async fn audit(
             })
         })
         .transpose()?;
+    // A request, or a subject of another kind (a proposal).
     let id = match q.request {
-        Some(typed) => Some(state.engine.lookup(&typed, false).await?.id),
+        Some(typed) => match state.engine.lookup(&typed, false).await {
+            Err(crate::engine::EngineError::NotFound(_)) => {
+                Some(state.engine.chat().lookup(&typed).await?.id)
+            }
+            found => Some(found?.id),
+        },
         None => None,
     };
     let rows = state.engine.audit_rows(id, since).await?;

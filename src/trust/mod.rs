@@ -101,6 +101,8 @@ pub struct Grant {
     pub short_id: String,
     pub agent: String,
     pub tool: String,
+    /// `scope` (`tool`, `exact`, `prefix`) and, for the last two, `pattern`.
+    #[serde(flatten)]
     pub scope: Scope,
     pub by: Actor,
     /// Why it was granted ("Always allow on request k7m2abcd", or the owner's words).

@@ -19,3 +19,5 @@ mod properties;
 mod slack;
 mod systemd;
 mod telegram;
+mod trust;
+mod trust_chat;
