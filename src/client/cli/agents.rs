@@ -261,8 +261,8 @@ fn print_view(v: &AgentView) {
     println!("  pending:     {}", v.pending);
     println!("  all time:    {}", counts_line(&v.evidence.all_time));
     println!(
-        "  last {:<6} {}",
-        format!("{}:", v.evidence.window),
+        "  {:<13}{}",
+        format!("last {}:", v.evidence.window),
         counts_line(&v.evidence.recent)
     );
     let m = v.evidence.measures;

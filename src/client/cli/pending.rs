@@ -52,7 +52,7 @@ pub(super) async fn run(
         for p in &proposals {
             let m = p.measures;
             println!(
-                "{}  {}  ({} handled, {} approved, {} denied)",
+                "{}  {} ({} handled, {} approved, {} denied)",
                 p.short_id,
                 p.question(),
                 m.handled,
