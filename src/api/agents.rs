@@ -9,7 +9,7 @@ use super::error::ApiResult;
 use super::extract::{authenticate, ApiPath};
 use super::ApiState;
 use crate::engine::EngineError;
-use crate::guidance::{for_agent, AgentGuidance, OrgRules};
+use crate::guidance::{for_agent, with_scoped_grants, AgentGuidance, OrgRules};
 
 pub(super) async fn guidance(
     State(state): State<ApiState>,
@@ -28,5 +28,11 @@ pub(super) async fn guidance(
     let org = OrgRules::of(&config.policy);
     let mut rules = cfg.rules;
     rules.tier = state.engine.effective_tier(&name).await?.0;
-    Ok(Json(for_agent(&name, &rules, &added, &org)))
+    let mut g = for_agent(&name, &rules, &added, &org);
+    with_scoped_grants(
+        &mut g,
+        &rules,
+        &state.engine.grants(Some(name.clone()), false).await?,
+    );
+    Ok(Json(g))
 }

@@ -479,31 +479,41 @@ pub fn peek_trust(path: &std::path::Path) -> Result<Option<(Vec<TierOverride>, V
 }
 
 impl Store {
-    /// Everything the submit path needs about `agent` and `tool`, under one lock.
+    /// Everything the submit path needs about `agent` and `tool`, under one lock. One
+    /// statement answers the common case (no pause, no grant); the pause and the grants
+    /// are read only when there are some.
     pub fn submit_facts(&self, agent: &str, tool: &str, now: i64) -> Result<SubmitFacts> {
         let conn = self.lock();
-        let run_before = conn
+        let (run_before, tier, paused, granted): (bool, Option<String>, bool, bool) = conn
             .prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM approvals WHERE agent = ?1 AND tool = ?2 AND status IN \
-                 ('allowed', 'approved', 'executing', 'succeeded', 'failed'))",
+                     ('allowed', 'approved', 'executing', 'succeeded', 'failed')), \
+                 (SELECT tier FROM tier_overrides WHERE agent = ?1), \
+                 EXISTS (SELECT 1 FROM pauses WHERE agent = ?1), \
+                 EXISTS (SELECT 1 FROM grants WHERE agent = ?1 AND tool = ?2 AND revoked_at IS NULL \
+                     AND (expires_at IS NULL OR expires_at > ?3))",
             )?
-            .query_row(params![agent, tool], |r| r.get(0))?;
-        let tier = conn
-            .prepare_cached("SELECT tier FROM tier_overrides WHERE agent = ?1")?
-            .query_row([agent], |r| r.get::<_, String>(0))
-            .optional()?
-            .map(|t| tier_of(&t))
-            .transpose()?;
-        let pause = get_pause(&conn, agent)?;
-        let grants = collect_grants(
-            &mut conn.prepare_cached(&format!(
-                "SELECT {GRANT_COLUMNS} FROM grants WHERE agent = ?1 AND tool = ?2 \
-                 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) ORDER BY id"
-            ))?,
-            params![agent, tool, now],
-        )?;
+            .query_row(params![agent, tool, now], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?;
+        let pause = if paused {
+            get_pause(&conn, agent)?
+        } else {
+            None
+        };
+        let grants = if granted {
+            collect_grants(
+                &mut conn.prepare_cached(&format!(
+                    "SELECT {GRANT_COLUMNS} FROM grants WHERE agent = ?1 AND tool = ?2 \
+                     AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) ORDER BY id"
+                ))?,
+                params![agent, tool, now],
+            )?
+        } else {
+            Vec::new()
+        };
         Ok(SubmitFacts {
-            tier,
+            tier: tier.map(|t| tier_of(&t)).transpose()?,
             pause,
             grants,
             run_before,

@@ -225,19 +225,21 @@ fn is_flag(word: &str) -> bool {
 }
 
 /// Whether the simple, non-wrapper command `command` starts with the words of `prefix`.
+/// The words are compared first, lazily, so a command that does not start with the
+/// prefix costs a few comparisons however long it is; only a match pays for the scan
+/// of the whole command.
 #[must_use]
 pub fn prefix_covers(prefix: &str, command: &str) -> bool {
-    if !is_simple(command) || !is_simple(prefix) {
-        return false;
-    }
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let want: Vec<&str> = prefix.split_whitespace().collect();
-    match words.first() {
-        Some(first) if !wraps(first) => {
-            words.len() >= want.len() && words.iter().zip(&want).all(|(a, b)| a == b)
+    let mut words = command.split_whitespace();
+    let mut matched = 0;
+    for want in prefix.split_whitespace() {
+        match words.next() {
+            Some(word) if word == want => matched += 1,
+            _ => return false,
         }
-        _ => false,
     }
+    let first = command.split_whitespace().next().unwrap_or_default();
+    matched > 0 && !wraps(first) && is_simple(prefix) && is_simple(command)
 }
 
 /// The prefix gatebot offers for `command`, if any: a known program with its
