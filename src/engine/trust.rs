@@ -364,8 +364,18 @@ impl Engine {
         reason: Option<String>,
     ) -> Result<ProposalDecided> {
         let p = self.proposal(id).await?;
-        // An agent gone from the config has no tier to change: the proposal is moot.
-        let baseline = self.baseline(&p.agent).unwrap_or(p.from);
+        // An agent gone from the config has no tier to change: it can only be declined.
+        let baseline = match self.baseline(&p.agent) {
+            Ok(b) => b,
+            Err(EngineError::UnknownAgent(a)) if approve => {
+                return Err(EngineError::Invalid(format!(
+                    "{a} is no longer in the config, so proposal {} cannot change its tier; \
+                     decline it",
+                    p.short_id
+                )))
+            }
+            Err(_) => p.from,
+        };
         let (i, who) = (id.to_string(), actor.clone());
         let outcome = self
             .blocking(move |s| {

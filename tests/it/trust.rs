@@ -417,6 +417,26 @@ async fn a_prefix_grant_covers_simple_commands_and_never_a_hostile_one() {
         let v = bash(&app, hostile).await;
         assert_ne!(v["status"], "allowed", "{hostile:?}: {v}");
     }
+    // Whatever an owner chose, a grant never covers a critical call.
+    let rm = bash(&app, "rm notes.txt").await;
+    let (status, res) = decide_with(
+        &app,
+        rm["id"].as_str().unwrap(),
+        "approve-always",
+        json!({"prefix": "rm"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(bash(&app, "rm other.txt").await["status"], "allowed");
+    let critical = bash(&app, "rm -rf /srv/data").await;
+    assert_eq!(critical["status"], "pending", "{critical}");
+    assert!(
+        critical["reason"]
+            .as_str()
+            .unwrap()
+            .contains("a grant never covers a critical call"),
+        "{critical}"
+    );
     // Another agent's Bash is not covered.
     let other = app
         .submit_ok("mailer", "Bash", json!({"command": "git status"}))
@@ -655,4 +675,32 @@ async fn every_agent_is_listed_with_its_tier_and_evidence() {
     assert_eq!(agents[3]["evidence"]["window"], "30d");
     let (status, _) = owner_get(&app, "/v1/agents/nobody/trust").await;
     assert_eq!(status, 403);
+}
+
+#[tokio::test]
+async fn a_proposal_for_an_agent_gone_from_the_config_can_only_be_declined() {
+    let app = spawn_app("").await;
+    seed(&app, "intern", 50, 0).await;
+    let o = assess(&app, "intern").await;
+    let short = o["proposal"]["short_id"].as_str().unwrap().to_string();
+    // The owner takes intern out of bot.toml; the daemon reloads it (SIGHUP).
+    let without =
+        crate::helpers::BASE_CONFIG.replace("[agents.intern]\ntier = \"supervised\"\n", "");
+    assert_ne!(without, crate::helpers::BASE_CONFIG);
+    let config = gatebot::config::Config::parse(&without, &app.config_path).unwrap();
+    app.engine.reload(config).await.unwrap();
+    let res = app.decide(&short, "approve", None).await;
+    assert_eq!(res.status.as_u16(), 422, "{:?}", res.body);
+    assert!(res.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("intern is no longer in the config"));
+    let res = app.decide(&short, "deny", None).await;
+    assert_eq!(res.body["status"], "declined", "{:?}", res.body);
+    let (_, audit) = owner_get(&app, "/v1/audit").await;
+    assert!(!audit["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["event"] == "tier_changed"));
 }

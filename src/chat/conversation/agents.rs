@@ -209,6 +209,11 @@ fn failed(e: &EngineError) -> Answer {
             "No agent `{}` in the config. /agents lists them.",
             shorten(a, 64)
         )),
+        // A button whose agent handle is not in the database (forged, or another
+        // database's): it names nobody.
+        EngineError::NotFound(_) => {
+            Answer::alert("This button names no agent gatebot knows. Use /agents for fresh ones.")
+        }
         other => Answer::alert(failure(other)),
     }
 }
