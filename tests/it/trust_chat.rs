@@ -608,3 +608,240 @@ async fn pause_and_decline_through_the_fake_slack() {
     assert_eq!(refusals(&app).await.len(), 1);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_time_boxed_grant_from_the_button_runs_out() {
+    let (app, memory) = start("[grants]\nallow_for = \"1s\"\n").await;
+    let (id, short) = app
+        .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {"n": 1}}))
+        .await;
+    let card = message(&memory, &format!("id {short}")).await;
+    let data = button(&card.card, "⏱ Allow for 1s");
+    memory.press(&alice(), CHAT, &card.id, &data).await;
+    app.wait_for_status(&id, "approved").await;
+    // Once the second has passed, the same tool asks again (and the grant is listed
+    // as expired).
+    eventually("the one-second grant to run out", async || {
+        let next = app.submit_ok("mailer", "send_email", json!({"n": 2})).await;
+        (next["status"] == "pending").then_some(())
+    })
+    .await;
+    let (_, g) = owner_get(&app, "/v1/grants?agent=mailer").await;
+    assert_eq!(g["grants"], json!([]));
+    let (_, g) = owner_get(&app, "/v1/grants?agent=mailer&all=true").await;
+    assert_eq!(g["grants"].as_array().unwrap().len(), 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn pause_with_deny_pending_and_revoke_through_the_fake_telegram() {
+    use crate::fake_telegram::{FakeTelegram, User};
+    const TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
+    const ALICE: User = (42, "Alice");
+    const MALLORY: User = (66, "Mallory");
+    const CHAT_ID: i64 = 7001;
+    let fake = FakeTelegram::start(TOKEN).await;
+    let app = spawn_app(&format!(
+        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [{CHAT_ID}]\napprovers = [{}]\n",
+        fake.url, ALICE.0
+    ))
+    .await;
+    let mut ids = Vec::new();
+    for n in 0..2 {
+        let (id, short) = app
+            .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {"n": n}}))
+            .await;
+        eventually("the prompt", async || {
+            fake.prompts_of(Some(CHAT_ID), &short).pop()
+        })
+        .await;
+        ids.push(id);
+    }
+    fake.say(ALICE, CHAT_ID, "/agents", None);
+    let list = eventually("the agents list", async || {
+        fake.ok_calls("sendMessage")
+            .into_iter()
+            .find(|p| p["text"].as_str().unwrap_or("").contains("6 agent(s)"))
+    })
+    .await;
+    let kill = list["reply_markup"]["inline_keyboard"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|row| row.as_array().unwrap().iter())
+        .find(|b| {
+            b["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("⛔ Pause mailer + deny 2")
+        })
+        .unwrap_or_else(|| panic!("{list}"))["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let message = fake.message_id(CHAT_ID, &list["text"]).unwrap();
+    fake.press(MALLORY, CHAT_ID, message, &kill);
+    fake.press(ALICE, CHAT_ID, message, &kill);
+    for id in &ids {
+        app.wait_for_status(id, "rejected").await;
+    }
+    assert_eq!(
+        app.submit_ok("mailer", "send_email", json!({})).await["status"],
+        "blocked"
+    );
+    assert_eq!(refusals(&app).await.len(), 1, "the stranger's press");
+
+    // A grant made with ♾️ on a prompt, revoked with 🗑 from /grants.
+    let (id, short) = app
+        .submit_pending(
+            json!({"agent": "boss", "tool": "send_email", "args": {"to": "a@example.com"}}),
+        )
+        .await;
+    let (_, prompt, _) = eventually("boss's prompt", async || {
+        fake.prompts_of(Some(CHAT_ID), &short).pop()
+    })
+    .await;
+    fake.press(
+        ALICE,
+        CHAT_ID,
+        prompt,
+        &button_data(ButtonKind::ApproveAlways, &id),
+    );
+    app.wait_for_status(&id, "approved").await;
+    assert_eq!(
+        app.submit_ok("boss", "send_email", json!({"to": "b@example.com"}))
+            .await["status"],
+        "allowed"
+    );
+    fake.say(ALICE, CHAT_ID, "/grants boss", None);
+    let grants = eventually("the grants list", async || {
+        fake.ok_calls("sendMessage").into_iter().find(|p| {
+            p["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("grant(s) in force")
+        })
+    })
+    .await;
+    let revoke = grants["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(revoke.starts_with("gb1:Gr:"), "{revoke}");
+    let message = fake.message_id(CHAT_ID, &grants["text"]).unwrap();
+    fake.press(ALICE, CHAT_ID, message, &revoke);
+    eventually("the call to ask again", async || {
+        let next = app
+            .submit_ok("boss", "send_email", json!({"to": "c@example.com"}))
+            .await;
+        (next["status"] == "pending").then_some(())
+    })
+    .await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_declined_proposal_stays_declined_and_a_grant_is_revoked_through_the_fake_slack() {
+    use crate::fake_slack::{click, FakeSlack};
+    let fake = FakeSlack::start().await;
+    let app = spawn_app(&format!(
+        "{}\n[grants]\nallow_for = \"1s\"\n",
+        fake.config()
+    ))
+    .await;
+    seed(&app, "intern", 50, 0).await;
+    let o = assess(&app, "intern").await;
+    let pid = o["proposal"]["id"].as_str().unwrap().to_string();
+    let post = eventually("the proposal card", async || {
+        fake.calls("chat.postMessage")
+            .into_iter()
+            .find(|c| c.ts.is_some() && c.params.to_string().contains(&pid))
+    })
+    .await;
+    fake.send(
+        "interactive",
+        click(
+            "U1",
+            post.ts.as_deref().unwrap(),
+            &proposal::button_data(false, &pid),
+        ),
+    )
+    .await;
+    eventually("the decline", async || {
+        (trust(&app, "intern").await["assessment"]["declined_recently"] == 1).then_some(())
+    })
+    .await;
+    // Not proposed again: assessing from Slack says why, and posts no new card.
+    fake.send("slash_commands", fake.slash("U1", "/assess", "intern"))
+        .await;
+    eventually("the assessment's answer", async || {
+        fake.answers("U1")
+            .into_iter()
+            .find(|a| a.text().contains("declined this within the last 30d"))
+    })
+    .await;
+    let cards = fake
+        .calls("chat.postMessage")
+        .into_iter()
+        .filter(|c| {
+            c.params["text"]
+                .as_str()
+                .unwrap_or("")
+                .contains("Tier change")
+        })
+        .count();
+    assert_eq!(cards, 1);
+
+    // ⏱ Allow for 1s: the grant runs out by itself.
+    let (id, _) = app
+        .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {"n": 1}}))
+        .await;
+    let prompt = eventually("the prompt", async || {
+        fake.calls("chat.postMessage")
+            .into_iter()
+            .find(|c| c.ts.is_some() && c.params.to_string().contains(&id))
+    })
+    .await;
+    fake.send(
+        "interactive",
+        click(
+            "U1",
+            prompt.ts.as_deref().unwrap(),
+            &button_data(ButtonKind::ApproveFor, &id),
+        ),
+    )
+    .await;
+    app.wait_for_status(&id, "approved").await;
+    eventually("the grant to run out", async || {
+        let next = app.submit_ok("mailer", "send_email", json!({"n": 2})).await;
+        (next["status"] == "pending").then_some(())
+    })
+    .await;
+
+    // A whole-tool grant, revoked with /revoke.
+    let (id, _) = app
+        .submit_pending(json!({"agent": "boss", "tool": "send_email", "args": {}}))
+        .await;
+    app.decide_ok(&id, "approve-always", None).await;
+    let (_, g) = owner_get(&app, "/v1/grants?agent=boss").await;
+    let short = g["grants"][0]["short_id"].as_str().unwrap().to_string();
+    fake.send("slash_commands", fake.slash("U999", "/revoke", &short))
+        .await;
+    fake.send("slash_commands", fake.slash("U1", "/revoke", &short))
+        .await;
+    eventually("the revocation", async || {
+        fake.answers("U1")
+            .into_iter()
+            .find(|a| a.text().contains(&format!("Revoked grant {short}")))
+    })
+    .await;
+    let next = app.submit_ok("boss", "send_email", json!({})).await;
+    assert_eq!(next["status"], "pending");
+    eventually("the stranger's refusal", async || {
+        fake.answers("U999")
+            .into_iter()
+            .find(|a| a.text().contains("not allowed"))
+    })
+    .await;
+    app.stop().await;
+}
