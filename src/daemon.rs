@@ -8,7 +8,8 @@
 //!    raises the open-file limit and sizes each listener's connection cap to it
 //!    ([`crate::serve::fit_connections`]).
 //! 2. [`App::run_until`] serves the APIs ([`crate::serve::serve`] on each listener),
-//!    runs the expiry and housekeeping tasks and the chat platforms (those `bot.toml`
+//!    runs the expiry and housekeeping tasks, the promotion assessment's
+//!    schedule and the chat platforms (those `bot.toml`
 //!    turns on, from [`crate::chat::platform::configured`], and any added with
 //!    [`App::add_platform`]) until the shutdown future completes; then it stops
 //!    accepting, lets in-flight requests finish (long-polls return at once), waits for
@@ -207,6 +208,15 @@ impl App {
             let stop = stop.clone();
             async move {
                 engine.run_task_timers(stop).await;
+                Ok::<(), std::io::Error>(())
+            }
+        });
+        // The promotion assessment's schedule (`[promotion] every`).
+        tasks.spawn({
+            let engine = engine.clone();
+            let stop = stop.clone();
+            async move {
+                engine.run_promotion(stop).await;
                 Ok::<(), std::io::Error>(())
             }
         });

@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::policy::{AgentRules, Policy, Tier, ToolApprovalMode, ToolClass};
+use crate::trust::{Grant, Scope};
 
 /// `GET /v1/agents/{name}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,15 +111,27 @@ fn paragraph(rules: &AgentRules, always: &BTreeSet<String>, org: &OrgRules) -> S
         .cloned()
         .collect();
     if matches!(rules.tier, Tier::SemiAutonomous | Tier::Autonomous) && !runs.is_empty() {
-        let when = if org.mode == ToolApprovalMode::None {
-            "even at critical risk"
-        } else {
-            "unless a call is critical risk"
-        };
-        p.push_str(&format!(
-            " These tools run without asking, {when}: {}.",
-            names(&runs)
-        ));
+        // Under `none` the configured list runs even at critical risk; an owner's grant
+        // never covers a critical call.
+        let (critical_too, not_critical): (BTreeSet<String>, BTreeSet<String>) =
+            if org.mode == ToolApprovalMode::None {
+                runs.into_iter()
+                    .partition(|t| rules.always_allow.contains(t))
+            } else {
+                (BTreeSet::new(), runs)
+            };
+        if !critical_too.is_empty() {
+            p.push_str(&format!(
+                " These tools run without asking, even at critical risk: {}.",
+                names(&critical_too)
+            ));
+        }
+        if !not_critical.is_empty() {
+            p.push_str(&format!(
+                " These tools run without asking, unless a call is critical risk: {}.",
+                names(&not_critical)
+            ));
+        }
     }
     if !rules.deny.is_empty() {
         p.push_str(&format!(
@@ -129,6 +142,36 @@ fn paragraph(rules: &AgentRules, always: &BTreeSet<String>, org: &OrgRules) -> S
     p.push(' ');
     p.push_str(NOT_RUN);
     p
+}
+
+/// Adds to `g` the shell commands owners' scoped grants let the agent run without
+/// asking (a whole-tool grant is already in `always_allow`). Only the acting tiers act
+/// on grants, and `require_approval_for` beats them.
+pub fn with_scoped_grants(g: &mut AgentGuidance, rules: &AgentRules, grants: &[Grant]) {
+    if !matches!(rules.tier, Tier::SemiAutonomous | Tier::Autonomous) {
+        return;
+    }
+    let items: Vec<String> = grants
+        .iter()
+        .filter(|g| !rules.require_approval_for.contains(&g.tool))
+        .filter_map(|g| match &g.scope {
+            Scope::Tool => None,
+            Scope::Exact(c) => Some(format!("{} exactly `{c}`", g.tool)),
+            Scope::Prefix(p) => Some(format!("{} commands starting `{p}`", g.tool)),
+        })
+        .collect();
+    if items.is_empty() {
+        return;
+    }
+    let sentence = format!(
+        " These commands run without asking, unless a call is critical risk: {}.",
+        items.join("; ")
+    );
+    let at = g
+        .guidance
+        .rfind(NOT_RUN)
+        .map_or(g.guidance.len(), |i| i - 1);
+    g.guidance.insert_str(at, &sentence);
 }
 
 /// The opening for semi_autonomous and autonomous agents, by org mode.
@@ -446,6 +489,56 @@ mod tests {
         assert!(g
             .guidance
             .contains("never allowed; do not try them: drop_db"));
+    }
+
+    #[test]
+    fn owners_grants_never_run_at_critical_risk_and_scoped_ones_are_named() {
+        let mut rules = AgentRules::with_tier(Autonomous);
+        rules.always_allow.insert("exec".into());
+        let g = for_agent("a", &rules, &["granted".into()], &org(Mode::None)).guidance;
+        assert!(g.contains("even at critical risk: exec."), "{g}");
+        assert!(
+            g.contains("unless a call is critical risk: granted."),
+            "{g}"
+        );
+
+        let grant = |scope| Grant {
+            id: "01JD3X4Y5Z6A7B8C9D0E1F2G3H".into(),
+            short_id: "g7m2abcd".into(),
+            agent: "a".into(),
+            tool: "Bash".into(),
+            scope,
+            by: crate::trust::Actor {
+                name: "alice".into(),
+                via: crate::approval::Via::Cli,
+            },
+            reason: None,
+            approval: None,
+            created_at: 0,
+            expires_at: None,
+            revoked: None,
+        };
+        let grants = [
+            grant(Scope::Prefix("git status".into())),
+            grant(Scope::Exact("npm test".into())),
+            grant(Scope::Tool),
+        ];
+        let mut g = for_agent("a", &rules, &[], &org(Mode::Dangerous));
+        with_scoped_grants(&mut g, &rules, &grants);
+        assert!(
+            g.guidance.contains(
+                " These commands run without asking, unless a call is critical risk: Bash \
+                 commands starting `git status`; Bash exactly `npm test`. When gatebot"
+            ),
+            "{}",
+            g.guidance
+        );
+        // Supervised agents ask for everything, grants or not.
+        let supervised = AgentRules::with_tier(Supervised);
+        let mut g = for_agent("a", &supervised, &[], &org(Mode::Dangerous));
+        let before = g.guidance.clone();
+        with_scoped_grants(&mut g, &supervised, &grants);
+        assert_eq!(g.guidance, before);
     }
 
     #[test]

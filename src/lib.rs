@@ -12,16 +12,19 @@
 //!   how the worker reads output, and the task API's JSON shapes.
 //! - [`workflow`]: workflow check-ins: runs, their events, frequency and tolerances,
 //!   and the pure evaluation of each event.
+//! - [`trust`]: agent trust from evidence: the evidence and the promotion assessment,
+//!   proposals, tier overrides, pauses, and grants with their scopes and matching.
 //! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
 //!   accepted; tokens that never reach a log (and the one scrubber); the one backoff.
 //!
 //! The daemon:
 //! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section
 //!   (each chat platform's table is read in the platform's module).
-//! - [`store`]: SQLite (WAL): approvals, the audit chain, chat bookkeeping, tasks. Only
-//!   [`engine`] uses it.
-//! - [`engine`]: the only code that changes state: submit, decide, expire; tasks
-//!   (create, claim under leases, report, answer, time out); the event bus; typed reads
+//! - [`store`]: SQLite (WAL): approvals, the audit chain, chat bookkeeping, workflow
+//!   runs, tasks, trust. Only [`engine`] uses it.
+//! - [`engine`]: the only code that changes state: submit, decide, expire; workflow runs
+//!   and check-ins; tasks (create, claim under leases, report, answer, time out); trust
+//!   (tiers, pauses, grants, assessments and their schedule); the event bus; typed reads
 //!   for the API; chat state for conversations and delivery.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), a file per route.
 //! - [`chat`]: one conversation mechanism for every platform: cards, conversation kinds,
@@ -69,5 +72,6 @@ pub mod systemd;
 pub mod telegram;
 pub mod telemetry;
 pub mod time;
+pub mod trust;
 pub mod wire;
 pub mod workflow;

@@ -55,7 +55,7 @@ pub struct ResultBody {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionBody {
-    /// `approve`, `approve-always` or `deny`.
+    /// `approve`, `approve-always` or `deny` (for a proposal: `approve` or `deny`).
     pub decision: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -63,6 +63,17 @@ pub struct DecisionBody {
     /// socket's peer credentials), not something a body can claim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<serde_json::Value>,
+    /// What an approval of a shell-like tool's call grants: commands starting with
+    /// this prefix (`""`: the prefix the prompt offered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// What an approval of a shell-like tool's call grants: only this exact command.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exact: bool,
+    /// A time-boxed grant, like `1h`: `approve` with it allows the same call for that
+    /// long; `approve-always` with it grants for that long instead of for good.
+    #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
+    pub for_: Option<String>,
 }
 
 /// A request as the API shows it.

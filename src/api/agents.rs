@@ -1,4 +1,5 @@
-//! `GET /v1/agents/{name}`: an agent's tier, lists and system-prompt guidance.
+//! `GET /v1/agents/{name}`: an agent's tier (the one in force: an owner's override
+//! over `bot.toml`'s), lists and system-prompt guidance.
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -8,7 +9,7 @@ use super::error::ApiResult;
 use super::extract::{authenticate, ApiPath};
 use super::ApiState;
 use crate::engine::EngineError;
-use crate::guidance::{for_agent, AgentGuidance, OrgRules};
+use crate::guidance::{for_agent, with_scoped_grants, AgentGuidance, OrgRules};
 
 pub(super) async fn guidance(
     State(state): State<ApiState>,
@@ -25,5 +26,13 @@ pub(super) async fn guidance(
     };
     let added = state.engine.always_allowed_tools(&name).await?;
     let org = OrgRules::of(&config.policy);
-    Ok(Json(for_agent(&name, &cfg.rules, &added, &org)))
+    let mut rules = cfg.rules;
+    rules.tier = state.engine.effective_tier(&name).await?.0;
+    let mut g = for_agent(&name, &rules, &added, &org);
+    with_scoped_grants(
+        &mut g,
+        &rules,
+        &state.engine.grants(Some(name.clone()), false).await?,
+    );
+    Ok(Json(g))
 }

@@ -64,7 +64,7 @@ pub(super) async fn audit(
             ))
         }
     };
-    // A request's id, or an inbox task's (its rows are keyed the same way).
+    // A request's id, or another subject's (a task, a check-in, a proposal) or a run's.
     let id = match q.request {
         Some(typed) => Some(audited_id(&state, &typed).await?),
         None => None,

@@ -5,11 +5,13 @@
 //!   optional TCP listener: submit, get (long-poll), report a result, cancel, list
 //!   the agent's own pending requests. It has no route that decides a request.
 //! - the **owner API** ([`owner_router`]), served only on the control socket (mode
-//!   0600): everything above for any agent, plus decisions and the audit trail, and
-//!   handing over, cancelling and retrying inbox tasks.
+//!   0600): everything above for any agent, plus decisions and the audit trail,
+//!   handing over, cancelling and retrying inbox tasks, and agents' trust (evidence,
+//!   tiers, pauses, grants, proposals).
 //!
 //! Both serve the inbox's agent routes: claiming a task and reporting on it
-//! (`tasks`); on the agents' socket, the owners' task routes are refused and audited.
+//! (`tasks`); on the agents' socket, the owners' task routes and the trust routes
+//! that change something are refused and audited.
 //!
 //! Both also serve `GET /v1/agents/{name}` (tier guidance); the agent API also serves
 //! `POST /v1/hooks/claude-code` (Claude Code's `type: "http"` hook).
@@ -25,7 +27,7 @@
 //! with the same token rules as requests.
 //!
 //! One file per route (`submit`, `get`, `list`, `result`, `cancel`, `decide`, `audit`,
-//! `metrics`, `health`, `agents`, `hook`, `runs`), and one for the inbox's (`tasks`); what they share is in `error` (the error
+//! `metrics`, `health`, `agents`, `hook`, `runs`), one for the inbox's (`tasks`), and `trust` for the trust routes; what they share is in `error` (the error
 //! body and the engine's errors mapped onto it) and `extract` (reading requests,
 //! authentication, span notes). This file holds the routers: which routes each socket
 //! serves is the API's access control, so it stays in one place.
@@ -45,6 +47,7 @@ mod result;
 mod runs;
 mod submit;
 mod tasks;
+mod trust;
 
 use std::sync::Arc;
 
@@ -87,6 +90,12 @@ pub fn agent_router(state: ApiState) -> Router {
         .route("/v1/tasks/{id}/answer", post(tasks::owner_only))
         .route("/v1/tasks/{id}/cancel", post(tasks::owner_only))
         .route("/v1/tasks/{id}/retry", post(tasks::owner_only))
+        // Trust changes are the owners': refused here, and audited.
+        .route("/v1/agents/{name}/tier", post(trust::forbidden))
+        .route("/v1/agents/{name}/pause", post(trust::forbidden))
+        .route("/v1/agents/{name}/resume", post(trust::forbidden))
+        .route("/v1/agents/{name}/assess", post(trust::forbidden))
+        .route("/v1/grants/{id}/revoke", post(trust::forbidden))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
@@ -104,6 +113,15 @@ pub fn owner_router(state: ApiState) -> Router {
         .route("/v1/tasks/{id}/cancel", post(tasks::cancel))
         .route("/v1/tasks/{id}/retry", post(tasks::retry))
         .route("/metrics", get(metrics::metrics))
+        .route("/v1/agents", get(trust::list))
+        .route("/v1/agents/{name}/trust", get(trust::show))
+        .route("/v1/agents/{name}/assess", post(trust::assess))
+        .route("/v1/agents/{name}/tier", post(trust::tier))
+        .route("/v1/agents/{name}/pause", post(trust::pause))
+        .route("/v1/agents/{name}/resume", post(trust::resume))
+        .route("/v1/grants", get(trust::grants))
+        .route("/v1/grants/{id}/revoke", post(trust::revoke))
+        .route("/v1/proposals", get(trust::proposals))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)

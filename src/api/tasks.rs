@@ -21,6 +21,7 @@ use serde_json::json;
 use tracing::field::Empty;
 use tracing::{instrument, Span};
 
+use super::decide::owner_of;
 use super::error::{ApiError, ApiResult};
 use super::extract::{
     audit_refusal, authenticate, bearer, json_body, wait_param, ApiPath, ApiQuery,
@@ -435,16 +436,4 @@ pub(super) async fn needs_input(
         session_id: b.session_id,
     };
     report(&state, &id, &headers, &b.lease, r, "ask the owner").await
-}
-
-/// Who is acting on the control socket: the account the kernel names (or the person
-/// sudo names for gatebot's own account and root), as for decisions.
-/// Takes what it needs from `req` at once, so the request is not held across the
-/// lookup (a body is not `Sync`).
-fn owner_of(
-    req: &Request<Body>,
-) -> impl std::future::Future<Output = ApiResult<String>> + Send + 'static {
-    let caller = req.extensions().get::<crate::peer::Caller>().copied();
-    let headers = req.headers().clone();
-    async move { super::decide::decider(caller, &headers).await }
 }

@@ -235,7 +235,7 @@ impl Answer {
 #[must_use]
 pub fn not_allowed(actor: &Actor) -> String {
     format!(
-        "You are not allowed to decide requests or hand gatebot tasks (your user id {} is not in the approvers list).",
+        "You are not allowed to decide requests, hand gatebot tasks or manage agents (your user id {} is not in the approvers list).",
         actor.id
     )
 }
@@ -524,7 +524,8 @@ fn allowed(who: Who, actor: &Actor) -> bool {
     }
 }
 
-/// The full id of a subject named by `typed` (an id or a prefix), for the audit row.
+/// The full id of a subject named by `typed` (an id or a prefix), for the audit row:
+/// a subject of any kind (a request that asked, a proposal), else any request.
 async fn subject_of(cx: &Context, typed: Option<&str>) -> Option<String> {
     let typed = typed?;
     match cx.engine.lookup(typed, false).await {

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
+use super::promotion::{FileGrants, FilePromotion, FileTool};
 use super::{ConfigError, LogFormat, UnknownAgents};
-use crate::policy::{ConfidencePreset, PatternOverrides, Tier, ToolApprovalMode, ToolClass};
+use crate::policy::{ConfidencePreset, PatternOverrides, Tier, ToolApprovalMode};
 use crate::slack::config::FileSlack;
 use crate::telegram::config::FileTelegram;
 use crate::time::parse_duration;
@@ -66,8 +67,10 @@ pub(super) struct FileConfig {
     pub(super) queue: FileQueue,
     pub(super) log: FileLog,
     pub(super) policy: FilePolicy,
-    pub(super) tools: HashMap<String, ToolClass>,
+    pub(super) tools: HashMap<String, FileTool>,
     pub(super) agents: BTreeMap<String, FileAgent>,
+    pub(super) promotion: FilePromotion,
+    pub(super) grants: FileGrants,
     pub(super) telegram: Option<FileTelegram>,
     pub(super) slack: Option<FileSlack>,
     pub(super) inbox: Option<super::inbox::FileInbox>,
@@ -211,7 +214,7 @@ pub(super) struct FileThresholds {
     pub(super) ask_human: Option<f64>,
 }
 
-fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+pub(super) fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let s = String::deserialize(d)?;
     parse_duration(&s).map_err(serde::de::Error::custom)
 }

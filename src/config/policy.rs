@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 
 use super::file::{FileConfidence, FilePolicy};
+use super::promotion::FileTool;
 use super::resolve::{keep, Resolve};
 use super::ConfigError;
 use crate::policy::{
-    ConfidencePreset, ConfidenceThresholds, ContentPatterns, PatternOverrides, Policy, ToolClass,
+    ConfidencePreset, ConfidenceThresholds, ContentPatterns, PatternOverrides, Policy,
 };
 use crate::time::format_duration;
 
@@ -17,7 +18,7 @@ impl Resolve<'_> {
     pub(super) fn policy(
         &self,
         policy: FilePolicy,
-        tools: HashMap<String, ToolClass>,
+        tools: HashMap<String, FileTool>,
         errors: &mut Vec<ConfigError>,
     ) -> Option<Policy> {
         // A request lives at least a second: the API refuses anything shorter.
@@ -42,7 +43,7 @@ impl Resolve<'_> {
         }
         let patterns = keep(errors, self.patterns(&policy.patterns));
         Some(Policy {
-            tool_classes: tools,
+            tool_classes: tools.into_iter().map(|(t, f)| (t, f.class)).collect(),
             tool_approval_mode: policy.tool_approval_mode,
             internal_tools: policy.internal_tools,
             patterns: patterns?,

@@ -2,8 +2,8 @@
 //! what every section needs to report an error (the text and path, for key paths and
 //! lines) and to read what the file points at (its directory, for relative paths).
 //! Each section resolves itself with it: `[store]`, `[queue]`, `[log]` in `queue`,
-//! `[policy]`, `[tools]` in `policy`, `[agents.*]` in `agents`, and the chat tables in
-//! the platforms' own modules.
+//! `[policy]`, `[tools]` in `policy`, `[agents.*]` in `agents`, `[promotion]`, `[grants]`
+//! and shell-like tools in `promotion`, and the chat tables in the platforms' own modules.
 
 use std::path::{Path, PathBuf};
 
@@ -57,6 +57,8 @@ impl Resolve<'_> {
             slack,
             inbox,
             workflow,
+            promotion,
+            grants,
         } = file;
         let mut notes = Vec::new();
         let workflow = self.workflow(workflow, &mut agents, policy.max_ttl, &mut notes, errors);
@@ -68,6 +70,7 @@ impl Resolve<'_> {
         let log = self.log(log, errors);
         let (default_ttl, max_ttl, unknown_agents) =
             (policy.default_ttl, policy.max_ttl, policy.unknown_agents);
+        let trust = self.trust(promotion, grants, &tools, errors);
         let policy = self.policy(policy, tools, errors);
         let agents = self.agents(agents, errors);
         let inbox =
@@ -87,6 +90,7 @@ impl Resolve<'_> {
             inbox,
             notes,
             workflow,
+            trust,
         })
     }
 

@@ -31,18 +31,21 @@ use tracing::{info, info_span, warn, Instrument, Span};
 use crate::approval::{Approval, Decision, Status, Verb, Via};
 use crate::config::{AgentConfig, Config};
 use crate::names::{hidden_character, valid_agent_name};
-use crate::policy::{Action, History, Request};
+use crate::policy::{Action, History, Request, GRANT_SOURCE};
 use crate::store::{
-    AuditCheck, AuditHead, AuditRow, Inserted, Lookup, NewApproval, StorageFault, Store,
+    AuditCheck, AuditHead, AuditRow, Inserted, Lookup, NewApproval, NewOffer, StorageFault, Store,
     StoreError, Transition,
 };
 use crate::time::{format_duration, now_ms};
+use crate::trust::grants::{check_prefix, command_of, offered_prefix};
+use crate::trust::{paused_verdict, GrantAsk, Scope};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
 mod chat;
 mod housekeeping;
 mod refusal;
 mod tasks;
+mod trust;
 
 pub use crate::store::{task_revision, Report};
 mod runs;
@@ -56,6 +59,7 @@ pub use chat::ChatState;
 pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
 pub use runs::{EventOutcome, Recorded, RunFilter, RunStart};
 pub use tasks::{TaskRequest, TaskSubject};
+pub use trust::{PauseOutcome, ProposalDecided};
 
 /// Runs a store call on the blocking pool: SQLite calls block, sometimes on fsync.
 async fn blocking<T, F>(store: &Arc<Store>, f: F) -> Result<T, EngineError>
@@ -204,6 +208,26 @@ fn check_agent_name(agent: &str) -> Result<(), EngineError> {
         hidden_character("agent", agent)
             .unwrap_or_else(|| "`agent` must be 1-64 letters, digits, '-', '_' or '.'".into()),
     ))
+}
+
+/// What an approval grants, beyond running the request once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GrantChoice {
+    pub scope: ScopeChoice,
+    /// A time-boxed grant: it stops covering calls after this long.
+    pub for_: Option<Duration>,
+}
+
+/// Which scope a grant takes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ScopeChoice {
+    /// The whole tool; for a shell-like tool, the exact command.
+    #[default]
+    Default,
+    /// A shell-like tool's exact command.
+    Exact,
+    /// Commands starting with the prefix named, or (`None`) the one the prompt offered.
+    Prefix(Option<String>),
 }
 
 /// A request as an agent submits it.
@@ -463,14 +487,31 @@ impl Engine {
         let ttl = self.validate(&sub)?;
         let task_id = self.task_of_request(&sub).await?;
         let config = self.config();
-        let (name, tool) = (sub.agent.clone(), sub.tool.clone());
-        let (always_allowed, run_before) =
-            self.blocking(move |s| s.submit_facts(&name, &tool)).await?;
-        let verdict = config.policy.evaluate(
-            &agent.rules,
+        let (name, tool, at) = (sub.agent.clone(), sub.tool.clone(), now_ms());
+        let facts = self
+            .blocking(move |s| s.submit_facts(&name, &tool, at))
+            .await?;
+        // A shell-like tool's command decides which grants cover the call.
+        let command_arg = config.trust.shell_tools.get(&sub.tool);
+        let command = command_arg.and_then(|arg| command_of(&sub.args, arg));
+        let grant = facts.grants.iter().find(|g| g.scope.covers(command));
+        // The owner's tier, over the config's.
+        let overridden;
+        let rules = match facts.tier {
+            Some(tier) if tier != agent.rules.tier => {
+                overridden = crate::policy::AgentRules {
+                    tier,
+                    ..agent.rules.clone()
+                };
+                &overridden
+            }
+            _ => &agent.rules,
+        };
+        let mut verdict = config.policy.evaluate(
+            rules,
             History {
-                always_allowed,
-                first_use: !run_before,
+                always_allowed: grant.is_some(),
+                first_use: !facts.run_before,
             },
             &Request {
                 tool: &sub.tool,
@@ -479,6 +520,24 @@ impl Engine {
                 environment: sub.environment.as_deref(),
             },
         );
+        if let Some(g) = grant
+            .filter(|_| verdict.action == Action::Allow && verdict.reason.contains(GRANT_SOURCE))
+        {
+            verdict.reason = format!("{} (grant {}: {})", verdict.reason, g.short_id, g.scope);
+        }
+        // A shell-like tool's call without a command has nothing a grant could name.
+        if command_arg.is_some() && command.is_none() {
+            verdict.always_allow_offered = false;
+        }
+        if let Some(pause) = &facts.pause {
+            verdict = paused_verdict(verdict, pause);
+        }
+        let offer =
+            (verdict.action == Action::Ask && verdict.always_allow_offered).then(|| NewOffer {
+                command: command.map(|c| c.trim().to_string()),
+                prefix: command.and_then(offered_prefix),
+                suggest_after: config.trust.grants.suggest_after,
+            });
         let now = now_ms();
         let status = match verdict.action {
             Action::Allow => Status::Allowed,
@@ -503,6 +562,7 @@ impl Engine {
             created_at: now,
             expires_at: (status == Status::Pending).then_some(now + ttl_ms),
             task_id,
+            offer,
         };
         // Committed (with fsync) before we answer; concurrent submissions share a commit.
         let (reply, result) = oneshot::channel();
@@ -566,8 +626,22 @@ impl Engine {
     }
 
     /// Applies an owner's decision to the request `typed` names. Channels must
-    /// check that the actor is an approver before calling this.
+    /// check that the actor is an approver before calling this. "Always allow" grants
+    /// what the request's tool allows by default: the whole tool, or for a shell-like
+    /// tool the exact command (see [`Engine::decide_granting`]).
     pub async fn decide(&self, typed: &str, decision: Decision) -> Result<Approval, EngineError> {
+        self.decide_granting(typed, decision, GrantChoice::default())
+            .await
+    }
+
+    /// [`Engine::decide`], choosing what an approval grants: its scope, and with
+    /// `for_` a time-boxed grant (which an `approve` makes too).
+    pub async fn decide_granting(
+        &self,
+        typed: &str,
+        decision: Decision,
+        choice: GrantChoice,
+    ) -> Result<Approval, EngineError> {
         // Its own span, since chat channels call this as well as the API.
         let span = info_span!(
             "decide",
@@ -579,7 +653,7 @@ impl Engine {
             via = decision.via.as_str(),
         );
         let result = self
-            .decide_in_span(typed, decision)
+            .decide_in_span(typed, decision, choice)
             .instrument(span.clone())
             .await;
         match &result {
@@ -594,25 +668,43 @@ impl Engine {
         &self,
         typed: &str,
         decision: Decision,
+        choice: GrantChoice,
     ) -> Result<Approval, EngineError> {
         let approval = match self.lookup(typed, true).await {
             Err(EngineError::NotFound(_)) => self.lookup(typed, false).await?,
             other => other?,
         };
-        if decision.verb == Verb::ApproveAlways
-            && approval.status == Status::Pending
-            && !approval.always_allow_offered
-        {
+        let wants_grant = decision.verb == Verb::ApproveAlways || choice.for_.is_some();
+        if decision.verb == Verb::Deny && choice != GrantChoice::default() {
+            return Err(EngineError::Invalid(
+                "a denial grants nothing: --prefix, --exact and --for go with approve".into(),
+            ));
+        }
+        if choice.scope != ScopeChoice::Default && !wants_grant {
+            return Err(EngineError::Invalid(
+                "--prefix and --exact choose what approve-always (or approve --for) grants".into(),
+            ));
+        }
+        if wants_grant && approval.status == Status::Pending && !approval.always_allow_offered {
             return Err(EngineError::Invalid(format!(
                 "\"Always allow\" does not apply to request {}: {} needs a human every time \
-                 (require_approval_for or critical risk); approve it once instead",
+                 (a supervised agent, require_approval_for, critical risk, or a shell-like \
+                 tool's call without a command); approve it once instead",
                 approval.short_id, approval.tool
             )));
         }
+        let grant = if wants_grant && approval.status == Status::Pending {
+            Some(self.grant_ask(&approval, &choice).await?)
+        } else {
+            None
+        };
         record_request(&Span::current(), &approval);
         let id = approval.id.clone();
         let d = decision.clone();
-        let (a, expired_now) = match self.blocking(move |s| s.decide(&id, &d, now_ms())).await? {
+        let (a, expired_now) = match self
+            .blocking(move |s| s.decide_granting(&id, &d, grant.as_ref(), now_ms()))
+            .await?
+        {
             Transition::Done(a) => {
                 info!(
                     id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
@@ -650,6 +742,59 @@ impl Engine {
         })
         .await?;
         Err(EngineError::AlreadySettled(Box::new(a)))
+    }
+
+    /// What an approval of `a` grants under `choice` (see [`ScopeChoice`]). The
+    /// command comes from what the prompt offered, or, for a request from before its
+    /// tool was shell-like, from its arguments under the config's `command_arg`.
+    async fn grant_ask(&self, a: &Approval, choice: &GrantChoice) -> Result<GrantAsk, EngineError> {
+        let config = self.config();
+        let offer = self.offer(&a.id).await?;
+        let command_arg = config.trust.shell_tools.get(&a.tool);
+        let command = offer.as_ref().and_then(|o| o.command.clone()).or_else(|| {
+            command_arg
+                .and_then(|arg| command_of(&a.args, arg))
+                .map(|c| c.trim().to_string())
+        });
+        let shell = command.is_some() || command_arg.is_some();
+        let invalid = |m: String| Err(EngineError::Invalid(m));
+        let scope = match (&choice.scope, shell, command) {
+            (ScopeChoice::Default, false, _) => Scope::Tool,
+            (_, true, None) => {
+                return invalid(format!(
+                    "{} is a shell-like tool, and request {} has no command under `{}` to \
+                     grant; approve it once",
+                    a.tool,
+                    a.short_id,
+                    command_arg.map_or("command", String::as_str)
+                ))
+            }
+            (ScopeChoice::Default | ScopeChoice::Exact, true, Some(c)) => Scope::Exact(c),
+            (ScopeChoice::Exact | ScopeChoice::Prefix(_), false, _) => {
+                return invalid(format!(
+                    "{} is not a shell-like tool (its [tools] entry names no command_arg), so \
+                     a grant covers the whole tool; leave out --prefix and --exact",
+                    a.tool
+                ))
+            }
+            (ScopeChoice::Prefix(None), true, Some(c)) => {
+                match offer.and_then(|o| o.prefix).or_else(|| offered_prefix(&c)) {
+                    Some(p) => Scope::Prefix(p),
+                    None => {
+                        return invalid(format!(
+                            "no prefix is offered for `{c}` (only known programs with their \
+                             subcommand, and never interpreters, wrappers or compound \
+                             commands); use --exact, or name a prefix with --prefix P"
+                        ))
+                    }
+                }
+            }
+            (ScopeChoice::Prefix(Some(p)), true, Some(c)) => {
+                Scope::Prefix(check_prefix(&c, p).map_err(EngineError::Invalid)?)
+            }
+        };
+        let expires_at = choice.for_.map(|d| now_ms() + d.as_millis() as i64);
+        Ok(GrantAsk { scope, expires_at })
     }
 
     /// Records that the daemon started, and how many requests it found waiting. Windows

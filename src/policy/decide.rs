@@ -1,8 +1,8 @@
 //! The decision: from a scored request and the agent's rules to allow, ask or block.
 //!
 //! [`decide`] is pure. `always-allowed` below means the tool is in the agent's configured
-//! `always_allow`, or on its persisted always-allow list (a human pressed "Always allow"
-//! earlier).
+//! `always_allow`, or an owner's grant covers the call (a human pressed "Always allow"
+//! earlier; the engine matches the grant's scope, see `trust::grants`).
 //!
 //! # Precedence
 //! The first rule that applies decides:
@@ -10,9 +10,10 @@
 //! 2. **draft_only**: a read-only tool at low or medium risk → allow; anything else → block.
 //! 3. **supervised** → ask, whatever the lists, the org mode or the risk.
 //! 4. **critical risk** → ask, whatever the lists, *except* when `tool_approval_mode` is
-//!    `none`, the tool is always-allowed and it is not in `require_approval_for`: then
-//!    allow (the reason says so). Under `all` or `dangerous`, always_allow never lets a
-//!    critical call run unasked.
+//!    `none`, the tool is in the configured `always_allow` and it is not in
+//!    `require_approval_for`: then allow (the reason says so). Under `all` or
+//!    `dangerous`, always_allow never lets a critical call run unasked, and an owner's
+//!    grant never covers a critical call in any mode.
 //! 5. **require_approval_for**: the tool is in it → ask (beats always_allow).
 //! 6. **always_allow**: the tool is always-allowed → allow.
 //! 7. **tool_approval_mode** `all` → ask; `none` → allow. Under `none` the tier rule below
@@ -47,6 +48,9 @@ use super::{
     Action, AgentRules, ConfidenceThresholds, History, Request, Risk, RiskScore, Tier,
     ToolApprovalMode, ToolClass, Verdict,
 };
+
+/// How a verdict's reason names an owner's grant as what let the call run.
+pub const GRANT_SOURCE: &str = "by an owner's grant";
 
 /// Decides one scored request (see the module docs for the order of the rules).
 #[must_use]
@@ -169,12 +173,12 @@ fn acting(
     let source = if in_config {
         "in the agent's config"
     } else {
-        "by an earlier \"Always allow\""
+        GRANT_SOURCE
     };
     let requires_approval = agent.require_approval_for.contains(tool);
 
     if risk.score == RiskScore::Critical {
-        if mode == ToolApprovalMode::None && always_allowed && !requires_approval {
+        if mode == ToolApprovalMode::None && in_config && !requires_approval {
             return (
                 Action::Allow,
                 format!(
@@ -189,11 +193,16 @@ fn acting(
                 reason,
                 "; {tool} is always-allowed {source}, but require_approval_for overrides that"
             );
-        } else if always_allowed {
+        } else if in_config {
             let _ = write!(
                 reason,
                 "; {tool} is always-allowed {source}, but that covers critical calls only \
                  when tool_approval_mode is none"
+            );
+        } else if always_allowed {
+            let _ = write!(
+                reason,
+                "; {tool} is always-allowed {source}, but a grant never covers a critical call"
             );
         }
         return (Action::Ask, reason);
@@ -695,7 +704,7 @@ mod tests {
         let after = verdict_for(Mode::Dangerous, &semi, history, None, risk());
         assert_eq!(after.action, Allow, "{}", after.reason);
         assert!(
-            after.reason.contains("earlier \"Always allow\""),
+            after.reason.contains("always-allowed by an owner's grant"),
             "{}",
             after.reason
         );
@@ -807,7 +816,8 @@ mod tests {
                 History::default(),
                 Allow,
             ),
-            ("none + persisted", Mode::None, &plain, persisted, Allow),
+            // An owner's grant never covers a critical call, whatever the mode.
+            ("none + granted", Mode::None, &plain, persisted, Ask),
             (
                 "none + semi always_allow",
                 Mode::None,

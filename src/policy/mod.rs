@@ -1,7 +1,7 @@
 //! Risk scoring and the approval decision: pure, synchronous, no I/O.
 //!
 //! `Policy::evaluate` turns one tool-call request plus the facts the engine knows
-//! (the agent's rules, whether the tool is on its persisted always-allow list,
+//! (the agent's rules, whether an owner's grant covers the call,
 //! whether any earlier call of the tool by the agent was let through) into a [`Verdict`].
 //!
 //! # How a verdict is reached
@@ -20,6 +20,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+pub use decide::GRANT_SOURCE;
 pub use risk::{ContentPatterns, PatternError, PatternOverrides, RiskInput};
 
 /// An agent's autonomy tier (layer2 §2.1).
@@ -215,7 +216,7 @@ pub struct AgentRules {
     pub tier: Tier,
     /// Always ask for these tools (beats always_allow).
     pub require_approval_for: BTreeSet<String>,
-    /// Configured always-allow tools (the engine adds the persisted ones as a fact).
+    /// Configured always-allow tools (the engine adds owners' grants as a fact).
     pub always_allow: BTreeSet<String>,
     /// Never run these tools: blocked in every tier.
     pub deny: BTreeSet<String>,
@@ -242,7 +243,8 @@ impl AgentRules {
 /// Facts about one request that come from outside the request itself.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct History {
-    /// The tool is on the agent's persisted always-allow list ("Always allow" earlier).
+    /// An owner's grant covers this call ("Always allow" earlier, in a scope that
+    /// matches; see `trust::grants`). A grant never lets a critical call run.
     pub always_allowed: bool,
     /// No earlier call of this tool by this agent was allowed or approved (statuses
     /// allowed, approved, executing, succeeded, failed); pending, rejected, expired,

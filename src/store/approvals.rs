@@ -1,5 +1,6 @@
 //! Approvals: storing requests, their transitions out of `pending`, lookup by a
-//! typed id, expiry, lists, and the always-allow additions an owner's decision makes.
+//! typed id, expiry and lists. The grant an owner's "Always allow" makes is written in
+//! the decision's transaction (see `trust.rs`).
 //!
 //! Every transition out of `pending` is `UPDATE … WHERE status = 'pending'`, so two
 //! racing decisions (two taps, a tap and the expiry) yield exactly one winner. A
@@ -12,9 +13,11 @@ use serde_json::{json, Value};
 
 use super::audit::audit_tx;
 use super::chat::{inherit_home, subject_changed, subject_created, unique_short_id, SubjectKind};
+use super::trust::{grant_tx, offer_tx, NewOffer};
 use super::{Result, Store, StoreError, EXPIRE_BATCH};
 use crate::approval::{Approval, Decision, Status, Verb, Via};
 use crate::policy::{Risk, RiskScore, ToolClass};
+use crate::trust::{GrantAsk, Scope};
 
 /// A new request as the engine hands it to the store.
 #[derive(Debug, Clone)]
@@ -36,6 +39,8 @@ pub struct NewApproval {
     pub expires_at: Option<i64>,
     /// The inbox task the agent runs, if any (its cards go under the task's).
     pub task_id: Option<String>,
+    /// What the prompt offers to grant (pending requests that offer "Always allow").
+    pub offer: Option<NewOffer>,
 }
 
 #[cfg(test)]
@@ -63,6 +68,7 @@ impl NewApproval {
             created_at: 1,
             expires_at,
             task_id: None,
+            offer: None,
         }
     }
 }
@@ -149,21 +155,6 @@ impl Store {
         }
     }
 
-    /// What the policy needs to know of an agent's history with a tool, under one
-    /// lock: (on its persisted always-allow list, has run it before). "Run before"
-    /// means an earlier call was let through: allowed, approved, executing, succeeded
-    /// or failed. The policy's `first_time_usage` factor is its negation.
-    pub fn submit_facts(&self, agent: &str, tool: &str) -> Result<(bool, bool)> {
-        let conn = self.lock();
-        let before = conn
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM approvals WHERE agent = ?1 AND tool = ?2 AND status IN \
-                 ('allowed', 'approved', 'executing', 'succeeded', 'failed'))",
-            )?
-            .query_row(params![agent, tool], |r| r.get(0))?;
-        Ok((always_allowed_conn(&conn, agent, tool)?, before))
-    }
-
     pub fn get(&self, id: &str) -> Result<Option<Approval>> {
         let conn = self.lock();
         get_conn(&conn, id)
@@ -212,13 +203,30 @@ impl Store {
 
     /// Applies an owner's decision if the request is still pending and its deadline
     /// has not passed (past it, the request is expired instead: [`Transition::Expired`]).
-    /// `approve_always` also adds the tool to the agent's persisted allowlist.
+    /// `approve_always` also grants the agent the whole tool (the engine, which knows
+    /// the tool's scopes, uses [`Store::decide_granting`]).
     pub fn decide(&self, id: &str, decision: &Decision, now: i64) -> Result<Transition> {
+        let grant = (decision.verb == Verb::ApproveAlways).then_some(GrantAsk {
+            scope: Scope::Tool,
+            expires_at: None,
+        });
+        self.decide_granting(id, decision, grant.as_ref(), now)
+    }
+
+    /// [`Store::decide`], with the grant an approval makes (`None`: none), written in
+    /// the same transaction with its `grant_added` audit row. A denial grants nothing.
+    pub fn decide_granting(
+        &self,
+        id: &str,
+        decision: &Decision,
+        grant: Option<&GrantAsk>,
+        now: i64,
+    ) -> Result<Transition> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
+        let grant = grant.filter(|_| decision.verb != Verb::Deny);
         let (status, always) = match decision.verb {
-            Verb::Approve => (Status::Approved, false),
-            Verb::ApproveAlways => (Status::Approved, true),
+            Verb::Approve | Verb::ApproveAlways => (Status::Approved, grant.is_some()),
             Verb::Deny => (Status::Rejected, false),
         };
         let changed = tx.execute(
@@ -254,30 +262,8 @@ impl Store {
             }),
         )?;
         let approval = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
-        if always {
-            let added = tx.execute(
-                "INSERT OR IGNORE INTO always_allow (agent, tool, added_at, added_by, added_via, \
-                 approval_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    approval.agent,
-                    approval.tool,
-                    now,
-                    decision.actor,
-                    decision.via.as_str(),
-                    id
-                ],
-            )?;
-            if added > 0 {
-                audit_tx(
-                    &tx,
-                    now,
-                    Some(id),
-                    "allowlist_added",
-                    Some(&decision.actor),
-                    Some(&decision.via),
-                    &json!({"agent": approval.agent, "tool": approval.tool}),
-                )?;
-            }
+        if let Some(ask) = grant {
+            grant_tx(&tx, &approval, ask, &decision.actor, &decision.via, now)?;
         }
         tx.commit()?;
         Ok(Transition::Done(approval))
@@ -460,21 +446,6 @@ impl Store {
         let rows = stmt.query_map(rusqlite::params_from_iter(p.iter()), row_to_approval)?;
         rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
     }
-
-    /// Whether an owner chose "Always allow" for this agent and tool.
-    pub fn is_always_allowed(&self, agent: &str, tool: &str) -> Result<bool> {
-        let conn = self.lock();
-        always_allowed_conn(&conn, agent, tool)
-    }
-
-    /// Tools added to an agent's allowlist by owners.
-    pub fn always_allowed_tools(&self, agent: &str) -> Result<Vec<String>> {
-        let conn = self.lock();
-        let mut stmt =
-            conn.prepare("SELECT tool FROM always_allow WHERE agent = ?1 ORDER BY tool")?;
-        let rows = stmt.query_map([agent], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
-    }
 }
 
 /// The body of [`Store::insert`], inside the caller's transaction.
@@ -544,6 +515,9 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         if let Some(task) = &new.task_id {
             // Shown where its task is, under the task's card.
             inherit_home(tx, &id, task)?;
+        }
+        if let Some(offer) = &new.offer {
+            offer_tx(tx, &id, &new.agent, &new.tool, offer)?;
         }
     }
     audit_tx(
@@ -628,14 +602,6 @@ fn expire_tx(
         &json!({"reason": reason}),
     )?;
     get_tx(tx, id)
-}
-
-fn always_allowed_conn(conn: &Connection, agent: &str, tool: &str) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM always_allow WHERE agent = ?1 AND tool = ?2)",
-        )?
-        .query_row(params![agent, tool], |r| r.get(0))?)
 }
 
 pub(super) fn get_conn(conn: &Connection, id: &str) -> Result<Option<Approval>> {

@@ -34,6 +34,8 @@ pub enum SubjectKind {
     Task,
     /// A workflow run's check-in that asks its owner whether to go on.
     CheckIn,
+    /// A proposed tier change, waiting for an owner.
+    Proposal,
 }
 
 impl SubjectKind {
@@ -43,6 +45,7 @@ impl SubjectKind {
             SubjectKind::Approval => "approval",
             SubjectKind::Task => "task",
             SubjectKind::CheckIn => "checkin",
+            SubjectKind::Proposal => "proposal",
         }
     }
 
@@ -51,6 +54,7 @@ impl SubjectKind {
             "approval" => Ok(SubjectKind::Approval),
             "task" => Ok(SubjectKind::Task),
             "checkin" => Ok(SubjectKind::CheckIn),
+            "proposal" => Ok(SubjectKind::Proposal),
             other => Err(StoreError::Corrupt(format!("subject kind {other}"))),
         }
     }

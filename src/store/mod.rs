@@ -1,17 +1,18 @@
-//! SQLite persistence: approvals, the audit trail, always-allow additions and the chat
-//! channels' bookkeeping.
+//! SQLite persistence: approvals, the audit trail, the chat channels' bookkeeping,
+//! workflow runs, inbox tasks and agents' trust (tiers, pauses, grants, proposals).
 //!
 //! One connection behind a mutex; callers run store methods on a blocking thread
 //! (see `Engine`). Every state change is one transaction that also writes its audit
 //! row. `Store` is one type whose methods live beside the tables they serve:
-//! - `approvals`: requests, their transitions out of `pending`, lookup, expiry, lists
-//!   and always-allow additions;
+//! - `approvals`: requests, their transitions out of `pending`, lookup, expiry, lists;
 //! - `audit`: the hash-chained, append-only audit trail and its verification;
 //! - `refusals`: refused attempts, coalesced per key and minute into the trail;
 //! - `chat`: which chat message shows which subject (cards, digests, questions), and
 //!   where a subject's cards go (its home and parent);
-//! - `tasks`: the inbox's tasks and their questions.
-//! - `runs`: workflow runs, their events and problems, and their check-ins.
+//! - `tasks`: the inbox's tasks and their questions;
+//! - `runs`: workflow runs, their events and problems, and their check-ins;
+//! - `trust`: tier overrides, pauses, grants and what prompts offer, proposals, and the
+//!   evidence counted from requests.
 //!
 //! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
 //! only after its transaction commits, and FULL makes that commit survive a power
@@ -31,6 +32,7 @@ mod health;
 mod refusals;
 mod runs;
 mod tasks;
+mod trust;
 
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
@@ -46,6 +48,10 @@ pub use runs::{
 };
 pub use tasks::{
     task_revision, Changed, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing,
+};
+pub use trust::{
+    peek_trust, NewOffer, NewProposal, OfferRow, Paused, ProposalOutcome, Revoked, SubmitFacts,
+    TierChange,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +105,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0005_conversations.sql")),
         M::up(include_str!("../../migrations/0006_audit_head.sql")),
         M::up(include_str!("../../migrations/0007_workflows.sql")),
+        M::up(include_str!("../../migrations/0008_trust.sql")),
         M::up(include_str!("../../migrations/0009_inbox.sql")),
     ])
 }

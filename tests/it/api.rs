@@ -946,7 +946,7 @@ async fn the_loser_of_two_concurrent_decisions_is_told_who_won() {
 #[tokio::test]
 async fn the_audit_trail_records_allowlist_results_and_reloads() {
     let app = spawn_app("").await;
-    // approve-always adds to the allowlist, in the request's own trail.
+    // approve-always makes a grant, in the request's own trail.
     let first = app
         .submit_ok("mailer", "send_email", json!({"to": "a@example.com"}))
         .await;
@@ -955,7 +955,7 @@ async fn the_audit_trail_records_allowlist_results_and_reloads() {
     assert_eq!(res.status, StatusCode::OK, "{:?}", res.body);
     assert_eq!(
         app.audit_events(id).await,
-        ["submitted", "evaluated", "decided", "allowlist_added"]
+        ["submitted", "evaluated", "decided", "grant_added"]
     );
     // Results: executing then succeeded on one request, failed on another.
     let report = |id: String, body: serde_json::Value| {
@@ -976,7 +976,7 @@ async fn the_audit_trail_records_allowlist_results_and_reloads() {
             "submitted",
             "evaluated",
             "decided",
-            "allowlist_added",
+            "grant_added",
             "executing",
             "succeeded"
         ]

@@ -890,3 +890,220 @@ async fn a_cli_decision_is_recorded_as_the_callers_account_not_the_daemons_user(
         text(&again.stderr)
     );
 }
+
+#[tokio::test]
+async fn agent_commands_set_tiers_pause_and_show_evidence_and_check_config_follows() {
+    let d = Daemon::start_with(crate::trust::SHELL).await;
+    let out = d
+        .cli(&[
+            "agent",
+            "boss",
+            "tier",
+            "supervised",
+            "--reason",
+            "audit week",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("tier:        supervised (override by"),
+        "{}",
+        text(&out.stdout)
+    );
+    // check-config reads the owners' tier from the database.
+    let out = d.cli(&["check-config"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let summary = text(&out.stdout);
+    // Set by the caller's own account (the socket's peer credentials).
+    let me = my_account(d.path());
+    assert!(
+        summary.contains(&format!("agent boss: supervised (set by {me}"))
+            && summary.contains("bot.toml says autonomous"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("shell-like tool Bash: its command is in `command`"),
+        "{summary}"
+    );
+    // Bad input: exit 2, the reason on stderr, nothing changed.
+    for args in [
+        &["agent", "boss", "tier", "godmode"][..],
+        &["agent", "boss", "tier"],
+        &["agent", "nobody", "pause"],
+        &["agent", "boss", "tier", "autonomous", "--reset"],
+    ] {
+        let out = d.cli(args).await;
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stdout)
+        );
+        assert!(!text(&out.stderr).is_empty());
+    }
+    let out = d.cli(&["agent", "boss", "tier", "--reset"]).await;
+    assert!(
+        text(&out.stdout).contains("tier:        autonomous (bot.toml)"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // Pause: the next ask is blocked (exit 1) and says who paused it and why.
+    let out = d
+        .cli(&[
+            "agent",
+            "mailer",
+            "pause",
+            "--deny-pending",
+            "--reason",
+            "incident 7",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = ask("mailer", "query_org_data").run(&d).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("incident 7"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = d.cli(&["agents"]).await;
+    let listing = text(&out.stdout);
+    let mailer = listing.lines().find(|l| l.starts_with("mailer")).unwrap();
+    assert!(
+        mailer.contains("semi_autonomous") && mailer.contains("yes"),
+        "{mailer}"
+    );
+    let out = d.cli(&["agent", "mailer", "resume"]).await;
+    assert!(text(&out.stdout).contains("mailer resumed"));
+    let out = d.cli(&["agent", "mailer", "--json"]).await;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["evidence"]["all_time"]["blocked"], 1);
+    assert!(v.get("pause").is_none(), "{v}");
+}
+
+#[tokio::test]
+async fn decide_grants_a_prefix_and_grants_revoke_takes_it_back() {
+    let d = Daemon::start_with(crate::trust::SHELL).await;
+    let call = ask("coder", "Bash").args("{\"command\": \"git status --short\"}");
+    let asking = call.spawn(&d);
+    let id = d.wait_for_pending().await;
+    let out = d
+        .cli(&["decide", &id, "approve-always", "--prefix", "git"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout)
+            .contains("may run Bash without asking: commands starting `git`, until revoked"),
+        "{}",
+        text(&out.stdout)
+    );
+    asking.wait_with_output().await.unwrap();
+    let out = ask("coder", "Bash")
+        .args("{\"command\": \"git log\"}")
+        .run(&d)
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = d.cli(&["grants", "--json"]).await;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let short = v["grants"][0]["short_id"].as_str().unwrap().to_string();
+    let out = d.cli(&["grants"]).await;
+    assert!(
+        text(&out.stdout).contains(&short) && text(&out.stdout).contains("commands starting `git`")
+    );
+    let out = d.cli(&["grants", "revoke", &short]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = d.cli(&["grants", "revoke", &short]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("already revoked"));
+    let out = ask("coder", "Bash")
+        .args("{\"command\": \"git log\"}")
+        .wait("1s")
+        .run(&d)
+        .await;
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "asks again: {}",
+        text(&out.stderr)
+    );
+    // A hostile prefix is refused before anything is stored.
+    let id = d.wait_for_pending().await;
+    let out = d
+        .cli(&["decide", &id, "approve-always", "--prefix", "git log; rm"])
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("may not contain"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = d.cli(&["decide", &id, "approve", "--for", "1h"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("exactly `git log`, until "),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[tokio::test]
+async fn pending_lists_open_proposals_and_decide_answers_them() {
+    // Few requests: the daemon's debug log goes to a pipe this test does not drain.
+    let d = Daemon::start_with("[promotion.to_semi_autonomous]\nmin_handled = 3\n").await;
+    let client = gatebot::client::Client::new(d.path().join("gatebot-control.sock"));
+    let agent = gatebot::client::Client::new(d.path().join("gatebot.sock"));
+    for n in 0..3 {
+        let r = agent
+            .post(
+                "/v1/requests",
+                &serde_json::json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}}),
+            )
+            .await
+            .unwrap();
+        let id = r.body["id"].as_str().unwrap().to_string();
+        let r = client
+            .post(
+                &format!("/v1/requests/{id}/decision"),
+                &serde_json::json!({"decision": "approve"}),
+            )
+            .await
+            .unwrap();
+        assert!(r.status.is_success(), "{:?}", r.body);
+    }
+    let out = d.cli(&["agent", "intern", "assess"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("Promote intern to semi_autonomous?"),
+        "{said}"
+    );
+    let out = d.cli(&["pending"]).await;
+    let listing = text(&out.stdout);
+    let line = listing
+        .lines()
+        .find(|l| l.contains("Promote intern"))
+        .unwrap_or_else(|| panic!("{listing}"));
+    let short = line.split_whitespace().next().unwrap().to_string();
+    assert!(
+        line.contains("(3 handled, 100 % approved, 0 % denied)"),
+        "{line}"
+    );
+    let out = d.cli(&["pending", "--json"]).await;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["proposals"][0]["short_id"], short.as_str());
+    let out = d.cli(&["decide", &short, "approve"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("intern is now semi_autonomous"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = d.cli(&["decide", &short, "deny"]).await;
+    assert_eq!(out.status.code(), Some(1), "already answered");
+    assert!(
+        text(&out.stderr).contains("already approved"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -32,6 +32,8 @@ mod storage;
 mod systemd;
 mod telegram;
 mod telegram_faults;
+mod trust;
+mod trust_chat;
 mod unconfirmed_posts;
 mod validation;
 mod worker;

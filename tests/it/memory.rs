@@ -84,7 +84,8 @@ async fn a_press_approves_the_waiting_agent_and_the_card_shows_the_outcome() {
         [
             button_data(ButtonKind::Approve, &id),
             button_data(ButtonKind::ApproveAlways, &id),
-            button_data(ButtonKind::Deny, &id)
+            button_data(ButtonKind::Deny, &id),
+            button_data(ButtonKind::ApproveFor, &id)
         ]
     );
     assert!(

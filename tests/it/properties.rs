@@ -61,6 +61,7 @@ fn new_request() -> NewApproval {
         created_at: 0,
         expires_at: Some(1000),
         task_id: None,
+        offer: None,
     }
 }
 

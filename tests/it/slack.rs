@@ -135,7 +135,8 @@ async fn a_click_on_allow_once_approves_and_the_prompt_loses_its_buttons() {
         [
             encode_button(Button::Approve, &p.id),
             encode_button(Button::ApproveAlways, &p.id),
-            encode_button(Button::Deny, &p.id)
+            encode_button(Button::Deny, &p.id),
+            encode_button(Button::ApproveFor, &p.id)
         ]
     );
     assert!(fake.calls("auth.test").len() <= 1);

@@ -157,7 +157,11 @@ async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
         .await;
     let (msg, p) = prompt(&fake, CHAT_A, &short).await;
     let data = button_data(&p);
-    assert_eq!(data.len(), 3, "always allow is offered here");
+    assert_eq!(
+        data.len(),
+        4,
+        "always allow (and for a while) is offered here"
+    );
     fake.press(ALICE, CHAT_A, msg, &format!("gb1:d:{id}"));
     let question = reply_containing(&fake, CHAT_A, &format!("why deny <code>{short}</code>")).await;
     assert_eq!(question["reply_markup"]["force_reply"], true);

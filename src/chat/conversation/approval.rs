@@ -5,7 +5,15 @@
 //!   of the buttons.
 //! - Buttons: ✅ Allow once · ♾️ Always allow (only where the policy offers it) ·
 //!   ❌ Deny, which asks why ([`super::reason`]) and offers 🚫 Deny without reason.
-//!   Data: `gb1:a:<id>`, `gb1:A:<id>`, `gb1:d:<id>`, `gb1:s:<id>`.
+//!   Where "Always allow" applies, the prompt also offers ⏱ Allow for 1 h (`[grants]
+//!   allow_for`), and for a shell-like tool its always-allow is scoped: ♾️ Always:
+//!   this command, and ♾️ Always: this prefix when the command has one (never for
+//!   interpreters, wrappers or compound commands). What the scoped buttons grant was
+//!   stored with the request ([`crate::store::OfferRow`]); the button names only the
+//!   request. After enough approvals in a row, the prompt says so and offers the
+//!   matching grant first (`[grants] suggest_after`).
+//!   Data: `gb1:a:<id>`, `gb1:A:<id>`, `gb1:d:<id>`, `gb1:s:<id>`, and `gb1:ae:<id>`
+//!   (exact), `gb1:ap:<id>` (prefix), `gb1:af:<id>` (for a while).
 //! - Commands (case-insensitive): `/approve <id>`, `/approve_always <id>`,
 //!   `/deny <id> [reason]`; OpenClaw's `/approve <id> allow-once|allow-always|deny
 //!   [reason]`. In a reply to the card (or in its thread) no id is needed, everything
@@ -20,7 +28,10 @@ use crate::chat::inbound::{Actor, Answer};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::{describe_settled, EngineError, Subject};
+use crate::engine::{GrantChoice, ScopeChoice};
+use crate::store::OfferRow;
 use crate::time::{clock, format_duration, now_ms};
+use crate::trust::{Grant, Scope};
 
 /// A press on a prompt's button.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,14 +50,22 @@ pub enum ButtonKind {
     Deny,
     /// Denies at once (offered after ❌).
     DenyNoReason,
+    /// Approves and grants the exact command (shell-like tools).
+    ApproveExact,
+    /// Approves and grants the prefix the prompt offered (shell-like tools).
+    ApprovePrefix,
+    /// Approves and grants for `[grants] allow_for`.
+    ApproveFor,
 }
 
 impl Action {
     #[must_use]
     pub fn verb(&self) -> Verb {
         match self.button {
-            ButtonKind::Approve => Verb::Approve,
-            ButtonKind::ApproveAlways => Verb::ApproveAlways,
+            ButtonKind::Approve | ButtonKind::ApproveFor => Verb::Approve,
+            ButtonKind::ApproveAlways | ButtonKind::ApproveExact | ButtonKind::ApprovePrefix => {
+                Verb::ApproveAlways
+            }
             ButtonKind::Deny | ButtonKind::DenyNoReason => Verb::Deny,
         }
     }
@@ -70,10 +89,13 @@ pub fn button_data(button: ButtonKind, id: &str) -> String {
 /// `a:<id>` and friends (after `gb1:`).
 pub(super) fn encode(a: &Action) -> String {
     let code = match a.button {
-        ButtonKind::Approve => 'a',
-        ButtonKind::ApproveAlways => 'A',
-        ButtonKind::Deny => 'd',
-        ButtonKind::DenyNoReason => 's',
+        ButtonKind::Approve => "a",
+        ButtonKind::ApproveAlways => "A",
+        ButtonKind::Deny => "d",
+        ButtonKind::DenyNoReason => "s",
+        ButtonKind::ApproveExact => "ae",
+        ButtonKind::ApprovePrefix => "ap",
+        ButtonKind::ApproveFor => "af",
     };
     format!("{code}:{}", a.id)
 }
@@ -85,6 +107,9 @@ pub(super) fn decode(data: &str) -> Option<Action> {
         "A" => ButtonKind::ApproveAlways,
         "d" => ButtonKind::Deny,
         "s" => ButtonKind::DenyNoReason,
+        "ae" => ButtonKind::ApproveExact,
+        "ap" => ButtonKind::ApprovePrefix,
+        "af" => ButtonKind::ApproveFor,
         _ => return None,
     };
     // Request ids are ULIDs: 26 Crockford base32 characters.
@@ -189,10 +214,25 @@ fn deny(rest: &str, in_reply: bool) -> Command {
 
 /// Runs a press on a prompt's button.
 pub async fn press(cx: &Context, actor: &Actor, action: Action) -> Answer {
-    if action.button == ButtonKind::Deny {
-        return super::reason::ask(cx, &action.id).await;
-    }
-    decide(cx, actor, action.verb(), &action.id, None).await
+    let choice = match action.button {
+        ButtonKind::Deny => return super::reason::ask(cx, &action.id).await,
+        ButtonKind::ApproveExact => GrantChoice {
+            scope: ScopeChoice::Exact,
+            for_: None,
+        },
+        ButtonKind::ApprovePrefix => GrantChoice {
+            scope: ScopeChoice::Prefix(None),
+            for_: None,
+        },
+        ButtonKind::ApproveFor => GrantChoice {
+            scope: ScopeChoice::Default,
+            for_: Some(cx.engine.config().trust.grants.allow_for),
+        },
+        ButtonKind::Approve | ButtonKind::ApproveAlways | ButtonKind::DenyNoReason => {
+            GrantChoice::default()
+        }
+    };
+    decide_granting(cx, actor, action.verb(), &action.id, None, choice).await
 }
 
 /// Runs a typed decision. `replied` is the subject of the card the message replies to.
@@ -221,14 +261,33 @@ pub async fn decide(
     typed: &str,
     reason: Option<String>,
 ) -> Answer {
+    decide_granting(cx, actor, verb, typed, reason, GrantChoice::default()).await
+}
+
+/// [`decide`], choosing what an approval grants.
+pub async fn decide_granting(
+    cx: &Context,
+    actor: &Actor,
+    verb: Verb,
+    typed: &str,
+    reason: Option<String>,
+    choice: GrantChoice,
+) -> Answer {
     let decision = Decision {
         verb,
         actor: actor.label(),
         via: cx.via(),
         reason,
     };
-    match cx.engine.decide(typed, decision).await {
-        Ok(a) => Answer::Done(decided(verb, &a)),
+    match cx.engine.decide_granting(typed, decision, choice).await {
+        Ok(a) => {
+            let grant = if a.always_allowed {
+                cx.engine.grant_of_approval(&a.id).await.ok().flatten()
+            } else {
+                None
+            };
+            Answer::Done(decided(&a, grant.as_ref()))
+        }
         Err(EngineError::AlreadySettled(a)) => already_settled(&a),
         Err(e) => Answer::alert(failure(&e)),
     }
@@ -255,7 +314,7 @@ pub fn already_settled(a: &Approval) -> Answer {
 }
 
 /// "✅ Approved k7m2abcd (`send_email` from `mailer`)."
-fn decided(verb: Verb, a: &Approval) -> Card {
+fn decided(a: &Approval, grant: Option<&Grant>) -> Card {
     let call = |l: Line| {
         l.and(" (")
             .code(shorten(&a.tool, 60))
@@ -263,13 +322,16 @@ fn decided(verb: Verb, a: &Approval) -> Card {
             .code(shorten(&a.agent, 40))
             .and(")")
     };
-    let line = match (verb, a.status) {
-        (Verb::ApproveAlways, _) => call(Line::text(format!("♾️ Approved {}", a.short_id)))
-            .and("; ")
-            .code(shorten(&a.tool, 60))
-            .and(" is now always allowed for ")
-            .code(shorten(&a.agent, 40))
-            .and("."),
+    let line = match (grant, a.status) {
+        (Some(g), _) => {
+            let line = call(Line::text(format!("♾️ Approved {}", a.short_id)))
+                .and("; ")
+                .code(shorten(&a.agent, 40))
+                .and(" may now run ")
+                .code(shorten(&a.tool, 60))
+                .and(" without asking: ");
+            grant_words(line, g).and(format!(" (grant {}).", g.short_id))
+        }
         (_, Status::Rejected) => {
             let line = call(Line::text(format!("❌ Denied {}", a.short_id)));
             match &a.decision_reason {
@@ -283,6 +345,20 @@ fn decided(verb: Verb, a: &Approval) -> Card {
         blocks: vec![Block::Line(line)],
         fallback: format!("{}: request {}", status_word(a.status), a.short_id),
         ..Card::default()
+    }
+}
+
+/// What a grant covers and until when, appended to `line`.
+#[must_use]
+pub fn grant_words(line: Line, g: &Grant) -> Line {
+    let line = match &g.scope {
+        Scope::Tool => line.and("every call"),
+        Scope::Exact(c) => line.and("exactly ").code(shorten(c, 200)),
+        Scope::Prefix(p) => line.and("commands starting ").code(shorten(p, 200)),
+    };
+    match g.expires_at {
+        Some(at) => line.and(format!(", until {}", clock(at))),
+        None => line.and(", until revoked"),
     }
 }
 
@@ -489,6 +565,112 @@ pub fn add_task(card: &mut Card, t: &crate::inbox::Task) {
     }
 }
 
+/// What a request's own prompt shows beyond the request: what it offers to grant, and
+/// the grant its decision made.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extras {
+    /// What the prompt offers (a shell-like tool's command and prefix, the learned
+    /// suggestion).
+    pub offer: Option<OfferRow>,
+    /// The "Allow for …" button's duration (`[grants] allow_for`).
+    pub allow_for: Option<std::time::Duration>,
+    /// The grant the decision made, once approved with one.
+    pub grant: Option<Grant>,
+}
+
+/// A request's own prompt: [`card`], with the grants it offers while pending (scoped
+/// for a shell-like tool, time-boxed, the learned suggestion first), and once approved
+/// with a grant, what the grant covers.
+#[must_use]
+pub fn prompt(a: &Approval, x: &Extras) -> Card {
+    let mut card = card(a);
+    if a.status != Status::Pending {
+        if let Some(g) = &x.grant {
+            let line = grant_words(
+                Line::text(format!("♾️ Grant {}: ", g.short_id))
+                    .code(shorten(&g.agent, 40))
+                    .and(" may run ")
+                    .code(shorten(&g.tool, 60))
+                    .and(" without asking: "),
+                g,
+            );
+            let at = card.blocks.len().saturating_sub(1);
+            card.blocks.insert(at, Block::Line(line));
+        }
+        return card;
+    }
+    if !a.always_allow_offered {
+        return card;
+    }
+    let offer = x.offer.clone().unwrap_or_default();
+    let button = |kind: ButtonKind, label: String| Button::new(label, button_data(kind, &a.id));
+    let once = button(ButtonKind::Approve, "✅ Allow once".into()).styled(Style::Primary);
+    let deny = button(ButtonKind::Deny, "❌ Deny".into()).styled(Style::Danger);
+    let mut extra = Vec::new();
+    let (always, prefix) = match &offer.command {
+        Some(_) => {
+            let mut line = Line::text("♾️ Always allow can cover this exact command");
+            if let Some(p) = &offer.prefix {
+                line = line
+                    .and(", or every simple command starting ")
+                    .code(shorten(p, 200));
+            }
+            card.blocks.push(Block::Line(line.and(".")));
+            (
+                button(ButtonKind::ApproveExact, "♾️ Always: this command".into()),
+                offer
+                    .prefix
+                    .as_ref()
+                    .map(|_| button(ButtonKind::ApprovePrefix, "♾️ Always: this prefix".into())),
+            )
+        }
+        None => (
+            button(ButtonKind::ApproveAlways, "♾️ Always allow".into()),
+            None,
+        ),
+    };
+    if let Some(scope) = &offer.suggest {
+        let line = Line::text("💡 ")
+            .code(shorten(&a.agent, 40))
+            .and(" has had ");
+        let line = match scope {
+            Scope::Tool => line.code(shorten(&a.tool, 60)),
+            Scope::Exact(c) => line.and("exactly ").code(shorten(c, 200)),
+            Scope::Prefix(p) => line.and("commands starting ").code(shorten(p, 200)),
+        };
+        card.blocks.push(Block::Line(line.and(format!(
+            " approved {} times in a row with no denial. Allow it always?",
+            offer.streak
+        ))));
+    }
+    // The suggested grant comes first.
+    let row = match (&offer.suggest, prefix) {
+        (Some(Scope::Prefix(_)), Some(p)) => {
+            extra.push(always);
+            vec![p.styled(Style::Primary), once, deny]
+        }
+        (Some(_), p) => {
+            extra.extend(p);
+            vec![always.styled(Style::Primary), once, deny]
+        }
+        (None, p) => {
+            extra.extend(p);
+            vec![once, always, deny]
+        }
+    };
+    if let Some(d) = x.allow_for {
+        extra.push(button(
+            ButtonKind::ApproveFor,
+            format!("⏱ Allow for {}", format_duration(d)),
+        ));
+    }
+    card.buttons = vec![row];
+    if !extra.is_empty() {
+        card.buttons.push(extra);
+    }
+    card
+}
+
 /// The status in a few words of gatebot's (fallback texts).
 #[must_use]
 pub fn status_word(s: Status) -> &'static str {
@@ -623,7 +805,7 @@ mod tests {
         a.status = Status::Approved;
         // The answer to a decision names the tool on its first line. (Its
         // notification text names the request it decided, in gatebot's words.)
-        let answer = decided(Verb::Approve, &a);
+        let answer = decided(&a, None);
         assert_eq!(shown_in(&answer.fallback).as_deref(), Some("k7m2abcd"));
         for text in [
             answer.plain(),

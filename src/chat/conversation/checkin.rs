@@ -208,6 +208,11 @@ pub async fn command(
             Err(answer) => return answer,
         },
         (None, Some(s)) if s.kind == SubjectKind::CheckIn => s.id.clone(),
+        (None, Some(s)) if s.kind == SubjectKind::Proposal => {
+            return Answer::note(
+                "That is a tier proposal, not a workflow check-in: reply approve or deny [reason].",
+            )
+        }
         (None, Some(_)) => {
             return Answer::note(
                 "That is a request, not a workflow check-in: reply approve or deny [reason].",

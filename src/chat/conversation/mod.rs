@@ -12,17 +12,22 @@
 //! Kinds: [`approval`] (a request's prompt), [`digest`] (one message for a burst of
 //! requests), [`reason`] (the "why deny?" question), [`pending`] (`/pending`),
 //! [`help`] (`/help`), [`checkin`] (a workflow run's check-in), [`task`] (the inbox:
-//! `/task`, task cards and their questions).
+//! `/task`, task cards and their questions), [`proposal`] (a proposed tier change),
+//! [`agents`] (`/agents`, `/agent`, `/tier`, `/pause`, `/resume`, `/assess`), [`grants`]
+//! (`/grants`, `/revoke`).
 //!
 //! To add a kind: write its module (card, actions, commands, handlers), then add its
 //! variants to [`Action`] / [`Command`] and their arms to the `match`es below; if its
 //! subject gets cards of its own, add an arm to [`render`] and to [`shown_in`].
 
+pub mod agents;
 pub mod approval;
 pub mod checkin;
 pub mod digest;
+pub mod grants;
 pub mod help;
 pub mod pending;
+pub mod proposal;
 pub mod reason;
 pub mod task;
 
@@ -53,6 +58,9 @@ pub enum Action {
     Digest(digest::Nav),
     Task(task::Action),
     CheckIn(checkin::Action),
+    Proposal(proposal::Action),
+    Agents(agents::Action),
+    Grants(grants::Action),
 }
 
 impl Action {
@@ -73,6 +81,15 @@ impl Action {
         if let Some(a) = checkin::decode(rest) {
             return Ok(Action::CheckIn(a));
         }
+        if let Some(p) = proposal::decode(rest) {
+            return Ok(Action::Proposal(p));
+        }
+        if let Some(a) = agents::decode(rest) {
+            return Ok(Action::Agents(a));
+        }
+        if let Some(g) = grants::decode(rest) {
+            return Ok(Action::Grants(g));
+        }
         approval::decode(rest).map(Action::Approval).ok_or_else(bad)
     }
 
@@ -84,6 +101,9 @@ impl Action {
             Action::Digest(n) => digest::encode(n),
             Action::Task(t) => task::encode(t),
             Action::CheckIn(a) => checkin::encode(a),
+            Action::Proposal(p) => proposal::encode(p),
+            Action::Agents(a) => agents::encode(a),
+            Action::Grants(g) => grants::encode(g),
         };
         let data = format!("{DATA_PREFIX}{data}");
         debug_assert!(data.len() <= MAX_DATA, "{data}");
@@ -93,9 +113,13 @@ impl Action {
     #[must_use]
     pub fn who(&self) -> Who {
         match self {
-            Action::Approval(_) | Action::Digest(_) | Action::CheckIn(_) | Action::Task(_) => {
-                Who::Approvers
-            }
+            Action::Approval(_)
+            | Action::Digest(_)
+            | Action::CheckIn(_)
+            | Action::Task(_)
+            | Action::Proposal(_)
+            | Action::Agents(_)
+            | Action::Grants(_) => Who::Approvers,
         }
     }
 
@@ -107,6 +131,10 @@ impl Action {
             Action::Digest(_) => "review digest".into(),
             Action::Task(t) => t.attempted().into(),
             Action::CheckIn(a) => format!("check-in {:?}", a.button),
+            Action::Proposal(p) if p.approve => "approve proposal".into(),
+            Action::Proposal(_) => "decline proposal".into(),
+            Action::Agents(a) => a.attempted().into(),
+            Action::Grants(_) => "revoke grant".into(),
         }
     }
 
@@ -115,9 +143,10 @@ impl Action {
     pub fn subject(&self) -> Option<&str> {
         match self {
             Action::Approval(a) => Some(a.id()),
-            Action::Digest(_) => None,
             Action::Task(t) => Some(t.id()),
             Action::CheckIn(a) => Some(&a.id),
+            Action::Proposal(p) => Some(&p.id),
+            Action::Digest(_) | Action::Agents(_) | Action::Grants(_) => None,
         }
     }
 }
@@ -130,6 +159,8 @@ pub enum Command {
     Pending,
     Help,
     Task(task::Command),
+    Agents(agents::Command),
+    Grants(grants::Command),
 }
 
 impl Command {
@@ -145,6 +176,8 @@ impl Command {
                 "help" | "start" => Some(Command::Help),
                 _ => task::parse_command(&typed)
                     .map(Command::Task)
+                    .or_else(|| agents::parse(&typed).map(Command::Agents))
+                    .or_else(|| grants::parse(&typed).map(Command::Grants))
                     .or_else(|| checkin::parse_command(&typed, in_reply).map(Command::CheckIn))
                     .or_else(|| approval::parse_command(&typed, in_reply).map(Command::Approval)),
             },
@@ -158,9 +191,12 @@ impl Command {
     #[must_use]
     pub fn who(&self) -> Who {
         match self {
-            Command::Approval(_) | Command::CheckIn(_) | Command::Pending | Command::Task(_) => {
-                Who::Approvers
-            }
+            Command::Approval(_)
+            | Command::CheckIn(_)
+            | Command::Pending
+            | Command::Task(_)
+            | Command::Agents(_)
+            | Command::Grants(_) => Who::Approvers,
             Command::Help => Who::Anyone,
         }
     }
@@ -171,7 +207,11 @@ impl Command {
         match self {
             Command::Approval(c) => c.id.as_deref(),
             Command::CheckIn(c) => c.id.as_deref(),
-            Command::Pending | Command::Help | Command::Task(_) => None,
+            Command::Pending
+            | Command::Help
+            | Command::Task(_)
+            | Command::Agents(_)
+            | Command::Grants(_) => None,
         }
     }
 
@@ -185,6 +225,8 @@ impl Command {
             Command::Help => "help".into(),
             Command::Task(task::Command::Add { .. }) => "create task".into(),
             Command::Task(task::Command::List) => "list tasks".into(),
+            Command::Agents(c) => c.attempted(),
+            Command::Grants(c) => c.attempted(),
         }
     }
 }
@@ -196,6 +238,9 @@ pub async fn press(cx: &Context, actor: &Actor, action: Action, at: &At) -> Answ
         Action::Digest(nav) => digest::press(cx, nav, at).await,
         Action::Task(t) => task::press(cx, actor, t).await,
         Action::CheckIn(a) => checkin::press(cx, actor, a).await,
+        Action::Proposal(p) => proposal::press(cx, actor, p).await,
+        Action::Agents(a) => agents::press(cx, actor, a).await,
+        Action::Grants(g) => grants::press(cx, actor, g).await,
     }
 }
 
@@ -214,11 +259,17 @@ pub async fn command(
         {
             checkin::not_a_request()
         }
-        Command::Approval(c) => approval::command(cx, actor, c, replied).await,
+        Command::Approval(c) => match proposal::named(cx, c.id.as_deref(), replied).await {
+            // `/approve <id>` and replies answer a proposal when they name one.
+            Some(id) => proposal::command(cx, actor, c, &id).await,
+            None => approval::command(cx, actor, c, replied).await,
+        },
         Command::CheckIn(c) => checkin::command(cx, actor, c, replied).await,
         Command::Pending => pending::answer(cx).await,
         Command::Help => help::answer(),
         Command::Task(c) => task::command(cx, actor, c).await,
+        Command::Agents(c) => agents::command(cx, actor, c).await,
+        Command::Grants(c) => grants::command(cx, actor, c).await,
     }
 }
 
@@ -243,7 +294,7 @@ pub async fn answer(
 #[must_use]
 pub fn reads_replies(subject: &Subject) -> bool {
     match subject.kind {
-        SubjectKind::Approval | SubjectKind::CheckIn => false,
+        SubjectKind::Approval | SubjectKind::CheckIn | SubjectKind::Proposal => false,
         SubjectKind::Task => true,
     }
 }
@@ -254,7 +305,7 @@ pub fn reads_replies(subject: &Subject) -> bool {
 /// for a command as before. The caller has checked the writer is an approver.
 pub async fn reply(cx: &Context, actor: &Actor, subject: &Subject, text: &str) -> Option<Answer> {
     match subject.kind {
-        SubjectKind::Approval | SubjectKind::CheckIn => None,
+        SubjectKind::Approval | SubjectKind::CheckIn | SubjectKind::Proposal => None,
         SubjectKind::Task => Some(task::reply(cx, actor, subject, text).await),
     }
 }
@@ -266,7 +317,9 @@ pub async fn reply(cx: &Context, actor: &Actor, subject: &Subject, text: &str) -
 #[must_use]
 pub fn shown_in(text: &str) -> Option<String> {
     // Each kind with cards adds `.or_else(|| kind::shown_in(text))`.
-    approval::shown_in(text).or_else(|| checkin::shown_in(text))
+    approval::shown_in(text)
+        .or_else(|| checkin::shown_in(text))
+        .or_else(|| proposal::shown_in(text))
 }
 
 /// A subject's card as things stand, for delivery.
@@ -284,7 +337,21 @@ pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>,
     match subject.kind {
         SubjectKind::Approval => match cx.engine.get(&subject.id).await {
             Ok(a) => {
-                let mut card = approval::card(&a);
+                let pending = a.status == crate::approval::Status::Pending;
+                let extras = approval::Extras {
+                    offer: if pending && a.always_allow_offered {
+                        cx.engine.offer(&a.id).await?
+                    } else {
+                        None
+                    },
+                    allow_for: Some(cx.engine.config().trust.grants.allow_for),
+                    grant: if a.always_allowed {
+                        cx.engine.grant_of_approval(&a.id).await?
+                    } else {
+                        None
+                    },
+                };
+                let mut card = approval::prompt(&a, &extras);
                 if let Some(id) = &a.task_id {
                     if let Some(crate::engine::TaskSubject::Task(t)) =
                         cx.engine.task_subject(id).await?
@@ -295,9 +362,18 @@ pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>,
                 Ok(Some(Rendered {
                     card,
                     revision: a.status.as_str().to_string(),
-                    open: a.status == crate::approval::Status::Pending,
+                    open: pending,
                 }))
             }
+            Err(EngineError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        },
+        SubjectKind::Proposal => match cx.engine.proposal(&subject.id).await {
+            Ok(p) => Ok(Some(Rendered {
+                card: proposal::card(&p, cx.engine.config().trust.promotion.decline_quiet),
+                revision: p.status.as_str().to_string(),
+                open: p.status == crate::trust::ProposalStatus::Open,
+            })),
             Err(EngineError::NotFound(_)) => Ok(None),
             Err(e) => Err(e),
         },

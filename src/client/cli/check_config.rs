@@ -52,6 +52,17 @@ fn print_summary(path: &Path, c: &Config) {
         c.unknown_agents.as_str()
     );
     outln!("  workflow:        {}", workflow(&c.workflow.default));
+    // The tier in force is an owner's override, when the database holds one.
+    let (overrides, pauses) = match crate::store::peek_trust(&c.store.path) {
+        Ok(found) => found.unwrap_or_default(),
+        Err(e) => {
+            outln!(
+                "  note: cannot read the database for owners' tiers and pauses ({e}); \
+                 the tiers below are bot.toml's"
+            );
+            Default::default()
+        }
+    };
     for (name, a) in &c.agents {
         let own = c
             .workflow
@@ -59,12 +70,39 @@ fn print_summary(path: &Path, c: &Config) {
             .get(name)
             .map(|w| format!("; workflow {}", workflow(w)))
             .unwrap_or_default();
+        let tier = match overrides.iter().find(|o| &o.agent == name) {
+            Some(o) => format!(
+                "{} (set by {} {}; bot.toml says {})",
+                o.tier.as_str(),
+                o.by.label(),
+                crate::time::clock(o.at),
+                a.rules.tier.as_str()
+            ),
+            None => a.rules.tier.as_str().to_string(),
+        };
+        let paused = pauses
+            .iter()
+            .find(|p| &p.agent == name)
+            .map(|p| format!(", {}", p.describe()))
+            .unwrap_or_default();
         outln!(
-            "  agent {name}: {}{}{own}",
-            a.rules.tier.as_str(),
+            "  agent {name}: {tier}{paused}{}{own}",
             if a.token.is_some() { ", token set" } else { "" }
         );
     }
+    for (tool, arg) in &c.trust.shell_tools {
+        outln!("  shell-like tool {tool}: its command is in `{arg}` (scoped grants)");
+    }
+    let p = &c.trust.promotion;
+    outln!(
+        "  promotion:       {}, proposals declined stay quiet for {}",
+        if p.scheduled {
+            format!("assessed every {}", format_duration(p.every))
+        } else {
+            "assessed on demand only".to_string()
+        },
+        format_duration(p.decline_quiet)
+    );
     if let Some(t) = &c.telegram {
         outln!(
             "  telegram:        {} chat(s), {} approver(s), API {}",

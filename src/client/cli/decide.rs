@@ -1,27 +1,45 @@
-//! `gatebot decide ID approve|approve-always|deny [--reason R]`: the owner decides;
-//! `gatebot decide ID continue|stop [--reason R]` answers a workflow check-in, and for an
-//! inbox task `gatebot decide ID queue|reject` (and `cancel`, `retry`). The daemon decides
-//! by what the id names; the answer says its `kind`.
+//! `gatebot decide ID approve|approve-always|deny [--reason R] [--prefix [P] | --exact]
+//! [--for D]`: the owner decides a request; `approve|deny` answers a tier proposal,
+//! `continue|stop [--reason R]` a workflow check-in, and for an inbox task
+//! `queue|reject` (and `cancel`, `retry`). The daemon decides by what the id names;
+//! the answer says its `kind`.
 
 use serde_json::json;
 
+use super::agents::{scope_words, until_words};
 use super::out::outln;
 use super::{encode, expect_ok, pretty, view_of, EXIT_GO, EXIT_NO};
 use crate::client::Client;
+use crate::trust::Proposal;
+
+/// What an approval should grant (see `wire::DecisionBody`).
+#[derive(Debug, Default)]
+pub(super) struct Grant {
+    pub prefix: Option<String>,
+    pub exact: bool,
+    pub for_: Option<String>,
+}
 
 pub(super) async fn run(
     client: &Client,
     id: &str,
     decision: &str,
     reason: Option<&str>,
+    grant: Grant,
     json: bool,
 ) -> Result<u8, String> {
-    let client = super::as_owner(client);
+    let mut body = json!({"decision": decision, "reason": reason});
+    if let Some(p) = &grant.prefix {
+        body["prefix"] = json!(p);
+    }
+    if grant.exact {
+        body["exact"] = json!(true);
+    }
+    if let Some(d) = &grant.for_ {
+        body["for"] = json!(d);
+    }
     let res = client
-        .post(
-            &format!("/v1/requests/{}/decision", encode(id)),
-            &json!({"decision": decision, "reason": reason}),
-        )
+        .post(&format!("/v1/requests/{}/decision", encode(id)), &body)
         .await
         .map_err(|e| e.to_string())?;
     // Someone decided first: exit 1 and say who, as for a rejection, not 2 (an error).
@@ -50,19 +68,48 @@ pub(super) async fn run(
         super::task::print(&view, json);
         return Ok(EXIT_GO);
     }
-    let view = view_of(res)?;
     if json {
+        outln!("{}", pretty(&res.body));
+        return Ok(EXIT_GO);
+    }
+    if res.body["kind"] == "proposal" {
+        let p: Proposal = serde_json::from_value(res.body).map_err(|e| e.to_string())?;
+        match p.status {
+            crate::trust::ProposalStatus::Approved => outln!(
+                "approved proposal {}: {} is now {}",
+                p.short_id,
+                p.agent,
+                p.to.as_str()
+            ),
+            _ => outln!(
+                "declined proposal {}: {} stays {}",
+                p.short_id,
+                p.agent,
+                p.from.as_str()
+            ),
+        }
+        return Ok(EXIT_GO);
+    }
+    let granted: Option<crate::trust::Grant> = res
+        .body
+        .get("grant")
+        .and_then(|g| serde_json::from_value(g.clone()).ok());
+    let view = view_of(res)?;
+    outln!(
+        "{} {} ({} from {})",
+        view.status,
+        view.short_id,
+        view.tool,
+        view.agent
+    );
+    if let Some(g) = granted {
         outln!(
-            "{}",
-            pretty(&serde_json::to_value(&view).unwrap_or_default())
-        );
-    } else {
-        outln!(
-            "{} {} ({} from {})",
-            view.status,
-            view.short_id,
-            view.tool,
-            view.agent
+            "granted {}: {} may run {} without asking: {}, {}",
+            g.short_id,
+            g.agent,
+            g.tool,
+            scope_words(&g.scope),
+            until_words(&g, crate::time::now_ms())
         );
     }
     Ok(EXIT_GO)

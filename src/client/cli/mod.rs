@@ -8,10 +8,12 @@
 //! One file per command; this one holds the arguments, the dispatch, and what the
 //! commands share: finding the socket, reading answers, waiting, printing a request.
 
+mod agents;
 mod ask;
 mod audit;
 mod check_config;
 mod decide;
+mod grants;
 mod guidance;
 mod hook;
 mod mcp;
@@ -100,17 +102,58 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Decide a pending request, answer a workflow check-in, or queue / reject a task
-    /// that waits for your go (owner).
+    /// Decide a pending request, answer a tier proposal or a workflow check-in, or
+    /// queue / reject a task that waits for your go (owner).
     Decide {
         /// Full id, short id, or a unique prefix of at least 4 characters.
         id: String,
-        /// approve, approve-always or deny (a request); continue or stop (a check-in);
-        /// queue, reject, cancel or retry (a task).
+        /// approve, approve-always or deny (a request); approve or deny (a proposal);
+        /// continue or stop (a check-in); queue, reject, cancel or retry (a task).
         decision: String,
         /// Why; reaches the agent (most useful with deny).
         #[arg(long)]
         reason: Option<String>,
+        /// With approve-always on a shell-like tool's call: allow commands starting
+        /// with this prefix (words the command starts with; no interpreters, wrappers
+        /// or compound commands). Without a value: the prefix the prompt offered.
+        #[arg(long, num_args = 0..=1, default_missing_value = "", conflicts_with = "exact")]
+        prefix: Option<String>,
+        /// With approve-always on a shell-like tool's call: allow only this exact
+        /// command (the default for shell-like tools).
+        #[arg(long)]
+        exact: bool,
+        /// A time-boxed grant, e.g. 1h: `approve --for 1h` also allows the same call
+        /// for that long.
+        #[arg(long = "for", value_name = "DURATION")]
+        for_: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every agent with its tier (configured and in force), pause, grants and
+    /// evidence (owner).
+    Agents {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one agent's trust, or assess it, set its tier, pause or resume it (owner).
+    Agent {
+        /// The agent's name.
+        name: String,
+        #[command(subcommand)]
+        action: Option<agents::AgentAction>,
+        #[arg(long, global = true)]
+        json: bool,
+    },
+    /// List what owners allowed agents to run without asking, or revoke a grant (owner).
+    Grants {
+        #[command(subcommand)]
+        action: Option<grants::GrantsAction>,
+        /// Only this agent's grants.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Also revoked and expired grants.
+        #[arg(long)]
+        all: bool,
         #[arg(long)]
         json: bool,
     },
@@ -356,7 +399,8 @@ pub async fn run_client(cli: Cli) -> ExitCode {
 async fn client_command(cli: Cli) -> Result<u8, String> {
     let (flag, config) = (&cli.socket, cli.config.as_path());
     // The owner's commands (and `agent-guidance`) talk to the control socket.
-    let owner = || socket_for(flag, config, true).map(client);
+    // Every owner's command says who acts (see [`as_owner`]).
+    let owner = || socket_for(flag, config, true).map(|s| as_owner(&client(s)));
     match cli.command {
         Command::Run => unreachable!("run is handled by main"),
         Command::CheckConfig { telegram } => check_config::run(config, telegram).await,
@@ -413,8 +457,30 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             id,
             decision,
             reason,
+            prefix,
+            exact,
+            for_,
             json,
-        } => decide::run(&owner()?, &id, &decision, reason.as_deref(), json).await,
+        } => {
+            let grant = decide::Grant {
+                prefix,
+                exact,
+                for_,
+            };
+            decide::run(&owner()?, &id, &decision, reason.as_deref(), grant, json).await
+        }
+        Command::Agents { json } => agents::list(&owner()?, json).await,
+        Command::Agent { name, action, json } => agents::run(&owner()?, &name, action, json).await,
+        Command::Grants {
+            action: Some(grants::GrantsAction::Revoke { id, json }),
+            ..
+        } => grants::revoke(&owner()?, &id, json).await,
+        Command::Grants {
+            action: None,
+            agent,
+            all,
+            json,
+        } => grants::list(&owner()?, agent.as_deref(), all, json).await,
         Command::Workflow { action } => {
             let agent = || socket_for(flag, config, false).map(client);
             match action {

@@ -44,6 +44,9 @@ pub(crate) fn failed() -> bool {
 
 /// `println!` that survives a closed pipe.
 macro_rules! outln {
+    () => {
+        $crate::client::cli::out::line(format_args!(""))
+    };
     ($($arg:tt)*) => {
         $crate::client::cli::out::line(format_args!($($arg)*))
     };

@@ -1,10 +1,14 @@
 //! `gatebot pending`: the owner's list of pending requests, oldest first, a page at a
 //! time; on the first page, the workflow check-ins that wait too (text: their own
-//! section; `--json`: the `check_ins` key).
+//! section; `--json`: the `check_ins` key) and the open tier proposals (`proposals`).
+
+use serde_json::Value;
 
 use super::out::outln;
 use super::{encode, expect_ok, pretty, EXIT_GO};
 use crate::client::Client;
+use crate::trust::evidence::percent;
+use crate::trust::Proposal;
 use crate::wire::ApprovalView;
 
 pub(super) async fn run(
@@ -27,8 +31,20 @@ pub(super) async fn run(
         None => super::workflow::waiting_check_ins(client, agent).await?,
         Some(_) => Vec::new(),
     };
+    // Proposals are few and not paged either: they come with the first page.
+    let proposals: Vec<Proposal> = if after.is_none() {
+        let body = expect_ok(client.get("/v1/proposals").await)?.body;
+        let all: Vec<Proposal> =
+            serde_json::from_value(body["proposals"].clone()).map_err(|e| e.to_string())?;
+        all.into_iter()
+            .filter(|p| agent.is_none_or(|a| p.agent == a))
+            .collect()
+    } else {
+        Vec::new()
+    };
     if json {
         res.body["check_ins"] = serde_json::to_value(&check_ins).unwrap_or_default();
+        res.body["proposals"] = serde_json::to_value(&proposals).unwrap_or(Value::Null);
         outln!("{}", pretty(&res.body));
         return Ok(EXIT_GO);
     }
@@ -39,6 +55,21 @@ pub(super) async fn run(
         outln!("… more pending: gatebot pending --after {next}");
     }
     super::workflow::print_waiting(&check_ins);
+    if !proposals.is_empty() {
+        outln!();
+        outln!("Open proposals (gatebot decide ID approve|deny):");
+        for p in &proposals {
+            let m = p.measures;
+            outln!(
+                "{}  {} ({} handled, {} approved, {} denied)",
+                p.short_id,
+                p.question(),
+                m.handled,
+                percent(m.positive_rate),
+                percent(m.correction_rate)
+            );
+        }
+    }
     Ok(EXIT_GO)
 }
 

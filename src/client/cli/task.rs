@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::out::outln;
 use super::{encode, expect_ok, pretty, EXIT_GO, EXIT_NO, EXIT_PENDING};
 use crate::client::{Client, Response};
 use crate::inbox::wire::TaskView;
@@ -46,7 +47,6 @@ pub(super) async fn add(
     if let Some(i) = intent {
         body["intent"] = json!(i);
     }
-    let client = super::as_owner(client);
     let view = task_of(expect_ok(client.post("/v1/tasks", &body).await)?)?;
     print(&view, json);
     Ok(EXIT_GO)
@@ -91,7 +91,7 @@ pub(super) async fn status(
 
 /// `gatebot task cancel|retry ID`.
 pub(super) async fn step(client: &Client, id: &str, verb: &str, json: bool) -> Result<u8, String> {
-    let res = super::as_owner(client)
+    let res = client
         .post(&format!("/v1/tasks/{}/{verb}", encode(id)), &json!({}))
         .await
         .map_err(|e| e.to_string())?;
@@ -111,7 +111,7 @@ pub(super) async fn answer(
     words: &[String],
     json: bool,
 ) -> Result<u8, String> {
-    let res = super::as_owner(client)
+    let res = client
         .post(
             &format!("/v1/tasks/{}/answer", encode(id)),
             &json!({"text": words.join(" ")}),
@@ -140,16 +140,16 @@ pub(super) async fn list(
     }
     let res = expect_ok(client.get(&path).await)?;
     if json {
-        println!("{}", pretty(&res.body));
+        outln!("{}", pretty(&res.body));
         return Ok(EXIT_GO);
     }
     let tasks: Vec<TaskView> =
         serde_json::from_value(res.body["tasks"].clone()).map_err(|e| e.to_string())?;
     if tasks.is_empty() {
-        println!("{}", if all { "No tasks." } else { "No open tasks." });
+        outln!("{}", if all { "No tasks." } else { "No open tasks." });
     }
     for t in &tasks {
-        println!(
+        outln!(
             "{}  {:<9} {:<13} {:<16} {}",
             t.short_id,
             t.status.as_str(),
@@ -165,27 +165,32 @@ pub(super) async fn list(
 /// owner may need (the question, how to confirm), the progress or the outcome.
 pub(super) fn print(t: &TaskView, json: bool) {
     if json {
-        println!("{}", pretty(&serde_json::to_value(t).unwrap_or_default()));
+        outln!("{}", pretty(&serde_json::to_value(t).unwrap_or_default()));
         return;
     }
-    println!(
+    outln!(
         "{}  task {} ({})  {}: {} → {}",
-        t.status, t.short_id, t.id, t.intent, t.summary, t.agent
+        t.status,
+        t.short_id,
+        t.id,
+        t.intent,
+        t.summary,
+        t.agent
     );
     match t.status {
-        TaskStatus::Pending => println!(
+        TaskStatus::Pending => outln!(
             "  waits for your go: gatebot decide {} queue (or reject)",
             t.short_id
         ),
         TaskStatus::Waiting => {
             if let Some(q) = &t.question {
                 for line in &q.questions {
-                    println!("  asks: {line}");
+                    outln!("  asks: {line}");
                 }
                 if !q.choices.is_empty() {
-                    println!("  choices: {}", q.choices.join(" | "));
+                    outln!("  choices: {}", q.choices.join(" | "));
                 }
-                println!(
+                outln!(
                     "  answer in the task's chat thread, or: gatebot task answer {} \"…\"",
                     t.short_id
                 );
@@ -193,12 +198,12 @@ pub(super) fn print(t: &TaskView, json: bool) {
         }
         TaskStatus::Running => {
             if let Some(p) = &t.progress {
-                println!("  progress: {p}");
+                outln!("  progress: {p}");
             }
         }
         TaskStatus::Completed => {
             if let Some(r) = &t.result {
-                println!("{r}");
+                outln!("{r}");
             }
         }
         TaskStatus::Failed => {

@@ -478,7 +478,7 @@ pub(super) fn print_waiting(list: &[CheckInView]) {
     if list.is_empty() {
         return;
     }
-    outln!("");
+    outln!();
     outln!("Workflow check-ins waiting (gatebot decide ID continue|stop):");
     for c in list {
         outln!(

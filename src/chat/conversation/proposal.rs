@@ -1,0 +1,414 @@
+//! Proposals: gatebot proposes a tier change from an agent's evidence, and an owner
+//! approves or declines it. Nothing changes until someone approves.
+//!
+//! - Card: "Promote mailer to semi_autonomous?", the tiers, the evidence behind it
+//!   and the assessment's words; once answered, the outcome instead of the buttons.
+//! - Buttons: ✅ Approve · ❌ Decline. Data: `gb1:Pa:<id>`, `gb1:Pd:<id>`.
+//! - Commands: `/approve <id>` and `/deny <id> [reason]` (and replies to the card with
+//!   `approve` / `deny [reason]`) answer a proposal when the id (or the card) names one;
+//!   `gatebot decide ID approve|deny` does from the CLI.
+//! - Who: approvers only.
+
+use std::time::Duration;
+
+use crate::approval::Verb;
+use crate::chat::card::{Block, Button, Card, Field, Hint, Line, Style};
+use crate::chat::inbound::{Actor, Answer};
+use crate::chat::text::shorten;
+use crate::chat::Context;
+use crate::engine::{EngineError, ProposalDecided, Subject, SubjectKind};
+use crate::time::{clock, format_duration};
+use crate::trust::evidence::percent;
+use crate::trust::{Actor as TrustActor, Direction, Proposal, ProposalStatus};
+
+use super::approval::{failure, Command as Decision};
+
+/// A press on a proposal's button.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Action {
+    pub approve: bool,
+    /// The proposal's full id.
+    pub id: String,
+}
+
+/// `Pa:<id>` or `Pd:<id>` (after `gb1:`).
+pub(super) fn encode(a: &Action) -> String {
+    format!("{}:{}", if a.approve { "Pa" } else { "Pd" }, a.id)
+}
+
+pub(super) fn decode(data: &str) -> Option<Action> {
+    let (code, id) = data.split_once(':')?;
+    let approve = match code {
+        "Pa" => true,
+        "Pd" => false,
+        _ => return None,
+    };
+    // Proposal ids are ULIDs.
+    (id.len() == 26 && id.bytes().all(|b| b.is_ascii_alphanumeric())).then(|| Action {
+        approve,
+        id: id.to_string(),
+    })
+}
+
+/// The button data of a proposal's button, for cards and tests.
+#[must_use]
+pub fn button_data(approve: bool, id: &str) -> String {
+    super::Action::Proposal(Action {
+        approve,
+        id: id.to_string(),
+    })
+    .encode()
+}
+
+/// The proposal a typed decision means, if it means one: the card it replies to, or
+/// the subject its id names.
+pub async fn named(cx: &Context, typed: Option<&str>, replied: Option<&Subject>) -> Option<String> {
+    match (typed, replied) {
+        (Some(t), _) => match cx.engine.chat().lookup(t).await {
+            Ok(s) if s.kind == SubjectKind::Proposal => Some(s.id),
+            _ => None,
+        },
+        (None, Some(s)) if s.kind == SubjectKind::Proposal => Some(s.id.clone()),
+        _ => None,
+    }
+}
+
+/// Runs a press on a proposal's button.
+pub async fn press(cx: &Context, actor: &Actor, a: Action) -> Answer {
+    decide(cx, actor, a.approve, &a.id, None).await
+}
+
+/// Runs a typed decision on the proposal `id`.
+pub async fn command(cx: &Context, actor: &Actor, d: Decision, id: &str) -> Answer {
+    match d.verb {
+        Verb::Approve => decide(cx, actor, true, id, d.reason).await,
+        Verb::Deny => decide(cx, actor, false, id, d.reason).await,
+        Verb::ApproveAlways => Answer::alert(
+            "A proposal is approved or declined; use /approve <id> or /deny <id> [reason].",
+        ),
+    }
+}
+
+/// Answers the proposal `id` for `actor`. The caller has checked that the actor may.
+pub async fn decide(
+    cx: &Context,
+    actor: &Actor,
+    approve: bool,
+    id: &str,
+    reason: Option<String>,
+) -> Answer {
+    let who = TrustActor {
+        name: actor.label(),
+        via: cx.via(),
+    };
+    match cx.engine.decide_proposal(id, approve, who, reason).await {
+        Ok(ProposalDecided::Done(p)) => Answer::Done(answered(&p, quiet(cx))),
+        Ok(ProposalDecided::AlreadySettled(p)) => Answer::alert(format!(
+            "Proposal {} is already {}.",
+            p.short_id,
+            settled_words(&p)
+        )),
+        Ok(ProposalDecided::Superseded(p)) => Answer::alert(format!(
+            "Proposal {} is out of date: {}'s tier changed since it was made, so nothing \
+             changed. Use /agent {} to see where it stands.",
+            p.short_id, p.agent, p.agent
+        )),
+        Err(EngineError::NotFound(_)) => Answer::alert("That proposal no longer exists."),
+        Err(e) => Answer::alert(failure(&e)),
+    }
+}
+
+fn quiet(cx: &Context) -> Duration {
+    cx.engine.config().trust.promotion.decline_quiet
+}
+
+/// "approved by Alice (42) (Telegram)", "declined by …", "superseded".
+fn settled_words(p: &Proposal) -> String {
+    let by = p
+        .decided_by
+        .as_ref()
+        .map(|a| a.label())
+        .unwrap_or_else(|| "someone".into());
+    match p.status {
+        ProposalStatus::Open => "open".into(),
+        ProposalStatus::Approved => format!("approved by {by}"),
+        ProposalStatus::Declined => format!("declined by {by}"),
+        ProposalStatus::Superseded => "out of date (the tier changed another way)".into(),
+    }
+}
+
+/// What the answerer is told.
+fn answered(p: &Proposal, quiet: Duration) -> Card {
+    match p.status {
+        ProposalStatus::Approved => Card::text(format!(
+            "✅ Approved proposal {}: {} is now {}.",
+            p.short_id,
+            p.agent,
+            p.to.as_str()
+        )),
+        ProposalStatus::Declined => Card::text(format!(
+            "❌ Declined proposal {}: {} stays {}; not proposed again for {}.",
+            p.short_id,
+            p.agent,
+            p.from.as_str(),
+            format_duration(quiet)
+        )),
+        _ => Card::text(format!("Proposal {} is {}.", p.short_id, settled_words(p))),
+    }
+}
+
+/// The line that replaces the buttons once a proposal is answered.
+#[must_use]
+pub fn outcome_line(p: &Proposal, quiet: Duration) -> String {
+    let when = p.decided_at.map(clock).unwrap_or_default();
+    let by = p
+        .decided_by
+        .as_ref()
+        .map(|a| a.label())
+        .unwrap_or_else(|| "someone".into());
+    let reason = p
+        .decision_reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default();
+    match p.status {
+        ProposalStatus::Open => "⏳ Waiting for an owner".into(),
+        ProposalStatus::Approved => format!(
+            "✅ Approved by {by} {when}: {} is now {}",
+            p.agent,
+            p.to.as_str()
+        ),
+        ProposalStatus::Declined => format!(
+            "❌ Declined by {by} {when}{reason}; not proposed again for {}",
+            format_duration(quiet)
+        ),
+        ProposalStatus::Superseded => {
+            format!("⏭ Out of date {when}: the tier was changed another way")
+        }
+    }
+}
+
+/// The proposal's card: with buttons while open, with its outcome once answered.
+#[must_use]
+pub fn card(p: &Proposal, quiet: Duration) -> Card {
+    let open = p.status == ProposalStatus::Open;
+    let (icon, verb) = match p.direction {
+        Direction::Promote => ("🎓", "Promote"),
+        Direction::Demote => ("⚠️", "Demote"),
+    };
+    let m = &p.measures;
+    let title = Line::strong(format!("{verb} "))
+        .code(shorten(&p.agent, 40))
+        .and(" to ")
+        .code(p.to.as_str())
+        .and("?");
+    let blocks = vec![
+        Block::Heading {
+            icon,
+            title: if open {
+                "gatebot: tier change proposed".into()
+            } else {
+                "gatebot: tier proposal".into()
+            },
+            tag: Some(Line::text("id ").code(&p.short_id)),
+        },
+        Block::Line(title),
+        Block::Fields(vec![
+            Field::new("Agent", Line::default().code(shorten(&p.agent, 40))),
+            Field::new(
+                "Tier",
+                Line::default()
+                    .code(p.from.as_str())
+                    .and(" → ")
+                    .code(p.to.as_str()),
+            ),
+            Field::new(
+                "Evidence",
+                Line::text(format!(
+                    "{} handled, {} approved, {} denied, {} escalated ({} requests)",
+                    m.handled,
+                    percent(m.positive_rate),
+                    percent(m.correction_rate),
+                    percent(m.escalation_rate),
+                    m.requests
+                )),
+            ),
+            Field::new("Proposed", Line::text(clock(p.created_at))),
+        ]),
+        Block::Line(Line::text(shorten(&p.reason, 600))),
+    ];
+    let fallback = format!(
+        "{}: tier proposal {}",
+        match p.status {
+            ProposalStatus::Open => "🎓 Tier change proposed",
+            ProposalStatus::Approved => "✅ Tier change approved",
+            ProposalStatus::Declined => "❌ Tier change declined",
+            ProposalStatus::Superseded => "⏭ Tier proposal out of date",
+        },
+        p.short_id
+    );
+    let mut card = Card {
+        blocks,
+        fallback,
+        ..Card::default()
+    };
+    if open {
+        card.buttons = vec![vec![
+            Button::new("✅ Approve", button_data(true, &p.id)).styled(Style::Primary),
+            Button::new("❌ Decline", button_data(false, &p.id)).styled(Style::Danger),
+        ]];
+        card.hint = Some(Hint {
+            reply_words: vec!["approve".into(), "deny [reason]".into()],
+            command: Some(format!("/approve {}", p.short_id)),
+        });
+    } else {
+        card.blocks.push(Block::Outcome(outcome_line(p, quiet)));
+    }
+    card
+}
+
+/// The short id of the proposal a card shows, read back from the text a platform keeps
+/// of the card's message (see [`super::approval::shown_in`]): its first line, the
+/// heading (`🎓 gatebot: tier change proposed · id p7m2abcd`) or the notification text
+/// (`🎓 Tier change proposed: tier proposal p7m2abcd`). Only that line counts.
+#[must_use]
+pub fn shown_in(text: &str) -> Option<String> {
+    let first = text.lines().next()?.trim();
+    let words: Vec<&str> = first
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let id = match words.as_slice() {
+        ["gatebot", "tier", .., "id", id] => *id,
+        ["Tier", .., "tier", "proposal", id] => *id,
+        _ => return None,
+    };
+    let short = id.len() == crate::approval::SHORT_ID_LEN
+        && id
+            .bytes()
+            .all(|b| crate::approval::SHORT_ID_ALPHABET.contains(&b));
+    short.then(|| id.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::Via;
+    use crate::chat::conversation::{Action as AnyAction, MAX_DATA};
+    use crate::policy::Tier;
+    use crate::trust::evidence::Counts;
+
+    #[test]
+    fn the_short_id_is_read_back_from_the_cards_first_line_only() {
+        let mut p = sample();
+        p.agent = "id zzzz9999".into();
+        p.reason = "tier proposal zzzz9999".into();
+        for status in [
+            ProposalStatus::Open,
+            ProposalStatus::Approved,
+            ProposalStatus::Declined,
+            ProposalStatus::Superseded,
+        ] {
+            p.status = status;
+            let c = card(&p, Duration::from_secs(3600));
+            for text in [c.plain(), c.fallback.clone()] {
+                assert_eq!(shown_in(&text).as_deref(), Some("p7m2abcd"), "{text}");
+            }
+        }
+        for text in [
+            "🛡 gatebot: approval needed · id k7m2abcd",
+            "Agent: x\n🎓 gatebot: tier change proposed · id p7m2abcd",
+            "🎓 gatebot: tier change proposed · id P7M2ABCD",
+            "Someone: tier proposal p7m2abcd",
+        ] {
+            assert_eq!(shown_in(text), None, "{text}");
+        }
+    }
+
+    pub(crate) fn sample() -> Proposal {
+        Proposal {
+            id: "01JD3X4Y5Z6A7B8C9D0E1F2G3H".into(),
+            short_id: "p7m2abcd".into(),
+            agent: "mailer".into(),
+            direction: Direction::Promote,
+            from: Tier::Supervised,
+            to: Tier::SemiAutonomous,
+            reason: "mailer has handled 57 requests with 96 % approved and 2 % denied. Ready \
+                     for semi-autonomous mode."
+                .into(),
+            measures: Counts {
+                requests: 60,
+                handled: 57,
+                denied: 1,
+                positive: 55,
+                ..Counts::default()
+            }
+            .measures(),
+            status: ProposalStatus::Open,
+            created_at: 0,
+            decided_by: None,
+            decided_at: None,
+            decision_reason: None,
+        }
+    }
+
+    #[test]
+    fn buttons_round_trip_within_64_bytes() {
+        let id = "01JD3X4Y5Z6A7B8C9D0E1F2G3H";
+        for approve in [true, false] {
+            let data = button_data(approve, id);
+            assert!(data.len() <= MAX_DATA, "{data}");
+            assert_eq!(
+                AnyAction::decode(&data).unwrap(),
+                AnyAction::Proposal(Action {
+                    approve,
+                    id: id.into()
+                })
+            );
+        }
+        for forged in [
+            "gb1:Pa:short",
+            "gb1:Px:01JD3X4Y5Z6A7B8C9D0E1F2G3H",
+            "gb1:Pa:01JD3X4Y5Z6A7B8C9D0E1F2G3H;",
+        ] {
+            assert!(AnyAction::decode(forged).is_err(), "{forged}");
+        }
+    }
+
+    #[test]
+    fn an_open_proposal_asks_and_an_answered_one_says_who() {
+        let p = sample();
+        let c = card(&p, Duration::from_secs(30 * 86_400));
+        let text = c.plain();
+        assert!(
+            text.contains("Promote mailer to semi_autonomous?"),
+            "{text}"
+        );
+        assert!(
+            text.contains("57 handled, 96 % approved, 2 % denied"),
+            "{text}"
+        );
+        assert_eq!(c.buttons[0].len(), 2);
+        assert!(
+            !c.fallback.contains("mailer"),
+            "no agent text in the fallback"
+        );
+
+        let mut declined = p.clone();
+        declined.status = ProposalStatus::Declined;
+        declined.decided_by = Some(TrustActor {
+            name: "alice".into(),
+            via: Via::Cli,
+        });
+        declined.decided_at = Some(0);
+        let c = card(&declined, Duration::from_secs(30 * 86_400));
+        assert!(c.buttons.is_empty());
+        assert_eq!(
+            c.blocks.last(),
+            Some(&Block::Outcome(
+                "❌ Declined by alice (CLI) 1970-01-01 00:00 UTC; not proposed again for 30d"
+                    .into()
+            ))
+        );
+    }
+}

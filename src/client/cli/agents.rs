@@ -1,0 +1,307 @@
+//! `gatebot agents` and `gatebot agent NAME [assess | tier TIER | tier --reset | pause |
+//! resume]`: agents' trust from the owner's shell (docs/trust.md).
+
+use clap::Subcommand;
+use serde_json::json;
+
+use super::out::outln;
+use super::{encode, expect_ok, pretty, EXIT_GO};
+use crate::client::Client;
+use crate::time::{clock, format_ms};
+use crate::trust::evidence::{percent, Counts};
+use crate::trust::view::{AgentView, AssessOutcome, TierSource};
+use crate::trust::{Grant, Scope};
+
+#[derive(Debug, Subcommand)]
+pub enum AgentAction {
+    /// Run the promotion assessment now; an eligible agent gets a proposal for an
+    /// owner to approve (nothing changes by itself).
+    Assess,
+    /// Set the agent's tier, stored over bot.toml's; `--reset` returns to bot.toml's.
+    Tier {
+        /// draft_only, supervised, semi_autonomous or autonomous.
+        #[arg(required_unless_present = "reset")]
+        tier: Option<String>,
+        /// Back to the tier bot.toml gives the agent.
+        #[arg(long, conflicts_with = "tier")]
+        reset: bool,
+        /// Why; kept in the audit trail.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Block every new request of the agent until it is resumed.
+    Pause {
+        /// Also deny every request of the agent that is waiting for a human.
+        #[arg(long)]
+        deny_pending: bool,
+        /// Why; shown to the agent in every refusal and kept in the audit trail.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Lift the agent's pause.
+    Resume,
+}
+
+/// `gatebot agents`.
+pub(super) async fn list(client: &Client, json: bool) -> Result<u8, String> {
+    let res = expect_ok(client.get("/v1/agents").await)?;
+    if json {
+        outln!("{}", pretty(&res.body));
+        return Ok(EXIT_GO);
+    }
+    let views: Vec<AgentView> =
+        serde_json::from_value(res.body["agents"].clone()).map_err(|e| e.to_string())?;
+    if views.is_empty() {
+        outln!("No agents are configured.");
+        return Ok(EXIT_GO);
+    }
+    outln!(
+        "{:<20} {:<16} {:<9} {:<7} {:>7} {:>8} {:>9} {:>7} {:>10} {:>6}  PROPOSAL",
+        "AGENT",
+        "TIER",
+        "SOURCE",
+        "PAUSED",
+        "PENDING",
+        "HANDLED",
+        "APPROVED",
+        "DENIED",
+        "ESCALATED",
+        "GRANTS"
+    );
+    for v in &views {
+        let m = v.evidence.measures;
+        outln!(
+            "{:<20} {:<16} {:<9} {:<7} {:>7} {:>8} {:>9} {:>7} {:>10} {:>6}  {}",
+            v.agent,
+            v.tier.as_str(),
+            v.source.as_str(),
+            if v.pause.is_some() { "yes" } else { "-" },
+            v.pending,
+            m.handled,
+            percent(m.positive_rate),
+            percent(m.correction_rate),
+            percent(m.escalation_rate),
+            v.grants.len(),
+            v.proposal.as_ref().map_or("-".to_string(), |p| format!(
+                "{} {}",
+                p.short_id,
+                p.question()
+            )),
+        );
+    }
+    Ok(EXIT_GO)
+}
+
+/// `gatebot agent NAME [ACTION]`.
+pub(super) async fn run(
+    client: &Client,
+    name: &str,
+    action: Option<AgentAction>,
+    json: bool,
+) -> Result<u8, String> {
+    let base = format!("/v1/agents/{}", encode(name));
+    let res = match action {
+        None => expect_ok(client.get(&format!("{base}/trust")).await)?,
+        Some(AgentAction::Assess) => {
+            let res = expect_ok(client.post(&format!("{base}/assess"), &json!({})).await)?;
+            if json {
+                outln!("{}", pretty(&res.body));
+            } else {
+                let o: AssessOutcome =
+                    serde_json::from_value(res.body).map_err(|e| e.to_string())?;
+                outln!("{}", o.note);
+                if let Some(p) = o.proposal.filter(|_| o.created) {
+                    outln!(
+                        "An owner answers it in chat, or with: gatebot decide {} approve|deny",
+                        p.short_id
+                    );
+                }
+            }
+            return Ok(EXIT_GO);
+        }
+        Some(AgentAction::Tier {
+            tier,
+            reset: _,
+            reason,
+        }) => {
+            // `--reset` sends null: back to bot.toml's tier (clap requires one of them).
+            expect_ok(
+                client
+                    .post(
+                        &format!("{base}/tier"),
+                        &json!({"tier": tier, "reason": reason}),
+                    )
+                    .await,
+            )?
+        }
+        Some(AgentAction::Pause {
+            deny_pending,
+            reason,
+        }) => {
+            let res = expect_ok(
+                client
+                    .post(
+                        &format!("{base}/pause"),
+                        &json!({"deny_pending": deny_pending, "reason": reason}),
+                    )
+                    .await,
+            )?;
+            if json {
+                outln!("{}", pretty(&res.body));
+            } else {
+                let b = &res.body;
+                let verb = if b["new"] == true {
+                    "paused"
+                } else {
+                    "was already paused"
+                };
+                outln!(
+                    "{name} {verb}: every new request is blocked until `gatebot agent {name} resume`"
+                );
+                let denied = b["denied"].as_array().map_or(0, Vec::len);
+                if denied > 0 {
+                    outln!("denied {denied} pending request(s)");
+                }
+                let pending = b["pending"].as_u64().unwrap_or(0);
+                if pending > 0 {
+                    outln!(
+                        "{pending} request(s) still pending: `gatebot agent {name} pause --deny-pending` denies them"
+                    );
+                }
+            }
+            return Ok(EXIT_GO);
+        }
+        Some(AgentAction::Resume) => {
+            let res = expect_ok(client.post(&format!("{base}/resume"), &json!({})).await)?;
+            if json {
+                outln!("{}", pretty(&res.body));
+            } else if res.body["resumed"] == true {
+                outln!("{name} resumed: its requests are decided by its tier again");
+            } else {
+                outln!("{name} was not paused");
+            }
+            return Ok(EXIT_GO);
+        }
+    };
+    if json {
+        outln!("{}", pretty(&res.body));
+        return Ok(EXIT_GO);
+    }
+    let view: AgentView = serde_json::from_value(res.body).map_err(|e| e.to_string())?;
+    print_view(&view);
+    Ok(EXIT_GO)
+}
+
+fn counts_line(c: &Counts) -> String {
+    format!(
+        "{} requests: {} allowed, {} blocked, {} asked ({} approved, {} denied, {} expired, \
+         {} cancelled, {} pending); {} succeeded, {} failed; {} below ask_human",
+        c.requests,
+        c.allowed,
+        c.blocked,
+        c.asked,
+        c.approved,
+        c.denied,
+        c.expired,
+        c.cancelled,
+        c.pending,
+        c.succeeded,
+        c.failed,
+        c.low_confidence
+    )
+}
+
+/// What a grant covers, in words.
+pub(super) fn scope_words(s: &Scope) -> String {
+    match s {
+        Scope::Tool => "the whole tool".into(),
+        Scope::Exact(c) => format!("exactly `{c}`"),
+        Scope::Prefix(p) => format!("commands starting `{p}`"),
+    }
+}
+
+/// "until 2026-11-23 13:00 UTC", "until revoked", "revoked by … at …", "expired …".
+pub(super) fn until_words(g: &Grant, now: i64) -> String {
+    match (&g.revoked, g.expires_at) {
+        (Some((at, by)), _) => format!("revoked by {} {}", by.label(), clock(*at)),
+        (None, Some(at)) if at <= now => format!("expired {}", clock(at)),
+        (None, Some(at)) => format!("until {}", clock(at)),
+        (None, None) => "until revoked".into(),
+    }
+}
+
+fn print_view(v: &AgentView) {
+    outln!(
+        "{}{}",
+        v.agent,
+        if v.configured {
+            ""
+        } else {
+            " (not in the config)"
+        }
+    );
+    let tier = match (&v.source, &v.tier_override) {
+        (TierSource::Override, Some(o)) => format!(
+            "{} (override by {} {}{}; bot.toml says {})",
+            v.tier.as_str(),
+            o.by.label(),
+            clock(o.at),
+            o.reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default(),
+            v.baseline.as_str()
+        ),
+        _ => format!("{} (bot.toml)", v.tier.as_str()),
+    };
+    outln!("  tier:        {tier}");
+    outln!(
+        "  paused:      {}",
+        v.pause.as_ref().map_or("no".to_string(), |p| p.describe())
+    );
+    outln!("  pending:     {}", v.pending);
+    outln!("  all time:    {}", counts_line(&v.evidence.all_time));
+    outln!(
+        "  {:<13}{}",
+        format!("last {}:", v.evidence.window),
+        counts_line(&v.evidence.recent)
+    );
+    let m = v.evidence.measures;
+    outln!(
+        "  measures:    handled {}: {} approved, {} denied, {} escalated (of {} requests)",
+        m.handled,
+        percent(m.positive_rate),
+        percent(m.correction_rate),
+        percent(m.escalation_rate),
+        m.requests
+    );
+    outln!("  assessment:  {}", v.assessment.reason);
+    if let Some(d) = &v.demotion {
+        outln!("  denials:     {}", d.reason);
+    }
+    if let Some(p) = &v.proposal {
+        outln!(
+            "  proposal:    {} {} (gatebot decide {} approve|deny)",
+            p.short_id,
+            p.question(),
+            p.short_id
+        );
+    }
+    if v.grants.is_empty() {
+        outln!("  grants:      none");
+    } else {
+        outln!("  grants:");
+        let now = crate::time::now_ms();
+        for g in &v.grants {
+            outln!(
+                "    {}  {}  {}  by {} {}  {}",
+                g.short_id,
+                g.tool,
+                scope_words(&g.scope),
+                g.by.label(),
+                format_ms(g.created_at),
+                until_words(g, now)
+            );
+        }
+    }
+}

@@ -1,0 +1,1737 @@
+//! Trust: tier overrides, pauses, grants, prompt offers, proposals and the evidence
+//! counted from requests (see [`crate::trust`] and `migrations/0008_trust.sql`).
+//!
+//! As everywhere in the store, each change is one transaction with its audit rows:
+//! a tier change closes the agent's open proposals in it; a pause with
+//! `deny_pending` denies every pending request of the agent in it; a grant made by a
+//! decision is written in the decision's transaction (`approvals.rs`).
+
+use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
+use serde_json::{json, Value};
+
+use super::approvals::get_conn;
+use super::audit::audit_tx;
+use super::chat::{subject_changed, subject_created, unique_short_id, SubjectKind};
+use super::{Result, Store, StoreError};
+use crate::approval::{new_short_id, Approval, Status, Via};
+use crate::policy::Tier;
+use crate::trust::evidence::{Counts, Measures};
+use crate::trust::{
+    Actor, Direction, Grant, GrantAsk, Pause, Proposal, ProposalStatus, Scope, TierOverride,
+};
+
+/// What the submit path needs to know about an agent, read under one lock.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubmitFacts {
+    /// The owner's tier, over the config's.
+    pub tier: Option<Tier>,
+    pub pause: Option<Pause>,
+    /// Grants in force for this agent and tool.
+    pub grants: Vec<Grant>,
+    /// An earlier call of the tool by the agent was let through (allowed, approved,
+    /// executing, succeeded or failed); the policy's `first_time_usage` is its negation.
+    pub run_before: bool,
+}
+
+/// What a prompt offers to grant, as the engine hands it to the store with the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewOffer {
+    /// A shell-like tool's command, and the prefix offered for it.
+    pub command: Option<String>,
+    pub prefix: Option<String>,
+    /// Approvals in a row (no denial) of the same tool, prefix or command that make
+    /// the prompt suggest the grant; 0 turns suggestions off.
+    pub suggest_after: u64,
+}
+
+/// What a prompt offers, read back for its card and its buttons.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OfferRow {
+    pub command: Option<String>,
+    pub prefix: Option<String>,
+    /// The learned suggestion: the scope to offer first, and the approvals behind it.
+    pub suggest: Option<Scope>,
+    pub streak: u64,
+}
+
+/// A new proposal, as the engine's assessment makes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewProposal {
+    pub agent: String,
+    pub direction: Direction,
+    pub from: Tier,
+    pub to: Tier,
+    pub reason: String,
+    pub measures: Measures,
+}
+
+/// The result of a tier change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TierChange {
+    /// The override before, and after (`None`: the config's tier).
+    pub before: Option<TierOverride>,
+    pub after: Option<TierOverride>,
+    /// Open proposals of the agent this change made moot (closed as superseded).
+    pub superseded: Vec<String>,
+}
+
+/// The result of [`Store::pause`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paused {
+    pub pause: Pause,
+    /// False when the agent was already paused (the earlier pause stands).
+    pub new: bool,
+    /// Pending requests this call denied.
+    pub denied: Vec<Approval>,
+}
+
+/// The result of answering a proposal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProposalOutcome {
+    /// Answered now; with the tier change an approval made.
+    Done(Proposal, Option<Box<TierChange>>),
+    /// It was answered (or superseded) before.
+    AlreadySettled(Proposal),
+    /// The agent's tier is no longer the one it proposes to move from: closed as
+    /// superseded instead.
+    Superseded(Proposal),
+    NotFound,
+}
+
+/// The result of revoking a grant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Revoked {
+    Done(Grant),
+    /// It was revoked before (by whom is in it).
+    Already(Grant),
+    NotFound,
+    Ambiguous(Vec<String>),
+}
+
+fn tier_of(s: &str) -> Result<Tier> {
+    serde_json::from_value(Value::String(s.to_string()))
+        .map_err(|_| StoreError::Corrupt(format!("tier {s}")))
+}
+
+fn via_of(s: &str) -> Result<Via> {
+    s.parse()
+        .map_err(|_| StoreError::Corrupt(format!("decision source {s}")))
+}
+
+fn corrupt(e: String) -> StoreError {
+    StoreError::Corrupt(e)
+}
+
+const GRANT_COLUMNS: &str = "id, short_id, agent, tool, scope, pattern, granted_by, granted_via, \
+    reason, approval_id, created_at, expires_at, revoked_at, revoked_by, revoked_via";
+
+fn row_to_grant(r: &Row<'_>) -> rusqlite::Result<Result<Grant>> {
+    let scope: String = r.get(4)?;
+    let pattern: Option<String> = r.get(5)?;
+    let via: String = r.get(7)?;
+    let revoked_at: Option<i64> = r.get(12)?;
+    let revoked_by: Option<String> = r.get(13)?;
+    let revoked_via: Option<String> = r.get(14)?;
+    let (id, short_id, agent, tool, by, reason, approval, created_at, expires_at) = (
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(6)?,
+        r.get(8)?,
+        r.get(9)?,
+        r.get(10)?,
+        r.get(11)?,
+    );
+    Ok((|| {
+        let revoked = match (revoked_at, revoked_by, revoked_via) {
+            (Some(at), Some(name), Some(via)) => Some((
+                at,
+                Actor {
+                    name,
+                    via: via_of(&via)?,
+                },
+            )),
+            _ => None,
+        };
+        Ok(Grant {
+            id,
+            short_id,
+            agent,
+            tool,
+            scope: Scope::from_parts(&scope, pattern).map_err(corrupt)?,
+            by: Actor {
+                name: by,
+                via: via_of(&via)?,
+            },
+            reason,
+            approval,
+            created_at,
+            expires_at,
+            revoked,
+        })
+    })())
+}
+
+fn collect_grants(
+    stmt: &mut rusqlite::CachedStatement<'_>,
+    p: impl rusqlite::Params,
+) -> Result<Vec<Grant>> {
+    let rows = stmt.query_map(p, row_to_grant)?;
+    rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
+}
+
+const PROPOSAL_COLUMNS: &str = "id, short_id, agent, direction, from_tier, to_tier, reason, \
+    measures, status, created_at, decided_by, decided_via, decided_at, decision_reason";
+
+fn row_to_proposal(r: &Row<'_>) -> rusqlite::Result<Result<Proposal>> {
+    let direction: String = r.get(3)?;
+    let from: String = r.get(4)?;
+    let to: String = r.get(5)?;
+    let measures: String = r.get(7)?;
+    let status: String = r.get(8)?;
+    let decided_by: Option<String> = r.get(10)?;
+    let decided_via: Option<String> = r.get(11)?;
+    let (id, short_id, agent, reason, created_at, decided_at, decision_reason) = (
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(6)?,
+        r.get(9)?,
+        r.get(12)?,
+        r.get(13)?,
+    );
+    Ok((|| {
+        Ok(Proposal {
+            id,
+            short_id,
+            agent,
+            direction: Direction::parse(&direction).map_err(corrupt)?,
+            from: tier_of(&from)?,
+            to: tier_of(&to)?,
+            reason,
+            measures: serde_json::from_str(&measures)
+                .map_err(|_| corrupt("proposal measures".into()))?,
+            status: ProposalStatus::parse(&status).map_err(corrupt)?,
+            created_at,
+            decided_by: match (decided_by, decided_via) {
+                (Some(name), Some(via)) => Some(Actor {
+                    name,
+                    via: via_of(&via)?,
+                }),
+                _ => None,
+            },
+            decided_at,
+            decision_reason,
+        })
+    })())
+}
+
+fn get_proposal(conn: &Connection, id: &str) -> Result<Option<Proposal>> {
+    conn.prepare_cached(&format!(
+        "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE id = ?1"
+    ))?
+    .query_row([id], row_to_proposal)
+    .optional()?
+    .transpose()
+}
+
+fn get_override(conn: &Connection, agent: &str) -> Result<Option<TierOverride>> {
+    type Row = (String, String, String, Option<String>, i64, Option<String>);
+    let row: Option<Row> = conn
+        .prepare_cached(
+            "SELECT tier, set_by, set_via, reason, set_at, proposal FROM tier_overrides \
+             WHERE agent = ?1",
+        )?
+        .query_row([agent], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })
+        .optional()?;
+    row.map(|(tier, by, via, reason, at, proposal)| {
+        Ok(TierOverride {
+            agent: agent.to_string(),
+            tier: tier_of(&tier)?,
+            by: Actor {
+                name: by,
+                via: via_of(&via)?,
+            },
+            reason,
+            at,
+            proposal,
+        })
+    })
+    .transpose()
+}
+
+fn get_pause(conn: &Connection, agent: &str) -> Result<Option<Pause>> {
+    let row: Option<(String, String, String, Option<String>, i64)> = conn
+        .prepare_cached(
+            "SELECT id, paused_by, paused_via, reason, paused_at FROM pauses WHERE agent = ?1",
+        )?
+        .query_row([agent], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .optional()?;
+    row.map(|(id, by, via, reason, at)| {
+        Ok(Pause {
+            id,
+            agent: agent.to_string(),
+            by: Actor {
+                name: by,
+                via: via_of(&via)?,
+            },
+            reason,
+            at,
+        })
+    })
+    .transpose()
+}
+
+/// A short id no request, subject or grant has.
+fn grant_short_id(tx: &Transaction<'_>) -> Result<String> {
+    loop {
+        let candidate = new_short_id();
+        let taken: bool = tx
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM approvals WHERE short_id = ?1) \
+                 OR EXISTS (SELECT 1 FROM subjects WHERE short_id = ?1) \
+                 OR EXISTS (SELECT 1 FROM grants WHERE short_id = ?1)",
+            )?
+            .query_row([&candidate], |r| r.get(0))?;
+        if !taken {
+            return Ok(candidate);
+        }
+    }
+}
+
+/// Records a grant an owner's decision on request `approval` made, with its audit row
+/// (in the decision's transaction).
+pub(super) fn grant_tx(
+    tx: &Transaction<'_>,
+    approval: &Approval,
+    ask: &GrantAsk,
+    actor: &str,
+    via: &Via,
+    now: i64,
+) -> Result<Grant> {
+    let id = ulid::Ulid::new().to_string();
+    let short_id = grant_short_id(tx)?;
+    let reason = format!("Always allow on request {}", approval.short_id);
+    tx.prepare_cached(
+        "INSERT INTO grants (id, short_id, agent, tool, scope, pattern, granted_by, granted_via, \
+         reason, approval_id, created_at, expires_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        id,
+        short_id,
+        approval.agent,
+        approval.tool,
+        ask.scope.kind(),
+        ask.scope.pattern(),
+        actor,
+        via.as_str(),
+        reason,
+        approval.id,
+        now,
+        ask.expires_at,
+    ])?;
+    audit_tx(
+        tx,
+        now,
+        Some(&approval.id),
+        "grant_added",
+        Some(actor),
+        Some(via),
+        &json!({
+            "grant": id,
+            "short_id": short_id,
+            "agent": approval.agent,
+            "tool": approval.tool,
+            "scope": ask.scope.kind(),
+            "pattern": ask.scope.pattern(),
+            "expires_at": ask.expires_at,
+        }),
+    )?;
+    get_grant(tx, &id)?.ok_or_else(|| StoreError::Corrupt(format!("grant {id}")))
+}
+
+fn get_grant(conn: &Connection, id: &str) -> Result<Option<Grant>> {
+    conn.prepare_cached(&format!("SELECT {GRANT_COLUMNS} FROM grants WHERE id = ?1"))?
+        .query_row([id], row_to_grant)
+        .optional()?
+        .transpose()
+}
+
+/// Records what the prompt of the new pending request `id` offers to grant, with the
+/// learned suggestion counted now (in the request's transaction).
+pub(super) fn offer_tx(
+    tx: &Transaction<'_>,
+    id: &str,
+    agent: &str,
+    tool: &str,
+    offer: &NewOffer,
+) -> Result<()> {
+    // The suggestion is for the narrowest thing a grant here would cover: the prefix
+    // of a shell command, else the exact command, else the whole tool.
+    let (suggest, key) = match (&offer.prefix, &offer.command) {
+        (Some(p), _) => ("prefix", Some(p.as_str())),
+        (None, Some(c)) => ("exact", Some(c.as_str())),
+        (None, None) => ("tool", None),
+    };
+    let streak = if offer.suggest_after == 0 {
+        0
+    } else {
+        approvals_in_a_row(tx, agent, tool, suggest, key)?
+    };
+    let suggested = (offer.suggest_after > 0 && streak >= offer.suggest_after).then_some(suggest);
+    if offer.command.is_none() && suggested.is_none() {
+        // Nothing to offer beyond the plain buttons.
+        return Ok(());
+    }
+    tx.prepare_cached(
+        "INSERT INTO grant_offers (approval_id, command, prefix, suggest, streak) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![
+        id,
+        offer.command,
+        offer.prefix,
+        suggested,
+        streak as i64
+    ])?;
+    Ok(())
+}
+
+/// Human approvals of `agent`'s calls of `tool` (with the same prefix or command, for
+/// `prefix` and `exact`) since its last such denial.
+fn approvals_in_a_row(
+    conn: &Connection,
+    agent: &str,
+    tool: &str,
+    by: &str,
+    key: Option<&str>,
+) -> Result<u64> {
+    // `decided_by IS NOT NULL` tells a human's approval from the policy's allow that
+    // the agent later reported on.
+    const APPROVED: &str = "a.status IN ('approved', 'executing', 'succeeded', 'failed') \
+        AND a.decided_by IS NOT NULL";
+    let join = match by {
+        "prefix" => "JOIN grant_offers o ON o.approval_id = a.id AND o.prefix = ?3",
+        "exact" => "JOIN grant_offers o ON o.approval_id = a.id AND o.command = ?3",
+        _ => "",
+    };
+    let sql = format!(
+        "SELECT COUNT(*) FROM approvals a {join} WHERE a.agent = ?1 AND a.tool = ?2 AND {APPROVED} \
+         AND a.id > COALESCE((SELECT MAX(a.id) FROM approvals a {join} WHERE a.agent = ?1 \
+             AND a.tool = ?2 AND a.status = 'rejected'), '')"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let n: i64 = match key {
+        Some(key) if !join.is_empty() => stmt.query_row(params![agent, tool, key], |r| r.get(0))?,
+        _ => stmt.query_row(params![agent, tool], |r| r.get(0))?,
+    };
+    Ok(n as u64)
+}
+
+/// The owners' tiers and pauses in the database at `path`, read without changing it
+/// (`gatebot check-config`, which may run beside the daemon or without it). `None`
+/// when there is no database yet, or it predates trust.
+pub fn peek_trust(path: &std::path::Path) -> Result<Option<(Vec<TierOverride>, Vec<Pause>)>> {
+    use rusqlite::OpenFlags;
+    if !path.exists() {
+        return Ok(None);
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    let has: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tier_overrides')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has {
+        return Ok(None);
+    }
+    let names = |sql: &str| -> Result<Vec<String>> {
+        let mut stmt = conn.prepare(sql)?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    };
+    let overrides = names("SELECT agent FROM tier_overrides ORDER BY agent")?
+        .iter()
+        .filter_map(|a| get_override(&conn, a).transpose())
+        .collect::<Result<_>>()?;
+    let pauses = names("SELECT agent FROM pauses ORDER BY agent")?
+        .iter()
+        .filter_map(|a| get_pause(&conn, a).transpose())
+        .collect::<Result<_>>()?;
+    Ok(Some((overrides, pauses)))
+}
+
+impl Store {
+    /// Everything the submit path needs about `agent` and `tool`, under one lock. One
+    /// statement answers the common case (no pause, no grant); the pause and the grants
+    /// are read only when there are some.
+    pub fn submit_facts(&self, agent: &str, tool: &str, now: i64) -> Result<SubmitFacts> {
+        let conn = self.lock();
+        let (run_before, tier, paused, granted): (bool, Option<String>, bool, bool) = conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM approvals WHERE agent = ?1 AND tool = ?2 AND status IN \
+                     ('allowed', 'approved', 'executing', 'succeeded', 'failed')), \
+                 (SELECT tier FROM tier_overrides WHERE agent = ?1), \
+                 EXISTS (SELECT 1 FROM pauses WHERE agent = ?1), \
+                 EXISTS (SELECT 1 FROM grants WHERE agent = ?1 AND tool = ?2 AND revoked_at IS NULL \
+                     AND (expires_at IS NULL OR expires_at > ?3))",
+            )?
+            .query_row(params![agent, tool, now], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?;
+        let pause = if paused {
+            get_pause(&conn, agent)?
+        } else {
+            None
+        };
+        let grants = if granted {
+            collect_grants(
+                &mut conn.prepare_cached(&format!(
+                    "SELECT {GRANT_COLUMNS} FROM grants WHERE agent = ?1 AND tool = ?2 \
+                     AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) ORDER BY id"
+                ))?,
+                params![agent, tool, now],
+            )?
+        } else {
+            Vec::new()
+        };
+        Ok(SubmitFacts {
+            tier: tier.map(|t| tier_of(&t)).transpose()?,
+            pause,
+            grants,
+            run_before,
+        })
+    }
+
+    /// The owner's tier for `agent`, if one is set.
+    pub fn tier_override(&self, agent: &str) -> Result<Option<TierOverride>> {
+        get_override(&self.lock(), agent)
+    }
+
+    /// Every owner's tier, by agent.
+    pub fn tier_overrides(&self) -> Result<Vec<TierOverride>> {
+        let agents: Vec<String> = {
+            let conn = self.lock();
+            let mut stmt =
+                conn.prepare_cached("SELECT agent FROM tier_overrides ORDER BY agent")?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        agents
+            .iter()
+            .filter_map(|a| self.tier_override(a).transpose())
+            .collect()
+    }
+
+    /// Sets (`Some`) or clears (`None`) the owner's tier for `agent`, audited as
+    /// `tier_changed` with the tiers before and after; closes the agent's open
+    /// proposals (they proposed a move from a tier it no longer has).
+    pub fn set_tier(
+        &self,
+        agent: &str,
+        tier: Option<Tier>,
+        baseline: Tier,
+        actor: &Actor,
+        reason: Option<&str>,
+        now: i64,
+    ) -> Result<TierChange> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let change = set_tier_tx(&tx, agent, tier, baseline, actor, reason, None, now)?;
+        tx.commit()?;
+        Ok(change)
+    }
+
+    /// The pause of `agent`, if it is paused.
+    pub fn pause_of(&self, agent: &str) -> Result<Option<Pause>> {
+        get_pause(&self.lock(), agent)
+    }
+
+    /// Every pause.
+    pub fn pauses(&self) -> Result<Vec<Pause>> {
+        let agents: Vec<String> = {
+            let conn = self.lock();
+            let mut stmt = conn.prepare_cached("SELECT agent FROM pauses ORDER BY agent")?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        agents
+            .iter()
+            .filter_map(|a| self.pause_of(a).transpose())
+            .collect()
+    }
+
+    /// Pauses `agent` (an agent already paused stays paused as it was) and, with
+    /// `deny_pending`, denies every pending request of it, in one transaction.
+    pub fn pause(
+        &self,
+        agent: &str,
+        actor: &Actor,
+        reason: Option<&str>,
+        deny_pending: bool,
+        now: i64,
+    ) -> Result<Paused> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let existing = get_pause(&tx, agent)?;
+        let new = existing.is_none();
+        if new {
+            tx.prepare_cached(
+                "INSERT INTO pauses (agent, id, paused_by, paused_via, reason, paused_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                agent,
+                ulid::Ulid::new().to_string(),
+                actor.name,
+                actor.via.as_str(),
+                reason,
+                now
+            ])?;
+            audit_tx(
+                &tx,
+                now,
+                None,
+                "agent_paused",
+                Some(&actor.name),
+                Some(&actor.via),
+                &json!({"agent": agent, "reason": reason}),
+            )?;
+        }
+        let pause = get_pause(&tx, agent)?
+            .ok_or_else(|| StoreError::Corrupt(format!("pause of {agent}")))?;
+        let denied = if deny_pending {
+            deny_pending_tx(&tx, &pause, actor, now)?
+        } else {
+            Vec::new()
+        };
+        tx.commit()?;
+        Ok(Paused { pause, new, denied })
+    }
+
+    /// Denies every pending request of the agent `pause` paused, if that pause is still
+    /// in force (`None` otherwise: the agent was resumed, or paused again since).
+    pub fn deny_pending_of_pause(
+        &self,
+        pause_id: &str,
+        actor: &Actor,
+        now: i64,
+    ) -> Result<Option<(Pause, Vec<Approval>)>> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let agent: Option<String> = tx
+            .prepare_cached("SELECT agent FROM pauses WHERE id = ?1")?
+            .query_row([pause_id], |r| r.get(0))
+            .optional()?;
+        let Some(agent) = agent else {
+            return Ok(None);
+        };
+        let pause =
+            get_pause(&tx, &agent)?.ok_or_else(|| StoreError::Corrupt(format!("pause {agent}")))?;
+        let denied = deny_pending_tx(&tx, &pause, actor, now)?;
+        tx.commit()?;
+        Ok(Some((pause, denied)))
+    }
+
+    /// Resumes `agent`; the pause that was lifted, if it was paused.
+    pub fn resume(&self, agent: &str, actor: &Actor, now: i64) -> Result<Option<Pause>> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let Some(pause) = get_pause(&tx, agent)? else {
+            return Ok(None);
+        };
+        tx.execute("DELETE FROM pauses WHERE agent = ?1", [agent])?;
+        audit_tx(
+            &tx,
+            now,
+            None,
+            "agent_resumed",
+            Some(&actor.name),
+            Some(&actor.via),
+            &json!({"agent": agent, "paused_by": pause.by.name, "paused_at": pause.at}),
+        )?;
+        tx.commit()?;
+        Ok(Some(pause))
+    }
+
+    /// Pending requests of `agent`.
+    pub fn count_pending_of(&self, agent: &str) -> Result<usize> {
+        let n: i64 = self
+            .lock()
+            .prepare_cached(
+                "SELECT COUNT(*) FROM approvals WHERE agent = ?1 AND status = 'pending'",
+            )?
+            .query_row([agent], |r| r.get(0))?;
+        Ok(n as usize)
+    }
+
+    /// Grants, oldest first: of one agent or all; with revoked and expired ones or not.
+    pub fn grants(&self, agent: Option<&str>, all: bool, now: i64) -> Result<Vec<Grant>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {GRANT_COLUMNS} FROM grants WHERE (?1 IS NULL OR agent = ?1) \
+             AND (?2 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3))) \
+             ORDER BY id"
+        ))?;
+        collect_grants(&mut stmt, params![agent, all, now])
+    }
+
+    /// Whether a whole-tool grant lets `agent` run `tool` without asking now.
+    pub fn is_always_allowed(&self, agent: &str, tool: &str) -> Result<bool> {
+        Ok(self.always_allowed_tools(agent)?.iter().any(|t| t == tool))
+    }
+
+    /// The tools `agent` may run without asking by a whole-tool grant in force.
+    pub fn always_allowed_tools(&self, agent: &str) -> Result<Vec<String>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT DISTINCT tool FROM grants WHERE agent = ?1 AND scope = 'tool' \
+             AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2) ORDER BY tool",
+        )?;
+        let rows = stmt.query_map(params![agent, crate::time::now_ms()], |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// A grant by id.
+    pub fn grant(&self, id: &str) -> Result<Option<Grant>> {
+        get_grant(&self.lock(), id)
+    }
+
+    /// The grant the decision on request `approval` made, if it made one.
+    pub fn grant_of_approval(&self, approval: &str) -> Result<Option<Grant>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {GRANT_COLUMNS} FROM grants WHERE approval_id = ?1 ORDER BY id DESC LIMIT 1"
+        ))?;
+        Ok(collect_grants(&mut stmt, [approval])?.pop())
+    }
+
+    /// Revokes the grant `typed` names (a full id, a short id, or a unique prefix of
+    /// 4+ characters of one), audited as `grant_revoked`.
+    pub fn revoke_grant(&self, typed: &str, actor: &Actor, now: i64) -> Result<Revoked> {
+        let typed = typed.trim();
+        let lower = typed.to_ascii_lowercase();
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let found: Vec<Grant> = {
+            let mut stmt = tx.prepare_cached(&format!(
+                "SELECT {GRANT_COLUMNS} FROM grants WHERE id = ?1 OR short_id = ?2 \
+                 OR (?3 AND short_id LIKE ?2 || '%') ORDER BY id DESC LIMIT 11"
+            ))?;
+            // A prefix is 4+ letters and digits (no LIKE wildcards).
+            let prefix = lower.len() >= 4 && lower.bytes().all(|b| b.is_ascii_alphanumeric());
+            collect_grants(&mut stmt, params![typed, lower, prefix])?
+        };
+        let grant = match exact_or_only(&found, typed, &lower) {
+            Some(g) => g,
+            None if found.is_empty() => return Ok(Revoked::NotFound),
+            None => {
+                return Ok(Revoked::Ambiguous(
+                    found.into_iter().map(|g| g.short_id).collect(),
+                ))
+            }
+        };
+        if grant.revoked.is_some() {
+            return Ok(Revoked::Already(grant));
+        }
+        tx.execute(
+            "UPDATE grants SET revoked_at = ?2, revoked_by = ?3, revoked_via = ?4 \
+             WHERE id = ?1 AND revoked_at IS NULL",
+            params![grant.id, now, actor.name, actor.via.as_str()],
+        )?;
+        audit_tx(
+            &tx,
+            now,
+            grant.approval.as_deref(),
+            "grant_revoked",
+            Some(&actor.name),
+            Some(&actor.via),
+            &json!({
+                "grant": grant.id,
+                "short_id": grant.short_id,
+                "agent": grant.agent,
+                "tool": grant.tool,
+                "scope": grant.scope.kind(),
+                "pattern": grant.scope.pattern(),
+            }),
+        )?;
+        let revoked = get_grant(&tx, &grant.id)?
+            .ok_or_else(|| StoreError::Corrupt(format!("grant {}", grant.id)))?;
+        tx.commit()?;
+        Ok(Revoked::Done(revoked))
+    }
+
+    /// What the prompt of request `approval` offers to grant.
+    pub fn offer(&self, approval: &str) -> Result<Option<OfferRow>> {
+        let conn = self.lock();
+        type Row = (Option<String>, Option<String>, Option<String>, i64);
+        let row: Option<Row> = conn
+            .prepare_cached(
+                "SELECT command, prefix, suggest, streak FROM grant_offers WHERE approval_id = ?1",
+            )?
+            .query_row([approval], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()?;
+        row.map(|(command, prefix, suggest, streak)| {
+            let suggest = match suggest.as_deref() {
+                None => None,
+                Some("tool") => Some(Scope::Tool),
+                Some("prefix") => prefix.clone().map(Scope::Prefix),
+                Some("exact") => command.clone().map(Scope::Exact),
+                Some(other) => return Err(StoreError::Corrupt(format!("suggest {other}"))),
+            };
+            Ok(OfferRow {
+                command,
+                prefix,
+                suggest,
+                streak: streak as u64,
+            })
+        })
+        .transpose()
+    }
+
+    /// Counts `agent`'s requests created at or after `since` (see
+    /// [`crate::trust::evidence`] for what each count means); `ask_human` is the
+    /// agent's threshold for `low_confidence`.
+    pub fn evidence(&self, agent: &str, ask_human: f64, since: i64) -> Result<Counts> {
+        // `ttl_ms` is set exactly for requests that asked a human: the engine gives a
+        // deadline only to pending ones.
+        const SQL: &str = "SELECT COUNT(*), \
+            COALESCE(SUM(ttl_ms IS NULL AND status IN ('allowed', 'executing', 'succeeded', 'failed')), 0), \
+            COALESCE(SUM(status = 'blocked'), 0), \
+            COALESCE(SUM(ttl_ms IS NOT NULL), 0), \
+            COALESCE(SUM(ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed')), 0), \
+            COALESCE(SUM(status = 'rejected'), 0), \
+            COALESCE(SUM(status = 'expired'), 0), \
+            COALESCE(SUM(status = 'cancelled'), 0), \
+            COALESCE(SUM(status = 'pending'), 0), \
+            COALESCE(SUM(status = 'succeeded'), 0), \
+            COALESCE(SUM(status = 'failed'), 0), \
+            COALESCE(SUM(confidence < ?2), 0), \
+            COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected')) \
+                OR status IN ('succeeded', 'failed')), 0), \
+            COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded')) \
+                OR status = 'succeeded'), 0) \
+            FROM approvals WHERE agent = ?1 AND created_at >= ?3";
+        let conn = self.lock();
+        let counts =
+            conn.prepare_cached(SQL)?
+                .query_row(params![agent, ask_human, since], |r| {
+                    let n = |i: usize| -> rusqlite::Result<u64> {
+                        Ok(r.get::<_, i64>(i)?.max(0) as u64)
+                    };
+                    Ok(Counts {
+                        requests: n(0)?,
+                        allowed: n(1)?,
+                        blocked: n(2)?,
+                        asked: n(3)?,
+                        approved: n(4)?,
+                        denied: n(5)?,
+                        expired: n(6)?,
+                        cancelled: n(7)?,
+                        pending: n(8)?,
+                        succeeded: n(9)?,
+                        failed: n(10)?,
+                        low_confidence: n(11)?,
+                        handled: n(12)?,
+                        positive: n(13)?,
+                    })
+                })?;
+        Ok(counts)
+    }
+
+    /// `agent`'s latest `n` human decisions, newest first: `true` for a denial.
+    pub fn latest_decisions(&self, agent: &str, n: usize) -> Result<Vec<bool>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT status = 'rejected' FROM approvals WHERE agent = ?1 AND ttl_ms IS NOT NULL \
+             AND decided_at IS NOT NULL \
+             AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected') \
+             ORDER BY decided_at DESC, id DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![agent, n as i64], |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Proposals of `agent` declined at or after `since`: all, or only those that
+    /// proposed `to` in `direction`.
+    pub fn declined_since(
+        &self,
+        agent: &str,
+        since: i64,
+        only: Option<(Direction, Tier)>,
+    ) -> Result<u64> {
+        let (direction, to) = only
+            .map(|(d, t)| (Some(d.as_str()), Some(t.as_str())))
+            .unwrap_or((None, None));
+        let n: i64 = self
+            .lock()
+            .prepare_cached(
+                "SELECT COUNT(*) FROM proposals WHERE agent = ?1 AND status = 'declined' \
+                 AND decided_at >= ?2 AND (?3 IS NULL OR direction = ?3) AND (?4 IS NULL OR to_tier = ?4)",
+            )?
+            .query_row(params![agent, since, direction, to], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
+    /// Records a proposal, open, with its subject row and audit row; `None` if the
+    /// agent already has an open one (that one stands).
+    pub fn create_proposal(&self, new: &NewProposal, now: i64) -> Result<Option<Proposal>> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let open: bool = tx
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM proposals WHERE agent = ?1 AND status = 'open')",
+            )?
+            .query_row([&new.agent], |r| r.get(0))?;
+        if open {
+            return Ok(None);
+        }
+        let id = ulid::Ulid::new().to_string();
+        let short_id = unique_short_id(&tx)?;
+        tx.prepare_cached(&format!(
+            "INSERT INTO proposals ({PROPOSAL_COLUMNS}) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, NULL, NULL, NULL, NULL)"
+        ))?
+        .execute(params![
+            id,
+            short_id,
+            new.agent,
+            new.direction.as_str(),
+            new.from.as_str(),
+            new.to.as_str(),
+            new.reason,
+            serde_json::to_string(&new.measures).unwrap_or_else(|_| "{}".into()),
+            now
+        ])?;
+        subject_created(&tx, &id, SubjectKind::Proposal, &short_id, "open", now)?;
+        audit_tx(
+            &tx,
+            now,
+            Some(&id),
+            "proposal_created",
+            Some("gatebot"),
+            Some(&Via::System),
+            &json!({
+                "agent": new.agent,
+                "direction": new.direction.as_str(),
+                "from": new.from.as_str(),
+                "to": new.to.as_str(),
+                "reason": new.reason,
+                "measures": new.measures,
+                "short_id": short_id,
+            }),
+        )?;
+        let p = get_proposal(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+        tx.commit()?;
+        Ok(Some(p))
+    }
+
+    /// A proposal by id.
+    pub fn proposal(&self, id: &str) -> Result<Option<Proposal>> {
+        get_proposal(&self.lock(), id)
+    }
+
+    /// Proposals, oldest first: open ones only, or all of one agent's.
+    pub fn proposals(&self, agent: Option<&str>, open_only: bool) -> Result<Vec<Proposal>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE (?1 IS NULL OR agent = ?1) \
+             AND (NOT ?2 OR status = 'open') ORDER BY id LIMIT 1000"
+        ))?;
+        let rows = stmt.query_map(params![agent, open_only], row_to_proposal)?;
+        rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
+    }
+
+    /// Answers the open proposal `id`. Approving moves the agent to the proposed tier,
+    /// if it is still at the tier the proposal moves from (`baseline` is its tier in
+    /// the config now); otherwise the proposal is closed as superseded.
+    pub fn decide_proposal(
+        &self,
+        id: &str,
+        approve: bool,
+        baseline: Tier,
+        actor: &Actor,
+        reason: Option<&str>,
+        now: i64,
+    ) -> Result<ProposalOutcome> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let Some(p) = get_proposal(&tx, id)? else {
+            return Ok(ProposalOutcome::NotFound);
+        };
+        if p.status != ProposalStatus::Open {
+            return Ok(ProposalOutcome::AlreadySettled(p));
+        }
+        let current = get_override(&tx, &p.agent)?.map_or(baseline, |o| o.tier);
+        let status = match (approve, current == p.from) {
+            (true, false) => ProposalStatus::Superseded,
+            (true, true) => ProposalStatus::Approved,
+            (false, _) => ProposalStatus::Declined,
+        };
+        tx.execute(
+            "UPDATE proposals SET status = ?2, decided_by = ?3, decided_via = ?4, decided_at = ?5, \
+             decision_reason = ?6 WHERE id = ?1 AND status = 'open'",
+            params![
+                id,
+                status.as_str(),
+                actor.name,
+                actor.via.as_str(),
+                now,
+                reason
+            ],
+        )?;
+        subject_changed(&tx, id, false, status.as_str())?;
+        audit_tx(
+            &tx,
+            now,
+            Some(id),
+            match status {
+                ProposalStatus::Approved => "proposal_approved",
+                ProposalStatus::Declined => "proposal_declined",
+                _ => "proposal_superseded",
+            },
+            Some(&actor.name),
+            Some(&actor.via),
+            &json!({
+                "agent": p.agent,
+                "from": p.from.as_str(),
+                "to": p.to.as_str(),
+                "tier_now": current.as_str(),
+                "reason": reason,
+            }),
+        )?;
+        let change = if status == ProposalStatus::Approved {
+            let why = format!("approved proposal {}: {}", p.short_id, p.question());
+            Some(Box::new(set_tier_tx(
+                &tx,
+                &p.agent,
+                Some(p.to),
+                baseline,
+                actor,
+                Some(reason.unwrap_or(&why)),
+                Some(id),
+                now,
+            )?))
+        } else {
+            None
+        };
+        let p = get_proposal(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+        tx.commit()?;
+        Ok(match status {
+            ProposalStatus::Superseded => ProposalOutcome::Superseded(p),
+            _ => ProposalOutcome::Done(p, change),
+        })
+    }
+
+    /// The handle chat buttons use to name `agent` (made on first use).
+    pub fn agent_handle(&self, agent: &str) -> Result<String> {
+        let conn = self.lock();
+        conn.prepare_cached("INSERT OR IGNORE INTO agent_handles (id, agent) VALUES (?1, ?2)")?
+            .execute(params![ulid::Ulid::new().to_string(), agent])?;
+        let id = conn
+            .prepare_cached("SELECT id FROM agent_handles WHERE agent = ?1")?
+            .query_row([agent], |r| r.get(0))?;
+        Ok(id)
+    }
+
+    /// The agent a handle names.
+    pub fn agent_of_handle(&self, id: &str) -> Result<Option<String>> {
+        Ok(self
+            .lock()
+            .prepare_cached("SELECT agent FROM agent_handles WHERE id = ?1")?
+            .query_row([id], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// A small durable fact (`trust_state`).
+    pub fn trust_state(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .lock()
+            .prepare_cached("SELECT value FROM trust_state WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Sets a small durable fact.
+    pub fn set_trust_state(&self, key: &str, value: &str) -> Result<()> {
+        self.lock()
+            .prepare_cached("INSERT OR REPLACE INTO trust_state (key, value) VALUES (?1, ?2)")?
+            .execute(params![key, value])?;
+        Ok(())
+    }
+}
+
+/// The grant `typed` names among `found`: the one whose id or short id it is, else the
+/// only one.
+fn exact_or_only(found: &[Grant], typed: &str, lower: &str) -> Option<Grant> {
+    found
+        .iter()
+        .find(|g| g.id == typed || g.short_id == lower)
+        .or_else(|| (found.len() == 1).then(|| &found[0]))
+        .cloned()
+}
+
+/// The body of a tier change, in the caller's transaction.
+#[allow(clippy::too_many_arguments)]
+fn set_tier_tx(
+    tx: &Transaction<'_>,
+    agent: &str,
+    tier: Option<Tier>,
+    baseline: Tier,
+    actor: &Actor,
+    reason: Option<&str>,
+    proposal: Option<&str>,
+    now: i64,
+) -> Result<TierChange> {
+    let before = get_override(tx, agent)?;
+    match tier {
+        Some(t) => {
+            tx.prepare_cached(
+                "INSERT OR REPLACE INTO tier_overrides (agent, tier, set_by, set_via, reason, \
+                 set_at, proposal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                agent,
+                t.as_str(),
+                actor.name,
+                actor.via.as_str(),
+                reason,
+                now,
+                proposal
+            ])?;
+        }
+        None => {
+            tx.execute("DELETE FROM tier_overrides WHERE agent = ?1", [agent])?;
+        }
+    }
+    let after = get_override(tx, agent)?;
+    let from = before.as_ref().map_or(baseline, |o| o.tier);
+    let to = after.as_ref().map_or(baseline, |o| o.tier);
+    audit_tx(
+        tx,
+        now,
+        proposal,
+        "tier_changed",
+        Some(&actor.name),
+        Some(&actor.via),
+        &json!({
+            "agent": agent,
+            "from": from.as_str(),
+            "to": to.as_str(),
+            "baseline": baseline.as_str(),
+            "override": after.as_ref().map(|o| o.tier.as_str()),
+            "reason": reason,
+        }),
+    )?;
+    // Open proposals moved from the old tier: moot now.
+    let superseded: Vec<String> = {
+        let mut stmt = tx.prepare_cached(
+            "SELECT id FROM proposals WHERE agent = ?1 AND status = 'open' AND (?2 IS NULL OR id != ?2)",
+        )?;
+        let rows = stmt.query_map(params![agent, proposal], |r| r.get(0))?;
+        rows.collect::<std::result::Result<_, _>>()?
+    };
+    for id in &superseded {
+        tx.execute(
+            "UPDATE proposals SET status = 'superseded', decided_by = ?2, decided_via = ?3, \
+             decided_at = ?4, decision_reason = 'the tier was changed by hand' WHERE id = ?1",
+            params![id, actor.name, actor.via.as_str(), now],
+        )?;
+        subject_changed(tx, id, false, ProposalStatus::Superseded.as_str())?;
+        audit_tx(
+            tx,
+            now,
+            Some(id),
+            "proposal_superseded",
+            Some(&actor.name),
+            Some(&actor.via),
+            &json!({"agent": agent, "tier_now": to.as_str()}),
+        )?;
+    }
+    Ok(TierChange {
+        before,
+        after,
+        superseded,
+    })
+}
+
+/// Denies every pending request of `pause`'s agent whose deadline has not passed,
+/// each with its `decided` audit row and subject change, in the caller's transaction.
+fn deny_pending_tx(
+    tx: &Transaction<'_>,
+    pause: &Pause,
+    actor: &Actor,
+    now: i64,
+) -> Result<Vec<Approval>> {
+    let reason = format!(
+        "denied with every pending request: the agent is {}",
+        pause.describe()
+    );
+    let ids: Vec<String> = {
+        let mut stmt = tx.prepare_cached(
+            "UPDATE approvals SET status = 'rejected', decided_by = ?2, decided_via = ?3, \
+             decision_reason = ?4, decided_at = ?5, finished_at = ?5 \
+             WHERE agent = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?5) \
+             RETURNING id",
+        )?;
+        let rows = stmt.query_map(
+            params![pause.agent, actor.name, actor.via.as_str(), reason, now],
+            |r| r.get(0),
+        )?;
+        rows.collect::<std::result::Result<_, _>>()?
+    };
+    let mut denied = Vec::with_capacity(ids.len());
+    for id in &ids {
+        subject_changed(tx, id, false, Status::Rejected.as_str())?;
+        audit_tx(
+            tx,
+            now,
+            Some(id),
+            "decided",
+            Some(&actor.name),
+            Some(&actor.via),
+            &json!({
+                "outcome": "rejected",
+                "always_allow": false,
+                "reason": reason,
+                "pause": pause.id,
+            }),
+        )?;
+        denied.push(get_conn(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?);
+    }
+    Ok(denied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::Verb;
+    use crate::store::tests::{decision, inserted, new};
+    use crate::store::{Inserted, NewApproval, Transition};
+
+    fn alice() -> Actor {
+        Actor {
+            name: "alice".into(),
+            via: Via::Cli,
+        }
+    }
+
+    fn pending(s: &Store, agent: &str, tool: &str) -> Approval {
+        inserted(s, &new(agent, tool, None, Some(i64::MAX)))
+    }
+
+    /// A request of `agent` decided with `verb` at `at`.
+    fn decided_at(s: &Store, agent: &str, tool: &str, verb: Verb, at: i64) -> Approval {
+        let a = pending(s, agent, tool);
+        match s.decide(&a.id, &decision(verb, "alice"), at).unwrap() {
+            Transition::Done(a) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn decided(s: &Store, agent: &str, tool: &str, verb: Verb) -> Approval {
+        decided_at(s, agent, tool, verb, 10)
+    }
+
+    #[test]
+    fn always_allow_rows_become_whole_tool_grants() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        let mut conn = Connection::open(&path).unwrap();
+        rusqlite_migration::Migrations::new(
+            [
+                include_str!("../../migrations/0001_initial.sql"),
+                include_str!("../../migrations/0002_prompts.sql"),
+                include_str!("../../migrations/0003_audit_chain.sql"),
+                include_str!("../../migrations/0004_digests.sql"),
+                include_str!("../../migrations/0005_conversations.sql"),
+            ]
+            .into_iter()
+            .map(rusqlite_migration::M::up)
+            .collect(),
+        )
+        .to_latest(&mut conn)
+        .unwrap();
+        conn.execute_batch(
+            "INSERT INTO always_allow VALUES ('mailer', 'send_email', 5, 'alice', 'telegram', NULL), \
+                                             ('mailer', 'create_contact', 6, 'bob', 'cli', 'X');",
+        )
+        .unwrap();
+        drop(conn);
+        let s = Store::open(&path).unwrap();
+        let grants = s.grants(Some("mailer"), true, 100).unwrap();
+        assert_eq!(grants.len(), 2);
+        assert!(grants
+            .iter()
+            .all(|g| g.scope == Scope::Tool && g.active(100)));
+        assert_eq!(grants[0].tool, "send_email");
+        assert_eq!(
+            grants[0].by.via,
+            Via::Chat(crate::approval::PlatformId::new("telegram"))
+        );
+        assert_eq!(grants[0].id.len(), 26);
+        assert!(s.is_always_allowed("mailer", "send_email").unwrap());
+        // The migrated short ids cannot collide with generated ones (they hold a 0).
+        assert!(grants.iter().all(|g| g.short_id.contains('0')));
+        assert!(matches!(
+            s.revoke_grant(&grants[1].short_id, &alice(), 200).unwrap(),
+            Revoked::Done(_)
+        ));
+    }
+
+    #[test]
+    fn submit_facts_hold_the_override_the_pause_and_the_grants_in_force() {
+        let s = Store::open_in_memory().unwrap();
+        let empty = s.submit_facts("m", "Bash", 0).unwrap();
+        assert_eq!(empty, SubmitFacts::default());
+
+        s.set_tier(
+            "m",
+            Some(Tier::Autonomous),
+            Tier::Supervised,
+            &alice(),
+            Some("earned"),
+            1,
+        )
+        .unwrap();
+        s.pause("m", &alice(), Some("loop"), false, 2).unwrap();
+        let a = pending(&s, "m", "Bash");
+        let forever = GrantAsk {
+            scope: Scope::Prefix("git status".into()),
+            expires_at: None,
+        };
+        s.decide_granting(
+            &a.id,
+            &decision(Verb::ApproveAlways, "alice"),
+            Some(&forever),
+            3,
+        )
+        .unwrap();
+        let b = pending(&s, "m", "Bash");
+        let brief = GrantAsk {
+            scope: Scope::Exact("npm test".into()),
+            expires_at: Some(100),
+        };
+        s.decide_granting(&b.id, &decision(Verb::Approve, "alice"), Some(&brief), 3)
+            .unwrap();
+        // Another agent's and another tool's grants are not this call's.
+        let c = pending(&s, "other", "Bash");
+        s.decide(&c.id, &decision(Verb::ApproveAlways, "alice"), 3)
+            .unwrap();
+
+        let facts = s.submit_facts("m", "Bash", 50).unwrap();
+        assert_eq!(facts.tier, Some(Tier::Autonomous));
+        assert_eq!(
+            facts.pause.as_ref().unwrap().reason.as_deref(),
+            Some("loop")
+        );
+        assert!(facts.run_before);
+        let mut scopes: Vec<&Scope> = facts.grants.iter().map(|g| &g.scope).collect();
+        scopes.sort_by_key(|s| s.kind());
+        assert_eq!(scopes, [&brief.scope, &forever.scope]);
+        // At its expiry, the time-boxed grant is gone; a revoked one too.
+        let later = s.submit_facts("m", "Bash", 100).unwrap();
+        assert_eq!(later.grants.len(), 1);
+        s.revoke_grant(&later.grants[0].short_id, &alice(), 101)
+            .unwrap();
+        assert!(s.submit_facts("m", "Bash", 102).unwrap().grants.is_empty());
+        // The decision made the grant, and says so in the trail.
+        let events: Vec<String> = s
+            .audit_rows(Some(&a.id), None)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.event)
+            .collect();
+        assert_eq!(
+            events,
+            [
+                "submitted",
+                "evaluated",
+                "decided",
+                "grant_added",
+                "grant_revoked"
+            ]
+        );
+        assert_eq!(
+            s.grant_of_approval(&a.id).unwrap().unwrap().scope,
+            forever.scope
+        );
+    }
+
+    #[test]
+    fn a_pause_with_deny_pending_denies_in_the_same_step_and_resume_lifts_it() {
+        let s = Store::open_in_memory().unwrap();
+        let a = pending(&s, "m", "t");
+        let b = pending(&s, "m", "t");
+        let other = pending(&s, "n", "t");
+        let p = s.pause("m", &alice(), Some("runaway"), true, 5).unwrap();
+        assert!(p.new);
+        assert_eq!(p.denied.len(), 2);
+        assert!(p
+            .denied
+            .iter()
+            .all(|x| x.status == Status::Rejected && x.decided_by.as_deref() == Some("alice")));
+        assert!(p.denied[0]
+            .decision_reason
+            .as_deref()
+            .unwrap()
+            .contains("paused by alice (CLI)"));
+        for id in [&a.id, &b.id] {
+            assert_eq!(s.subject(id).unwrap().map(|(_, open)| open), Some(false));
+        }
+        assert_eq!(s.get(&other.id).unwrap().unwrap().status, Status::Pending);
+        // Pausing again keeps the first pause; its denials find nothing new.
+        let again = s.pause("m", &bob(), None, true, 6).unwrap();
+        assert!(!again.new && again.denied.is_empty());
+        assert_eq!(again.pause.by.name, "alice");
+        // A request that came in since is denied by the pause's button.
+        let c = pending(&s, "m", "t");
+        let (_, denied) = s
+            .deny_pending_of_pause(&p.pause.id, &bob(), 7)
+            .unwrap()
+            .unwrap();
+        assert_eq!(denied.len(), 1);
+        assert_eq!(denied[0].id, c.id);
+        let lifted = s.resume("m", &bob(), 8).unwrap().unwrap();
+        assert_eq!(lifted.id, p.pause.id);
+        assert!(s.resume("m", &bob(), 9).unwrap().is_none());
+        // A lifted pause's button denies nothing.
+        pending(&s, "m", "t");
+        assert!(s
+            .deny_pending_of_pause(&p.pause.id, &bob(), 10)
+            .unwrap()
+            .is_none());
+        let events: Vec<String> = s
+            .audit_rows(None, None)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.event)
+            .filter(|e| e.starts_with("agent_"))
+            .collect();
+        assert_eq!(events, ["agent_paused", "agent_resumed"]);
+    }
+
+    fn bob() -> Actor {
+        Actor {
+            name: "bob".into(),
+            via: Via::Chat(crate::approval::PlatformId::new("telegram")),
+        }
+    }
+
+    fn promote(agent: &str) -> NewProposal {
+        NewProposal {
+            agent: agent.into(),
+            direction: Direction::Promote,
+            from: Tier::Supervised,
+            to: Tier::SemiAutonomous,
+            reason: "ready".into(),
+            measures: Measures::default(),
+        }
+    }
+
+    #[test]
+    fn proposals_are_one_open_at_a_time_and_an_approval_sets_the_tier() {
+        let s = Store::open_in_memory().unwrap();
+        let p = s.create_proposal(&promote("m"), 1).unwrap().unwrap();
+        assert!(s.create_proposal(&promote("m"), 2).unwrap().is_none());
+        assert_eq!(
+            s.subject(&p.id).unwrap(),
+            Some((
+                crate::store::Subject {
+                    id: p.id.clone(),
+                    kind: SubjectKind::Proposal
+                },
+                true
+            ))
+        );
+        // The tier has not changed by itself.
+        assert!(s.tier_override("m").unwrap().is_none());
+        match s
+            .decide_proposal(&p.id, true, Tier::Supervised, &bob(), None, 5)
+            .unwrap()
+        {
+            ProposalOutcome::Done(done, Some(change)) => {
+                assert_eq!(done.status, ProposalStatus::Approved);
+                assert_eq!(
+                    change.after.unwrap().proposal.as_deref(),
+                    Some(p.id.as_str())
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let o = s.tier_override("m").unwrap().unwrap();
+        assert_eq!((o.tier, o.by.name.as_str()), (Tier::SemiAutonomous, "bob"));
+        assert!(o.reason.unwrap().contains(&p.short_id));
+        assert_eq!(s.subject(&p.id).unwrap().map(|(_, open)| open), Some(false));
+        assert!(matches!(
+            s.decide_proposal(&p.id, false, Tier::Supervised, &alice(), None, 6)
+                .unwrap(),
+            ProposalOutcome::AlreadySettled(x) if x.status == ProposalStatus::Approved
+        ));
+        let events: Vec<String> = s
+            .audit_rows(Some(&p.id), None)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.event)
+            .collect();
+        assert_eq!(
+            events,
+            ["proposal_created", "proposal_approved", "tier_changed"]
+        );
+    }
+
+    #[test]
+    fn a_declined_proposal_is_counted_and_a_moved_tier_supersedes_one() {
+        let s = Store::open_in_memory().unwrap();
+        let p = s.create_proposal(&promote("m"), 1).unwrap().unwrap();
+        s.decide_proposal(
+            &p.id,
+            false,
+            Tier::Supervised,
+            &alice(),
+            Some("not yet"),
+            10,
+        )
+        .unwrap();
+        assert_eq!(s.declined_since("m", 10, None).unwrap(), 1);
+        assert_eq!(s.declined_since("m", 11, None).unwrap(), 0);
+        assert_eq!(
+            s.declined_since("m", 0, Some((Direction::Promote, Tier::SemiAutonomous)))
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            s.declined_since("m", 0, Some((Direction::Demote, Tier::SemiAutonomous)))
+                .unwrap(),
+            0
+        );
+        assert!(s.tier_override("m").unwrap().is_none());
+
+        // A tier set by hand closes the open proposal: it moved from a tier gone now.
+        let q = s.create_proposal(&promote("m"), 20).unwrap().unwrap();
+        let change = s
+            .set_tier(
+                "m",
+                Some(Tier::Autonomous),
+                Tier::Supervised,
+                &alice(),
+                None,
+                21,
+            )
+            .unwrap();
+        assert_eq!(change.superseded, std::slice::from_ref(&q.id));
+        assert_eq!(
+            s.proposal(&q.id).unwrap().unwrap().status,
+            ProposalStatus::Superseded
+        );
+        // One made before the config moved the agent is superseded when approved.
+        s.set_tier("m", None, Tier::Supervised, &alice(), None, 22)
+            .unwrap();
+        let r = s.create_proposal(&promote("m"), 23).unwrap().unwrap();
+        assert!(matches!(
+            s.decide_proposal(&r.id, true, Tier::SemiAutonomous, &alice(), None, 24).unwrap(),
+            ProposalOutcome::Superseded(x) if x.status == ProposalStatus::Superseded
+        ));
+        assert!(s.tier_override("m").unwrap().is_none());
+    }
+
+    #[test]
+    fn evidence_counts_follow_the_documented_mapping() {
+        let s = Store::open_in_memory().unwrap();
+        let allowed = |conf: Option<f64>| NewApproval {
+            status: Status::Allowed,
+            ttl_ms: None,
+            expires_at: None,
+            confidence: conf,
+            ..NewApproval::sample("m", "t", None)
+        };
+        let ok = inserted(&s, &allowed(None));
+        s.report(&ok.id, Status::Succeeded, None, 2).unwrap();
+        let bad = inserted(&s, &allowed(None));
+        s.report(&bad.id, Status::Failed, None, 2).unwrap();
+        inserted(&s, &allowed(Some(0.95)));
+        inserted(
+            &s,
+            &NewApproval {
+                status: Status::Blocked,
+                ttl_ms: None,
+                expires_at: None,
+                confidence: Some(0.1),
+                ..NewApproval::sample("m", "t", None)
+            },
+        );
+        decided_at(&s, "m", "t", Verb::Approve, 10);
+        decided_at(&s, "m", "t", Verb::Approve, 11);
+        let then_failed = decided_at(&s, "m", "t", Verb::Approve, 12);
+        s.report(&then_failed.id, Status::Failed, None, 20).unwrap();
+        decided_at(&s, "m", "t", Verb::Deny, 13);
+        let e = inserted(&s, &new("m", "t", None, Some(5)));
+        s.expire_due(6).unwrap();
+        let c = pending(&s, "m", "t");
+        s.cancel(&c.id, "m", 7).unwrap();
+        pending(&s, "m", "t");
+        decided(&s, "other", "t", Verb::Deny);
+        let _ = e;
+
+        let n = s.evidence("m", 0.5, 0).unwrap();
+        assert_eq!(
+            n,
+            Counts {
+                requests: 11,
+                allowed: 3,
+                blocked: 1,
+                asked: 7,
+                approved: 3,
+                denied: 1,
+                expired: 1,
+                cancelled: 1,
+                pending: 1,
+                succeeded: 1,
+                failed: 2,
+                low_confidence: 1,
+                // 3 approved + 1 denied by a human, 2 reported of the allowed ones.
+                handled: 6,
+                // 2 approved (one approval was reported failed) + 1 reported success.
+                positive: 3,
+            }
+        );
+        // The window counts from its start.
+        assert_eq!(s.evidence("m", 0.5, i64::MAX).unwrap(), Counts::default());
+        // Latest human decisions, newest first: the denial, then the approvals.
+        assert_eq!(
+            s.latest_decisions("m", 10).unwrap(),
+            [true, false, false, false]
+        );
+    }
+
+    #[test]
+    fn offers_suggest_a_grant_after_enough_approvals_in_a_row() {
+        let s = Store::open_in_memory().unwrap();
+        let offer = |command: Option<&str>| NewOffer {
+            command: command.map(Into::into),
+            prefix: command.and_then(crate::trust::grants::offered_prefix),
+            suggest_after: 3,
+        };
+        let ask = |s: &Store, tool: &str, command: Option<&str>| -> Approval {
+            let n = NewApproval {
+                offer: Some(offer(command)),
+                ..NewApproval::sample("m", tool, Some(i64::MAX))
+            };
+            match s.insert(&n).unwrap() {
+                Inserted::New(a) => a,
+                other => panic!("{other:?}"),
+            }
+        };
+        let approve = |s: &Store, a: &Approval, verb: Verb| {
+            s.decide(&a.id, &decision(verb, "alice"), 5).unwrap();
+        };
+        // Whole tools: no row until there is something to suggest.
+        for _ in 0..3 {
+            let a = ask(&s, "send_email", None);
+            assert!(s.offer(&a.id).unwrap().is_none());
+            approve(&s, &a, Verb::Approve);
+        }
+        let a = ask(&s, "send_email", None);
+        let o = s.offer(&a.id).unwrap().unwrap();
+        assert_eq!((o.suggest, o.streak), (Some(Scope::Tool), 3));
+        // A denial starts the count again.
+        approve(&s, &a, Verb::Deny);
+        let a = ask(&s, "send_email", None);
+        assert!(s.offer(&a.id).unwrap().is_none());
+
+        // Shell commands count by their prefix.
+        for cmd in ["git status", "git status -s", "git status --short"] {
+            let a = ask(&s, "Bash", Some(cmd));
+            let o = s.offer(&a.id).unwrap().unwrap();
+            assert_eq!(
+                (o.command.as_deref(), o.suggest.as_ref()),
+                (Some(cmd), None)
+            );
+            approve(&s, &a, Verb::Approve);
+        }
+        let other = ask(&s, "Bash", Some("npm test"));
+        assert_eq!(s.offer(&other.id).unwrap().unwrap().suggest, None);
+        let a = ask(&s, "Bash", Some("git status"));
+        let o = s.offer(&a.id).unwrap().unwrap();
+        assert_eq!(o.suggest, Some(Scope::Prefix("git status".into())));
+        assert_eq!(o.streak, 3);
+    }
+
+    #[test]
+    fn grants_are_revoked_by_short_id_or_prefix_once() {
+        let s = Store::open_in_memory().unwrap();
+        let a = decided(&s, "m", "t", Verb::ApproveAlways);
+        let g = s.grant_of_approval(&a.id).unwrap().unwrap();
+        assert!(matches!(
+            s.revoke_grant("zz", &alice(), 1).unwrap(),
+            Revoked::NotFound
+        ));
+        assert!(matches!(
+            s.revoke_grant("%%%%", &alice(), 1).unwrap(),
+            Revoked::NotFound
+        ));
+        match s
+            .revoke_grant(&g.short_id[..5].to_uppercase(), &bob(), 2)
+            .unwrap()
+        {
+            Revoked::Done(r) => assert_eq!(r.revoked.unwrap().1.name, "bob"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            s.revoke_grant(&g.id, &alice(), 3).unwrap(),
+            Revoked::Already(r) if r.revoked.as_ref().unwrap().0 == 2
+        ));
+        assert!(!s.is_always_allowed("m", "t").unwrap());
+        assert_eq!(s.grants(None, false, 4).unwrap().len(), 0);
+        assert_eq!(s.grants(None, true, 4).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn handles_name_agents_stably_and_peek_reads_without_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        assert!(peek_trust(&path).unwrap().is_none());
+        let s = Store::open(&path).unwrap();
+        let h = s.agent_handle("mailer").unwrap();
+        assert_eq!(s.agent_handle("mailer").unwrap(), h);
+        assert_eq!(s.agent_of_handle(&h).unwrap().as_deref(), Some("mailer"));
+        assert!(s
+            .agent_of_handle("01AAAAAAAAAAAAAAAAAAAAAAAA")
+            .unwrap()
+            .is_none());
+        s.set_tier(
+            "mailer",
+            Some(Tier::Autonomous),
+            Tier::Supervised,
+            &alice(),
+            None,
+            1,
+        )
+        .unwrap();
+        s.pause("other", &alice(), None, false, 2).unwrap();
+        let (overrides, pauses) = peek_trust(&path).unwrap().unwrap();
+        assert_eq!(overrides[0].tier, Tier::Autonomous);
+        assert_eq!(pauses[0].agent, "other");
+        s.set_trust_state("k", "1").unwrap();
+        assert_eq!(s.trust_state("k").unwrap().as_deref(), Some("1"));
+    }
+}
