@@ -710,8 +710,8 @@ async fn chat() {
             let unshown: i64 = db
                 .query_row(
                     "SELECT COUNT(*) FROM approvals a WHERE a.status = 'pending' AND NOT EXISTS \
-                     (SELECT 1 FROM prompts p WHERE p.approval_id = a.id AND p.channel = 'telegram' \
-                      AND p.chat = ?1 AND p.message IS NOT NULL)",
+                     (SELECT 1 FROM cards c WHERE c.subject = a.id AND c.platform = 'telegram' \
+                      AND c.chat = ?1 AND c.message IS NOT NULL)",
                     [chat.to_string()],
                     |r| r.get(0),
                 )

@@ -845,3 +845,36 @@ async fn a_declined_proposal_stays_declined_and_a_grant_is_revoked_through_the_f
     .await;
     app.stop().await;
 }
+
+/// A reply to a proposal's card whose post gatebot never saw confirmed reaches the
+/// proposal (the card names it), as for a request's prompt.
+#[tokio::test]
+async fn a_reply_to_a_proposal_card_whose_post_is_unconfirmed_answers_it() {
+    let (app, memory) = start("").await;
+    seed(&app, "intern", 50, 0).await;
+    // The seeded requests' cards are settled (none offers a button) before the
+    // proposal's post is held.
+    eventually("the seeded requests' cards settled", async || {
+        let messages = memory.messages(CHAT);
+        (!messages.is_empty() && messages.iter().all(|m| m.card.buttons.is_empty())).then_some(())
+    })
+    .await;
+    memory.hold_answers();
+    memory.lose_next_answers(1);
+    let o = assess(&app, "intern").await;
+    let short = o["proposal"]["short_id"].as_str().unwrap().to_string();
+    let card = message(&memory, &format!("id {short}")).await;
+
+    let answer = memory.say(&alice(), CHAT, "approve", Some(&card.id)).await;
+    assert!(answer.text().contains("semi_autonomous"), "{answer:?}");
+    assert_eq!(trust(&app, "intern").await["tier"], "semi_autonomous");
+    // The message the reply found became the card: it shows the outcome, once.
+    memory.release_answers();
+    shows(&memory, &card.id, "Approved by Alice").await;
+    let copies = memory
+        .messages(CHAT)
+        .into_iter()
+        .filter(|m| m.card.plain().contains(&format!("id {short}")))
+        .count();
+    assert_eq!(copies, 1, "posted once");
+}
