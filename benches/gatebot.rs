@@ -478,6 +478,15 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// Ends the benchmark with a message when what it waits for has not come within a
+/// minute: every wait is bounded.
+fn still_waiting(since: Instant, what: &str) {
+    assert!(
+        since.elapsed() < Duration::from_secs(60),
+        "{what}: still waiting after 60 s"
+    );
+}
+
 /// Starts the release/bench binary and times until the control socket answers.
 async fn start_binary(dir: &Path) -> (tokio::process::Child, Duration) {
     let bin = env!("CARGO_BIN_EXE_gatebot");
@@ -494,6 +503,7 @@ async fn start_binary(dir: &Path) -> (tokio::process::Child, Duration) {
         if owner.get("/v1/health").await.is_ok() {
             return (child, start.elapsed());
         }
+        still_waiting(start, "the daemon's control socket");
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
@@ -515,7 +525,8 @@ async fn daemon() {
     );
     child.kill().await.unwrap();
 
-    // 100 000 pending requests, written straight into the database first.
+    // 100 000 pending requests, written straight into the database first, each with
+    // the subject row the store writes beside a request that asks a human.
     let db = rusqlite::Connection::open(dir.path().join("gatebot.db")).unwrap();
     db.execute_batch(
         "BEGIN;
@@ -528,6 +539,9 @@ async fn daemon() {
              CAST(strftime('%s','now') AS INTEGER) * 1000,
              CAST(strftime('%s','now') AS INTEGER) * 1000 + 86400000 + i
          FROM n;
+         INSERT INTO subjects (id, kind, short_id, open, revision, created_at)
+             SELECT id, 'approval', short_id, 1, 'pending', created_at FROM approvals
+             WHERE id LIKE '01BENCH%';
          COMMIT;",
     )
     .unwrap();
@@ -570,6 +584,7 @@ async fn daemon() {
     let (mut child, took) = start_binary(dir.path()).await;
     let t = Instant::now();
     while fake.posted().is_empty() {
+        still_waiting(t, "a post to the fake Telegram");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let posted = t.elapsed();
@@ -602,10 +617,12 @@ async fn spawn_with_telegram(fake: &FakeTelegram, chats: &[i64], agents: &str) -
 /// Waits (polling every millisecond) until the fake holds a prompt for `short_id` in
 /// `chat`; returns its message id.
 async fn prompt_arrives(fake: &FakeTelegram, chat: i64, short_id: &str) -> i64 {
+    let since = Instant::now();
     loop {
         if let Some((_, m, _)) = fake.prompts_of(Some(chat), short_id).first() {
             return *m;
         }
+        still_waiting(since, "a prompt at the fake Telegram");
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
@@ -617,7 +634,9 @@ async fn chat() {
     let fake = FakeTelegram::start(TG_TOKEN).await;
     let run = spawn_with_telegram(&fake, &[7001], "[agents.bench]\ntier = \"supervised\"\n").await;
     let client = Client::new(&run.agent);
+    let since = Instant::now();
     while fake.calls("getMe").is_empty() {
+        still_waiting(since, "getMe at the fake Telegram");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let samples = 20;
@@ -676,7 +695,9 @@ async fn chat() {
     fake.enforce_limits();
     let chats = [7001i64, -5001];
     let run = spawn_with_telegram(&fake, &chats, "[agents.bench]\ntier = \"supervised\"\n").await;
+    let since = Instant::now();
     while fake.calls("getMe").is_empty() {
+        still_waiting(since, "getMe at the fake Telegram");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let db_path = run.agent.parent().unwrap().join("gatebot.db");
@@ -719,6 +740,7 @@ async fn chat() {
             if unshown == 0 {
                 break;
             }
+            still_waiting(start, "every request shown in the chat");
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         reachable.push(start.elapsed());
