@@ -48,6 +48,8 @@ struct State {
     lose_answers: usize,
     /// Answers to posts wait until released (the message exists meanwhile).
     hold_answers: bool,
+    /// Holding and losing answers apply only to posts whose text contains this.
+    only_showing: Option<String>,
 }
 
 /// The in-memory platform: chats, a digest threshold, and what was posted.
@@ -85,6 +87,13 @@ impl Memory {
     /// platform is slow to confirm a post, until [`Memory::release_answers`].
     pub fn hold_answers(&self) {
         self.lock().hold_answers = true;
+    }
+
+    /// From now on, [`Memory::hold_answers`] and [`Memory::lose_next_answers`] apply
+    /// only to posts whose text contains `needle`; other posts are answered at once.
+    /// For a test whose earlier traffic may still be on its way when it holds.
+    pub fn only_posts_showing(&self, needle: &str) {
+        self.lock().only_showing = Some(needle.to_string());
     }
 
     pub fn release_answers(&self) {
@@ -300,6 +309,14 @@ impl Platform for Memory {
         thread: Option<&Thread>,
     ) -> Result<String, SendError> {
         let id = self.add(chat, card.clone(), thread.map(|t| t.reply_to.clone()));
+        let affected = self
+            .lock()
+            .only_showing
+            .as_ref()
+            .is_none_or(|needle| card.plain().contains(needle.as_str()));
+        if !affected {
+            return Ok(id);
+        }
         // The message exists now; its answer may be slow, and then lost.
         loop {
             let released = self.released.notified();
