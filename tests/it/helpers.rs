@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
 use std::time::Duration;
 
+use gatebot::chat::inbound::Actor;
 use gatebot::client::{Client, Response};
 use gatebot::config::Config;
 use gatebot::daemon::App;
@@ -73,6 +74,24 @@ pub async fn spawn_app_in(dir: TempDir, extra: &str) -> TestApp {
 /// Starts a daemon in `dir` on exactly `config` (no `BASE_CONFIG`).
 pub async fn spawn_app_with_config(dir: TempDir, config: &str) -> TestApp {
     spawn_app_with(dir, config, Vec::new()).await
+}
+
+/// The approver who acts on the in-memory platform in the tests.
+pub fn alice() -> Actor {
+    Actor {
+        id: "42".into(),
+        name: "Alice".into(),
+        approver: true,
+    }
+}
+
+/// Someone in the chat who is no approver.
+pub fn mallory() -> Actor {
+    Actor {
+        id: "66".into(),
+        name: "Mallory".into(),
+        approver: false,
+    }
 }
 
 /// Starts a daemon on `BASE_CONFIG` plus `extra`, in `dir`, with the in-memory chat

@@ -5,34 +5,18 @@
 use std::sync::Arc;
 
 use gatebot::chat::card::Block;
-use gatebot::chat::inbound::{Actor, Answer};
+use gatebot::chat::inbound::Answer;
 use gatebot::chat::memory::{Memory, Message};
 use serde_json::{json, Value};
 
 use crate::fake_slack::{self, FakeSlack};
 use crate::fake_telegram::{FakeTelegram, User};
-use crate::helpers::{eventually, spawn_app, spawn_app_with_memory, TestApp};
+use crate::helpers::{alice, eventually, mallory, spawn_app, spawn_app_with_memory, TestApp};
 use crate::inbox::{claim, report, task, wait_status, with_inbox};
 
 const OPS: &str = "ops";
 /// A chat that is no destination: gatebot writes there only what was written there.
 const DM: &str = "alice-dm";
-
-fn alice() -> Actor {
-    Actor {
-        id: "42".into(),
-        name: "Alice".into(),
-        approver: true,
-    }
-}
-
-fn mallory() -> Actor {
-    Actor {
-        id: "66".into(),
-        name: "Mallory".into(),
-        approver: false,
-    }
-}
 
 async fn start_memory() -> (TestApp, Arc<Memory>) {
     let memory = Memory::new(&[OPS], 5);

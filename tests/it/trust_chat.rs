@@ -7,30 +7,15 @@ use std::sync::Arc;
 use gatebot::chat::card::Card;
 use gatebot::chat::conversation::approval::{button_data, ButtonKind};
 use gatebot::chat::conversation::proposal;
-use gatebot::chat::inbound::{Actor, Answer};
+use gatebot::chat::inbound::Answer;
 use gatebot::chat::memory::{Memory, Message};
 use serde_json::{json, Value};
 
-use crate::helpers::{eventually, spawn_app, spawn_app_with_memory, TestApp};
+use crate::fake_telegram::{FakeTelegram, User};
+use crate::helpers::{alice, eventually, mallory, spawn_app, spawn_app_with_memory, TestApp};
 use crate::trust::{assess, owner_get, seed, trust, SHELL};
 
 const CHAT: &str = "ops";
-
-fn alice() -> Actor {
-    Actor {
-        id: "42".into(),
-        name: "Alice".into(),
-        approver: true,
-    }
-}
-
-fn mallory() -> Actor {
-    Actor {
-        id: "66".into(),
-        name: "Mallory".into(),
-        approver: false,
-    }
-}
 
 async fn start(extra: &str) -> (TestApp, Arc<Memory>) {
     let memory = Memory::new(&[CHAT], 5);
@@ -473,19 +458,25 @@ async fn after_enough_approvals_the_prompt_suggests_the_grant_first() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn proposals_through_the_fake_telegram() {
-    use crate::fake_telegram::{FakeTelegram, User};
-    const TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
-    const ALICE: User = (42, "Alice");
-    const MALLORY: User = (66, "Mallory");
-    const CHAT_ID: i64 = 7001;
-    let fake = FakeTelegram::start(TOKEN).await;
+const TG_TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
+const ALICE: User = (42, "Alice");
+const MALLORY: User = (66, "Mallory");
+const CHAT_ID: i64 = 7001;
+
+/// A daemon with the fake Telegram, chat `CHAT_ID`, Alice its approver.
+async fn start_telegram() -> (TestApp, FakeTelegram) {
+    let fake = FakeTelegram::start(TG_TOKEN).await;
     let app = spawn_app(&format!(
-        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [{CHAT_ID}]\napprovers = [{}]\n",
+        "[telegram]\ntoken = \"{TG_TOKEN}\"\napi_url = \"{}\"\nchats = [{CHAT_ID}]\napprovers = [{}]\n",
         fake.url, ALICE.0
     ))
     .await;
+    (app, fake)
+}
+
+#[tokio::test]
+async fn proposals_through_the_fake_telegram() {
+    let (app, fake) = start_telegram().await;
     seed(&app, "intern", 50, 0).await;
     let o = assess(&app, "intern").await;
     let id = o["proposal"]["id"].as_str().unwrap().to_string();
@@ -635,17 +626,7 @@ async fn a_time_boxed_grant_from_the_button_runs_out() {
 
 #[tokio::test]
 async fn pause_with_deny_pending_and_revoke_through_the_fake_telegram() {
-    use crate::fake_telegram::{FakeTelegram, User};
-    const TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
-    const ALICE: User = (42, "Alice");
-    const MALLORY: User = (66, "Mallory");
-    const CHAT_ID: i64 = 7001;
-    let fake = FakeTelegram::start(TOKEN).await;
-    let app = spawn_app(&format!(
-        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [{CHAT_ID}]\napprovers = [{}]\n",
-        fake.url, ALICE.0
-    ))
-    .await;
+    let (app, fake) = start_telegram().await;
     let mut ids = Vec::new();
     for n in 0..2 {
         let (id, short) = app

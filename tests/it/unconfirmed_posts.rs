@@ -10,31 +10,15 @@
 use std::sync::Arc;
 
 use gatebot::chat::conversation::approval::{button_data, ButtonKind};
-use gatebot::chat::inbound::{Actor, Answer, UNMATCHED_REPLY};
+use gatebot::chat::inbound::{Answer, UNMATCHED_REPLY};
 use gatebot::chat::memory::{Memory, Message};
 use serde_json::{json, Value};
 
 use crate::fake_slack::FakeSlack;
 use crate::fake_telegram::{Failure, FakeTelegram, User};
-use crate::helpers::{eventually, spawn_app, spawn_app_with_memory, TestApp};
+use crate::helpers::{alice, eventually, mallory, spawn_app, spawn_app_with_memory, TestApp};
 
 const CHAT: &str = "ops";
-
-fn alice() -> Actor {
-    Actor {
-        id: "42".into(),
-        name: "Alice".into(),
-        approver: true,
-    }
-}
-
-fn mallory() -> Actor {
-    Actor {
-        id: "66".into(),
-        name: "Mallory".into(),
-        approver: false,
-    }
-}
 
 async fn start(digest_after: usize) -> (TestApp, Arc<Memory>) {
     let memory = Memory::new(&[CHAT], digest_after);

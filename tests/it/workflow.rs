@@ -5,12 +5,14 @@
 use std::sync::Arc;
 
 use gatebot::chat::conversation::checkin::{button_data, ButtonKind};
-use gatebot::chat::inbound::{Actor, Answer};
+use gatebot::chat::inbound::Answer;
 use gatebot::chat::memory::{Memory, Message};
 use gatebot::client::{Client, Response};
 use serde_json::{json, Value};
 
-use crate::helpers::{eventually, spawn_app, spawn_app_in, spawn_app_with_memory, TestApp};
+use crate::helpers::{
+    alice, eventually, mallory, spawn_app, spawn_app_in, spawn_app_with_memory, TestApp,
+};
 
 const CHAT: &str = "ops";
 
@@ -38,22 +40,6 @@ tier = "supervised"
 warning_tolerance = "high"
 max_total_warnings = 3
 "#;
-
-fn alice() -> Actor {
-    Actor {
-        id: "42".into(),
-        name: "Alice".into(),
-        approver: true,
-    }
-}
-
-fn mallory() -> Actor {
-    Actor {
-        id: "66".into(),
-        name: "Mallory".into(),
-        approver: false,
-    }
-}
 
 async fn app() -> TestApp {
     spawn_app(WORKFLOW_CONFIG).await
