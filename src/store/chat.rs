@@ -208,6 +208,23 @@ pub(super) fn unique_short_id(tx: &Transaction<'_>) -> Result<String> {
     }
 }
 
+/// A short id [`unique_short_id`] would give that no row of `table` has either: for
+/// things with short ids of their own that are no subjects (runs, grants), so an owner's
+/// `k7m2` never names two things at once.
+pub(super) fn unique_short_id_beside(tx: &Transaction<'_>, table: &'static str) -> Result<String> {
+    loop {
+        let candidate = unique_short_id(tx)?;
+        let taken: bool = tx
+            .prepare_cached(&format!(
+                "SELECT EXISTS (SELECT 1 FROM {table} WHERE short_id = ?1)"
+            ))?
+            .query_row([&candidate], |r| r.get(0))?;
+        if !taken {
+            return Ok(candidate);
+        }
+    }
+}
+
 /// Records a new subject (in the transaction that creates it), open.
 pub(super) fn subject_created(
     tx: &Transaction<'_>,

@@ -14,7 +14,9 @@ use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use serde_json::json;
 
 use super::audit::audit_tx;
-use super::chat::{subject_changed, subject_created, unique_short_id, SubjectKind};
+use super::chat::{
+    subject_changed, subject_created, unique_short_id, unique_short_id_beside, SubjectKind,
+};
 use super::{Result, Store, StoreError, EXPIRE_BATCH};
 use crate::approval::Via;
 use crate::workflow::evaluate::{Evaluation, IssueKind, StepResult, Totals};
@@ -232,21 +234,6 @@ fn must<T>(found: Option<T>, what: &str, id: &str) -> Result<T> {
     found.ok_or_else(|| StoreError::Corrupt(format!("{what} {id} vanished")))
 }
 
-/// A short id for a run: unique among subjects and requests (`unique_short_id`) and
-/// among runs, so `gatebot workflow status k7m2` and `gatebot decide k7m2` never name
-/// two things at once.
-fn run_short_id(tx: &Transaction<'_>) -> Result<String> {
-    loop {
-        let candidate = unique_short_id(tx)?;
-        let taken: bool = tx
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM runs WHERE short_id = ?1)")?
-            .query_row([&candidate], |r| r.get(0))?;
-        if !taken {
-            return Ok(candidate);
-        }
-    }
-}
-
 impl Store {
     /// Starts a run (with its `run_started` audit row), or returns the run an earlier
     /// start with the same idempotency key made.
@@ -271,7 +258,7 @@ impl Store {
             }
         }
         let id = ulid::Ulid::new().to_string();
-        let short_id = run_short_id(&tx)?;
+        let short_id = unique_short_id_beside(&tx, "runs")?;
         tx.execute(
             "INSERT INTO runs (id, short_id, agent, title, workflow, idempotency_key, status, \
              created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?7)",

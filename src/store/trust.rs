@@ -11,9 +11,11 @@ use serde_json::{json, Value};
 
 use super::approvals::get_conn;
 use super::audit::audit_tx;
-use super::chat::{subject_changed, subject_created, unique_short_id, SubjectKind};
+use super::chat::{
+    subject_changed, subject_created, unique_short_id, unique_short_id_beside, SubjectKind,
+};
 use super::{Result, Store, StoreError};
-use crate::approval::{new_short_id, Approval, Status, Via};
+use crate::approval::{Approval, Status, Via};
 use crate::policy::Tier;
 use crate::trust::evidence::{Counts, Measures};
 use crate::trust::{
@@ -236,79 +238,62 @@ fn get_proposal(conn: &Connection, id: &str) -> Result<Option<Proposal>> {
     .transpose()
 }
 
-fn get_override(conn: &Connection, agent: &str) -> Result<Option<TierOverride>> {
-    type Row = (String, String, String, Option<String>, i64, Option<String>);
-    let row: Option<Row> = conn
-        .prepare_cached(
-            "SELECT tier, set_by, set_via, reason, set_at, proposal FROM tier_overrides \
-             WHERE agent = ?1",
-        )?
-        .query_row([agent], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-            ))
-        })
-        .optional()?;
-    row.map(|(tier, by, via, reason, at, proposal)| {
+/// Reads an owner's tier from a `tier_overrides` row (the columns of
+/// [`OVERRIDE_COLUMNS`]).
+fn override_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TierOverride>> {
+    let (tier, via): (String, String) = (r.get(1)?, r.get(3)?);
+    Ok((|| {
         Ok(TierOverride {
-            agent: agent.to_string(),
+            agent: r.get(0)?,
             tier: tier_of(&tier)?,
             by: Actor {
-                name: by,
+                name: r.get(2)?,
                 via: via_of(&via)?,
             },
-            reason,
-            at,
-            proposal,
+            reason: r.get(4)?,
+            at: r.get(5)?,
+            proposal: r.get(6)?,
         })
-    })
+    })())
+}
+
+const OVERRIDE_COLUMNS: &str = "agent, tier, set_by, set_via, reason, set_at, proposal";
+
+fn get_override(conn: &Connection, agent: &str) -> Result<Option<TierOverride>> {
+    conn.prepare_cached(&format!(
+        "SELECT {OVERRIDE_COLUMNS} FROM tier_overrides WHERE agent = ?1"
+    ))?
+    .query_row([agent], override_row)
+    .optional()?
     .transpose()
 }
+
+/// Reads a pause from a `pauses` row (the columns of [`PAUSE_COLUMNS`]).
+fn pause_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Pause>> {
+    let via: String = r.get(3)?;
+    Ok((|| {
+        Ok(Pause {
+            id: r.get(1)?,
+            agent: r.get(0)?,
+            by: Actor {
+                name: r.get(2)?,
+                via: via_of(&via)?,
+            },
+            reason: r.get(4)?,
+            at: r.get(5)?,
+        })
+    })())
+}
+
+const PAUSE_COLUMNS: &str = "agent, id, paused_by, paused_via, reason, paused_at";
 
 fn get_pause(conn: &Connection, agent: &str) -> Result<Option<Pause>> {
-    let row: Option<(String, String, String, Option<String>, i64)> = conn
-        .prepare_cached(
-            "SELECT id, paused_by, paused_via, reason, paused_at FROM pauses WHERE agent = ?1",
-        )?
-        .query_row([agent], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-        })
-        .optional()?;
-    row.map(|(id, by, via, reason, at)| {
-        Ok(Pause {
-            id,
-            agent: agent.to_string(),
-            by: Actor {
-                name: by,
-                via: via_of(&via)?,
-            },
-            reason,
-            at,
-        })
-    })
+    conn.prepare_cached(&format!(
+        "SELECT {PAUSE_COLUMNS} FROM pauses WHERE agent = ?1"
+    ))?
+    .query_row([agent], pause_row)
+    .optional()?
     .transpose()
-}
-
-/// A short id no request, subject or grant has.
-fn grant_short_id(tx: &Transaction<'_>) -> Result<String> {
-    loop {
-        let candidate = new_short_id();
-        let taken: bool = tx
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM approvals WHERE short_id = ?1) \
-                 OR EXISTS (SELECT 1 FROM subjects WHERE short_id = ?1) \
-                 OR EXISTS (SELECT 1 FROM grants WHERE short_id = ?1)",
-            )?
-            .query_row([&candidate], |r| r.get(0))?;
-        if !taken {
-            return Ok(candidate);
-        }
-    }
 }
 
 /// Records a grant an owner's decision on request `approval` made, with its audit row
@@ -322,7 +307,7 @@ pub(super) fn grant_tx(
     now: i64,
 ) -> Result<Grant> {
     let id = ulid::Ulid::new().to_string();
-    let short_id = grant_short_id(tx)?;
+    let short_id = unique_short_id_beside(tx, "grants")?;
     let reason = format!("Always allow on request {}", approval.short_id);
     tx.prepare_cached(
         "INSERT INTO grants (id, short_id, agent, tool, scope, pattern, granted_by, granted_via, \
@@ -527,17 +512,12 @@ impl Store {
 
     /// Every owner's tier, by agent.
     pub fn tier_overrides(&self) -> Result<Vec<TierOverride>> {
-        let agents: Vec<String> = {
-            let conn = self.lock();
-            let mut stmt =
-                conn.prepare_cached("SELECT agent FROM tier_overrides ORDER BY agent")?;
-            let rows = stmt.query_map([], |r| r.get(0))?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
-        agents
-            .iter()
-            .filter_map(|a| self.tier_override(a).transpose())
-            .collect()
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {OVERRIDE_COLUMNS} FROM tier_overrides ORDER BY agent"
+        ))?;
+        let rows = stmt.query_map([], override_row)?;
+        rows.map(|r| r?).collect()
     }
 
     /// Sets (`Some`) or clears (`None`) the owner's tier for `agent`, audited as
@@ -566,16 +546,12 @@ impl Store {
 
     /// Every pause.
     pub fn pauses(&self) -> Result<Vec<Pause>> {
-        let agents: Vec<String> = {
-            let conn = self.lock();
-            let mut stmt = conn.prepare_cached("SELECT agent FROM pauses ORDER BY agent")?;
-            let rows = stmt.query_map([], |r| r.get(0))?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
-        agents
-            .iter()
-            .filter_map(|a| self.pause_of(a).transpose())
-            .collect()
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {PAUSE_COLUMNS} FROM pauses ORDER BY agent"
+        ))?;
+        let rows = stmt.query_map([], pause_row)?;
+        rows.map(|r| r?).collect()
     }
 
     /// Pauses `agent` (an agent already paused stays paused as it was) and, with
