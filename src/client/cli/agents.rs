@@ -5,7 +5,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use super::out::outln;
-use super::{encode, expect_ok, pretty, EXIT_GO};
+use super::{encode, expect_ok, listing, pretty, EXIT_GO};
 use crate::client::Client;
 use crate::time::{clock, format_ms};
 use crate::trust::evidence::{percent, Counts};
@@ -44,13 +44,9 @@ pub enum AgentAction {
 
 /// `gatebot agents`.
 pub(super) async fn list(client: &Client, json: bool) -> Result<u8, String> {
-    let res = expect_ok(client.get("/v1/agents").await)?;
-    if json {
-        outln!("{}", pretty(&res.body));
+    let Some(views) = listing::<AgentView>(client, "/v1/agents", "agents", json).await? else {
         return Ok(EXIT_GO);
-    }
-    let views: Vec<AgentView> =
-        serde_json::from_value(res.body["agents"].clone()).map_err(|e| e.to_string())?;
+    };
     if views.is_empty() {
         outln!("No agents are configured.");
         return Ok(EXIT_GO);

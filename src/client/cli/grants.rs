@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::agents::{scope_words, until_words};
 use super::out::outln;
-use super::{encode, expect_ok, pretty, EXIT_GO};
+use super::{encode, expect_ok, listing, pretty, EXIT_GO};
 use crate::client::Client;
 use crate::time::format_ms;
 use crate::trust::Grant;
@@ -33,13 +33,9 @@ pub(super) async fn list(
     if let Some(a) = agent {
         path.push_str(&format!("&agent={}", encode(a)));
     }
-    let res = expect_ok(client.get(&path).await)?;
-    if json {
-        outln!("{}", pretty(&res.body));
+    let Some(grants) = listing::<Grant>(client, &path, "grants", json).await? else {
         return Ok(EXIT_GO);
-    }
-    let grants: Vec<Grant> =
-        serde_json::from_value(res.body["grants"].clone()).map_err(|e| e.to_string())?;
+    };
     if grants.is_empty() {
         outln!("No grants{}.", if all { "" } else { " in force" });
         return Ok(EXIT_GO);

@@ -646,6 +646,27 @@ fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
+/// Reads `key` of a daemon's answer as `T`.
+fn field<T: serde::de::DeserializeOwned>(body: &Value, key: &str) -> Result<T, String> {
+    serde_json::from_value(body[key].clone()).map_err(|e| e.to_string())
+}
+
+/// A listing from `path`: with `--json` printed as the daemon answered (`None`),
+/// else its `key`, read.
+async fn listing<T: serde::de::DeserializeOwned>(
+    client: &Client,
+    path: &str,
+    key: &str,
+    json: bool,
+) -> Result<Option<Vec<T>>, String> {
+    let res = expect_ok(client.get(path).await)?;
+    if json {
+        outln!("{}", pretty(&res.body));
+        return Ok(None);
+    }
+    field(&res.body, key).map(Some)
+}
+
 /// Percent-encodes a path segment (ids are plain, but a typo should not break the URL).
 fn encode(s: &str) -> String {
     s.bytes()

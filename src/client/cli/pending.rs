@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::out::outln;
-use super::{encode, expect_ok, pretty, EXIT_GO};
+use super::{encode, expect_ok, field, pretty, EXIT_GO};
 use crate::client::Client;
 use crate::trust::evidence::percent;
 use crate::trust::Proposal;
@@ -34,8 +34,7 @@ pub(super) async fn run(
     // Proposals are few and not paged either: they come with the first page.
     let proposals: Vec<Proposal> = if after.is_none() {
         let body = expect_ok(client.get("/v1/proposals").await)?.body;
-        let all: Vec<Proposal> =
-            serde_json::from_value(body["proposals"].clone()).map_err(|e| e.to_string())?;
+        let all: Vec<Proposal> = field(&body, "proposals")?;
         all.into_iter()
             .filter(|p| agent.is_none_or(|a| p.agent == a))
             .collect()
@@ -48,8 +47,7 @@ pub(super) async fn run(
         outln!("{}", pretty(&res.body));
         return Ok(EXIT_GO);
     }
-    let list: Vec<ApprovalView> =
-        serde_json::from_value(res.body["requests"].clone()).map_err(|e| e.to_string())?;
+    let list: Vec<ApprovalView> = field(&res.body, "requests")?;
     print_list(&list);
     if let Some(next) = res.body["next"].as_str() {
         outln!("… more pending: gatebot pending --after {next}");

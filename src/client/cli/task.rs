@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::out::outln;
-use super::{encode, expect_ok, pretty, EXIT_GO, EXIT_NO, EXIT_PENDING};
+use super::{encode, expect_ok, listing, pretty, EXIT_GO, EXIT_NO, EXIT_PENDING};
 use crate::client::{Client, Response};
 use crate::inbox::wire::TaskView;
 use crate::inbox::TaskStatus;
@@ -138,13 +138,9 @@ pub(super) async fn list(
     if let Some(a) = agent {
         path.push_str(&format!("&agent={}", encode(a)));
     }
-    let res = expect_ok(client.get(&path).await)?;
-    if json {
-        outln!("{}", pretty(&res.body));
+    let Some(tasks) = listing::<TaskView>(client, &path, "tasks", json).await? else {
         return Ok(EXIT_GO);
-    }
-    let tasks: Vec<TaskView> =
-        serde_json::from_value(res.body["tasks"].clone()).map_err(|e| e.to_string())?;
+    };
     if tasks.is_empty() {
         outln!("{}", if all { "No tasks." } else { "No open tasks." });
     }
