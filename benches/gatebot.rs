@@ -217,6 +217,7 @@ fn policy() {
             args,
             confidence: Some(0.8),
             environment: Some("production"),
+            command: None,
         };
         let history = History {
             always_allowed: false,
@@ -235,8 +236,32 @@ fn policy() {
         println!("{name:<36} {size:>6} B args: {per:>10.2?} per evaluation");
     }
 
-    // What the submit path adds for an agent with grants: matching the call's command
-    // against each grant in force for the tool (three here).
+    // What the submit path adds for a shell-like tool's call: reading its command once
+    // (the shell's words, and whether the whole command only reads), which both risk
+    // scoring and grant matching use.
+    println!("\n## reading a shell command (words + read-only verdict), per call");
+    let worst_command = format!(
+        "git log {}",
+        "--format='%h %s' --author=someone -- src/lib.rs ".repeat(1_300)
+    );
+    for (name, command) in [
+        ("typical (git log --oneline -5)", "git log --oneline -5"),
+        ("not read-only (cargo test -p x)", "cargo test -p gatebot"),
+        ("worst case (~60 KiB git log)", worst_command.as_str()),
+    ] {
+        let n = if command.len() > 10_000 { 500 } else { 200_000 };
+        let start = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(gatebot::policy::shell::Command::read(std::hint::black_box(
+                command,
+            )));
+        }
+        let per = start.elapsed() / n;
+        println!("{name:<36} {:>6} B: {per:>10.2?} per call", command.len());
+    }
+
+    // Then matching the command, read once, against each grant in force for the tool
+    // (three here).
     println!("\n## grant matching (three grants in force for the tool), per call");
     let grants = [
         Scope::Prefix("git status".into()),
@@ -253,12 +278,13 @@ fn policy() {
         ("not covered, 4 KiB command", long.as_str()),
     ] {
         let n = 200_000;
+        let read = gatebot::policy::shell::Command::read(command);
         let start = Instant::now();
         for _ in 0..n {
             std::hint::black_box(
                 grants
                     .iter()
-                    .any(|g| g.covers(Some(std::hint::black_box(command)))),
+                    .any(|g| g.covers(Some(std::hint::black_box(&read)))),
             );
         }
         let per = start.elapsed() / n;

@@ -294,6 +294,7 @@ mod tests {
                 args: &args,
                 confidence: None,
                 environment: None,
+                command: None,
             };
             p.evaluate(&rules, History::default(), &req).action
         })
@@ -517,6 +518,7 @@ mod tests {
             created_at: 0,
             expires_at: None,
             revoked: None,
+            max_risk: crate::policy::RiskScore::High,
         };
         let grants = [
             grant(Scope::Prefix("git status".into())),

@@ -3,7 +3,8 @@
 //! # Layout
 //! The domain, pure and shared:
 //! - [`approval`]: the approval record, its statuses, verbs and where a decision came from.
-//! - [`policy`]: pure risk scoring and the allow / ask / block decision.
+//! - [`policy`]: pure risk scoring and the allow / ask / block decision; `policy::shell`
+//!   reads shell commands as bash does and knows which only read.
 //! - [`wire`]: the API's JSON shapes and limits, shared by the daemon and its clients.
 //! - [`hooks`]: agent hook payloads and answers, and the submit-wait-answer loop within a
 //!   hook's timeout, over any transport.

@@ -50,6 +50,33 @@ pub fn is_hidden(c: char) -> bool {
         || HIDDEN.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c))
 }
 
+/// `text` as a person should see it: every hidden character but the newline, the tab
+/// and the two that build emoji (U+FE0F, U+200D) written out as `\u00a0` (beyond
+/// U+FFFF as its UTF-16 pair, `\udb40\udc41`, so the escape is also JSON's and
+/// `--json` output decodes to the original), so a no-break space cannot pass for a space, nor `\u202e` turn `txt.exe` into what reads `exe.txt`.
+/// Everything gatebot shows of agent, task and model text goes through it (cards, the
+/// command line). Borrowed when there is nothing to write out.
+#[must_use]
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    // The emoji presentation selector and the zero-width joiner are parts of emoji
+    // (gatebot's own "♾️" among them) and can neither reorder text nor pass for a space.
+    let shown = |c: char| matches!(c, '\n' | '\t' | '\u{FE0F}' | '\u{200D}') || !is_hidden(c);
+    if text.chars().all(shown) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if shown(c) {
+            out.push(c);
+        } else {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Why `name`, given as the field `field`, cannot be shown as a name: the first
 /// hidden character, as `U+200B` with its 1-based character position. `None`: fine.
 #[must_use]
@@ -75,6 +102,25 @@ mod tests {
         for bad in ["", "mail er", "mailer/1", "ünicode", "<b>", &"x".repeat(65)] {
             assert!(!valid_agent_name(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn hidden_characters_are_shown_as_escapes() {
+        assert_eq!(visible("git status"), "git status");
+        assert!(matches!(visible("a\nb\tc"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(visible("ls\u{a0}-la"), "ls\\u00a0-la");
+        assert_eq!(visible("\u{202e}txt.exe"), "\\u202etxt.exe");
+        assert_eq!(visible("x\u{e0041}"), "x\\udb40\\udc41");
+        // In JSON the escape decodes to the character itself.
+        let json = visible(&serde_json::to_string("a\u{202e}b\u{e0041}").unwrap()).into_owned();
+        assert_eq!(
+            serde_json::from_str::<String>(&json).unwrap(),
+            "a\u{202e}b\u{e0041}"
+        );
+        assert_eq!(
+            visible("a\u{200b}b\u{3000}c\rd"),
+            "a\\u200bb\\u3000c\\u000dd"
+        );
     }
 
     #[test]

@@ -76,6 +76,7 @@ impl Resolve<'_> {
                 deny: agent.deny,
                 confidence: confidence?,
                 checkpoint_before: agent.checkpoint_before,
+                read_only_commands: agent.read_only_commands,
             },
             token: token?,
         })

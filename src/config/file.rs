@@ -176,6 +176,10 @@ impl Default for FilePolicy {
     }
 }
 
+fn yes() -> bool {
+    true
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FileAgent {
@@ -188,6 +192,8 @@ pub(super) struct FileAgent {
     pub(super) deny: BTreeSet<String>,
     #[serde(default)]
     pub(super) checkpoint_before: BTreeSet<String>,
+    #[serde(default = "yes")]
+    pub(super) read_only_commands: bool,
     #[serde(default)]
     pub(super) confidence: Option<FileConfidence>,
     pub(super) token: Option<String>,

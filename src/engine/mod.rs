@@ -19,6 +19,7 @@
 //! noted for [`Engine::storage_fault`] (`/v1/health`, the systemd watchdog).
 //! Refused attempts are recorded by `refusal`; `housekeeping` runs every few seconds.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,13 +32,14 @@ use tracing::{info, info_span, warn, Instrument, Span};
 use crate::approval::{Approval, Decision, Status, Verb, Via};
 use crate::config::{AgentConfig, Config};
 use crate::names::{hidden_character, valid_agent_name};
+use crate::policy::shell;
 use crate::policy::{Action, History, Request, GRANT_SOURCE};
 use crate::store::{
     AuditCheck, AuditHead, AuditRow, Inserted, Lookup, NewApproval, NewOffer, StorageFault, Store,
     StoreError, Transition,
 };
 use crate::time::{format_duration, now_ms};
-use crate::trust::grants::{check_prefix, command_of, offered_prefix};
+use crate::trust::grants::{check_prefix, command_of, offered_prefix, prefix_covers};
 use crate::trust::{paused_verdict, GrantAsk, Scope};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
@@ -491,10 +493,12 @@ impl Engine {
         let facts = self
             .blocking(move |s| s.submit_facts(&name, &tool, at))
             .await?;
-        // A shell-like tool's command decides which grants cover the call.
+        // A shell-like tool's command, read once: it may make the call read-only, and
+        // it decides which grants cover the call.
         let command_arg = config.trust.shell_tools.get(&sub.tool);
-        let command = command_arg.and_then(|arg| command_of(&sub.args, arg));
-        let grant = facts.grants.iter().find(|g| g.scope.covers(command));
+        let command = command_arg
+            .and_then(|arg| command_of(&sub.args, arg))
+            .map(shell::Command::read);
         // The owner's tier, over the config's.
         let overridden;
         let rules = match facts.tier {
@@ -507,23 +511,46 @@ impl Engine {
             }
             _ => &agent.rules,
         };
-        let mut verdict = config.policy.evaluate(
+        let request = Request {
+            tool: &sub.tool,
+            args: &sub.args,
+            confidence: sub.confidence,
+            environment: sub.environment.as_deref(),
+            command: command.as_ref(),
+        };
+        let first_use = !facts.run_before;
+        let risk = config.policy.risk(rules, first_use, &request);
+        // A grant covers a call within its scope and up to the risk the owner approved.
+        let grant = facts
+            .grants
+            .iter()
+            .find(|g| risk.score <= g.max_risk && g.scope.covers(command.as_ref()));
+        let mut verdict = config.policy.decide(
             rules,
             History {
                 always_allowed: grant.is_some(),
-                first_use: !facts.run_before,
+                first_use,
             },
-            &Request {
-                tool: &sub.tool,
-                args: &sub.args,
-                confidence: sub.confidence,
-                environment: sub.environment.as_deref(),
-            },
+            &request,
+            risk,
         );
         if let Some(g) = grant
             .filter(|_| verdict.action == Action::Allow && verdict.reason.contains(GRANT_SOURCE))
         {
             verdict.reason = format!("{} (grant {}: {})", verdict.reason, g.short_id, g.scope);
+        }
+        // A grant whose scope covers the call but not its risk: say why it did not count.
+        if let Some(g) = facts.grants.iter().find(|g| {
+            grant.is_none() && verdict.action == Action::Ask && g.scope.covers(command.as_ref())
+        }) {
+            let _ = write!(
+                verdict.reason,
+                "; grant {} ({}) covers calls only up to {} risk, the risk of the request it \
+                 was granted on",
+                g.short_id,
+                g.scope,
+                g.max_risk.as_str()
+            );
         }
         // A shell-like tool's call without a command has nothing a grant could name.
         if command_arg.is_some() && command.is_none() {
@@ -534,8 +561,8 @@ impl Engine {
         }
         let offer =
             (verdict.action == Action::Ask && verdict.always_allow_offered).then(|| NewOffer {
-                command: command.map(|c| c.trim().to_string()),
-                prefix: command.and_then(offered_prefix),
+                command: command.as_ref().map(|c| c.raw.trim_ascii().to_string()),
+                prefix: command.as_ref().and_then(offered_prefix),
                 suggest_after: config.trust.grants.suggest_after,
             });
         let now = now_ms();
@@ -754,7 +781,7 @@ impl Engine {
         let command = offer.as_ref().and_then(|o| o.command.clone()).or_else(|| {
             command_arg
                 .and_then(|arg| command_of(&a.args, arg))
-                .map(|c| c.trim().to_string())
+                .map(|c| c.trim_ascii().to_string())
         });
         let shell = command.is_some() || command_arg.is_some();
         let invalid = |m: String| Err(EngineError::Invalid(m));
@@ -777,21 +804,29 @@ impl Engine {
                     a.tool
                 ))
             }
+            // The offer stored with the request is checked again: the rules of what a
+            // prefix may cover may have tightened since the prompt was made.
             (ScopeChoice::Prefix(None), true, Some(c)) => {
-                match offer.and_then(|o| o.prefix).or_else(|| offered_prefix(&c)) {
+                let read = shell::Command::read(&c);
+                match offer
+                    .and_then(|o| o.prefix)
+                    .filter(|p| prefix_covers(p, &read))
+                    .or_else(|| offered_prefix(&read))
+                {
                     Some(p) => Scope::Prefix(p),
                     None => {
                         return invalid(format!(
-                            "no prefix is offered for `{c}` (only known programs with their \
-                             subcommand, and never interpreters, wrappers or compound \
-                             commands); use --exact, or name a prefix with --prefix P"
+                            "no prefix is offered for `{}`: a prefix grant covers only \
+                             commands gatebot knows to only read (git status, git log, ls, \
+                             cat, grep, … with their read-only options); use --exact",
+                            crate::names::visible(&c)
                         ))
                     }
                 }
             }
-            (ScopeChoice::Prefix(Some(p)), true, Some(c)) => {
-                Scope::Prefix(check_prefix(&c, p).map_err(EngineError::Invalid)?)
-            }
+            (ScopeChoice::Prefix(Some(p)), true, Some(c)) => Scope::Prefix(
+                check_prefix(&shell::Command::read(&c), p).map_err(EngineError::Invalid)?,
+            ),
         };
         let expires_at = choice.for_.map(|d| now_ms() + d.as_millis() as i64);
         Ok(GrantAsk { scope, expires_at })

@@ -395,6 +395,7 @@ mod tests {
             args: &args,
             confidence,
             environment: None,
+            command: None,
         };
         decide(mode, agent, history, &request, risk)
     }
@@ -437,6 +438,7 @@ mod tests {
                 args,
                 confidence: None,
                 environment: None,
+                command: None,
             },
         )
     }
@@ -512,6 +514,7 @@ mod tests {
                     args: &lowered,
                     confidence: Some(1.0),
                     environment: Some("sandbox"),
+                    command: None,
                 },
             );
             assert_eq!(v.action, Ask, "{mode:?}: {}", v.reason);

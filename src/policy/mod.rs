@@ -15,6 +15,7 @@
 
 mod decide;
 mod risk;
+pub mod shell;
 
 use std::collections::BTreeSet;
 
@@ -223,6 +224,9 @@ pub struct AgentRules {
     pub confidence: ConfidenceThresholds,
     /// Allowed calls to these tools carry `checkpoint: true`.
     pub checkpoint_before: BTreeSet<String>,
+    /// A shell-like tool's call whose whole command only reads (`shell::read_only`) is
+    /// scored as a read-only call (`[agents.NAME] read_only_commands`, on by default).
+    pub read_only_commands: bool,
 }
 
 impl AgentRules {
@@ -236,6 +240,7 @@ impl AgentRules {
             deny: BTreeSet::new(),
             confidence: ConfidencePreset::Standard.thresholds(),
             checkpoint_before: BTreeSet::new(),
+            read_only_commands: true,
         }
     }
 }
@@ -261,6 +266,8 @@ pub struct Request<'a> {
     pub confidence: Option<f64>,
     /// `production` raises risk one level, `sandbox` lowers it (case-insensitive).
     pub environment: Option<&'a str>,
+    /// A shell-like tool's command (`[tools]` names its `command_arg`), read once.
+    pub command: Option<&'a shell::Command<'a>>,
 }
 
 /// The org-wide policy: tool classes, org mode and compiled content patterns.
@@ -296,16 +303,44 @@ impl Policy {
     /// Score and decide one request. Pure: same inputs, same verdict.
     #[must_use]
     pub fn evaluate(&self, agent: &AgentRules, history: History, request: &Request<'_>) -> Verdict {
-        let risk = risk::assess(
+        let risk = self.risk(agent, history.first_use, request);
+        self.decide(agent, history, request, risk)
+    }
+
+    /// Scores one request (step 1 of [`Policy::evaluate`]). A shell-like tool's call
+    /// whose whole command only reads is scored as a read-only call, with the factor
+    /// `read_only_command`, unless the agent's `read_only_commands` is off.
+    #[must_use]
+    pub fn risk(&self, agent: &AgentRules, first_use: bool, request: &Request<'_>) -> Risk {
+        let read_only_command =
+            agent.read_only_commands && request.command.is_some_and(|c| c.read_only.is_some());
+        risk::assess(
             &self.patterns,
             &RiskInput {
-                tool_class: self.tool_class(request.tool),
+                tool_class: if read_only_command {
+                    ToolClass::ReadOnly
+                } else {
+                    self.tool_class(request.tool)
+                },
+                read_only_command,
                 internal_tool: self.internal_tools.contains(request.tool),
                 args: request.args,
                 environment: request.environment,
-                first_use: history.first_use,
+                first_use,
             },
-        );
+        )
+    }
+
+    /// Decides a scored request (step 2 of [`Policy::evaluate`]): the engine scores
+    /// first, so that only grants whose risk covers the call's count as `history`.
+    #[must_use]
+    pub fn decide(
+        &self,
+        agent: &AgentRules,
+        history: History,
+        request: &Request<'_>,
+        risk: Risk,
+    ) -> Verdict {
         decide::decide(self.tool_approval_mode, agent, history, request, risk)
     }
 }

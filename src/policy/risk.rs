@@ -8,6 +8,7 @@
 //!
 //! | factor | effect | fires when |
 //! | --- | --- | --- |
+//! | `read_only_command` | none | a shell-like tool's whole command only reads, so the call is scored as read-only (`policy::shell`) |
 //! | `pricing_content` | +1 | the `pricing` pattern matches the text |
 //! | `competitor_mention` | +1 | the `competitor` pattern matches the text |
 //! | `negative_context` | +1 | the `negative` pattern matches the text |
@@ -325,6 +326,10 @@ fn internal_domain(raw: &str) -> Result<String, PatternError> {
 #[derive(Debug, Clone, Copy)]
 pub struct RiskInput<'a> {
     pub tool_class: ToolClass,
+    /// The class is read-only because a shell-like tool's whole command only reads
+    /// (`shell::read_only`): noted as the factor `read_only_command`, which counts
+    /// neither up nor down.
+    pub read_only_command: bool,
     /// The tool is in `[policy] internal_tools`.
     pub internal_tool: bool,
     pub args: &'a Value,
@@ -364,6 +369,9 @@ pub(crate) fn assess(patterns: &ContentPatterns, input: &RiskInput<'_>) -> Risk 
     ];
 
     let mut factors: Vec<String> = Vec::new();
+    if input.read_only_command {
+        factors.push("read_only_command".to_owned());
+    }
     let mut count = |list: &[(bool, &str)]| {
         let mut n = 0usize;
         for &(on, name) in list {
@@ -519,6 +527,7 @@ mod tests {
             patterns,
             &RiskInput {
                 tool_class: class,
+                read_only_command: false,
                 internal_tool,
                 args,
                 environment,

@@ -16,7 +16,7 @@ use super::chat::{
 };
 use super::{Result, Store, StoreError};
 use crate::approval::{Approval, Status, Via};
-use crate::policy::Tier;
+use crate::policy::{RiskScore, Tier};
 use crate::trust::evidence::{Counts, Measures};
 use crate::trust::{
     Actor, Direction, Grant, GrantAsk, Pause, Proposal, ProposalStatus, Scope, TierOverride,
@@ -125,7 +125,7 @@ fn corrupt(e: String) -> StoreError {
 }
 
 const GRANT_COLUMNS: &str = "id, short_id, agent, tool, scope, pattern, granted_by, granted_via, \
-    reason, approval_id, created_at, expires_at, revoked_at, revoked_by, revoked_via";
+    reason, approval_id, created_at, expires_at, revoked_at, revoked_by, revoked_via, max_risk";
 
 fn row_to_grant(r: &Row<'_>) -> rusqlite::Result<Result<Grant>> {
     let scope: String = r.get(4)?;
@@ -134,6 +134,7 @@ fn row_to_grant(r: &Row<'_>) -> rusqlite::Result<Result<Grant>> {
     let revoked_at: Option<i64> = r.get(12)?;
     let revoked_by: Option<String> = r.get(13)?;
     let revoked_via: Option<String> = r.get(14)?;
+    let max_risk: String = r.get(15)?;
     let (id, short_id, agent, tool, by, reason, approval, created_at, expires_at) = (
         r.get(0)?,
         r.get(1)?,
@@ -171,6 +172,8 @@ fn row_to_grant(r: &Row<'_>) -> rusqlite::Result<Result<Grant>> {
             created_at,
             expires_at,
             revoked,
+            max_risk: serde_json::from_value(Value::String(max_risk.clone()))
+                .map_err(|_| corrupt(format!("grant risk {max_risk}")))?,
         })
     })())
 }
@@ -296,6 +299,12 @@ fn get_pause(conn: &Connection, agent: &str) -> Result<Option<Pause>> {
     .transpose()
 }
 
+/// The most risk a grant made on a request of risk `score` covers: the request's own
+/// (a critical request makes none; should one, it covers up to high).
+fn grant_risk(score: RiskScore) -> RiskScore {
+    score.min(RiskScore::High)
+}
+
 /// Records a grant an owner's decision on request `approval` made, with its audit row
 /// (in the decision's transaction).
 pub(super) fn grant_tx(
@@ -311,8 +320,8 @@ pub(super) fn grant_tx(
     let reason = format!("Always allow on request {}", approval.short_id);
     tx.prepare_cached(
         "INSERT INTO grants (id, short_id, agent, tool, scope, pattern, granted_by, granted_via, \
-         reason, approval_id, created_at, expires_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         reason, approval_id, created_at, expires_at, max_risk) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
         id,
@@ -327,6 +336,7 @@ pub(super) fn grant_tx(
         approval.id,
         now,
         ask.expires_at,
+        grant_risk(approval.risk.score).as_str(),
     ])?;
     audit_tx(
         tx,
@@ -343,6 +353,7 @@ pub(super) fn grant_tx(
             "scope": ask.scope.kind(),
             "pattern": ask.scope.pattern(),
             "expires_at": ask.expires_at,
+            "max_risk": grant_risk(approval.risk.score).as_str(),
         }),
     )?;
     get_grant(tx, &id)?.ok_or_else(|| StoreError::Corrupt(format!("grant {id}")))
@@ -1604,7 +1615,9 @@ mod tests {
         let s = Store::open_in_memory().unwrap();
         let offer = |command: Option<&str>| NewOffer {
             command: command.map(Into::into),
-            prefix: command.and_then(crate::trust::grants::offered_prefix),
+            prefix: command.and_then(|c| {
+                crate::trust::grants::offered_prefix(&crate::policy::shell::Command::read(c))
+            }),
             suggest_after: 3,
         };
         let ask = |s: &Store, tool: &str, command: Option<&str>| -> Approval {

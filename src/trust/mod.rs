@@ -23,7 +23,7 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::approval::Via;
-use crate::policy::{Action, Tier, Verdict};
+use crate::policy::{Action, RiskScore, Tier, Verdict};
 use crate::time::clock;
 
 pub use grants::{Offer, Scope};
@@ -114,6 +114,8 @@ pub struct Grant {
     pub expires_at: Option<i64>,
     /// Revoked: when, and by whom.
     pub revoked: Option<(i64, Actor)>,
+    /// The riskiest call it covers: the risk of the request the owner approved.
+    pub max_risk: RiskScore,
 }
 
 impl Grant {
@@ -282,6 +284,7 @@ mod tests {
             created_at: 0,
             expires_at: Some(100),
             revoked: None,
+            max_risk: RiskScore::High,
         };
         assert!(g.active(99));
         assert!(!g.active(100));

@@ -1034,7 +1034,7 @@ async fn decide_grants_a_prefix_and_grants_revoke_takes_it_back() {
         .await;
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("may not contain"),
+        text(&out.stderr).contains("not plain words"),
         "{}",
         text(&out.stderr)
     );

@@ -24,6 +24,7 @@ mod inbox_chat;
 mod integrations;
 mod lifecycle;
 mod memory;
+mod prefix_grants;
 mod properties;
 mod reload;
 mod slack;

@@ -8,6 +8,8 @@ use serde_json::{json, Value};
 use crate::helpers::{eventually, spawn_app, spawn_app_in, TestApp};
 
 /// What these tests add to `BASE_CONFIG`: a shell-like tool and an agent that uses it.
+/// Its read-only commands are scored by the tool's class (so they ask, and grants are
+/// what lets them run).
 pub const SHELL: &str = r#"
 [tools.Bash]
 class = "write"
@@ -15,6 +17,7 @@ command_arg = "command"
 
 [agents.coder]
 tier = "semi_autonomous"
+read_only_commands = false
 "#;
 
 pub async fn owner_get(app: &TestApp, path: &str) -> (u16, Value) {
@@ -376,7 +379,10 @@ async fn bash(app: &TestApp, command: &str) -> Value {
 
 #[tokio::test]
 async fn a_prefix_grant_covers_simple_commands_and_never_a_hostile_one() {
-    let app = spawn_app(SHELL).await;
+    let app = spawn_app(&format!(
+        "{SHELL}\n[agents.helper]\ntier = \"semi_autonomous\"\nread_only_commands = false\n"
+    ))
+    .await;
     let first = bash(&app, "git status --short").await;
     assert_eq!(first["status"], "pending");
     let id = first["id"].as_str().unwrap();
@@ -387,7 +393,11 @@ async fn a_prefix_grant_covers_simple_commands_and_never_a_hostile_one() {
             422,
             "does not start with the words `curl`",
         ),
-        (json!({"prefix": "bash"}), 422, "runs other programs"),
+        (
+            json!({"prefix": "bash"}),
+            422,
+            "does not start with the words `bash`",
+        ),
         (
             json!({"prefix": "git status", "exact": true}),
             400,
@@ -434,31 +444,151 @@ async fn a_prefix_grant_covers_simple_commands_and_never_a_hostile_one() {
         let v = bash(&app, hostile).await;
         assert_ne!(v["status"], "allowed", "{hostile:?}: {v}");
     }
-    // Whatever an owner chose, a grant never covers a critical call.
+    // A prefix an owner types holds to the same rule: only commands that only read.
     let rm = bash(&app, "rm notes.txt").await;
+    let rm_id = rm["id"].as_str().unwrap();
+    for prefix in ["rm", "rm notes.txt"] {
+        let (status, res) =
+            decide_with(&app, rm_id, "approve-always", json!({"prefix": prefix})).await;
+        assert_eq!(status, 422, "{res}");
+        assert!(
+            res["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("only read"),
+            "{res}"
+        );
+    }
+    assert_eq!(status_of(&app.get(rm_id, 0.0).await.body), "pending");
+    // A wider prefix covers the read-only commands under it, and nothing that writes,
+    // runs a program or hides a character.
+    let log = bash(&app, "git log --oneline").await;
     let (status, res) = decide_with(
         &app,
-        rm["id"].as_str().unwrap(),
+        log["id"].as_str().unwrap(),
         "approve-always",
-        json!({"prefix": "rm"}),
+        json!({"prefix": "git"}),
     )
     .await;
     assert_eq!(status, 200, "{res}");
-    assert_eq!(bash(&app, "rm other.txt").await["status"], "allowed");
-    let critical = bash(&app, "rm -rf /srv/data").await;
-    assert_eq!(critical["status"], "pending", "{critical}");
-    assert!(
-        critical["reason"]
-            .as_str()
-            .unwrap()
-            .contains("a grant never covers a critical call"),
-        "{critical}"
-    );
+    assert_eq!(bash(&app, "git log -5 --stat").await["status"], "allowed");
+    for hostile in [
+        "git push --force",
+        "git log --output=/tmp/x",
+        "git log --out=x",
+        "git -c core.pager=sh log",
+        "git grep -Osh x",
+        "git\u{a0}log",
+        "git log\u{2003}--oneline",
+    ] {
+        let v = bash(&app, hostile).await;
+        assert_eq!(v["status"], "pending", "{hostile:?}: {v}");
+    }
     // Another agent's Bash is not covered.
     let other = app
-        .submit_ok("mailer", "Bash", json!({"command": "git status"}))
+        .submit_ok("helper", "Bash", json!({"command": "git status"}))
         .await;
     assert_eq!(other["status"], "pending");
+}
+
+#[tokio::test]
+async fn a_read_only_command_is_scored_as_a_read_only_call_unless_the_agent_turns_it_off() {
+    let app = spawn_app(&format!(
+        "{SHELL}\n[agents.reader]\ntier = \"semi_autonomous\"\n"
+    ))
+    .await;
+    let submit = |agent: &'static str, command: &'static str| {
+        let app = &app;
+        async move {
+            app.submit_ok(agent, "Bash", json!({"command": command}))
+                .await
+        }
+    };
+    // On by default: a semi-autonomous agent runs what only reads, and the reason says why.
+    for command in [
+        "git log --oneline -5",
+        "rg TODO src",
+        "ls -la",
+        "cat README.md",
+    ] {
+        let v = submit("reader", command).await;
+        assert_eq!(v["status"], "allowed", "{command}: {v}");
+        assert_eq!(v["risk"]["tool_class"], "read-only", "{v}");
+        assert!(
+            v["risk"]["factors"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("read_only_command")),
+            "{v}"
+        );
+    }
+    // What does not only read keeps the tool's class, and dangerous commands their risk.
+    for (command, risk) in [
+        ("git log --output=notes.txt", "medium"),
+        ("cargo test", "medium"),
+        ("cat /proc/self/environ", "medium"),
+        ("ls\u{a0}-la", "medium"),
+        ("git push", "high"),
+        ("rm -rf build", "critical"),
+    ] {
+        let v = submit("reader", command).await;
+        assert_eq!(v["status"], "pending", "{command}: {v}");
+        assert_eq!(v["risk"]["tool_class"], "write", "{v}");
+        // The first call of the tool was allowed above, so only the command counts.
+        assert_eq!(v["risk"]["score"], risk, "{command}: {v}");
+    }
+    // Turned off for an agent: its read-only commands are scored by the tool's class.
+    let v = submit("coder", "git log --oneline -5").await;
+    assert_eq!(v["status"], "pending", "{v}");
+    assert_eq!(v["risk"]["tool_class"], "write", "{v}");
+}
+
+#[tokio::test]
+async fn a_grant_covers_no_call_riskier_than_the_one_the_owner_approved() {
+    let app = spawn_app("").await;
+    let send = |body: &'static str| {
+        let app = &app;
+        async move {
+            app.submit_ok(
+                "boss",
+                "create_contact",
+                json!({"name": "Ann", "note": body}),
+            )
+            .await
+        }
+    };
+    // boss is autonomous, so take its tier down to where calls ask.
+    owner_post(
+        &app,
+        "/v1/agents/boss/tier",
+        json!({"tier": "semi_autonomous"}),
+    )
+    .await;
+    // The first call is high risk (first use); approve it once, so the next is medium.
+    let first = send("hello").await;
+    app.decide_ok(first["id"].as_str().unwrap(), "approve", None)
+        .await;
+    let second = send("hello again").await;
+    assert_eq!(second["risk"]["score"], "medium", "{second}");
+    let res = app
+        .decide_ok(second["id"].as_str().unwrap(), "approve-always", None)
+        .await;
+    assert_eq!(res["grant"]["max_risk"], "medium", "{res}");
+    assert_eq!(send("and again").await["status"], "allowed");
+    // Prices in the text make the call high risk: the medium grant does not cover it,
+    // and the reason says why.
+    let priced = send("the price is $49 per seat").await;
+    assert_eq!(priced["risk"]["score"], "high", "{priced}");
+    assert_eq!(priced["status"], "pending", "{priced}");
+    assert!(
+        priced["reason"]
+            .as_str()
+            .unwrap()
+            .contains("covers calls only up to medium risk"),
+        "{priced}"
+    );
+    let (_, grants) = owner_get(&app, "/v1/grants?agent=boss").await;
+    assert_eq!(grants["grants"][0]["max_risk"], "medium", "{grants}");
 }
 
 #[tokio::test]

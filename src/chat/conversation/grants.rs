@@ -229,6 +229,7 @@ mod tests {
             created_at: 0,
             expires_at: Some(3_600_000),
             revoked: None,
+            max_risk: crate::policy::RiskScore::Medium,
         };
         assert_eq!(
             grant_line(&g).plain(),
