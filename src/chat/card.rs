@@ -6,8 +6,11 @@
 //! owns escaping, the platform's length limits and cutting text to fit them (always
 //! with [`crate::chat::text::fit`]).
 //!
-//! Text from agents (names, summaries, arguments, reasons) enters a card only as
-//! data: [`Span::Code`] for short values shown as inline code, [`Block::Code`] for
+//! Every string a card shows is shown with its hidden characters written out
+//! (`\u202e`, `\u00a0`: [`crate::names::visible`], applied by
+//! [`crate::chat::text::escape`] and [`Card::plain`]), so no text can reverse or hide
+//! what follows it. Text from agents (names, summaries, arguments, reasons) enters a
+//! card only as data: [`Span::Code`] for short values shown as inline code, [`Block::Code`] for
 //! long ones shown in a code block. Renderers escape every string they place, so no
 //! card can carry markup, and agent text cannot imitate gatebot's own lines.
 
@@ -201,7 +204,9 @@ impl Card {
         }
     }
 
-    /// Every string the card shows, without markup (tests and the in-memory platform).
+    /// Every string the card shows, without markup (tests, the in-memory platform and
+    /// Telegram's plain cards), hidden characters written out as
+    /// [`crate::names::visible`] does.
     #[must_use]
     pub fn plain(&self) -> String {
         let mut out = Vec::new();
@@ -223,7 +228,7 @@ impl Card {
                 Block::Outcome(o) => out.push(o.clone()),
             }
         }
-        out.join("\n")
+        crate::names::visible(&out.join("\n")).into_owned()
     }
 
     /// The data of every button, row by row.

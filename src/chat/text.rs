@@ -2,16 +2,19 @@
 //!
 //! - [`escape`]: `&`, `<` and `>` are markup both in Telegram's HTML parse mode and in
 //!   Slack's mrkdwn, so escaping them keeps agent text from becoming formatting,
-//!   links or mentions in either.
+//!   links or mentions in either; hidden characters (bidirectional overrides, no-break
+//!   and zero-width spaces) are written out (`\u202e`) so text shows as what it is.
 //! - [`len16`]: chat limits are counted in UTF-16 code units (Telegram) or characters
 //!   (Slack); UTF-16 units are never fewer than characters, so one measure serves both.
 //! - [`fit`]: the longest prefix of a text whose *rendered* form (escaped, fenced,
 //!   labelled) passes a limit, with a note saying how much was cut. Every cut in the
 //!   chat layer goes through it, so a cut never splits an entity or a fence.
 
-/// Escapes `&`, `<` and `>`.
+/// Escapes `&`, `<` and `>`, and writes out hidden characters as
+/// [`crate::names::visible`] does (every string a renderer places passes through here).
 #[must_use]
 pub fn escape(s: &str) -> String {
+    let s = crate::names::visible(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -494,6 +494,15 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn hidden_characters_are_written_out_in_every_span() {
+        let l = Line(vec![
+            Span::Text("a\u{202e}b".into()),
+            Span::Code("ls\u{a0}-la".into()),
+        ]);
+        assert_eq!(line(&l), "a\\u202eb`ls\\u00a0-la`");
+    }
+
+    #[test]
     fn markup_in_every_span_is_escaped() {
         let l = Line(vec![
             Span::Text("<!channel>".into()),

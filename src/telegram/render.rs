@@ -317,6 +317,22 @@ mod tests {
     }
 
     #[test]
+    fn hidden_characters_in_agent_text_are_written_out_and_emoji_stay() {
+        let mut c = card("\u{202e}txt.exe", "{\"command\": \"ls\u{a0}-la\"}");
+        c.blocks
+            .push(Block::Outcome("✅ Approved by alice: ok\u{2066}".into()));
+        let t = html(&c);
+        assert!(t.contains("<pre>\\u202etxt.exe</pre>"), "{t}");
+        assert!(t.contains("ls\\u00a0-la"), "{t}");
+        assert!(t.contains("ok\\u2066"), "{t}");
+        assert!(!t.contains(['\u{202e}', '\u{a0}', '\u{2066}']), "{t}");
+        // gatebot's own emoji keep their presentation selector.
+        assert_eq!(escape("♾️ Always"), "♾️ Always");
+        let plain = Card::text("title \u{202e}gpj.exe");
+        assert_eq!(super::plain(&plain), "title \\u202egpj.exe");
+    }
+
+    #[test]
     fn long_text_is_cut_to_fit_with_room_for_the_outcome() {
         let mut c = card(&"é".repeat(2000), &"&<".repeat(10_000));
         let t = html(&c);

@@ -1107,3 +1107,31 @@ async fn pending_lists_open_proposals_and_decide_answers_them() {
         text(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn hidden_characters_are_written_out_on_the_command_line_and_decode_in_json() {
+    let d = Daemon::start_with(crate::trust::SHELL).await;
+    let asking = ask("coder", "Bash")
+        .args("{\"command\": \"ls\u{a0}-la\"}")
+        .summary("report \u{202e}txt.exe")
+        .spawn(&d);
+    let id = d.wait_for_pending().await;
+    let out = d.cli(&["pending"]).await;
+    let shown = text(&out.stdout);
+    assert!(!shown.contains(['\u{a0}', '\u{202e}']), "{shown}");
+    assert!(shown.contains("\\u202etxt.exe"), "{shown}");
+    // In JSON the escape is JSON's own: the value reads back unchanged.
+    let out = d.cli(&["pending", "--json"]).await;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requests"][0]["summary"], "report \u{202e}txt.exe");
+    // No prefix is offered for a command with a no-break space: exact only.
+    let out = d.cli(&["decide", &id, "approve-always", "--prefix"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("ls\\u00a0-la"),
+        "{}",
+        text(&out.stderr)
+    );
+    d.cli(&["decide", &id, "deny"]).await;
+    asking.wait_with_output().await.unwrap();
+}

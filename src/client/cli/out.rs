@@ -13,14 +13,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static CLOSED: AtomicBool = AtomicBool::new(false);
 static FAILED: AtomicBool = AtomicBool::new(false);
 
-/// Writes one line to standard output (see the module docs); use [`outln!`].
+/// Writes one line to standard output (see the module docs); use [`outln!`]. Hidden
+/// characters in it (a `\u202e` in an agent's summary, a no-break space in a command)
+/// are written out by [`crate::names::visible`]; in `--json` output that escape is
+/// JSON's own, so the value decodes unchanged.
 pub(crate) fn line(args: std::fmt::Arguments<'_>) {
     if CLOSED.load(Ordering::Relaxed) {
         return;
     }
+    let text = args.to_string();
+    let text = crate::names::visible(&text);
     let mut out = std::io::stdout().lock();
     let written = out
-        .write_fmt(args)
+        .write_all(text.as_bytes())
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush());
     if let Err(e) = written {
