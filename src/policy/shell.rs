@@ -136,7 +136,8 @@ pub fn words(command: &str) -> Result<Vec<Word>, NotSimple> {
         if is_meta(c) {
             return Err(NotSimple::Meta(c));
         }
-        if c != ' ' && c != '\t' && is_hidden(c) {
+        // Every hidden ASCII character is a control character, which is_meta refused.
+        if !c.is_ascii() && is_hidden(c) {
             return Err(NotSimple::Hidden(c));
         }
         match quote {
