@@ -520,9 +520,11 @@ impl Engine {
                 environment: sub.environment.as_deref(),
             },
         );
-        if let Some(g) = grant
-            .filter(|_| verdict.action == Action::Allow && verdict.reason.contains(GRANT_SOURCE))
-        {
+        // The grant that let the call through, if one did (not the agent's config, not
+        // the policy on its own): its outcome, once reported, is evidence (docs/trust.md).
+        let let_through = grant
+            .filter(|_| verdict.action == Action::Allow && verdict.reason.contains(GRANT_SOURCE));
+        if let Some(g) = let_through {
             verdict.reason = format!("{} (grant {}: {})", verdict.reason, g.short_id, g.scope);
         }
         // A shell-like tool's call without a command has nothing a grant could name.
@@ -563,6 +565,10 @@ impl Engine {
             expires_at: (status == Status::Pending).then_some(now + ttl_ms),
             task_id,
             offer,
+            // A pause blocks the call, grant or not.
+            grant_id: let_through
+                .filter(|_| status == Status::Allowed)
+                .map(|g| g.id.clone()),
         };
         // Committed (with fsync) before we answer; concurrent submissions share a commit.
         let (reply, result) = oneshot::channel();
