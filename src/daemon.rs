@@ -100,6 +100,9 @@ impl App {
         for note in &config.notes {
             info!("{note}");
         }
+        for warning in &config.warnings {
+            warn!("{warning}");
+        }
         let pending = engine.record_start().await?;
         info!(
             pending,
@@ -419,17 +422,22 @@ pub async fn reload_on_sighup(
 ) {
     while hup.recv().await.is_some() {
         match Config::load(&path) {
-            Ok(new) => match engine.reload(new).await {
-                Ok(restart) if restart.is_empty() => {
-                    info!(config = %path.display(), "configuration reloaded")
+            Ok(new) => {
+                for warning in &new.warnings {
+                    warn!("{warning}");
                 }
-                // Each key was named in its own warning.
-                Ok(restart) => info!(
-                    config = %path.display(), restart_needed = ?restart,
-                    "configuration reloaded, except what needs a restart"
-                ),
-                Err(e) => warn!(error = %e, "configuration reload failed"),
-            },
+                match engine.reload(new).await {
+                    Ok(restart) if restart.is_empty() => {
+                        info!(config = %path.display(), "configuration reloaded")
+                    }
+                    // Each key was named in its own warning.
+                    Ok(restart) => info!(
+                        config = %path.display(), restart_needed = ?restart,
+                        "configuration reloaded, except what needs a restart"
+                    ),
+                    Err(e) => warn!(error = %e, "configuration reload failed"),
+                }
+            }
             Err(e) => warn!(error = %e, "new configuration refused; keeping the old one"),
         }
     }

@@ -3,10 +3,62 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::file::FileAgent;
+use super::inbox::InboxConfig;
 use super::resolve::{keep, Resolve};
 use super::{AgentConfig, ConfigError};
+use crate::inbox::Intent;
 use crate::names::valid_agent_name;
 use crate::policy::AgentRules;
+
+/// Warnings for agents anyone on the machine could act as: an agent without a token
+/// is whoever reaches the agents' socket and names it. That matters most where the
+/// inbox routes the owner's tasks to it (their words are readable, and the tasks can
+/// be claimed or completed by any process), and where the TCP listener is on (the
+/// agent cannot use it, and still answers to anyone on the socket).
+pub(super) fn token_warnings(
+    agents: &BTreeMap<String, AgentConfig>,
+    inbox: Option<&InboxConfig>,
+    listen: Option<&str>,
+) -> Vec<String> {
+    let routed: std::collections::BTreeSet<&str> = inbox
+        .map(|i| Intent::ALL.iter().filter_map(|n| i.agent_for(*n)).collect())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for name in &routed {
+        if !agents.contains_key(*name) {
+            out.push(format!(
+                "the inbox routes tasks to `{name}`, which has no [agents.{name}] table and so \
+                 no token: any process that can reach the agents' socket can read those tasks \
+                 and claim or complete them. Add [agents.{name}] with a token (`token_env = \
+                 \"NAME\"`, `token_file` or `token`) and give the same token to its worker \
+                 (GATEBOT_TOKEN)."
+            ));
+        }
+    }
+    for (name, _) in agents.iter().filter(|(_, a)| a.token.is_none()) {
+        let why = match (routed.contains(name.as_str()), listen) {
+            (true, Some(l)) => format!(
+                "the inbox routes tasks to it and the TCP listener is on ({l}): any process \
+                 that can reach the agents' socket can act as it, read its tasks and claim or \
+                 complete them, and it cannot use the TCP listener"
+            ),
+            (true, None) => "the inbox routes tasks to it: any process that can reach the \
+                 agents' socket can act as it, read its tasks and claim or complete them"
+                .to_string(),
+            (false, Some(l)) => format!(
+                "the TCP listener is on ({l}): it cannot use the listener, and any process \
+                 that can reach the agents' socket can act as it"
+            ),
+            (false, None) => continue,
+        };
+        out.push(format!(
+            "agent `{name}` has no token, and {why}. Give it one in [agents.{name}] \
+             (`token_env = \"NAME\"`, `token_file` or `token`) and the same token to \
+             whatever acts as it (GATEBOT_TOKEN)."
+        ));
+    }
+    out
+}
 
 impl Resolve<'_> {
     /// Every `[agents.NAME]`; an agent with errors (recorded) is left out.
@@ -98,5 +150,76 @@ mod tests {
             !e.to_string().contains("same\""),
             "the token must not be echoed"
         );
+    }
+
+    /// Issue 18: the inbox recipe's agent had no token, so any process that could reach
+    /// the agents' socket read its tasks and claimed or completed them.
+    #[test]
+    fn an_agent_without_a_token_is_warned_about_where_it_matters() {
+        let inbox = "[inbox]\n[inbox.routes]\ndefault = \"worker\"\nresearch = \"scout\"\n";
+        // The inbox routes to two agents: the one without a token is named.
+        let c = parse(&format!(
+            "[agents.worker]\ntier = \"supervised\"\n[agents.scout]\ntier = \"supervised\"\n\
+             token = \"scout-token\"\n[agents.idle]\ntier = \"supervised\"\n{inbox}"
+        ))
+        .unwrap();
+        assert_eq!(
+            c.warnings,
+            [
+                "agent `worker` has no token, and the inbox routes tasks to it: any process that \
+                 can reach the agents' socket can act as it, read its tasks and claim or \
+                 complete them. Give it one in [agents.worker] (`token_env = \"NAME\"`, \
+                 `token_file` or `token`) and the same token to whatever acts as it \
+                 (GATEBOT_TOKEN)."
+            ]
+        );
+        // The TCP listener on: every agent without a token.
+        let c = parse(&format!(
+            "[queue]\nlisten = \"127.0.0.1:8474\"\n[agents.worker]\ntier = \"supervised\"\n\
+             [agents.scout]\ntier = \"supervised\"\ntoken = \"scout-token\"\n\
+             [agents.idle]\ntier = \"supervised\"\n{inbox}"
+        ))
+        .unwrap();
+        assert_eq!(
+            c.warnings,
+            [
+                "agent `idle` has no token, and the TCP listener is on (127.0.0.1:8474): it \
+                 cannot use the listener, and any process that can reach the agents' socket \
+                 can act as it. Give it one in [agents.idle] (`token_env = \"NAME\"`, \
+                 `token_file` or `token`) and the same token to whatever acts as it \
+                 (GATEBOT_TOKEN).",
+                "agent `worker` has no token, and the inbox routes tasks to it and the TCP \
+                 listener is on (127.0.0.1:8474): any process that can reach the agents' socket \
+                 can act as it, read its tasks and claim or complete them, and it cannot use \
+                 the TCP listener. Give it one in [agents.worker] (`token_env = \"NAME\"`, \
+                 `token_file` or `token`) and the same token to whatever acts as it \
+                 (GATEBOT_TOKEN).",
+            ]
+        );
+        // Routed to an agent without a table (strangers allowed): no token is possible.
+        let c = parse(&format!(
+            "[policy]\nunknown_agents = \"supervised\"\n[agents.scout]\ntier = \"supervised\"\n\
+             token = \"scout-token\"\n{inbox}"
+        ))
+        .unwrap();
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+        assert!(
+            c.warnings[0].starts_with(
+                "the inbox routes tasks to `worker`, which has no [agents.worker] table and so \
+                 no token"
+            ),
+            "{}",
+            c.warnings[0]
+        );
+        // Tokens everywhere, or no inbox and no listener: nothing to warn about.
+        let c = parse(&format!(
+            "[queue]\nlisten = \"127.0.0.1:8474\"\n[agents.worker]\ntier = \"supervised\"\n\
+             token = \"worker-token\"\n[agents.scout]\ntier = \"supervised\"\n\
+             token = \"scout-token\"\n{inbox}"
+        ))
+        .unwrap();
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        let c = parse("[agents.worker]\ntier = \"supervised\"\n").unwrap();
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 }

@@ -94,6 +94,10 @@ pub struct Config {
     /// Why a configured chat channel is off (e.g. its token variable is unset), and
     /// what was done with a legacy workflow `level`.
     pub notes: Vec<String>,
+    /// What works but leaves a door open (an agent without a token that the inbox
+    /// routes tasks to, or beside the TCP listener): `check-config` and the daemon's
+    /// log warn about each, saying what to change.
+    pub warnings: Vec<String>,
     /// Workflow check-ins: every agent's frequency, tolerances, limits, check-in TTL.
     pub workflow: workflow::WorkflowConfig,
     /// `[promotion]`, `[grants]` and the shell-like tools of `[tools]`.

@@ -75,6 +75,8 @@ impl Resolve<'_> {
         let agents = self.agents(agents, errors);
         let inbox =
             inbox.and_then(|i| i.resolve(self, &agents, unknown_agents, &mut notes, errors));
+        let warnings =
+            super::agents::token_warnings(&agents, inbox.as_ref(), queue.listen.as_deref());
         Some(Config {
             source: self.path.to_path_buf(),
             store,
@@ -89,6 +91,7 @@ impl Resolve<'_> {
             slack,
             inbox,
             notes,
+            warnings,
             workflow,
             trust,
         })

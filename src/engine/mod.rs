@@ -534,9 +534,11 @@ impl Engine {
             &request,
             risk,
         );
-        if let Some(g) = grant
-            .filter(|_| verdict.action == Action::Allow && verdict.reason.contains(GRANT_SOURCE))
-        {
+        // The grant that let the call through, if one did (not the agent's config, not
+        // the policy on its own): its outcome, once reported, is evidence (docs/trust.md).
+        let let_through = grant
+            .filter(|_| verdict.action == Action::Allow && verdict.reason.contains(GRANT_SOURCE));
+        if let Some(g) = let_through {
             verdict.reason = format!("{} (grant {}: {})", verdict.reason, g.short_id, g.scope);
         }
         // A grant whose scope covers the call but not its risk: say why it did not count.
@@ -590,6 +592,10 @@ impl Engine {
             expires_at: (status == Status::Pending).then_some(now + ttl_ms),
             task_id,
             offer,
+            // A pause blocks the call, grant or not.
+            grant_id: let_through
+                .filter(|_| status == Status::Allowed)
+                .map(|g| g.id.clone()),
         };
         // Committed (with fsync) before we answer; concurrent submissions share a commit.
         let (reply, result) = oneshot::channel();

@@ -167,8 +167,12 @@ pub struct Classification {
     pub intent: Intent,
     /// A noun phrase of at most [`MAX_SUMMARY`] characters, for cards and lists.
     pub summary: String,
-    /// The task rewritten for the agent.
+    /// The task written for the agent: the owner's words, what to do, and a model's
+    /// suggestion marked as one.
     pub prompt: String,
+    /// A model classifier's own instructions for the agent (bounded): a suggestion,
+    /// never the task; shown to the owner with the task.
+    pub suggestion: Option<String>,
     /// Asked before the task may go on, when the words are not enough.
     pub clarify: Option<Clarify>,
     /// The classifier's own view of the level; it can only lower the configured one.
@@ -205,6 +209,9 @@ pub struct Task {
     pub summary: String,
     /// The execution prompt.
     pub prompt: String,
+    /// The classifier model's suggestion in the prompt, shown to the owner (model
+    /// text: untrusted wherever it is shown).
+    pub suggestion: Option<String>,
     pub level: Level,
     pub classifier: ClassifiedBy,
     pub agent: String,

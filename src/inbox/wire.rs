@@ -103,6 +103,10 @@ pub struct TaskView {
     pub clarification: Option<String>,
     /// The execution prompt the agent gets.
     pub prompt: String,
+    /// The classifier model's suggestion quoted in the prompt (model text, not the
+    /// owner's words), if a model classified the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question: Option<QuestionView>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -178,6 +182,7 @@ impl From<&Task> for TaskView {
             text: t.text.clone(),
             clarification: t.clarification.clone(),
             prompt: t.prompt.clone(),
+            suggestion: t.suggestion.clone(),
             question: t.question.as_ref().map(|q| QuestionView {
                 purpose: q.purpose.as_str().to_string(),
                 questions: q.questions.clone(),

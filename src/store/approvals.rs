@@ -41,6 +41,9 @@ pub struct NewApproval {
     pub task_id: Option<String>,
     /// What the prompt offers to grant (pending requests that offer "Always allow").
     pub offer: Option<NewOffer>,
+    /// The owner's grant that let it through without asking anyone (an allowed
+    /// request only): what makes its reported outcome count as evidence.
+    pub grant_id: Option<String>,
 }
 
 #[cfg(test)]
@@ -69,6 +72,7 @@ impl NewApproval {
             expires_at,
             task_id: None,
             offer: None,
+            grant_id: None,
         }
     }
 }
@@ -476,8 +480,8 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
          environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
          policy_reason, checkpoint, always_allow_offered, ttl_ms, created_at, expires_at, \
-         finished_at, task_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, \
-         ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+         finished_at, task_id, grant_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, \
+         ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
     )?
     .execute(params![
         id,
@@ -501,6 +505,9 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         new.expires_at,
         (new.status != Status::Pending).then_some(new.created_at),
         new.task_id,
+        new.grant_id
+            .as_ref()
+            .filter(|_| new.status == Status::Allowed),
     ])?;
     if new.status == Status::Pending {
         // It asks a human: chats show it.
@@ -529,6 +536,21 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         None,
         &json!({"tool": new.tool, "short_id": short_id}),
     )?;
+    let mut evaluated = json!({
+        "outcome": new.status.as_str(),
+        "risk": new.risk.score.as_str(),
+        "tool_class": new.risk.tool_class.as_str(),
+        "factors": new.risk.factors,
+        "reason": new.policy_reason,
+        "checkpoint": new.checkpoint,
+    });
+    if let Some(g) = new
+        .grant_id
+        .as_ref()
+        .filter(|_| new.status == Status::Allowed)
+    {
+        evaluated["grant"] = json!(g);
+    }
     audit_tx(
         tx,
         new.created_at,
@@ -536,14 +558,7 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         "evaluated",
         None,
         Some(&Via::System),
-        &json!({
-            "outcome": new.status.as_str(),
-            "risk": new.risk.score.as_str(),
-            "tool_class": new.risk.tool_class.as_str(),
-            "factors": new.risk.factors,
-            "reason": new.policy_reason,
-            "checkpoint": new.checkpoint,
-        }),
+        &evaluated,
     )?;
     let approval = get_tx(tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
     Ok(Inserted::New(approval))

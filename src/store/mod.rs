@@ -108,6 +108,8 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0008_trust.sql")),
         M::up(include_str!("../../migrations/0009_inbox.sql")),
         M::up(include_str!("../../migrations/0010_grant_risk.sql")),
+        M::up(include_str!("../../migrations/0011_evidence.sql")),
+        M::up(include_str!("../../migrations/0012_task_suggestion.sql")),
     ])
 }
 

@@ -38,6 +38,8 @@ pub struct NewTask {
     pub intent: Intent,
     pub summary: String,
     pub prompt: String,
+    /// The classifier model's suggestion in the prompt, if a model classified it.
+    pub suggestion: Option<String>,
     pub level: Level,
     pub classifier: ClassifiedBy,
     pub agent: String,
@@ -99,6 +101,7 @@ pub enum Reclassified {
         intent: Intent,
         summary: String,
         prompt: String,
+        suggestion: Option<String>,
         level: Level,
         classifier: ClassifiedBy,
         agent: String,
@@ -123,7 +126,8 @@ pub struct Timing {
 const COLUMNS: &str = "id, short_id, status, intent, summary, prompt, level, classifier, agent, \
     text, clarification, created_by, created_via, decided_by, attempts, lapses, lease, \
     lease_until, deadline, progress, progress_at, revision, result, error, cost_usd, \
-    session_id, input, input_questions, created_at, updated_at, started_at, finished_at";
+    session_id, input, input_questions, created_at, updated_at, started_at, finished_at, \
+    suggestion";
 
 /// The revision a task's subject row carries: its status and the revision counter.
 #[must_use]
@@ -149,8 +153,9 @@ impl Store {
         let short_id = unique_short_id(&tx)?;
         tx.prepare_cached(
             "INSERT INTO tasks (id, short_id, status, intent, summary, prompt, level, classifier, \
-             agent, text, created_by, created_via, revision, shown_at, created_at, updated_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 0, ?13, ?13, ?13)",
+             agent, text, created_by, created_via, revision, shown_at, created_at, updated_at, \
+             suggestion) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 0, ?13, ?13, ?13, ?14)",
         )?
         .execute(params![
             id,
@@ -165,7 +170,8 @@ impl Store {
             new.text,
             new.created_by,
             new.created_via.as_str(),
-            now
+            now,
+            new.suggestion,
         ])?;
         let task = get_task_tx(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
         subject_created(
@@ -196,6 +202,7 @@ impl Store {
                 "agent": new.agent,
                 "level": new.level,
                 "classifier": new.classifier,
+                "suggestion": new.suggestion,
                 "status": status,
             }),
         )?;
@@ -557,6 +564,7 @@ impl Store {
                     intent,
                     summary,
                     prompt,
+                    suggestion,
                     level,
                     classifier,
                     agent,
@@ -565,6 +573,7 @@ impl Store {
                     t.intent = *intent;
                     t.summary = summary.clone();
                     t.prompt = prompt.clone();
+                    t.suggestion = suggestion.clone();
                     t.level = *level;
                     t.classifier = *classifier;
                     t.agent = agent.clone();
@@ -787,7 +796,7 @@ fn write_task(tx: &Transaction<'_>, t: &Task, now: i64) -> Result<()> {
          lapses = ?12, lease = ?13, lease_until = ?14, deadline = ?15, progress = ?16, \
          progress_at = ?17, revision = ?18, result = ?19, error = ?20, cost_usd = ?21, \
          session_id = ?22, input = ?23, input_questions = ?24, updated_at = ?25, \
-         started_at = ?26, finished_at = ?27, \
+         started_at = ?26, finished_at = ?27, suggestion = ?28, \
          progress_due = CASE WHEN ?2 = 'running' THEN progress_due ELSE NULL END \
          WHERE id = ?1",
     )?
@@ -820,6 +829,7 @@ fn write_task(tx: &Transaction<'_>, t: &Task, now: i64) -> Result<()> {
         now,
         t.started_at,
         t.finished_at,
+        t.suggestion,
     ])?;
     subject_changed(tx, &t.id, t.status.is_open(), &task_revision(t))?;
     Ok(())
@@ -960,6 +970,7 @@ fn row_to_task(r: &Row<'_>) -> rusqlite::Result<Result<Task>> {
             intent: intent.parse().map_err(|_| corrupt("intent"))?,
             summary: r.get(4)?,
             prompt: r.get(5)?,
+            suggestion: r.get(32)?,
             level: Level(u8::try_from(level).map_err(|_| corrupt("level"))?),
             classifier: match classifier.as_str() {
                 "model" => ClassifiedBy::Model,
@@ -1009,6 +1020,7 @@ mod tests {
             intent: Intent::Other,
             summary: "S".into(),
             prompt: "P".into(),
+            suggestion: None,
             level: Level::AUTO,
             classifier: ClassifiedBy::Keywords,
             agent: "a".into(),

@@ -800,7 +800,9 @@ impl Store {
     /// agent's threshold for `low_confidence`.
     pub fn evidence(&self, agent: &str, ask_human: f64, since: i64) -> Result<Counts> {
         // `ttl_ms` is set exactly for requests that asked a human: the engine gives a
-        // deadline only to pending ones.
+        // deadline only to pending ones. `grant_id` is set exactly for requests an
+        // owner's grant let through. An agent's report counts only on those two kinds:
+        // on a call nobody was asked about it is the agent's own word.
         const SQL: &str = "SELECT COUNT(*), \
             COALESCE(SUM(ttl_ms IS NULL AND status IN ('allowed', 'executing', 'succeeded', 'failed')), 0), \
             COALESCE(SUM(status = 'blocked'), 0), \
@@ -813,10 +815,14 @@ impl Store {
             COALESCE(SUM(status = 'succeeded'), 0), \
             COALESCE(SUM(status = 'failed'), 0), \
             COALESCE(SUM(confidence < ?2), 0), \
+            COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL), 0), \
+            COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'succeeded'), 0), \
+            COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'failed'), 0), \
+            COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NULL AND status IN ('succeeded', 'failed')), 0), \
             COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected')) \
-                OR status IN ('succeeded', 'failed')), 0), \
+                OR (ttl_ms IS NULL AND grant_id IS NOT NULL AND status IN ('succeeded', 'failed'))), 0), \
             COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded')) \
-                OR status = 'succeeded'), 0) \
+                OR (ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'succeeded')), 0) \
             FROM approvals WHERE agent = ?1 AND created_at >= ?3";
         let conn = self.lock();
         let counts =
@@ -838,8 +844,12 @@ impl Store {
                         succeeded: n(9)?,
                         failed: n(10)?,
                         low_confidence: n(11)?,
-                        handled: n(12)?,
-                        positive: n(13)?,
+                        granted: n(12)?,
+                        granted_succeeded: n(13)?,
+                        granted_failed: n(14)?,
+                        unvouched_reports: n(15)?,
+                        handled: n(16)?,
+                        positive: n(17)?,
                     })
                 })?;
         Ok(counts)
@@ -1578,36 +1588,118 @@ mod tests {
         pending(&s, "m", "t");
         decided(&s, "other", "t", Verb::Deny);
         let _ = e;
+        // An owner's grant, and three calls it let through: two reported, one not.
+        let always = decided_at(&s, "m", "t", Verb::ApproveAlways, 14);
+        let g = s.grant_of_approval(&always.id).unwrap().unwrap();
+        let granted = || NewApproval {
+            grant_id: Some(g.id.clone()),
+            ..allowed(None)
+        };
+        let g_ok = inserted(&s, &granted());
+        s.report(&g_ok.id, Status::Succeeded, None, 15).unwrap();
+        let g_bad = inserted(&s, &granted());
+        s.report(&g_bad.id, Status::Failed, None, 15).unwrap();
+        inserted(&s, &granted());
+        // A grant names only a call it let through: a blocked one (a pause) keeps none.
+        inserted(
+            &s,
+            &NewApproval {
+                status: Status::Blocked,
+                ..granted()
+            },
+        );
 
         let n = s.evidence("m", 0.5, 0).unwrap();
         assert_eq!(
             n,
             Counts {
-                requests: 11,
-                allowed: 3,
-                blocked: 1,
-                asked: 7,
-                approved: 3,
+                requests: 16,
+                allowed: 6,
+                blocked: 2,
+                asked: 8,
+                approved: 4,
                 denied: 1,
                 expired: 1,
                 cancelled: 1,
                 pending: 1,
-                succeeded: 1,
-                failed: 2,
+                succeeded: 2,
+                failed: 3,
                 low_confidence: 1,
-                // 3 approved + 1 denied by a human, 2 reported of the allowed ones.
-                handled: 6,
-                // 2 approved (one approval was reported failed) + 1 reported success.
-                positive: 3,
+                granted: 3,
+                granted_succeeded: 1,
+                granted_failed: 1,
+                // The two reports on calls nobody was asked about.
+                unvouched_reports: 2,
+                // 4 approved + 1 denied by a human, 2 reported of the granted calls; the
+                // reports on the calls the policy let through alone are not evidence.
+                handled: 7,
+                // 3 approved (one approval was reported failed) + 1 reported success
+                // under the grant.
+                positive: 4,
             }
         );
         // The window counts from its start.
         assert_eq!(s.evidence("m", 0.5, i64::MAX).unwrap(), Counts::default());
-        // Latest human decisions, newest first: the denial, then the approvals.
+        // Latest human decisions, newest first: the grant's approval, the denial, then
+        // the approvals.
         assert_eq!(
             s.latest_decisions("m", 10).unwrap(),
-            [true, false, false, false]
+            [false, true, false, false, false]
         );
+    }
+
+    #[test]
+    fn requests_a_grant_let_through_before_it_was_recorded_are_found_by_their_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        {
+            // A database from before `grant_id` (migrations 1-9), with a grant, two
+            // calls it let through (the engine named it in their reasons), a call the
+            // policy let through alone, and one naming a grant of another agent.
+            let mut conn = Connection::open(&path).unwrap();
+            crate::store::migrations().to_version(&mut conn, 9).unwrap();
+            conn.execute_batch(
+                "INSERT INTO grants (id, short_id, agent, tool, scope, pattern, granted_by, \
+                 granted_via, reason, created_at) VALUES \
+                 ('01G', 'gr8mabcd', 'm', 'Bash', 'prefix', 'git status', 'alice', 'cli', 'x', 1), \
+                 ('01H', 'gr8mwxyz', 'n', 'Bash', 'prefix', 'git status', 'alice', 'cli', 'x', 1);",
+            )
+            .unwrap();
+            let mut insert = conn
+                .prepare(
+                    "INSERT INTO approvals (id, short_id, agent, tool, args, status, risk_score, \
+                     tool_class, risk_factors, policy_reason, created_at) \
+                     VALUES (?1, ?1, ?2, 'Bash', '{}', ?3, 'low', 'read', '[]', ?4, 1)",
+                )
+                .unwrap();
+            let by_grant = |g: &str| {
+                format!(
+                    "semi_autonomous: a write call at low risk runs without a human because \
+                     Bash is always-allowed by an owner's grant (grant {g}: commands starting \
+                     `git status`)"
+                )
+            };
+            for (id, agent, status, reason) in [
+                ("a1", "m", "succeeded", by_grant("gr8mabcd")),
+                ("a2", "m", "failed", by_grant("gr8mabcd")),
+                (
+                    "a3",
+                    "m",
+                    "succeeded",
+                    "semi_autonomous: runs without a human".into(),
+                ),
+                ("a4", "m", "succeeded", by_grant("gr8mwxyz")),
+            ] {
+                insert.execute(params![id, agent, status, reason]).unwrap();
+            }
+        }
+        let s = Store::open(&path).unwrap();
+        let c = s.evidence("m", 0.0, 0).unwrap();
+        assert_eq!(
+            (c.granted, c.granted_succeeded, c.granted_failed),
+            (2, 1, 1)
+        );
+        assert_eq!((c.unvouched_reports, c.handled, c.positive), (2, 2, 1));
     }
 
     #[test]

@@ -113,8 +113,8 @@ fn meets(t: &Thresholds, m: &Measures) -> bool {
 /// "Needs 50 handled requests (has 31), at most 5 % denied (at 2 %), …".
 fn needs(t: &Thresholds, m: &Measures) -> String {
     format!(
-        "Needs {} handled requests (has {}), at most {} denied (at {}), at least {} approved \
-         (at {}), at most {} escalated (at {})",
+        "Needs {} handled requests (has {}), at most {} denied (at {}), at least {} gone \
+         well (at {}), at most {} escalated (at {})",
         t.min_handled,
         m.handled,
         percent(t.max_correction_rate),
@@ -124,6 +124,39 @@ fn needs(t: &Thresholds, m: &Measures) -> String {
         percent(t.max_escalation_rate),
         percent(m.escalation_rate),
     )
+}
+
+/// " 200 calls let through with nobody asked are not counted, nor what the agent
+/// reported of them." when there were any.
+fn not_counted(m: &Measures) -> String {
+    match m.basis.filter(|b| b.unvouched > 0) {
+        Some(b) => format!(
+            " {} call(s) let through with nobody asked are not counted, nor what the agent \
+             reported of them.",
+            b.unvouched
+        ),
+        None => String::new(),
+    }
+}
+
+/// "57 requests (50 approved and 2 denied by a human, 5 reported by the agent under
+/// an owner's grant)".
+fn handled_words(m: &Measures) -> String {
+    let Some(b) = m.basis else {
+        return format!("{} requests", m.handled);
+    };
+    let mut s = format!(
+        "{} requests ({} approved and {} denied by a human",
+        m.handled, b.approved, b.denied
+    );
+    let granted = b.granted_succeeded + b.granted_failed;
+    if granted > 0 {
+        s.push_str(&format!(
+            ", {granted} reported on by the agent under an owner's grant"
+        ));
+    }
+    s.push(')');
+    s
 }
 
 /// Assesses `agent` at tier `current` on `m`; `declined_recently` counts its proposals
@@ -137,8 +170,8 @@ pub fn assess(
     rules: &Rules,
 ) -> Assessment {
     let handled = format!(
-        "{agent} has handled {} requests with {} approved and {} denied",
-        m.handled,
+        "{agent} has handled {}: {} went well, {} denied",
+        handled_words(m),
         percent(m.positive_rate),
         percent(m.correction_rate)
     );
@@ -155,7 +188,11 @@ pub fn assess(
                     ),
                 )
             } else {
-                (false, None, format!("Not yet eligible. {}.", needs(t, m)))
+                (
+                    false,
+                    None,
+                    format!("Not yet eligible. {}.{}", needs(t, m), not_counted(m)),
+                )
             }
         }
         Tier::SemiAutonomous => {
@@ -179,6 +216,7 @@ pub fn assess(
                     ));
                 }
                 reason.push('.');
+                reason.push_str(&not_counted(m));
                 (false, None, reason)
             }
         }
@@ -250,12 +288,14 @@ mod tests {
     use super::*;
     use crate::trust::evidence::Counts;
 
-    /// Measures for `handled` requests of which `denied` were denied and `positive`
-    /// went well, out of `requests` with `escalations`.
-    fn m(handled: u64, denied: u64, positive: u64, requests: u64, escalations: u64) -> Measures {
+    /// Measures for `handled` requests (all decided by a human) of which `denied` were
+    /// denied and `positive` went well, and `escalations` more that were escalated.
+    fn m(handled: u64, denied: u64, positive: u64, escalations: u64) -> Measures {
         Counts {
-            requests,
+            requests: handled + escalations,
+            asked: handled,
             handled,
+            approved: handled - denied,
             denied,
             positive,
             low_confidence: escalations,
@@ -271,26 +311,27 @@ mod tests {
         // (tier, measures, declined recently, eligible → suggested)
         let cases: &[(Tier, Measures, u64, Option<Tier>)] = &[
             // supervised → semi_autonomous: ≥ 50, ≤ 5 %, ≥ 70 %, ≤ 15 %.
-            (Supervised, m(57, 1, 55, 60, 2), 0, Some(SemiAutonomous)),
-            (Supervised, m(50, 0, 35, 50, 0), 0, Some(SemiAutonomous)),
-            (Supervised, m(49, 0, 49, 49, 0), 0, None),
-            (Supervised, m(100, 6, 94, 100, 0), 0, None),
-            (Supervised, m(100, 5, 95, 100, 0), 0, Some(SemiAutonomous)),
-            (Supervised, m(100, 0, 69, 100, 0), 0, None),
-            (Supervised, m(100, 0, 70, 100, 15), 0, Some(SemiAutonomous)),
-            (Supervised, m(100, 0, 90, 100, 16), 0, None),
+            (Supervised, m(57, 1, 55, 2), 0, Some(SemiAutonomous)),
+            (Supervised, m(50, 0, 35, 0), 0, Some(SemiAutonomous)),
+            (Supervised, m(49, 0, 49, 0), 0, None),
+            (Supervised, m(100, 6, 94, 0), 0, None),
+            (Supervised, m(100, 5, 95, 0), 0, Some(SemiAutonomous)),
+            (Supervised, m(100, 0, 69, 0), 0, None),
+            // Escalations are a share of handled and escalated requests.
+            (Supervised, m(85, 0, 85, 15), 0, Some(SemiAutonomous)),
+            (Supervised, m(84, 0, 84, 16), 0, None),
             // Declined proposals do not hold back the first step.
-            (Supervised, m(60, 0, 60, 60, 0), 3, Some(SemiAutonomous)),
+            (Supervised, m(60, 0, 60, 0), 3, Some(SemiAutonomous)),
             // semi_autonomous → autonomous: ≥ 200, ≤ 2 %, ≥ 80 %, ≤ 10 %, none declined.
-            (SemiAutonomous, m(200, 4, 190, 200, 20), 0, Some(Autonomous)),
-            (SemiAutonomous, m(199, 0, 199, 199, 0), 0, None),
-            (SemiAutonomous, m(200, 5, 190, 200, 0), 0, None),
-            (SemiAutonomous, m(200, 0, 159, 200, 0), 0, None),
-            (SemiAutonomous, m(200, 0, 190, 200, 21), 0, None),
-            (SemiAutonomous, m(300, 0, 300, 300, 0), 1, None),
+            (SemiAutonomous, m(200, 4, 190, 22), 0, Some(Autonomous)),
+            (SemiAutonomous, m(199, 0, 199, 0), 0, None),
+            (SemiAutonomous, m(200, 5, 190, 0), 0, None),
+            (SemiAutonomous, m(200, 0, 159, 0), 0, None),
+            (SemiAutonomous, m(200, 0, 190, 23), 0, None),
+            (SemiAutonomous, m(300, 0, 300, 0), 1, None),
             // The ends of the path.
-            (Autonomous, m(1000, 0, 1000, 1000, 0), 0, None),
-            (DraftOnly, m(1000, 0, 1000, 1000, 0), 0, None),
+            (Autonomous, m(1000, 0, 1000, 0), 0, None),
+            (DraftOnly, m(1000, 0, 1000, 0), 0, None),
         ];
         for (tier, measures, declined, want) in cases {
             let a = assess("mailer", *tier, measures, *declined, &rules);
@@ -303,28 +344,79 @@ mod tests {
         }
     }
 
+    /// The case of issue 18: no human approval, two denials, and 200 calls the policy
+    /// let through that the agent reported done. Nothing of it is evidence of good work.
+    #[test]
+    fn calls_nobody_was_asked_about_and_their_reports_are_no_evidence() {
+        let c = Counts {
+            requests: 202,
+            allowed: 200,
+            asked: 2,
+            denied: 2,
+            succeeded: 200,
+            unvouched_reports: 200,
+            handled: 2,
+            ..Counts::default()
+        };
+        let a = assess(
+            "scout",
+            Tier::SemiAutonomous,
+            &c.measures(),
+            0,
+            &Rules::default(),
+        );
+        assert_eq!(a.suggested, None);
+        assert_eq!(
+            a.reason,
+            "Not yet eligible for full autonomy. Needs 200 handled requests (has 2), at most 2 % \
+             denied (at 100 %), at least 80 % gone well (at 0 %), at most 10 % escalated (at \
+             0 %). 200 call(s) let through with nobody asked are not counted, nor what the \
+             agent reported of them."
+        );
+    }
+
     #[test]
     fn the_reason_states_the_figures() {
         let rules = Rules::default();
-        let a = assess("mailer", Tier::Supervised, &m(57, 1, 55, 60, 2), 0, &rules);
+        let a = assess("mailer", Tier::Supervised, &m(57, 1, 55, 2), 0, &rules);
         assert_eq!(
             a.reason,
-            "mailer has handled 57 requests with 96 % approved and 2 % denied, 3 % escalated. \
+            "mailer has handled 57 requests (56 approved and 1 denied by a human): 96 % went \
+             well, 2 % denied, 3 % escalated. Ready for semi-autonomous mode."
+        );
+        // Runs under an owner's grant the agent reported on are named apart.
+        let granted = Counts {
+            requests: 12,
+            allowed: 4,
+            asked: 8,
+            approved: 8,
+            granted: 4,
+            granted_succeeded: 3,
+            granted_failed: 1,
+            handled: 12,
+            positive: 11,
+            ..Counts::default()
+        };
+        let low = Rules {
+            to_semi_autonomous: Thresholds {
+                min_handled: 10,
+                ..Thresholds::TO_SEMI_AUTONOMOUS
+            },
+            ..rules
+        };
+        assert_eq!(
+            assess("m", Tier::Supervised, &granted.measures(), 0, &low).reason,
+            "m has handled 12 requests (8 approved and 0 denied by a human, 4 reported on by \
+             the agent under an owner's grant): 92 % went well, 0 % denied, 0 % escalated. \
              Ready for semi-autonomous mode."
         );
-        let a = assess("mailer", Tier::Supervised, &m(31, 0, 31, 31, 0), 0, &rules);
+        let a = assess("mailer", Tier::Supervised, &m(31, 0, 31, 0), 0, &rules);
         assert_eq!(
             a.reason,
             "Not yet eligible. Needs 50 handled requests (has 31), at most 5 % denied (at 0 %), \
-             at least 70 % approved (at 100 %), at most 15 % escalated (at 0 %)."
+             at least 70 % gone well (at 100 %), at most 15 % escalated (at 0 %)."
         );
-        let a = assess(
-            "m",
-            Tier::SemiAutonomous,
-            &m(300, 0, 300, 300, 0),
-            2,
-            &rules,
-        );
+        let a = assess("m", Tier::SemiAutonomous, &m(300, 0, 300, 0), 2, &rules);
         assert!(
             a.reason
                 .ends_with("and no recently declined proposal (has 2)."),
@@ -332,11 +424,11 @@ mod tests {
             a.reason
         );
         assert_eq!(
-            assess("m", Tier::DraftOnly, &m(0, 0, 0, 0, 0), 0, &rules).reason,
+            assess("m", Tier::DraftOnly, &m(0, 0, 0, 0), 0, &rules).reason,
             "Draft-only mode is manual — promotion not applicable."
         );
         assert_eq!(
-            assess("m", Tier::Autonomous, &m(0, 0, 0, 0, 0), 0, &rules).reason,
+            assess("m", Tier::Autonomous, &m(0, 0, 0, 0), 0, &rules).reason,
             "Already at maximum autonomy level."
         );
     }

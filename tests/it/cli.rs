@@ -1085,9 +1085,12 @@ async fn pending_lists_open_proposals_and_decide_answers_them() {
         .find(|l| l.contains("Promote intern"))
         .unwrap_or_else(|| panic!("{listing}"));
     let short = line.split_whitespace().next().unwrap().to_string();
-    assert!(
-        line.contains("(3 handled, 100 % approved, 0 % denied)"),
-        "{line}"
+    assert_eq!(
+        line,
+        format!(
+            "{short}  Promote intern to semi_autonomous? (3 handled: 3 approved and 0 denied by \
+             a human, 100 % went well)"
+        )
     );
     let out = d.cli(&["pending", "--json"]).await;
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -1134,4 +1137,100 @@ async fn hidden_characters_are_written_out_on_the_command_line_and_decode_in_jso
     );
     d.cli(&["decide", &id, "deny"]).await;
     asking.wait_with_output().await.unwrap();
+}
+
+/// `gatebot agent NAME` and `gatebot agents` say what the evidence is made of: calls
+/// nobody was asked about, reported `ok` by the agent itself, are shown apart and earn
+/// nothing (issue 18: such an agent was proposed for autonomy, "99 % approved").
+#[tokio::test]
+async fn the_agent_page_shows_what_the_evidence_is_made_of() {
+    // Few requests: the daemon's debug log goes to a pipe this test does not drain.
+    let d = Daemon::start_with("[promotion.to_autonomous]\nmin_handled = 3\n").await;
+    let agent = gatebot::client::Client::new(d.path().join("gatebot.sock"));
+    for n in 0..3 {
+        let r = agent
+            .post(
+                "/v1/requests",
+                &serde_json::json!({"agent": "mailer", "tool": "query_org_data", "args": {"n": n}}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.body["status"], "allowed", "{:?}", r.body);
+        let id = r.body["id"].as_str().unwrap();
+        let r = agent
+            .post(
+                &format!("/v1/requests/{id}/result"),
+                &serde_json::json!({"ok": true}),
+            )
+            .await
+            .unwrap();
+        assert!(r.status.is_success(), "{:?}", r.body);
+    }
+    let out = d.cli(&["agent", "mailer"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let page = text(&out.stdout);
+    let evidence: Vec<&str> = page
+        .lines()
+        .skip_while(|l| !l.starts_with("  all time:"))
+        .take_while(|l| !l.starts_with("  grants:"))
+        .collect();
+    assert_eq!(
+        evidence,
+        [
+            "  all time:    3 requests: 3 let through without asking a human (0 by an owner's \
+             grant), 0 blocked, 0 asked (0 approved, 0 denied, 0 expired, 0 cancelled, 0 \
+             pending); the agent reported 3 succeeded and 0 failed; 0 below ask_human",
+            "  last 30d:    3 requests: 3 let through without asking a human (0 by an owner's \
+             grant), 0 blocked, 0 asked (0 approved, 0 denied, 0 expired, 0 cancelled, 0 \
+             pending); the agent reported 3 succeeded and 0 failed; 0 below ask_human",
+            "  evidence:    0 handled, 0 % went well, 0 % denied, 0 % escalated",
+            "  by a human:  0 approved, 0 denied",
+            "  not counted: 3 call(s) let through with nobody asked and no grant, and 3 \
+             outcome(s) the agent reported for them (its own word)",
+            "  assessment:  Not yet eligible for full autonomy. Needs 3 handled requests (has \
+             0), at most 2 % denied (at 0 %), at least 80 % gone well (at 0 %), at most 10 % \
+             escalated (at 0 %). 3 call(s) let through with nobody asked are not counted, nor \
+             what the agent reported of them.",
+        ]
+    );
+    let out = d.cli(&["agent", "mailer", "assess"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stdout).contains("Promote"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = d.cli(&["agents"]).await;
+    let listing = text(&out.stdout);
+    let header = listing.lines().next().unwrap();
+    let row = listing
+        .lines()
+        .find(|l| l.starts_with("mailer "))
+        .unwrap_or_else(|| panic!("{listing}"));
+    let cells: Vec<(&str, &str)> = [
+        "HANDLED",
+        "HUMAN OK",
+        "HUMAN NO",
+        "GRANTED",
+        "WENT WELL",
+        "UNASKED",
+    ]
+    .into_iter()
+    .map(|column| {
+        // Columns are right-aligned and as wide as their headings.
+        let start = header.find(column).unwrap();
+        (column, row[start..start + column.len()].trim())
+    })
+    .collect();
+    assert_eq!(
+        cells,
+        [
+            ("HANDLED", "0"),
+            ("HUMAN OK", "0"),
+            ("HUMAN NO", "0"),
+            ("GRANTED", "0"),
+            ("WENT WELL", "0 %"),
+            ("UNASKED", "3"),
+        ]
+    );
 }

@@ -148,6 +148,39 @@ async fn check_config_shows_values_as_bot_toml_writes_them() {
     }
 }
 
+/// Issue 18: an agent the inbox routes tasks to, with no token, is anyone who can reach
+/// the agents' socket. check-config says so, and what to change; with a token it is quiet.
+#[tokio::test]
+async fn check_config_warns_about_an_inbox_agent_without_a_token() {
+    let config = "[agents.claude-code]\ntier = \"supervised\"\n{token}\n\
+                  [inbox]\n[inbox.routes]\ndefault = \"claude-code\"\n";
+    let out = check_config(&config.replace("{token}", ""), &[]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    let warnings: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.starts_with("  warning: "))
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "  warning: agent `claude-code` has no token, and the inbox routes tasks to it: any \
+             process that can reach the agents' socket can act as it, read its tasks and claim \
+             or complete them. Give it one in [agents.claude-code] (`token_env = \"NAME\"`, \
+             `token_file` or `token`) and the same token to whatever acts as it \
+             (GATEBOT_TOKEN)."
+        ],
+        "{shown}"
+    );
+    let out = check_config(&config.replace("{token}", "token = \"cc-token-1\""), &[]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stdout).contains("  warning: "),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
 #[tokio::test]
 async fn check_config_telegram_says_ok_only_when_the_token_is_checked() {
     // The channel is off: nothing to check, and no "ok" before the error.

@@ -62,6 +62,7 @@ fn new_request() -> NewApproval {
         expires_at: Some(1000),
         task_id: None,
         offer: None,
+        grant_id: None,
     }
 }
 

@@ -99,8 +99,8 @@ async fn a_supervised_agent_with_enough_good_decisions_is_proposed_and_only_an_o
     assert_eq!(v["assessment"]["eligible"], true, "{v}");
     assert_eq!(
         v["assessment"]["reason"],
-        "intern has handled 52 requests with 98 % approved and 2 % denied, 0 % escalated. \
-         Ready for semi-autonomous mode."
+        "intern has handled 52 requests (51 approved and 1 denied by a human): 98 % went well, \
+         2 % denied, 0 % escalated. Ready for semi-autonomous mode."
     );
 
     // The assessment makes a proposal and changes nothing by itself.
@@ -153,6 +153,121 @@ async fn a_supervised_agent_with_enough_good_decisions_is_proposed_and_only_an_o
     // The tier guidance follows the tier in force.
     let (_, g) = owner_get(&app, "/v1/agents/intern").await;
     assert_eq!(g["tier"], "semi_autonomous");
+}
+
+/// The agent reports `ok` for the request `id`.
+async fn report_ok(app: &TestApp, id: &str, ok: bool) {
+    let r = app
+        .agent
+        .post(&format!("/v1/requests/{id}/result"), &json!({"ok": ok}))
+        .await
+        .unwrap();
+    assert!(r.status.is_success(), "{:?}", r.body);
+}
+
+/// Issue 18: an agent with no human approval and two denials made 200 calls the policy
+/// let through on its own and reported each one `ok`; it was proposed for autonomy with
+/// "99 % approved". Its own word is no evidence: nothing is proposed, and the figures
+/// say what the evidence is made of.
+#[tokio::test]
+async fn calls_nobody_was_asked_about_reported_ok_earn_no_promotion() {
+    let app = spawn_app("").await;
+    for i in 0..2 {
+        let (id, _) = app
+            .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {"n": i}}))
+            .await;
+        app.decide_ok(&id, "deny", None).await;
+    }
+    for i in 0..200 {
+        let v = app
+            .submit_ok("mailer", "query_org_data", json!({"q": i}))
+            .await;
+        assert_eq!(v["status"], "allowed", "{v}");
+        report_ok(&app, v["id"].as_str().unwrap(), true).await;
+    }
+    let v = trust(&app, "mailer").await;
+    let all = &v["evidence"]["all_time"];
+    assert_eq!(
+        (&all["allowed"], &all["granted"], &all["succeeded"]),
+        (&json!(200), &json!(0), &json!(200))
+    );
+    assert_eq!(all["unvouched_reports"], 200);
+    assert_eq!((&all["handled"], &all["positive"]), (&json!(2), &json!(0)));
+    assert_eq!(
+        v["evidence"]["measures"]["basis"],
+        json!({"approved": 0, "denied": 2, "granted_succeeded": 0, "granted_failed": 0,
+               "unvouched": 200, "unvouched_reports": 200})
+    );
+    assert_eq!(v["assessment"]["eligible"], false, "{v}");
+    assert_eq!(
+        v["assessment"]["reason"],
+        "Not yet eligible for full autonomy. Needs 200 handled requests (has 2), at most 2 % \
+         denied (at 100 %), at least 80 % gone well (at 0 %), at most 10 % escalated (at 0 %). \
+         200 call(s) let through with nobody asked are not counted, nor what the agent reported \
+         of them."
+    );
+    let o = assess(&app, "mailer").await;
+    assert_eq!(o["created"], false, "{o}");
+    assert!(o.get("proposal").is_none(), "{o}");
+    let (_, open) = owner_get(&app, "/v1/proposals").await;
+    assert_eq!(open["proposals"], json!([]));
+}
+
+/// A call an owner's grant let through is vouched for by that owner: the agent's report
+/// of it counts, the report of a call nobody was asked about does not, whichever way
+/// it went.
+#[tokio::test]
+async fn reports_count_for_calls_a_grant_let_through_and_not_for_the_others() {
+    let app = spawn_app("").await;
+    let (id, _) = app
+        .submit_pending(json!({"agent": "mailer", "tool": "create_contact", "args": {"n": 0}}))
+        .await;
+    let made = app.decide_ok(&id, "approve-always", None).await;
+    assert_eq!(made["grant"]["scope"], "tool", "{made}");
+    let grant = made["grant"]["id"].as_str().unwrap().to_string();
+    for (i, ok) in [true, true, false].into_iter().enumerate() {
+        let v = app
+            .submit_ok("mailer", "create_contact", json!({"n": i + 1}))
+            .await;
+        assert_eq!(v["status"], "allowed", "{v}");
+        let id = v["id"].as_str().unwrap();
+        report_ok(&app, id, ok).await;
+        // The trail names the grant that let the call through.
+        let rows = app.audit_rows(id).await;
+        let evaluated = rows.iter().find(|r| r["event"] == "evaluated").unwrap();
+        assert_eq!(evaluated["detail"]["grant"], grant.as_str(), "{evaluated}");
+    }
+    // Granted but never reported: not handled.
+    app.submit_ok("mailer", "create_contact", json!({"n": 9}))
+        .await;
+    // Let through by the policy alone: the reports are the agent's own word.
+    for ok in [true, false] {
+        let v = app
+            .submit_ok("mailer", "query_org_data", json!({"ok": ok}))
+            .await;
+        report_ok(&app, v["id"].as_str().unwrap(), ok).await;
+        let rows = app.audit_rows(v["id"].as_str().unwrap()).await;
+        let evaluated = rows.iter().find(|r| r["event"] == "evaluated").unwrap();
+        assert!(evaluated["detail"].get("grant").is_none(), "{evaluated}");
+    }
+    let v = trust(&app, "mailer").await;
+    let all = &v["evidence"]["all_time"];
+    assert_eq!(
+        (
+            &all["granted"],
+            &all["granted_succeeded"],
+            &all["granted_failed"]
+        ),
+        (&json!(4), &json!(2), &json!(1))
+    );
+    assert_eq!(all["unvouched_reports"], 2);
+    // The approval that made the grant, and the three reported runs under it.
+    assert_eq!((&all["handled"], &all["positive"]), (&json!(4), &json!(3)));
+    assert_eq!(
+        v["evidence"]["measures"]["basis"],
+        json!({"approved": 1, "denied": 0, "granted_succeeded": 2, "granted_failed": 1,
+               "unvouched": 2, "unvouched_reports": 2})
+    );
 }
 
 #[tokio::test]

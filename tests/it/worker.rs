@@ -323,6 +323,61 @@ async fn requests_made_by_the_hook_inside_a_task_carry_its_id() {
     assert_eq!(reqs[0]["tool"], "query_org_data");
 }
 
+/// The recipe's agent has a token (issue 18): the worker claims with it, and the hooks
+/// its command starts get it too, however the worker was given it.
+#[tokio::test]
+async fn the_hooks_inside_a_task_act_with_the_workers_token() {
+    let app = start("", "").await;
+    let res = app
+        .owner
+        .post(
+            "/v1/tasks",
+            &json!({"text": "look up the Berlin contacts", "agent": "secure"}),
+        )
+        .await
+        .unwrap();
+    let id = res.body["id"].as_str().unwrap().to_string();
+    let script = r#"printf '%s' '{"hook_event_name":"PreToolUse","tool_name":"query_org_data","tool_input":{"q":"contacts in Berlin"},"session_id":"s","tool_use_id":"toolu_1"}' | "$GATEBOT_BIN" hook claude-code"#;
+    let child = gatebot(
+        &agents_socket(&app),
+        &[
+            "worker",
+            "--agent",
+            "secure",
+            "--token",
+            "secure-token-123",
+            "--once",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+    )
+    .current_dir(app.path())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the worker ends within 60 s")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let t = task(&app, &id).await;
+    let result: Value = serde_json::from_str(t["result"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        result["hookSpecificOutput"]["permissionDecision"], "allow",
+        "{result}"
+    );
+    let list = app
+        .owner
+        .get("/v1/requests?agent=secure")
+        .await
+        .unwrap()
+        .body;
+    assert_eq!(list["requests"][0]["task_id"], id.as_str(), "{list}");
+}
+
 #[tokio::test]
 async fn a_worker_for_an_agent_gatebot_refuses_exits_with_the_reason() {
     let app = start("", "").await;

@@ -25,7 +25,6 @@ use crate::engine::EngineError;
 use crate::names::valid_agent_name;
 use crate::policy::Tier;
 use crate::time::clock;
-use crate::trust::evidence::{percent, Counts};
 use crate::trust::view::{AgentView, TierSource};
 use crate::trust::Actor as TrustActor;
 
@@ -385,29 +384,6 @@ fn tier_words(v: &AgentView) -> String {
     }
 }
 
-fn evidence_words(c: &Counts) -> String {
-    let m = c.measures();
-    format!(
-        "{} requests: {} allowed, {} blocked, {} asked ({} approved, {} denied, {} expired); \
-         {} succeeded, {} failed; {} low confidence. Handled {}: {} approved, {} denied, {} \
-         escalated",
-        c.requests,
-        c.allowed,
-        c.blocked,
-        c.asked,
-        c.approved,
-        c.denied,
-        c.expired,
-        c.succeeded,
-        c.failed,
-        c.low_confidence,
-        m.handled,
-        percent(m.positive_rate),
-        percent(m.correction_rate),
-        percent(m.escalation_rate)
-    )
-}
-
 /// The buttons for one agent: pause (and pause + deny pending) or resume.
 async fn buttons(cx: &Context, v: &AgentView, label: bool) -> Result<Vec<Button>, EngineError> {
     let handle = cx.engine.agent_handle(&v.agent).await?;
@@ -450,7 +426,6 @@ async fn list(cx: &Context) -> Answer {
     let mut items = Vec::new();
     let mut rows = Vec::new();
     for v in &views {
-        let m = v.evidence.measures;
         let mut line = Line::default()
             .code(shorten(&v.agent, 40))
             .and(format!(" {}", tier_words(v)));
@@ -458,11 +433,9 @@ async fn list(cx: &Context) -> Answer {
             line = line.and(" · ⏸ paused");
         }
         line = line.and(format!(
-            " · {} pending · handled {}, {} approved, {} denied · {} grant(s)",
+            " · {} pending · {} · {} grant(s)",
             v.pending,
-            m.handled,
-            percent(m.positive_rate),
-            percent(m.correction_rate),
+            v.evidence.measures.brief(),
             v.grants.len()
         ));
         if let Some(p) = &v.proposal {
@@ -524,12 +497,19 @@ async fn show(cx: &Context, agent: &str) -> Answer {
     fields.push(Field::new("Pending", Line::text(v.pending.to_string())));
     fields.push(Field::new(
         "All time",
-        Line::text(evidence_words(&v.evidence.all_time)),
+        Line::text(v.evidence.all_time.words()),
     ));
     fields.push(Field::new(
         format!("Last {}", v.evidence.window),
-        Line::text(evidence_words(&v.evidence.recent)),
+        Line::text(v.evidence.recent.words()),
     ));
+    fields.extend(
+        v.evidence
+            .measures
+            .figures()
+            .into_iter()
+            .map(|(label, words)| Field::new(label, Line::text(words))),
+    );
     fields.push(Field::new(
         "Assessment",
         Line::text(shorten(&v.assessment.reason, 600)),

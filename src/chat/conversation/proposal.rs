@@ -18,7 +18,6 @@ use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::{EngineError, ProposalDecided, Subject, SubjectKind};
 use crate::time::{clock, format_duration};
-use crate::trust::evidence::percent;
 use crate::trust::{Actor as TrustActor, Direction, Proposal, ProposalStatus};
 
 use super::approval::{failure, Command as Decision};
@@ -196,12 +195,30 @@ pub fn card(p: &Proposal, quiet: Duration) -> Card {
         Direction::Promote => ("🎓", "Promote"),
         Direction::Demote => ("⚠️", "Demote"),
     };
-    let m = &p.measures;
     let title = Line::strong(format!("{verb} "))
         .code(shorten(&p.agent, 40))
         .and(" to ")
         .code(p.to.as_str())
         .and("?");
+    let mut fields = vec![
+        Field::new("Agent", Line::default().code(shorten(&p.agent, 40))),
+        Field::new(
+            "Tier",
+            Line::default()
+                .code(p.from.as_str())
+                .and(" → ")
+                .code(p.to.as_str()),
+        ),
+    ];
+    // What the evidence is made of, each figure apart: the agent's own reports are
+    // never shown as approvals.
+    fields.extend(
+        p.measures
+            .figures()
+            .into_iter()
+            .map(|(label, words)| Field::new(label, Line::text(words))),
+    );
+    fields.push(Field::new("Proposed", Line::text(clock(p.created_at))));
     let blocks = vec![
         Block::Heading {
             icon,
@@ -213,28 +230,7 @@ pub fn card(p: &Proposal, quiet: Duration) -> Card {
             tag: Some(Line::text("id ").code(&p.short_id)),
         },
         Block::Line(title),
-        Block::Fields(vec![
-            Field::new("Agent", Line::default().code(shorten(&p.agent, 40))),
-            Field::new(
-                "Tier",
-                Line::default()
-                    .code(p.from.as_str())
-                    .and(" → ")
-                    .code(p.to.as_str()),
-            ),
-            Field::new(
-                "Evidence",
-                Line::text(format!(
-                    "{} handled, {} approved, {} denied, {} escalated ({} requests)",
-                    m.handled,
-                    percent(m.positive_rate),
-                    percent(m.correction_rate),
-                    percent(m.escalation_rate),
-                    m.requests
-                )),
-            ),
-            Field::new("Proposed", Line::text(clock(p.created_at))),
-        ]),
+        Block::Fields(fields),
         Block::Line(Line::text(shorten(&p.reason, 600))),
     ];
     let fallback = format!(
@@ -333,14 +329,17 @@ mod tests {
             direction: Direction::Promote,
             from: Tier::Supervised,
             to: Tier::SemiAutonomous,
-            reason: "mailer has handled 57 requests with 96 % approved and 2 % denied. Ready \
-                     for semi-autonomous mode."
+            reason: "mailer has handled 57 requests (56 approved and 1 denied by a human): 96 % \
+                     went well, 2 % denied, 5 % escalated. Ready for semi-autonomous mode."
                 .into(),
             measures: Counts {
                 requests: 60,
+                asked: 60,
+                approved: 56,
                 handled: 57,
                 denied: 1,
                 positive: 55,
+                expired: 3,
                 ..Counts::default()
             }
             .measures(),
@@ -350,6 +349,49 @@ mod tests {
             decided_at: None,
             decision_reason: None,
         }
+    }
+
+    /// Runs under an owner's grant and calls nobody was asked about are figures of
+    /// their own, and the agent's reports are never called approvals.
+    #[test]
+    fn the_card_shows_what_the_evidence_is_made_of() {
+        let mut p = sample();
+        p.from = Tier::SemiAutonomous;
+        p.to = Tier::Autonomous;
+        p.measures = Counts {
+            requests: 460,
+            asked: 205,
+            approved: 200,
+            denied: 2,
+            allowed: 255,
+            granted: 55,
+            granted_succeeded: 50,
+            granted_failed: 1,
+            succeeded: 250,
+            failed: 1,
+            unvouched_reports: 200,
+            handled: 253,
+            positive: 250,
+            ..Counts::default()
+        }
+        .measures();
+        let text = card(&p, Duration::from_secs(3600)).plain();
+        let fields: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Evidence"))
+            .take_while(|l| !l.starts_with("Proposed"))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "Evidence: 253 handled, 99 % went well, 1 % denied, 0 % escalated",
+                "By a human: 200 approved, 2 denied",
+                "Granted: 50 reported done, 1 reported failed by the agent, on calls an \
+                 owner's grant let run",
+                "Not counted: 200 call(s) let through with nobody asked and no grant, and 200 \
+                 outcome(s) the agent reported for them (its own word)",
+            ]
+        );
     }
 
     #[test]
@@ -379,14 +421,17 @@ mod tests {
     fn an_open_proposal_asks_and_an_answered_one_says_who() {
         let p = sample();
         let c = card(&p, Duration::from_secs(30 * 86_400));
-        let text = c.plain();
-        assert!(
-            text.contains("Promote mailer to semi_autonomous?"),
-            "{text}"
-        );
-        assert!(
-            text.contains("57 handled, 96 % approved, 2 % denied"),
-            "{text}"
+        assert_eq!(
+            c.plain(),
+            "🎓 gatebot: tier change proposed · id p7m2abcd\n\
+             Promote mailer to semi_autonomous?\n\
+             Agent: mailer\n\
+             Tier: supervised → semi_autonomous\n\
+             Evidence: 57 handled, 96 % went well, 2 % denied, 5 % escalated\n\
+             By a human: 56 approved, 1 denied\n\
+             Proposed: 1970-01-01 00:00 UTC\n\
+             mailer has handled 57 requests (56 approved and 1 denied by a human): 96 % went \
+             well, 2 % denied, 5 % escalated. Ready for semi-autonomous mode."
         );
         assert_eq!(c.buttons[0].len(), 2);
         assert!(

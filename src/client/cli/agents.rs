@@ -8,7 +8,7 @@ use super::out::outln;
 use super::{encode, expect_ok, listing, pretty, EXIT_GO};
 use crate::client::Client;
 use crate::time::{clock, format_ms};
-use crate::trust::evidence::{percent, Counts};
+use crate::trust::evidence::percent;
 use crate::trust::view::{AgentView, AssessOutcome, TierSource};
 use crate::trust::{Grant, Scope};
 
@@ -51,32 +51,44 @@ pub(super) async fn list(client: &Client, json: bool) -> Result<u8, String> {
         outln!("No agents are configured.");
         return Ok(EXIT_GO);
     }
+    // HUMAN OK / HUMAN NO: human approvals and denials; GRANTED: runs under an owner's
+    // grant the agent reported on; WENT WELL, DENIED and ESCALATED: the rates over what
+    // is counted; UNASKED: calls let through with nobody asked, not counted.
     outln!(
-        "{:<20} {:<16} {:<9} {:<7} {:>7} {:>8} {:>9} {:>7} {:>10} {:>6}  PROPOSAL",
+        "{:<20} {:<16} {:<9} {:<7} {:>7} {:>8} {:>8} {:>8} {:>7} {:>9} {:>6} {:>9} {:>7} {:>6}  PROPOSAL",
         "AGENT",
         "TIER",
         "SOURCE",
         "PAUSED",
         "PENDING",
         "HANDLED",
-        "APPROVED",
+        "HUMAN OK",
+        "HUMAN NO",
+        "GRANTED",
+        "WENT WELL",
         "DENIED",
         "ESCALATED",
+        "UNASKED",
         "GRANTS"
     );
     for v in &views {
         let m = v.evidence.measures;
+        let b = m.basis.unwrap_or_default();
         outln!(
-            "{:<20} {:<16} {:<9} {:<7} {:>7} {:>8} {:>9} {:>7} {:>10} {:>6}  {}",
+            "{:<20} {:<16} {:<9} {:<7} {:>7} {:>8} {:>8} {:>8} {:>7} {:>9} {:>6} {:>9} {:>7} {:>6}  {}",
             v.agent,
             v.tier.as_str(),
             v.source.as_str(),
             if v.pause.is_some() { "yes" } else { "-" },
             v.pending,
             m.handled,
+            b.approved,
+            b.denied,
+            b.granted_succeeded + b.granted_failed,
             percent(m.positive_rate),
             percent(m.correction_rate),
             percent(m.escalation_rate),
+            b.unvouched,
             v.grants.len(),
             v.proposal.as_ref().map_or("-".to_string(), |p| format!(
                 "{} {}",
@@ -188,25 +200,6 @@ pub(super) async fn run(
     Ok(EXIT_GO)
 }
 
-fn counts_line(c: &Counts) -> String {
-    format!(
-        "{} requests: {} allowed, {} blocked, {} asked ({} approved, {} denied, {} expired, \
-         {} cancelled, {} pending); {} succeeded, {} failed; {} below ask_human",
-        c.requests,
-        c.allowed,
-        c.blocked,
-        c.asked,
-        c.approved,
-        c.denied,
-        c.expired,
-        c.cancelled,
-        c.pending,
-        c.succeeded,
-        c.failed,
-        c.low_confidence
-    )
-}
-
 /// What a grant covers, in words.
 pub(super) fn scope_words(s: &Scope) -> String {
     match s {
@@ -256,21 +249,15 @@ fn print_view(v: &AgentView) {
         v.pause.as_ref().map_or("no".to_string(), |p| p.describe())
     );
     outln!("  pending:     {}", v.pending);
-    outln!("  all time:    {}", counts_line(&v.evidence.all_time));
+    outln!("  all time:    {}", v.evidence.all_time.words());
     outln!(
         "  {:<13}{}",
         format!("last {}:", v.evidence.window),
-        counts_line(&v.evidence.recent)
+        v.evidence.recent.words()
     );
-    let m = v.evidence.measures;
-    outln!(
-        "  measures:    handled {}: {} approved, {} denied, {} escalated (of {} requests)",
-        m.handled,
-        percent(m.positive_rate),
-        percent(m.correction_rate),
-        percent(m.escalation_rate),
-        m.requests
-    );
+    for (label, words) in v.evidence.measures.figures() {
+        outln!("  {:<13}{words}", format!("{}:", label.to_lowercase()));
+    }
     outln!("  assessment:  {}", v.assessment.reason);
     if let Some(d) = &v.demotion {
         outln!("  denials:     {}", d.reason);

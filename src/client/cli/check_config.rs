@@ -123,6 +123,9 @@ fn print_summary(path: &Path, c: &Config) {
     for note in &c.notes {
         outln!("  note: {note}");
     }
+    for warning in &c.warnings {
+        outln!("  warning: {warning}");
+    }
     if c.telegram.is_none() && c.slack.is_none() {
         outln!("  chat channels:   none on; owners decide with `gatebot decide`");
     }

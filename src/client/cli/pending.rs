@@ -7,7 +7,6 @@ use serde_json::Value;
 use super::out::outln;
 use super::{encode, expect_ok, field, pretty, EXIT_GO};
 use crate::client::Client;
-use crate::trust::evidence::percent;
 use crate::trust::Proposal;
 use crate::wire::ApprovalView;
 
@@ -57,15 +56,7 @@ pub(super) async fn run(
         outln!();
         outln!("Open proposals (gatebot decide ID approve|deny):");
         for p in &proposals {
-            let m = p.measures;
-            outln!(
-                "{}  {} ({} handled, {} approved, {} denied)",
-                p.short_id,
-                p.question(),
-                m.handled,
-                percent(m.positive_rate),
-                percent(m.correction_rate)
-            );
+            outln!("{}  {} ({})", p.short_id, p.question(), p.measures.brief());
         }
     }
     Ok(EXIT_GO)

@@ -173,6 +173,13 @@ pub(super) fn print(t: &TaskView, json: bool) {
         t.summary,
         t.agent
     );
+    if let Some(s) = &t.suggestion {
+        // Model output, shown as such: the agent is told it after the owner's words.
+        outln!("  the classifier model suggests to the agent (not your words):");
+        for line in s.lines() {
+            outln!("  | {line}");
+        }
+    }
     match t.status {
         TaskStatus::Pending => outln!(
             "  waits for your go: gatebot decide {} queue (or reject)",
@@ -184,7 +191,12 @@ pub(super) fn print(t: &TaskView, json: bool) {
                     outln!("  asks: {line}");
                 }
                 if !q.choices.is_empty() {
-                    outln!("  choices: {}", q.choices.join(" | "));
+                    let whose = if q.purpose == "clarify" && t.classifier == "model" {
+                        " (the classifier model's suggestions)"
+                    } else {
+                        ""
+                    };
+                    outln!("  choices{whose}: {}", q.choices.join(" | "));
                 }
                 outln!(
                     "  answer in the task's chat thread, or: gatebot task answer {} \"…\"",

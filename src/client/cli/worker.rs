@@ -289,6 +289,12 @@ async fn run_task(
         Some(s) if t.input.is_some() => cmd.env("GATEBOT_SESSION_ID", s),
         _ => cmd.env_remove("GATEBOT_SESSION_ID"),
     };
+    // The hooks the command starts act as the same agent, so they need its token
+    // however the worker was given it (`--token` or GATEBOT_TOKEN).
+    match &w.token {
+        Some(token) => cmd.env("GATEBOT_TOKEN", token),
+        None => cmd.env_remove("GATEBOT_TOKEN"),
+    };
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
