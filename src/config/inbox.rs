@@ -29,7 +29,7 @@ use crate::inbox::detect::DEFAULT_FAILURE_PATTERNS;
 use crate::inbox::model::ModelClassifier;
 use crate::inbox::{Intent, Level};
 use crate::names::valid_agent_name;
-use crate::time::parse_duration;
+use crate::time::{parse_duration, range};
 
 /// The key of routes, timeouts and levels that covers every intent not named.
 pub const DEFAULT_KEY: &str = "default";
@@ -204,6 +204,13 @@ impl FileInbox {
                 "must be at least 1 (running tasks per agent)",
             ));
         }
+        for (key, d, range) in [
+            ("lease", self.lease, range::LEASE),
+            ("timeout_grace", self.timeout_grace, range::INBOX_STEP),
+            ("progress_every", self.progress_every, range::INBOX_STEP),
+        ] {
+            r.duration_in("inbox", key, d, range, errors);
+        }
         let known = |agent: &str| agents.contains_key(agent);
         let check_agent = |table: &str, k: &str, agent: &str| -> Option<ConfigError> {
             if !valid_agent_name(agent) {
@@ -238,7 +245,9 @@ impl FileInbox {
         let mut timeouts: BTreeMap<Intent, Duration> = SEED_TIMEOUTS.into_iter().collect();
         let mut default_timeout = DEFAULT_TIMEOUT;
         for (k, v) in &self.timeouts {
-            let d = parse_duration(v).map_err(|e| r.error("inbox.timeouts", k, e));
+            let d = range::TASK_TIMEOUT
+                .parse(v)
+                .map_err(|e| r.error("inbox.timeouts", k, e));
             match (keep(errors, key(r, "inbox.timeouts", k)), keep(errors, d)) {
                 (Some(Key::Intent(i)), Some(d)) => {
                     timeouts.insert(i, d);
@@ -348,6 +357,13 @@ impl FileClassifier {
                 self.api_key_env,
                 self.api_key_file,
             ),
+        );
+        r.duration_in(
+            T,
+            "timeout",
+            self.timeout,
+            range::CLASSIFIER_TIMEOUT,
+            errors,
         );
         if errors.len() > before {
             return None;

@@ -7,6 +7,7 @@ use super::file::{parse_file, FileLog, FileQueue, FileStore};
 use super::resolve::Resolve;
 use super::{Config, ConfigError, LogConfig, QueueConfig, StoreConfig};
 use crate::store::sibling;
+use crate::time::range;
 
 /// Where the daemon listens, as the client commands read it ([`Config::sockets`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,13 +87,16 @@ impl Resolve<'_> {
         if queue.max_connections == Some(0) {
             errors.push(self.error("queue", "max_connections", "must be at least 1"));
         }
-        for (key, d) in [
-            ("header_timeout", queue.header_timeout),
-            ("idle_timeout", queue.idle_timeout),
+        for (key, d, r) in [
+            ("max_wait", queue.max_wait, range::MAX_WAIT),
+            (
+                "header_timeout",
+                queue.header_timeout,
+                range::HEADER_TIMEOUT,
+            ),
+            ("idle_timeout", queue.idle_timeout, range::IDLE_TIMEOUT),
         ] {
-            if d < std::time::Duration::from_secs(1) {
-                errors.push(self.error("queue", key, "must be at least 1s"));
-            }
+            self.duration_in("queue", key, d, r, errors);
         }
         QueueConfig {
             socket: self.anchor(&queue.socket),

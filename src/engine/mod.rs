@@ -36,7 +36,7 @@ use crate::store::{
     AuditCheck, AuditHead, AuditRow, Inserted, Lookup, NewApproval, NewOffer, StorageFault, Store,
     StoreError, Transition,
 };
-use crate::time::{format_duration, now_ms};
+use crate::time::{after, now_ms, range, Range};
 use crate::trust::grants::{check_prefix, command_of, offered_prefix};
 use crate::trust::{paused_verdict, GrantAsk, Scope};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
@@ -469,13 +469,11 @@ impl Engine {
             }
         }
         let ttl = sub.ttl.unwrap_or(config.default_ttl);
-        if ttl < Duration::from_secs(1) || ttl > config.max_ttl {
-            return Err(EngineError::Invalid(format!(
-                "`ttl` must be between 1s and {} (policy.max_ttl)",
-                format_duration(config.max_ttl)
-            )));
-        }
-        Ok(ttl)
+        // `policy.max_ttl` bounds it, and lies in range::TTL itself.
+        let allowed = Range::new(range::TTL.min, config.max_ttl.min(range::TTL.max));
+        allowed
+            .check(ttl)
+            .map_err(|e| EngineError::Invalid(format!("`ttl` {e} (the longest is policy.max_ttl)")))
     }
 
     /// Scores, stores and publishes a request. The request is committed before this returns.
@@ -560,7 +558,7 @@ impl Engine {
             always_allow_offered: verdict.always_allow_offered,
             ttl_ms: (status == Status::Pending).then_some(ttl_ms),
             created_at: now,
-            expires_at: (status == Status::Pending).then_some(now + ttl_ms),
+            expires_at: (status == Status::Pending).then_some(after(now, ttl)),
             task_id,
             offer,
         };
@@ -713,7 +711,9 @@ impl Engine {
                 );
                 self.metrics.settled(
                     a.status,
-                    a.decided_at.unwrap_or(a.created_at) - a.created_at,
+                    a.decided_at
+                        .unwrap_or(a.created_at)
+                        .saturating_sub(a.created_at),
                 );
                 self.deadlines_changed.notify_one();
                 self.publish(Event::Settled(Arc::new(a.clone())));
@@ -793,7 +793,16 @@ impl Engine {
                 Scope::Prefix(check_prefix(&c, p).map_err(EngineError::Invalid)?)
             }
         };
-        let expires_at = choice.for_.map(|d| now_ms() + d.as_millis() as i64);
+        let for_ = match choice.for_ {
+            Some(d) => Some(range::GRANT_FOR.check(d).map_err(|e| {
+                EngineError::Invalid(format!(
+                    "a time-boxed grant (--for, or `for`) {e}; for longer, approve always \
+                     without --for and revoke it when it is no longer wanted"
+                ))
+            })?),
+            None => None,
+        };
+        let expires_at = for_.map(|d| after(now_ms(), d));
         Ok(GrantAsk { scope, expires_at })
     }
 
@@ -1018,7 +1027,9 @@ impl Engine {
             // Sleep until the next deadline; a new request or a decision wakes us to
             // recompute. Cap the sleep so a clock jump cannot strand a deadline.
             let sleep = match next {
-                Some(at) => Duration::from_millis((at - now_ms()).clamp(0, 60_000) as u64),
+                Some(at) => {
+                    Duration::from_millis(at.saturating_sub(now_ms()).clamp(0, 60_000) as u64)
+                }
                 None => Duration::from_secs(60),
             };
             tokio::select! {

@@ -630,7 +630,9 @@ impl Engine {
             // A change (a claim, progress) wakes us to recompute; the cap keeps a clock
             // jump from stranding a deadline.
             let sleep = match next {
-                Some(at) => Duration::from_millis((at - now_ms()).clamp(0, 60_000) as u64),
+                Some(at) => {
+                    Duration::from_millis(at.saturating_sub(now_ms()).clamp(0, 60_000) as u64)
+                }
                 None => Duration::from_secs(60),
             };
             tokio::select! {

@@ -251,7 +251,9 @@ impl Engine {
             info!(id = %a.id, agent = %a.agent, tool = %a.tool, "request denied with the agent's pause");
             self.metrics.settled(
                 a.status,
-                a.decided_at.unwrap_or(a.created_at) - a.created_at,
+                a.decided_at
+                    .unwrap_or(a.created_at)
+                    .saturating_sub(a.created_at),
             );
             self.publish(Event::Settled(Arc::new(a.clone())));
         }
@@ -550,14 +552,19 @@ impl Engine {
             }
         };
         let every = p.every.as_millis() as i64;
-        if now >= last + every {
+        if now >= last.saturating_add(every) {
             self.assess_all().await;
             let done = now_ms();
             self.blocking(move |s| s.set_trust_state(ASSESSED_AT, &done.to_string()))
                 .await?;
             return Ok(p.every.min(SCHEDULE_CHECK));
         }
-        let left = Duration::from_millis((last + every - now).max(0) as u64);
+        let left = Duration::from_millis(
+            last.saturating_add(every)
+                .saturating_sub(now)
+                .max(0)
+                .unsigned_abs(),
+        );
         Ok(left.min(SCHEDULE_CHECK))
     }
 }

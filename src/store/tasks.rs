@@ -415,11 +415,16 @@ impl Store {
                     // Cards show progress at most once per `progress_every`; sooner
                     // progress waits for the timer pass.
                     let shown = t_shown_at(&tx, id)?;
-                    if now - shown >= timing.progress_every_ms {
+                    if now.saturating_sub(shown) >= timing.progress_every_ms {
                         t.revision += 1;
                         set_shown(&tx, id, now, None)?;
                     } else {
-                        set_shown(&tx, id, shown, Some(shown + timing.progress_every_ms))?;
+                        set_shown(
+                            &tx,
+                            id,
+                            shown,
+                            Some(shown.saturating_add(timing.progress_every_ms)),
+                        )?;
                     }
                 }
                 None
@@ -618,7 +623,7 @@ impl Store {
             let outcome = match kind {
                 "progress" => self.show_progress(&id, now)?,
                 "timeout" => self.step(&id, Step::TimedOut, now, |_, t, _| {
-                    let ran = now - t.started_at.unwrap_or(now);
+                    let ran = now.saturating_sub(t.started_at.unwrap_or(now));
                     t.error = Some(format!(
                         "timed out: the run took longer than its {} (the intent's timeout and \
                          [inbox] timeout_grace) and was failed by gatebot",

@@ -12,6 +12,7 @@ mod classifier;
 mod cli;
 mod cli_output;
 mod connections;
+mod durations;
 mod failure;
 mod fake_model;
 mod fake_slack;
