@@ -75,6 +75,7 @@ pub(super) struct FileConfig {
     pub(super) slack: Option<FileSlack>,
     pub(super) inbox: Option<super::inbox::FileInbox>,
     pub(super) workflow: super::workflow::FileWorkflow,
+    pub(super) limits: super::limits::FileLimits,
 }
 
 /// A burst larger than this becomes one digest message (see `chat::conversation::digest`).

@@ -12,7 +12,7 @@
 //!
 //! Step 1 is `file`; step 2 is `resolve`, which hands each section to its module:
 //! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`),
-//! `agents`, `workflow` (`[workflow]`, `[agents.NAME.workflow]`), `inbox` and `promotion` (`[promotion]`, `[grants]`, shell-like `[tools]` entries). A chat platform's table is read and resolved by the platform itself
+//! `agents`, `workflow` (`[workflow]`, `[agents.NAME.workflow]`), `inbox`, `limits` and `promotion` (`[promotion]`, `[grants]`, shell-like `[tools]` entries). A chat platform's table is read and resolved by the platform itself
 //! ([`crate::telegram::config`], [`crate::slack::config`]) with the same helpers, so
 //! the keys of a channel live next to the code that uses them. `reload` says what a
 //! running daemon can take up from a new file (SIGHUP) and what needs a restart.
@@ -22,6 +22,7 @@
 mod agents;
 pub(crate) mod file;
 pub mod inbox;
+pub mod limits;
 mod policy;
 pub mod promotion;
 mod queue;
@@ -98,6 +99,8 @@ pub struct Config {
     pub workflow: workflow::WorkflowConfig,
     /// `[promotion]`, `[grants]` and the shell-like tools of `[tools]`.
     pub trust: promotion::TrustConfig,
+    /// `[limits]`: what one agent may hold open at once.
+    pub limits: limits::LimitsConfig,
 }
 
 #[derive(Debug, Clone)]

@@ -61,6 +61,7 @@ impl Resolve<'_> {
             workflow,
             promotion,
             grants,
+            limits,
         } = file;
         let mut notes = Vec::new();
         let workflow = self.workflow(workflow, &mut agents, policy.max_ttl, &mut notes, errors);
@@ -69,6 +70,7 @@ impl Resolve<'_> {
         let store = self.store(store, errors);
         let queue = self.queue(queue, errors);
         self.socket_paths(&store, &queue, errors);
+        let limits = self.limits(limits, &queue, &mut notes, errors);
         let log = self.log(log, errors);
         let (default_ttl, max_ttl, unknown_agents) =
             (policy.default_ttl, policy.max_ttl, policy.unknown_agents);
@@ -93,6 +95,7 @@ impl Resolve<'_> {
             notes,
             workflow,
             trust,
+            limits,
         })
     }
 

@@ -42,6 +42,7 @@ use crate::trust::{paused_verdict, GrantAsk, Scope};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
 mod chat;
+mod gate;
 mod housekeeping;
 mod refusal;
 mod tasks;
@@ -56,6 +57,7 @@ pub use crate::store::{
     SubjectKind, Thread, Unposted,
 };
 pub use chat::ChatState;
+pub use gate::{Acting, Limit, Slot, WaitSlot};
 pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
 pub use runs::{EventOutcome, Recorded, RunFilter, RunStart};
 pub use tasks::{TaskRequest, TaskSubject};
@@ -161,6 +163,22 @@ pub enum EngineError {
     /// lease that lapsed): `code` says which case, for clients to branch on.
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// The agent is paused: it may do nothing until an owner resumes it.
+    #[error(
+        "agent `{}` is {}. While paused it cannot claim or report on tasks, start workflow \
+         runs or report their events, and its requests are blocked; an owner resumes it \
+         (gatebot agent {} resume, or /resume in a chat)",
+        .0.agent, .0.describe(), .0.agent
+    )]
+    Paused(Box<crate::trust::Pause>),
+    /// The agent holds as many connections or long-polls as `[limits]` allows.
+    #[error("{message}")]
+    Limit {
+        agent: String,
+        limit: Limit,
+        max: usize,
+        message: String,
+    },
 }
 
 /// Records a request's id, agent, tool and status (as `verdict`) in `span`, if the
@@ -274,6 +292,7 @@ pub struct Engine {
     deadlines_changed: Notify,
     chat: ChatState,
     tasks: tasks::TaskState,
+    gate: gate::Gate,
 }
 
 impl std::fmt::Debug for Engine {
@@ -315,6 +334,7 @@ impl Engine {
             events,
             deadlines_changed: Notify::new(),
             tasks: tasks::TaskState::default(),
+            gate: gate::Gate::default(),
         })
     }
 
@@ -484,6 +504,9 @@ impl Engine {
     ) -> Result<Submitted, EngineError> {
         let ttl = self.validate(&sub)?;
         let task_id = self.task_of_request(&sub).await?;
+        // The gate's order (engine::gate): a pause commits before the facts are read or
+        // after this request is stored, never in between.
+        let _order = self.submitting().await;
         let config = self.config();
         let (name, tool, at) = (sub.agent.clone(), sub.tool.clone(), now_ms());
         let facts = self

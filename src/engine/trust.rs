@@ -21,6 +21,7 @@ use tracing::{info, warn};
 
 use super::{Engine, EngineError, Event};
 use crate::approval::Approval;
+use crate::metrics::AgentRefusal;
 use crate::policy::Tier;
 use crate::store::{OfferRow, ProposalOutcome, Revoked, TierChange};
 use crate::time::{clock, format_duration, now_ms};
@@ -205,14 +206,27 @@ impl Engine {
         self.baseline(agent)?;
         let a = agent.to_string();
         let who = actor.clone();
+        // The gate's order (engine::gate): what the agent is doing finishes first, and
+        // nothing it does begins until the pause is in force, its tasks are back in
+        // the queue and its waits are closed.
+        let order = self.pausing().await;
         let (paused, pending) = self
             .blocking(move |s| {
                 let p = s.pause(&a, &who, reason.as_deref(), deny_pending, now_ms())?;
                 Ok((p, s.count_pending_of(&a)?))
             })
             .await?;
+        self.withhold_tasks(agent, &actor).await;
+        let closed = self.close_waits(agent);
+        drop(order);
+        for _ in 0..closed {
+            self.metrics.agent_refused(AgentRefusal::Paused);
+        }
         if paused.new {
-            warn!(agent, by = %actor.label(), "agent paused: its requests are blocked");
+            warn!(
+                agent, by = %actor.label(), waits_closed = closed,
+                "agent paused: its requests are blocked, its tasks and runs wait"
+            );
         }
         self.announce_denied(&paused.denied);
         Ok(PauseOutcome {

@@ -663,6 +663,50 @@ impl Store {
         Ok(changed)
     }
 
+    /// Puts every running task of `agent` back in the queue, because an owner
+    /// (`actor`, `via`) paused it: their leases are void, so their workers' next
+    /// reports are refused and their commands stop. One transaction per task.
+    pub fn withhold_tasks_of(
+        &self,
+        agent: &str,
+        actor: &str,
+        via: &Via,
+        now: i64,
+    ) -> Result<Vec<Changed>> {
+        let ids = self.task_ids_of(agent, TaskStatus::Running)?;
+        let mut changed = Vec::new();
+        for id in ids {
+            let step = self.step(&id, Step::AgentPaused, now, |_, t, _| {
+                end_run(t);
+                let detail = json!({"agent": agent, "why": "agent paused"});
+                Ok((Some((actor.to_string(), via.clone(), detail)), Vec::new()))
+            })?;
+            if let TaskStep::Done(c) = step {
+                changed.push(*c);
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Ids of `agent`'s tasks in `status`, oldest first.
+    pub fn task_ids_of(&self, agent: &str, status: TaskStatus) -> Result<Vec<String>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id FROM tasks WHERE agent = ?1 AND status = ?2 ORDER BY rowid",
+        )?;
+        let rows = stmt.query_map(params![agent, status.as_str()], |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Queues task `id`, still queued, for agent `to` instead of its own (which is
+    /// paused, while its route names `to`).
+    pub fn reroute_task(&self, id: &str, to: &str, now: i64) -> Result<TaskStep> {
+        self.step(id, Step::Rerouted, now, |_, t, _| {
+            let from = std::mem::replace(&mut t.agent, to.to_string());
+            Ok((system(json!({"from": from, "to": to})), Vec::new()))
+        })
+    }
+
     /// The requests made for task `task` that still wait for a human: (id, agent).
     pub fn pending_requests_of(&self, task: &str) -> Result<Vec<(String, String)>> {
         let conn = self.lock();

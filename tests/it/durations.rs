@@ -81,13 +81,15 @@ async fn extreme_stored_times_never_stop_a_listing() {
         .unwrap()
         .body;
     let run_id = run["id"].as_str().unwrap().to_string();
-    let event = json!({"event": "phase_complete", "phase": "build",
+    let event = json!({"type": "phase_complete", "phase": "build",
                        "warnings": [{"text": "flaky test", "severity": "low"}],
                        "result_handling": {"on_warning": "ask"}});
-    app.agent
+    let waits = app
+        .agent
         .post(&format!("/v1/runs/{run_id}/events"), &event)
         .await
         .unwrap();
+    assert_eq!(waits.body["action"], "wait", "{:?}", waits.body);
 
     let db = rusqlite::Connection::open(app.path().join("gatebot.db")).unwrap();
     let tables: Vec<String> = db

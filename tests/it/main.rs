@@ -25,6 +25,7 @@ mod inbox_chat;
 mod integrations;
 mod lifecycle;
 mod memory;
+mod pause;
 mod properties;
 mod reload;
 mod slack;

@@ -20,6 +20,11 @@
 //!    stderr. The daemon then reads the result for failure patterns and pending
 //!    questions, so a "success" can still fail or wait for the owner.
 //!
+//! While the agent is paused (claims and reports answered `409 agent_paused`), the
+//! worker says so once, with who paused it and why, stops a command under way (its
+//! task was queued again), and claims again every [`PAUSED_RETRY`] until an owner
+//! resumes the agent; then it says so and goes on.
+//!
 //! SIGTERM or SIGINT stops the worker: commands under way are stopped (SIGTERM, then
 //! SIGKILL) and not reported, so their leases lapse and the tasks are queued again
 //! (once) for the next worker. `--once` runs one task and exits: 0 when it completed,
@@ -49,6 +54,8 @@ pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 pub const KILL_AFTER: Duration = Duration::from_secs(5);
 /// How long one claim waits for a task (below the client's call timeout).
 const CLAIM_WAIT: Duration = Duration::from_secs(30);
+/// While the agent is paused, how often the worker asks again.
+pub const PAUSED_RETRY: Duration = Duration::from_secs(2);
 /// How much of the output is kept for the result, in characters.
 const OUTPUT_TAIL: usize = 4000;
 /// The most of a result sent, in characters: even at four bytes a character it stays
@@ -164,6 +171,7 @@ async fn slot(
     stop: &CancellationToken,
 ) -> Result<Option<Outcome>, String> {
     let mut failures = 0u32;
+    let mut paused = false;
     let task = loop {
         if stop.is_cancelled() {
             return Ok(None);
@@ -177,10 +185,27 @@ async fn slot(
         match res {
             Ok(r) if r.status.is_success() => {
                 failures = 0;
+                if std::mem::take(&mut paused) {
+                    eprintln!(
+                        "worker: agent {} was resumed; claiming its tasks again",
+                        w.agent
+                    );
+                }
                 let answer: ClaimAnswer = serde_json::from_value(r.body)
                     .map_err(|e| format!("unexpected answer from gatebot: {e}"))?;
                 if let Some(t) = answer.task {
                     break t;
+                }
+            }
+            // Paused: wait for an owner to resume the agent, saying so once.
+            Ok(r) if r.error_code() == Some("agent_paused") => {
+                if !paused {
+                    eprintln!("worker: {}", paused_line(&w.agent, &r.body["error"]));
+                    paused = true;
+                }
+                tokio::select! {
+                    _ = stop.cancelled() => return Ok(None),
+                    _ = tokio::time::sleep(PAUSED_RETRY) => {}
                 }
             }
             // Refused for good: this worker cannot work as this agent.
@@ -549,6 +574,23 @@ async fn finish(client: &Client, t: &ClaimedView, how: Finish) -> Outcome {
         tokio::time::sleep(crate::retry::backoff(attempt).min(Duration::from_secs(10))).await;
     }
     Outcome::Abandoned("gatebot could not be told; the lease will lapse".into())
+}
+
+/// "agent claude-code is paused by alice (CLI) since 2026-…Z: runaway loop; waiting
+/// until an owner resumes it", from an `agent_paused` error.
+fn paused_line(agent: &str, error: &Value) -> String {
+    let mut s = format!("agent {agent} is paused");
+    if let Some(by) = error["paused_by"].as_str() {
+        s.push_str(&format!(" by {by}"));
+    }
+    if let Some(at) = error["paused_at"].as_str() {
+        s.push_str(&format!(" since {at}"));
+    }
+    if let Some(why) = error["reason"].as_str() {
+        s.push_str(&format!(": {why}"));
+    }
+    s.push_str("; waiting until an owner resumes it");
+    s
 }
 
 fn refused(r: &Response) -> String {
