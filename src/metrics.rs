@@ -60,9 +60,9 @@ struct AgentRefusals([AtomicU64; 3]);
 /// What an agent was refused for, for [`Metrics::agent_refused`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentRefusal {
-    /// At `[limits] connections_per_agent`.
+    /// At `[queue] max_connections_per_agent`.
     Connections,
-    /// At `[limits] waits_per_agent`.
+    /// At `[queue] max_waits_per_agent`.
     Waits,
     /// Paused: an attempt refused, or a wait it held closed.
     Paused,
@@ -544,7 +544,7 @@ impl Metrics {
     fn render_agent_refusals(&self, o: &mut String) {
         let _ = writeln!(
             o,
-            "# HELP gatebot_agent_refusals_total Agents' attempts refused for a per-agent cap ([limits] connections_per_agent, waits_per_agent) or a pause (waits it held closed included), by reason."
+            "# HELP gatebot_agent_refusals_total Agents' attempts refused for a per-agent cap ([queue] max_connections_per_agent, max_waits_per_agent) or a pause (waits it held closed included), by reason."
         );
         let _ = writeln!(o, "# TYPE gatebot_agent_refusals_total counter");
         for why in AgentRefusal::ALL {

@@ -86,6 +86,7 @@ impl From<EngineError> for ApiError {
                 ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, limit.code(), message)
                     .with("limit", limit.key())
                     .with("max", max)
+                    .with("retry_after", 1)
             },
             EngineError::IdempotencyConflict { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "idempotency_conflict", message)

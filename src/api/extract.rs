@@ -5,7 +5,8 @@
 //! On the agents' listeners every request runs in a scope ([`count_requests`]): the
 //! agent it authenticates as ([`authenticate`]) gets a slot among its requests in
 //! flight for as long as it is answered, and a long-poll a wait slot too
-//! ([`Waiting`]), both from the engine's gate (`[limits]`; see `engine::gate`).
+//! ([`Waiting`]), both from the engine's gate (`[queue] max_connections_per_agent`, `max_waits_per_agent`; see
+//! `engine::gate`).
 
 use std::time::Duration;
 
@@ -64,7 +65,7 @@ pub(super) struct Waiting {
 
 impl Waiting {
     /// Starts a long-poll for `agent`: refused while it is paused or at its
-    /// `[limits] waits_per_agent` (agents' listeners only).
+    /// `[queue] max_waits_per_agent` (agents' listeners only).
     pub(super) async fn begin(state: &ApiState, agent: &str) -> Result<Waiting, EngineError> {
         let slot = if state.owner {
             None

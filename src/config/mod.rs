@@ -12,7 +12,7 @@
 //!
 //! Step 1 is `file`; step 2 is `resolve`, which hands each section to its module:
 //! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`),
-//! `agents`, `workflow` (`[workflow]`, `[agents.NAME.workflow]`), `inbox`, `limits` and `promotion` (`[promotion]`, `[grants]`, shell-like `[tools]` entries). A chat platform's table is read and resolved by the platform itself
+//! `agents`, `workflow` (`[workflow]`, `[agents.NAME.workflow]`), `inbox` and `promotion` (`[promotion]`, `[grants]`, shell-like `[tools]` entries). A chat platform's table is read and resolved by the platform itself
 //! ([`crate::telegram::config`], [`crate::slack::config`]) with the same helpers, so
 //! the keys of a channel live next to the code that uses them. `reload` says what a
 //! running daemon can take up from a new file (SIGHUP) and what needs a restart.
@@ -22,7 +22,6 @@
 mod agents;
 pub(crate) mod file;
 pub mod inbox;
-pub mod limits;
 mod policy;
 pub mod promotion;
 mod queue;
@@ -99,8 +98,6 @@ pub struct Config {
     pub workflow: workflow::WorkflowConfig,
     /// `[promotion]`, `[grants]` and the shell-like tools of `[tools]`.
     pub trust: promotion::TrustConfig,
-    /// `[limits]`: what one agent may hold open at once.
-    pub limits: limits::LimitsConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -127,6 +124,12 @@ pub struct QueueConfig {
     /// Open connections per agents' listener (Unix socket, TCP); `None`: as many as fit
     /// the open-file limit, up to [`crate::serve::DEFAULT_MAX_CONNECTIONS`].
     pub max_connections: Option<usize>,
+    /// Requests one agent may have in flight at once on the agents' listeners, long-polls
+    /// included (each holds a connection while it is answered); see `engine::gate`.
+    pub max_connections_per_agent: usize,
+    /// Long-polls one agent may hold open at once on the agents' listeners: `?wait=` on
+    /// a request, task or run, a task claim with `wait`, the HTTP hook waiting.
+    pub max_waits_per_agent: usize,
     /// How long a request head may take to arrive once its first byte has.
     pub header_timeout: Duration,
     /// How long a connection may wait for a request (a long-poll is not waiting).

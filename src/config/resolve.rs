@@ -61,7 +61,6 @@ impl Resolve<'_> {
             workflow,
             promotion,
             grants,
-            limits,
         } = file;
         let mut notes = Vec::new();
         let workflow = self.workflow(workflow, &mut agents, policy.max_ttl, &mut notes, errors);
@@ -70,7 +69,7 @@ impl Resolve<'_> {
         let store = self.store(store, errors);
         let queue = self.queue(queue, errors);
         self.socket_paths(&store, &queue, errors);
-        let limits = self.limits(limits, &queue, &mut notes, errors);
+        self.per_agent_caps(&queue, &mut notes, errors);
         let log = self.log(log, errors);
         let (default_ttl, max_ttl, unknown_agents) =
             (policy.default_ttl, policy.max_ttl, policy.unknown_agents);
@@ -95,7 +94,6 @@ impl Resolve<'_> {
             notes,
             workflow,
             trust,
-            limits,
         })
     }
 

@@ -13,8 +13,8 @@
 //!    its waits. Nothing an agent began before a pause lands after it, and nothing
 //!    begins until the pause is in force.
 //! 3. **What one agent holds.** On the agents' listeners every request of an agent
-//!    takes a [`Slot`] for as long as it is answered (`[limits] connections_per_agent`)
-//!    and every long-poll a [`WaitSlot`] too (`waits_per_agent`). One more is refused
+//!    takes a [`Slot`] for as long as it is answered (`[queue] max_connections_per_agent`)
+//!    and every long-poll a [`WaitSlot`] too (`max_waits_per_agent`). One more is refused
 //!    at once with [`EngineError::Limit`] (429, naming the limit), so one agent cannot
 //!    take the connections the others need. Refusals are counted
 //!    (`gatebot_agent_refusals_total`).
@@ -53,9 +53,9 @@ pub struct Acting(#[allow(dead_code)] OwnedRwLockReadGuard<()>);
 /// Which per-agent cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
-    /// `[limits] connections_per_agent`.
+    /// `[queue] max_connections_per_agent`.
     Connections,
-    /// `[limits] waits_per_agent`.
+    /// `[queue] max_waits_per_agent`.
     Waits,
 }
 
@@ -64,8 +64,8 @@ impl Limit {
     #[must_use]
     pub fn key(self) -> &'static str {
         match self {
-            Limit::Connections => "limits.connections_per_agent",
-            Limit::Waits => "limits.waits_per_agent",
+            Limit::Connections => "queue.max_connections_per_agent",
+            Limit::Waits => "queue.max_waits_per_agent",
         }
     }
 
@@ -189,9 +189,9 @@ impl Engine {
     }
 
     /// Counts a request of `agent` in flight on the agents' listeners, or refuses it
-    /// at `[limits] connections_per_agent`.
+    /// at `[queue] max_connections_per_agent`.
     pub fn enter(&self, agent: &str) -> Result<Slot, EngineError> {
-        let max = self.config().limits.connections_per_agent;
+        let max = self.config().queue.max_connections_per_agent;
         let mut map = lock(&self.gate.held);
         let h = map.entry(agent.to_string()).or_default();
         if h.requests >= max {
@@ -206,7 +206,7 @@ impl Engine {
     }
 
     /// Starts a long-poll of `agent` on the agents' listeners: refused while it is
-    /// paused, or at `[limits] waits_per_agent`. Its stop fires at `shutdown` or when
+    /// paused, or at `[queue] max_waits_per_agent`. Its stop fires at `shutdown` or when
     /// the agent is paused.
     pub async fn begin_wait(
         &self,
@@ -216,7 +216,7 @@ impl Engine {
         // In the gate's order: a pause either sees this wait (and closes it) or is
         // seen by it.
         let _order = self.acting(agent).await?;
-        let max = self.config().limits.waits_per_agent;
+        let max = self.config().queue.max_waits_per_agent;
         let mut map = lock(&self.gate.held);
         let h = map.entry(agent.to_string()).or_default();
         if h.waits >= max {
@@ -289,14 +289,14 @@ mod tests {
     use crate::store::Store;
 
     fn engine(limits: &str) -> Arc<Engine> {
-        let raw = format!("[agents.a]\ntier = \"supervised\"\n[agents.b]\ntier = \"supervised\"\n[limits]\n{limits}\n");
+        let raw = format!("[agents.a]\ntier = \"supervised\"\n[agents.b]\ntier = \"supervised\"\n[queue]\n{limits}\n");
         let config = Config::parse(&raw, Path::new("/nonexistent/bot.toml")).unwrap();
         Engine::new(Store::open_in_memory().unwrap(), config)
     }
 
     #[tokio::test]
     async fn each_agent_has_its_own_caps_and_a_slot_frees_its_place() {
-        let e = engine("connections_per_agent = 2\nwaits_per_agent = 1");
+        let e = engine("max_connections_per_agent = 2\nmax_waits_per_agent = 1");
         let stop = CancellationToken::new();
         let (a1, a2) = (e.enter("a").unwrap(), e.enter("a").unwrap());
         let err = e.enter("a").unwrap_err();
@@ -312,7 +312,8 @@ mod tests {
             "{err}"
         );
         assert!(
-            err.to_string().contains("`limits.connections_per_agent`"),
+            err.to_string()
+                .contains("`queue.max_connections_per_agent`"),
             "{err}"
         );
         // Another agent is not touched.

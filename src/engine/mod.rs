@@ -171,7 +171,7 @@ pub enum EngineError {
         .0.agent, .0.describe(), .0.agent
     )]
     Paused(Box<crate::trust::Pause>),
-    /// The agent holds as many connections or long-polls as `[limits]` allows.
+    /// The agent holds as many connections or long-polls as `[queue]` allows per agent.
     #[error("{message}")]
     Limit {
         agent: String,

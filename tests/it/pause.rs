@@ -316,7 +316,7 @@ async fn raw_get(socket: &Path, path: &str) -> String {
 #[tokio::test]
 async fn one_agent_at_its_cap_cannot_stop_another_agents_submit_and_a_pause_closes_its_waits() {
     let app = spawn_app(
-        "[queue]\nmax_connections = 12\n[limits]\nconnections_per_agent = 6\nwaits_per_agent = 6\n",
+        "[queue]\nmax_connections = 12\nmax_connections_per_agent = 6\nmax_waits_per_agent = 6\n",
     )
     .await;
     let socket = app.path().join("gatebot.sock");
@@ -349,7 +349,7 @@ async fn one_agent_at_its_cap_cannot_stop_another_agents_submit_and_a_pause_clos
     assert!(lower.contains("retry-after: 1"), "{answer}");
     assert!(
         answer.contains("\"code\":\"too_many_connections\"")
-            && answer.contains("\"limit\":\"limits.connections_per_agent\"")
+            && answer.contains("\"limit\":\"queue.max_connections_per_agent\"")
             && answer.contains("agent `mailer` already has 6 requests in flight"),
         "{answer}"
     );

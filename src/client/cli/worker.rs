@@ -208,8 +208,9 @@ async fn slot(
                     _ = tokio::time::sleep(PAUSED_RETRY) => {}
                 }
             }
-            // Refused for good: this worker cannot work as this agent.
-            Ok(r) if r.status.is_client_error() => {
+            // Refused for good: this worker cannot work as this agent. (A 429, the agent
+            // holding as many long-polls as it may, passes: it is retried below.)
+            Ok(r) if r.status.is_client_error() && r.status.as_u16() != 429 => {
                 return Err(format!(
                     "gatebot refuses this worker: {} ({})",
                     r.error_message(),
