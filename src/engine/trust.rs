@@ -21,7 +21,6 @@ use tracing::{info, warn};
 
 use super::{Engine, EngineError, Event};
 use crate::approval::Approval;
-use crate::metrics::AgentRefusal;
 use crate::policy::Tier;
 use crate::store::{OfferRow, ProposalOutcome, Revoked, TierChange};
 use crate::time::{clock, format_duration, now_ms};
@@ -217,11 +216,9 @@ impl Engine {
             })
             .await?;
         self.withhold_tasks(agent, &actor).await;
+        // Each closed wait is answered (and counted) as paused when it returns.
         let closed = self.close_waits(agent);
         drop(order);
-        for _ in 0..closed {
-            self.metrics.agent_refused(AgentRefusal::Paused);
-        }
         if paused.new {
             warn!(
                 agent, by = %actor.label(), waits_closed = closed,

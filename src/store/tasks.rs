@@ -351,9 +351,12 @@ impl Store {
         t.status = to;
         t.attempts += 1;
         t.lease = Some(new_lease());
-        t.lease_until = Some(now + lease_ms);
+        t.lease_until = Some(now.saturating_add(lease_ms));
         t.started_at = Some(now);
-        t.deadline = Some(now + timeout_ms(t.intent) + grace_ms);
+        t.deadline = Some(
+            now.saturating_add(timeout_ms(t.intent))
+                .saturating_add(grace_ms),
+        );
         t.updated_at = now;
         t.revision += 1;
         write_task(&tx, &t, now)?;
@@ -408,7 +411,7 @@ impl Store {
         let mut touched = vec![id.to_string()];
         let audit = match report {
             Report::Progress(text) => {
-                t.lease_until = Some(now + timing.lease_ms);
+                t.lease_until = Some(now.saturating_add(timing.lease_ms));
                 if let Some(text) = text {
                     t.progress = Some(text.clone());
                     t.progress_at = Some(now);

@@ -367,7 +367,11 @@ async fn run_task(
         })
     });
 
-    let timeout = Duration::try_from_secs_f64(t.timeout_secs).unwrap_or(Duration::MAX);
+    // The daemon keeps a task's timeout within its range (at most 7 days); a value
+    // from elsewhere is held to that too, rather than overflow the clock.
+    let timeout = Duration::try_from_secs_f64(t.timeout_secs)
+        .unwrap_or(Duration::MAX)
+        .min(crate::time::range::TASK_TIMEOUT.max);
     let deadline = tokio::time::Instant::now() + timeout;
     let beat = Duration::try_from_secs_f64(t.lease_secs / 3.0)
         .unwrap_or(PROGRESS_EVERY)
