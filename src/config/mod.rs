@@ -394,7 +394,7 @@ mod tests {
         .unwrap_err();
         assert!(
             errors.iter().any(|e| e.key == "inbox.classifier.timeout"
-                && e.message.contains("from 1 second to 5 minutes")),
+                && e.message.contains("from 100 milliseconds to 5 minutes")),
             "{errors:?}"
         );
     }
