@@ -259,7 +259,7 @@ impl Engine {
         }
     }
 
-    /// Holds the gate for a pause of `agent` (see the module docs): actions under way
+    /// Holds the gate for a pause (see the module docs): actions under way
     /// finish first, and none begins until the guard drops.
     pub(super) async fn pausing(&self) -> tokio::sync::OwnedRwLockWriteGuard<()> {
         self.gate.order.clone().write_owned().await
