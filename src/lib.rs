@@ -25,7 +25,8 @@
 //!   runs, tasks, trust. Only [`engine`] uses it.
 //! - [`engine`]: the only code that changes state: submit, decide, expire; workflow runs
 //!   and check-ins; tasks (create, claim under leases, report, answer, time out); trust
-//!   (tiers, pauses, grants, assessments and their schedule); the event bus; typed reads
+//!   (tiers, pauses, grants, assessments and their schedule); the gate every agent
+//!   passes (its pause, what it may hold open at once); the event bus; typed reads
 //!   for the API; chat state for conversations and delivery.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), a file per route.
 //! - [`chat`]: one conversation mechanism for every platform: cards, conversation kinds,

@@ -49,6 +49,40 @@ pub struct Metrics {
     inbox: InboxCounts,
     /// Workflow runs and their check-ins.
     workflow: WorkflowCounts,
+    /// Agents' attempts refused for a per-agent cap or a pause (`engine::gate`).
+    agent_refusals: AgentRefusals,
+}
+
+/// Why an agent's attempt was refused: one of [`AgentRefusal`], by index.
+#[derive(Debug, Default)]
+struct AgentRefusals([AtomicU64; 3]);
+
+/// What an agent was refused for, for [`Metrics::agent_refused`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentRefusal {
+    /// At `[queue] max_connections_per_agent`.
+    Connections,
+    /// At `[queue] max_waits_per_agent`.
+    Waits,
+    /// Paused: an attempt refused, or a wait it held closed.
+    Paused,
+}
+
+impl AgentRefusal {
+    pub const ALL: [AgentRefusal; 3] = [
+        AgentRefusal::Connections,
+        AgentRefusal::Waits,
+        AgentRefusal::Paused,
+    ];
+
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentRefusal::Connections => "connections",
+            AgentRefusal::Waits => "waits",
+            AgentRefusal::Paused => "paused",
+        }
+    }
 }
 
 /// Per listener ([`Listener`]): open connections, caps reached, timeouts.
@@ -269,6 +303,17 @@ impl Metrics {
         self.workflow.stopped[i].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// An agent's attempt was refused (or its wait closed) for `why`.
+    pub fn agent_refused(&self, why: AgentRefusal) {
+        self.agent_refusals.0[why as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many of an agent's attempts were refused for `why`.
+    #[must_use]
+    pub fn agent_refusals(&self, why: AgentRefusal) -> u64 {
+        self.agent_refusals.0[why as usize].load(Ordering::Relaxed)
+    }
+
     /// How many expiry passes have failed.
     #[must_use]
     pub fn expiry_pass_failures(&self) -> u64 {
@@ -388,6 +433,7 @@ impl Metrics {
         self.connections.render(&mut o);
         self.render_inbox(&mut o);
         self.render_workflow(&mut o);
+        self.render_agent_refusals(&mut o);
         let chat = self.chat.lock().unwrap_or_else(|e| e.into_inner()).clone();
         type Pick = fn(&ChatCounts) -> u64;
         // (name, help on the first series of a name, label, its value, the count)
@@ -491,6 +537,22 @@ impl Metrics {
                 o,
                 "gatebot_inbox_tasks_finished_total{{status=\"{s}\"}} {}",
                 get(n)
+            );
+        }
+    }
+
+    fn render_agent_refusals(&self, o: &mut String) {
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_agent_refusals_total Agents' attempts refused for a per-agent cap ([queue] max_connections_per_agent, max_waits_per_agent) or a pause (waits it held closed included), by reason."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_agent_refusals_total counter");
+        for why in AgentRefusal::ALL {
+            let _ = writeln!(
+                o,
+                "gatebot_agent_refusals_total{{reason=\"{}\"}} {}",
+                why.as_str(),
+                self.agent_refusals(why)
             );
         }
     }

@@ -20,6 +20,12 @@ pub struct ApiError {
     pub approval: Option<Box<Approval>>,
     /// On `payload_too_large`, the limit, so clients can say what to raise.
     pub max_body_bytes: Option<usize>,
+    /// More fields of the `error` object: who paused an agent (`agent_paused`), the
+    /// limit reached (`too_many_waits`).
+    pub detail: serde_json::Map<String, serde_json::Value>,
+    /// `Retry-After`, in seconds; also closes the connection after the answer (an
+    /// agent over its cap gives its connection back to the listener at once).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -30,7 +36,16 @@ impl ApiError {
             message: message.into(),
             approval: None,
             max_body_bytes: None,
+            detail: serde_json::Map::new(),
+            retry_after: None,
         }
+    }
+
+    /// With `key: value` in the `error` object.
+    #[must_use]
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.detail.insert(key.to_string(), value.into());
+        self
     }
 }
 
@@ -58,11 +73,20 @@ impl From<EngineError> for ApiError {
                 ApiError::new(StatusCode::CONFLICT, "ambiguous_id", message)
             }
             EngineError::AlreadySettled(a) => ApiError {
-                status: StatusCode::CONFLICT,
-                code: "already_decided",
-                message,
                 approval: Some(a),
-                max_body_bytes: None,
+                ..ApiError::new(StatusCode::CONFLICT, "already_decided", message)
+            },
+            EngineError::Paused(p) => ApiError::new(StatusCode::CONFLICT, "agent_paused", message)
+                .with("agent", p.agent.clone())
+                .with("paused_by", p.by.label())
+                .with("paused_at", crate::time::format_ms(p.at))
+                .with("reason", p.reason.clone()),
+            EngineError::Limit { limit, max, .. } => ApiError {
+                retry_after: Some(1),
+                ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, limit.code(), message)
+                    .with("limit", limit.key())
+                    .with("max", max)
+                    .with("retry_after", 1)
             },
             EngineError::IdempotencyConflict { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "idempotency_conflict", message)
@@ -96,10 +120,22 @@ impl IntoResponse for ApiError {
         if let Some(n) = self.max_body_bytes {
             body["error"]["max_body_bytes"] = json!(n);
         }
+        for (k, v) in self.detail {
+            body["error"][k] = v;
+        }
         if let Some(a) = self.approval {
             body["request"] = serde_json::to_value(ApprovalView::from(&*a)).unwrap_or_default();
         }
-        (self.status, Json(body)).into_response()
+        let mut res = (self.status, Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            let headers = res.headers_mut();
+            headers.insert(axum::http::header::RETRY_AFTER, secs.into());
+            headers.insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+        }
+        res
     }
 }
 

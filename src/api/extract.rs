@@ -1,6 +1,12 @@
 //! What the handlers share to read a request: query, path and JSON body with JSON
 //! errors, the bearer token, and who may act on which request (refusals audited);
 //! and `note`, which records the request in the call's `api` span.
+//!
+//! On the agents' listeners every request runs in a scope ([`count_requests`]): the
+//! agent it authenticates as ([`authenticate`]) gets a slot among its requests in
+//! flight for as long as it is answered, and a long-poll a wait slot too
+//! ([`Waiting`]), both from the engine's gate (`[queue] max_connections_per_agent`, `max_waits_per_agent`; see
+//! `engine::gate`).
 
 use std::time::Duration;
 
@@ -16,7 +22,76 @@ use super::error::{ApiError, ApiResult};
 use super::ApiState;
 use crate::approval::{Approval, Via};
 use crate::config::AgentConfig;
-use crate::engine::{record_request, EngineError, Refusal};
+use crate::engine::{record_request, EngineError, Refusal, Slot, WaitSlot};
+
+tokio::task_local! {
+    /// The request being answered on an agents' listener: the slot of the agent it
+    /// authenticated as, held until the answer is ready.
+    static REQUEST: std::sync::Mutex<Option<Slot>>;
+}
+
+/// Middleware of the agents' router: runs each request in its own scope, so the slot
+/// [`authenticate`] takes for it is given back when it is answered.
+pub(super) async fn count_requests(
+    req: Request<Body>,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    REQUEST
+        .scope(std::sync::Mutex::new(None), next.run(req))
+        .await
+}
+
+/// Takes a slot for `agent` for the request being answered (once per request: a
+/// request that names its agent twice counts once).
+fn take_slot(state: &ApiState, agent: &str) -> Result<(), EngineError> {
+    let taken = REQUEST.try_with(|slot| -> Result<(), EngineError> {
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(state.engine.enter(agent)?);
+        }
+        Ok(())
+    });
+    // Outside a scope (the owners' router) nothing is counted.
+    taken.unwrap_or(Ok(()))
+}
+
+/// A long-poll's stop: on the agents' listeners, a counted [`WaitSlot`] of the agent
+/// whose stop also fires when the agent is paused; for owners, shutdown alone.
+pub(super) struct Waiting {
+    slot: Option<WaitSlot>,
+    agent: String,
+    shutdown: tokio_util::sync::CancellationToken,
+}
+
+impl Waiting {
+    /// Starts a long-poll for `agent`: refused while it is paused or at its
+    /// `[queue] max_waits_per_agent` (agents' listeners only).
+    pub(super) async fn begin(state: &ApiState, agent: &str) -> Result<Waiting, EngineError> {
+        let slot = if state.owner {
+            None
+        } else {
+            Some(state.engine.begin_wait(agent, &state.shutdown).await?)
+        };
+        Ok(Waiting {
+            slot,
+            agent: agent.to_string(),
+            shutdown: state.shutdown.clone(),
+        })
+    }
+
+    pub(super) fn stop(&self) -> &tokio_util::sync::CancellationToken {
+        self.slot.as_ref().map_or(&self.shutdown, WaitSlot::stop)
+    }
+
+    /// After the wait: `Err(Paused)` when the agent's pause ended it, so the agent
+    /// learns why instead of polling again.
+    pub(super) async fn finish(self, state: &ApiState) -> Result<(), EngineError> {
+        if self.slot.as_ref().is_some_and(WaitSlot::paused) {
+            return state.engine.refuse_if_paused(&self.agent).await;
+        }
+        Ok(())
+    }
+}
 
 /// Records `a` in the current `api` span (see the [`api`](super) module docs).
 pub(super) fn note(a: &Approval) {
@@ -145,7 +220,11 @@ pub(super) async fn authenticate_as(
     approval_id: Option<&str>,
 ) -> Result<AgentConfig, EngineError> {
     let token = bearer(headers);
-    match state.engine.authenticate(agent, token, state.transport) {
+    let authenticated = state
+        .engine
+        .authenticate(agent, token, state.transport)
+        .and_then(|cfg| take_slot(state, agent).map(|()| cfg));
+    match authenticated {
         Err(EngineError::Unauthorized(why)) => {
             let mut detail = json!({
                 "attempted": attempted,

@@ -10,7 +10,7 @@ use tracing::field::Empty;
 use tracing::instrument;
 
 use super::error::ApiResult;
-use super::extract::{authorised_request, note, wait_param, ApiPath, ApiQuery};
+use super::extract::{authorised_request, note, wait_param, ApiPath, ApiQuery, Waiting};
 use super::ApiState;
 use crate::approval::Status;
 use crate::wire::ApprovalView;
@@ -32,10 +32,13 @@ pub(super) async fn get_request(
     let max = state.engine.config().queue.max_wait;
     let wait = wait.unwrap_or(Duration::ZERO).min(max);
     let approval = if approval.status == Status::Pending && !wait.is_zero() {
-        state
+        let waiting = Waiting::begin(&state, &approval.agent).await?;
+        let a = state
             .engine
-            .wait(&approval.id, wait, &state.shutdown)
-            .await?
+            .wait(&approval.id, wait, waiting.stop())
+            .await?;
+        waiting.finish(&state).await?;
+        a
     } else {
         approval
     };

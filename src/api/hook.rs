@@ -41,7 +41,7 @@ use tokio::time::Instant;
 use tracing::field::Empty;
 use tracing::Span;
 
-use super::extract::{authenticate, note};
+use super::extract::{authenticate, note, Waiting};
 use super::ApiState;
 use crate::approval::Status;
 use crate::config::AgentConfig;
@@ -291,12 +291,17 @@ impl Gate for EngineGate<'_> {
         if self.state.shutdown.is_cancelled() {
             return Err(shutting_down());
         }
+        let failed = |e: EngineError| GateError::Failed(e.to_string());
+        let waiting = Waiting::begin(self.state, self.name)
+            .await
+            .map_err(failed)?;
         let a = self
             .state
             .engine
-            .wait(id, up_to, &self.state.shutdown)
+            .wait(id, up_to, waiting.stop())
             .await
-            .map_err(|e| GateError::Failed(e.to_string()))?;
+            .map_err(failed)?;
+        waiting.finish(self.state).await.map_err(failed)?;
         note(&a);
         if a.status == Status::Pending && self.state.shutdown.is_cancelled() {
             return Err(shutting_down());

@@ -98,6 +98,8 @@ pub fn agent_router(state: ApiState) -> Router {
         .route("/v1/grants/{id}/revoke", post(trust::forbidden))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        // Each request's agent holds a slot while it is answered (`[queue] max_connections_per_agent`).
+        .layer(axum::middleware::from_fn(extract::count_requests))
         .with_state(state)
 }
 

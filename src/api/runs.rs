@@ -23,7 +23,7 @@ use serde_json::json;
 use tracing::instrument;
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{authenticate, json_body, wait_param, ApiPath, ApiQuery};
+use super::extract::{authenticate, json_body, wait_param, ApiPath, ApiQuery, Waiting};
 use super::list::MAX_PAGE;
 use super::ApiState;
 use crate::approval::Via;
@@ -229,10 +229,10 @@ pub(super) async fn get_run(
     let max = state.engine.config().queue.max_wait;
     let wait = wait.unwrap_or(Duration::ZERO).min(max);
     let run = if run.status == RunStatus::Waiting && !wait.is_zero() {
-        state
-            .engine
-            .wait_run(&run.id, wait, &state.shutdown)
-            .await?
+        let waiting = Waiting::begin(&state, &run.agent).await?;
+        let r = state.engine.wait_run(&run.id, wait, waiting.stop()).await?;
+        waiting.finish(&state).await?;
+        r
     } else {
         run
     };

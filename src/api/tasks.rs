@@ -24,7 +24,7 @@ use tracing::{instrument, Span};
 use super::decide::owner_of;
 use super::error::{ApiError, ApiResult};
 use super::extract::{
-    audit_refusal, authenticate, bearer, json_body, wait_param, ApiPath, ApiQuery,
+    audit_refusal, authenticate, bearer, json_body, wait_param, ApiPath, ApiQuery, Waiting,
 };
 use super::ApiState;
 use crate::approval::Via;
@@ -183,10 +183,13 @@ pub(super) async fn get(
     let task = if wait.is_zero() {
         task
     } else {
-        state
+        let waiting = Waiting::begin(&state, &task.agent).await?;
+        let t = state
             .engine
-            .wait_task(&task.id, wait, &state.shutdown)
-            .await?
+            .wait_task(&task.id, wait, waiting.stop())
+            .await?;
+        waiting.finish(&state).await?;
+        t
     };
     note(&task);
     Ok(Json(TaskView::from(&task)))
@@ -327,10 +330,20 @@ pub(super) async fn claim(
     }
     .min(state.engine.config().queue.max_wait);
     let inbox = state.engine.config().inbox.clone();
-    let task = state
-        .engine
-        .claim_task(&body.agent, wait, &state.shutdown)
-        .await?;
+    let task = if wait.is_zero() {
+        state
+            .engine
+            .claim_task(&body.agent, wait, &state.shutdown)
+            .await?
+    } else {
+        let waiting = Waiting::begin(&state, &body.agent).await?;
+        let t = state
+            .engine
+            .claim_task(&body.agent, wait, waiting.stop())
+            .await?;
+        waiting.finish(&state).await?;
+        t
+    };
     let Some(t) = task else {
         return Ok(Json(ClaimAnswer { task: None }));
     };

@@ -77,6 +77,13 @@ pub(super) struct FileConfig {
     pub(super) workflow: super::workflow::FileWorkflow,
 }
 
+/// `[queue] max_connections_per_agent` when not set: well below a listener's cap.
+pub(crate) const DEFAULT_CONNECTIONS_PER_AGENT: usize = 64;
+/// `[queue] max_waits_per_agent` when not set.
+pub(crate) const DEFAULT_WAITS_PER_AGENT: usize = 32;
+/// The most either per-agent cap may be.
+pub(crate) const MAX_PER_AGENT: usize = 10_000;
+
 /// A burst larger than this becomes one digest message (see `chat::conversation::digest`).
 pub(crate) const DEFAULT_DIGEST_AFTER: usize = 5;
 
@@ -112,6 +119,8 @@ pub(super) struct FileQueue {
     pub(super) max_wait: Duration,
     pub(super) metrics: bool,
     pub(super) max_connections: Option<usize>,
+    pub(super) max_connections_per_agent: usize,
+    pub(super) max_waits_per_agent: usize,
     #[serde(deserialize_with = "de_duration")]
     pub(super) header_timeout: Duration,
     #[serde(deserialize_with = "de_duration")]
@@ -128,6 +137,8 @@ impl Default for FileQueue {
             max_wait: Duration::from_secs(300),
             metrics: false,
             max_connections: None,
+            max_connections_per_agent: DEFAULT_CONNECTIONS_PER_AGENT,
+            max_waits_per_agent: DEFAULT_WAITS_PER_AGENT,
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
         }

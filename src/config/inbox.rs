@@ -9,7 +9,7 @@
 //! timeout_grace = "30s"       # after the intent's timeout, before gatebot fails the task
 //! progress_every = "5s"       # card edits for progress, at most this often
 //! failure_patterns = ["(?i)permission denied"]
-//! [inbox.routes]              # intent → agent; `default` for the rest
+//! [inbox.routes]              # intent → agent (or agents, the first not paused); `default`
 //! [inbox.timeouts]            # intent → duration; `default` for the rest
 //! [inbox.autonomy]            # intent → level (1 confirm first, 2 queue at once)
 //! [inbox.concurrency]         # agent → its own max_concurrent
@@ -29,7 +29,7 @@ use crate::inbox::detect::DEFAULT_FAILURE_PATTERNS;
 use crate::inbox::model::ModelClassifier;
 use crate::inbox::{Intent, Level};
 use crate::names::valid_agent_name;
-use crate::time::parse_duration;
+use crate::time::{parse_duration, range};
 
 /// The key of routes, timeouts and levels that covers every intent not named.
 pub const DEFAULT_KEY: &str = "default";
@@ -49,9 +49,10 @@ pub const DEFAULT_MAX_CONCURRENT: usize = 3;
 /// The inbox as the daemon runs it.
 #[derive(Debug, Clone)]
 pub struct InboxConfig {
-    /// Intent → agent, and the agent for every other intent.
-    pub routes: BTreeMap<Intent, String>,
-    pub default_agent: Option<String>,
+    /// Intent → its agents, and the agents of every other intent: the first that is
+    /// not paused takes a task (a list of one for most).
+    pub routes: BTreeMap<Intent, Vec<String>>,
+    pub default_route: Vec<String>,
     pub timeouts: BTreeMap<Intent, Duration>,
     pub default_timeout: Duration,
     pub levels: BTreeMap<Intent, Level>,
@@ -67,13 +68,16 @@ pub struct InboxConfig {
 }
 
 impl InboxConfig {
-    /// The agent tasks of `intent` go to, if any.
+    /// The agents tasks of `intent` go to, in order (empty: none).
+    #[must_use]
+    pub fn route(&self, intent: Intent) -> &[String] {
+        self.routes.get(&intent).unwrap_or(&self.default_route)
+    }
+
+    /// The first agent tasks of `intent` go to, if any.
     #[must_use]
     pub fn agent_for(&self, intent: Intent) -> Option<&str> {
-        self.routes
-            .get(&intent)
-            .or(self.default_agent.as_ref())
-            .map(String::as_str)
+        self.route(intent).first().map(String::as_str)
     }
 
     #[must_use]
@@ -116,7 +120,7 @@ pub(crate) struct FileInbox {
     progress_every: Duration,
     failure_patterns: Option<Vec<String>>,
     #[serde(default)]
-    routes: BTreeMap<String, String>,
+    routes: BTreeMap<String, Route>,
     #[serde(default)]
     timeouts: BTreeMap<String, String>,
     #[serde(default)]
@@ -124,6 +128,23 @@ pub(crate) struct FileInbox {
     #[serde(default)]
     concurrency: BTreeMap<String, usize>,
     classifier: Option<FileClassifier>,
+}
+
+/// A route as written: one agent, or agents in order (`["claude-code", "codex"]`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Route {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Route {
+    fn agents(&self) -> Vec<String> {
+        match self {
+            Route::One(a) => vec![a.clone()],
+            Route::Many(list) => list.clone(),
+        }
+    }
 }
 
 /// `[inbox.classifier]` as written.
@@ -204,6 +225,13 @@ impl FileInbox {
                 "must be at least 1 (running tasks per agent)",
             ));
         }
+        for (key, d, range) in [
+            ("lease", self.lease, range::LEASE),
+            ("timeout_grace", self.timeout_grace, range::INBOX_STEP),
+            ("progress_every", self.progress_every, range::INBOX_STEP),
+        ] {
+            r.duration_in("inbox", key, d, range, errors);
+        }
         let known = |agent: &str| agents.contains_key(agent);
         let check_agent = |table: &str, k: &str, agent: &str| -> Option<ConfigError> {
             if !valid_agent_name(agent) {
@@ -221,24 +249,40 @@ impl FileInbox {
             })
         };
         let mut routes = BTreeMap::new();
-        let mut default_agent = None;
-        for (k, agent) in &self.routes {
-            if let Some(e) = check_agent("inbox.routes", k, agent) {
-                errors.push(e);
+        let mut default_route = Vec::new();
+        for (k, route) in &self.routes {
+            let agents = route.agents();
+            let bad: Vec<ConfigError> = agents
+                .iter()
+                .filter_map(|agent| check_agent("inbox.routes", k, agent))
+                .collect();
+            if agents.is_empty() {
+                errors.push(r.error("inbox.routes", k, "names no agent"));
+                continue;
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            if let Some(twice) = agents.iter().find(|a| !seen.insert(a.as_str())) {
+                errors.push(r.error("inbox.routes", k, format!("names `{twice}` twice")));
+                continue;
+            }
+            if !bad.is_empty() {
+                errors.extend(bad);
                 continue;
             }
             match keep(errors, key(r, "inbox.routes", k)) {
                 Some(Key::Intent(i)) => {
-                    routes.insert(i, agent.clone());
+                    routes.insert(i, agents);
                 }
-                Some(Key::Default) => default_agent = Some(agent.clone()),
+                Some(Key::Default) => default_route = agents,
                 None => {}
             }
         }
         let mut timeouts: BTreeMap<Intent, Duration> = SEED_TIMEOUTS.into_iter().collect();
         let mut default_timeout = DEFAULT_TIMEOUT;
         for (k, v) in &self.timeouts {
-            let d = parse_duration(v).map_err(|e| r.error("inbox.timeouts", k, e));
+            let d = range::TASK_TIMEOUT
+                .parse(v)
+                .map_err(|e| r.error("inbox.timeouts", k, e));
             match (keep(errors, key(r, "inbox.timeouts", k)), keep(errors, d)) {
                 (Some(Key::Intent(i)), Some(d)) => {
                     timeouts.insert(i, d);
@@ -293,7 +337,7 @@ impl FileInbox {
         }
         let unrouted: Vec<&str> = Intent::ALL
             .iter()
-            .filter(|i| !routes.contains_key(i) && default_agent.is_none())
+            .filter(|i| !routes.contains_key(i) && default_route.is_empty())
             .map(|i| i.as_str())
             .collect();
         if !unrouted.is_empty() {
@@ -304,7 +348,7 @@ impl FileInbox {
         }
         Some(InboxConfig {
             routes,
-            default_agent,
+            default_route,
             timeouts,
             default_timeout,
             levels,
@@ -348,6 +392,13 @@ impl FileClassifier {
                 self.api_key_env,
                 self.api_key_file,
             ),
+        );
+        r.duration_in(
+            T,
+            "timeout",
+            self.timeout,
+            range::CLASSIFIER_TIMEOUT,
+            errors,
         );
         if errors.len() > before {
             return None;

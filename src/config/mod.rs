@@ -128,6 +128,12 @@ pub struct QueueConfig {
     /// Open connections per agents' listener (Unix socket, TCP); `None`: as many as fit
     /// the open-file limit, up to [`crate::serve::DEFAULT_MAX_CONNECTIONS`].
     pub max_connections: Option<usize>,
+    /// Requests one agent may have in flight at once on the agents' listeners, long-polls
+    /// included (each holds a connection while it is answered); see `engine::gate`.
+    pub max_connections_per_agent: usize,
+    /// Long-polls one agent may hold open at once on the agents' listeners: `?wait=` on
+    /// a request, task or run, a task claim with `wait`, the HTTP hook waiting.
+    pub max_waits_per_agent: usize,
     /// How long a request head may take to arrive once its first byte has.
     pub header_timeout: Duration,
     /// How long a connection may wait for a request (a long-poll is not waiting).
@@ -292,6 +298,109 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("bot.toml");
         let c = Config::load(&path).unwrap();
         assert!(!c.agents.is_empty());
+    }
+
+    #[test]
+    fn every_duration_key_is_refused_outside_its_range_naming_key_and_range() {
+        let agents = "[agents.a]\ntier = \"supervised\"\n";
+        // (table, key, a value out of range, the words of the error)
+        let cases = [
+            (
+                "policy",
+                "max_ttl",
+                "8000y",
+                "from 1 second to 365 days; 8000 years is longer",
+            ),
+            (
+                "policy",
+                "default_ttl",
+                "500ms",
+                "from 1 second to 365 days",
+            ),
+            (
+                "queue",
+                "max_wait",
+                "2h",
+                "from 1 second to 1 hour; 2 hours is longer",
+            ),
+            (
+                "queue",
+                "header_timeout",
+                "1h",
+                "from 1 second to 10 minutes",
+            ),
+            ("queue", "idle_timeout", "500ms", "from 1 second to 1 hour"),
+            (
+                "inbox",
+                "lease",
+                "1ms",
+                "from 1 second to 1 hour; 1 millisecond is shorter",
+            ),
+            (
+                "inbox",
+                "lease",
+                "99999999999d",
+                "99999999999 days is longer",
+            ),
+            ("inbox", "timeout_grace", "2d", "from 1 second to 1 hour"),
+            ("inbox", "progress_every", "5h", "from 1 second to 1 hour"),
+            (
+                "inbox.timeouts",
+                "research",
+                "30d",
+                "from 1 second to 7 days",
+            ),
+            ("promotion", "every", "2y", "from 1 second to 365 days"),
+            (
+                "promotion",
+                "decline_quiet",
+                "2y",
+                "from 1 second to 365 days",
+            ),
+            ("promotion", "window", "30m", "from 1 hour to 3650 days"),
+            (
+                "grants",
+                "allow_for",
+                "36500d",
+                "from 1 second to 365 days; 36500 days is longer",
+            ),
+            (
+                "workflow",
+                "check_in_ttl",
+                "400d",
+                "from 1 second to 365 days",
+            ),
+        ];
+        for (table, key, value, words) in cases {
+            let line = format!("{key} = \"{value}\"\n");
+            let raw = match table {
+                "inbox" => format!("{agents}[inbox]\n{line}[inbox.routes]\ndefault = \"a\"\n"),
+                "inbox.timeouts" => {
+                    format!("{agents}[inbox]\n[inbox.routes]\ndefault = \"a\"\n[{table}]\n{line}")
+                }
+                _ => format!("{agents}[{table}]\n{line}"),
+            };
+            let errors =
+                Config::check_text(&raw, Path::new("/etc/gatebot/bot.toml")).expect_err(&raw);
+            let e = errors
+                .iter()
+                .find(|e| e.key == format!("{table}.{key}"))
+                .unwrap_or_else(|| panic!("{table}.{key}: {errors:?}"));
+            assert!(e.message.contains(words), "{table}.{key}: {}", e.message);
+            assert!(e.line.is_some(), "{e}");
+        }
+        let classifier = "[inbox]\n[inbox.routes]\ndefault = \"a\"\n[inbox.classifier]\n\
+                          api_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\ntimeout = \"1h\"\n";
+        let errors = Config::check_text(
+            &format!("{agents}{classifier}"),
+            Path::new("/etc/gatebot/bot.toml"),
+        )
+        .unwrap_err();
+        assert!(
+            errors.iter().any(|e| e.key == "inbox.classifier.timeout"
+                && e.message.contains("from 100 milliseconds to 5 minutes")),
+            "{errors:?}"
+        );
     }
 
     #[test]

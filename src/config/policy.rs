@@ -10,7 +10,7 @@ use super::ConfigError;
 use crate::policy::{
     ConfidencePreset, ConfidenceThresholds, ContentPatterns, PatternOverrides, Policy,
 };
-use crate::time::format_duration;
+use crate::time::{format_duration, range};
 
 impl Resolve<'_> {
     /// `[policy]` and `[tools]`; `None` when the patterns do not compile (recorded).
@@ -21,14 +21,13 @@ impl Resolve<'_> {
         tools: HashMap<String, FileTool>,
         errors: &mut Vec<ConfigError>,
     ) -> Option<Policy> {
-        // A request lives at least a second: the API refuses anything shorter.
+        // A request lives at least a second (the API refuses anything shorter), and at
+        // most a year: a deadline is a date gatebot must be able to show.
         for (key, ttl) in [
             ("default_ttl", policy.default_ttl),
             ("max_ttl", policy.max_ttl),
         ] {
-            if ttl < std::time::Duration::from_secs(1) {
-                errors.push(self.error("policy", key, "must be at least 1s"));
-            }
+            self.duration_in("policy", key, ttl, range::TTL, errors);
         }
         if policy.default_ttl > policy.max_ttl {
             errors.push(self.error(
@@ -107,15 +106,23 @@ mod tests {
     use std::path::Path;
 
     #[test]
-    fn a_ttl_under_a_second_is_an_error() {
-        for key in ["default_ttl", "max_ttl"] {
-            let raw = format!("[policy]\n{key} = \"500ms\"\n");
+    fn a_ttl_under_a_second_or_over_a_year_is_an_error() {
+        for (key, value, words) in [
+            ("default_ttl", "500ms", "500 milliseconds is shorter"),
+            ("max_ttl", "500ms", "500 milliseconds is shorter"),
+            ("max_ttl", "8000y", "8000 years is longer"),
+            ("default_ttl", "400d", "400 days is longer"),
+        ] {
+            let raw = format!("[policy]\n{key} = \"{value}\"\n");
             let errors = Config::check_text(&raw, Path::new("/etc/gatebot/bot.toml")).unwrap_err();
             let e = errors
                 .iter()
                 .find(|e| e.key == format!("policy.{key}") && e.line == Some(2))
                 .unwrap_or_else(|| panic!("{errors:?}"));
-            assert_eq!(e.message, "must be at least 1s");
+            assert_eq!(
+                e.message,
+                format!("must be from 1 second to 365 days; {words}")
+            );
         }
     }
 

@@ -13,6 +13,7 @@ use super::file::de_duration;
 use super::resolve::Resolve;
 use super::ConfigError;
 use crate::policy::ToolClass;
+use crate::time::range;
 use crate::trust::assess::{Rules, Thresholds};
 
 /// The resolved trust settings.
@@ -262,6 +263,19 @@ impl Resolve<'_> {
                 "demote_window",
                 "must be at least 1 while `promotion.demote_denials` is set",
             ));
+        }
+        for (table, key, d, range) in [
+            ("promotion", "every", promotion.every, range::PROMOTION),
+            (
+                "promotion",
+                "decline_quiet",
+                promotion.decline_quiet,
+                range::PROMOTION,
+            ),
+            ("promotion", "window", promotion.window, range::WINDOW),
+            ("grants", "allow_for", grants.allow_for, range::GRANT_FOR),
+        ] {
+            self.duration_in(table, key, d, range, errors);
         }
         let mut shell_tools = BTreeMap::new();
         for (tool, t) in tools {

@@ -3,10 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
+use super::file::MAX_PER_AGENT;
 use super::file::{parse_file, FileLog, FileQueue, FileStore};
 use super::resolve::Resolve;
 use super::{Config, ConfigError, LogConfig, QueueConfig, StoreConfig};
+use crate::serve::DEFAULT_MAX_CONNECTIONS;
 use crate::store::sibling;
+use crate::time::range;
 
 /// Where the daemon listens, as the client commands read it ([`Config::sockets`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,13 +89,16 @@ impl Resolve<'_> {
         if queue.max_connections == Some(0) {
             errors.push(self.error("queue", "max_connections", "must be at least 1"));
         }
-        for (key, d) in [
-            ("header_timeout", queue.header_timeout),
-            ("idle_timeout", queue.idle_timeout),
+        for (key, d, r) in [
+            ("max_wait", queue.max_wait, range::MAX_WAIT),
+            (
+                "header_timeout",
+                queue.header_timeout,
+                range::HEADER_TIMEOUT,
+            ),
+            ("idle_timeout", queue.idle_timeout, range::IDLE_TIMEOUT),
         ] {
-            if d < std::time::Duration::from_secs(1) {
-                errors.push(self.error("queue", key, "must be at least 1s"));
-            }
+            self.duration_in("queue", key, d, r, errors);
         }
         QueueConfig {
             socket: self.anchor(&queue.socket),
@@ -102,8 +108,52 @@ impl Resolve<'_> {
             max_wait: queue.max_wait,
             metrics: queue.metrics,
             max_connections: queue.max_connections,
+            max_connections_per_agent: queue.max_connections_per_agent,
+            max_waits_per_agent: queue.max_waits_per_agent,
             header_timeout: queue.header_timeout,
             idle_timeout: queue.idle_timeout,
+        }
+    }
+
+    /// `max_connections_per_agent` and `max_waits_per_agent`: each from 1 to
+    /// [`MAX_PER_AGENT`], a wait being also a connection; a per-agent cap not below the
+    /// listener's is a note (one agent could then take every connection).
+    pub(super) fn per_agent_caps(
+        &self,
+        queue: &QueueConfig,
+        notes: &mut Vec<String>,
+        errors: &mut Vec<ConfigError>,
+    ) {
+        for (key, n) in [
+            ("max_connections_per_agent", queue.max_connections_per_agent),
+            ("max_waits_per_agent", queue.max_waits_per_agent),
+        ] {
+            if !(1..=MAX_PER_AGENT).contains(&n) {
+                errors.push(self.error(
+                    "queue",
+                    key,
+                    format!("must be from 1 to {MAX_PER_AGENT}, got {n}"),
+                ));
+            }
+        }
+        if queue.max_waits_per_agent > queue.max_connections_per_agent {
+            errors.push(self.error(
+                "queue",
+                "max_waits_per_agent",
+                format!(
+                    "{} is more than `queue.max_connections_per_agent` ({}): every long-poll \
+                     is also a request in flight",
+                    queue.max_waits_per_agent, queue.max_connections_per_agent
+                ),
+            ));
+        }
+        let listener = queue.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+        if queue.max_connections_per_agent >= listener {
+            notes.push(format!(
+                "queue: max_connections_per_agent ({}) is not below the agents' socket's cap \
+                 ({listener}, queue.max_connections): one agent can take every connection",
+                queue.max_connections_per_agent
+            ));
         }
     }
 
@@ -206,6 +256,49 @@ mod tests {
 
     use crate::config::parse_in_etc as parse;
     use crate::config::Config;
+
+    #[test]
+    fn per_agent_caps_default_well_below_the_listener_and_are_checked() {
+        let c = parse("").unwrap();
+        assert_eq!(c.queue.max_connections_per_agent, 64);
+        assert_eq!(c.queue.max_waits_per_agent, 32);
+        assert!(c.notes.is_empty(), "{:?}", c.notes);
+        for (raw, key, words) in [
+            (
+                "max_connections_per_agent = 0",
+                "queue.max_connections_per_agent",
+                "from 1 to 10000",
+            ),
+            (
+                "max_waits_per_agent = 100000",
+                "queue.max_waits_per_agent",
+                "from 1 to 10000",
+            ),
+            (
+                "max_connections_per_agent = 4\nmax_waits_per_agent = 8",
+                "queue.max_waits_per_agent",
+                "more than `queue.max_connections_per_agent` (4)",
+            ),
+        ] {
+            let errors = Config::check_text(
+                &format!("[queue]\n{raw}\n"),
+                Path::new("/etc/gatebot/bot.toml"),
+            )
+            .unwrap_err();
+            assert!(
+                errors
+                    .iter()
+                    .any(|e| e.key == key && e.message.contains(words)),
+                "{raw}: {errors:?}"
+            );
+        }
+        let c = parse("[queue]\nmax_connections = 50\n").unwrap();
+        assert!(
+            c.notes[0].contains("not below the agents' socket's cap (50"),
+            "{:?}",
+            c.notes
+        );
+    }
 
     #[test]
     fn same_socket_twice_is_an_error() {

@@ -6,10 +6,12 @@
 //! and shell-like tools in `promotion`, and the chat tables in the platforms' own modules.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::file::{locate, FileConfig};
 use super::{Config, ConfigError};
 use crate::secret::Secret;
+use crate::time::Range;
 
 /// The file being resolved: what errors point into, and what paths are relative to.
 pub(crate) struct Resolve<'a> {
@@ -67,6 +69,7 @@ impl Resolve<'_> {
         let store = self.store(store, errors);
         let queue = self.queue(queue, errors);
         self.socket_paths(&store, &queue, errors);
+        self.per_agent_caps(&queue, &mut notes, errors);
         let log = self.log(log, errors);
         let (default_ttl, max_ttl, unknown_agents) =
             (policy.default_ttl, policy.max_ttl, policy.unknown_agents);
@@ -224,6 +227,23 @@ impl Resolve<'_> {
             return Err(self.error(table, "api_url", format!("`{url}` is not an http(s) URL")));
         }
         Ok(trimmed.to_string())
+    }
+
+    /// `d`, the value of `table.key`, if it lies in `range`; otherwise records an error
+    /// that names the key and says the range in words, and gives `None`. Every
+    /// duration key of `bot.toml` is checked with it.
+    pub(crate) fn duration_in(
+        &self,
+        table: &str,
+        key: &str,
+        d: Duration,
+        range: Range,
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<Duration> {
+        keep(
+            errors,
+            range.check(d).map_err(|e| self.error(table, key, e)),
+        )
     }
 
     /// A chat platform's `digest_after`.

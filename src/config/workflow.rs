@@ -20,7 +20,7 @@ use serde::{Deserialize, Deserializer};
 use super::file::FileAgent;
 use super::resolve::Resolve;
 use super::ConfigError;
-use crate::time::{format_duration, parse_duration};
+use crate::time::{format_duration, parse_duration, range};
 use crate::workflow::model::{
     load, AutonomyKeys, Frequency, OnLimit, PhaseOverride, Settings, Tolerance, DEFAULT_AUTONOMY,
     DEFAULT_LIMITS,
@@ -177,7 +177,10 @@ impl Resolve<'_> {
             limits.on_limit_reached = on;
         }
         let mut check_in_ttl = inherited.check_in_ttl;
-        if let Some(ttl) = file.check_in_ttl {
+        if let Some(ttl) = file
+            .check_in_ttl
+            .and_then(|ttl| self.duration_in(table, "check_in_ttl", ttl, range::TTL, errors))
+        {
             if ttl > max_ttl {
                 errors.push(self.error(
                     table,

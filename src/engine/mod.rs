@@ -38,12 +38,13 @@ use crate::store::{
     AuditCheck, AuditHead, AuditRow, Inserted, Lookup, NewApproval, NewOffer, StorageFault, Store,
     StoreError, Transition,
 };
-use crate::time::{format_duration, now_ms};
+use crate::time::{after, now_ms, range, Range};
 use crate::trust::grants::{check_prefix, command_of, offered_prefix, prefix_covers};
 use crate::trust::{paused_verdict, GrantAsk, Scope};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
 mod chat;
+mod gate;
 mod housekeeping;
 mod refusal;
 mod tasks;
@@ -58,6 +59,7 @@ pub use crate::store::{
     SubjectKind, Thread, Unposted,
 };
 pub use chat::ChatState;
+pub use gate::{Acting, Limit, Slot, WaitSlot};
 pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
 pub use runs::{EventOutcome, Recorded, RunFilter, RunStart};
 pub use tasks::{TaskRequest, TaskSubject};
@@ -163,6 +165,22 @@ pub enum EngineError {
     /// lease that lapsed): `code` says which case, for clients to branch on.
     #[error("{message}")]
     Conflict { code: &'static str, message: String },
+    /// The agent is paused: it may do nothing until an owner resumes it.
+    #[error(
+        "agent `{}` is {}. While paused it cannot claim or report on tasks, start workflow \
+         runs or report their events, and its requests are blocked; an owner resumes it \
+         (gatebot agent {} resume, or /resume in a chat)",
+        .0.agent, .0.describe(), .0.agent
+    )]
+    Paused(Box<crate::trust::Pause>),
+    /// The agent holds as many connections or long-polls as `[queue]` allows per agent.
+    #[error("{message}")]
+    Limit {
+        agent: String,
+        limit: Limit,
+        max: usize,
+        message: String,
+    },
 }
 
 /// Records a request's id, agent, tool and status (as `verdict`) in `span`, if the
@@ -276,6 +294,7 @@ pub struct Engine {
     deadlines_changed: Notify,
     chat: ChatState,
     tasks: tasks::TaskState,
+    gate: gate::Gate,
 }
 
 impl std::fmt::Debug for Engine {
@@ -317,6 +336,7 @@ impl Engine {
             events,
             deadlines_changed: Notify::new(),
             tasks: tasks::TaskState::default(),
+            gate: gate::Gate::default(),
         })
     }
 
@@ -471,13 +491,11 @@ impl Engine {
             }
         }
         let ttl = sub.ttl.unwrap_or(config.default_ttl);
-        if ttl < Duration::from_secs(1) || ttl > config.max_ttl {
-            return Err(EngineError::Invalid(format!(
-                "`ttl` must be between 1s and {} (policy.max_ttl)",
-                format_duration(config.max_ttl)
-            )));
-        }
-        Ok(ttl)
+        // `policy.max_ttl` bounds it, and lies in range::TTL itself.
+        let allowed = Range::new(range::TTL.min, config.max_ttl.min(range::TTL.max));
+        allowed
+            .check(ttl)
+            .map_err(|e| EngineError::Invalid(format!("`ttl` {e} (the longest is policy.max_ttl)")))
     }
 
     /// Scores, stores and publishes a request. The request is committed before this returns.
@@ -488,6 +506,9 @@ impl Engine {
     ) -> Result<Submitted, EngineError> {
         let ttl = self.validate(&sub)?;
         let task_id = self.task_of_request(&sub).await?;
+        // The gate's order (engine::gate): a pause commits before the facts are read or
+        // after this request is stored, never in between.
+        let _order = self.submitting().await;
         let config = self.config();
         let (name, tool, at) = (sub.agent.clone(), sub.tool.clone(), now_ms());
         let facts = self
@@ -589,7 +610,7 @@ impl Engine {
             always_allow_offered: verdict.always_allow_offered,
             ttl_ms: (status == Status::Pending).then_some(ttl_ms),
             created_at: now,
-            expires_at: (status == Status::Pending).then_some(now + ttl_ms),
+            expires_at: (status == Status::Pending).then_some(after(now, ttl)),
             task_id,
             offer,
             // A pause blocks the call, grant or not.
@@ -746,7 +767,9 @@ impl Engine {
                 );
                 self.metrics.settled(
                     a.status,
-                    a.decided_at.unwrap_or(a.created_at) - a.created_at,
+                    a.decided_at
+                        .unwrap_or(a.created_at)
+                        .saturating_sub(a.created_at),
                 );
                 self.deadlines_changed.notify_one();
                 self.publish(Event::Settled(Arc::new(a.clone())));
@@ -834,7 +857,16 @@ impl Engine {
                 check_prefix(&shell::Command::read(&c), p).map_err(EngineError::Invalid)?,
             ),
         };
-        let expires_at = choice.for_.map(|d| now_ms() + d.as_millis() as i64);
+        let for_ = match choice.for_ {
+            Some(d) => Some(range::GRANT_FOR.check(d).map_err(|e| {
+                EngineError::Invalid(format!(
+                    "a time-boxed grant (--for, or `for`) {e}; for longer, approve always \
+                     without --for and revoke it when it is no longer wanted"
+                ))
+            })?),
+            None => None,
+        };
+        let expires_at = for_.map(|d| after(now_ms(), d));
         Ok(GrantAsk { scope, expires_at })
     }
 
@@ -1059,7 +1091,9 @@ impl Engine {
             // Sleep until the next deadline; a new request or a decision wakes us to
             // recompute. Cap the sleep so a clock jump cannot strand a deadline.
             let sleep = match next {
-                Some(at) => Duration::from_millis((at - now_ms()).clamp(0, 60_000) as u64),
+                Some(at) => {
+                    Duration::from_millis(at.saturating_sub(now_ms()).clamp(0, 60_000) as u64)
+                }
                 None => Duration::from_secs(60),
             };
             tokio::select! {

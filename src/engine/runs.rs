@@ -179,6 +179,7 @@ impl Engine {
     /// run and whether it is new (false: an earlier start with the same key).
     pub async fn start_run(&self, start: RunStart) -> Result<(Run, bool), EngineError> {
         validate_start(&start)?;
+        let _acting = self.acting(&start.agent).await?;
         let new = NewRun {
             agent: start.agent,
             title: start.title.trim().to_string(),
@@ -258,6 +259,7 @@ impl Engine {
     /// Records and evaluates one event of `run` (which the caller has authorised).
     pub async fn run_event(&self, run: &Run, body: EventBody) -> Result<Recorded, EngineError> {
         let new = validate_event(body)?;
+        let acting = self.acting(&run.agent).await?;
         let config = self.config();
         let workflow = config.workflow.for_agent(&run.agent).clone();
         let ttl_ms = i64::try_from(workflow.check_in_ttl.as_millis()).unwrap_or(i64::MAX);
@@ -265,6 +267,7 @@ impl Engine {
         let recorded = self
             .blocking(move |s| s.record_event(&id, &new, &workflow.settings, ttl_ms, now_ms()))
             .await?;
+        drop(acting);
         if let Recorded::Evaluated(outcome) = &recorded {
             self.announce_event(outcome);
         }

@@ -19,6 +19,7 @@
 //! When a task ends, the requests its run made that still wait for a human are
 //! withdrawn (cancelled): nobody is left to run them.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,6 +41,7 @@ use crate::inbox::{
 use crate::names::valid_agent_name;
 use crate::store::{Changed, Home, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing};
 use crate::time::now_ms;
+use crate::trust::Actor;
 
 /// The engine's task bookkeeping in memory: who to wake.
 #[derive(Debug, Default)]
@@ -161,20 +163,33 @@ impl Engine {
         }
     }
 
+    /// Agents paused now.
+    async fn paused_agents(&self) -> Result<BTreeSet<String>, EngineError> {
+        self.blocking(|s| Ok(s.pauses()?.into_iter().map(|p| p.agent).collect()))
+            .await
+    }
+
     /// The level and agent for a classification: the intent's configured level,
     /// lowered (never raised) by the classifier's view, and the agent asked for or
-    /// routed to.
+    /// routed to (the first on the route that is not `paused`; the first when all are).
     fn place(
         &self,
         inbox: &InboxConfig,
         c: &Classification,
         agent: Option<&str>,
+        paused: &BTreeSet<String>,
     ) -> Result<(Level, String), EngineError> {
         let level = match c.level {
             Some(l) => l.min(inbox.level(c.intent)),
             None => inbox.level(c.intent),
         };
-        let agent = match agent.or(inbox.agent_for(c.intent)) {
+        let route = inbox.route(c.intent);
+        let routed = route
+            .iter()
+            .find(|a| !paused.contains(*a))
+            .or(route.first())
+            .map(String::as_str);
+        let agent = match agent.or(routed) {
             Some(a) => a.to_string(),
             None => {
                 return Err(EngineError::Invalid(format!(
@@ -210,7 +225,8 @@ impl Engine {
             intent: req.intent,
         };
         let c = self.classify(&inbox, input).await;
-        let (level, agent) = self.place(&inbox, &c, req.agent.as_deref())?;
+        let paused = self.paused_agents().await?;
+        let (level, agent) = self.place(&inbox, &c, req.agent.as_deref(), &paused)?;
         let new = NewTask {
             text,
             intent: c.intent,
@@ -403,9 +419,10 @@ impl Engine {
                 };
                 let c = self.classify(&inbox, input).await;
                 // Keep an agent the owner chose: one the original intent does not route to.
-                let chosen = (inbox.agent_for(task.intent) != Some(task.agent.as_str()))
+                let chosen = (!inbox.route(task.intent).contains(&task.agent))
                     .then_some(task.agent.as_str());
-                let (level, agent) = self.place(&inbox, &c, chosen)?;
+                let paused = self.paused_agents().await?;
+                let (level, agent) = self.place(&inbox, &c, chosen, &paused)?;
                 Reclassified::Clarified {
                     intent: c.intent,
                     summary: c.summary,
@@ -445,6 +462,8 @@ impl Engine {
             let lease_ms = inbox.lease.as_millis() as i64;
             let grace_ms = inbox.timeout_grace.as_millis() as i64;
             let timeouts = inbox.clone();
+            // A paused agent claims nothing; a pause wakes this loop (`changed`).
+            let acting = self.acting(agent).await?;
             let claimed = self
                 .blocking(move |s| {
                     s.claim_task(
@@ -457,6 +476,7 @@ impl Engine {
                     )
                 })
                 .await?;
+            drop(acting);
             if let Some(c) = claimed {
                 info!(id = %c.task.id, short_id = %c.task.short_id, agent, attempt = c.task.attempts, "task claimed");
                 self.task_changed(&c);
@@ -553,10 +573,22 @@ impl Engine {
             lease_ms: inbox.lease.as_millis() as i64,
             progress_every_ms: inbox.progress_every.as_millis() as i64,
         };
+        // A paused agent reports nothing: its running tasks were queued again, and its
+        // worker learns why here.
+        let key = id.to_string();
+        let Some(agent) = self
+            .blocking(move |s| s.get_task(&key))
+            .await?
+            .map(|t| t.agent)
+        else {
+            return Err(EngineError::TaskNotFound(id.to_string()));
+        };
+        let acting = self.acting(&agent).await?;
         let (i, l, rep) = (id.to_string(), lease.to_string(), report.clone());
         let r = self
             .blocking(move |s| s.report_task(&i, &l, &rep, timing, now_ms()))
             .await?;
+        drop(acting);
         let t = self.stepped(id, r)?;
         if !matches!(report, Report::Progress(_)) {
             info!(id = %t.id, short_id = %t.short_id, agent = %t.agent, status = %t.status, "task reported");
@@ -632,7 +664,9 @@ impl Engine {
             // A change (a claim, progress) wakes us to recompute; the cap keeps a clock
             // jump from stranding a deadline.
             let sleep = match next {
-                Some(at) => Duration::from_millis((at - now_ms()).clamp(0, 60_000) as u64),
+                Some(at) => {
+                    Duration::from_millis(at.saturating_sub(now_ms()).clamp(0, 60_000) as u64)
+                }
                 None => Duration::from_secs(60),
             };
             tokio::select! {
@@ -641,6 +675,72 @@ impl Engine {
                 _ = tokio::time::sleep(sleep) => {}
             }
         }
+    }
+
+    /// What pausing `agent` does to its tasks (the gate is held for the pause): its
+    /// running tasks go back to the queue, and its queued tasks go to the next agent
+    /// on their route that is not paused, if there is one; the rest wait for it.
+    pub(super) async fn withhold_tasks(&self, agent: &str, actor: &Actor) {
+        if self.config().inbox.is_none() {
+            return;
+        }
+        let (a, who) = (agent.to_string(), actor.clone());
+        match self
+            .blocking(move |s| s.withhold_tasks_of(&a, &who.name, &who.via, now_ms()))
+            .await
+        {
+            Ok(changed) => {
+                for c in &changed {
+                    info!(id = %c.task.id, short_id = %c.task.short_id, agent, "task queued again: its agent was paused");
+                    self.task_changed(c);
+                }
+            }
+            Err(e) => warn!(agent, error = %e, "cannot queue the tasks of a paused agent again"),
+        }
+        if let Err(e) = self.reroute_tasks(agent).await {
+            warn!(agent, error = %e, "cannot route the tasks of a paused agent elsewhere");
+        }
+        // Claims waiting for the agent look again, and find it paused.
+        self.tasks.changed.notify_waiters();
+    }
+
+    /// Sends `agent`'s queued tasks that came by a route to the next agent on it that
+    /// is not paused.
+    async fn reroute_tasks(&self, agent: &str) -> Result<(), EngineError> {
+        let Some(inbox) = self.config().inbox.clone() else {
+            return Ok(());
+        };
+        let paused = self.paused_agents().await?;
+        let a = agent.to_string();
+        let queued = self
+            .blocking(move |s| {
+                let ids = s.task_ids_of(&a, TaskStatus::Queued)?;
+                let mut tasks = Vec::with_capacity(ids.len());
+                for id in ids {
+                    tasks.extend(s.get_task(&id)?);
+                }
+                Ok(tasks)
+            })
+            .await?;
+        for t in queued {
+            let route = inbox.route(t.intent);
+            // A task an owner gave this agent by name waits for it.
+            if !route.iter().any(|r| r == agent) {
+                continue;
+            }
+            let Some(to) = route.iter().find(|r| *r != agent && !paused.contains(*r)) else {
+                continue;
+            };
+            let (id, to_s) = (t.id.clone(), to.clone());
+            let r = self
+                .blocking(move |s| s.reroute_task(&id, &to_s, now_ms()))
+                .await?;
+            if let TaskStep::Done(c) = r {
+                info!(id = %c.task.id, short_id = %c.task.short_id, from = agent, to = %to, "task routed to another agent: its own is paused");
+                self.task_changed(&c);
+            }
+        }
+        Ok(())
     }
 
     /// The task a request names (`task_id`), checked to be one of its agent's.

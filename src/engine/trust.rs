@@ -205,14 +205,25 @@ impl Engine {
         self.baseline(agent)?;
         let a = agent.to_string();
         let who = actor.clone();
+        // The gate's order (engine::gate): what the agent is doing finishes first, and
+        // nothing it does begins until the pause is in force, its tasks are back in
+        // the queue and its waits are closed.
+        let order = self.pausing().await;
         let (paused, pending) = self
             .blocking(move |s| {
                 let p = s.pause(&a, &who, reason.as_deref(), deny_pending, now_ms())?;
                 Ok((p, s.count_pending_of(&a)?))
             })
             .await?;
+        self.withhold_tasks(agent, &actor).await;
+        // Each closed wait is answered (and counted) as paused when it returns.
+        let closed = self.close_waits(agent);
+        drop(order);
         if paused.new {
-            warn!(agent, by = %actor.label(), "agent paused: its requests are blocked");
+            warn!(
+                agent, by = %actor.label(), waits_closed = closed,
+                "agent paused: its requests are blocked, its tasks and runs wait"
+            );
         }
         self.announce_denied(&paused.denied);
         Ok(PauseOutcome {
@@ -251,7 +262,9 @@ impl Engine {
             info!(id = %a.id, agent = %a.agent, tool = %a.tool, "request denied with the agent's pause");
             self.metrics.settled(
                 a.status,
-                a.decided_at.unwrap_or(a.created_at) - a.created_at,
+                a.decided_at
+                    .unwrap_or(a.created_at)
+                    .saturating_sub(a.created_at),
             );
             self.publish(Event::Settled(Arc::new(a.clone())));
         }
@@ -550,14 +563,19 @@ impl Engine {
             }
         };
         let every = p.every.as_millis() as i64;
-        if now >= last + every {
+        if now >= last.saturating_add(every) {
             self.assess_all().await;
             let done = now_ms();
             self.blocking(move |s| s.set_trust_state(ASSESSED_AT, &done.to_string()))
                 .await?;
             return Ok(p.every.min(SCHEDULE_CHECK));
         }
-        let left = Duration::from_millis((last + every - now).max(0) as u64);
+        let left = Duration::from_millis(
+            last.saturating_add(every)
+                .saturating_sub(now)
+                .max(0)
+                .unsigned_abs(),
+        );
         Ok(left.min(SCHEDULE_CHECK))
     }
 }

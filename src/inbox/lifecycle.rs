@@ -7,7 +7,9 @@
 //! queued ─claim─▶ running ─┬─ complete ─▶ completed
 //!                          ├─ fail, timeout, second lapse ─▶ failed
 //!                          ├─ needs input ─▶ waiting ─answer─▶ queued
-//!                          └─ first lapse ─▶ queued
+//!                          ├─ first lapse ─▶ queued
+//!                          └─ its agent paused ─▶ queued
+//! queued ─its agent paused, another on its route─▶ queued (that agent's)
 //! pending | queued | running | waiting ─cancel─▶ cancelled
 //! failed | cancelled ─retry─▶ queued
 //! ```
@@ -124,6 +126,11 @@ pub enum Step {
     },
     /// The intent's timeout passed.
     TimedOut,
+    /// Its agent was paused: a running task goes back to the queue (its worker's
+    /// lease is void), to wait for the agent or go to another on its route.
+    AgentPaused,
+    /// Queued for another agent its route names, while its own is paused.
+    Rerouted,
     Cancel,
     Retry,
 }
@@ -145,6 +152,8 @@ impl Step {
             Step::LeaseLapsed { first: true } => "task_requeued",
             Step::LeaseLapsed { first: false } => "task_lease_lapsed",
             Step::TimedOut => "task_timed_out",
+            Step::AgentPaused => "task_withheld",
+            Step::Rerouted => "task_rerouted",
             Step::Cancel => "task_cancelled",
             Step::Retry => "task_retried",
         }
@@ -167,6 +176,8 @@ pub fn next(from: Option<TaskStatus>, step: Step) -> Result<TaskStatus, String> 
         (Some(Running), Step::LeaseLapsed { first: false }) => Failed,
         (Some(Running), Step::LeaseLapsed { first: true }) => Queued,
         (Some(Running), Step::NeedsInput) => Waiting,
+        (Some(Running), Step::AgentPaused) => Queued,
+        (Some(Queued), Step::Rerouted) => Queued,
         (Some(Waiting), Step::Answer { confirm: true }) => Pending,
         (Some(Waiting), Step::Answer { confirm: false }) => Queued,
         (Some(Pending | Queued | Running | Waiting), Step::Cancel) => Cancelled,
@@ -224,6 +235,10 @@ mod tests {
                 Step::LeaseLapsed { first: false },
                 Some(Failed),
             ),
+            (Some(Running), Step::AgentPaused, Some(Queued)),
+            (Some(Queued), Step::AgentPaused, None),
+            (Some(Queued), Step::Rerouted, Some(Queued)),
+            (Some(Running), Step::Rerouted, None),
             (Some(Queued), Step::Complete, None),
             (Some(Waiting), Step::Complete, None),
             (Some(Waiting), Step::Answer { confirm: false }, Some(Queued)),

@@ -834,7 +834,7 @@ fn make_check_in(
         errors,
         waiting.then_some(ttl_ms),
         now,
-        waiting.then_some(now + ttl_ms)
+        waiting.then_some(now.saturating_add(ttl_ms))
     ])?;
     // What it shows is now shown: the next check-in starts after it.
     tx.prepare_cached(
@@ -857,7 +857,7 @@ fn make_check_in(
                 "reason": reason,
                 "warnings": warnings,
                 "errors": errors,
-                "expires_at": now + ttl_ms,
+                "expires_at": now.saturating_add(ttl_ms),
             }),
         )?;
     } else {

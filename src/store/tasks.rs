@@ -358,9 +358,12 @@ impl Store {
         t.status = to;
         t.attempts += 1;
         t.lease = Some(new_lease());
-        t.lease_until = Some(now + lease_ms);
+        t.lease_until = Some(now.saturating_add(lease_ms));
         t.started_at = Some(now);
-        t.deadline = Some(now + timeout_ms(t.intent) + grace_ms);
+        t.deadline = Some(
+            now.saturating_add(timeout_ms(t.intent))
+                .saturating_add(grace_ms),
+        );
         t.updated_at = now;
         t.revision += 1;
         write_task(&tx, &t, now)?;
@@ -415,18 +418,23 @@ impl Store {
         let mut touched = vec![id.to_string()];
         let audit = match report {
             Report::Progress(text) => {
-                t.lease_until = Some(now + timing.lease_ms);
+                t.lease_until = Some(now.saturating_add(timing.lease_ms));
                 if let Some(text) = text {
                     t.progress = Some(text.clone());
                     t.progress_at = Some(now);
                     // Cards show progress at most once per `progress_every`; sooner
                     // progress waits for the timer pass.
                     let shown = t_shown_at(&tx, id)?;
-                    if now - shown >= timing.progress_every_ms {
+                    if now.saturating_sub(shown) >= timing.progress_every_ms {
                         t.revision += 1;
                         set_shown(&tx, id, now, None)?;
                     } else {
-                        set_shown(&tx, id, shown, Some(shown + timing.progress_every_ms))?;
+                        set_shown(
+                            &tx,
+                            id,
+                            shown,
+                            Some(shown.saturating_add(timing.progress_every_ms)),
+                        )?;
                     }
                 }
                 None
@@ -627,7 +635,7 @@ impl Store {
             let outcome = match kind {
                 "progress" => self.show_progress(&id, now)?,
                 "timeout" => self.step(&id, Step::TimedOut, now, |_, t, _| {
-                    let ran = now - t.started_at.unwrap_or(now);
+                    let ran = now.saturating_sub(t.started_at.unwrap_or(now));
                     t.error = Some(format!(
                         "timed out: the run took longer than its {} (the intent's timeout and \
                          [inbox] timeout_grace) and was failed by gatebot",
@@ -665,6 +673,50 @@ impl Store {
             }
         }
         Ok(changed)
+    }
+
+    /// Puts every running task of `agent` back in the queue, because an owner
+    /// (`actor`, `via`) paused it: their leases are void, so their workers' next
+    /// reports are refused and their commands stop. One transaction per task.
+    pub fn withhold_tasks_of(
+        &self,
+        agent: &str,
+        actor: &str,
+        via: &Via,
+        now: i64,
+    ) -> Result<Vec<Changed>> {
+        let ids = self.task_ids_of(agent, TaskStatus::Running)?;
+        let mut changed = Vec::new();
+        for id in ids {
+            let step = self.step(&id, Step::AgentPaused, now, |_, t, _| {
+                end_run(t);
+                let detail = json!({"agent": agent, "why": "agent paused"});
+                Ok((Some((actor.to_string(), via.clone(), detail)), Vec::new()))
+            })?;
+            if let TaskStep::Done(c) = step {
+                changed.push(*c);
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Ids of `agent`'s tasks in `status`, oldest first.
+    pub fn task_ids_of(&self, agent: &str, status: TaskStatus) -> Result<Vec<String>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id FROM tasks WHERE agent = ?1 AND status = ?2 ORDER BY rowid",
+        )?;
+        let rows = stmt.query_map(params![agent, status.as_str()], |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Queues task `id`, still queued, for agent `to` instead of its own (which is
+    /// paused, while its route names `to`).
+    pub fn reroute_task(&self, id: &str, to: &str, now: i64) -> Result<TaskStep> {
+        self.step(id, Step::Rerouted, now, |_, t, _| {
+            let from = std::mem::replace(&mut t.agent, to.to_string());
+            Ok((system(json!({"from": from, "to": to})), Vec::new()))
+        })
     }
 
     /// The requests made for task `task` that still wait for a human: (id, agent).

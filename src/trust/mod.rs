@@ -8,7 +8,8 @@
 //!    [`Proposal`] for an owner, never a change by itself.
 //! 3. **Tier overrides** ([`TierOverride`]): an owner's choice of tier, stored over
 //!    `bot.toml`'s baseline and used everywhere the tier matters.
-//! 4. **Pause** ([`Pause`]): every new request of a paused agent is blocked at once.
+//! 4. **Pause** ([`Pause`]): every new request of a paused agent is blocked at once, and
+//!    the engine's gate (`engine::gate`) refuses everything else it does.
 //! 5. **Grants** ([`grants`]): what an owner's "Always allow" covers (a whole tool, one
 //!    exact command, or a command prefix), for how long, and whether a call falls
 //!    under one.
@@ -57,7 +58,8 @@ pub struct TierOverride {
     pub proposal: Option<String>,
 }
 
-/// A paused agent: every new request is blocked until it is resumed.
+/// A paused agent: every new request is blocked, and nothing else it does is accepted
+/// (`engine::gate`), until it is resumed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pause {
     /// A ULID: what chat buttons about this pause name.

@@ -88,7 +88,12 @@ async fn confidences_and_ttls_out_of_range_are_refused_at_the_api() {
             422,
             "`confidence` must be between 0.0 and 1.0",
         ),
-        (r#""ttl": "500ms""#, 422, "`ttl` must be between 1s and"),
+        (
+            r#""ttl": "500ms""#,
+            422,
+            "`ttl` must be from 1 second to 7 days",
+        ),
+        (r#""ttl": "8000y""#, 422, "8000 years is longer"),
         (r#""ttl": "0s""#, 422, "`ttl`"),
     ] {
         let res = submit(extra).await;
@@ -131,7 +136,8 @@ async fn ask_refuses_a_confidence_that_is_no_number_and_a_ttl_under_a_second() {
             "is not a number from 0.0 to 1.0",
         ),
         (["--confidence", "1.01"], "is not a number from 0.0 to 1.0"),
-        (["--ttl", "500ms"], "`ttl` must be between 1s and"),
+        (["--ttl", "500ms"], "`ttl` must be from 1 second to 7 days"),
+        (["--ttl", "8000y"], "8000 years is longer"),
     ] {
         let out = ask(&socket, &extra).await;
         assert_eq!(

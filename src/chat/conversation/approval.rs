@@ -408,7 +408,8 @@ pub fn fields(a: &Approval) -> Vec<Field> {
         ),
     ];
     if let (Status::Pending, Some(at)) = (a.status, a.expires_at) {
-        let left = std::time::Duration::from_millis((at - now_ms()).max(0) as u64);
+        let left =
+            std::time::Duration::from_millis(at.saturating_sub(now_ms()).max(0).unsigned_abs());
         fields.push(Field::new(
             "Expires",
             Line::text(format!("{} (in {})", clock(at), format_duration(left))),

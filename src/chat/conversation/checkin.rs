@@ -453,7 +453,8 @@ fn fields(d: &Detail) -> Vec<Field> {
         Field::new("Run so far", Line::text(totals)),
     ];
     if let (CheckInStatus::Waiting, Some(at)) = (c.status, c.expires_at) {
-        let left = std::time::Duration::from_millis((at - now_ms()).max(0) as u64);
+        let left =
+            std::time::Duration::from_millis(at.saturating_sub(now_ms()).max(0).unsigned_abs());
         fields.push(Field::new(
             "Expires",
             Line::text(format!(

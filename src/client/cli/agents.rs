@@ -164,7 +164,9 @@ pub(super) async fn run(
                     "was already paused"
                 };
                 outln!(
-                    "{name} {verb}: every new request is blocked until `gatebot agent {name} resume`"
+                    "{name} {verb}: its requests are blocked, its tasks wait (running ones were \
+                     queued again), its workflow runs take no events and its long-polls are \
+                     answered, until `gatebot agent {name} resume`"
                 );
                 let denied = b["denied"].as_array().map_or(0, Vec::len);
                 if denied > 0 {
@@ -184,7 +186,10 @@ pub(super) async fn run(
             if json {
                 outln!("{}", pretty(&res.body));
             } else if res.body["resumed"] == true {
-                outln!("{name} resumed: its requests are decided by its tier again");
+                outln!(
+                    "{name} resumed: its requests are decided by its tier again, and it claims \
+                     its tasks and reports on its runs again"
+                );
             } else {
                 outln!("{name} was not paused");
             }

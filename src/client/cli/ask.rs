@@ -8,11 +8,15 @@ use serde_json::{json, Value};
 use super::{expect_ok, report_view, view_of, wait_for, AskArgs};
 use crate::approval::Status;
 use crate::client::Client;
-use crate::time::parse_duration;
+use crate::time::range;
 
 pub(super) async fn run(client: Client, a: AskArgs) -> Result<u8, String> {
     let args = read_args(&a)?;
-    let wait = a.wait.as_deref().map(parse_duration).transpose()?;
+    let wait = a
+        .wait
+        .as_deref()
+        .map(|w| super::flag_duration("--wait", w, range::CLIENT_WAIT))
+        .transpose()?;
     let mut body = json!({"agent": a.agent, "tool": a.tool, "args": args});
     for (k, v) in [
         ("summary", a.summary.map(Value::from)),

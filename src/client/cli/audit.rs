@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::out::{self, outln};
 use super::{encode, expect_ok, pretty, EXIT_GO, EXIT_NO};
 use crate::client::Client;
-use crate::time::{format_ms, now_ms, parse_duration};
+use crate::time::{format_ms, now_ms, parse_duration, range};
 
 /// `audit verify [--head HASH]`: exit 1 if the trail is not the unbroken chain its
 /// head records (or no longer holds the anchor `head`).
@@ -132,12 +132,13 @@ fn print_row(line: &[u8], json: bool) -> Result<(), String> {
 /// `24h` (that long ago) or an RFC 3339 time, as Unix milliseconds.
 fn parse_since(s: &str) -> Result<i64, String> {
     if let Ok(d) = parse_duration(s) {
-        return Ok(now_ms() - d.as_millis() as i64);
+        let d = super::flag_duration("--since", s, range::SINCE).map(|_| d)?;
+        return Ok(now_ms().saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)));
     }
     humantime::parse_rfc3339_weak(s)
         .map(|t| {
             t.duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() as i64)
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
                 .unwrap_or(0)
         })
         .map_err(|_| {

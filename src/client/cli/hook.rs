@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 
 use tokio::io::AsyncReadExt;
 
+use super::flag_duration;
 use super::{socket_for, HookCommand, EXIT_ERROR, EXIT_GO};
 use crate::client::hook::HookRun;
 use crate::client::stop_on_signals;
 use crate::hooks::Kind;
-use crate::time::parse_duration;
+use crate::time::range;
 
 pub(super) async fn run(
     command: HookCommand,
@@ -30,7 +31,11 @@ pub(super) async fn run(
         HookCommand::Codex(a) => (Kind::Codex, a),
         HookCommand::Gemini(a) => (Kind::Gemini, a),
     };
-    let budget = args.timeout.as_deref().map(parse_duration).transpose()?;
+    let budget = args
+        .timeout
+        .as_deref()
+        .map(|t| flag_duration("--timeout", t, range::CLIENT_WAIT))
+        .transpose()?;
     let mut input = String::new();
     let mut stdin = tokio::io::stdin();
     let read = tokio::select! {

@@ -2,18 +2,23 @@
 
 use std::path::{Path, PathBuf};
 
+use super::flag_duration;
 use super::{socket_for, HookArgs, EXIT_GO};
 use crate::client::mcp::McpOptions;
 use crate::client::stop_on_signals;
 use crate::hooks::{Kind, DEFAULT_BUDGET};
-use crate::time::parse_duration;
+use crate::time::range;
 
 pub(super) async fn run(
     args: HookArgs,
     flag: &Option<PathBuf>,
     config: &Path,
 ) -> Result<u8, String> {
-    let budget = args.timeout.as_deref().map(parse_duration).transpose()?;
+    let budget = args
+        .timeout
+        .as_deref()
+        .map(|t| flag_duration("--timeout", t, range::CLIENT_WAIT))
+        .transpose()?;
     let stop = stop_on_signals().map_err(|e| format!("cannot handle signals: {e}"))?;
     let opts = McpOptions {
         agent: args

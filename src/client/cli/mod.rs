@@ -625,6 +625,12 @@ fn report_view(view: &ApprovalView, json: bool) -> u8 {
     }
 }
 
+/// A duration flag (`--wait 5m`), checked against its range: the error names the flag
+/// and says the range in words.
+fn flag_duration(flag: &str, value: &str, range: crate::time::Range) -> Result<Duration, String> {
+    range.parse(value).map_err(|e| format!("{flag}: {e}"))
+}
+
 fn expect_ok(res: Result<Response, ClientError>) -> Result<Response, String> {
     let res = res.map_err(|e| e.to_string())?;
     if res.status.is_success() {

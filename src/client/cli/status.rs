@@ -2,7 +2,7 @@
 
 use super::{encode, expect_ok, report_view, view_of, wait_for};
 use crate::client::Client;
-use crate::time::parse_duration;
+use crate::time::range;
 
 pub(super) async fn run(
     client: &Client,
@@ -10,7 +10,9 @@ pub(super) async fn run(
     wait: Option<&str>,
     json: bool,
 ) -> Result<u8, String> {
-    let wait = wait.map(parse_duration).transpose()?;
+    let wait = wait
+        .map(|w| super::flag_duration("--wait", w, range::CLIENT_WAIT))
+        .transpose()?;
     let path = format!("/v1/requests/{}", encode(id));
     let view = match wait {
         Some(w) => wait_for(client, &path, w).await?,

@@ -16,7 +16,7 @@ use super::{encode, expect_ok, listing, pretty, EXIT_GO, EXIT_NO, EXIT_PENDING};
 use crate::client::{Client, Response};
 use crate::inbox::wire::TaskView;
 use crate::inbox::TaskStatus;
-use crate::time::parse_duration;
+use crate::time::range;
 
 /// Who the owner at this terminal is, for the audit trail.
 fn task_of(res: Response) -> Result<TaskView, String> {
@@ -59,7 +59,9 @@ pub(super) async fn status(
     wait: Option<&str>,
     json: bool,
 ) -> Result<u8, String> {
-    let wait = wait.map(parse_duration).transpose()?;
+    let wait = wait
+        .map(|w| super::flag_duration("--wait", w, range::CLIENT_WAIT))
+        .transpose()?;
     let path = format!("/v1/tasks/{}", encode(id));
     let view = match wait {
         None => task_of(expect_ok(client.get(&path).await)?)?,

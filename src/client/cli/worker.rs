@@ -20,6 +20,11 @@
 //!    stderr. The daemon then reads the result for failure patterns and pending
 //!    questions, so a "success" can still fail or wait for the owner.
 //!
+//! While the agent is paused (claims and reports answered `409 agent_paused`), the
+//! worker says so once, with who paused it and why, stops a command under way (its
+//! task was queued again), and claims again every [`PAUSED_RETRY`] until an owner
+//! resumes the agent; then it says so and goes on.
+//!
 //! SIGTERM or SIGINT stops the worker: commands under way are stopped (SIGTERM, then
 //! SIGKILL) and not reported, so their leases lapse and the tasks are queued again
 //! (once) for the next worker. `--once` runs one task and exits: 0 when it completed,
@@ -49,6 +54,8 @@ pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 pub const KILL_AFTER: Duration = Duration::from_secs(5);
 /// How long one claim waits for a task (below the client's call timeout).
 const CLAIM_WAIT: Duration = Duration::from_secs(30);
+/// While the agent is paused, how often the worker asks again.
+pub const PAUSED_RETRY: Duration = Duration::from_secs(2);
 /// How much of the output is kept for the result, in characters.
 const OUTPUT_TAIL: usize = 4000;
 /// The most of a result sent, in characters: even at four bytes a character it stays
@@ -164,6 +171,7 @@ async fn slot(
     stop: &CancellationToken,
 ) -> Result<Option<Outcome>, String> {
     let mut failures = 0u32;
+    let mut paused = false;
     let task = loop {
         if stop.is_cancelled() {
             return Ok(None);
@@ -177,14 +185,32 @@ async fn slot(
         match res {
             Ok(r) if r.status.is_success() => {
                 failures = 0;
+                if std::mem::take(&mut paused) {
+                    eprintln!(
+                        "worker: agent {} was resumed; claiming its tasks again",
+                        w.agent
+                    );
+                }
                 let answer: ClaimAnswer = serde_json::from_value(r.body)
                     .map_err(|e| format!("unexpected answer from gatebot: {e}"))?;
                 if let Some(t) = answer.task {
                     break t;
                 }
             }
-            // Refused for good: this worker cannot work as this agent.
-            Ok(r) if r.status.is_client_error() => {
+            // Paused: wait for an owner to resume the agent, saying so once.
+            Ok(r) if r.error_code() == Some("agent_paused") => {
+                if !paused {
+                    eprintln!("worker: {}", paused_line(&w.agent, &r.body["error"]));
+                    paused = true;
+                }
+                tokio::select! {
+                    _ = stop.cancelled() => return Ok(None),
+                    _ = tokio::time::sleep(PAUSED_RETRY) => {}
+                }
+            }
+            // Refused for good: this worker cannot work as this agent. (A 429, the agent
+            // holding as many long-polls as it may, passes: it is retried below.)
+            Ok(r) if r.status.is_client_error() && r.status.as_u16() != 429 => {
                 return Err(format!(
                     "gatebot refuses this worker: {} ({})",
                     r.error_message(),
@@ -347,7 +373,11 @@ async fn run_task(
         })
     });
 
-    let timeout = Duration::try_from_secs_f64(t.timeout_secs).unwrap_or(Duration::MAX);
+    // The daemon keeps a task's timeout within its range (at most 7 days); a value
+    // from elsewhere is held to that too, rather than overflow the clock.
+    let timeout = Duration::try_from_secs_f64(t.timeout_secs)
+        .unwrap_or(Duration::MAX)
+        .min(crate::time::range::TASK_TIMEOUT.max);
     let deadline = tokio::time::Instant::now() + timeout;
     let beat = Duration::try_from_secs_f64(t.lease_secs / 3.0)
         .unwrap_or(PROGRESS_EVERY)
@@ -555,6 +585,23 @@ async fn finish(client: &Client, t: &ClaimedView, how: Finish) -> Outcome {
         tokio::time::sleep(crate::retry::backoff(attempt).min(Duration::from_secs(10))).await;
     }
     Outcome::Abandoned("gatebot could not be told; the lease will lapse".into())
+}
+
+/// "agent claude-code is paused by alice (CLI) since 2026-…Z: runaway loop; waiting
+/// until an owner resumes it", from an `agent_paused` error.
+fn paused_line(agent: &str, error: &Value) -> String {
+    let mut s = format!("agent {agent} is paused");
+    if let Some(by) = error["paused_by"].as_str() {
+        s.push_str(&format!(" by {by}"));
+    }
+    if let Some(at) = error["paused_at"].as_str() {
+        s.push_str(&format!(" since {at}"));
+    }
+    if let Some(why) = error["reason"].as_str() {
+        s.push_str(&format!(": {why}"));
+    }
+    s.push_str("; waiting until an owner resumes it");
+    s
 }
 
 fn refused(r: &Response) -> String {

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::out::outln;
 use super::{encode, expect_ok, pretty, EXIT_GO, EXIT_NO, EXIT_PENDING};
 use crate::client::Client;
-use crate::time::parse_duration;
+use crate::time::range;
 use crate::workflow::run::{Action, RunStatus};
 use crate::workflow::wire::{
     CheckInView, EventAnswer, EventBody, HandlingBody, ReportedIssue, RunView,
@@ -213,7 +213,11 @@ pub(super) async fn start(client: &Client, a: StartArgs) -> Result<u8, String> {
 /// `workflow event`: reports the event, waits at a check-in, exits by the action.
 pub(super) async fn event(client: &Client, a: EventArgs) -> Result<u8, String> {
     let body = event_body(&a)?;
-    let wait = a.wait.as_deref().map(parse_duration).transpose()?;
+    let wait = a
+        .wait
+        .as_deref()
+        .map(|w| super::flag_duration("--wait", w, range::CLIENT_WAIT))
+        .transpose()?;
     let path = format!("/v1/runs/{}", encode(&a.run));
     let res = client
         .post(
@@ -260,7 +264,9 @@ pub(super) async fn status(
     wait: Option<&str>,
     json: bool,
 ) -> Result<u8, String> {
-    let wait = wait.map(parse_duration).transpose()?;
+    let wait = wait
+        .map(|w| super::flag_duration("--wait", w, range::CLIENT_WAIT))
+        .transpose()?;
     let path = format!("/v1/runs/{}", encode(run));
     let view = match wait {
         Some(_) => wait_run(client, &path, wait).await?,
