@@ -470,7 +470,7 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
             });
         }
     }
-    let id = ulid::Ulid::new().to_string();
+    let id = super::new_id();
     let short_id = unique_short_id(tx)?;
     tx.prepare_cached(
         "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \

@@ -110,6 +110,26 @@ pub(crate) fn migrations() -> Migrations<'static> {
     ])
 }
 
+/// A new id (a ULID) for anything the store creates. Ids made by one process are
+/// strictly increasing, also within one millisecond (ulid's monotonic generator: the
+/// random part of the last id plus one) and when the clock steps back, so listings
+/// ordered by id show things in the order they were made.
+pub(crate) fn new_id() -> String {
+    static GENERATOR: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
+    let mut g = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    match g.generate() {
+        Ok(id) => id,
+        // The random part of this millisecond's ids ran out (after 2^80 of them at
+        // worst): a fresh id of the next millisecond is still larger than the last.
+        Err(_) => g
+            .generate_from_datetime(
+                std::time::SystemTime::now() + std::time::Duration::from_millis(1),
+            )
+            .unwrap_or_else(|_| ulid::Ulid::new()),
+    }
+    .to_string()
+}
+
 /// `path` with `suffix` appended to its file name: the database's `-wal` and `-shm`.
 #[must_use]
 pub fn sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
@@ -223,6 +243,48 @@ mod tests {
             via: Via::Cli,
             reason: None,
         }
+    }
+
+    #[test]
+    fn ids_made_in_one_millisecond_are_strictly_increasing() {
+        let ids: Vec<String> = (0..10_000).map(|_| new_id()).collect();
+        for w in ids.windows(2) {
+            assert!(w[0] < w[1], "{} then {}", w[0], w[1]);
+        }
+        // Many share a millisecond (the first 10 characters are the time).
+        let same_ms = ids.windows(2).filter(|w| w[0][..10] == w[1][..10]).count();
+        assert!(same_ms > 0);
+    }
+
+    #[test]
+    fn requests_made_in_one_millisecond_list_in_the_order_they_were_made() {
+        let s = Store::open_in_memory().unwrap();
+        let news: Vec<NewApproval> = (0..300)
+            .map(|i| NewApproval {
+                args: serde_json::json!({"n": i}),
+                ..new("m", "t", None, Some(i64::MAX))
+            })
+            .collect();
+        // One transaction, one created_at: as a burst of submissions is committed.
+        let made: Vec<String> = s
+            .insert_batch(&news)
+            .into_iter()
+            .map(|r| match r.unwrap() {
+                Inserted::New(a) => a.id,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let listed: Vec<String> = s
+            .list_page(&ListFilter {
+                status: Some(crate::approval::Status::Pending),
+                limit: 1000,
+                ..ListFilter::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|a| a.id)
+            .collect();
+        assert_eq!(listed, made);
     }
 
     #[test]

@@ -257,7 +257,7 @@ impl Store {
                 });
             }
         }
-        let id = ulid::Ulid::new().to_string();
+        let id = super::new_id();
         let short_id = unique_short_id_beside(&tx, "runs")?;
         tx.execute(
             "INSERT INTO runs (id, short_id, agent, title, workflow, idempotency_key, status, \
@@ -805,7 +805,7 @@ fn make_check_in(
     ttl_ms: i64,
     now: i64,
 ) -> Result<String> {
-    let id = ulid::Ulid::new().to_string();
+    let id = super::new_id();
     let waiting = status == CheckInStatus::Waiting;
     let short_id = if waiting {
         Some(unique_short_id(tx)?)
