@@ -343,6 +343,7 @@ fn workflow() {
         },
         artifacts: vec![],
         idempotency_key: None,
+        content_hash: None,
     };
     let mut times = Vec::new();
     for i in 0..300 {

@@ -141,7 +141,8 @@ pub(super) async fn event(
             StatusCode::CONFLICT,
             "idempotency_conflict",
             format!(
-                "this idempotency_key was already used in run {} for another event (event {seq})",
+                "this idempotency_key was already used in run {} for an event with other content \
+                 (event {seq}): send a new key for a new event, or the same event to repeat it",
                 run.short_id
             ),
         )),

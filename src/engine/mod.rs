@@ -148,9 +148,15 @@ pub enum EngineError {
     #[error("request {} is already {}", .0.short_id, describe_settled(.0))]
     AlreadySettled(Box<Approval>),
     #[error(
-        "idempotency_key `{key}` was already used by this agent for another call (request {id})"
+        "idempotency_key `{key}` was already used by this agent for a {what} with other \
+         content ({what} {id}): send a new key for a new {what}, or the same content to repeat it"
     )]
-    IdempotencyConflict { key: String, id: String },
+    IdempotencyConflict {
+        key: String,
+        /// "request", "workflow run".
+        what: &'static str,
+        id: String,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("internal error: {0}")]
@@ -545,6 +551,18 @@ impl Engine {
             Action::Block => Status::Blocked,
         };
         let ttl_ms = ttl.as_millis() as i64;
+        // The whole request as the agent sent it: a repeat of its key must match it all.
+        let content_hash = sub.idempotency_key.as_ref().map(|_| {
+            crate::store::content_hash(&json!({
+                "tool": sub.tool,
+                "args": sub.args,
+                "summary": sub.summary,
+                "confidence": sub.confidence,
+                "environment": sub.environment,
+                "ttl_ms": sub.ttl.map(|t| t.as_millis() as u64),
+                "task_id": sub.task_id,
+            }))
+        });
         let new = NewApproval {
             agent: sub.agent,
             tool: sub.tool,
@@ -553,6 +571,7 @@ impl Engine {
             confidence: sub.confidence,
             environment: sub.environment,
             idempotency_key: sub.idempotency_key.clone(),
+            content_hash,
             status,
             risk: verdict.risk,
             policy_reason: verdict.reason,
@@ -597,6 +616,7 @@ impl Engine {
             Inserted::Conflict(a) => {
                 return Err(EngineError::IdempotencyConflict {
                     key: sub.idempotency_key.unwrap_or_default(),
+                    what: "request",
                     id: a.short_id,
                 })
             }

@@ -87,6 +87,15 @@ fn validate_start(start: &RunStart) -> Result<(), EngineError> {
 
 /// Checks an event and turns it into what the store evaluates; bad input stores nothing.
 fn validate_event(body: EventBody) -> Result<NewEvent, EngineError> {
+    // The whole event as the agent sent it (but its key): a repeat of the key must match
+    // it all, or a new error sent under an old key would be dropped.
+    let content_hash = body.idempotency_key.as_ref().map(|_| {
+        let content = EventBody {
+            idempotency_key: None,
+            ..body.clone()
+        };
+        crate::store::content_hash(&serde_json::to_value(&content).unwrap_or_default())
+    });
     if !valid_phase(&body.phase) {
         return Err(invalid(
             "`phase` must be 1-128 characters, not blank, without control characters",
@@ -171,6 +180,7 @@ fn validate_event(body: EventBody) -> Result<NewEvent, EngineError> {
         },
         artifacts: body.artifacts,
         idempotency_key: body.idempotency_key,
+        content_hash,
     })
 }
 
@@ -195,6 +205,7 @@ impl Engine {
             RunInserted::Existing(run) => Ok((run, false)),
             RunInserted::Conflict(run) => Err(EngineError::IdempotencyConflict {
                 key: start.idempotency_key.unwrap_or_default(),
+                what: "workflow run",
                 id: run.short_id,
             }),
         }

@@ -29,6 +29,9 @@ pub struct NewApproval {
     pub confidence: Option<f64>,
     pub environment: Option<String>,
     pub idempotency_key: Option<String>,
+    /// With a key: [`super::content_hash`] of the request as the agent sent it, so a
+    /// repeat of the key is recognised by its whole content.
+    pub content_hash: Option<String>,
     pub status: Status,
     pub risk: Risk,
     pub policy_reason: String,
@@ -55,6 +58,7 @@ impl NewApproval {
             confidence: None,
             environment: None,
             idempotency_key: None,
+            content_hash: None,
             status: Status::Pending,
             risk: Risk {
                 score: RiskScore::High,
@@ -78,9 +82,9 @@ impl NewApproval {
 pub enum Inserted {
     /// A new request was stored.
     New(Approval),
-    /// The agent already sent this idempotency key with the same tool and args.
+    /// The agent already sent this idempotency key with the same content.
     Existing(Approval),
-    /// The agent already used this idempotency key for a different call.
+    /// The agent already used this idempotency key for other content.
     Conflict(Approval),
 }
 
@@ -452,17 +456,20 @@ impl Store {
 fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
     if let Some(key) = &new.idempotency_key {
         let existing = tx
-            .query_row(
-                &format!(
-                    "SELECT {COLUMNS} FROM approvals WHERE agent = ?1 AND idempotency_key = ?2"
-                ),
-                params![new.agent, key],
-                row_to_approval,
-            )
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS}, content_hash FROM approvals WHERE agent = ?1 AND idempotency_key = ?2"
+            ))?
+            .query_row(params![new.agent, key], |r| {
+                Ok((row_to_approval(r)?, r.get::<_, Option<String>>(27)?))
+            })
             .optional()?;
-        if let Some(existing) = existing {
+        if let Some((existing, hash)) = existing {
             let existing = existing?;
-            let same = existing.tool == new.tool && existing.args == new.args;
+            // A request stored before hashes were kept is compared as it was then.
+            let same = match (hash, &new.content_hash) {
+                (Some(was), Some(now)) => was == *now,
+                _ => existing.tool == new.tool && existing.args == new.args,
+            };
             return Ok(if same {
                 Inserted::Existing(existing)
             } else {
@@ -476,8 +483,8 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
          environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
          policy_reason, checkpoint, always_allow_offered, ttl_ms, created_at, expires_at, \
-         finished_at, task_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, \
-         ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+         finished_at, task_id, content_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
+         ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
     )?
     .execute(params![
         id,
@@ -501,6 +508,7 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         new.expires_at,
         (new.status != Status::Pending).then_some(new.created_at),
         new.task_id,
+        new.content_hash,
     ])?;
     if new.status == Status::Pending {
         // It asks a human: chats show it.

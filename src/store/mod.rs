@@ -107,6 +107,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0007_workflows.sql")),
         M::up(include_str!("../../migrations/0008_trust.sql")),
         M::up(include_str!("../../migrations/0009_inbox.sql")),
+        M::up(include_str!("../../migrations/0010_content_hash.sql")),
     ])
 }
 
@@ -128,6 +129,52 @@ pub(crate) fn new_id() -> String {
             .unwrap_or_else(|_| ulid::Ulid::new()),
     }
     .to_string()
+}
+
+/// The SHA-256 (hex) of `v`'s canonical JSON: object keys sorted, no whitespace. What
+/// an idempotency key is stored with, so a repeat is recognised by its whole content
+/// (two bodies that differ only in key order or spacing are the same).
+#[must_use]
+pub fn content_hash(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    use sha2::{Digest, Sha256};
+    fn write(v: &Value, out: &mut Vec<u8>) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                out.push(b'{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    let _ = serde_json::to_writer(&mut *out, k);
+                    out.push(b':');
+                    write(&m[k], out);
+                }
+                out.push(b'}');
+            }
+            Value::Array(a) => {
+                out.push(b'[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write(x, out);
+                }
+                out.push(b']');
+            }
+            scalar => {
+                let _ = serde_json::to_writer(&mut *out, scalar);
+            }
+        }
+    }
+    let mut canonical = Vec::new();
+    write(v, &mut canonical);
+    Sha256::digest(&canonical)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// `path` with `suffix` appended to its file name: the database's `-wal` and `-shm`.
@@ -285,6 +332,19 @@ mod tests {
             .map(|a| a.id)
             .collect();
         assert_eq!(listed, made);
+    }
+
+    #[test]
+    fn content_hash_is_of_the_content_not_its_spelling() {
+        let a: serde_json::Value =
+            serde_json::from_str(r#"{"b": [1, {"y": 2, "x": "é"}], "a": null}"#).unwrap();
+        let b: serde_json::Value =
+            serde_json::from_str(r#"{"a":null,"b":[1,{"x":"\u00e9","y":2}]}"#).unwrap();
+        assert_eq!(content_hash(&a), content_hash(&b));
+        let c: serde_json::Value =
+            serde_json::from_str(r#"{"a":null,"b":[{"x":"é","y":2},1]}"#).unwrap();
+        assert_ne!(content_hash(&a), content_hash(&c), "order in arrays counts");
+        assert_eq!(content_hash(&a).len(), 64);
     }
 
     #[test]

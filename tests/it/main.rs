@@ -19,6 +19,7 @@ mod fake_telegram;
 mod files;
 mod helpers;
 mod hooks;
+mod idempotency;
 mod inbox;
 mod inbox_chat;
 mod integrations;
