@@ -20,6 +20,9 @@ pub struct ApiError {
     pub approval: Option<Box<Approval>>,
     /// On `payload_too_large`, the limit, so clients can say what to raise.
     pub max_body_bytes: Option<usize>,
+    /// On `rate_limited`: the limit's key, and when to try again (also sent as the
+    /// `Retry-After` header, in whole seconds).
+    pub limited: Option<(String, std::time::Duration)>,
 }
 
 impl ApiError {
@@ -30,6 +33,7 @@ impl ApiError {
             message: message.into(),
             approval: None,
             max_body_bytes: None,
+            limited: None,
         }
     }
 }
@@ -63,10 +67,15 @@ impl From<EngineError> for ApiError {
                 message,
                 approval: Some(a),
                 max_body_bytes: None,
+                limited: None,
             },
             EngineError::IdempotencyConflict { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "idempotency_conflict", message)
             }
+            EngineError::Limited(l) => ApiError {
+                limited: Some((format!("limits.{}", l.quota.key()), l.retry_after)),
+                ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message)
+            },
             // Not the daemon's bug: the operator must act (the fault is logged once, at
             // ERROR, where it is detected).
             EngineError::Store(store) => match store.fault() {
@@ -98,6 +107,17 @@ impl IntoResponse for ApiError {
         }
         if let Some(a) = self.approval {
             body["request"] = serde_json::to_value(ApprovalView::from(&*a)).unwrap_or_default();
+        }
+        if let Some((limit, after)) = self.limited {
+            let secs = after.as_secs().max(1);
+            body["error"]["limit"] = json!(limit);
+            body["error"]["retry_after"] = json!(secs);
+            return (
+                self.status,
+                [(axum::http::header::RETRY_AFTER, secs.to_string())],
+                Json(body),
+            )
+                .into_response();
         }
         (self.status, Json(body)).into_response()
     }

@@ -23,11 +23,12 @@ use serde_json::json;
 use tracing::instrument;
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{authenticate, json_body, wait_param, ApiPath, ApiQuery};
+use super::extract::{admit, authenticate, json_body_sized, wait_param, ApiPath, ApiQuery};
 use super::list::MAX_PAGE;
 use super::ApiState;
 use crate::approval::Via;
 use crate::engine::{Answered, EngineError, EventOutcome, Recorded, RunFilter, RunStart};
+use crate::limits::Quota;
 use crate::wire::DecisionBody;
 use crate::workflow::run::{Answer, CheckIn, CheckInAnswer, Run, RunStatus};
 use crate::workflow::wire::{
@@ -101,8 +102,9 @@ pub(super) async fn start(
     req: Request<Body>,
 ) -> ApiResult<Response> {
     let headers = req.headers().clone();
-    let body: StartRunBody = json_body(&state, req).await?;
+    let (body, size): (StartRunBody, _) = json_body_sized(&state, req).await?;
     authenticate(&state, &body.agent, &headers, "start a workflow run", None).await?;
+    admit(&state, &body.agent, Quota::Runs, size)?;
     let (run, created) = state
         .engine
         .start_run(RunStart {
@@ -128,7 +130,8 @@ pub(super) async fn event(
 ) -> ApiResult<Response> {
     let headers = req.headers().clone();
     let run = authorised_run(&state, &id, &headers, "report a workflow event").await?;
-    let body: EventBody = json_body(&state, req).await?;
+    let (body, size): (EventBody, _) = json_body_sized(&state, req).await?;
+    admit(&state, &run.agent, Quota::Events, size)?;
     match state.engine.run_event(&run, body).await? {
         Recorded::Evaluated(o) => Ok(Json(answer(&state, o, false).await?).into_response()),
         Recorded::Repeated(o) => {

@@ -59,6 +59,7 @@ impl Resolve<'_> {
             workflow,
             promotion,
             grants,
+            limits,
         } = file;
         let mut notes = Vec::new();
         let workflow = self.workflow(workflow, &mut agents, policy.max_ttl, &mut notes, errors);
@@ -66,6 +67,7 @@ impl Resolve<'_> {
         let slack = slack.and_then(|s| s.resolve(self, &mut notes, errors));
         let store = self.store(store, errors);
         let queue = self.queue(queue, errors);
+        let limits = self.limits(limits, &mut agents, queue.max_body_bytes, errors);
         self.socket_paths(&store, &queue, errors);
         let log = self.log(log, errors);
         let (default_ttl, max_ttl, unknown_agents) =
@@ -91,6 +93,7 @@ impl Resolve<'_> {
             notes,
             workflow,
             trust,
+            limits,
         })
     }
 

@@ -196,7 +196,7 @@ impl Engine {
             idempotency_key: start.idempotency_key.clone(),
             created_at: now_ms(),
         };
-        match self.blocking(move |s| s.start_run(&new)).await? {
+        match self.count_held_back(self.blocking(move |s| s.start_run(&new)).await)? {
             RunInserted::New(run) => {
                 info!(run = %run.id, short_id = %run.short_id, agent = %run.agent, "run started");
                 self.metrics.run_started();
@@ -273,9 +273,10 @@ impl Engine {
         let workflow = config.workflow.for_agent(&run.agent).clone();
         let ttl_ms = i64::try_from(workflow.check_in_ttl.as_millis()).unwrap_or(i64::MAX);
         let id = run.id.clone();
-        let recorded = self
-            .blocking(move |s| s.record_event(&id, &new, &workflow.settings, ttl_ms, now_ms()))
-            .await?;
+        let recorded = self.count_held_back(
+            self.blocking(move |s| s.record_event(&id, &new, &workflow.settings, ttl_ms, now_ms()))
+                .await,
+        )?;
         if let Recorded::Evaluated(outcome) = &recorded {
             self.announce_event(outcome);
         }

@@ -133,28 +133,32 @@ impl Store {
     pub fn insert(&self, new: &NewApproval) -> Result<Inserted> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        let inserted = insert_tx(&tx, new)?;
+        let inserted = insert_tx(&tx, new, self.watch.as_ref())?;
         tx.commit()?;
         Ok(inserted)
     }
 
     /// Stores several requests in one transaction (one fsync): group commit for
-    /// concurrent submissions. Each result is what [`Store::insert`] would give. If
-    /// the transaction fails as a whole, each request is retried on its own, so one
+    /// concurrent submissions. Each result is what [`Store::insert`] would give. A
+    /// request refused for room (`store.reserve`) writes nothing, so the others go on;
+    /// if the transaction fails as a whole, each request is retried on its own, so one
     /// bad request cannot fail the others.
     pub fn insert_batch(&self, news: &[NewApproval]) -> Vec<Result<Inserted>> {
-        let attempt = || -> Result<Vec<Inserted>> {
+        let attempt = || -> Result<Vec<Result<Inserted>>> {
             let mut conn = self.lock();
             let tx = conn.transaction()?;
-            let out = news
-                .iter()
-                .map(|n| insert_tx(&tx, n))
-                .collect::<Result<Vec<_>>>()?;
+            let mut out = Vec::with_capacity(news.len());
+            for n in news {
+                match insert_tx(&tx, n, self.watch.as_ref()) {
+                    Err(e) if e.held_back() => out.push(Err(e)),
+                    other => out.push(Ok(other?)),
+                }
+            }
             tx.commit()?;
             Ok(out)
         };
         match attempt() {
-            Ok(all) => all.into_iter().map(Ok).collect(),
+            Ok(all) => all,
             Err(_) => news.iter().map(|n| self.insert(n)).collect(),
         }
     }
@@ -452,8 +456,14 @@ impl Store {
     }
 }
 
-/// The body of [`Store::insert`], inside the caller's transaction.
-fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
+/// The body of [`Store::insert`], inside the caller's transaction. A new request is
+/// an agent's write: refused, before it writes, when agents have no room left
+/// (`watch`: see `health`).
+fn insert_tx(
+    tx: &Transaction<'_>,
+    new: &NewApproval,
+    watch: Option<&super::health::Watch>,
+) -> Result<Inserted> {
     if let Some(key) = &new.idempotency_key {
         let existing = tx
             .prepare_cached(&format!(
@@ -477,6 +487,7 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
             });
         }
     }
+    super::health::agent_room(watch, tx)?;
     let id = super::new_id();
     let short_id = unique_short_id(tx)?;
     tx.prepare_cached(

@@ -91,6 +91,15 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// True when an agent's write was refused because agents have filled their share
+    /// of the database (`store.reserve`); it wrote nothing.
+    #[must_use]
+    pub fn held_back(&self) -> bool {
+        matches!(self, StoreError::Storage(f) if f.kind == FaultKind::AgentsFull)
+    }
+}
+
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// Most requests one [`Store::expire_due`] pass expires.

@@ -260,6 +260,7 @@ impl Store {
                 });
             }
         }
+        super::health::agent_room(self.watch.as_ref(), &tx)?;
         let id = super::new_id();
         let short_id = unique_short_id_beside(&tx, "runs")?;
         tx.execute(
@@ -351,6 +352,7 @@ impl Store {
             RunStatus::Stopped | RunStatus::Completed => return Ok(Recorded::Finished(run)),
             RunStatus::Running => {}
         }
+        super::health::agent_room(self.watch.as_ref(), &tx)?;
         let unreported: i64 = tx
             .prepare_cached(
                 "SELECT COUNT(*) FROM run_issues WHERE run_id = ?1 AND check_in IS NULL",

@@ -26,6 +26,7 @@ mod integrations;
 mod lifecycle;
 mod memory;
 mod properties;
+mod quotas;
 mod reload;
 mod slack;
 mod startup;
