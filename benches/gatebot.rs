@@ -2,7 +2,7 @@
 //! docs/performance.md explains each figure and records the latest run.
 //!
 //! Sections (run one with `cargo bench -- NAME`): policy, workflow, submit, chat, daemon,
-//! inbox.
+//! inbox, quotas.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -50,6 +50,9 @@ fn main() {
     if wants("inbox") {
         keywords();
         rt.block_on(inbox());
+    }
+    if wants("quotas") {
+        quotas();
     }
 }
 
@@ -369,6 +372,7 @@ fn workflow() {
         },
         artifacts: vec![],
         idempotency_key: None,
+        content_hash: None,
     };
     let mut times = Vec::new();
     for i in 0..300 {
@@ -794,4 +798,100 @@ async fn chat() {
     );
     run.stop.send(()).unwrap();
     run.task.await.unwrap().unwrap();
+}
+
+/// What the submit path adds for limits and idempotency keys: one take from an agent's
+/// buckets (its kind's and its bytes'), the check of the room agents may fill (page
+/// count less free pages, in the write's transaction), and the content hash a request
+/// sent with an idempotency key is stored with.
+fn quotas() {
+    use gatebot::limits::{Quota, Quotas, Taken, DEFAULT_LIMITS};
+    println!("\n## quotas and idempotency hashes on the submit path, per call");
+    let q = Quotas::default();
+    let n = 1_000_000u32;
+    let start = Instant::now();
+    for i in 0..n {
+        let t = q.take(
+            "bench",
+            false,
+            &DEFAULT_LIMITS,
+            Quota::Requests,
+            200,
+            Instant::now(),
+        );
+        // The default burst runs out: refusals cost the same check.
+        std::hint::black_box(matches!(t, Taken::Ok) || i > 0);
+    }
+    println!(
+        "bucket take (requests and bytes), one thread     {:>10.2?} per call",
+        start.elapsed() / n
+    );
+    let per_thread = 500_000u32;
+    let q = std::sync::Arc::new(Quotas::default());
+    let start = Instant::now();
+    let threads: Vec<_> = (0..2)
+        .map(|t| {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                let agent = format!("bench{t}");
+                for _ in 0..per_thread {
+                    std::hint::black_box(q.take(
+                        &agent,
+                        false,
+                        &DEFAULT_LIMITS,
+                        Quota::Events,
+                        200,
+                        Instant::now(),
+                    ));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    println!(
+        "bucket take, two threads at once (one lock)      {:>10.2?} per call",
+        start.elapsed() / (2 * per_thread)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let conn = rusqlite::Connection::open(dir.path().join("room.db")).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.execute_batch("CREATE TABLE t (b TEXT); INSERT INTO t VALUES (randomblob(100000));")
+        .unwrap();
+    let n = 200_000u32;
+    let start = Instant::now();
+    for _ in 0..n {
+        let used: i64 = conn
+            .prepare_cached(
+                "SELECT p.page_count - f.freelist_count \
+                 FROM pragma_page_count() AS p, pragma_freelist_count() AS f",
+            )
+            .unwrap()
+            .query_row([], |r| r.get(0))
+            .unwrap();
+        std::hint::black_box(used);
+    }
+    println!(
+        "room check (used pages of the database)          {:>10.2?} per write",
+        start.elapsed() / n
+    );
+
+    let typical = json!({"tool": "send_email", "args": {"to": ["ann@example.com"], "subject": "Your quote",
+        "body": "Hi Ann, the price is $49 per seat. See https://example.com/pricing."}, "summary": "Reply to Ann"});
+    let big = json!({"tool": "Write", "args": {"file_path": "/src/main.rs", "content": "fn main() {}\n".repeat(4_700)}});
+    for (name, v, n) in [
+        ("typical (230 B)", &typical, 200_000u32),
+        ("60 KB", &big, 2_000),
+    ] {
+        let start = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(gatebot::store::content_hash(v));
+        }
+        println!(
+            "content hash of a keyed request, {name:<16} {:>10.2?} per call",
+            start.elapsed() / n
+        );
+    }
 }

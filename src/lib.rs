@@ -34,6 +34,8 @@
 //!   in-memory platform for tests.
 //! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates.
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
+//! - [`limits`]: per-agent quotas: token buckets for requests, runs, events, task calls
+//!   and bytes, taken by every route an agent writes through (kept in memory).
 //! - [`serve`], [`peer`]: each listener's accept loop (connection caps, timeouts,
 //!   graceful shutdown); who is on the other end of a Unix socket.
 //! - [`files`]: the modes of the files, directories and sockets gatebot creates.
@@ -61,6 +63,7 @@ pub mod files;
 pub mod guidance;
 pub mod hooks;
 pub mod inbox;
+pub mod limits;
 pub mod metrics;
 pub mod names;
 pub mod peer;

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::approval::{PlatformId, Status};
+use crate::limits::Quota;
 use crate::serve::{Listener, Timeout};
 
 /// Upper bounds (seconds) of the decision-latency histogram buckets.
@@ -49,6 +50,10 @@ pub struct Metrics {
     inbox: InboxCounts,
     /// Workflow runs and their check-ins.
     workflow: WorkflowCounts,
+    /// Agents' calls refused for a limit, by [`Quota`] (in [`Quota::ALL`]'s order).
+    limited: [AtomicU64; 5],
+    /// Agents' writes refused because agents filled their share of the database.
+    held_back: AtomicU64,
     /// Agents' attempts refused for a per-agent cap or a pause (`engine::gate`).
     agent_refusals: AgentRefusals,
 }
@@ -314,6 +319,19 @@ impl Metrics {
         self.agent_refusals.0[why as usize].load(Ordering::Relaxed)
     }
 
+    /// An agent's call was refused for `quota` ([`crate::limits`]).
+    pub fn limited(&self, quota: Quota) {
+        if let Some(i) = Quota::ALL.iter().position(|q| *q == quota) {
+            self.limited[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// An agent's write was refused: agents filled their share of the database
+    /// (`store.reserve` is kept for owners).
+    pub fn held_back(&self) {
+        self.held_back.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// How many expiry passes have failed.
     #[must_use]
     pub fn expiry_pass_failures(&self) -> u64 {
@@ -434,6 +452,7 @@ impl Metrics {
         self.render_inbox(&mut o);
         self.render_workflow(&mut o);
         self.render_agent_refusals(&mut o);
+        self.render_limits(&mut o);
         let chat = self.chat.lock().unwrap_or_else(|e| e.into_inner()).clone();
         type Pick = fn(&ChatCounts) -> u64;
         // (name, help on the first series of a name, label, its value, the count)
@@ -555,6 +574,33 @@ impl Metrics {
                 self.agent_refusals(why)
             );
         }
+    }
+
+    fn render_limits(&self, o: &mut String) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_rate_limited_total Agents' calls refused (429) for a per-agent limit ([limits]), by limit."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_rate_limited_total counter");
+        for (q, n) in Quota::ALL.iter().zip(&self.limited) {
+            let _ = writeln!(
+                o,
+                "gatebot_rate_limited_total{{limit=\"{}\"}} {}",
+                q.key(),
+                get(n)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP gatebot_storage_reserve_refusals_total Agents' writes refused (503 storage_full) because agents filled their share of the database; store.reserve is kept for owners."
+        );
+        let _ = writeln!(o, "# TYPE gatebot_storage_reserve_refusals_total counter");
+        let _ = writeln!(
+            o,
+            "gatebot_storage_reserve_refusals_total {}",
+            get(&self.held_back)
+        );
     }
 
     fn render_workflow(&self, o: &mut String) {

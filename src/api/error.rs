@@ -91,6 +91,16 @@ impl From<EngineError> for ApiError {
             EngineError::IdempotencyConflict { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "idempotency_conflict", message)
             }
+            EngineError::Limited(l) => {
+                // Whole seconds, rounded up: a client that waits that long finds a token.
+                let secs = l.retry_after.as_millis().div_ceil(1000).max(1) as u64;
+                ApiError {
+                    retry_after: Some(secs),
+                    ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message)
+                        .with("limit", format!("limits.{}", l.quota.key()))
+                        .with("retry_after", secs)
+                }
+            }
             // Not the daemon's bug: the operator must act (the fault is logged once, at
             // ERROR, where it is detected).
             EngineError::Store(store) => match store.fault() {

@@ -92,6 +92,7 @@ impl Waiting {
         Ok(())
     }
 }
+use crate::limits::Quota;
 
 /// Records `a` in the current `api` span (see the [`api`](super) module docs).
 pub(super) fn note(a: &Approval) {
@@ -261,11 +262,28 @@ pub(super) fn bearer(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
+/// Lets `agent` (authenticated) make a call of kind `quota` whose body took `bytes`,
+/// or refuses it with `429 rate_limited` ([`Engine::admit`](crate::engine::Engine::admit)).
+pub(super) fn admit(state: &ApiState, agent: &str, quota: Quota, bytes: usize) -> ApiResult<()> {
+    state
+        .engine
+        .admit(agent, quota, bytes)
+        .map_err(ApiError::from)
+}
+
 /// Reads and parses a JSON body under the size cap, with errors a person can act on.
 pub(super) async fn json_body<T: DeserializeOwned>(
     state: &ApiState,
     req: Request<Body>,
 ) -> ApiResult<T> {
+    Ok(json_body_sized(state, req).await?.0)
+}
+
+/// [`json_body`], with the body's size in bytes (what [`admit`] counts).
+pub(super) async fn json_body_sized<T: DeserializeOwned>(
+    state: &ApiState,
+    req: Request<Body>,
+) -> ApiResult<(T, usize)> {
     let limit = state.engine.config().queue.max_body_bytes;
     let too_large = || ApiError {
         max_body_bytes: Some(limit),
@@ -286,7 +304,8 @@ pub(super) async fn json_body<T: DeserializeOwned>(
     let bytes = axum::body::to_bytes(req.into_body(), limit)
         .await
         .map_err(|_| too_large())?;
-    serde_json::from_slice(&bytes).map_err(|e| {
+    let size = bytes.len();
+    let parsed = serde_json::from_slice(&bytes).map_err(|e| {
         use serde_json::error::Category;
         match e.classify() {
             Category::Data => {
@@ -298,7 +317,8 @@ pub(super) async fn json_body<T: DeserializeOwned>(
                 format!("the body is not valid JSON: {e}"),
             ),
         }
-    })
+    })?;
+    Ok((parsed, size))
 }
 
 /// Loads a request and checks the caller may see it: owners see all; an agent

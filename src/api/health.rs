@@ -1,6 +1,9 @@
 //! `GET /v1/health`: that the daemon answers, its version, and whether its storage can
 //! keep what it is sent: `503` with `storage_unavailable` (the database file was
 //! deleted or replaced, I/O errors) or `storage_full`, and what to do, when not.
+//! While agents' writes are refused because they filled their share of the database
+//! (`store.reserve` is kept for owners), the answer stays `200` (owners can act) and
+//! says so under `agents`.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -12,10 +15,13 @@ use super::ApiState;
 pub(super) async fn health(State(state): State<ApiState>) -> (StatusCode, Json<serde_json::Value>) {
     let version = env!("CARGO_PKG_VERSION");
     match state.engine.storage_fault().await {
-        None => (
-            StatusCode::OK,
-            Json(json!({"ok": true, "version": version, "storage": "ok"})),
-        ),
+        None => {
+            let mut body = json!({"ok": true, "version": version, "storage": "ok"});
+            if let Some(message) = state.engine.agents_held_back().await {
+                body["agents"] = json!({"code": "storage_full", "message": message});
+            }
+            (StatusCode::OK, Json(body))
+        }
         Some(fault) => (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({

@@ -120,6 +120,12 @@ pub(super) async fn claude_code(State(state): State<ApiState>, req: Request<Body
             Some(limit),
         ));
     }
+    if let Err(e) = state
+        .engine
+        .admit(&agent, crate::limits::Quota::Requests, read.total)
+    {
+        return deny(Verdict::unreachable(tool, &e.to_string()));
+    }
     let input: Value = match serde_json::from_slice(&read.head) {
         Ok(v) => v,
         Err(e) => {

@@ -23,11 +23,14 @@ use serde_json::json;
 use tracing::instrument;
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{authenticate, json_body, wait_param, ApiPath, ApiQuery, Waiting};
+use super::extract::{
+    admit, authenticate, json_body_sized, wait_param, ApiPath, ApiQuery, Waiting,
+};
 use super::list::MAX_PAGE;
 use super::ApiState;
 use crate::approval::Via;
 use crate::engine::{Answered, EngineError, EventOutcome, Recorded, RunFilter, RunStart};
+use crate::limits::Quota;
 use crate::wire::DecisionBody;
 use crate::workflow::run::{Answer, CheckIn, CheckInAnswer, Run, RunStatus};
 use crate::workflow::wire::{
@@ -101,8 +104,9 @@ pub(super) async fn start(
     req: Request<Body>,
 ) -> ApiResult<Response> {
     let headers = req.headers().clone();
-    let body: StartRunBody = json_body(&state, req).await?;
+    let (body, size): (StartRunBody, _) = json_body_sized(&state, req).await?;
     authenticate(&state, &body.agent, &headers, "start a workflow run", None).await?;
+    admit(&state, &body.agent, Quota::Runs, size)?;
     let (run, created) = state
         .engine
         .start_run(RunStart {
@@ -128,7 +132,8 @@ pub(super) async fn event(
 ) -> ApiResult<Response> {
     let headers = req.headers().clone();
     let run = authorised_run(&state, &id, &headers, "report a workflow event").await?;
-    let body: EventBody = json_body(&state, req).await?;
+    let (body, size): (EventBody, _) = json_body_sized(&state, req).await?;
+    admit(&state, &run.agent, Quota::Events, size)?;
     match state.engine.run_event(&run, body).await? {
         Recorded::Evaluated(o) => Ok(Json(answer(&state, o, false).await?).into_response()),
         Recorded::Repeated(o) => {
@@ -141,7 +146,8 @@ pub(super) async fn event(
             StatusCode::CONFLICT,
             "idempotency_conflict",
             format!(
-                "this idempotency_key was already used in run {} for another event (event {seq})",
+                "this idempotency_key was already used in run {} for an event with other content \
+                 (event {seq}): send a new key for a new event, or the same event to repeat it",
                 run.short_id
             ),
         )),

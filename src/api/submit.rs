@@ -10,9 +10,10 @@ use tracing::field::Empty;
 use tracing::{instrument, Span};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{authenticate_as, json_body, note};
+use super::extract::{admit, authenticate_as, json_body_sized, note};
 use super::ApiState;
 use crate::engine::{cut, Submission};
+use crate::limits::Quota;
 use crate::wire::{ApprovalView, SubmitBody};
 
 #[instrument(name = "api", skip_all, fields(op = "submit", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
@@ -21,7 +22,7 @@ pub(super) async fn submit(
     req: Request<Body>,
 ) -> ApiResult<Response> {
     let headers = req.headers().clone();
-    let body: SubmitBody = json_body(&state, req).await?;
+    let (body, size): (SubmitBody, _) = json_body_sized(&state, req).await?;
     let span = Span::current();
     // Cut: every log line of the call carries them, and they are not checked yet.
     span.record("agent", cut(&body.agent).as_ref());
@@ -36,6 +37,7 @@ pub(super) async fn submit(
         None,
     )
     .await?;
+    admit(&state, &body.agent, Quota::Requests, size)?;
     let ttl = body
         .ttl
         .as_deref()

@@ -24,7 +24,8 @@ use tracing::{instrument, Span};
 use super::decide::owner_of;
 use super::error::{ApiError, ApiResult};
 use super::extract::{
-    audit_refusal, authenticate, bearer, json_body, wait_param, ApiPath, ApiQuery, Waiting,
+    admit, audit_refusal, authenticate, bearer, json_body, json_body_sized, wait_param, ApiPath,
+    ApiQuery, Waiting,
 };
 use super::ApiState;
 use crate::approval::Via;
@@ -35,6 +36,7 @@ use crate::inbox::wire::{
     TaskBody, TaskView,
 };
 use crate::inbox::{Intent, Task};
+use crate::limits::Quota;
 
 /// Most tasks one `GET /v1/tasks` returns.
 pub const MAX_TASKS: usize = 1000;
@@ -312,13 +314,14 @@ pub(super) async fn claim(
     req: Request<Body>,
 ) -> ApiResult<Json<ClaimAnswer>> {
     let headers = req.headers().clone();
-    let body: ClaimBody = json_body(&state, req).await?;
+    let (body, size): (ClaimBody, _) = json_body_sized(&state, req).await?;
     Span::current().record("agent", body.agent.as_str());
     if !state.owner {
         authenticate(&state, &body.agent, &headers, "claim a task", None).await?;
     } else if state.engine.config().agent(&body.agent).is_none() {
         return Err(EngineError::UnknownAgent(body.agent).into());
     }
+    admit(&state, &body.agent, Quota::Tasks, size)?;
     let wait = match body.wait {
         Some(w) if !w.is_finite() || w < 0.0 => {
             return Err(invalid(format!(
@@ -370,16 +373,18 @@ pub(super) async fn claim(
     }))
 }
 
-/// Checks the caller may report on task `id`, then reports.
+/// Checks the caller may report on task `id` (and its limits, for a body of `size`
+/// bytes), then reports.
 async fn report(
     state: &ApiState,
     id: &str,
     headers: &HeaderMap,
-    lease: &str,
+    (lease, size): (&str, usize),
     report: Report,
     attempted: &'static str,
 ) -> ApiResult<Json<TaskView>> {
     let task = authorised_task(state, id, headers, attempted).await?;
+    admit(state, &task.agent, Quota::Tasks, size)?;
     let task = state.engine.report_task(&task.id, lease, report).await?;
     note(&task);
     Ok(Json(TaskView::from(&task)))
@@ -392,12 +397,12 @@ pub(super) async fn progress(
     req: Request<Body>,
 ) -> ApiResult<Json<TaskView>> {
     let headers = req.headers().clone();
-    let b: ProgressBody = json_body(&state, req).await?;
+    let (b, size): (ProgressBody, _) = json_body_sized(&state, req).await?;
     report(
         &state,
         &id,
         &headers,
-        &b.lease,
+        (&b.lease, size),
         Report::Progress(b.text),
         "report progress",
     )
@@ -411,13 +416,21 @@ pub(super) async fn complete(
     req: Request<Body>,
 ) -> ApiResult<Json<TaskView>> {
     let headers = req.headers().clone();
-    let b: CompleteBody = json_body(&state, req).await?;
+    let (b, size): (CompleteBody, _) = json_body_sized(&state, req).await?;
     let r = Report::Complete {
         result: b.result,
         cost_usd: b.cost_usd,
         session_id: b.session_id,
     };
-    report(&state, &id, &headers, &b.lease, r, "complete a task").await
+    report(
+        &state,
+        &id,
+        &headers,
+        (&b.lease, size),
+        r,
+        "complete a task",
+    )
+    .await
 }
 
 #[instrument(name = "api", skip_all, fields(op = "task_fail", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
@@ -427,13 +440,13 @@ pub(super) async fn fail(
     req: Request<Body>,
 ) -> ApiResult<Json<TaskView>> {
     let headers = req.headers().clone();
-    let b: FailBody = json_body(&state, req).await?;
+    let (b, size): (FailBody, _) = json_body_sized(&state, req).await?;
     let r = Report::Fail {
         error: b.error,
         cost_usd: b.cost_usd,
         session_id: b.session_id,
     };
-    report(&state, &id, &headers, &b.lease, r, "fail a task").await
+    report(&state, &id, &headers, (&b.lease, size), r, "fail a task").await
 }
 
 #[instrument(name = "api", skip_all, fields(op = "task_needs_input", id = Empty, agent = Empty, tool = Empty, verdict = Empty))]
@@ -443,10 +456,10 @@ pub(super) async fn needs_input(
     req: Request<Body>,
 ) -> ApiResult<Json<TaskView>> {
     let headers = req.headers().clone();
-    let b: NeedsInputBody = json_body(&state, req).await?;
+    let (b, size): (NeedsInputBody, _) = json_body_sized(&state, req).await?;
     let r = Report::NeedsInput {
         questions: b.questions,
         session_id: b.session_id,
     };
-    report(&state, &id, &headers, &b.lease, r, "ask the owner").await
+    report(&state, &id, &headers, (&b.lease, size), r, "ask the owner").await
 }

@@ -96,6 +96,20 @@ impl Response {
     pub fn error_code(&self) -> Option<&str> {
         self.body["error"]["code"].as_str()
     }
+
+    /// For `429 rate_limited`: how long to wait before trying again (the body's
+    /// `retry_after`, as the `Retry-After` header says it), at least 1 s.
+    #[must_use]
+    pub fn retry_after(&self) -> Option<Duration> {
+        (self.status == StatusCode::TOO_MANY_REQUESTS).then(|| {
+            Duration::from_secs(
+                self.body["error"]["retry_after"]
+                    .as_u64()
+                    .unwrap_or(1)
+                    .max(1),
+            )
+        })
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -75,6 +75,7 @@ pub(super) struct FileConfig {
     pub(super) slack: Option<FileSlack>,
     pub(super) inbox: Option<super::inbox::FileInbox>,
     pub(super) workflow: super::workflow::FileWorkflow,
+    pub(super) limits: super::limits::FileLimits,
 }
 
 /// `[queue] max_connections_per_agent` when not set: well below a listener's cap.
@@ -97,6 +98,7 @@ pub(crate) fn default_digest_after() -> usize {
 pub(super) struct FileStore {
     pub(super) path: PathBuf,
     pub(super) max_size: Option<String>,
+    pub(super) reserve: Option<String>,
 }
 
 impl Default for FileStore {
@@ -104,6 +106,7 @@ impl Default for FileStore {
         FileStore {
             path: PathBuf::from("gatebot.db"),
             max_size: None,
+            reserve: None,
         }
     }
 }
@@ -212,6 +215,8 @@ pub(super) struct FileAgent {
     pub(super) token_file: Option<PathBuf>,
     #[serde(default)]
     pub(super) workflow: Option<super::workflow::FileWorkflow>,
+    #[serde(default)]
+    pub(super) limits: Option<super::limits::FileLimits>,
 }
 
 /// `confidence = "standard"` or `confidence = { preset = "full", ask_human = 0.4 }`.

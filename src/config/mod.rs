@@ -12,7 +12,8 @@
 //!
 //! Step 1 is `file`; step 2 is `resolve`, which hands each section to its module:
 //! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`),
-//! `agents`, `workflow` (`[workflow]`, `[agents.NAME.workflow]`), `inbox` and `promotion` (`[promotion]`, `[grants]`, shell-like `[tools]` entries). A chat platform's table is read and resolved by the platform itself
+//! `agents`, `workflow` (`[workflow]`, `[agents.NAME.workflow]`), `limits` (`[limits]`,
+//! `[agents.NAME.limits]`), `inbox` and `promotion` (`[promotion]`, `[grants]`, shell-like `[tools]` entries). A chat platform's table is read and resolved by the platform itself
 //! ([`crate::telegram::config`], [`crate::slack::config`]) with the same helpers, so
 //! the keys of a channel live next to the code that uses them. `reload` says what a
 //! running daemon can take up from a new file (SIGHUP) and what needs a restart.
@@ -22,6 +23,7 @@
 mod agents;
 pub(crate) mod file;
 pub mod inbox;
+pub mod limits;
 mod policy;
 pub mod promotion;
 mod queue;
@@ -102,6 +104,8 @@ pub struct Config {
     pub workflow: workflow::WorkflowConfig,
     /// `[promotion]`, `[grants]` and the shell-like tools of `[tools]`.
     pub trust: promotion::TrustConfig,
+    /// `[limits]` and `[agents.NAME.limits]`: how much each agent may send.
+    pub limits: limits::LimitsConfig,
 }
 
 #[derive(Debug, Clone)]
@@ -109,6 +113,9 @@ pub struct StoreConfig {
     pub path: PathBuf,
     /// The most bytes the database may take; beyond it writes fail as on a full disk.
     pub max_size: Option<u64>,
+    /// Space kept back for owners: agents' writes stop this far below `max_size`, or
+    /// when the disk has less than this free (0: never).
+    pub reserve: u64,
 }
 
 #[derive(Debug, Clone)]

@@ -59,9 +59,29 @@ impl Resolve<'_> {
                 None
             }
         });
+        let reserve = match (store.reserve.as_deref().map(parse_size), max_size) {
+            (None, Some(max)) => (max / 10).min(DEFAULT_RESERVE),
+            (None, None) => DEFAULT_RESERVE,
+            (Some(Ok(n)), Some(max)) if n >= max / 2 => {
+                errors.push(self.error(
+                    "store",
+                    "reserve",
+                    format!(
+                        "must be less than half of `store.max_size` ({max} bytes), or agents                          would have less room than owners; got {n} bytes"
+                    ),
+                ));
+                0
+            }
+            (Some(Ok(n)), _) => n,
+            (Some(Err(e)), _) => {
+                errors.push(self.error("store", "reserve", e));
+                0
+            }
+        };
         StoreConfig {
             path: self.anchor(&store.path),
             max_size,
+            reserve,
         }
     }
 
@@ -225,8 +245,11 @@ impl Resolve<'_> {
 /// The smallest `store.max_size`: room for the schema and some requests.
 const MIN_STORE_SIZE: u64 = 1 << 20;
 
+/// `store.reserve` unless set: 64 MiB, or a tenth of `store.max_size` if that is less.
+pub const DEFAULT_RESERVE: u64 = 64 << 20;
+
 /// `500MB`, `2GiB`, `1048576` (bytes): a size, as `store.max_size` is written.
-fn parse_size(s: &str) -> Result<u64, String> {
+pub(super) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);
@@ -332,6 +355,28 @@ mod tests {
         assert!(
             parse("[store]\npath = \"/var/lib/g.db\"\n[queue]\nsocket = \"gatebot.db\"\n").is_ok()
         );
+    }
+
+    #[test]
+    fn the_reserve_is_a_tenth_of_max_size_up_to_64mib_and_leaves_agents_room() {
+        let reserve = |raw: &str| parse(raw).unwrap().store.reserve;
+        assert_eq!(
+            reserve(""),
+            64 << 20,
+            "no max_size: what the disk must keep free"
+        );
+        assert_eq!(reserve("[store]\nmax_size = \"10MiB\"\n"), 1 << 20);
+        assert_eq!(reserve("[store]\nmax_size = \"10GiB\"\n"), 64 << 20);
+        assert_eq!(
+            reserve("[store]\nmax_size = \"10MiB\"\nreserve = \"2MiB\"\n"),
+            2 << 20
+        );
+        assert_eq!(reserve("[store]\nreserve = \"0\"\n"), 0, "0 turns it off");
+        let e = parse("[store]\nmax_size = \"10MiB\"\nreserve = \"5MiB\"\n").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("store.reserve", Some(3)));
+        assert!(e.message.contains("less than half"), "{}", e.message);
+        let e = parse("[store]\nreserve = \"some\"\n").unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("store.reserve", Some(2)));
     }
 
     #[test]

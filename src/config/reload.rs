@@ -4,7 +4,8 @@
 //! Agents, tiers, lists, the policy, chat approvers, chats and channels and the digest
 //! threshold apply at once: they are read from the config in force at each use (chat
 //! delivery follows changed chats and channels as well), and so are the connection
-//! timeouts. Sockets, the database, the TCP listener and its connection cap, logging
+//! timeouts, and agents' limits (`[limits]`). Sockets, the database (its path, size
+//! cap and reserve), the TCP listener and its connection cap, logging
 //! and a chat platform's connection (its tokens, API URL, mode,
 //! or the platform being turned on or off) are set up at start: a new value there
 //! takes effect only after a restart, so the config in force keeps the old one, and
@@ -25,6 +26,8 @@ impl Config {
             }
         };
         keep("store.path", new.store.path != self.store.path);
+        keep("store.max_size", new.store.max_size != self.store.max_size);
+        keep("store.reserve", new.store.reserve != self.store.reserve);
         keep("queue.socket", new.queue.socket != self.queue.socket);
         keep(
             "queue.control_socket",

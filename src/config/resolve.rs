@@ -61,6 +61,7 @@ impl Resolve<'_> {
             workflow,
             promotion,
             grants,
+            limits,
         } = file;
         let mut notes = Vec::new();
         let workflow = self.workflow(workflow, &mut agents, policy.max_ttl, &mut notes, errors);
@@ -68,6 +69,7 @@ impl Resolve<'_> {
         let slack = slack.and_then(|s| s.resolve(self, &mut notes, errors));
         let store = self.store(store, errors);
         let queue = self.queue(queue, errors);
+        let limits = self.limits(limits, &mut agents, queue.max_body_bytes, errors);
         self.socket_paths(&store, &queue, errors);
         self.per_agent_caps(&queue, &mut notes, errors);
         let log = self.log(log, errors);
@@ -97,6 +99,7 @@ impl Resolve<'_> {
             warnings,
             workflow,
             trust,
+            limits,
         })
     }
 

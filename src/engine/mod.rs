@@ -152,9 +152,18 @@ pub enum EngineError {
     #[error("request {} is already {}", .0.short_id, describe_settled(.0))]
     AlreadySettled(Box<Approval>),
     #[error(
-        "idempotency_key `{key}` was already used by this agent for another call (request {id})"
+        "idempotency_key `{key}` was already used by this agent for a {what} with other \
+         content ({what} {id}): send a new key for a new {what}, or the same content to repeat it"
     )]
-    IdempotencyConflict { key: String, id: String },
+    IdempotencyConflict {
+        key: String,
+        /// "request", "workflow run".
+        what: &'static str,
+        id: String,
+    },
+    /// The agent is over one of its limits ([`crate::limits`]).
+    #[error("{0}")]
+    Limited(Box<crate::limits::Limited>),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("internal error: {0}")]
@@ -295,6 +304,8 @@ pub struct Engine {
     chat: ChatState,
     tasks: tasks::TaskState,
     gate: gate::Gate,
+    /// Every agent's token buckets ([`Engine::admit`]).
+    quotas: crate::limits::Quotas,
 }
 
 impl std::fmt::Debug for Engine {
@@ -307,12 +318,14 @@ impl Engine {
     /// Opens (creating if needed) the database at `config.store.path`, brings its
     /// schema up to date, and starts the engine on it.
     pub async fn open(config: Config) -> Result<Arc<Engine>, EngineError> {
-        let (path, max_size) = (config.store.path.clone(), config.store.max_size);
+        let (path, max_size, reserve) = (
+            config.store.path.clone(),
+            config.store.max_size,
+            config.store.reserve,
+        );
         let store = tokio::task::spawn_blocking(move || {
             let store = Store::open(&path)?;
-            if let Some(bytes) = max_size {
-                store.limit_size(bytes)?;
-            }
+            store.keep_back(max_size, reserve)?;
             Ok::<_, StoreError>(store)
         })
         .await
@@ -337,7 +350,58 @@ impl Engine {
             deadlines_changed: Notify::new(),
             tasks: tasks::TaskState::default(),
             gate: gate::Gate::default(),
+            quotas: crate::limits::Quotas::default(),
         })
+    }
+
+    /// Lets `agent` (authenticated) make one call of kind `quota` with a body of
+    /// `bytes`, or refuses it for the limit it is over ([`crate::limits`]): counted in
+    /// `gatebot_rate_limited_total`, and logged at WARN at most once a minute per agent.
+    /// Every route an agent writes through calls this before it does anything else.
+    pub fn admit(
+        &self,
+        agent: &str,
+        quota: crate::limits::Quota,
+        bytes: usize,
+    ) -> Result<(), EngineError> {
+        use crate::limits::Taken;
+        let config = self.config();
+        let shared = !config.agents.contains_key(agent);
+        let limits = config.limits.for_agent(agent);
+        let now = std::time::Instant::now();
+        match self
+            .quotas
+            .take(agent, shared, limits, quota, bytes as u64, now)
+        {
+            Taken::Ok => Ok(()),
+            Taken::Refused { limited, log } => {
+                self.metrics.limited(limited.quota);
+                if log {
+                    warn!(agent, limit = limited.quota.key(), "{limited}");
+                }
+                Err(EngineError::Limited(Box::new(limited)))
+            }
+        }
+    }
+
+    /// Counts an agent's write refused because agents filled their share of the
+    /// database (`store.reserve`), and passes the result on.
+    fn count_held_back<T>(&self, r: Result<T, EngineError>) -> Result<T, EngineError> {
+        if let Err(EngineError::Store(e)) = &r {
+            if e.held_back() {
+                self.metrics.held_back();
+            }
+        }
+        r
+    }
+
+    /// Why agents' writes are refused now, if they are: they filled their share of the
+    /// database (see [`Store::keep_back`]). Not a storage fault: owners can act.
+    pub async fn agents_held_back(&self) -> Option<String> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || store.agents_held_back())
+            .await
+            .unwrap_or(None)
     }
 
     /// The configuration in force.
@@ -595,6 +659,18 @@ impl Engine {
             Action::Block => Status::Blocked,
         };
         let ttl_ms = ttl.as_millis() as i64;
+        // The whole request as the agent sent it: a repeat of its key must match it all.
+        let content_hash = sub.idempotency_key.as_ref().map(|_| {
+            crate::store::content_hash(&json!({
+                "tool": sub.tool,
+                "args": sub.args,
+                "summary": sub.summary,
+                "confidence": sub.confidence,
+                "environment": sub.environment,
+                "ttl_ms": sub.ttl.map(|t| t.as_millis() as u64),
+                "task_id": sub.task_id,
+            }))
+        });
         let new = NewApproval {
             agent: sub.agent,
             tool: sub.tool,
@@ -603,6 +679,7 @@ impl Engine {
             confidence: sub.confidence,
             environment: sub.environment,
             idempotency_key: sub.idempotency_key.clone(),
+            content_hash,
             status,
             risk: verdict.risk,
             policy_reason: verdict.reason,
@@ -624,9 +701,12 @@ impl Engine {
             .send((new, reply))
             .await
             .map_err(|_| EngineError::Internal("the store writer has stopped".into()))?;
-        let inserted = result
-            .await
-            .map_err(|_| EngineError::Internal("the store writer has stopped".into()))??;
+        let inserted = self.count_held_back(
+            result
+                .await
+                .map_err(|_| EngineError::Internal("the store writer has stopped".into()))?
+                .map_err(EngineError::from),
+        )?;
         let submitted = match inserted {
             Inserted::New(a) => {
                 info!(
@@ -651,6 +731,7 @@ impl Engine {
             Inserted::Conflict(a) => {
                 return Err(EngineError::IdempotencyConflict {
                     key: sub.idempotency_key.unwrap_or_default(),
+                    what: "request",
                     id: a.short_id,
                 })
             }

@@ -87,6 +87,15 @@ fn validate_start(start: &RunStart) -> Result<(), EngineError> {
 
 /// Checks an event and turns it into what the store evaluates; bad input stores nothing.
 fn validate_event(body: EventBody) -> Result<NewEvent, EngineError> {
+    // The whole event as the agent sent it (but its key): a repeat of the key must match
+    // it all, or a new error sent under an old key would be dropped.
+    let content_hash = body.idempotency_key.as_ref().map(|_| {
+        let content = EventBody {
+            idempotency_key: None,
+            ..body.clone()
+        };
+        crate::store::content_hash(&serde_json::to_value(&content).unwrap_or_default())
+    });
     if !valid_phase(&body.phase) {
         return Err(invalid(
             "`phase` must be 1-128 characters, not blank, without control characters",
@@ -171,6 +180,7 @@ fn validate_event(body: EventBody) -> Result<NewEvent, EngineError> {
         },
         artifacts: body.artifacts,
         idempotency_key: body.idempotency_key,
+        content_hash,
     })
 }
 
@@ -187,7 +197,7 @@ impl Engine {
             idempotency_key: start.idempotency_key.clone(),
             created_at: now_ms(),
         };
-        match self.blocking(move |s| s.start_run(&new)).await? {
+        match self.count_held_back(self.blocking(move |s| s.start_run(&new)).await)? {
             RunInserted::New(run) => {
                 info!(run = %run.id, short_id = %run.short_id, agent = %run.agent, "run started");
                 self.metrics.run_started();
@@ -196,6 +206,7 @@ impl Engine {
             RunInserted::Existing(run) => Ok((run, false)),
             RunInserted::Conflict(run) => Err(EngineError::IdempotencyConflict {
                 key: start.idempotency_key.unwrap_or_default(),
+                what: "workflow run",
                 id: run.short_id,
             }),
         }
@@ -264,9 +275,10 @@ impl Engine {
         let workflow = config.workflow.for_agent(&run.agent).clone();
         let ttl_ms = i64::try_from(workflow.check_in_ttl.as_millis()).unwrap_or(i64::MAX);
         let id = run.id.clone();
-        let recorded = self
-            .blocking(move |s| s.record_event(&id, &new, &workflow.settings, ttl_ms, now_ms()))
-            .await?;
+        let recorded = self.count_held_back(
+            self.blocking(move |s| s.record_event(&id, &new, &workflow.settings, ttl_ms, now_ms()))
+                .await,
+        )?;
         drop(acting);
         if let Recorded::Evaluated(outcome) = &recorded {
             self.announce_event(outcome);

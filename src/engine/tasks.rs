@@ -105,8 +105,9 @@ fn clean(s: &str, max: usize, keep_end: bool) -> String {
 
 fn check_cost(cost: Option<f64>) -> Result<Option<f64>, EngineError> {
     match cost {
-        Some(c) if !c.is_finite() || c < 0.0 => Err(EngineError::Invalid(format!(
-            "`cost_usd` must be a number ≥ 0, got {c}"
+        Some(c) if !crate::inbox::wire::valid_cost(c) => Err(EngineError::Invalid(format!(
+            "`cost_usd` must be from 0 to {} (US dollars), got {c}",
+            crate::inbox::wire::MAX_COST_USD
         ))),
         other => Ok(other),
     }

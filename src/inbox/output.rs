@@ -52,9 +52,11 @@ pub fn read(line: &str) -> Line {
         Some("result") => Line::Final(Final {
             result: obj["result"].as_str().map(str::to_string),
             session_id,
+            // A cost gatebot would refuse is no cost: left out, so the result still goes.
             cost_usd: obj["total_cost_usd"]
                 .as_f64()
-                .or_else(|| obj["cost_usd"].as_f64()),
+                .or_else(|| obj["cost_usd"].as_f64())
+                .filter(|c| super::wire::valid_cost(*c)),
             is_error: obj["is_error"].as_bool().unwrap_or(false),
         }),
         Some("assistant") => {
@@ -106,6 +108,14 @@ mod tests {
                     session_id: Some("s-1".into()),
                     cost_usd: Some(0.042),
                     is_error: false,
+                }),
+            ),
+            (
+                // A cost gatebot would refuse is dropped; the result is kept.
+                r#"{"type":"result","result":"Done","total_cost_usd":1e308}"#,
+                Line::Final(Final {
+                    result: Some("Done".into()),
+                    ..Final::default()
                 }),
             ),
             (

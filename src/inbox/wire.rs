@@ -6,6 +6,16 @@ use serde::{Deserialize, Serialize};
 use super::{Intent, Level, Task, TaskStatus};
 use crate::time::format_ms;
 
+/// The largest `cost_usd` a report may carry: far above what one run of an agent costs,
+/// far below what would make the task card's figure a nonsense (`1e308`).
+pub const MAX_COST_USD: f64 = 100_000.0;
+
+/// Whether `cost` is a cost a report may carry: from 0 to [`MAX_COST_USD`].
+#[must_use]
+pub fn valid_cost(cost: f64) -> bool {
+    (0.0..=MAX_COST_USD).contains(&cost)
+}
+
 /// `POST /v1/tasks` (owners' socket): an owner hands over a task.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

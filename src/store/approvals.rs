@@ -29,6 +29,9 @@ pub struct NewApproval {
     pub confidence: Option<f64>,
     pub environment: Option<String>,
     pub idempotency_key: Option<String>,
+    /// With a key: [`super::content_hash`] of the request as the agent sent it, so a
+    /// repeat of the key is recognised by its whole content.
+    pub content_hash: Option<String>,
     pub status: Status,
     pub risk: Risk,
     pub policy_reason: String,
@@ -58,6 +61,7 @@ impl NewApproval {
             confidence: None,
             environment: None,
             idempotency_key: None,
+            content_hash: None,
             status: Status::Pending,
             risk: Risk {
                 score: RiskScore::High,
@@ -82,9 +86,9 @@ impl NewApproval {
 pub enum Inserted {
     /// A new request was stored.
     New(Approval),
-    /// The agent already sent this idempotency key with the same tool and args.
+    /// The agent already sent this idempotency key with the same content.
     Existing(Approval),
-    /// The agent already used this idempotency key for a different call.
+    /// The agent already used this idempotency key for other content.
     Conflict(Approval),
 }
 
@@ -133,28 +137,32 @@ impl Store {
     pub fn insert(&self, new: &NewApproval) -> Result<Inserted> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        let inserted = insert_tx(&tx, new)?;
+        let inserted = insert_tx(&tx, new, self.watch.as_ref())?;
         tx.commit()?;
         Ok(inserted)
     }
 
     /// Stores several requests in one transaction (one fsync): group commit for
-    /// concurrent submissions. Each result is what [`Store::insert`] would give. If
-    /// the transaction fails as a whole, each request is retried on its own, so one
+    /// concurrent submissions. Each result is what [`Store::insert`] would give. A
+    /// request refused for room (`store.reserve`) writes nothing, so the others go on;
+    /// if the transaction fails as a whole, each request is retried on its own, so one
     /// bad request cannot fail the others.
     pub fn insert_batch(&self, news: &[NewApproval]) -> Vec<Result<Inserted>> {
-        let attempt = || -> Result<Vec<Inserted>> {
+        let attempt = || -> Result<Vec<Result<Inserted>>> {
             let mut conn = self.lock();
             let tx = conn.transaction()?;
-            let out = news
-                .iter()
-                .map(|n| insert_tx(&tx, n))
-                .collect::<Result<Vec<_>>>()?;
+            let mut out = Vec::with_capacity(news.len());
+            for n in news {
+                match insert_tx(&tx, n, self.watch.as_ref()) {
+                    Err(e) if e.held_back() => out.push(Err(e)),
+                    other => out.push(Ok(other?)),
+                }
+            }
             tx.commit()?;
             Ok(out)
         };
         match attempt() {
-            Ok(all) => all.into_iter().map(Ok).collect(),
+            Ok(all) => all,
             Err(_) => news.iter().map(|n| self.insert(n)).collect(),
         }
     }
@@ -452,21 +460,30 @@ impl Store {
     }
 }
 
-/// The body of [`Store::insert`], inside the caller's transaction.
-fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
+/// The body of [`Store::insert`], inside the caller's transaction. A new request is
+/// an agent's write: refused, before it writes, when agents have no room left
+/// (`watch`: see `health`).
+fn insert_tx(
+    tx: &Transaction<'_>,
+    new: &NewApproval,
+    watch: Option<&super::health::Watch>,
+) -> Result<Inserted> {
     if let Some(key) = &new.idempotency_key {
         let existing = tx
-            .query_row(
-                &format!(
-                    "SELECT {COLUMNS} FROM approvals WHERE agent = ?1 AND idempotency_key = ?2"
-                ),
-                params![new.agent, key],
-                row_to_approval,
-            )
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS}, content_hash FROM approvals WHERE agent = ?1 AND idempotency_key = ?2"
+            ))?
+            .query_row(params![new.agent, key], |r| {
+                Ok((row_to_approval(r)?, r.get::<_, Option<String>>(27)?))
+            })
             .optional()?;
-        if let Some(existing) = existing {
+        if let Some((existing, hash)) = existing {
             let existing = existing?;
-            let same = existing.tool == new.tool && existing.args == new.args;
+            // A request stored before hashes were kept is compared as it was then.
+            let same = match (hash, &new.content_hash) {
+                (Some(was), Some(now)) => was == *now,
+                _ => existing.tool == new.tool && existing.args == new.args,
+            };
             return Ok(if same {
                 Inserted::Existing(existing)
             } else {
@@ -474,14 +491,15 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
             });
         }
     }
-    let id = ulid::Ulid::new().to_string();
+    super::health::agent_room(watch, tx)?;
+    let id = super::new_id();
     let short_id = unique_short_id(tx)?;
     tx.prepare_cached(
         "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
          environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
          policy_reason, checkpoint, always_allow_offered, ttl_ms, created_at, expires_at, \
-         finished_at, task_id, grant_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, \
-         ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+         finished_at, task_id, grant_id, content_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
+         ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
     )?
     .execute(params![
         id,
@@ -508,6 +526,7 @@ fn insert_tx(tx: &Transaction<'_>, new: &NewApproval) -> Result<Inserted> {
         new.grant_id
             .as_ref()
             .filter(|_| new.status == Status::Allowed),
+        new.content_hash,
     ])?;
     if new.status == Status::Pending {
         // It asks a human: chats show it.

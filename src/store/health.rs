@@ -12,12 +12,25 @@
 //!    `storage_full`) or on an I/O error (`storage_unavailable`) is noted, and stays
 //!    the reported fault until a later call writes successfully.
 //! 4. A new fault is logged at ERROR once, and its clearing at INFO.
+//!
+//! Room kept back for owners ([`Store::keep_back`], `store.reserve`): what agents
+//! write (new requests, workflow runs and events) is refused with `storage_full` once
+//! the database is within the reserve of `store.max_size`, or once the disk holds less
+//! than the reserve, so owners' decisions, expiries and gatebot's own bookkeeping still
+//! commit when agents have filled their share. The check runs in the agent's write
+//! transaction before it writes: the database's used pages (page count less free
+//! pages, two header reads) and the disk's free space (one `statvfs`, at most every
+//! [`DISK_EVERY`]). Such a refusal is not a storage fault (the database is fine: health
+//! and the watchdog stay green); it is logged at WARN when it starts and at INFO when
+//! agents have room again, and shown by `/v1/health` beside the storage.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-use rusqlite::ErrorCode;
+use rusqlite::{Connection, ErrorCode};
 
 use super::{sibling, Result, Store, StoreError};
 
@@ -36,6 +49,9 @@ pub enum FaultKind {
     Unavailable,
     /// The database cannot grow (the disk is full, or `store.max_size`).
     Full,
+    /// Agents have filled their share (`store.reserve` is kept for owners): their
+    /// writes are refused, everything else commits. Not a fault of the storage.
+    AgentsFull,
 }
 
 impl StorageFault {
@@ -44,7 +60,7 @@ impl StorageFault {
     pub fn code(&self) -> &'static str {
         match self.kind {
             FaultKind::Unavailable => "storage_unavailable",
-            FaultKind::Full => "storage_full",
+            FaultKind::Full | FaultKind::AgentsFull => "storage_full",
         }
     }
 }
@@ -69,6 +85,128 @@ pub(super) struct Watch {
     failed: Mutex<Option<StorageFault>>,
     /// The fault last reported, to log each new one once.
     reported: Mutex<Option<StorageFault>>,
+    /// What is kept back for owners.
+    room: Mutex<Room>,
+    /// True while agents' writes are refused for room (to log each change once).
+    held: AtomicBool,
+    /// The disk's free bytes, and when they were read.
+    disk: Mutex<Option<(Instant, u64)>>,
+}
+
+/// How often the disk's free space is read for an agent's write, at most.
+pub(super) const DISK_EVERY: Duration = Duration::from_millis(100);
+
+/// Space kept back for owners (see the module docs).
+#[derive(Debug, Clone, Copy, Default)]
+struct Room {
+    /// `store.max_size` less `store.reserve`: the most the database may hold for
+    /// agents to write more.
+    agents_max: Option<u64>,
+    /// `store.reserve`: 0 turns both checks off.
+    reserve: u64,
+    page_size: u64,
+}
+
+/// The free bytes of the filesystem holding `path`, for unprivileged writers.
+fn disk_free(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a valid C string and `st` a properly sized, writable struct.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    #[allow(clippy::unnecessary_cast)] // the field types differ between platforms
+    (rc == 0).then(|| (st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+/// `n` bytes for people: "64 MiB", "1.5 GiB", "900 KiB".
+pub(crate) fn human_bytes(n: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (size, unit) in UNITS {
+        if n >= size {
+            let v = n as f64 / size as f64;
+            return if v.fract() == 0.0 {
+                format!("{v:.0} {unit}")
+            } else {
+                format!("{v:.1} {unit}")
+            };
+        }
+    }
+    format!("{n} bytes")
+}
+
+/// Refuses an agent's write when the database or the disk has no room for it beyond
+/// what is kept for owners (see the module docs). `conn` is the write's transaction.
+pub(super) fn agent_room(watch: Option<&Watch>, conn: &Connection) -> super::Result<()> {
+    let Some(watch) = watch else { return Ok(()) };
+    let room = *Watch::lock(&watch.room);
+    if room.reserve == 0 {
+        return Ok(());
+    }
+    let db = watch.path.display();
+    let mut refused = None;
+    if let Some(max) = room.agents_max {
+        let pages: i64 = conn
+            .prepare_cached(
+                "SELECT p.page_count - f.freelist_count \
+                 FROM pragma_page_count() AS p, pragma_freelist_count() AS f",
+            )?
+            .query_row([], |r| r.get(0))?;
+        let used = (pages.max(0) as u64).saturating_mul(room.page_size);
+        if used >= max {
+            refused = Some(format!(
+                "the database {db} holds {} of the {} agents may fill: store.max_size ({}) \
+                 less store.reserve ({}), which is kept for owners' decisions and expiries. \
+                 Raise store.max_size; agents can write again as soon as there is room",
+                human_bytes(used),
+                human_bytes(max),
+                human_bytes(max + room.reserve),
+                human_bytes(room.reserve),
+            ));
+        }
+    }
+    if refused.is_none() {
+        let free = {
+            let mut disk = Watch::lock(&watch.disk);
+            let now = Instant::now();
+            match *disk {
+                Some((at, free)) if now.duration_since(at) < DISK_EVERY => Some(free),
+                _ => {
+                    let free = disk_free(&watch.path);
+                    *disk = free.map(|f| (now, f));
+                    free
+                }
+            }
+        };
+        if let Some(free) = free.filter(|f| *f < room.reserve) {
+            refused = Some(format!(
+                "the disk holding the database {db} has {} free, less than store.reserve \
+                 ({}), which is kept for owners' decisions and expiries. Free disk space; \
+                 agents can write again as soon as there is room",
+                human_bytes(free),
+                human_bytes(room.reserve),
+            ));
+        }
+    }
+    match refused {
+        Some(message) => {
+            if !watch.held.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    code = "storage_full",
+                    "agents' writes are refused: {message}"
+                );
+            }
+            Err(super::StoreError::Storage(StorageFault {
+                kind: FaultKind::AgentsFull,
+                message,
+            }))
+        }
+        None => {
+            if watch.held.swap(false, Ordering::Relaxed) {
+                tracing::info!(path = %db, "agents have room in the database again");
+            }
+            Ok(())
+        }
+    }
 }
 
 impl Watch {
@@ -81,6 +219,9 @@ impl Watch {
             max_size: Mutex::new(None),
             failed: Mutex::new(None),
             reported: Mutex::new(None),
+            room: Mutex::new(Room::default()),
+            held: AtomicBool::new(false),
+            disk: Mutex::new(None),
         })
     }
 
@@ -152,7 +293,7 @@ impl Watch {
                      gatebot writes again as soon as it can"
                 ),
             },
-            FaultKind::Unavailable => format!(
+            FaultKind::Unavailable | FaultKind::AgentsFull => format!(
                 "the database {db} cannot be written ({}): check the disk and the file, \
                  then restart gatebot",
                 msg.as_deref().unwrap_or(&err.to_string())
@@ -248,6 +389,43 @@ impl Store {
         }
     }
 
+    /// Keeps `reserve` bytes back for owners (`store.reserve`): agents' writes are
+    /// refused once the database holds `max_size` less `reserve`, or the disk has less
+    /// than `reserve` free (see the module docs). Also caps the database at `max_size`.
+    pub fn keep_back(&self, max_size: Option<u64>, reserve: u64) -> Result<()> {
+        if let Some(max) = max_size {
+            self.limit_size(max)?;
+        }
+        let Some(watch) = &self.watch else {
+            return Ok(());
+        };
+        let page: i64 = self
+            .lock()
+            .query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        *Watch::lock(&watch.room) = Room {
+            agents_max: max_size.map(|m| m.saturating_sub(reserve)),
+            reserve,
+            page_size: page.max(1) as u64,
+        };
+        Ok(())
+    }
+
+    /// Why agents' writes are refused now, if they are (see [`Store::keep_back`]):
+    /// not a storage fault, but what `/v1/health` shows beside it.
+    pub fn agents_held_back(&self) -> Option<String> {
+        let watch = self.watch.as_ref()?;
+        if !watch.held.load(Ordering::Relaxed) {
+            return None;
+        }
+        let room = *Watch::lock(&watch.room);
+        Some(format!(
+            "agents' new requests, workflow runs and events are refused: the database or its \
+             disk has no room beyond store.reserve ({}), which is kept for owners' decisions \
+             and expiries. Raise store.max_size or free disk space",
+            human_bytes(room.reserve)
+        ))
+    }
+
     /// The connection's count of changed rows so far (for [`Store::note`]).
     pub(super) fn changes(&self) -> u64 {
         self.lock().total_changes()
@@ -276,8 +454,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::store::tests::new;
-    use crate::store::Inserted;
+    use crate::approval::{Status, Verb};
+    use crate::store::tests::{decision, new};
+    use crate::store::{Inserted, NewRun, StoreError, Transition};
 
     #[test]
     fn a_deleted_or_replaced_database_refuses_every_call() {
@@ -331,5 +510,65 @@ mod tests {
         s.limit_size(1 << 30).unwrap();
         assert!(s.guarded(|s| s.insert(&new("m", "t", None, None))).is_ok());
         assert_eq!(s.storage_fault(), None);
+    }
+
+    #[test]
+    fn agents_are_held_back_by_the_reserve_and_owners_still_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("g.db")).unwrap();
+        s.keep_back(Some(2 << 20), 512 << 10).unwrap();
+        // Large requests, then smaller ones into what room is left: without a
+        // reserve, this leaves no page free, and every decision after it fails.
+        let mut pending = Vec::new();
+        let mut refused = None;
+        for size in [50_000, 2_000, 100] {
+            refused = Some(loop {
+                assert!(pending.len() < 2_000, "the agents' share was never filled");
+                let mut n = new("m", "t", None, Some(i64::MAX));
+                n.args = json!({"body": "x".repeat(size)});
+                match s.guarded(|s| s.insert(&n)) {
+                    Ok(Inserted::New(a)) => pending.push(a.id),
+                    Ok(other) => panic!("{other:?}"),
+                    Err(e) => break e,
+                }
+            });
+        }
+        let refused = refused.unwrap();
+        assert!(refused.held_back(), "{refused:?}");
+        let fault = refused.fault().unwrap();
+        assert_eq!(fault.code(), "storage_full");
+        assert!(
+            fault.message.contains("store.reserve (512 KiB)"),
+            "{}",
+            fault.message
+        );
+        // Not a storage fault: health and the watchdog stay green, and say why.
+        assert_eq!(s.storage_fault(), None);
+        assert!(s.agents_held_back().unwrap().contains("store.reserve"));
+        // Agents' runs too.
+        let run = NewRun {
+            agent: "m".into(),
+            title: "Release".into(),
+            workflow: None,
+            idempotency_key: None,
+            created_at: 1,
+        };
+        assert!(matches!(s.start_run(&run), Err(e) if e.held_back()));
+        // Owners decide, and requests expire, from the reserve.
+        for id in &pending[..pending.len() / 2] {
+            let done = s.decide(id, &decision(Verb::Approve, "alice"), 5).unwrap();
+            assert!(matches!(done, Transition::Done(a) if a.status == Status::Approved));
+        }
+        s.lock()
+            .execute(
+                "UPDATE approvals SET expires_at = 10 WHERE status = 'pending'",
+                [],
+            )
+            .unwrap();
+        let expired = s.expire_due(20).unwrap();
+        assert_eq!(expired.len(), pending.len() - pending.len() / 2);
+        // Agents are still held back: what owners wrote came out of the reserve.
+        let small = new("m", "t", None, Some(i64::MAX));
+        assert!(matches!(s.insert(&small), Err(e) if e.held_back()));
     }
 }

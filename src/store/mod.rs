@@ -91,6 +91,15 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// True when an agent's write was refused because agents have filled their share
+    /// of the database (`store.reserve`); it wrote nothing.
+    #[must_use]
+    pub fn held_back(&self) -> bool {
+        matches!(self, StoreError::Storage(f) if f.kind == FaultKind::AgentsFull)
+    }
+}
+
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// Most requests one [`Store::expire_due`] pass expires.
@@ -110,7 +119,74 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0010_grant_risk.sql")),
         M::up(include_str!("../../migrations/0011_evidence.sql")),
         M::up(include_str!("../../migrations/0012_task_suggestion.sql")),
+        M::up(include_str!("../../migrations/0013_content_hash.sql")),
     ])
+}
+
+/// A new id (a ULID) for anything the store creates. Ids made by one process are
+/// strictly increasing, also within one millisecond (ulid's monotonic generator: the
+/// random part of the last id plus one) and when the clock steps back, so listings
+/// ordered by id show things in the order they were made.
+pub(crate) fn new_id() -> String {
+    static GENERATOR: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
+    let mut g = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
+    match g.generate() {
+        Ok(id) => id,
+        // The random part of this millisecond's ids ran out (after 2^80 of them at
+        // worst): a fresh id of the next millisecond is still larger than the last.
+        Err(_) => g
+            .generate_from_datetime(
+                std::time::SystemTime::now() + std::time::Duration::from_millis(1),
+            )
+            .unwrap_or_else(|_| ulid::Ulid::new()),
+    }
+    .to_string()
+}
+
+/// The SHA-256 (hex) of `v`'s canonical JSON: object keys sorted, no whitespace. What
+/// an idempotency key is stored with, so a repeat is recognised by its whole content
+/// (two bodies that differ only in key order or spacing are the same).
+#[must_use]
+pub fn content_hash(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    use sha2::{Digest, Sha256};
+    fn write(v: &Value, out: &mut Vec<u8>) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                out.push(b'{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    let _ = serde_json::to_writer(&mut *out, k);
+                    out.push(b':');
+                    write(&m[k], out);
+                }
+                out.push(b'}');
+            }
+            Value::Array(a) => {
+                out.push(b'[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write(x, out);
+                }
+                out.push(b']');
+            }
+            scalar => {
+                let _ = serde_json::to_writer(&mut *out, scalar);
+            }
+        }
+    }
+    let mut canonical = Vec::new();
+    write(v, &mut canonical);
+    Sha256::digest(&canonical)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// `path` with `suffix` appended to its file name: the database's `-wal` and `-shm`.
@@ -226,6 +302,61 @@ mod tests {
             via: Via::Cli,
             reason: None,
         }
+    }
+
+    #[test]
+    fn ids_made_in_one_millisecond_are_strictly_increasing() {
+        let ids: Vec<String> = (0..10_000).map(|_| new_id()).collect();
+        for w in ids.windows(2) {
+            assert!(w[0] < w[1], "{} then {}", w[0], w[1]);
+        }
+        // Many share a millisecond (the first 10 characters are the time).
+        let same_ms = ids.windows(2).filter(|w| w[0][..10] == w[1][..10]).count();
+        assert!(same_ms > 0);
+    }
+
+    #[test]
+    fn requests_made_in_one_millisecond_list_in_the_order_they_were_made() {
+        let s = Store::open_in_memory().unwrap();
+        let news: Vec<NewApproval> = (0..300)
+            .map(|i| NewApproval {
+                args: serde_json::json!({"n": i}),
+                ..new("m", "t", None, Some(i64::MAX))
+            })
+            .collect();
+        // One transaction, one created_at: as a burst of submissions is committed.
+        let made: Vec<String> = s
+            .insert_batch(&news)
+            .into_iter()
+            .map(|r| match r.unwrap() {
+                Inserted::New(a) => a.id,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let listed: Vec<String> = s
+            .list_page(&ListFilter {
+                status: Some(crate::approval::Status::Pending),
+                limit: 1000,
+                ..ListFilter::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|a| a.id)
+            .collect();
+        assert_eq!(listed, made);
+    }
+
+    #[test]
+    fn content_hash_is_of_the_content_not_its_spelling() {
+        let a: serde_json::Value =
+            serde_json::from_str(r#"{"b": [1, {"y": 2, "x": "é"}], "a": null}"#).unwrap();
+        let b: serde_json::Value =
+            serde_json::from_str(r#"{"a":null,"b":[1,{"x":"\u00e9","y":2}]}"#).unwrap();
+        assert_eq!(content_hash(&a), content_hash(&b));
+        let c: serde_json::Value =
+            serde_json::from_str(r#"{"a":null,"b":[{"x":"é","y":2},1]}"#).unwrap();
+        assert_ne!(content_hash(&a), content_hash(&c), "order in arrays counts");
+        assert_eq!(content_hash(&a).len(), 64);
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub struct NewEvent {
     pub step: StepResult,
     pub artifacts: Vec<Artifact>,
     pub idempotency_key: Option<String>,
+    /// With a key: [`super::content_hash`] of the event as the agent sent it, so a
+    /// repeat of the key is recognised by its whole content.
+    pub content_hash: Option<String>,
 }
 
 /// What an event did to its run.
@@ -79,10 +82,10 @@ pub struct EventOutcome {
 pub enum Recorded {
     /// Evaluated and stored.
     Evaluated(EventOutcome),
-    /// The event's idempotency key was seen before with the same event: its answer then
+    /// The event's idempotency key was seen before with the same content: its answer then
     /// (with the run and check-in as they are now).
     Repeated(EventOutcome),
-    /// The idempotency key was used before for another event (its number).
+    /// The idempotency key was used before for an event with other content (its number).
     KeyConflict(u32),
     /// A check-in waits: no events until it is answered.
     Waiting(Run),
@@ -257,7 +260,8 @@ impl Store {
                 });
             }
         }
-        let id = ulid::Ulid::new().to_string();
+        super::health::agent_room(self.watch.as_ref(), &tx)?;
+        let id = super::new_id();
         let short_id = unique_short_id_beside(&tx, "runs")?;
         tx.execute(
             "INSERT INTO runs (id, short_id, agent, title, workflow, idempotency_key, status, \
@@ -339,7 +343,7 @@ impl Store {
             return Ok(Recorded::NotFound);
         };
         if let Some(key) = &new.idempotency_key {
-            if let Some(repeat) = repeated_event(&tx, &run, &new.step, key)? {
+            if let Some(repeat) = repeated_event(&tx, &run, new, key)? {
                 return Ok(repeat);
             }
         }
@@ -348,6 +352,7 @@ impl Store {
             RunStatus::Stopped | RunStatus::Completed => return Ok(Recorded::Finished(run)),
             RunStatus::Running => {}
         }
+        super::health::agent_room(self.watch.as_ref(), &tx)?;
         let unreported: i64 = tx
             .prepare_cached(
                 "SELECT COUNT(*) FROM run_issues WHERE run_id = ?1 AND check_in IS NULL",
@@ -570,12 +575,13 @@ impl Store {
 }
 
 /// The answer an earlier event with idempotency key `key` got, if there was one:
-/// [`Recorded::Repeated`] for the same event (type, phase, step),
+/// [`Recorded::Repeated`] for the same event (the same content hash; for an event
+/// stored before hashes were kept, the same type, phase and step),
 /// [`Recorded::KeyConflict`] for another.
 fn repeated_event(
     tx: &Transaction<'_>,
     run: &Run,
-    step: &StepResult,
+    new: &NewEvent,
     key: &str,
 ) -> Result<Option<Recorded>> {
     type Earlier = (
@@ -586,11 +592,12 @@ fn repeated_event(
         String,
         Option<String>,
         Option<String>,
+        Option<String>,
     );
     let earlier: Option<Earlier> = tx
         .prepare_cached(
-            "SELECT seq, type, phase, step, action, reason, check_in FROM run_events \
-             WHERE run_id = ?1 AND idempotency_key = ?2",
+            "SELECT seq, type, phase, step, action, reason, check_in, content_hash \
+             FROM run_events WHERE run_id = ?1 AND idempotency_key = ?2",
         )?
         .query_row(params![run.id, key], |r| {
             Ok((
@@ -601,13 +608,19 @@ fn repeated_event(
                 r.get(4)?,
                 r.get(5)?,
                 r.get(6)?,
+                r.get(7)?,
             ))
         })
         .optional()?;
-    let Some((seq, kind, phase, step_name, action, reason, check_in)) = earlier else {
+    let Some((seq, kind, phase, step_name, action, reason, check_in, hash)) = earlier else {
         return Ok(None);
     };
-    if kind != step.event.as_str() || phase != step.phase || step_name != step.step {
+    let step = &new.step;
+    let same = match (hash, &new.content_hash) {
+        (Some(was), Some(now)) => was == *now,
+        _ => kind == step.event.as_str() && phase == step.phase && step_name == step.step,
+    };
+    if !same {
         return Ok(Some(Recorded::KeyConflict(seq)));
     }
     let check_in = match check_in {
@@ -675,8 +688,8 @@ fn apply(
     let artifacts = serde_json::to_string(&new.artifacts).unwrap_or_else(|_| "[]".into());
     tx.prepare_cached(
         "INSERT INTO run_events (run_id, seq, type, phase, step, artifacts, handling, autonomy, \
-         action, reason, check_in, truncated, idempotency_key, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, ?11, ?12, ?13)",
+         action, reason, check_in, truncated, idempotency_key, created_at, content_hash) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         run.id,
@@ -691,7 +704,8 @@ fn apply(
         reason,
         serde_json::to_string(&evaluation.truncated).unwrap_or_else(|_| "[]".into()),
         new.idempotency_key,
-        now
+        now,
+        new.content_hash
     ])?;
     let issues = evaluation
         .kept
@@ -805,7 +819,7 @@ fn make_check_in(
     ttl_ms: i64,
     now: i64,
 ) -> Result<String> {
-    let id = ulid::Ulid::new().to_string();
+    let id = super::new_id();
     let waiting = status == CheckInStatus::Waiting;
     let short_id = if waiting {
         Some(unique_short_id(tx)?)
@@ -1006,6 +1020,7 @@ mod tests {
             },
             artifacts: vec![],
             idempotency_key: None,
+            content_hash: None,
         }
     }
 

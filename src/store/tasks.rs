@@ -149,7 +149,7 @@ impl Store {
         .map_err(StoreError::Corrupt)?;
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        let id = ulid::Ulid::new().to_string();
+        let id = super::new_id();
         let short_id = unique_short_id(&tx)?;
         tx.prepare_cached(
             "INSERT INTO tasks (id, short_id, status, intent, summary, prompt, level, classifier, \
@@ -897,7 +897,7 @@ fn ask_tx(
     choices: &[String],
     now: i64,
 ) -> Result<String> {
-    let id = ulid::Ulid::new().to_string();
+    let id = super::new_id();
     let short_id = unique_short_id(tx)?;
     tx.prepare_cached(
         "INSERT INTO task_questions (id, task, purpose, questions, choices, state, asked_at) \

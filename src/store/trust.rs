@@ -315,7 +315,7 @@ pub(super) fn grant_tx(
     via: &Via,
     now: i64,
 ) -> Result<Grant> {
-    let id = ulid::Ulid::new().to_string();
+    let id = super::new_id();
     let short_id = unique_short_id_beside(tx, "grants")?;
     let reason = format!("Always allow on request {}", approval.short_id);
     tx.prepare_cached(
@@ -586,7 +586,7 @@ impl Store {
             )?
             .execute(params![
                 agent,
-                ulid::Ulid::new().to_string(),
+                super::new_id(),
                 actor.name,
                 actor.via.as_str(),
                 reason,
@@ -902,7 +902,7 @@ impl Store {
         if open {
             return Ok(None);
         }
-        let id = ulid::Ulid::new().to_string();
+        let id = super::new_id();
         let short_id = unique_short_id(&tx)?;
         tx.prepare_cached(&format!(
             "INSERT INTO proposals ({PROPOSAL_COLUMNS}) \
@@ -1043,7 +1043,7 @@ impl Store {
     pub fn agent_handle(&self, agent: &str) -> Result<String> {
         let conn = self.lock();
         conn.prepare_cached("INSERT OR IGNORE INTO agent_handles (id, agent) VALUES (?1, ?2)")?
-            .execute(params![ulid::Ulid::new().to_string(), agent])?;
+            .execute(params![super::new_id(), agent])?;
         let id = conn
             .prepare_cached("SELECT id FROM agent_handles WHERE agent = ?1")?
             .query_row([agent], |r| r.get(0))?;

@@ -634,6 +634,51 @@ async fn a_completion_is_read_for_failures_and_pending_questions() {
 }
 
 #[tokio::test]
+async fn a_cost_out_of_range_is_refused_and_the_task_keeps_running() {
+    let app = start("", "").await;
+    let t = add_ok(&app, "say hello to the team").await;
+    let id = t["id"].as_str().unwrap();
+    let c = claim(&app, "claude-code", 0.0).await;
+    for (path, cost) in [
+        ("complete", json!(1e308)),
+        ("complete", json!(-0.01)),
+        ("fail", json!(100_000.01)),
+    ] {
+        let res = report(
+            &app,
+            "claude-code",
+            id,
+            path,
+            if path == "complete" {
+                json!({"lease": c["lease"], "result": "done", "cost_usd": cost})
+            } else {
+                json!({"lease": c["lease"], "error": "no", "cost_usd": cost})
+            },
+        )
+        .await;
+        assert_eq!(res.status, 422, "{cost}: {:?}", res.body);
+        assert!(
+            res.error_message()
+                .contains("`cost_usd` must be from 0 to 100000"),
+            "{}",
+            res.error_message()
+        );
+    }
+    // Nothing was lost: the task still runs under its lease, and a sane cost is kept.
+    assert_eq!(task(&app, id).await["status"], "running");
+    let done = report(
+        &app,
+        "claude-code",
+        id,
+        "complete",
+        json!({"lease": c["lease"], "result": "done", "cost_usd": 12.5}),
+    )
+    .await;
+    assert_eq!(done.body["status"], "completed", "{:?}", done.body);
+    assert_eq!(done.body["cost_usd"], 12.5);
+}
+
+#[tokio::test]
 async fn a_cancelled_task_tells_its_worker_to_stop_and_can_be_retried() {
     let app = start("", "").await;
     let t = add_ok(&app, "say hello to the team").await;

@@ -48,6 +48,7 @@ fn new_request() -> NewApproval {
         confidence: None,
         environment: None,
         idempotency_key: None,
+        content_hash: None,
         status: Status::Pending,
         risk: Risk {
             score: RiskScore::High,

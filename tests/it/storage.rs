@@ -100,7 +100,8 @@ async fn a_replaced_database_refuses_submits() {
 
 #[tokio::test]
 async fn a_full_database_refuses_submits_and_keeps_what_it_acknowledged() {
-    let app = spawn_app("[store]\nmax_size = \"1MiB\"\n").await;
+    // No room kept back for owners (tests/it/quotas.rs has that): the hard cap.
+    let app = spawn_app("[store]\nmax_size = \"1MiB\"\nreserve = \"0\"\n").await;
     let big = "x".repeat(50_000);
     let mut acknowledged = Vec::new();
     let mut refused = None;

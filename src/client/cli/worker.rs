@@ -208,8 +208,17 @@ async fn slot(
                     _ = tokio::time::sleep(PAUSED_RETRY) => {}
                 }
             }
-            // Refused for good: this worker cannot work as this agent. (A 429, the agent
-            // holding as many long-polls as it may, passes: it is retried below.)
+            // Over the agent's limit: wait as long as gatebot says, then claim again.
+            Ok(r) if r.retry_after().is_some() => {
+                let wait = r.retry_after().unwrap_or(Duration::from_secs(1));
+                eprintln!("worker: {}; claiming again in {wait:?}", r.error_message());
+                tokio::select! {
+                    _ = stop.cancelled() => return Ok(None),
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+            // Refused for good: this worker cannot work as this agent. (A 429 without a
+            // Retry-After passes: it is retried below.)
             Ok(r) if r.status.is_client_error() && r.status.as_u16() != 429 => {
                 return Err(format!(
                     "gatebot refuses this worker: {} ({})",
@@ -574,6 +583,13 @@ async fn finish(client: &Client, t: &ClaimedView, how: Finish) -> Outcome {
                     Ok(v) => Outcome::Reported(v.status),
                     Err(e) => Outcome::Abandoned(format!("unexpected answer from gatebot: {e}")),
                 };
+            }
+            // Over the agent's limit: wait as long as gatebot says (the lease has slack).
+            Ok(r) if r.retry_after().is_some() => {
+                let wait = r.retry_after().unwrap_or(Duration::from_secs(1));
+                eprintln!("worker: {}; reporting again in {wait:?}", r.error_message());
+                tokio::time::sleep(wait).await;
+                continue;
             }
             Ok(r) if r.status.is_client_error() => return Outcome::Abandoned(refused(&r)),
             Ok(r) => eprintln!("worker: cannot report: {}", r.error_message()),
