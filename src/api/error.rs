@@ -81,7 +81,7 @@ impl From<EngineError> for ApiError {
                 .with("paused_by", p.by.label())
                 .with("paused_at", crate::time::format_ms(p.at))
                 .with("reason", p.reason.clone()),
-            EngineError::Limit { limit, max, .. } => ApiError {
+            EngineError::AtCap { limit, max, .. } => ApiError {
                 retry_after: Some(1),
                 ..ApiError::new(StatusCode::TOO_MANY_REQUESTS, limit.code(), message)
                     .with("limit", limit.key())

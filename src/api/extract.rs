@@ -23,6 +23,7 @@ use super::ApiState;
 use crate::approval::{Approval, Via};
 use crate::config::AgentConfig;
 use crate::engine::{record_request, EngineError, Refusal, Slot, WaitSlot};
+use crate::limits::Quota;
 
 tokio::task_local! {
     /// The request being answered on an agents' listener: the slot of the agent it
@@ -92,7 +93,6 @@ impl Waiting {
         Ok(())
     }
 }
-use crate::limits::Quota;
 
 /// Records `a` in the current `api` span (see the [`api`](super) module docs).
 pub(super) fn note(a: &Approval) {

@@ -15,7 +15,7 @@
 //! 3. **What one agent holds.** On the agents' listeners every request of an agent
 //!    takes a [`Slot`] for as long as it is answered (`[queue] max_connections_per_agent`)
 //!    and every long-poll a [`WaitSlot`] too (`max_waits_per_agent`). One more is refused
-//!    at once with [`EngineError::Limit`] (429, naming the limit), so one agent cannot
+//!    at once with [`EngineError::AtCap`] (429, naming the limit), so one agent cannot
 //!    take the connections the others need. Refusals are counted
 //!    (`gatebot_agent_refusals_total`).
 //! 4. **A pause closes the agent's waits.** Each wait watches a token its agent's
@@ -52,20 +52,20 @@ pub struct Acting(#[allow(dead_code)] OwnedRwLockReadGuard<()>);
 
 /// Which per-agent cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Limit {
+pub enum Cap {
     /// `[queue] max_connections_per_agent`.
     Connections,
     /// `[queue] max_waits_per_agent`.
     Waits,
 }
 
-impl Limit {
+impl Cap {
     /// The key that sets it.
     #[must_use]
     pub fn key(self) -> &'static str {
         match self {
-            Limit::Connections => "queue.max_connections_per_agent",
-            Limit::Waits => "queue.max_waits_per_agent",
+            Cap::Connections => "queue.max_connections_per_agent",
+            Cap::Waits => "queue.max_waits_per_agent",
         }
     }
 
@@ -73,22 +73,22 @@ impl Limit {
     #[must_use]
     pub fn code(self) -> &'static str {
         match self {
-            Limit::Connections => "too_many_connections",
-            Limit::Waits => "too_many_waits",
+            Cap::Connections => "too_many_connections",
+            Cap::Waits => "too_many_waits",
         }
     }
 
     fn what(self) -> &'static str {
         match self {
-            Limit::Connections => "requests in flight",
-            Limit::Waits => "long-polls open",
+            Cap::Connections => "requests in flight",
+            Cap::Waits => "long-polls open",
         }
     }
 
     fn refusal(self) -> AgentRefusal {
         match self {
-            Limit::Connections => AgentRefusal::Connections,
-            Limit::Waits => AgentRefusal::Waits,
+            Cap::Connections => AgentRefusal::Connections,
+            Cap::Waits => AgentRefusal::Waits,
         }
     }
 }
@@ -196,7 +196,7 @@ impl Engine {
         let h = map.entry(agent.to_string()).or_default();
         if h.requests >= max {
             drop(map);
-            return Err(self.over(agent, Limit::Connections, max));
+            return Err(self.over(agent, Cap::Connections, max));
         }
         h.requests += 1;
         Ok(Slot {
@@ -222,7 +222,7 @@ impl Engine {
         if h.waits >= max {
             tidy(&mut map, agent);
             drop(map);
-            return Err(self.over(agent, Limit::Waits, max));
+            return Err(self.over(agent, Cap::Waits, max));
         }
         h.waits += 1;
         let pause = h.pause.get_or_insert_with(CancellationToken::new).clone();
@@ -244,9 +244,9 @@ impl Engine {
         })
     }
 
-    fn over(&self, agent: &str, limit: Limit, max: usize) -> EngineError {
+    fn over(&self, agent: &str, limit: Cap, max: usize) -> EngineError {
         self.metrics.agent_refused(limit.refusal());
-        EngineError::Limit {
+        EngineError::AtCap {
             agent: agent.to_string(),
             limit,
             max,
@@ -303,8 +303,8 @@ mod tests {
         assert!(
             matches!(
                 err,
-                EngineError::Limit {
-                    limit: Limit::Connections,
+                EngineError::AtCap {
+                    limit: Cap::Connections,
                     max: 2,
                     ..
                 }
@@ -325,8 +325,8 @@ mod tests {
         assert!(
             matches!(
                 err,
-                EngineError::Limit {
-                    limit: Limit::Waits,
+                EngineError::AtCap {
+                    limit: Cap::Waits,
                     ..
                 }
             ),

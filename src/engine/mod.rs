@@ -59,7 +59,7 @@ pub use crate::store::{
     SubjectKind, Thread, Unposted,
 };
 pub use chat::ChatState;
-pub use gate::{Acting, Limit, Slot, WaitSlot};
+pub use gate::{Acting, Cap, Slot, WaitSlot};
 pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
 pub use runs::{EventOutcome, Recorded, RunFilter, RunStart};
 pub use tasks::{TaskRequest, TaskSubject};
@@ -184,9 +184,9 @@ pub enum EngineError {
     Paused(Box<crate::trust::Pause>),
     /// The agent holds as many connections or long-polls as `[queue]` allows per agent.
     #[error("{message}")]
-    Limit {
+    AtCap {
         agent: String,
-        limit: Limit,
+        limit: Cap,
         max: usize,
         message: String,
     },
