@@ -386,22 +386,9 @@ static READERS: &[Spec] = &[
         ],
         ..spec(&["cat"])
     },
-    Spec {
-        flags: "qvz",
-        valued: "nc",
-        numeric: true,
-        long: &["quiet", "silent", "verbose"],
-        long_valued: &["lines", "bytes"],
-        ..spec(&["head"])
-    },
-    Spec {
-        flags: "qvz",
-        valued: "nc",
-        numeric: true,
-        long: &["quiet", "silent", "verbose"],
-        long_valued: &["lines", "bytes"],
-        ..spec(&["tail"])
-    },
+    // head and tail: never tail -f (it never ends).
+    head_or_tail(&["head"]),
+    head_or_tail(&["tail"]),
     Spec {
         flags: "clmwL",
         long: &["bytes", "chars", "lines", "words", "max-line-length"],
@@ -900,6 +887,18 @@ static READERS: &[Spec] = &[
         ..spec(&["git", "worktree", "list"])
     },
 ];
+
+/// `head` and `tail` read the same options.
+const fn head_or_tail(path: &'static [&'static str]) -> Spec {
+    Spec {
+        flags: "qvz",
+        valued: "nc",
+        numeric: true,
+        long: &["quiet", "silent", "verbose"],
+        long_valued: &["lines", "bytes"],
+        ..spec(path)
+    }
+}
 
 impl Spec {
     /// The same spec with no operands and no options (`whoami`).
