@@ -39,7 +39,7 @@ use crate::store::{
     StoreError, Transition,
 };
 use crate::time::{after, now_ms, range, Range};
-use crate::trust::grants::{check_prefix, command_of, offered_prefix, prefix_covers};
+use crate::trust::grants::{check_prefix, command_of, offered_prefix, prefix_to_grant};
 use crate::trust::{paused_verdict, GrantAsk, Scope};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
@@ -606,10 +606,12 @@ impl Engine {
         let first_use = !facts.run_before;
         let risk = config.policy.risk(rules, first_use, &request);
         // A grant covers a call within its scope and up to the risk the owner approved.
-        let grant = facts
+        let in_scope: Vec<_> = facts
             .grants
             .iter()
-            .find(|g| risk.score <= g.max_risk && g.scope.covers(command.as_ref()));
+            .filter(|g| g.scope.covers(command.as_ref()))
+            .collect();
+        let grant = in_scope.iter().find(|g| risk.score <= g.max_risk).copied();
         let mut verdict = config.policy.decide(
             rules,
             History {
@@ -627,9 +629,10 @@ impl Engine {
             verdict.reason = format!("{} (grant {}: {})", verdict.reason, g.short_id, g.scope);
         }
         // A grant whose scope covers the call but not its risk: say why it did not count.
-        if let Some(g) = facts.grants.iter().find(|g| {
-            grant.is_none() && verdict.action == Action::Ask && g.scope.covers(command.as_ref())
-        }) {
+        if let Some(g) = in_scope
+            .first()
+            .filter(|_| grant.is_none() && verdict.action == Action::Ask)
+        {
             let _ = write!(
                 verdict.reason,
                 "; grant {} ({}) covers calls only up to {} risk, the risk of the request it \
@@ -916,24 +919,10 @@ impl Engine {
             }
             // The offer stored with the request is checked again: the rules of what a
             // prefix may cover may have tightened since the prompt was made.
-            (ScopeChoice::Prefix(None), true, Some(c)) => {
-                let read = shell::Command::read(&c);
-                match offer
-                    .and_then(|o| o.prefix)
-                    .filter(|p| prefix_covers(p, &read))
-                    .or_else(|| offered_prefix(&read))
-                {
-                    Some(p) => Scope::Prefix(p),
-                    None => {
-                        return invalid(format!(
-                            "no prefix is offered for `{}`: a prefix grant covers only \
-                             commands gatebot knows to only read (git status, git log, ls, \
-                             cat, grep, … with their read-only options); use --exact",
-                            crate::names::visible(&c)
-                        ))
-                    }
-                }
-            }
+            (ScopeChoice::Prefix(None), true, Some(c)) => Scope::Prefix(
+                prefix_to_grant(&shell::Command::read(&c), offer.and_then(|o| o.prefix))
+                    .map_err(EngineError::Invalid)?,
+            ),
             (ScopeChoice::Prefix(Some(p)), true, Some(c)) => Scope::Prefix(
                 check_prefix(&shell::Command::read(&c), p).map_err(EngineError::Invalid)?,
             ),

@@ -117,6 +117,25 @@ pub fn offered_prefix(command: &Command<'_>) -> Option<String> {
     command.read_only.as_ref().map(|r| r.path.clone())
 }
 
+/// Why a command gets no prefix grant: it is not one gatebot knows to only read.
+const ONLY_READERS: &str = "a prefix grant covers only commands gatebot knows to only read \
+     (git status, git log, ls, cat, grep, …, with their read-only options)";
+
+/// The prefix "Always: this prefix" (or `--prefix` without a value) grants for
+/// `command`: the one its prompt offered, if today's rule still lets it cover the
+/// command, else the one gatebot offers now.
+pub fn prefix_to_grant(command: &Command<'_>, offered: Option<String>) -> Result<String, String> {
+    offered
+        .filter(|p| prefix_covers(p, command))
+        .or_else(|| offered_prefix(command))
+        .ok_or_else(|| {
+            format!(
+                "no prefix is offered for `{}`: {ONLY_READERS}; use --exact",
+                crate::names::visible(command.raw)
+            )
+        })
+}
+
 /// Checks a prefix an owner typed for the command of a request, and returns it with
 /// its whitespace normalised. The command must be one gatebot knows to only read, and
 /// the prefix whole words it starts with.
@@ -136,22 +155,20 @@ pub fn check_prefix(command: &Command<'_>, prefix: &str) -> Result<String, Strin
         return Err(format!("{e}, so no prefix grant can cover it; use --exact"));
     }
     if command.read_only.is_none() {
-        return Err(
-            "a prefix grant covers only commands gatebot knows to only read (git status, \
-             git log, ls, cat, grep, …, with their read-only options); this command is not \
-             one of them, so grant exactly this command with --exact"
-                .into(),
-        );
+        return Err(format!(
+            "{ONLY_READERS}; this command is not one of them, so grant exactly this command \
+             with --exact"
+        ));
     }
     let normalised = want
         .iter()
         .map(|w| w.text.as_str())
         .collect::<Vec<_>>()
         .join(" ");
+    // The words are plain (checked above), so nothing in them needs writing out.
     if !prefix_covers(&normalised, command) {
         return Err(format!(
-            "the command does not start with the words `{}`",
-            crate::names::visible(&normalised)
+            "the command does not start with the words `{normalised}`"
         ));
     }
     Ok(normalised)
