@@ -224,7 +224,7 @@ pub struct AgentRules {
     pub confidence: ConfidenceThresholds,
     /// Allowed calls to these tools carry `checkpoint: true`.
     pub checkpoint_before: BTreeSet<String>,
-    /// A shell-like tool's call whose whole command only reads (`shell::read_only`) is
+    /// A shell-like tool's call whose whole command only reads (`shell::Command::read`) is
     /// scored as a read-only call (`[agents.NAME] read_only_commands`, on by default).
     pub read_only_commands: bool,
 }

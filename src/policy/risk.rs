@@ -327,7 +327,7 @@ fn internal_domain(raw: &str) -> Result<String, PatternError> {
 pub struct RiskInput<'a> {
     pub tool_class: ToolClass,
     /// The class is read-only because a shell-like tool's whole command only reads
-    /// (`shell::read_only`): noted as the factor `read_only_command`, which counts
+    /// (`shell::Command::read`): noted as the factor `read_only_command`, which counts
     /// neither up nor down.
     pub read_only_command: bool,
     /// The tool is in `[policy] internal_tools`.

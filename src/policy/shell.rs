@@ -25,7 +25,7 @@
 //! agent chose (a file called `-oevil` turns `sort *` into `sort -oevil …`).
 //!
 //! # Read-only
-//! [`read_only`] accepts a simple command when:
+//! [`Command::read`] finds a simple command read-only when:
 //! 1. its first word is a program in [`READERS`] by its bare name (no directory, no
 //!    variable assignment in front: `PATH=… ls` is not `ls`), followed by the words of
 //!    one of its read-only subcommands when it has them (`git log`, `git stash list`);
@@ -184,12 +184,6 @@ fn empty() -> Word {
         text: String::new(),
         unknown: false,
     }
-}
-
-/// Whether bash runs `command` as one program with arguments (see the module docs).
-#[must_use]
-pub fn is_simple(command: &str) -> bool {
-    words(command).is_ok()
 }
 
 /// How a program parses a value-taking short option inside a bundle.
@@ -942,24 +936,16 @@ impl<'a> Command<'a> {
     }
 }
 
-/// What [`read_only`] found: the program and subcommand words that make the command
+/// What [`Command::read`] found read-only: the program and subcommand words that make the command
 /// read-only (`git log`), which is also the prefix gatebot offers for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadOnly {
     pub path: String,
 }
 
-/// Whether the whole of `command` only reads, inside the directory it runs in (see the
-/// module docs); `Some` names the program and subcommand that make it so.
-#[must_use]
-pub fn read_only(command: &str) -> Option<ReadOnly> {
-    let words = words(command).ok()?;
-    read_only_words(&words)
-}
-
-/// [`read_only`] for a command already split into words.
-#[must_use]
-pub fn read_only_words(words: &[Word]) -> Option<ReadOnly> {
+/// Whether the whole command these words make only reads, inside the directory it
+/// runs in (see the module docs); `Some` names the program and subcommand that make it so.
+fn read_only_words(words: &[Word]) -> Option<ReadOnly> {
     if words.iter().any(|w| w.unknown) {
         return None;
     }
@@ -1084,6 +1070,14 @@ fn inside(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn read_only(command: &str) -> Option<ReadOnly> {
+        Command::read(command).read_only
+    }
+
+    fn is_simple(command: &str) -> bool {
+        Command::read(command).simple.is_ok()
+    }
 
     fn texts(command: &str) -> Vec<String> {
         words(command)
