@@ -390,7 +390,9 @@ pub async fn run_client(cli: Cli) -> ExitCode {
         Ok(_) if out::failed() => ExitCode::from(EXIT_ERROR),
         Ok(code) => ExitCode::from(code),
         Err(message) => {
-            eprintln!("error: {message}");
+            // The daemon's words may quote an agent's (a command, a summary): written
+            // out as standard output is (`out::line`).
+            eprintln!("error: {}", crate::names::visible(&message));
             ExitCode::from(EXIT_ERROR)
         }
     }
