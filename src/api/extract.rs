@@ -65,9 +65,26 @@ pub(super) struct Waiting {
 }
 
 impl Waiting {
+    /// Runs `wait` (given the stop it must honour) as a long-poll of `agent`: counted
+    /// and stopped by a pause as [`Waiting::begin`] says, and answered
+    /// [`Waiting::finish`]'s way. Every long-poll route waits through this.
+    pub(super) async fn run<T, Fut>(
+        state: &ApiState,
+        agent: &str,
+        wait: impl FnOnce(tokio_util::sync::CancellationToken) -> Fut,
+    ) -> Result<T, EngineError>
+    where
+        Fut: std::future::Future<Output = Result<T, EngineError>>,
+    {
+        let waiting = Waiting::begin(state, agent).await?;
+        let out = wait(waiting.stop().clone()).await?;
+        waiting.finish(state).await?;
+        Ok(out)
+    }
+
     /// Starts a long-poll for `agent`: refused while it is paused or at its
     /// `[queue] max_waits_per_agent` (agents' listeners only).
-    pub(super) async fn begin(state: &ApiState, agent: &str) -> Result<Waiting, EngineError> {
+    async fn begin(state: &ApiState, agent: &str) -> Result<Waiting, EngineError> {
         let slot = if state.owner {
             None
         } else {
@@ -80,13 +97,13 @@ impl Waiting {
         })
     }
 
-    pub(super) fn stop(&self) -> &tokio_util::sync::CancellationToken {
+    fn stop(&self) -> &tokio_util::sync::CancellationToken {
         self.slot.as_ref().map_or(&self.shutdown, WaitSlot::stop)
     }
 
     /// After the wait: `Err(Paused)` when the agent's pause ended it, so the agent
     /// learns why instead of polling again.
-    pub(super) async fn finish(self, state: &ApiState) -> Result<(), EngineError> {
+    async fn finish(self, state: &ApiState) -> Result<(), EngineError> {
         if self.slot.as_ref().is_some_and(WaitSlot::paused) {
             return state.engine.refuse_if_paused(&self.agent).await;
         }

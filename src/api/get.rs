@@ -32,13 +32,11 @@ pub(super) async fn get_request(
     let max = state.engine.config().queue.max_wait;
     let wait = wait.unwrap_or(Duration::ZERO).min(max);
     let approval = if approval.status == Status::Pending && !wait.is_zero() {
-        let waiting = Waiting::begin(&state, &approval.agent).await?;
-        let a = state
-            .engine
-            .wait(&approval.id, wait, waiting.stop())
-            .await?;
-        waiting.finish(&state).await?;
-        a
+        let (engine, id) = (&state.engine, &approval.id);
+        Waiting::run(&state, &approval.agent, |stop| async move {
+            engine.wait(id, wait, &stop).await
+        })
+        .await?
     } else {
         approval
     };

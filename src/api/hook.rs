@@ -297,17 +297,12 @@ impl Gate for EngineGate<'_> {
         if self.state.shutdown.is_cancelled() {
             return Err(shutting_down());
         }
-        let failed = |e: EngineError| GateError::Failed(e.to_string());
-        let waiting = Waiting::begin(self.state, self.name)
-            .await
-            .map_err(failed)?;
-        let a = self
-            .state
-            .engine
-            .wait(id, up_to, waiting.stop())
-            .await
-            .map_err(failed)?;
-        waiting.finish(self.state).await.map_err(failed)?;
+        let engine = &self.state.engine;
+        let a = Waiting::run(self.state, self.name, |stop| async move {
+            engine.wait(id, up_to, &stop).await
+        })
+        .await
+        .map_err(|e: EngineError| GateError::Failed(e.to_string()))?;
         note(&a);
         if a.status == Status::Pending && self.state.shutdown.is_cancelled() {
             return Err(shutting_down());

@@ -235,10 +235,11 @@ pub(super) async fn get_run(
     let max = state.engine.config().queue.max_wait;
     let wait = wait.unwrap_or(Duration::ZERO).min(max);
     let run = if run.status == RunStatus::Waiting && !wait.is_zero() {
-        let waiting = Waiting::begin(&state, &run.agent).await?;
-        let r = state.engine.wait_run(&run.id, wait, waiting.stop()).await?;
-        waiting.finish(&state).await?;
-        r
+        let (engine, id) = (&state.engine, &run.id);
+        Waiting::run(&state, &run.agent, |stop| async move {
+            engine.wait_run(id, wait, &stop).await
+        })
+        .await?
     } else {
         run
     };

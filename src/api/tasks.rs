@@ -185,13 +185,11 @@ pub(super) async fn get(
     let task = if wait.is_zero() {
         task
     } else {
-        let waiting = Waiting::begin(&state, &task.agent).await?;
-        let t = state
-            .engine
-            .wait_task(&task.id, wait, waiting.stop())
-            .await?;
-        waiting.finish(&state).await?;
-        t
+        let (engine, id) = (&state.engine, &task.id);
+        Waiting::run(&state, &task.agent, |stop| async move {
+            engine.wait_task(id, wait, &stop).await
+        })
+        .await?
     };
     note(&task);
     Ok(Json(TaskView::from(&task)))
@@ -339,13 +337,11 @@ pub(super) async fn claim(
             .claim_task(&body.agent, wait, &state.shutdown)
             .await?
     } else {
-        let waiting = Waiting::begin(&state, &body.agent).await?;
-        let t = state
-            .engine
-            .claim_task(&body.agent, wait, waiting.stop())
-            .await?;
-        waiting.finish(&state).await?;
-        t
+        let (engine, agent) = (&state.engine, &body.agent);
+        Waiting::run(&state, agent, |stop| async move {
+            engine.claim_task(agent, wait, &stop).await
+        })
+        .await?
     };
     let Some(t) = task else {
         return Ok(Json(ClaimAnswer { task: None }));
