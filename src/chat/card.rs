@@ -14,6 +14,8 @@
 //! long ones shown in a code block. Renderers escape every string they place, so no
 //! card can carry markup, and agent text cannot imitate gatebot's own lines.
 
+use crate::engine::SubjectKind;
+
 /// A message gatebot shows in a chat.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Card {
@@ -30,11 +32,12 @@ pub struct Card {
 /// One part of a card, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Block {
-    /// The card's title, with an optional tag after it ("id `k7m2abcd`").
+    /// The card's title (gatebot's words, starting "gatebot"), with an optional tag
+    /// after it: the subject the card shows ("id `k7m2abcd`"), or a label.
     Heading {
         icon: &'static str,
         title: String,
-        tag: Option<Line>,
+        tag: Option<Tag>,
     },
     /// A line of gatebot's.
     Line(Line),
@@ -47,6 +50,65 @@ pub enum Block {
     /// The final word on a settled subject ("✅ Approved by alice (Telegram) …"),
     /// shown in bold, cut to fit with a note.
     Outcome(String),
+}
+
+/// What a heading names after its title.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tag {
+    /// The subject the card shows: written by every renderer in one fixed form at the
+    /// end of the card's first line (`🛡 gatebot: approval needed · id k7m2abcd`) and
+    /// read back by [`Tag::read`], so a reply to a message gatebot has no record of
+    /// still reaches its subject. Only a subject's own card carries it.
+    Subject { kind: SubjectKind, short: String },
+    /// Anything else a heading names (an agent), never read back.
+    Label(Line),
+}
+
+impl Tag {
+    /// The subject tag of `kind`'s subject `short` (its short id).
+    #[must_use]
+    pub fn subject(kind: SubjectKind, short: impl Into<String>) -> Tag {
+        Tag::Subject {
+            kind,
+            short: short.into(),
+        }
+    }
+
+    /// The tag as a line of the card: `id k7m2abcd`, the id as code.
+    #[must_use]
+    pub fn line(&self) -> Line {
+        match self {
+            Tag::Subject { short, .. } => Line::text("id ").code(short),
+            Tag::Label(l) => l.clone(),
+        }
+    }
+
+    /// The short id of the subject whose card `text` is, read back from the text a
+    /// platform keeps of a message (Telegram's text, Slack's first block, with or
+    /// without its markup): the first line must be a heading of gatebot's (an icon,
+    /// then "gatebot") ending in ` · id <short id>`. Agent text never comes first in a
+    /// card, and gatebot's other messages carry no such heading, so no agent can point
+    /// a reply at another subject.
+    #[must_use]
+    pub fn read(text: &str) -> Option<String> {
+        let first: String = text
+            .lines()
+            .next()?
+            .chars()
+            .filter(|c| !matches!(c, '*' | '`' | '_'))
+            .collect();
+        let (heading, tag) = first.trim().rsplit_once('·')?;
+        let (icon, title) = heading.trim().split_once(' ')?;
+        if icon.chars().any(char::is_alphanumeric) || !title.trim_start().starts_with("gatebot") {
+            return None;
+        }
+        let short = tag.trim().strip_prefix("id ")?;
+        let valid = short.len() == crate::approval::SHORT_ID_LEN
+            && short
+                .bytes()
+                .all(|b| crate::approval::SHORT_ID_ALPHABET.contains(&b));
+        valid.then(|| short.to_string())
+    }
 }
 
 /// A code block of agent text.
@@ -215,7 +277,7 @@ impl Card {
                 Block::Heading { icon, title, tag } => out.push(format!(
                     "{icon} {title}{}",
                     tag.as_ref()
-                        .map(|t| format!(" · {}", t.plain()))
+                        .map(|t| format!(" · {}", t.line().plain()))
                         .unwrap_or_default()
                 )),
                 Block::Line(l) => out.push(l.plain()),
@@ -239,5 +301,58 @@ impl Card {
             .flatten()
             .map(|b| b.data.as_str())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn heading(tag: Tag) -> Card {
+        Card {
+            blocks: vec![
+                Block::Heading {
+                    icon: "🛡",
+                    title: "gatebot: approval needed".into(),
+                    tag: Some(tag),
+                },
+                Block::Line(Line::text("Agent: id zzzz9999")),
+            ],
+            ..Card::default()
+        }
+    }
+
+    #[test]
+    fn a_subject_tag_is_read_back_from_the_first_line_in_every_markup() {
+        let card = heading(Tag::subject(SubjectKind::Approval, "k7m2abcd"));
+        for text in [
+            card.plain(),
+            "🛡 gatebot: approval needed  ·  id k7m2abcd\nAgent: x".to_string(),
+            "🛡 *gatebot: approval needed* · id `k7m2abcd`\n*Agent:* x".to_string(),
+            "⏸ gatebot: workflow check-in · id k7m2wxyz".replace("wxyz", "abcd"),
+            "🎓 gatebot: tier change proposed · id k7m2abcd".to_string(),
+        ] {
+            assert_eq!(Tag::read(&text).as_deref(), Some("k7m2abcd"), "{text}");
+        }
+    }
+
+    #[test]
+    fn nothing_else_reads_as_a_subject_tag() {
+        let label = heading(Tag::Label(Line::text("task ").code("k7m2abcd")));
+        for text in [
+            label.plain(),
+            "Agent: x\n🛡 gatebot: approval needed · id k7m2abcd".into(),
+            "🛡 gatebot: approval needed · id K7M2ABCD".into(),
+            "🛡 gatebot: approval needed · id k7m2abc1".into(),
+            "🛡 gatebot: approval needed · id k7m2abcd0".into(),
+            "✅ Approved k7m2abcd (x · id zzzz9999".into(),
+            "🛡 someone: approval needed · id k7m2abcd".into(),
+            "gatebot: approval needed · id k7m2abcd".into(),
+            "⏳ Approval needed: request k7m2abcd (risk high)".into(),
+            "2 pending request(s)\nk7m2abcd · mailer · id zzzz9999".into(),
+            String::new(),
+        ] {
+            assert_eq!(Tag::read(&text), None, "{text}");
+        }
     }
 }

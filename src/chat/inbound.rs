@@ -22,11 +22,11 @@
 use serde_json::json;
 use tracing::{debug, error, info, warn};
 
-use crate::chat::card::{Button, Card, Line};
-use crate::chat::conversation::{self, task, Action, Command, Who};
+use crate::chat::card::{Button, Card, Line, Tag};
+use crate::chat::conversation::{self, Action, Command, Taken, Who};
 use crate::chat::platform::Thread;
 use crate::chat::Context;
-use crate::engine::{EngineError, Home, Refusal, ShownBy, Subject};
+use crate::engine::{EngineError, Refusal, ShownBy, Subject};
 
 /// Who pressed, wrote or answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,7 +260,7 @@ pub async fn handle(cx: &Context, actor: &Actor, inbound: Inbound) -> Answer {
                 let attempted = format!("button {}", action.attempted());
                 return refuse(cx, actor, subject, &attempted).await;
             }
-            conversation::press(cx, actor, action, &at).await
+            action.press(cx, actor, &at).await
         }
         Inbound::Text {
             chat,
@@ -306,65 +306,41 @@ struct Message<'a> {
     origin: Option<Thread>,
 }
 
+/// Where a command was said: what a kind's command may need besides its words.
+#[derive(Debug, Clone, Copy)]
+pub struct Said<'a> {
+    /// The chat it was written in.
+    pub chat: &'a str,
+    /// Where an answer that is a new card goes: after the message, in its thread.
+    pub origin: Option<&'a Thread>,
+    /// The subject of the card the message replies to (or is in the thread of).
+    pub replied: Option<&'a Subject>,
+}
+
+/// Text written where gatebot reads it that no kind read as a command, for the kinds
+/// that take such text ([`crate::chat::conversation::Kind::written`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Written<'a> {
+    pub text: &'a str,
+    /// Written to gatebot itself (a private chat with the bot, a DM, an inbox channel).
+    pub direct: bool,
+    /// The platform says it was meant for gatebot (a Slack slash command).
+    pub addressed: bool,
+    /// It replies to a message that is none of gatebot's cards.
+    pub replying: bool,
+}
+
 async fn text_message(cx: &Context, actor: &Actor, m: Message<'_>) -> Answer {
-    let Message {
-        chat,
-        text,
-        reply_to,
-        addressed,
-        direct,
-        origin,
-    } = m;
-    let chat_state = cx.engine.chat();
-    let is_command = text.trim_start().starts_with('/');
-    let mut replied: Option<Subject> = None;
-    // A reply to a message of ours that shows no request gatebot can find.
-    let mut unmatched = false;
-    if let Some(r) = reply_to {
-        // A reply to a question gatebot asked: its text is the answer.
-        match chat_state.question(&cx.platform, chat, &r.message).await {
-            Ok(Some(q)) if !is_command => {
-                if !actor.approver {
-                    let subject = subject_of(cx, Some(&q.subject)).await;
-                    return refuse(cx, actor, subject, q.purpose.as_str()).await;
-                }
-                let answer = Some(text.trim().to_string()).filter(|t| !t.is_empty());
-                return conversation::answer(cx, actor, &q.subject, q.purpose, answer).await;
-            }
-            Ok(Some(q)) => replied = chat_state.subject(&q.subject).await.ok().flatten(),
-            Ok(None) => {}
-            Err(e) => error!(error = %e, "cannot look up a question"),
-        }
-        if replied.is_none() {
-            // A reply to a card: the card's subject is the one meant.
-            replied = match chat_state.shown_at(&cx.platform, chat, &r.message).await {
-                Ok(card) => card.map(|c| c.subject),
-                Err(e) => {
-                    error!(error = %e, "cannot look up the card replied to");
-                    None
-                }
-            };
-        }
-        if replied.is_none() {
-            // A reply in the thread a subject lives in (a task written as a message).
-            replied = match chat_state.threaded(&cx.platform, chat, &r.message).await {
-                Ok(s) => s,
-                Err(e) => {
-                    error!(error = %e, "cannot look up the thread replied in");
-                    None
-                }
-            };
-        }
-        if replied.is_none() {
-            // A message gatebot has no record of: a card whose post is still
-            // unconfirmed, or a copy posted again after its answer was lost.
-            match shown_by_text(cx, chat, r).await {
-                Shows::Subject(s) => replied = Some(s),
-                Shows::Nothing => unmatched = true,
-                Shows::NotOurs => {}
-            }
-        }
-    }
+    let is_command = m.text.trim_start().starts_with('/');
+    let (replied, unmatched) = match m.reply_to {
+        Some(r) => match replied_to(cx, actor, &m, r, is_command).await {
+            RepliedTo::Answered(answer) => return answer,
+            RepliedTo::Subject(s) => (Some(s), false),
+            RepliedTo::Unmatched => (None, true),
+            RepliedTo::None => (None, false),
+        },
+        None => (None, false),
+    };
     // Words in reply to a subject whose kind reads them itself (a task's answer).
     if let Some(s) = replied
         .as_ref()
@@ -373,28 +349,26 @@ async fn text_message(cx: &Context, actor: &Actor, m: Message<'_>) -> Answer {
         if !actor.approver {
             return refuse(cx, actor, Some(s.id.clone()), "answer a task's question").await;
         }
-        if let Some(answer) = conversation::reply(cx, actor, s, text).await {
+        if let Some(answer) = conversation::reply(cx, actor, s, m.text).await {
             return answer;
         }
     }
-    let inbox = cx.engine.config().inbox.is_some();
     let in_reply = replied.is_some() || unmatched;
-    let mut cmd = match Command::parse(text, cx.bot_username.as_deref(), in_reply) {
+    let cmd = match Command::parse(m.text, cx.bot_username.as_deref(), in_reply) {
         Some(c) => c,
-        // Written to gatebot itself: a task. A reply to some other message is talk,
-        // not a new task.
-        None if direct && inbox && reply_to.is_some() => {
-            return Answer::note(
-                "That message is not one of gatebot's cards. To hand over a task, write it \
-                 as a new message.",
-            )
+        None => {
+            let written = Written {
+                text: m.text,
+                direct: m.direct,
+                addressed: m.addressed,
+                replying: m.reply_to.is_some(),
+            };
+            match Command::written(cx, &written) {
+                Some(Taken::Command(c)) => c,
+                Some(Taken::Answer(answer)) => return *answer,
+                None => return Answer::Nothing,
+            }
         }
-        None if direct && inbox && !text.trim().is_empty() => Command::Task(task::Command::Add {
-            text: text.to_string(),
-            home: None,
-        }),
-        None if addressed => Command::Help,
-        None => return Answer::Nothing,
     };
     if !allowed(cmd.who(), actor) {
         let typed = cmd.subject().or(replied.as_ref().map(|s| s.id.as_str()));
@@ -402,19 +376,80 @@ async fn text_message(cx: &Context, actor: &Actor, m: Message<'_>) -> Answer {
         let attempted = format!("command {}", cmd.attempted());
         return refuse(cx, actor, subject, &attempted).await;
     }
-    if unmatched && matches!(cmd, Command::Approval(_)) && cmd.subject().is_none() {
-        warn!(platform = %cx.platform, chat, user = %actor.id, "a decision replies to a message that shows no request gatebot can find");
+    if unmatched && cmd.wants_replied() {
+        warn!(platform = %cx.platform, chat = m.chat, user = %actor.id, "a decision replies to a message that shows no request gatebot can find");
         return Answer::note(UNMATCHED_REPLY);
     }
-    if let Command::Task(task::Command::Add { home, .. }) = &mut cmd {
-        // Its card goes where it was written, after the owner's message.
-        *home = Some(Home {
-            platform: cx.platform.to_string(),
-            chat: chat.to_string(),
-            thread: origin,
-        });
+    let said = Said {
+        chat: m.chat,
+        origin: m.origin.as_ref(),
+        replied: replied.as_ref(),
+    };
+    cmd.run(cx, actor, &said).await
+}
+
+/// What a reply is to.
+enum RepliedTo {
+    /// A question gatebot asked, now answered (or the answer refused).
+    Answered(Answer),
+    /// A subject's card, its thread, or a question about it (to which a command replies).
+    Subject(Subject),
+    /// A message of gatebot's that shows no subject it can find.
+    Unmatched,
+    /// Someone else's message.
+    None,
+}
+
+/// Finds what `r` is: a question gatebot asked (its text is the answer, unless it is
+/// a command), a card or a thread of a subject, or a message gatebot has no record of.
+async fn replied_to(
+    cx: &Context,
+    actor: &Actor,
+    m: &Message<'_>,
+    r: &Replied,
+    is_command: bool,
+) -> RepliedTo {
+    let chat_state = cx.engine.chat();
+    let chat = m.chat;
+    // A reply to a question gatebot asked: its text is the answer.
+    match chat_state.question(&cx.platform, chat, &r.message).await {
+        Ok(Some(q)) if !is_command => {
+            if !actor.approver {
+                let subject = subject_of(cx, Some(&q.subject)).await;
+                return RepliedTo::Answered(refuse(cx, actor, subject, q.purpose.as_str()).await);
+            }
+            let answer = Some(m.text.trim().to_string()).filter(|t| !t.is_empty());
+            return RepliedTo::Answered(
+                conversation::answer(cx, actor, &q.subject, q.purpose, answer).await,
+            );
+        }
+        Ok(Some(q)) => {
+            if let Ok(Some(s)) = chat_state.subject(&q.subject).await {
+                return RepliedTo::Subject(s);
+            }
+        }
+        Ok(None) => {}
+        Err(e) => error!(error = %e, "cannot look up a question"),
     }
-    conversation::command(cx, actor, cmd, replied.as_ref()).await
+    // A reply to a card: the card's subject is the one meant.
+    match chat_state.shown_at(&cx.platform, chat, &r.message).await {
+        Ok(Some(card)) => return RepliedTo::Subject(card.subject),
+        Ok(None) => {}
+        Err(e) => error!(error = %e, "cannot look up the card replied to"),
+    }
+    // A reply in the thread a subject lives in (a task written as a message).
+    match chat_state.threaded(&cx.platform, chat, &r.message).await {
+        Ok(Some(s)) => return RepliedTo::Subject(s),
+        Ok(None) => {}
+        Err(e) => error!(error = %e, "cannot look up the thread replied in"),
+    }
+    // A message gatebot has no record of: a card whose post is still unconfirmed, or a
+    // copy posted again after its answer was lost.
+    match shown_by_text(cx, chat, r).await {
+        Shows::Subject(s) => RepliedTo::Subject(s),
+        Shows::Nothing => RepliedTo::Unmatched,
+        Shows::NotOurs => RepliedTo::None,
+    }
 }
 
 /// The answer to a decision replying to a message of gatebot's that shows no request
@@ -449,7 +484,7 @@ async fn shown_by_text(cx: &Context, chat: &str, r: &Replied) -> Shows {
             }
         },
     };
-    let Some(short) = conversation::shown_in(&text) else {
+    let Some(short) = Tag::read(&text) else {
         return Shows::Nothing;
     };
     let subject = match cx.engine.chat().lookup(&short).await {
@@ -490,7 +525,7 @@ async fn adopt_pressed(cx: &Context, action: &Action, at: &At) {
     let state = cx.engine.chat();
     match action {
         // Digest buttons are only ever on digests.
-        Action::Digest(_) => {
+        digest if digest.on_digest() => {
             if matches!(
                 state.digest(&cx.platform, &at.chat, message).await,
                 Ok(None)
@@ -501,7 +536,7 @@ async fn adopt_pressed(cx: &Context, action: &Action, at: &At) {
         other => {
             let Some(id) = other.subject() else { return };
             // Only the subject's own card: a `/pending` list has the same buttons.
-            let Some(short) = at.text.as_deref().and_then(conversation::shown_in) else {
+            let Some(short) = at.text.as_deref().and_then(Tag::read) else {
                 return;
             };
             if !matches!(

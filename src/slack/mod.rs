@@ -218,8 +218,8 @@ impl Slack {
             let at = At {
                 chat: channel.clone(),
                 message: p.message_ts(),
-                // Its notification text, which names a card's request.
-                text: p.message.as_ref().and_then(|m| m.text.clone()),
+                // Its heading, which names a card's subject.
+                text: p.message.as_ref().and_then(payload::MessageRef::shown),
             };
             let press = Inbound::Press {
                 data: action.data().to_string(),

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use serde::Deserialize;
+use serde_json::Value;
 
 /// An interaction payload.
 #[derive(Debug, Clone, Deserialize)]
@@ -83,6 +84,23 @@ pub struct Named {
 pub struct MessageRef {
     pub ts: String,
     pub text: Option<String>,
+    #[serde(default)]
+    pub blocks: Vec<Value>,
+}
+
+impl MessageRef {
+    /// What a card's tag is read from: its first block's text (where the heading is),
+    /// else the notification text.
+    #[must_use]
+    pub fn shown(&self) -> Option<String> {
+        first_block_text(&self.blocks).or_else(|| self.text.clone())
+    }
+}
+
+/// The text of a message's first block (a card's heading is its first line).
+#[must_use]
+pub fn first_block_text(blocks: &[Value]) -> Option<String> {
+    blocks.first()?["text"]["text"].as_str().map(str::to_string)
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -47,8 +47,8 @@ impl Platform for Slack {
             .ok_or_else(|| SendError::Permanent("chat.postMessage answered without a ts".into()))
     }
 
-    /// A thread's parent, read with `conversations.replies`: its notification text
-    /// (where a card names its request), if the bot wrote it.
+    /// A thread's parent, read with `conversations.replies`: its first block's text
+    /// (a card's heading, where it names its subject), if the bot wrote it.
     async fn read(&self, chat: &str, message: &str) -> Result<Option<String>, SendError> {
         let me = self.api.identity().await?;
         let res = self
@@ -71,7 +71,11 @@ impl Platform for Slack {
         };
         let ours = (!me.bot_id.is_empty() && parent["bot_id"] == me.bot_id.as_str())
             || (!me.user_id.is_empty() && parent["user"] == me.user_id.as_str());
-        Ok(ours.then(|| parent["text"].as_str().unwrap_or_default().to_string()))
+        let shown = parent["blocks"]
+            .as_array()
+            .and_then(|b| super::payload::first_block_text(b))
+            .or_else(|| parent["text"].as_str().map(str::to_string));
+        Ok(ours.then(|| shown.unwrap_or_default()))
     }
 
     async fn edit(&self, chat: &str, message: &str, card: &Card) -> Result<(), SendError> {

@@ -58,7 +58,7 @@ pub fn render(card: &Card) -> (String, Vec<Value>) {
                     "{icon} *{}*{}",
                     escape(title),
                     tag.as_ref()
-                        .map(|t| format!(" · {}", line(t)))
+                        .map(|t| format!(" · {}", line(&t.line())))
                         .unwrap_or_default()
                 );
             }
@@ -290,7 +290,7 @@ fn button(b: &Button) -> Value {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::chat::card::Field;
+    use crate::chat::card::{Field, Tag};
 
     /// Every text object in `blocks` (sections, context elements, buttons, modal parts).
     pub(crate) fn text_objects(v: &Value, out: &mut Vec<Value>) {
@@ -389,7 +389,7 @@ pub(crate) mod tests {
                 Block::Heading {
                     icon: "🛡",
                     title: "gatebot".into(),
-                    tag: Some(Line::text("id ").code("k7m2")),
+                    tag: Some(Tag::Label(Line::text("id ").code("k7m2"))),
                 },
                 Block::Fields(vec![
                     Field::new("Tool", Line::default().code("&".repeat(128))),
@@ -476,7 +476,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_long_pending_list_keeps_whole_lines_and_counts_the_rest() {
-        use crate::chat::conversation::{approval, pending};
+        use crate::chat::conversation::approval;
         let list: Vec<_> = (0..200)
             .map(|i| {
                 let mut a = approval::sample();
@@ -485,7 +485,10 @@ pub(crate) mod tests {
                 a
             })
             .collect();
-        let (text, blocks) = render(&pending::card(&list[..pending::SHOWN], 200));
+        let (text, blocks) = render(&approval::pending_card(
+            &list[..approval::PENDING_SHOWN],
+            200,
+        ));
         assert_eq!(text, "200 pending request(s)");
         let objects = within_limits(&text, &blocks);
         let shown: String = objects.iter().map(|o| o["text"].to_string()).collect();

@@ -99,7 +99,7 @@ pub fn html(card: &Card) -> String {
                 "{icon} <b>{}</b>{}",
                 escape(title),
                 tag.as_ref()
-                    .map(|t| format!("  ·  {}", line(t)))
+                    .map(|t| format!("  ·  {}", line(&t.line())))
                     .unwrap_or_default()
             )),
             Block::Line(l) => Some(line(l)),
@@ -262,7 +262,8 @@ pub fn swap_button(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::card::Field;
+    use crate::chat::card::{Field, Tag};
+    use crate::engine::SubjectKind;
 
     fn card(summary: &str, args: &str) -> Card {
         Card {
@@ -270,7 +271,7 @@ mod tests {
                 Block::Heading {
                     icon: "🛡",
                     title: "gatebot: approval needed".into(),
-                    tag: Some(Line::text("id ").code("k7m2abcd")),
+                    tag: Some(Tag::subject(SubjectKind::Approval, "k7m2abcd")),
                 },
                 Block::Fields(vec![Field::new("Tool", Line::default().code("</code>&"))]),
                 Block::Code(Code {

@@ -16,9 +16,9 @@
 //!   denies the pending requests of that pause, if it is still in force.
 //! - Who: approvers only.
 
-use crate::chat::card::{Block, Button, Card, Field, Line, Style};
+use crate::chat::card::{Block, Button, Card, Field, Line, Style, Tag};
 use crate::chat::command::Typed;
-use crate::chat::inbound::{Actor, Answer};
+use crate::chat::inbound::{Actor, Answer, At, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::EngineError;
@@ -29,9 +29,111 @@ use crate::trust::view::{AgentView, TierSource};
 use crate::trust::Actor as TrustActor;
 
 use super::approval::failure;
+use super::SlashCommand;
 
 /// Most agents `/agents` lists with buttons.
 pub const SHOWN: usize = 20;
+
+/// Agent management's kind.
+pub struct Agents;
+
+impl super::Kind for Agents {
+    type Action = Action;
+    type Command = Command;
+    const COMMANDS: &'static [SlashCommand] = &[
+        SlashCommand {
+            name: "agents",
+            menu: "agents' tiers, pauses and evidence",
+            help: Some((
+                "/agents",
+                "every agent's tier, pause and evidence, with ⏸ Pause buttons",
+            )),
+        },
+        SlashCommand {
+            name: "agent",
+            menu: "<name> — one agent's evidence and grants",
+            help: Some(("/agent <name>", "one agent: evidence, assessment, grants")),
+        },
+        SlashCommand {
+            name: "tier",
+            menu: "<name> <tier>|reset [reason] — set an agent's tier",
+            help: Some((
+                "/tier <name> <tier> [reason]",
+                "set an agent's tier (or /tier <name> reset for bot.toml's)",
+            )),
+        },
+        SlashCommand {
+            name: "pause",
+            menu: "<name> [reason] — block an agent's requests",
+            help: Some((
+                "/pause <name> [reason]",
+                "block every new request of an agent; /resume <name> lifts it",
+            )),
+        },
+        SlashCommand {
+            name: "resume",
+            menu: "<name> — lift an agent's pause",
+            help: None,
+        },
+        SlashCommand {
+            name: "assess",
+            menu: "<name> — check an agent for a tier change",
+            help: Some((
+                "/assess <name>",
+                "check an agent's evidence for a tier change now",
+            )),
+        },
+    ];
+
+    fn parse(typed: &Typed<'_>, _in_reply: bool) -> Option<Command> {
+        parse(typed)
+    }
+}
+
+impl super::Press for Action {
+    fn decode(data: &str) -> Option<Action> {
+        decode(data)
+    }
+
+    fn encode(&self) -> String {
+        encode(self)
+    }
+
+    fn attempted(&self) -> String {
+        Action::attempted(self).into()
+    }
+
+    async fn press(self, cx: &Context, actor: &Actor, _at: &At) -> Answer {
+        press(cx, actor, self).await
+    }
+
+    #[cfg(test)]
+    fn examples() -> Vec<Action> {
+        [
+            ButtonKind::Pause,
+            ButtonKind::PauseAndDeny,
+            ButtonKind::Resume,
+            ButtonKind::Assess,
+            ButtonKind::DenyPending,
+        ]
+        .into_iter()
+        .map(|button| Action {
+            button,
+            id: "01HZZZZZZZZZZZZZZZZZZZZZZZ".into(),
+        })
+        .collect()
+    }
+}
+
+impl super::Run for Command {
+    fn attempted(&self) -> String {
+        Command::attempted(self)
+    }
+
+    async fn run(self, cx: &Context, actor: &Actor, _said: &Said<'_>) -> Answer {
+        command(cx, actor, self).await
+    }
+}
 
 /// A press on an agent button.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,7 +320,7 @@ fn failed(e: &EngineError) -> Answer {
 }
 
 /// Runs a typed agent command by an approver.
-pub async fn command(cx: &Context, actor: &Actor, cmd: Command) -> Answer {
+async fn command(cx: &Context, actor: &Actor, cmd: Command) -> Answer {
     let who = trust_actor(cx, actor);
     match cmd {
         Command::Usage(u) => Answer::note(format!("Usage: {u}")),
@@ -269,7 +371,7 @@ pub async fn command(cx: &Context, actor: &Actor, cmd: Command) -> Answer {
 }
 
 /// Runs a press on an agent button by an approver.
-pub async fn press(cx: &Context, actor: &Actor, a: Action) -> Answer {
+async fn press(cx: &Context, actor: &Actor, a: Action) -> Answer {
     let who = trust_actor(cx, actor);
     if a.button == ButtonKind::DenyPending {
         return match cx.engine.deny_pending_of_pause(&a.id, who).await {
@@ -529,7 +631,7 @@ async fn show(cx: &Context, agent: &str) -> Answer {
         Block::Heading {
             icon: "🤖",
             title: "gatebot: agent".into(),
-            tag: Some(Line::default().code(shorten(agent, 64))),
+            tag: Some(Tag::Label(Line::default().code(shorten(agent, 64)))),
         },
         Block::Fields(fields),
     ];

@@ -21,17 +21,137 @@
 //!   work too.
 //! - Who: approvers only.
 
-use crate::approval::{Approval, Decision, Status, Verb, SHORT_ID_ALPHABET, SHORT_ID_LEN};
-use crate::chat::card::{Block, Button, Card, Code, Field, Hint, Line, Style};
+use crate::approval::{Approval, Decision, Status, Verb};
+use crate::chat::card::{Block, Button, Card, Code, Field, Hint, Line, Style, Tag};
 use crate::chat::command::{first_word, non_empty, Typed};
-use crate::chat::inbound::{Actor, Answer};
+use crate::chat::inbound::{Actor, Answer, At, Purpose, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{describe_settled, EngineError, Subject};
+use crate::engine::{describe_settled, EngineError, Subject, SubjectKind};
 use crate::engine::{GrantChoice, ScopeChoice};
 use crate::store::OfferRow;
 use crate::time::{clock, format_duration, now_ms};
+
+use super::{Rendered, SlashCommand};
 use crate::trust::{Grant, Scope};
+
+/// The approval prompt's kind: requests that ask a human.
+pub struct Approvals;
+
+impl super::Kind for Approvals {
+    type Action = Action;
+    type Command = Command;
+    const SUBJECT: Option<SubjectKind> = Some(SubjectKind::Approval);
+    const PURPOSES: &'static [Purpose] = &[];
+    const COMMANDS: &'static [SlashCommand] = &[
+        SlashCommand {
+            name: "approve",
+            menu: "<id> — allow a request once",
+            help: Some(("/approve <id>", "allow a request once")),
+        },
+        SlashCommand {
+            name: "approve_always",
+            menu: "<id> — allow it, and this tool for this agent from now on",
+            help: Some((
+                "/approve_always <id>",
+                "allow it and this tool for this agent from now on",
+            )),
+        },
+        SlashCommand {
+            name: "deny",
+            menu: "<id> [reason] — refuse a request",
+            help: Some((
+                "/deny <id> [reason]",
+                "refuse it; the reason reaches the agent",
+            )),
+        },
+    ];
+
+    fn parse(typed: &Typed<'_>, in_reply: bool) -> Option<Command> {
+        parse_command(typed, in_reply)
+    }
+
+    fn parse_words(text: &str) -> Option<Command> {
+        parse_words(text)
+    }
+
+    async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+        render(cx, subject).await
+    }
+
+    async fn pending(cx: &Context) -> Result<Option<Card>, EngineError> {
+        let (list, total) = cx.engine.pending_page(PENDING_SHOWN).await?;
+        Ok(Some(pending_card(&list, total)))
+    }
+}
+
+impl super::Press for Action {
+    fn decode(data: &str) -> Option<Action> {
+        decode(data)
+    }
+
+    fn encode(&self) -> String {
+        encode(self)
+    }
+
+    fn attempted(&self) -> String {
+        format!("{:?}", self.verb())
+    }
+
+    fn subject(&self) -> Option<&str> {
+        Some(&self.id)
+    }
+
+    async fn press(self, cx: &Context, actor: &Actor, _at: &At) -> Answer {
+        press(cx, actor, self).await
+    }
+
+    #[cfg(test)]
+    fn examples() -> Vec<Action> {
+        [
+            ButtonKind::Approve,
+            ButtonKind::ApproveAlways,
+            ButtonKind::Deny,
+            ButtonKind::DenyNoReason,
+            ButtonKind::ApproveExact,
+            ButtonKind::ApprovePrefix,
+            ButtonKind::ApproveFor,
+        ]
+        .into_iter()
+        .map(|button| Action {
+            button,
+            id: "01HZZZZZZZZZZZZZZZZZZZZZZZ".into(),
+        })
+        .collect()
+    }
+}
+
+impl super::Run for Command {
+    fn subject(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    fn attempted(&self) -> String {
+        format!("{:?}", self.verb)
+    }
+
+    fn wants_replied(&self) -> bool {
+        self.id.is_none()
+    }
+
+    async fn run(self, cx: &Context, actor: &Actor, said: &Said<'_>) -> Answer {
+        let replied = said.replied;
+        // Words for a request in reply to a check-in: say what the check-in takes.
+        if self.id.is_none() && replied.is_some_and(|s| s.kind == SubjectKind::CheckIn) {
+            return super::checkin::not_a_request();
+        }
+        // `/approve <id>` and replies answer a proposal when they name one.
+        match super::proposal::named(cx, self.id.as_deref(), replied).await {
+            Some(id) => super::proposal::command(cx, actor, self, &id).await,
+            None => command(cx, actor, self, replied).await,
+        }
+    }
+}
 
 /// A press on a prompt's button.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -480,7 +600,7 @@ pub fn card(a: &Approval) -> Card {
                 "gatebot: request".into()
             },
             // [`shown_in`] reads the id back from this line.
-            tag: Some(Line::text("id ").code(&a.short_id)),
+            tag: Some(Tag::subject(SubjectKind::Approval, &a.short_id)),
         },
         Block::Fields(fields(a)),
     ];
@@ -507,53 +627,97 @@ pub fn card(a: &Approval) -> Card {
     card
 }
 
-/// The icon of a request's card heading; [`shown_in`] recognises cards by it.
+/// The icon of a request's card heading.
 const HEADING_ICON: &str = "🛡";
 
-/// Every status a card may show, for [`shown_in`].
-const STATUSES: [Status; 10] = [
-    Status::Pending,
-    Status::Approved,
-    Status::Rejected,
-    Status::Expired,
-    Status::Cancelled,
-    Status::Executing,
-    Status::Succeeded,
-    Status::Failed,
-    Status::Allowed,
-    Status::Blocked,
-];
-
-/// The short id of the request a card shows, read back from the text a platform keeps
-/// of the card's message (Telegram's text of a message replied to, Slack's `text` of a
-/// thread's parent): its first line, which is either the card's heading
-/// (`🛡 gatebot: approval needed · id k7m2abcd`) or its notification text
-/// (`⏳ Approval needed: request k7m2abcd (risk high)`). Only that line counts: agent
-/// text comes later in a card, and gatebot's other messages (answers, lists) carry
-/// tool names on theirs, so no agent can point a reply at another request.
-#[must_use]
-pub fn shown_in(text: &str) -> Option<String> {
-    let first = text.lines().next()?.trim();
-    let words = |s: &str| -> Vec<String> {
-        s.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_string)
-            .collect()
+/// A request's card as things stand, for delivery; `None` if the request is gone.
+async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+    let a = match cx.engine.get(&subject.id).await {
+        Ok(a) => a,
+        Err(EngineError::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(e),
     };
-    let id = if let Some(heading) = first.strip_prefix(HEADING_ICON) {
-        match words(heading).as_slice() {
-            [gatebot, .., id_word, id] if gatebot == "gatebot" && id_word == "id" => id.clone(),
-            _ => return None,
+    let pending = a.status == Status::Pending;
+    let extras = Extras {
+        offer: if pending && a.always_allow_offered {
+            cx.engine.offer(&a.id).await?
+        } else {
+            None
+        },
+        allow_for: Some(cx.engine.config().trust.grants.allow_for),
+        grant: if a.always_allowed {
+            cx.engine.grant_of_approval(&a.id).await?
+        } else {
+            None
+        },
+    };
+    let mut card = prompt(&a, &extras);
+    if let Some(id) = &a.task_id {
+        if let Some(crate::engine::TaskSubject::Task(t)) = cx.engine.task_subject(id).await? {
+            add_task(&mut card, &t);
         }
-    } else {
-        let status = STATUSES
+    }
+    Ok(Some(Rendered {
+        card,
+        revision: a.status.as_str().to_string(),
+        open: pending,
+    }))
+}
+
+/// Most requests `/pending` lists.
+pub const PENDING_SHOWN: usize = 20;
+
+/// The requests' part of `/pending`: `list` (the oldest of `total` pending requests),
+/// each with its decision buttons.
+#[must_use]
+pub fn pending_card(list: &[Approval], total: usize) -> Card {
+    if list.is_empty() {
+        return Card::text("No pending requests.");
+    }
+    let total = total.max(list.len());
+    let items = list
+        .iter()
+        .map(|a| {
+            let expires = a
+                .expires_at
+                .map(|at| format!(", expires {}", clock(at)))
+                .unwrap_or_default();
+            Line::default()
+                .code(&a.short_id)
+                .and(" ")
+                .code(shorten(&a.agent, 40))
+                .and(" wants ")
+                .code(shorten(&a.tool, 60))
+                .and(format!(", risk {}{expires}", a.risk.score.as_str()))
+        })
+        .collect();
+    let mut blocks = vec![
+        Block::Line(Line::strong(format!("{total} pending request(s)"))),
+        Block::List(items),
+    ];
+    if total > list.len() {
+        blocks.push(Block::Line(Line::text(format!(
+            "… and {} more: decide these to see the next, or review a digest \
+             (gatebot pending lists them all)",
+            total - list.len()
+        ))));
+    }
+    blocks.push(Block::Line(
+        Line::text("Decide with ")
+            .code("/approve <id>")
+            .and(" or ")
+            .code("/deny <id> [reason]")
+            .and("."),
+    ));
+    Card {
+        blocks,
+        buttons: list
             .iter()
-            .find(|s| first.starts_with(&format!("{}: request ", status_word(**s))))?;
-        let rest = &first[format!("{}: request ", status_word(*status)).len()..];
-        words(rest).into_iter().next()?
-    };
-    let short = id.len() == SHORT_ID_LEN && id.bytes().all(|b| SHORT_ID_ALPHABET.contains(&b));
-    short.then_some(id)
+            .map(|a| buttons(a, &format!(" {}", a.short_id)))
+            .collect(),
+        hint: None,
+        fallback: format!("{total} pending request(s)"),
+    }
 }
 
 /// Names the inbox task a request belongs to on its card, after the agent.
@@ -785,7 +949,7 @@ mod tests {
     }
 
     #[test]
-    fn a_card_is_recognised_by_its_first_line_on_every_platform() {
+    fn a_card_names_its_request_in_the_one_tag_on_every_platform() {
         let mut a = sample();
         // Agent text that names another request comes after the heading.
         a.summary = Some("id zzzz9999\n🛡 gatebot · id zzzz9999".into());
@@ -793,8 +957,12 @@ mod tests {
         for status in [Status::Pending, Status::Rejected, Status::Expired] {
             a.status = status;
             let c = card(&a);
-            for text in [c.plain(), telegram_text(&c), c.fallback.clone()] {
-                assert_eq!(shown_in(&text).as_deref(), Some("k7m2abcd"), "{text}");
+            let slack = crate::slack::render::render(&c).1[0]["text"]["text"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            for text in [c.plain(), telegram_text(&c), slack] {
+                assert_eq!(Tag::read(&text).as_deref(), Some("k7m2abcd"), "{text}");
             }
         }
     }
@@ -802,26 +970,41 @@ mod tests {
     #[test]
     fn other_messages_of_gatebot_show_no_request() {
         let mut a = sample();
-        a.tool = "id zzzz9999".into();
+        a.tool = "· id zzzz9999".into();
         a.status = Status::Approved;
-        // The answer to a decision names the tool on its first line. (Its
-        // notification text names the request it decided, in gatebot's words.)
+        // The answer to a decision names the tool on its first line.
         let answer = decided(&a, None);
-        assert_eq!(shown_in(&answer.fallback).as_deref(), Some("k7m2abcd"));
         for text in [
             answer.plain(),
             telegram_text(&answer),
-            "gatebot asks you before agents take risky actions.".into(),
-            "2 pending request(s)\nk7m2abcd · mailer · id zzzz9999".into(),
-            "📥 gatebot digest\n12 of 12 requests".into(),
-            "🛡 gatebot: approval needed · id K7M2ABCD".into(),
-            "🛡 gatebot: approval needed · id k7m2abc1".into(),
-            "⏳ Approval needed: request k7m2abcd0 (risk high)".into(),
-            "Someone: request k7m2abcd (risk high)".into(),
+            answer.fallback.clone(),
+            pending_card(std::slice::from_ref(&a), 1).plain(),
         ] {
-            assert_eq!(shown_in(&text), None, "{text}");
+            assert_eq!(Tag::read(&text), None, "{text}");
         }
     }
+
+    #[test]
+    fn each_pending_request_gets_a_line_and_a_row_of_buttons() {
+        let mut a = sample();
+        let mut b = sample();
+        b.short_id = "zzzz9999".into();
+        b.always_allow_offered = false;
+        a.tool = "</code>".into();
+        let c = pending_card(&[a, b], 25);
+        assert_eq!(c.buttons.len(), 2);
+        assert_eq!(
+            c.buttons[1].len(),
+            2,
+            "no always-allow where it cannot apply"
+        );
+        assert!(c.buttons[1][0].label.ends_with(" zzzz9999"));
+        let text = c.plain();
+        assert!(text.contains("25 pending request(s)"), "{text}");
+        assert!(text.contains("… and 23 more"), "{text}");
+        assert_eq!(pending_card(&[], 0), Card::text("No pending requests."));
+    }
+
     use crate::chat::conversation::{Action as AnyAction, Command as AnyCommand, MAX_DATA};
 
     fn decision(verb: Verb, id: Option<&str>, reason: Option<&str>) -> Option<AnyCommand> {
@@ -882,10 +1065,26 @@ mod tests {
                 decision(Verb::Deny, Some("k7m2"), Some("not now")),
             ),
             ("/approve", false, decision(Verb::Approve, None, None)),
-            ("/pending", false, Some(AnyCommand::Pending)),
-            ("/pending@gatebot", false, Some(AnyCommand::Pending)),
-            ("/help", false, Some(AnyCommand::Help)),
-            ("/start", false, Some(AnyCommand::Help)),
+            (
+                "/pending",
+                false,
+                Some(AnyCommand::Pending(super::super::pending::Command)),
+            ),
+            (
+                "/pending@gatebot",
+                false,
+                Some(AnyCommand::Pending(super::super::pending::Command)),
+            ),
+            (
+                "/help",
+                false,
+                Some(AnyCommand::Help(super::super::help::Command)),
+            ),
+            (
+                "/start",
+                false,
+                Some(AnyCommand::Help(super::super::help::Command)),
+            ),
             ("/weather", false, None),
             ("approve", false, None),
             ("hello there", true, None),

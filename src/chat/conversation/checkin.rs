@@ -16,9 +16,9 @@
 //! 4. The first answer wins; the card then shows who answered, how and when, or that it
 //!    expired (which stops the run). Who: approvers only.
 
-use crate::chat::card::{Block, Button, Card, Field, Hint, Line, Style};
+use crate::chat::card::{Block, Button, Card, Field, Hint, Line, Style, Tag};
 use crate::chat::command::{non_empty, Typed};
-use crate::chat::inbound::{Actor, Answer, Purpose, Question};
+use crate::chat::inbound::{Actor, Answer, At, Purpose, Question, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::{Answered, EngineError, Subject, SubjectKind};
@@ -28,6 +28,7 @@ use crate::workflow::run::{self, CheckIn, CheckInAnswer, CheckInStatus, Run, Run
 use crate::workflow::{EventType, Severity, Why};
 
 use super::approval::failure;
+use super::{Rendered, SlashCommand};
 
 /// Problems listed on the card itself; Review issues lists them all.
 pub const LISTED: usize = 5;
@@ -40,6 +41,126 @@ pub const PENDING_SHOWN: usize = 10;
 const NAME_CHARS: usize = 80;
 /// Longest problem text shown in a list, in characters.
 const ISSUE_CHARS: usize = 300;
+
+/// The check-in's kind: workflow runs that ask their owner whether to go on.
+pub struct CheckIns;
+
+impl super::Kind for CheckIns {
+    type Action = Action;
+    type Command = Command;
+    const SUBJECT: Option<SubjectKind> = Some(SubjectKind::CheckIn);
+    const PURPOSES: &'static [Purpose] = &[Purpose::StopReason];
+    const COMMANDS: &'static [SlashCommand] = &[
+        SlashCommand {
+            name: "continue",
+            menu: "<id> [note] — let a workflow go on",
+            help: Some((
+                "/continue <id> [note]",
+                "let a workflow go on after its check-in",
+            )),
+        },
+        SlashCommand {
+            name: "stop",
+            menu: "<id> [reason] — stop a workflow at its check-in",
+            help: Some((
+                "/stop <id> [reason]",
+                "stop a workflow at its check-in; the reason reaches the agent",
+            )),
+        },
+        SlashCommand {
+            name: "review",
+            menu: "<id> — the warnings and errors of a check-in",
+            help: Some(("/review <id>", "every warning and error a check-in shows")),
+        },
+    ];
+
+    fn parse(typed: &Typed<'_>, in_reply: bool) -> Option<Command> {
+        parse_command(typed, in_reply)
+    }
+
+    fn parse_words(text: &str) -> Option<Command> {
+        parse_words(text)
+    }
+
+    async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+        render(cx, subject).await
+    }
+
+    /// The answer to a "why stop?" question: stops with the text as the reason.
+    async fn answer(
+        cx: &Context,
+        actor: &Actor,
+        subject: &str,
+        _purpose: Purpose,
+        text: Option<String>,
+    ) -> Answer {
+        decide(cx, actor, run::Answer::Stop, subject, text).await
+    }
+
+    async fn pending(cx: &Context) -> Result<Option<Card>, EngineError> {
+        let list = cx.engine.waiting_check_ins(None, PENDING_SHOWN).await?;
+        let total = cx.engine.count_waiting_check_ins().await?;
+        let (blocks, buttons) = pending_section(&list, total);
+        Ok(Some(Card {
+            blocks,
+            buttons,
+            ..Card::default()
+        }))
+    }
+}
+
+impl super::Press for Action {
+    fn decode(data: &str) -> Option<Action> {
+        decode(data)
+    }
+
+    fn encode(&self) -> String {
+        encode(self)
+    }
+
+    fn attempted(&self) -> String {
+        format!("check-in {:?}", self.button)
+    }
+
+    fn subject(&self) -> Option<&str> {
+        Some(&self.id)
+    }
+
+    async fn press(self, cx: &Context, actor: &Actor, _at: &At) -> Answer {
+        press(cx, actor, self).await
+    }
+
+    #[cfg(test)]
+    fn examples() -> Vec<Action> {
+        [
+            ButtonKind::Continue,
+            ButtonKind::Review,
+            ButtonKind::Stop,
+            ButtonKind::StopNoReason,
+        ]
+        .into_iter()
+        .map(|button| Action {
+            button,
+            id: "01HZZZZZZZZZZZZZZZZZZZZZZZ".into(),
+        })
+        .collect()
+    }
+}
+
+impl super::Run for Command {
+    fn subject(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    fn attempted(&self) -> String {
+        format!("check-in {:?}", self.verb)
+    }
+
+    async fn run(self, cx: &Context, actor: &Actor, said: &Said<'_>) -> Answer {
+        let replied = said.replied;
+        command(cx, actor, self, replied).await
+    }
+}
 
 /// Which button.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,11 +370,6 @@ async fn resolve(cx: &Context, typed: &str) -> Result<String, Answer> {
         ))),
         Err(e) => Err(Answer::alert(failure(&e))),
     }
-}
-
-/// The answer to a "why stop?" question: stops with the text as the reason.
-pub async fn answer_stop(cx: &Context, actor: &Actor, id: &str, reason: Option<String>) -> Answer {
-    decide(cx, actor, run::Answer::Stop, id, reason).await
 }
 
 /// Applies `actor`'s answer to check-in `id`. The caller has checked that the actor may.
@@ -518,34 +634,6 @@ pub fn outcome_line(c: &CheckIn) -> String {
     }
 }
 
-/// The short id of the check-in a card shows, read back from the text a platform keeps of
-/// the card's message (see [`super::approval::shown_in`]): its first line, the heading
-/// (`⏸ gatebot: workflow check-in · id k7m2abcd`) or the notification text
-/// (`⏸ Check-in k7m2abcd: a workflow waits for you`, `Check-in k7m2abcd: continued`).
-/// Agent text never comes first in a check-in's card.
-#[must_use]
-pub fn shown_in(text: &str) -> Option<String> {
-    let first = text.lines().next()?.trim();
-    let (iconed, rest) = match first.strip_prefix(ICON) {
-        Some(rest) => (true, rest),
-        None => (false, first),
-    };
-    let words: Vec<&str> = rest
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let id = match (iconed, words.as_slice()) {
-        (true, ["gatebot", .., "id", id]) => *id,
-        (_, ["Check", "in", id, ..]) => *id,
-        _ => return None,
-    };
-    let short = id.len() == crate::approval::SHORT_ID_LEN
-        && id
-            .bytes()
-            .all(|b| crate::approval::SHORT_ID_ALPHABET.contains(&b));
-    short.then(|| id.to_string())
-}
-
 /// The check-in's card: with its buttons while it waits, with its outcome after.
 #[must_use]
 pub fn card(d: &Detail) -> Card {
@@ -560,7 +648,7 @@ pub fn card(d: &Detail) -> Card {
             } else {
                 "gatebot: check-in".into()
             },
-            tag: Some(Line::text("id ").code(&short)),
+            tag: Some(Tag::subject(SubjectKind::CheckIn, &short)),
         },
         Block::Fields(fields(d)),
     ];
@@ -621,7 +709,7 @@ pub fn review_card(d: &Detail) -> Card {
         Block::Heading {
             icon: "🔎",
             title: "Issues at this check-in".into(),
-            tag: Some(Line::text("id ").code(&short)),
+            tag: Some(Tag::subject(SubjectKind::CheckIn, &short)),
         },
         Block::Line(
             Line::text("Run ")
@@ -716,11 +804,8 @@ pub fn pending_section(list: &[(CheckIn, Run)], total: usize) -> (Vec<Block>, Ve
 }
 
 /// The card of check-in `subject` as things stand, for delivery.
-pub async fn render(
-    cx: &Context,
-    subject: &Subject,
-) -> Result<Option<super::Rendered>, EngineError> {
-    Ok(detail(cx, &subject.id).await?.map(|d| super::Rendered {
+async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+    Ok(detail(cx, &subject.id).await?.map(|d| Rendered {
         revision: d.check_in.status.as_str().to_string(),
         open: d.check_in.status == CheckInStatus::Waiting,
         card: card(&d),
@@ -983,7 +1068,7 @@ mod tests {
                 Block::Line(l) => check(l),
                 Block::List(ls) => ls.iter().for_each(&mut check),
                 Block::Fields(fs) => fs.iter().for_each(|f| check(&f.value)),
-                Block::Heading { tag, .. } => tag.iter().for_each(&mut check),
+                Block::Heading { tag, .. } => tag.iter().map(Tag::line).for_each(|l| check(&l)),
                 _ => {}
             }
         }
@@ -1044,29 +1129,16 @@ mod tests {
     }
 
     #[test]
-    fn the_short_id_is_read_back_from_the_cards_first_line_only() {
-        let d = sample();
-        let waiting = card(&d);
-        // (text a platform keeps, short id)
-        let cases: Vec<(String, Option<&str>)> = vec![
-            (waiting.plain(), Some("k7m2wxyz")),
-            (waiting.fallback.clone(), Some("k7m2wxyz")),
-            ("Check-in k7m2wxyz: continued".into(), Some("k7m2wxyz")),
-            (
-                "⏸ gatebot: workflow check-in  ·  id k7m2wxyz\nAgent: x".into(),
-                Some("k7m2wxyz"),
-            ),
-            ("Run: Check-in k7m2wxyz".into(), None),
-            ("🛡 gatebot: approval needed · id k7m2wxyz".into(), None),
-            (
-                "Agent: x\n⏸ gatebot: workflow check-in · id k7m2wxyz".into(),
-                None,
-            ),
-            ("⏸ Check-in k7m2wxy0: a workflow waits for you".into(), None),
-        ];
-        for (text, want) in cases {
-            assert_eq!(shown_in(&text).as_deref(), want, "{text:?}");
+    fn the_card_names_its_check_in_in_the_one_tag() {
+        let mut d = sample();
+        d.run.agent = "id zzzz9999".into();
+        for status in [CheckInStatus::Waiting, CheckInStatus::Continued] {
+            d.check_in.status = status;
+            let c = card(&d);
+            assert_eq!(Tag::read(&c.plain()).as_deref(), Some("k7m2wxyz"));
         }
+        // The review answer is no card of the check-in's.
+        assert_eq!(Tag::read(&review_card(&d).plain()), None);
     }
 
     #[test]

@@ -18,13 +18,13 @@
 
 use crate::approval::{Approval, Status};
 use crate::chat::card::{Block, Button, Card, Field, Hint, Line};
-use crate::chat::inbound::{Answer, At};
+use crate::chat::inbound::{Actor, Answer, At};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::{DigestState, DigestSummary, EngineError};
 use crate::time::clock;
 
-use super::approval;
+use super::{approval, Never};
 
 /// What a digest message shows.
 #[derive(Debug, Clone, PartialEq)]
@@ -243,6 +243,45 @@ pub fn card(view: &View) -> Card {
     }
 }
 
+/// The digest's kind: its buttons only move its view.
+pub struct Digests;
+
+impl super::Kind for Digests {
+    type Action = Nav;
+    type Command = Never;
+}
+
+impl super::Press for Nav {
+    fn decode(data: &str) -> Option<Nav> {
+        decode(data)
+    }
+
+    fn encode(&self) -> String {
+        encode(self)
+    }
+
+    fn attempted(&self) -> String {
+        "review digest".into()
+    }
+
+    fn on_digest(&self) -> bool {
+        true
+    }
+
+    async fn press(self, cx: &Context, _actor: &Actor, at: &At) -> Answer {
+        press(cx, self, at).await
+    }
+
+    #[cfg(test)]
+    fn examples() -> Vec<Nav> {
+        vec![
+            Nav::Review,
+            Nav::Summary,
+            Nav::Next("01HZZZZZZZZZZZZZZZZZZZZZZZ".into()),
+        ]
+    }
+}
+
 /// Where an approver wants a digest to go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Nav {
@@ -277,7 +316,7 @@ pub(super) fn decode(data: &str) -> Option<Nav> {
 
 /// An approver pressed a digest button: store where the digest goes and ask delivery
 /// to draw it.
-pub async fn press(cx: &Context, nav: Nav, at: &At) -> Answer {
+async fn press(cx: &Context, nav: Nav, at: &At) -> Answer {
     let Some(message) = &at.message else {
         return Answer::note("This button does nothing here.");
     };

@@ -8,7 +8,7 @@
 
 use crate::chat::card::{Block, Button, Card, Line, Style};
 use crate::chat::command::{first_word, Typed};
-use crate::chat::inbound::{Actor, Answer};
+use crate::chat::inbound::{Actor, Answer, At, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::EngineError;
@@ -16,9 +16,78 @@ use crate::time::clock;
 use crate::trust::{Actor as TrustActor, Grant, Scope};
 
 use super::approval::failure;
+use super::SlashCommand;
 
 /// Most grants `/grants` lists with buttons.
 pub const SHOWN: usize = 20;
+
+/// Grants' kind.
+pub struct Grants;
+
+impl super::Kind for Grants {
+    type Action = Action;
+    type Command = Command;
+    const COMMANDS: &'static [SlashCommand] = &[
+        SlashCommand {
+            name: "grants",
+            menu: "[name] — what agents may run without asking",
+            help: Some((
+                "/grants [name]",
+                "what agents may run without asking, with Revoke buttons",
+            )),
+        },
+        SlashCommand {
+            name: "revoke",
+            menu: "<id> — revoke a grant",
+            help: Some(("/revoke <id>", "revoke a grant")),
+        },
+    ];
+
+    fn parse(typed: &Typed<'_>, _in_reply: bool) -> Option<Command> {
+        parse(typed)
+    }
+}
+
+impl super::Press for Action {
+    fn decode(data: &str) -> Option<Action> {
+        decode(data)
+    }
+
+    fn encode(&self) -> String {
+        encode(self)
+    }
+
+    fn attempted(&self) -> String {
+        "revoke grant".into()
+    }
+
+    async fn press(self, cx: &Context, actor: &Actor, _at: &At) -> Answer {
+        revoke(cx, actor, &self.id).await
+    }
+
+    #[cfg(test)]
+    fn examples() -> Vec<Action> {
+        vec![Action {
+            id: "01HZZZZZZZZZZZZZZZZZZZZZZZ".into(),
+        }]
+    }
+}
+
+impl super::Run for Command {
+    fn attempted(&self) -> String {
+        Command::attempted(self)
+    }
+
+    async fn run(self, cx: &Context, actor: &Actor, _said: &Said<'_>) -> Answer {
+        match self {
+            Command::List(agent) => list(cx, agent).await,
+            Command::Revoke(None) => {
+                Answer::note("Usage: /revoke ID (the grant's id from /grants)")
+            }
+            Command::Revoke(Some(id)) => revoke(cx, actor, &id).await,
+        }
+    }
+}
 
 /// A press on a grant's 🗑 Revoke button: the grant's full id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,20 +170,6 @@ pub fn grant_line(g: &Grant) -> Line {
         line = line.and(format!(" · {}", shorten(r, 120)));
     }
     line
-}
-
-/// Runs a typed grants command by an approver.
-pub async fn command(cx: &Context, actor: &Actor, cmd: Command) -> Answer {
-    match cmd {
-        Command::List(agent) => list(cx, agent).await,
-        Command::Revoke(None) => Answer::note("Usage: /revoke ID (the grant's id from /grants)"),
-        Command::Revoke(Some(id)) => revoke(cx, actor, &id).await,
-    }
-}
-
-/// Runs a press on a 🗑 Revoke button by an approver.
-pub async fn press(cx: &Context, actor: &Actor, a: Action) -> Answer {
-    revoke(cx, actor, &a.id).await
 }
 
 async fn revoke(cx: &Context, actor: &Actor, typed: &str) -> Answer {

@@ -1,60 +1,52 @@
-//! `/help` (and `/start`): how to answer gatebot. Who: anyone.
+//! `/help` (and `/start`): how to answer gatebot, from every kind's commands in the
+//! registry ([`super::commands`]). Also the answer to text addressed to gatebot that
+//! no kind reads (a Slack slash command with unknown words). Who: anyone.
 
 use crate::chat::card::{Block, Card, Line};
-use crate::chat::inbound::Answer;
+use crate::chat::command::Typed;
+use crate::chat::inbound::{Actor, Answer, Said, Written};
+use crate::chat::Context;
 
-/// The help text.
-pub const HELP: &[(&str, &str)] = &[
-    ("/approve <id>", "allow a request once"),
-    (
-        "/approve_always <id>",
-        "allow it and this tool for this agent from now on",
-    ),
-    (
-        "/deny <id> [reason]",
-        "refuse it; the reason reaches the agent",
-    ),
-    (
-        "/pending",
-        "list open requests, waiting check-ins and tier proposals",
-    ),
-    (
-        "/continue <id> [note]",
-        "let a workflow go on after its check-in",
-    ),
-    (
-        "/stop <id> [reason]",
-        "stop a workflow at its check-in; the reason reaches the agent",
-    ),
-    ("/review <id>", "every warning and error a check-in shows"),
-    (
-        "/task <words>",
-        "hand an agent a task (in a private chat with me, plain text does too)",
-    ),
-    ("/tasks", "list open tasks"),
-    (
-        "/agents",
-        "every agent's tier, pause and evidence, with ⏸ Pause buttons",
-    ),
-    ("/agent <name>", "one agent: evidence, assessment, grants"),
-    (
-        "/tier <name> <tier> [reason]",
-        "set an agent's tier (or /tier <name> reset for bot.toml's)",
-    ),
-    (
-        "/pause <name> [reason]",
-        "block every new request of an agent; /resume <name> lifts it",
-    ),
-    (
-        "/assess <name>",
-        "check an agent's evidence for a tier change now",
-    ),
-    (
-        "/grants [name]",
-        "what agents may run without asking, with Revoke buttons",
-    ),
-    ("/revoke <id>", "revoke a grant"),
-];
+use super::{Never, SlashCommand, Taken, Who};
+
+/// `/help`'s kind.
+pub struct Help;
+
+/// `/help` typed, or addressed text no kind reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command;
+
+impl super::Kind for Help {
+    type Action = Never;
+    type Command = Command;
+    const COMMANDS: &'static [SlashCommand] = &[SlashCommand {
+        name: "help",
+        menu: "how to answer gatebot",
+        help: None,
+    }];
+
+    fn parse(typed: &Typed<'_>, _in_reply: bool) -> Option<Command> {
+        matches!(typed.name.as_str(), "help" | "start").then_some(Command)
+    }
+
+    fn written(_cx: &Context, w: &Written<'_>) -> Option<Taken<Command>> {
+        w.addressed.then_some(Taken::Command(Command))
+    }
+}
+
+impl super::Run for Command {
+    fn who(&self) -> Who {
+        Who::Anyone
+    }
+
+    fn attempted(&self) -> String {
+        "help".into()
+    }
+
+    async fn run(self, _cx: &Context, _actor: &Actor, _said: &Said<'_>) -> Answer {
+        answer()
+    }
+}
 
 /// The answer to `/help`.
 #[must_use]
@@ -68,7 +60,9 @@ pub fn card() -> Card {
         "gatebot asks you before agents take risky actions.",
     ))];
     blocks.push(Block::List(
-        HELP.iter()
+        super::commands()
+            .iter()
+            .filter_map(|c| c.help)
             .map(|(cmd, what)| Line::text(format!("{cmd}: {what}")))
             .collect(),
     ));
@@ -88,27 +82,45 @@ pub fn card() -> Card {
 /// description, without the slash.
 #[must_use]
 pub fn commands() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("approve", "<id> — allow a request once"),
-        (
-            "approve_always",
-            "<id> — allow it, and this tool for this agent from now on",
-        ),
-        ("deny", "<id> [reason] — refuse a request"),
-        ("pending", "list open requests, check-ins and proposals"),
-        ("continue", "<id> [note] — let a workflow go on"),
-        ("stop", "<id> [reason] — stop a workflow at its check-in"),
-        ("review", "<id> — the warnings and errors of a check-in"),
-        ("task", "<words> — hand an agent a task"),
-        ("tasks", "list open tasks"),
-        ("agents", "agents' tiers, pauses and evidence"),
-        ("agent", "<name> — one agent's evidence and grants"),
-        ("tier", "<name> <tier>|reset [reason] — set an agent's tier"),
-        ("pause", "<name> [reason] — block an agent's requests"),
-        ("resume", "<name> — lift an agent's pause"),
-        ("assess", "<name> — check an agent for a tier change"),
-        ("grants", "[name] — what agents may run without asking"),
-        ("revoke", "<id> — revoke a grant"),
-        ("help", "how to answer gatebot"),
-    ]
+    super::commands().iter().map(|c| (c.name, c.menu)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_lists_every_command_that_has_a_line_and_the_menu_every_command() {
+        let text = card().plain();
+        for c in super::super::commands() {
+            match c.help {
+                Some((typed, _)) => assert!(text.contains(typed), "{typed} missing:\n{text}"),
+                None => assert!(!text.contains(&format!("/{}:", c.name)), "{}", c.name),
+            }
+            assert!(commands().contains(&(c.name, c.menu)), "{}", c.name);
+        }
+        assert!(
+            text.contains("/resume <name> lifts it"),
+            "/resume is on /pause's line"
+        );
+    }
+
+    #[test]
+    fn the_slack_manifest_registers_every_command_but_help() {
+        let manifest = include_str!("../../../slack/manifest.yml");
+        let mut registered: Vec<&str> = manifest
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("- command: /"))
+            .collect();
+        registered.sort_unstable();
+        // `/help` is not registered on Slack: text addressed to gatebot that no kind
+        // reads gets the help there (see `written` above).
+        let mut want: Vec<&str> = super::super::commands()
+            .iter()
+            .map(|c| c.name)
+            .filter(|n| *n != "help")
+            .collect();
+        want.sort_unstable();
+        assert_eq!(registered, want, "slack/manifest.yml's slash commands");
+    }
 }

@@ -1,24 +1,24 @@
-//! The kinds of conversation gatebot has in chats, one module each, and the one place
+//! The kinds of conversation gatebot has in chats, one module each, and the registry
 //! that dispatches to them (as mini-redis dispatches commands to `cmd/`).
 //!
-//! Each kind says:
-//! - what **card** it shows ([`approval::card`], [`digest::card`], …);
-//! - which **actions** it offers: its buttons' data (`gb1:…`, at most 64 bytes, decoded
-//!   by [`Action::decode`]) and the **commands** it answers ([`Command::parse`]);
-//! - **who** may take them ([`Action::who`], [`Command::who`]): the inbound layer
-//!   refuses and audits everyone else before a kind sees the action;
-//! - what each does, **through the engine** ([`press`], [`command()`], [`answer`]).
+//! A kind is a type implementing [`Kind`]: its buttons' actions ([`Press`]: encoded
+//! as `gb1:…` data of at most 64 bytes, decoded back, who may take each, what each
+//! does), its commands ([`Run`], read by [`Kind::parse`] and [`Kind::parse_words`],
+//! listed in [`Kind::COMMANDS`] for `/help`, a platform's command menu and Slack's
+//! manifest), the subjects whose cards it draws ([`Kind::SUBJECT`], [`Kind::render`]),
+//! the questions whose answers it takes ([`Kind::PURPOSES`]), replies it reads
+//! itself, and its part of `/pending`. Everything acts **through the engine**.
 //!
-//! Kinds: [`approval`] (a request's prompt), [`digest`] (one message for a burst of
-//! requests), [`reason`] (the "why deny?" question), [`pending`] (`/pending`),
-//! [`help`] (`/help`), [`checkin`] (a workflow run's check-in), [`task`] (the inbox:
-//! `/task`, task cards and their questions), [`proposal`] (a proposed tier change),
-//! [`agents`] (`/agents`, `/agent`, `/tier`, `/pause`, `/resume`, `/assess`), [`grants`]
-//! (`/grants`, `/revoke`).
+//! The registry is the one list in [`kinds!`](self) below: it makes [`Action`] and
+//! [`Command`] (one variant per kind) and every dispatch from them. The inbound layer
+//! refuses and audits whoever may not take an action before a kind sees it. A card
+//! names its subject with one typed tag ([`crate::chat::card::Tag`]), read back by one
+//! parser; no kind parses text of its own.
 //!
-//! To add a kind: write its module (card, actions, commands, handlers), then add its
-//! variants to [`Action`] / [`Command`] and their arms to the `match`es below; if its
-//! subject gets cards of its own, add an arm to [`render`] and to [`shown_in`].
+//! To add a kind: write its module (its card, a type implementing [`Kind`], its action
+//! and command types implementing [`Press`] and [`Run`]), then add one line to
+//! `kinds!`. A kind whose subjects are a new kind of subject also adds the variant to
+//! [`SubjectKind`] (and the store records it).
 
 pub mod agents;
 pub mod approval;
@@ -31,9 +31,12 @@ pub mod proposal;
 pub mod reason;
 pub mod task;
 
+use std::fmt::Debug;
+use std::future::Future;
+
 use crate::chat::card::Card;
-use crate::chat::command;
-use crate::chat::inbound::{Actor, Answer, At, Purpose};
+use crate::chat::command::{self, Typed};
+use crate::chat::inbound::{Actor, Answer, At, Purpose, Said, Written};
 use crate::chat::Context;
 use crate::engine::{EngineError, Subject, SubjectKind};
 
@@ -51,16 +54,395 @@ pub enum Who {
     Anyone,
 }
 
-/// A button press, decoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    Approval(approval::Action),
-    Digest(digest::Nav),
-    Task(task::Action),
-    CheckIn(checkin::Action),
-    Proposal(proposal::Action),
-    Agents(agents::Action),
-    Grants(grants::Action),
+/// A slash command a kind answers, as people are told about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlashCommand {
+    /// Its name, without the slash (`approve`).
+    pub name: &'static str,
+    /// Its line in a platform's command menu (Telegram's `setMyCommands`).
+    pub menu: &'static str,
+    /// Its line in `/help`: how it is typed and what it does; `None` where another
+    /// command's line covers it (`/resume` is on `/pause`'s).
+    pub help: Option<(&'static str, &'static str)>,
+}
+
+/// A kind of conversation. See the module docs.
+pub trait Kind {
+    /// A press on one of its buttons ([`Never`] for a kind without buttons).
+    type Action: Press;
+    /// A command it answers ([`Never`] for a kind that answers none).
+    type Command: Run;
+    /// The kind of subject whose cards it draws, if any.
+    const SUBJECT: Option<SubjectKind> = None;
+    /// The questions whose answers it takes ([`Kind::answer`]).
+    const PURPOSES: &'static [Purpose] = &[];
+    /// Its slash commands, in the order `/help` lists them.
+    const COMMANDS: &'static [SlashCommand] = &[];
+    /// Whether text written in reply to one of its subjects' cards (or in its thread)
+    /// that is no command is its own to read ([`Kind::reply`]), rather than words for
+    /// a command.
+    const READS_REPLIES: bool = false;
+
+    /// Reads a typed command (`/name args`) as one of its own. `in_reply`: the message
+    /// replies to (or is in the thread of) a card, so a decision may omit the id.
+    fn parse(_typed: &Typed<'_>, _in_reply: bool) -> Option<Self::Command> {
+        None
+    }
+
+    /// Reads plain words written in reply to a card as one of its commands.
+    fn parse_words(_text: &str) -> Option<Self::Command> {
+        None
+    }
+
+    /// Takes text written where gatebot reads it that no kind read as a command: as
+    /// one of its commands, or with an answer of its own; `None`: not its to take.
+    fn written(_cx: &Context, _w: &Written<'_>) -> Option<Taken<Self::Command>> {
+        None
+    }
+
+    /// The card that shows `subject` (of [`Kind::SUBJECT`]) now; `None` if it is gone.
+    fn render(
+        _cx: &Context,
+        _subject: &Subject,
+    ) -> impl Future<Output = Result<Option<Rendered>, EngineError>> + Send {
+        async { Ok(None) }
+    }
+
+    /// Takes the answer to a question it asked (one of [`Kind::PURPOSES`]): `text` is
+    /// what the person wrote (`None`: nothing).
+    fn answer(
+        _cx: &Context,
+        _actor: &Actor,
+        _subject: &str,
+        _purpose: Purpose,
+        _text: Option<String>,
+    ) -> impl Future<Output = Answer> + Send {
+        async { Answer::Nothing }
+    }
+
+    /// Reads text written in reply to one of its subjects (where
+    /// [`Kind::READS_REPLIES`]). The caller has checked the writer is an approver.
+    fn reply(
+        _cx: &Context,
+        _actor: &Actor,
+        _subject: &Subject,
+        _text: &str,
+    ) -> impl Future<Output = Answer> + Send {
+        async { Answer::Nothing }
+    }
+
+    /// Its part of `/pending` (blocks and button rows; the first part's fallback is the
+    /// list's), if it lists anything there.
+    fn pending(_cx: &Context) -> impl Future<Output = Result<Option<Card>, EngineError>> + Send {
+        async { Ok(None) }
+    }
+}
+
+/// What a kind makes of text it takes ([`Kind::written`]).
+#[derive(Debug)]
+pub enum Taken<C> {
+    /// One of its commands, run like a typed one.
+    Command(C),
+    /// An answer of its own.
+    Answer(Box<Answer>),
+}
+
+/// A press on one of a kind's buttons.
+pub trait Press: Sized + Clone + Debug + PartialEq + Eq + Send + Sync + 'static {
+    /// Reads button data (after [`DATA_PREFIX`]) as one of its actions.
+    fn decode(data: &str) -> Option<Self>;
+    /// The data after [`DATA_PREFIX`].
+    fn encode(&self) -> String;
+    /// Who may take it.
+    fn who(&self) -> Who {
+        Who::Approvers
+    }
+    /// What was tried, for the audit row of a refusal.
+    fn attempted(&self) -> String;
+    /// The subject it is about (its full id), if it names one.
+    fn subject(&self) -> Option<&str> {
+        None
+    }
+    /// Whether its buttons are on digests (rather than on its subject's card): a press
+    /// on a message gatebot has no record of then shows that message is a digest.
+    fn on_digest(&self) -> bool {
+        false
+    }
+    /// Runs it, for someone allowed to take it. `at` is where the pressed button is.
+    fn press(self, cx: &Context, actor: &Actor, at: &At) -> impl Future<Output = Answer> + Send;
+    /// One of each of its actions, for the registry's tests.
+    #[cfg(test)]
+    fn examples() -> Vec<Self>;
+}
+
+/// A command of a kind's, typed or written as words in a reply.
+pub trait Run: Sized + Clone + Debug + PartialEq + Eq + Send + Sync + 'static {
+    /// Who may give it.
+    fn who(&self) -> Who {
+        Who::Approvers
+    }
+    /// The subject it names, as typed (an id or a prefix), if it names one.
+    fn subject(&self) -> Option<&str> {
+        None
+    }
+    /// What was tried, for the audit row of a refusal.
+    fn attempted(&self) -> String;
+    /// Whether it acts on the subject of the card it replies to (it names none): in
+    /// reply to a message of gatebot's that shows no subject it can find, it is
+    /// answered with [`crate::chat::inbound::UNMATCHED_REPLY`] instead.
+    fn wants_replied(&self) -> bool {
+        false
+    }
+    /// Runs it, for someone allowed to give it, where it was said.
+    fn run(
+        self,
+        cx: &Context,
+        actor: &Actor,
+        said: &Said<'_>,
+    ) -> impl Future<Output = Answer> + Send;
+}
+
+/// The action or command of a kind that has none: no value of it exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Never {}
+
+impl Press for Never {
+    fn decode(_: &str) -> Option<Never> {
+        None
+    }
+    fn encode(&self) -> String {
+        match *self {}
+    }
+    fn attempted(&self) -> String {
+        match *self {}
+    }
+    async fn press(self, _: &Context, _: &Actor, _: &At) -> Answer {
+        match self {}
+    }
+    #[cfg(test)]
+    fn examples() -> Vec<Never> {
+        Vec::new()
+    }
+}
+
+impl Run for Never {
+    fn attempted(&self) -> String {
+        match *self {}
+    }
+    async fn run(self, _: &Context, _: &Actor, _: &Said<'_>) -> Answer {
+        match self {}
+    }
+}
+
+/// The registry: each kind once, as `Variant => module::Type`. It makes [`Action`]
+/// and [`Command`] with a variant per kind, and every dispatch over kinds. Button data
+/// and command names are each a kind's own (a test checks no two kinds read the same).
+macro_rules! kinds {
+    ($($variant:ident => $kind:ty),+ $(,)?) => {
+        /// A button press, decoded: a kind's [`Press`].
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum Action {
+            $($variant(<$kind as Kind>::Action)),+
+        }
+
+        /// A command, decoded: a kind's [`Run`].
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum Command {
+            $($variant(<$kind as Kind>::Command)),+
+        }
+
+        impl Action {
+            fn decode_kind(rest: &str) -> Option<Action> {
+                $(if let Some(a) = <<$kind as Kind>::Action as Press>::decode(rest) {
+                    return Some(Action::$variant(a));
+                })+
+                None
+            }
+
+            fn encode_kind(&self) -> String {
+                match self { $(Action::$variant(a) => Press::encode(a)),+ }
+            }
+
+            /// Who may take this action.
+            #[must_use]
+            pub fn who(&self) -> Who {
+                match self { $(Action::$variant(a) => Press::who(a)),+ }
+            }
+
+            /// What was tried, for the audit row of a refusal.
+            #[must_use]
+            pub fn attempted(&self) -> String {
+                match self { $(Action::$variant(a) => Press::attempted(a)),+ }
+            }
+
+            /// The subject the action is about, if it names one.
+            #[must_use]
+            pub fn subject(&self) -> Option<&str> {
+                match self { $(Action::$variant(a) => Press::subject(a)),+ }
+            }
+
+            /// Whether the button is on a digest ([`Press::on_digest`]).
+            #[must_use]
+            pub fn on_digest(&self) -> bool {
+                match self { $(Action::$variant(a) => Press::on_digest(a)),+ }
+            }
+
+            /// Runs the press, for someone allowed to take it.
+            pub async fn press(self, cx: &Context, actor: &Actor, at: &At) -> Answer {
+                match self { $(Action::$variant(a) => Press::press(a, cx, actor, at).await),+ }
+            }
+
+            /// One of each action of every kind (the registry's tests).
+            #[cfg(test)]
+            fn examples() -> Vec<(&'static str, Action)> {
+                let mut all = Vec::new();
+                $(all.extend(
+                    <<$kind as Kind>::Action as Press>::examples()
+                        .into_iter()
+                        .map(|a| (stringify!($variant), Action::$variant(a))),
+                );)+
+                all
+            }
+        }
+
+        impl Command {
+            fn parse_kind(typed: &Typed<'_>, in_reply: bool) -> Option<Command> {
+                $(if let Some(c) = <$kind as Kind>::parse(typed, in_reply) {
+                    return Some(Command::$variant(c));
+                })+
+                None
+            }
+
+            fn parse_words_kind(text: &str) -> Option<Command> {
+                $(if let Some(c) = <$kind as Kind>::parse_words(text) {
+                    return Some(Command::$variant(c));
+                })+
+                None
+            }
+
+            /// Text that no kind read as a command, taken by the first kind that
+            /// takes it ([`Kind::written`]); `None`: no kind's, so not for gatebot.
+            pub fn written(cx: &Context, w: &Written<'_>) -> Option<Taken<Command>> {
+                $(match <$kind as Kind>::written(cx, w) {
+                    Some(Taken::Command(c)) => return Some(Taken::Command(Command::$variant(c))),
+                    Some(Taken::Answer(a)) => return Some(Taken::Answer(a)),
+                    None => {}
+                })+
+                None
+            }
+
+            /// Whether it acts on the subject of the card it replies to.
+            #[must_use]
+            pub fn wants_replied(&self) -> bool {
+                match self { $(Command::$variant(c) => Run::wants_replied(c)),+ }
+            }
+
+            /// Who may give this command.
+            #[must_use]
+            pub fn who(&self) -> Who {
+                match self { $(Command::$variant(c) => Run::who(c)),+ }
+            }
+
+            /// The subject the command names, as typed (an id or a prefix), if any.
+            #[must_use]
+            pub fn subject(&self) -> Option<&str> {
+                match self { $(Command::$variant(c) => Run::subject(c)),+ }
+            }
+
+            /// What was tried, for the audit row of a refusal.
+            #[must_use]
+            pub fn attempted(&self) -> String {
+                match self { $(Command::$variant(c) => Run::attempted(c)),+ }
+            }
+
+            /// Runs the command, for someone allowed to give it, where it was said.
+            pub async fn run(self, cx: &Context, actor: &Actor, said: &Said<'_>) -> Answer {
+                match self { $(Command::$variant(c) => Run::run(c, cx, actor, said).await),+ }
+            }
+        }
+
+        /// Every kind's slash commands, in registry order.
+        #[must_use]
+        pub fn commands() -> Vec<SlashCommand> {
+            let mut all = Vec::new();
+            $(all.extend_from_slice(<$kind as Kind>::COMMANDS);)+
+            all
+        }
+
+        /// Runs the answer to a question gatebot asked (the reply to a "why deny?" or
+        /// "why stop?" question, or the form it opened), by the kind that asked it.
+        pub async fn answer(
+            cx: &Context,
+            actor: &Actor,
+            subject: &str,
+            purpose: Purpose,
+            text: Option<String>,
+        ) -> Answer {
+            $(if <$kind as Kind>::PURPOSES.contains(&purpose) {
+                return <$kind as Kind>::answer(cx, actor, subject, purpose, text).await;
+            })+
+            Answer::Nothing
+        }
+
+        /// Whether text written in reply to `subject` (to its card, in its thread) that
+        /// is no command is for its kind to read ([`reply`]).
+        #[must_use]
+        pub fn reads_replies(subject: &Subject) -> bool {
+            $(if <$kind as Kind>::SUBJECT == Some(subject.kind) {
+                return <$kind as Kind>::READS_REPLIES;
+            })+
+            false
+        }
+
+        /// Runs text written in reply to a subject's card (or in its thread) that is
+        /// no command, where the subject's kind reads such text itself; `None` where
+        /// it does not. The caller has checked the writer is an approver.
+        pub async fn reply(cx: &Context, actor: &Actor, subject: &Subject, text: &str) -> Option<Answer> {
+            $(if <$kind as Kind>::SUBJECT == Some(subject.kind) && <$kind as Kind>::READS_REPLIES {
+                return Some(<$kind as Kind>::reply(cx, actor, subject, text).await);
+            })+
+            None
+        }
+
+        /// The card that shows `subject` now, drawn by its kind; `None` if the subject
+        /// is gone.
+        pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+            $(if <$kind as Kind>::SUBJECT == Some(subject.kind) {
+                return <$kind as Kind>::render(cx, subject).await;
+            })+
+            Ok(None)
+        }
+
+        /// `/pending`: every kind's part, in registry order.
+        pub(crate) async fn pending_parts(cx: &Context) -> Result<Vec<Card>, EngineError> {
+            let mut parts = Vec::new();
+            $(if let Some(part) = <$kind as Kind>::pending(cx).await? {
+                parts.push(part);
+            })+
+            Ok(parts)
+        }
+
+        /// The subject kinds that have a kind drawing their cards.
+        #[cfg(test)]
+        fn drawn_subjects() -> Vec<SubjectKind> {
+            let mut all = Vec::new();
+            $(all.extend(<$kind as Kind>::SUBJECT);)+
+            all
+        }
+    };
+}
+
+kinds! {
+    Approval => approval::Approvals,
+    Digest => digest::Digests,
+    Reason => reason::Reasons,
+    Pending => pending::Pending,
+    CheckIn => checkin::CheckIns,
+    Proposal => proposal::Proposals,
+    Task => task::Tasks,
+    Agents => agents::Agents,
+    Grants => grants::Grants,
+    Help => help::Help,
 }
 
 impl Action {
@@ -72,95 +454,16 @@ impl Action {
             return Err(bad());
         }
         let rest = data.strip_prefix(DATA_PREFIX).ok_or_else(bad)?;
-        if let Some(nav) = digest::decode(rest) {
-            return Ok(Action::Digest(nav));
-        }
-        if let Some(t) = task::decode(rest) {
-            return Ok(Action::Task(t));
-        }
-        if let Some(a) = checkin::decode(rest) {
-            return Ok(Action::CheckIn(a));
-        }
-        if let Some(p) = proposal::decode(rest) {
-            return Ok(Action::Proposal(p));
-        }
-        if let Some(a) = agents::decode(rest) {
-            return Ok(Action::Agents(a));
-        }
-        if let Some(g) = grants::decode(rest) {
-            return Ok(Action::Grants(g));
-        }
-        approval::decode(rest).map(Action::Approval).ok_or_else(bad)
+        Action::decode_kind(rest).ok_or_else(bad)
     }
 
     /// The button data for this action.
     #[must_use]
     pub fn encode(&self) -> String {
-        let data = match self {
-            Action::Approval(a) => approval::encode(a),
-            Action::Digest(n) => digest::encode(n),
-            Action::Task(t) => task::encode(t),
-            Action::CheckIn(a) => checkin::encode(a),
-            Action::Proposal(p) => proposal::encode(p),
-            Action::Agents(a) => agents::encode(a),
-            Action::Grants(g) => grants::encode(g),
-        };
-        let data = format!("{DATA_PREFIX}{data}");
+        let data = format!("{DATA_PREFIX}{}", self.encode_kind());
         debug_assert!(data.len() <= MAX_DATA, "{data}");
         data
     }
-
-    #[must_use]
-    pub fn who(&self) -> Who {
-        match self {
-            Action::Approval(_)
-            | Action::Digest(_)
-            | Action::CheckIn(_)
-            | Action::Task(_)
-            | Action::Proposal(_)
-            | Action::Agents(_)
-            | Action::Grants(_) => Who::Approvers,
-        }
-    }
-
-    /// What was tried, for the audit row of a refusal.
-    #[must_use]
-    pub fn attempted(&self) -> String {
-        match self {
-            Action::Approval(a) => format!("{:?}", a.verb()),
-            Action::Digest(_) => "review digest".into(),
-            Action::Task(t) => t.attempted().into(),
-            Action::CheckIn(a) => format!("check-in {:?}", a.button),
-            Action::Proposal(p) if p.approve => "approve proposal".into(),
-            Action::Proposal(_) => "decline proposal".into(),
-            Action::Agents(a) => a.attempted().into(),
-            Action::Grants(_) => "revoke grant".into(),
-        }
-    }
-
-    /// The subject the action is about, if it names one.
-    #[must_use]
-    pub fn subject(&self) -> Option<&str> {
-        match self {
-            Action::Approval(a) => Some(a.id()),
-            Action::Task(t) => Some(t.id()),
-            Action::CheckIn(a) => Some(&a.id),
-            Action::Proposal(p) => Some(&p.id),
-            Action::Digest(_) | Action::Agents(_) | Action::Grants(_) => None,
-        }
-    }
-}
-
-/// A typed command, decoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    Approval(approval::Command),
-    CheckIn(checkin::Command),
-    Pending,
-    Help,
-    Task(task::Command),
-    Agents(agents::Command),
-    Grants(grants::Command),
 }
 
 impl Command {
@@ -171,155 +474,11 @@ impl Command {
     #[must_use]
     pub fn parse(text: &str, bot_username: Option<&str>, in_reply: bool) -> Option<Command> {
         match command::parse(text, bot_username) {
-            Some(typed) => match typed.name.as_str() {
-                "pending" | "list" => Some(Command::Pending),
-                "help" | "start" => Some(Command::Help),
-                _ => task::parse_command(&typed)
-                    .map(Command::Task)
-                    .or_else(|| agents::parse(&typed).map(Command::Agents))
-                    .or_else(|| grants::parse(&typed).map(Command::Grants))
-                    .or_else(|| checkin::parse_command(&typed, in_reply).map(Command::CheckIn))
-                    .or_else(|| approval::parse_command(&typed, in_reply).map(Command::Approval)),
-            },
-            None if in_reply => checkin::parse_words(text)
-                .map(Command::CheckIn)
-                .or_else(|| approval::parse_words(text).map(Command::Approval)),
+            Some(typed) => Command::parse_kind(&typed, in_reply),
+            None if in_reply => Command::parse_words_kind(text),
             None => None,
         }
     }
-
-    #[must_use]
-    pub fn who(&self) -> Who {
-        match self {
-            Command::Approval(_)
-            | Command::CheckIn(_)
-            | Command::Pending
-            | Command::Task(_)
-            | Command::Agents(_)
-            | Command::Grants(_) => Who::Approvers,
-            Command::Help => Who::Anyone,
-        }
-    }
-
-    /// The subject the command names, as typed (an id or a prefix), if it names one.
-    #[must_use]
-    pub fn subject(&self) -> Option<&str> {
-        match self {
-            Command::Approval(c) => c.id.as_deref(),
-            Command::CheckIn(c) => c.id.as_deref(),
-            Command::Pending
-            | Command::Help
-            | Command::Task(_)
-            | Command::Agents(_)
-            | Command::Grants(_) => None,
-        }
-    }
-
-    /// What was tried, for the audit row of a refusal.
-    #[must_use]
-    pub fn attempted(&self) -> String {
-        match self {
-            Command::Approval(c) => format!("{:?}", c.verb),
-            Command::CheckIn(c) => format!("check-in {:?}", c.verb),
-            Command::Pending => "pending".into(),
-            Command::Help => "help".into(),
-            Command::Task(task::Command::Add { .. }) => "create task".into(),
-            Command::Task(task::Command::List) => "list tasks".into(),
-            Command::Agents(c) => c.attempted(),
-            Command::Grants(c) => c.attempted(),
-        }
-    }
-}
-
-/// Runs a press by someone allowed to take it. `at` is where the pressed button is.
-pub async fn press(cx: &Context, actor: &Actor, action: Action, at: &At) -> Answer {
-    match action {
-        Action::Approval(a) => approval::press(cx, actor, a).await,
-        Action::Digest(nav) => digest::press(cx, nav, at).await,
-        Action::Task(t) => task::press(cx, actor, t).await,
-        Action::CheckIn(a) => checkin::press(cx, actor, a).await,
-        Action::Proposal(p) => proposal::press(cx, actor, p).await,
-        Action::Agents(a) => agents::press(cx, actor, a).await,
-        Action::Grants(g) => grants::press(cx, actor, g).await,
-    }
-}
-
-/// Runs a command by someone allowed to give it. `replied` is the subject of the card
-/// the message replies to, if any.
-pub async fn command(
-    cx: &Context,
-    actor: &Actor,
-    cmd: Command,
-    replied: Option<&Subject>,
-) -> Answer {
-    match cmd {
-        // Words for a request in reply to a check-in: say what the check-in takes.
-        Command::Approval(c)
-            if c.id.is_none() && replied.is_some_and(|s| s.kind == SubjectKind::CheckIn) =>
-        {
-            checkin::not_a_request()
-        }
-        Command::Approval(c) => match proposal::named(cx, c.id.as_deref(), replied).await {
-            // `/approve <id>` and replies answer a proposal when they name one.
-            Some(id) => proposal::command(cx, actor, c, &id).await,
-            None => approval::command(cx, actor, c, replied).await,
-        },
-        Command::CheckIn(c) => checkin::command(cx, actor, c, replied).await,
-        Command::Pending => pending::answer(cx).await,
-        Command::Help => help::answer(),
-        Command::Task(c) => task::command(cx, actor, c).await,
-        Command::Agents(c) => agents::command(cx, actor, c).await,
-        Command::Grants(c) => grants::command(cx, actor, c).await,
-    }
-}
-
-/// Runs the answer to a question gatebot asked (the reply to a "why deny?" or "why
-/// stop?" question, or the form it opened). `text` is what the person wrote (`None`: nothing).
-pub async fn answer(
-    cx: &Context,
-    actor: &Actor,
-    subject: &str,
-    purpose: Purpose,
-    text: Option<String>,
-) -> Answer {
-    match purpose {
-        Purpose::DenyReason => reason::answer(cx, actor, subject, text).await,
-        Purpose::StopReason => checkin::answer_stop(cx, actor, subject, text).await,
-        Purpose::Clarify | Purpose::NeedsInput => task::answer(cx, actor, subject, text).await,
-    }
-}
-
-/// Whether text written in reply to `subject` (to its card, in its thread) that is no
-/// command is for its kind to read ([`reply`]), rather than words for a command.
-#[must_use]
-pub fn reads_replies(subject: &Subject) -> bool {
-    match subject.kind {
-        SubjectKind::Approval | SubjectKind::CheckIn | SubjectKind::Proposal => false,
-        SubjectKind::Task => true,
-    }
-}
-
-/// Runs text written in reply to a subject's card (or in its thread) that is no
-/// command, where the subject's kind reads such text itself (a task reads it as the
-/// answer to its question); `None` where it does not, and the text is read as words
-/// for a command as before. The caller has checked the writer is an approver.
-pub async fn reply(cx: &Context, actor: &Actor, subject: &Subject, text: &str) -> Option<Answer> {
-    match subject.kind {
-        SubjectKind::Approval | SubjectKind::CheckIn | SubjectKind::Proposal => None,
-        SubjectKind::Task => Some(task::reply(cx, actor, subject, text).await),
-    }
-}
-
-/// The subject (its short id) a card shows, read back from the text a platform keeps
-/// of a message (see [`approval::shown_in`]): how a reply to a message gatebot has no
-/// record of still reaches its subject. Each kind whose subjects get cards recognises
-/// its own.
-#[must_use]
-pub fn shown_in(text: &str) -> Option<String> {
-    // Each kind with cards adds `.or_else(|| kind::shown_in(text))`.
-    approval::shown_in(text)
-        .or_else(|| checkin::shown_in(text))
-        .or_else(|| proposal::shown_in(text))
 }
 
 /// A subject's card as things stand, for delivery.
@@ -332,52 +491,86 @@ pub struct Rendered {
     pub open: bool,
 }
 
-/// The card that shows `subject` now; `None` if the subject is gone.
-pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
-    match subject.kind {
-        SubjectKind::Approval => match cx.engine.get(&subject.id).await {
-            Ok(a) => {
-                let pending = a.status == crate::approval::Status::Pending;
-                let extras = approval::Extras {
-                    offer: if pending && a.always_allow_offered {
-                        cx.engine.offer(&a.id).await?
-                    } else {
-                        None
-                    },
-                    allow_for: Some(cx.engine.config().trust.grants.allow_for),
-                    grant: if a.always_allowed {
-                        cx.engine.grant_of_approval(&a.id).await?
-                    } else {
-                        None
-                    },
-                };
-                let mut card = approval::prompt(&a, &extras);
-                if let Some(id) = &a.task_id {
-                    if let Some(crate::engine::TaskSubject::Task(t)) =
-                        cx.engine.task_subject(id).await?
-                    {
-                        approval::add_task(&mut card, &t);
-                    }
-                }
-                Ok(Some(Rendered {
-                    card,
-                    revision: a.status.as_str().to_string(),
-                    open: pending,
-                }))
-            }
-            Err(EngineError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e),
-        },
-        SubjectKind::Proposal => match cx.engine.proposal(&subject.id).await {
-            Ok(p) => Ok(Some(Rendered {
-                card: proposal::card(&p, cx.engine.config().trust.promotion.decline_quiet),
-                revision: p.status.as_str().to_string(),
-                open: p.status == crate::trust::ProposalStatus::Open,
-            })),
-            Err(EngineError::NotFound(_)) => Ok(None),
-            Err(e) => Err(e),
-        },
-        SubjectKind::Task => task::render(cx, subject).await,
-        SubjectKind::CheckIn => checkin::render(cx, subject).await,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_action_of_every_kind_round_trips_through_the_one_decoder() {
+        let all = Action::examples();
+        for kind in [
+            "Approval", "Digest", "CheckIn", "Proposal", "Task", "Agents", "Grants",
+        ] {
+            assert!(
+                all.iter().any(|(k, _)| *k == kind),
+                "{kind} has buttons but gives no examples"
+            );
+        }
+        for (kind, action) in all {
+            let data = action.encode();
+            assert!(
+                data.len() <= MAX_DATA,
+                "{kind}: {data} is over {MAX_DATA} bytes"
+            );
+            assert_eq!(Action::decode(&data), Ok(action.clone()), "{kind}: {data}");
+            // No other kind reads the same data.
+            let rest = &data[DATA_PREFIX.len()..];
+            let readers = Action::examples()
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .filter(|k| match Action::decode_kind(rest) {
+                    Some(a) => format!("{a:?}").starts_with(&format!("{k}(")),
+                    None => false,
+                })
+                .count();
+            assert_eq!(readers, 1, "{kind}: {data}");
+        }
+    }
+
+    #[test]
+    fn forged_and_oversize_data_is_refused_without_echoing_it() {
+        for data in [
+            "gb1:zz:01HZZZZZZZZZZZZZZZZZZZZZZZ".to_string(),
+            "gb2:a:01HZZZZZZZZZZZZZZZZZZZZZZZ".to_string(),
+            format!("gb1:a:{}", "0".repeat(80)),
+            "gb1:a:<script>".to_string(),
+        ] {
+            let err = Action::decode(&data).unwrap_err();
+            assert!(!err.contains("script") && !err.contains("01HZ"), "{err}");
+        }
+    }
+
+    #[test]
+    fn command_names_are_unique_and_each_is_read_by_its_kind() {
+        let all = commands();
+        let mut names: Vec<&str> = all.iter().map(|c| c.name).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(names.len(), before, "a command name is listed twice");
+        for c in &all {
+            let text = format!("/{} k7m2abcd", c.name);
+            assert!(
+                Command::parse(&text, None, false).is_some(),
+                "/{} is listed but no kind reads it",
+                c.name
+            );
+            assert!(c.menu.len() <= 256, "/{}'s menu line is too long", c.name);
+        }
+    }
+
+    #[test]
+    fn every_kind_of_subject_has_one_kind_drawing_its_cards() {
+        let drawn = drawn_subjects();
+        for kind in [
+            SubjectKind::Approval,
+            SubjectKind::CheckIn,
+            SubjectKind::Proposal,
+            SubjectKind::Task,
+        ] {
+            assert_eq!(drawn.iter().filter(|k| **k == kind).count(), 1, "{kind:?}");
+        }
     }
 }

@@ -1,117 +1,63 @@
-//! `/pending`: the open requests, oldest first, each with its decision buttons; then
-//! the workflow check-ins that wait, each with its buttons ([`super::checkin`]).
+//! `/pending` (and `/list`): what waits for people, every kind's part in registry
+//! order ([`super::Kind::pending`]): the open requests, oldest first, each with its
+//! decision buttons ([`super::approval`]); then the workflow check-ins that wait
+//! ([`super::checkin`]).
 //!
-//! At most [`SHOWN`] requests and [`super::checkin::PENDING_SHOWN`] check-ins are
-//! listed (renderers keep those that fit the platform's limits and count the rest); the
-//! line after them says how to reach the others. Who: approvers only.
+//! Each part lists at most a page (renderers keep what fits the platform's limits and
+//! count the rest) and says how to reach the others. Who: approvers only.
 
-use crate::approval::Approval;
-use crate::chat::card::{Block, Card, Line};
-use crate::chat::inbound::Answer;
-use crate::chat::text::shorten;
+use crate::chat::command::Typed;
+use crate::chat::inbound::{Actor, Answer, Said};
 use crate::chat::Context;
-use crate::time::clock;
 
-use super::approval::{self, failure};
+use super::approval::failure;
+use super::{Never, SlashCommand};
 
-/// Most requests `/pending` lists.
-pub const SHOWN: usize = 20;
+/// `/pending`'s kind.
+pub struct Pending;
 
-/// The answer to `/pending`.
+/// `/pending` typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command;
+
+impl super::Kind for Pending {
+    type Action = Never;
+    type Command = Command;
+    const COMMANDS: &'static [SlashCommand] = &[SlashCommand {
+        name: "pending",
+        menu: "list open requests, check-ins and proposals",
+        help: Some((
+            "/pending",
+            "list open requests, waiting check-ins and tier proposals",
+        )),
+    }];
+
+    fn parse(typed: &Typed<'_>, _in_reply: bool) -> Option<Command> {
+        matches!(typed.name.as_str(), "pending" | "list").then_some(Command)
+    }
+}
+
+impl super::Run for Command {
+    fn attempted(&self) -> String {
+        "pending".into()
+    }
+
+    async fn run(self, cx: &Context, _actor: &Actor, _said: &Said<'_>) -> Answer {
+        answer(cx).await
+    }
+}
+
+/// The answer to `/pending`: every kind's part, one after the other.
 pub async fn answer(cx: &Context) -> Answer {
-    let (list, total) = match cx.engine.pending_page(SHOWN).await {
-        Ok(page) => page,
+    let parts = match super::pending_parts(cx).await {
+        Ok(parts) => parts,
         Err(e) => return Answer::alert(failure(&e)),
     };
-    let waiting = cx
-        .engine
-        .waiting_check_ins(None, super::checkin::PENDING_SHOWN)
-        .await;
-    let check_ins = match (waiting, cx.engine.count_waiting_check_ins().await) {
-        (Ok(list), Ok(total)) => (list, total),
-        (Err(e), _) | (_, Err(e)) => return Answer::alert(failure(&e)),
-    };
-    let mut card = card(&list, total);
-    let (blocks, rows) = super::checkin::pending_section(&check_ins.0, check_ins.1);
-    card.blocks.extend(blocks);
-    card.buttons.extend(rows);
+    let mut parts = parts.into_iter();
+    let mut card = parts.next().unwrap_or_default();
+    for part in parts {
+        card.blocks.extend(part.blocks);
+        card.buttons.extend(part.buttons);
+    }
     Answer::Card(card)
-}
-
-/// The list of `list` (the oldest of `total` pending requests).
-#[must_use]
-pub fn card(list: &[Approval], total: usize) -> Card {
-    if list.is_empty() {
-        return Card::text("No pending requests.");
-    }
-    let total = total.max(list.len());
-    let items = list
-        .iter()
-        .map(|a| {
-            let expires = a
-                .expires_at
-                .map(|at| format!(", expires {}", clock(at)))
-                .unwrap_or_default();
-            Line::default()
-                .code(&a.short_id)
-                .and(" ")
-                .code(shorten(&a.agent, 40))
-                .and(" wants ")
-                .code(shorten(&a.tool, 60))
-                .and(format!(", risk {}{expires}", a.risk.score.as_str()))
-        })
-        .collect();
-    let mut blocks = vec![
-        Block::Line(Line::strong(format!("{total} pending request(s)"))),
-        Block::List(items),
-    ];
-    if total > list.len() {
-        blocks.push(Block::Line(Line::text(format!(
-            "… and {} more: decide these to see the next, or review a digest \
-             (gatebot pending lists them all)",
-            total - list.len()
-        ))));
-    }
-    blocks.push(Block::Line(
-        Line::text("Decide with ")
-            .code("/approve <id>")
-            .and(" or ")
-            .code("/deny <id> [reason]")
-            .and("."),
-    ));
-    Card {
-        blocks,
-        buttons: list
-            .iter()
-            .map(|a| approval::buttons(a, &format!(" {}", a.short_id)))
-            .collect(),
-        hint: None,
-        fallback: format!("{total} pending request(s)"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_request_gets_a_line_and_a_row_of_buttons() {
-        let mut a = approval::sample();
-        let mut b = approval::sample();
-        b.short_id = "zzzz9999".into();
-        b.always_allow_offered = false;
-        a.tool = "</code>".into();
-        let c = card(&[a, b], 25);
-        assert_eq!(c.buttons.len(), 2);
-        assert_eq!(
-            c.buttons[1].len(),
-            2,
-            "no always-allow where it cannot apply"
-        );
-        assert!(c.buttons[1][0].label.ends_with(" zzzz9999"));
-        let text = c.plain();
-        assert!(text.contains("25 pending request(s)"), "{text}");
-        assert!(text.contains("… and 23 more"), "{text}");
-        assert_eq!(card(&[], 0), Card::text("No pending requests."));
-    }
 }

@@ -12,8 +12,8 @@
 use std::time::Duration;
 
 use crate::approval::Verb;
-use crate::chat::card::{Block, Button, Card, Field, Hint, Line, Style};
-use crate::chat::inbound::{Actor, Answer};
+use crate::chat::card::{Block, Button, Card, Field, Hint, Line, Style, Tag};
+use crate::chat::inbound::{Actor, Answer, At};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::{EngineError, ProposalDecided, Subject, SubjectKind};
@@ -21,6 +21,66 @@ use crate::time::{clock, format_duration};
 use crate::trust::{Actor as TrustActor, Direction, Proposal, ProposalStatus};
 
 use super::approval::{failure, Command as Decision};
+use super::{Never, Rendered};
+
+/// The proposal's kind: tier changes waiting for an owner. Its commands are the
+/// approval prompt's `/approve` and `/deny` (see [`super::approval`]).
+pub struct Proposals;
+
+impl super::Kind for Proposals {
+    type Action = Action;
+    type Command = Never;
+    const SUBJECT: Option<SubjectKind> = Some(SubjectKind::Proposal);
+
+    async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+        match cx.engine.proposal(&subject.id).await {
+            Ok(p) => Ok(Some(Rendered {
+                card: card(&p, quiet(cx)),
+                revision: p.status.as_str().to_string(),
+                open: p.status == ProposalStatus::Open,
+            })),
+            Err(EngineError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl super::Press for Action {
+    fn decode(data: &str) -> Option<Action> {
+        decode(data)
+    }
+
+    fn encode(&self) -> String {
+        encode(self)
+    }
+
+    fn attempted(&self) -> String {
+        if self.approve {
+            "approve proposal".into()
+        } else {
+            "decline proposal".into()
+        }
+    }
+
+    fn subject(&self) -> Option<&str> {
+        Some(&self.id)
+    }
+
+    async fn press(self, cx: &Context, actor: &Actor, _at: &At) -> Answer {
+        decide(cx, actor, self.approve, &self.id, None).await
+    }
+
+    #[cfg(test)]
+    fn examples() -> Vec<Action> {
+        [true, false]
+            .into_iter()
+            .map(|approve| Action {
+                approve,
+                id: "01HZZZZZZZZZZZZZZZZZZZZZZZ".into(),
+            })
+            .collect()
+    }
+}
 
 /// A press on a proposal's button.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,11 +130,6 @@ pub async fn named(cx: &Context, typed: Option<&str>, replied: Option<&Subject>)
         (None, Some(s)) if s.kind == SubjectKind::Proposal => Some(s.id.clone()),
         _ => None,
     }
-}
-
-/// Runs a press on a proposal's button.
-pub async fn press(cx: &Context, actor: &Actor, a: Action) -> Answer {
-    decide(cx, actor, a.approve, &a.id, None).await
 }
 
 /// Runs a typed decision on the proposal `id`.
@@ -227,7 +282,7 @@ pub fn card(p: &Proposal, quiet: Duration) -> Card {
             } else {
                 "gatebot: tier proposal".into()
             },
-            tag: Some(Line::text("id ").code(&p.short_id)),
+            tag: Some(Tag::subject(SubjectKind::Proposal, &p.short_id)),
         },
         Block::Line(title),
         Block::Fields(fields),
@@ -263,29 +318,6 @@ pub fn card(p: &Proposal, quiet: Duration) -> Card {
     card
 }
 
-/// The short id of the proposal a card shows, read back from the text a platform keeps
-/// of the card's message (see [`super::approval::shown_in`]): its first line, the
-/// heading (`🎓 gatebot: tier change proposed · id p7m2abcd`) or the notification text
-/// (`🎓 Tier change proposed: tier proposal p7m2abcd`). Only that line counts.
-#[must_use]
-pub fn shown_in(text: &str) -> Option<String> {
-    let first = text.lines().next()?.trim();
-    let words: Vec<&str> = first
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let id = match words.as_slice() {
-        ["gatebot", "tier", .., "id", id] => *id,
-        ["Tier", .., "tier", "proposal", id] => *id,
-        _ => return None,
-    };
-    let short = id.len() == crate::approval::SHORT_ID_LEN
-        && id
-            .bytes()
-            .all(|b| crate::approval::SHORT_ID_ALPHABET.contains(&b));
-    short.then(|| id.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,7 +327,7 @@ mod tests {
     use crate::trust::evidence::Counts;
 
     #[test]
-    fn the_short_id_is_read_back_from_the_cards_first_line_only() {
+    fn the_card_names_its_proposal_in_the_one_tag() {
         let mut p = sample();
         p.agent = "id zzzz9999".into();
         p.reason = "tier proposal zzzz9999".into();
@@ -307,17 +339,7 @@ mod tests {
         ] {
             p.status = status;
             let c = card(&p, Duration::from_secs(3600));
-            for text in [c.plain(), c.fallback.clone()] {
-                assert_eq!(shown_in(&text).as_deref(), Some("p7m2abcd"), "{text}");
-            }
-        }
-        for text in [
-            "🛡 gatebot: approval needed · id k7m2abcd",
-            "Agent: x\n🎓 gatebot: tier change proposed · id p7m2abcd",
-            "🎓 gatebot: tier change proposed · id P7M2ABCD",
-            "Someone: tier proposal p7m2abcd",
-        ] {
-            assert_eq!(shown_in(text), None, "{text}");
+            assert_eq!(Tag::read(&c.plain()).as_deref(), Some("p7m2abcd"));
         }
     }
 

@@ -14,6 +14,27 @@ use crate::chat::inbound::{Actor, Answer, Purpose, Question};
 use crate::chat::Context;
 
 use super::approval::{self, button_data, ButtonKind};
+use super::Never;
+
+/// The "why deny?" question's kind: it takes the answers.
+pub struct Reasons;
+
+impl super::Kind for Reasons {
+    type Action = Never;
+    type Command = Never;
+    const PURPOSES: &'static [Purpose] = &[Purpose::DenyReason];
+
+    /// Denies the request with the answer's text as the reason.
+    async fn answer(
+        cx: &Context,
+        actor: &Actor,
+        subject: &str,
+        _purpose: Purpose,
+        text: Option<String>,
+    ) -> Answer {
+        approval::decide(cx, actor, Verb::Deny, subject, text).await
+    }
+}
 
 /// The question for request `id`, if it is still pending.
 pub async fn ask(cx: &Context, id: &str) -> Answer {
@@ -50,9 +71,4 @@ pub async fn ask(cx: &Context, id: &str) -> Answer {
             a.short_id
         ),
     })
-}
-
-/// Denies request `id` with `reason`.
-pub async fn answer(cx: &Context, actor: &Actor, id: &str, reason: Option<String>) -> Answer {
-    approval::decide(cx, actor, Verb::Deny, id, reason).await
 }

@@ -21,18 +21,141 @@
 //! Everything the owner or the agent wrote (the task, summary, progress, result,
 //! questions, answers) enters a card only as [`Span::Code`] or [`Block::Code`].
 
-use crate::chat::card::{Block, Button, Card, Code, Field, Hint, Line, Span, Style};
+use crate::chat::card::{Block, Button, Card, Code, Field, Hint, Line, Span, Style, Tag};
 use crate::chat::command::Typed;
-use crate::chat::inbound::{Actor, Answer, Purpose, Question};
+use crate::chat::inbound::{Actor, Answer, At, Purpose, Question, Said, Written};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{task_revision, EngineError, Home, Subject, TaskRequest, TaskSubject};
+use crate::engine::{
+    task_revision, EngineError, Home, Subject, SubjectKind, TaskRequest, TaskSubject,
+};
 use crate::inbox::classify::MAX_CHOICE_CHARS;
 use crate::inbox::lifecycle::Step;
 use crate::inbox::{ClassifiedBy, QuestionPurpose, QuestionState, Task, TaskQuestion, TaskStatus};
 use crate::time::clock;
 
-use super::Rendered;
+use super::{Rendered, SlashCommand, Taken};
+
+/// The task's kind: the inbox in chat.
+pub struct Tasks;
+
+impl super::Kind for Tasks {
+    type Action = Action;
+    type Command = Command;
+    const SUBJECT: Option<SubjectKind> = Some(SubjectKind::Task);
+    const PURPOSES: &'static [Purpose] = &[Purpose::Clarify, Purpose::NeedsInput];
+    const READS_REPLIES: bool = true;
+    const COMMANDS: &'static [SlashCommand] = &[
+        SlashCommand {
+            name: "task",
+            menu: "<words> — hand an agent a task",
+            help: Some((
+                "/task <words>",
+                "hand an agent a task (in a private chat with me, plain text does too)",
+            )),
+        },
+        SlashCommand {
+            name: "tasks",
+            menu: "list open tasks",
+            help: Some(("/tasks", "list open tasks")),
+        },
+    ];
+
+    fn parse(typed: &Typed<'_>, _in_reply: bool) -> Option<Command> {
+        parse_command(typed)
+    }
+
+    /// The inbox's rule: with the inbox on, text written to gatebot itself (a private
+    /// chat, a DM, the inbox channel) is a task; a reply there to some other message
+    /// is talk, not a new task.
+    fn written(cx: &Context, w: &Written<'_>) -> Option<Taken<Command>> {
+        if !w.direct || cx.engine.config().inbox.is_none() {
+            return None;
+        }
+        if w.replying {
+            return Some(Taken::Answer(Box::new(Answer::note(
+                "That message is not one of gatebot's cards. To hand over a task, write it \
+                 as a new message.",
+            ))));
+        }
+        (!w.text.trim().is_empty()).then(|| {
+            Taken::Command(Command::Add {
+                text: w.text.to_string(),
+            })
+        })
+    }
+
+    async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+        render(cx, subject).await
+    }
+
+    async fn answer(
+        cx: &Context,
+        actor: &Actor,
+        subject: &str,
+        _purpose: Purpose,
+        text: Option<String>,
+    ) -> Answer {
+        match text {
+            Some(t) => answered(cx, actor, subject, &t).await,
+            None => Answer::note("No answer given; the question stays open."),
+        }
+    }
+
+    /// A reply (in its thread, or to one of its cards) to a task or a question: the
+    /// answer to its open question.
+    async fn reply(cx: &Context, actor: &Actor, subject: &Subject, text: &str) -> Answer {
+        answered(cx, actor, &subject.id, text).await
+    }
+}
+
+impl super::Press for Action {
+    fn decode(data: &str) -> Option<Action> {
+        decode(data)
+    }
+
+    fn encode(&self) -> String {
+        encode(self)
+    }
+
+    fn attempted(&self) -> String {
+        Action::attempted(self).into()
+    }
+
+    fn subject(&self) -> Option<&str> {
+        Some(self.id())
+    }
+
+    async fn press(self, cx: &Context, actor: &Actor, _at: &At) -> Answer {
+        press(cx, actor, self).await
+    }
+
+    #[cfg(test)]
+    fn examples() -> Vec<Action> {
+        let id = || "01HZZZZZZZZZZZZZZZZZZZZZZZ".to_string();
+        vec![
+            Action::Queue(id()),
+            Action::Reject(id()),
+            Action::Cancel(id()),
+            Action::Retry(id()),
+            Action::Answer(id()),
+            Action::Choice(id(), 9),
+        ]
+    }
+}
+
+impl super::Run for Command {
+    fn attempted(&self) -> String {
+        match self {
+            Command::Add { .. } => "create task".into(),
+            Command::List => "list tasks".into(),
+        }
+    }
+
+    async fn run(self, cx: &Context, actor: &Actor, said: &Said<'_>) -> Answer {
+        command(cx, actor, self, said).await
+    }
+}
 
 /// A press on a task's or question's button.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,9 +236,9 @@ fn data(a: Action) -> String {
 /// A typed task command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
-    /// A new task: `/task <words>`, or plain text written to gatebot. `home` is the
-    /// chat and message it was written in (the inbound layer sets it).
-    Add { text: String, home: Option<Home> },
+    /// A new task: `/task <words>`, or plain text written to gatebot. Its card goes
+    /// where it was written, after the owner's message.
+    Add { text: String },
     /// `/tasks`: the open tasks.
     List,
 }
@@ -126,7 +249,6 @@ pub fn parse_command(typed: &Typed<'_>) -> Option<Command> {
     match typed.name.as_str() {
         "task" => Some(Command::Add {
             text: typed.args.to_string(),
-            home: None,
         }),
         "tasks" => Some(Command::List),
         _ => None,
@@ -245,38 +367,29 @@ fn purpose_of(p: QuestionPurpose) -> Purpose {
     }
 }
 
-/// Runs the answer to a question asked by message or form.
-pub async fn answer(cx: &Context, actor: &Actor, subject: &str, text: Option<String>) -> Answer {
-    match text {
-        Some(t) => answered(cx, actor, subject, &t).await,
-        None => Answer::note("No answer given; the question stays open."),
-    }
-}
-
-/// A reply (in its thread, or to one of its cards) to a task or a question: the
-/// answer to its open question.
-pub async fn reply(cx: &Context, actor: &Actor, subject: &Subject, text: &str) -> Answer {
-    answered(cx, actor, &subject.id, text).await
-}
-
-/// Runs a task command by an approver.
-pub async fn command(cx: &Context, actor: &Actor, cmd: Command) -> Answer {
+/// Runs a task command by an approver, where it was said.
+async fn command(cx: &Context, actor: &Actor, cmd: Command, said: &Said<'_>) -> Answer {
     match cmd {
         Command::List => list(cx).await,
-        Command::Add { text, home } => {
+        Command::Add { text } => {
             if text.trim().is_empty() {
                 return Answer::note(
                     "Write the task after /task, e.g. /task research what our competitors charge",
                 );
             }
-            let threaded = home.as_ref().is_some_and(|h| h.thread.is_some());
+            let home = Home {
+                platform: cx.platform.to_string(),
+                chat: said.chat.to_string(),
+                thread: said.origin.cloned(),
+            };
+            let threaded = home.thread.is_some();
             let req = TaskRequest {
                 text,
                 agent: None,
                 intent: None,
                 by: actor.label(),
                 via: cx.via(),
-                home,
+                home: Some(home),
             };
             match cx.engine.create_task(req).await {
                 // Its card is the answer, posted in reply to the owner's message.
@@ -390,7 +503,7 @@ pub fn card(t: &Task) -> Card {
         Block::Heading {
             icon: icon(t.status),
             title: "gatebot: task".into(),
-            tag: Some(Line::text("id ").code(&t.short_id)),
+            tag: Some(Tag::subject(SubjectKind::Task, &t.short_id)),
         },
         Block::Fields(fields),
         Block::Code(Code {
@@ -527,7 +640,7 @@ pub fn question_card(q: &TaskQuestion, t: &Task) -> Card {
         Block::Heading {
             icon: "❓",
             title: "gatebot: question".into(),
-            tag: Some(Line::text("task ").code(&t.short_id)),
+            tag: Some(Tag::Label(Line::text("task ").code(&t.short_id))),
         },
         Block::Fields(vec![
             Field::new("Task", Line::default().code(&t.summary)),
@@ -597,7 +710,7 @@ pub fn question_card(q: &TaskQuestion, t: &Task) -> Card {
 }
 
 /// The card of a subject of kind `task` as it is now; `None` if it is gone.
-pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
     Ok(match cx.engine.task_subject(&subject.id).await? {
         Some(TaskSubject::Task(t)) => Some(Rendered {
             card: card(&t),
