@@ -20,7 +20,8 @@ use tokio::sync::Notify;
 
 use crate::approval::PlatformId;
 use crate::chat::card::{Card, Line};
-use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Replied, Seen};
+use crate::chat::exchange::{Actor, Answer, At};
+use crate::chat::inbound::{self, Inbound, Replied, Seen};
 use crate::chat::platform::{Platform, PlatformRun, SendError, Thread};
 use crate::chat::Context;
 use crate::config::{ChatSettings, Config};

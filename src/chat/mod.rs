@@ -29,6 +29,7 @@ pub mod card;
 pub mod command;
 pub mod conversation;
 pub mod delivery;
+pub mod exchange;
 pub mod inbound;
 pub mod memory;
 pub mod platform;
@@ -57,13 +58,13 @@ impl Context {
     /// The person with platform user id `id`: an approver if the platform's table in
     /// the config in force lists them (re-read each time, so a reload applies at once).
     #[must_use]
-    pub fn actor(&self, id: &str, name: &str) -> inbound::Actor {
+    pub fn actor(&self, id: &str, name: &str) -> exchange::Actor {
         let approver = self
             .engine
             .config()
             .chat(&self.platform)
             .is_some_and(|c| c.approvers.contains(id));
-        inbound::Actor {
+        exchange::Actor {
             id: id.to_string(),
             name: name.to_string(),
             approver,

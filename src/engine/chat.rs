@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::{blocking, EngineError};
 use crate::approval::{Approval, PlatformId};
-use crate::chat::inbound::Purpose;
+use crate::chat::exchange::Purpose;
 use crate::store::{
     DigestState, DigestSummary, Shown, ShownBy, Store, Subject, SubjectLookup, Thread, Unposted,
 };

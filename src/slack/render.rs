@@ -19,7 +19,7 @@
 use serde_json::{json, Value};
 
 use crate::chat::card::{Block, Button, Card, Code, Hint, Line, Span, Style};
-use crate::chat::inbound::Question;
+use crate::chat::exchange::Question;
 use crate::chat::text::{self, escape, len16};
 
 /// Slack's limit on a text object, in characters. gatebot measures UTF-16 units (never

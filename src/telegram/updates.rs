@@ -35,7 +35,8 @@ use tracing::{error, info, warn};
 
 use crate::chat::card::Card;
 use crate::chat::conversation;
-use crate::chat::inbound::{self, Actor, Answer, At, Inbound, Question, Replied, Seen};
+use crate::chat::exchange::{Actor, Answer, At, Question};
+use crate::chat::inbound::{self, Inbound, Replied, Seen};
 use crate::chat::platform::{SendError, Thread};
 use crate::chat::text::{escape, shorten};
 use crate::chat::Context;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
 use std::time::Duration;
 
-use gatebot::chat::inbound::Actor;
+use gatebot::chat::exchange::Actor;
 use gatebot::client::{Client, Response};
 use gatebot::config::Config;
 use gatebot::daemon::App;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use gatebot::chat::card::Block;
-use gatebot::chat::inbound::Answer;
+use gatebot::chat::exchange::Answer;
 use gatebot::chat::memory::{Memory, Message};
 use serde_json::{json, Value};
 

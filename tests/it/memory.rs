@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use gatebot::chat::card::Block;
 use gatebot::chat::conversation::approval::{button_data, ButtonKind};
-use gatebot::chat::inbound::Answer;
+use gatebot::chat::exchange::Answer;
 use gatebot::chat::memory::{Memory, Message};
 use serde_json::json;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use gatebot::chat::card::Card;
 use gatebot::chat::conversation::approval::{button_data, ButtonKind};
 use gatebot::chat::conversation::proposal;
-use gatebot::chat::inbound::Answer;
+use gatebot::chat::exchange::Answer;
 use gatebot::chat::memory::{Memory, Message};
 use serde_json::{json, Value};
 

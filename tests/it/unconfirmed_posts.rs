@@ -10,7 +10,8 @@
 use std::sync::Arc;
 
 use gatebot::chat::conversation::approval::{button_data, ButtonKind};
-use gatebot::chat::inbound::{Answer, UNMATCHED_REPLY};
+use gatebot::chat::exchange::Answer;
+use gatebot::chat::inbound::UNMATCHED_REPLY;
 use gatebot::chat::memory::{Memory, Message};
 use serde_json::{json, Value};
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use gatebot::chat::conversation::checkin::{button_data, ButtonKind};
-use gatebot::chat::inbound::Answer;
+use gatebot::chat::exchange::Answer;
 use gatebot::chat::memory::{Memory, Message};
 use gatebot::client::{Client, Response};
 use serde_json::{json, Value};

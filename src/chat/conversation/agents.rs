@@ -18,7 +18,7 @@
 
 use crate::chat::card::{Block, Button, Card, Field, Line, Style, Tag};
 use crate::chat::command::Typed;
-use crate::chat::inbound::{Actor, Answer, At, Said};
+use crate::chat::exchange::{Actor, Answer, At, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::EngineError;

@@ -18,7 +18,7 @@
 
 use crate::chat::card::{Block, Button, Card, Field, Hint, Line, Style, Tag};
 use crate::chat::command::{non_empty, Typed};
-use crate::chat::inbound::{Actor, Answer, At, Purpose, Question, Said};
+use crate::chat::exchange::{Actor, Answer, At, Purpose, Question, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::{Answered, EngineError, Subject, SubjectKind};

@@ -18,7 +18,7 @@
 
 use crate::approval::{Approval, Status};
 use crate::chat::card::{Block, Button, Card, Field, Hint, Line};
-use crate::chat::inbound::{Actor, Answer, At};
+use crate::chat::exchange::{Actor, Answer, At};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::{DigestState, DigestSummary, EngineError};

@@ -8,7 +8,7 @@
 
 use crate::chat::card::{Block, Button, Card, Line, Style};
 use crate::chat::command::{first_word, Typed};
-use crate::chat::inbound::{Actor, Answer, At, Said};
+use crate::chat::exchange::{Actor, Answer, At, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::EngineError;

@@ -4,7 +4,7 @@
 
 use crate::chat::card::{Block, Card, Line};
 use crate::chat::command::Typed;
-use crate::chat::inbound::{Actor, Answer, Said, Written};
+use crate::chat::exchange::{Actor, Answer, Said, Written};
 use crate::chat::Context;
 
 use super::{Never, SlashCommand, Taken, Who};

@@ -28,7 +28,6 @@ pub mod grants;
 pub mod help;
 pub mod pending;
 pub mod proposal;
-pub mod reason;
 pub mod task;
 
 use std::fmt::Debug;
@@ -36,7 +35,7 @@ use std::future::Future;
 
 use crate::chat::card::Card;
 use crate::chat::command::{self, Typed};
-use crate::chat::inbound::{Actor, Answer, At, Purpose, Said, Written};
+use crate::chat::exchange::{Actor, Answer, At, Purpose, Said, Written};
 use crate::chat::Context;
 use crate::engine::{EngineError, Subject, SubjectKind};
 
@@ -189,7 +188,7 @@ pub trait Run: Sized + Clone + Debug + PartialEq + Eq + Send + Sync + 'static {
     fn attempted(&self) -> String;
     /// Whether it acts on the subject of the card it replies to (it names none): in
     /// reply to a message of gatebot's that shows no subject it can find, it is
-    /// answered with [`crate::chat::inbound::UNMATCHED_REPLY`] instead.
+    /// answered with `UNMATCHED_REPLY` (in the inbound layer) instead.
     fn wants_replied(&self) -> bool {
         false
     }
@@ -435,7 +434,6 @@ macro_rules! kinds {
 kinds! {
     Approval => approval::Approvals,
     Digest => digest::Digests,
-    Reason => reason::Reasons,
     Pending => pending::Pending,
     CheckIn => checkin::CheckIns,
     Proposal => proposal::Proposals,

@@ -7,7 +7,7 @@
 //! count the rest) and says how to reach the others. Who: approvers only.
 
 use crate::chat::command::Typed;
-use crate::chat::inbound::{Actor, Answer, Said};
+use crate::chat::exchange::{Actor, Answer, Said};
 use crate::chat::Context;
 
 use super::approval::failure;

@@ -13,14 +13,14 @@ use std::time::Duration;
 
 use crate::approval::Verb;
 use crate::chat::card::{Block, Button, Card, Field, Hint, Line, Style, Tag};
-use crate::chat::inbound::{Actor, Answer, At};
+use crate::chat::exchange::{Actor, Answer, At};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::{EngineError, ProposalDecided, Subject, SubjectKind};
 use crate::time::{clock, format_duration};
 use crate::trust::{Actor as TrustActor, Direction, Proposal, ProposalStatus};
 
-use super::approval::{failure, Command as Decision};
+use super::approval::failure;
 use super::{Never, Rendered};
 
 /// The proposal's kind: tier changes waiting for an owner. Its commands are the
@@ -133,10 +133,16 @@ pub async fn named(cx: &Context, typed: Option<&str>, replied: Option<&Subject>)
 }
 
 /// Runs a typed decision on the proposal `id`.
-pub async fn command(cx: &Context, actor: &Actor, d: Decision, id: &str) -> Answer {
-    match d.verb {
-        Verb::Approve => decide(cx, actor, true, id, d.reason).await,
-        Verb::Deny => decide(cx, actor, false, id, d.reason).await,
+pub async fn command(
+    cx: &Context,
+    actor: &Actor,
+    verb: Verb,
+    reason: Option<String>,
+    id: &str,
+) -> Answer {
+    match verb {
+        Verb::Approve => decide(cx, actor, true, id, reason).await,
+        Verb::Deny => decide(cx, actor, false, id, reason).await,
         Verb::ApproveAlways => Answer::alert(
             "A proposal is approved or declined; use /approve <id> or /deny <id> [reason].",
         ),

@@ -23,7 +23,7 @@
 
 use crate::chat::card::{Block, Button, Card, Code, Field, Hint, Line, Span, Style, Tag};
 use crate::chat::command::Typed;
-use crate::chat::inbound::{Actor, Answer, At, Purpose, Question, Said, Written};
+use crate::chat::exchange::{Actor, Answer, At, Purpose, Question, Said, Written};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::{

@@ -24,7 +24,7 @@
 use crate::approval::{Approval, Decision, Status, Verb};
 use crate::chat::card::{Block, Button, Card, Code, Field, Hint, Line, Style, Tag};
 use crate::chat::command::{first_word, non_empty, Typed};
-use crate::chat::inbound::{Actor, Answer, At, Purpose, Said};
+use crate::chat::exchange::{Actor, Answer, At, Purpose, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::{describe_settled, EngineError, Subject, SubjectKind};
@@ -33,6 +33,8 @@ use crate::store::OfferRow;
 use crate::time::{clock, format_duration, now_ms};
 
 use super::{Rendered, SlashCommand};
+
+pub mod reason;
 use crate::trust::{Grant, Scope};
 
 /// The approval prompt's kind: requests that ask a human.
@@ -42,7 +44,8 @@ impl super::Kind for Approvals {
     type Action = Action;
     type Command = Command;
     const SUBJECT: Option<SubjectKind> = Some(SubjectKind::Approval);
-    const PURPOSES: &'static [Purpose] = &[];
+    /// The "why deny?" question ([`reason`]).
+    const PURPOSES: &'static [Purpose] = &[Purpose::DenyReason];
     const COMMANDS: &'static [SlashCommand] = &[
         SlashCommand {
             name: "approve",
@@ -77,6 +80,17 @@ impl super::Kind for Approvals {
 
     async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
         render(cx, subject).await
+    }
+
+    /// Denies the request with the answer to "why deny?" as the reason.
+    async fn answer(
+        cx: &Context,
+        actor: &Actor,
+        subject: &str,
+        _purpose: Purpose,
+        text: Option<String>,
+    ) -> Answer {
+        decide(cx, actor, Verb::Deny, subject, text).await
     }
 
     async fn pending(cx: &Context) -> Result<Option<Card>, EngineError> {
@@ -147,7 +161,7 @@ impl super::Run for Command {
         }
         // `/approve <id>` and replies answer a proposal when they name one.
         match super::proposal::named(cx, self.id.as_deref(), replied).await {
-            Some(id) => super::proposal::command(cx, actor, self, &id).await,
+            Some(id) => super::proposal::command(cx, actor, self.verb, self.reason, &id).await,
             None => command(cx, actor, self, replied).await,
         }
     }
@@ -335,7 +349,7 @@ fn deny(rest: &str, in_reply: bool) -> Command {
 /// Runs a press on a prompt's button.
 pub async fn press(cx: &Context, actor: &Actor, action: Action) -> Answer {
     let choice = match action.button {
-        ButtonKind::Deny => return super::reason::ask(cx, &action.id).await,
+        ButtonKind::Deny => return reason::ask(cx, &action.id).await,
         ButtonKind::ApproveExact => GrantChoice {
             scope: ScopeChoice::Exact,
             for_: None,

@@ -5,45 +5,24 @@
 //!    platform asks it its own way: Telegram sends a message to reply to (recorded in
 //!    SQLite, so a reply counts after a restart) and puts "🚫 Deny without reason" in
 //!    place of ❌; Slack opens a form.
-//! 2. [`answer`] denies with the answer's text as the reason (none if it was empty).
+//! 2. The answer denies with its text as the reason (none if it was empty): the
+//!    approval kind takes it ([`super::Approvals`]).
 //!    Where the platform could not ask at all, it answers at once without a reason.
 
-use crate::approval::Verb;
 use crate::chat::card::{Button, Line, Style};
-use crate::chat::inbound::{Actor, Answer, Purpose, Question};
+use crate::chat::exchange::{Answer, Purpose, Question};
 use crate::chat::Context;
 
-use super::approval::{self, button_data, ButtonKind};
-use super::Never;
-
-/// The "why deny?" question's kind: it takes the answers.
-pub struct Reasons;
-
-impl super::Kind for Reasons {
-    type Action = Never;
-    type Command = Never;
-    const PURPOSES: &'static [Purpose] = &[Purpose::DenyReason];
-
-    /// Denies the request with the answer's text as the reason.
-    async fn answer(
-        cx: &Context,
-        actor: &Actor,
-        subject: &str,
-        _purpose: Purpose,
-        text: Option<String>,
-    ) -> Answer {
-        approval::decide(cx, actor, Verb::Deny, subject, text).await
-    }
-}
+use super::{already_settled, button_data, failure, ButtonKind};
 
 /// The question for request `id`, if it is still pending.
 pub async fn ask(cx: &Context, id: &str) -> Answer {
     let a = match cx.engine.get(id).await {
         Ok(a) => a,
-        Err(e) => return Answer::alert(approval::failure(&e)),
+        Err(e) => return Answer::alert(failure(&e)),
     };
     if a.status.is_settled() {
-        return approval::already_settled(&a);
+        return already_settled(&a);
     }
     Answer::Ask(Question {
         subject: a.id.clone(),
