@@ -334,6 +334,17 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn every_kinds_cards_fit_slacks_limits() {
+        let cards = crate::chat::conversation::example_cards();
+        assert!(!cards.is_empty());
+        for (kind, card) in cards {
+            let (text, blocks) = render(&card);
+            within_limits(&text, &blocks);
+            assert!(!text.is_empty(), "{kind} has no notification text");
+        }
+    }
+
+    #[test]
     fn a_fence_in_the_text_cannot_close_the_code_block() {
         let b = code_block("a```*Risk:* low```b");
         assert!(b.starts_with("```") && b.ends_with("```"));

@@ -359,6 +359,24 @@ mod tests {
     }
 
     #[test]
+    fn every_kinds_cards_fit_one_message_with_valid_buttons() {
+        let cards = crate::chat::conversation::example_cards();
+        assert!(!cards.is_empty());
+        for (kind, card) in cards {
+            let (text, keyboard) = render(&card);
+            assert!(len16(&text) <= MAX_MESSAGE, "{kind}: {}", len16(&text));
+            assert_eq!(keyboard.inline_keyboard.len(), card.buttons.len(), "{kind}");
+            for data in card.button_data() {
+                assert!(data.len() <= 64, "{kind}: {data}");
+                assert!(
+                    crate::chat::conversation::Action::decode(data).is_ok(),
+                    "{kind}: {data}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_maximal_request_fits_one_message_pending_and_settled() {
         use crate::approval::{Status, Via};
         use crate::chat::conversation::approval::{card, sample};

@@ -97,6 +97,26 @@ impl super::Kind for CheckIns {
         decide(cx, actor, run::Answer::Stop, subject, text).await
     }
 
+    #[cfg(test)]
+    fn example_cards() -> Vec<Card> {
+        let mut d = sample();
+        d.run.title = "<b>".repeat(200);
+        d.check_in.phase = "&".repeat(200);
+        let mut cards = vec![card(&d), review_card(&d)];
+        let list: Vec<(CheckIn, Run)> = (0..PENDING_SHOWN)
+            .map(|_| (d.check_in.clone(), d.run.clone()))
+            .collect();
+        // `/pending` with no request and a page of check-ins.
+        let mut pending = super::approval::pending_card(&[], 0);
+        let (blocks, buttons) = pending_section(&list, 50);
+        pending.blocks.extend(blocks);
+        pending.buttons.extend(buttons);
+        cards.push(pending);
+        d.check_in.status = CheckInStatus::Continued;
+        cards.push(card(&d));
+        cards
+    }
+
     async fn pending(cx: &Context) -> Result<Option<Card>, EngineError> {
         let list = cx.engine.waiting_check_ins(None, PENDING_SHOWN).await?;
         let total = cx.engine.count_waiting_check_ins().await?;

@@ -249,6 +249,37 @@ pub struct Digests;
 impl super::Kind for Digests {
     type Action = Nav;
     type Command = Never;
+
+    #[cfg(test)]
+    fn example_cards() -> Vec<Card> {
+        use crate::engine::DigestGroup;
+        let group = DigestGroup {
+            agent: "<".repeat(64),
+            tool: "&".repeat(crate::wire::MAX_TOOL_LEN),
+            count: 1000,
+            pending: 999,
+            max_risk: crate::policy::RiskScore::Critical,
+        };
+        let summary = DigestSummary {
+            total: 20_000,
+            pending: 19_000,
+            approved: 1000,
+            groups: vec![group; 50],
+            next_expiry: Some(0),
+            ..DigestSummary::default()
+        };
+        let mut approval = approval::sample();
+        approval.summary = Some("&<".repeat(crate::wire::MAX_SUMMARY_CHARS / 2));
+        vec![
+            card(&View::Summary(summary.clone())),
+            card(&View::Review {
+                summary: summary.clone(),
+                approval: Box::new(approval),
+                position: 20_000,
+            }),
+            card(&View::Closed(summary)),
+        ]
+    }
 }
 
 impl super::Press for Nav {

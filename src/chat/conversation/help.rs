@@ -32,6 +32,11 @@ impl super::Kind for Help {
     fn written(_cx: &Context, w: &Written<'_>) -> Option<Taken<Command>> {
         w.addressed.then_some(Taken::Command(Command))
     }
+
+    #[cfg(test)]
+    fn example_cards() -> Vec<Card> {
+        vec![card()]
+    }
 }
 
 impl super::Run for Command {

@@ -135,6 +135,13 @@ pub trait Kind {
     fn pending(_cx: &Context) -> impl Future<Output = Result<Option<Card>, EngineError>> + Send {
         async { Ok(None) }
     }
+
+    /// Its cards at their largest and in each state, for the renderers' tests (each
+    /// renderer checks every kind's cards against its platform's limits).
+    #[cfg(test)]
+    fn example_cards() -> Vec<Card> {
+        Vec::new()
+    }
 }
 
 /// What a kind makes of text it takes ([`Kind::written`]).
@@ -421,6 +428,28 @@ macro_rules! kinds {
             Ok(parts)
         }
 
+        /// Every kind's example cards, with the kind's name (the renderers' tests).
+        #[cfg(test)]
+        pub(crate) fn example_cards() -> Vec<(&'static str, Card)> {
+            let mut all = Vec::new();
+            $(all.extend(
+                <$kind as Kind>::example_cards()
+                    .into_iter()
+                    .map(|c| (stringify!($variant), c)),
+            );)+
+            all
+        }
+
+        /// The kinds that draw cards of a subject of theirs.
+        #[cfg(test)]
+        fn drawing_kinds() -> Vec<&'static str> {
+            let mut all = Vec::new();
+            $(if <$kind as Kind>::SUBJECT.is_some() {
+                all.push(stringify!($variant));
+            })+
+            all
+        }
+
         /// The subject kinds that have a kind drawing their cards.
         #[cfg(test)]
         fn drawn_subjects() -> Vec<SubjectKind> {
@@ -556,6 +585,24 @@ mod tests {
                 c.name
             );
             assert!(c.menu.len() <= 256, "/{}'s menu line is too long", c.name);
+        }
+    }
+
+    #[test]
+    fn every_kind_that_draws_a_subject_gives_example_cards_that_name_it() {
+        let cards = example_cards();
+        for kind in drawing_kinds() {
+            let own: Vec<&Card> = cards
+                .iter()
+                .filter(|(k, _)| *k == kind)
+                .map(|(_, c)| c)
+                .collect();
+            assert!(!own.is_empty(), "{kind} draws cards but gives no examples");
+            assert!(
+                own.iter()
+                    .any(|c| crate::chat::card::Tag::read(&c.plain()).is_some()),
+                "{kind}'s cards carry no subject tag"
+            );
         }
     }
 

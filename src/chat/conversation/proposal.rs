@@ -43,6 +43,19 @@ impl super::Kind for Proposals {
             Err(e) => Err(e),
         }
     }
+
+    #[cfg(test)]
+    fn example_cards() -> Vec<Card> {
+        let mut p = tests::sample();
+        p.agent = "<".repeat(64);
+        p.reason = "&".repeat(5000);
+        let quiet = Duration::from_secs(7 * 24 * 3600);
+        let mut cards = vec![card(&p, quiet)];
+        p.status = ProposalStatus::Declined;
+        cards.push(card(&p, quiet));
+        cards.push(answered(&p, quiet));
+        cards
+    }
 }
 
 impl super::Press for Action {

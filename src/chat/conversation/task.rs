@@ -89,6 +89,26 @@ impl super::Kind for Tasks {
         render(cx, subject).await
     }
 
+    #[cfg(test)]
+    fn example_cards() -> Vec<Card> {
+        let mut t = tests::sample();
+        t.summary = "<".repeat(crate::inbox::MAX_SUMMARY);
+        t.text = "&".repeat(crate::inbox::MAX_TASK_CHARS);
+        t.suggestion = Some("<".repeat(crate::inbox::classify::MAX_SUGGESTION_CHARS));
+        t.progress = Some("&".repeat(crate::inbox::MAX_PROGRESS_CHARS));
+        t.progress_at = Some(0);
+        let list: Vec<Task> = (0..SHOWN + 1).map(|_| t.clone()).collect();
+        let mut cards = vec![card(&t), list_card(&list)];
+        t.status = TaskStatus::Completed;
+        t.result = Some("<".repeat(crate::inbox::MAX_RESULT_CHARS));
+        cards.push(card(&t));
+        t.status = TaskStatus::Failed;
+        t.result = None;
+        t.error = Some("&".repeat(crate::inbox::MAX_RESULT_CHARS));
+        cards.push(card(&t));
+        cards
+    }
+
     async fn answer(
         cx: &Context,
         actor: &Actor,

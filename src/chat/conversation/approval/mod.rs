@@ -97,6 +97,27 @@ impl super::Kind for Approvals {
         let (list, total) = cx.engine.pending_page(PENDING_SHOWN).await?;
         Ok(Some(pending_card(&list, total)))
     }
+
+    #[cfg(test)]
+    fn example_cards() -> Vec<Card> {
+        use crate::approval::Via;
+        let mut a = sample();
+        a.summary = Some("&<".repeat(crate::wire::MAX_SUMMARY_CHARS / 2));
+        a.args = serde_json::json!({"body": "\u{1F600}&".repeat(10_000)});
+        a.tool = "<".repeat(crate::wire::MAX_TOOL_LEN);
+        a.agent = "a".repeat(64);
+        let mut cards = vec![card(&a)];
+        a.status = Status::Rejected;
+        a.decided_by = Some("alice".into());
+        a.decided_via = Some(Via::Cli);
+        a.decided_at = Some(0);
+        a.decision_reason = Some("<no>".repeat(5000));
+        cards.push(card(&a));
+        cards.push(decided(&a, None));
+        let list: Vec<Approval> = (0..PENDING_SHOWN).map(|_| a.clone()).collect();
+        cards.push(pending_card(&list, 500));
+        cards
+    }
 }
 
 impl super::Press for Action {
