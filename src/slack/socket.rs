@@ -69,23 +69,44 @@ pub async fn run(slack: Arc<Slack>, stop: CancellationToken) {
     debug!("slack: Socket Mode stopped");
 }
 
+/// Opens a Socket Mode connection: asks Slack for its URL, then connects.
+async fn open(
+    slack: &Slack,
+) -> Result<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    String,
+> {
+    let res = slack
+        .api
+        .call_app("apps.connections.open", &json!({}))
+        .await
+        .map_err(|e| format!("apps.connections.open: {e}"))?;
+    let url = res["url"]
+        .as_str()
+        .ok_or("apps.connections.open answered without a url")?
+        .to_string();
+    // The URL holds a connection ticket: keep it out of error messages.
+    tokio_tungstenite::connect_async(url.as_str())
+        .await
+        .map(|(ws, _)| ws)
+        .map_err(|e| format!("cannot open the Socket Mode WebSocket: {e}"))
+}
+
+/// What an acknowledged envelope carries, if gatebot handles its type.
+fn received(frame: &Value) -> Option<Received> {
+    match frame["type"].as_str() {
+        Some("interactive") => Some(Received::Interaction(frame["payload"].clone())),
+        Some("slash_commands") => Some(Received::SlashCommand(frame["payload"].clone())),
+        Some("events_api") => Some(Received::Event(frame["payload"].clone())),
+        other => {
+            debug!(kind = ?other, "slack: envelope type ignored");
+            None
+        }
+    }
+}
+
 async fn connect_once(slack: &Arc<Slack>, stop: &CancellationToken) -> Ended {
-    let open = async {
-        let res = slack
-            .api
-            .call_app("apps.connections.open", &json!({}))
-            .await
-            .map_err(|e| format!("apps.connections.open: {e}"))?;
-        let url = res["url"]
-            .as_str()
-            .ok_or("apps.connections.open answered without a url")?
-            .to_string();
-        // The URL holds a connection ticket: keep it out of error messages.
-        tokio_tungstenite::connect_async(url.as_str())
-            .await
-            .map(|(ws, _)| ws)
-            .map_err(|e| format!("cannot open the Socket Mode WebSocket: {e}"))
-    };
+    let open = open(slack);
     let mut ws = tokio::select! {
         _ = stop.cancelled() => return Ended::Cleanly,
         r = tokio::time::timeout(CONNECT_TIMEOUT, open) => match r {
@@ -153,16 +174,9 @@ async fn connect_once(slack: &Arc<Slack>, stop: &CancellationToken) -> Ended {
                     debug!(envelope, "slack: duplicate envelope acknowledged, not handled");
                     continue;
                 }
-                let received = match frame["type"].as_str() {
-                    Some("interactive") => Received::Interaction(frame["payload"].clone()),
-                    Some("slash_commands") => Received::SlashCommand(frame["payload"].clone()),
-                    Some("events_api") => Received::Event(frame["payload"].clone()),
-                    other => {
-                        debug!(kind = ?other, "slack: envelope type ignored");
-                        continue;
-                    }
-                };
-                slack.spawn(received);
+                if let Some(received) = received(&frame) {
+                    slack.spawn(received);
+                }
             }
         }
     }

@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
-use crate::chat::card::Card;
+use crate::chat::card::{Button, Card};
 use crate::chat::conversation;
 use crate::chat::exchange::{Actor, Answer, At, Question};
 use crate::chat::inbound::{self, Inbound, Replied, Seen};
@@ -257,14 +257,20 @@ impl Handler {
             }
             Err(_) => self.answer_press(q, &question.not_asked, true).await,
         }
-        let (MaybeInaccessibleMessage::Regular(m), Some(skip), Some(data)) =
+        if let (MaybeInaccessibleMessage::Regular(m), Some(skip), Some(data)) =
             (msg, &question.skip, &q.data)
-        else {
-            return;
-        };
+        {
+            self.offer_skip(m, data, skip, &question.subject).await;
+        }
+    }
+
+    /// Puts the question's skip button ("🚫 Deny without reason") in place of the
+    /// pressed one on message `m`.
+    async fn offer_skip(&self, m: &Message, pressed: &str, skip: &Button, subject: &str) {
+        let chat = m.chat.id;
         let Some(swapped) = m
             .reply_markup()
-            .and_then(|kb| render::swap_button(kb, data, skip))
+            .and_then(|kb| render::swap_button(kb, pressed, skip))
         else {
             return;
         };
@@ -283,7 +289,7 @@ impl Handler {
         }
         // The swap may land after the subject was settled and its message brought up
         // to date, putting buttons back on it: if so, have delivery draw it again.
-        let open = self.cx.engine.chat().is_open(&question.subject).await;
+        let open = self.cx.engine.chat().is_open(subject).await;
         if matches!(open, Ok(Some(false))) {
             self.cx
                 .delivery

@@ -526,69 +526,76 @@ pub fn card(t: &Task) -> Card {
             tag: Some(Tag::subject(SubjectKind::Task, &t.short_id)),
         },
         Block::Fields(fields),
-        Block::Code(Code {
-            label: "The task as written".into(),
-            body: t.text.clone(),
-            lang: None,
-            what: "the task",
-            max: Some(TEXT_ROOM),
-        }),
     ];
-    if let Some(s) = &t.suggestion {
-        // Model output: what the agent is also told, shown before a level-1 task is
-        // queued, and never as the owner's words.
-        blocks.push(Block::Code(Code {
-            label: "The classifier model's suggestion to the agent (not your words)".into(),
-            body: s.clone(),
-            lang: None,
-            what: "the suggestion",
-            max: Some(SUGGESTION_ROOM),
-        }));
-    }
-    if let (true, Some(p)) = (t.status == TaskStatus::Running, &t.progress) {
-        blocks.push(Block::Code(Code {
-            label: format!(
-                "Latest progress{}",
-                t.progress_at
-                    .map(|at| format!(" ({})", clock(at)))
-                    .unwrap_or_default()
-            ),
-            body: p.clone(),
-            lang: None,
-            what: "the progress",
-            max: Some(PROGRESS_ROOM),
-        }));
-    }
-    match t.status {
-        TaskStatus::Completed => {
-            if let Some(r) = &t.result {
-                blocks.push(Block::Code(Code {
-                    label: "Result".into(),
-                    body: r.clone(),
-                    lang: None,
-                    what: "the result",
-                    max: None,
-                }));
-            }
-        }
-        TaskStatus::Failed => {
-            if let Some(e) = &t.error {
-                blocks.push(Block::Code(Code {
-                    label: "Why it failed".into(),
-                    body: e.clone(),
-                    lang: None,
-                    what: "the error",
-                    max: None,
-                }));
-            }
-        }
-        _ => {}
-    }
+    blocks.extend(written(t));
     if let Some(o) = outcome(t) {
         blocks.push(Block::Outcome(o));
     }
+    Card {
+        blocks,
+        buttons: buttons(t),
+        hint: None,
+        fallback: format!("{} Task {}: {}", icon(t.status), t.short_id, status_word(t)),
+    }
+}
+
+/// What the owner, the classifier model and the agent wrote, each in its own block:
+/// the task, the model's suggestion, the latest progress while it runs, and the
+/// result or why it failed.
+fn written(t: &Task) -> Vec<Block> {
+    let block = |label: String, body: &str, what, max| {
+        Block::Code(Code {
+            label,
+            body: body.to_string(),
+            lang: None,
+            what,
+            max,
+        })
+    };
+    let mut blocks = vec![block(
+        "The task as written".into(),
+        &t.text,
+        "the task",
+        Some(TEXT_ROOM),
+    )];
+    if let Some(s) = &t.suggestion {
+        // Model output: what the agent is also told, shown before a level-1 task is
+        // queued, and never as the owner's words.
+        blocks.push(block(
+            "The classifier model's suggestion to the agent (not your words)".into(),
+            s,
+            "the suggestion",
+            Some(SUGGESTION_ROOM),
+        ));
+    }
+    if let (true, Some(p)) = (t.status == TaskStatus::Running, &t.progress) {
+        let at = t
+            .progress_at
+            .map(|at| format!(" ({})", clock(at)))
+            .unwrap_or_default();
+        blocks.push(block(
+            format!("Latest progress{at}"),
+            p,
+            "the progress",
+            Some(PROGRESS_ROOM),
+        ));
+    }
+    match (t.status, &t.result, &t.error) {
+        (TaskStatus::Completed, Some(r), _) => {
+            blocks.push(block("Result".into(), r, "the result", None));
+        }
+        (TaskStatus::Failed, _, Some(e)) => {
+            blocks.push(block("Why it failed".into(), e, "the error", None));
+        }
+        _ => {}
+    }
+    blocks
+}
+
+/// The buttons a task's card offers in its status.
+fn buttons(t: &Task) -> Vec<Vec<Button>> {
     let id = &t.id;
-    let buttons = match t.status {
+    match t.status {
         TaskStatus::Pending => vec![vec![
             Button::new("▶️ Queue", data(Action::Queue(id.clone()))).styled(Style::Primary),
             Button::new("🚫 Reject", data(Action::Reject(id.clone()))).styled(Style::Danger),
@@ -605,12 +612,6 @@ pub fn card(t: &Task) -> Card {
             )]]
         }
         TaskStatus::Completed | TaskStatus::Rejected => Vec::new(),
-    };
-    Card {
-        blocks,
-        buttons,
-        hint: None,
-        fallback: format!("{} Task {}: {}", icon(t.status), t.short_id, status_word(t)),
     }
 }
 
@@ -680,24 +681,7 @@ pub fn question_card(q: &TaskQuestion, t: &Task) -> Card {
     };
     match q.state {
         QuestionState::Open => {
-            let mut row: Vec<Button> = q
-                .choices
-                .iter()
-                .enumerate()
-                .take(9)
-                .map(|(i, c)| {
-                    let label = if by_model {
-                        format!("🤖 {}", shorten(c, MAX_CHOICE_CHARS))
-                    } else {
-                        shorten(c, MAX_CHOICE_CHARS)
-                    };
-                    Button::new(label, data(Action::Choice(q.id.clone(), i as u8)))
-                })
-                .collect();
-            row.push(
-                Button::new("✍️ Answer", data(Action::Answer(q.id.clone()))).styled(Style::Primary),
-            );
-            card.buttons = row.into_iter().map(|b| vec![b]).collect();
+            card.buttons = answer_buttons(q, by_model);
             card.hint = Some(Hint {
                 reply_words: vec!["your answer".into()],
                 command: None,
@@ -727,6 +711,27 @@ pub fn question_card(q: &TaskQuestion, t: &Task) -> Card {
     }
     card.blocks = blocks;
     card
+}
+
+/// An open question's buttons, one per row: a button per concrete choice (🤖 marks a
+/// model's), then ✍️ Answer.
+fn answer_buttons(q: &TaskQuestion, by_model: bool) -> Vec<Vec<Button>> {
+    let mut row: Vec<Button> = q
+        .choices
+        .iter()
+        .enumerate()
+        .take(9)
+        .map(|(i, c)| {
+            let label = if by_model {
+                format!("🤖 {}", shorten(c, MAX_CHOICE_CHARS))
+            } else {
+                shorten(c, MAX_CHOICE_CHARS)
+            };
+            Button::new(label, data(Action::Choice(q.id.clone(), i as u8)))
+        })
+        .collect();
+    row.push(Button::new("✍️ Answer", data(Action::Answer(q.id.clone()))).styled(Style::Primary));
+    row.into_iter().map(|b| vec![b]).collect()
 }
 
 /// The card of a subject of kind `task` as it is now; `None` if it is gone.
