@@ -24,6 +24,7 @@ mod idempotency;
 mod inbox;
 mod inbox_chat;
 mod integrations;
+mod layout;
 mod lifecycle;
 mod memory;
 mod pause;
