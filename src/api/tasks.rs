@@ -29,7 +29,7 @@ use super::extract::{
 };
 use super::ApiState;
 use crate::approval::Via;
-use crate::engine::{EngineError, Report, TaskRequest};
+use crate::engine::{EngineError, Report, TaskRequest, What};
 use crate::inbox::lifecycle::Step;
 use crate::inbox::wire::{
     ClaimAnswer, ClaimBody, ClaimedView, CompleteBody, FailBody, NeedsInputBody, ProgressBody,
@@ -148,7 +148,7 @@ async fn authorised_task(
     } else {
         match state.engine.task_subject(id).await? {
             Some(crate::engine::TaskSubject::Task(t)) if t.id == id => *t,
-            _ => return Err(EngineError::TaskNotFound(id.to_string()).into()),
+            _ => return Err(EngineError::not_found(What::Task, id).into()),
         }
     };
     note(&task);
@@ -157,7 +157,7 @@ async fn authorised_task(
             .await
             .map_err(|e| match e {
                 // Don't reveal that the id exists to an agent that cannot see it.
-                EngineError::UnknownAgent(_) => EngineError::TaskNotFound(id.to_string()),
+                EngineError::UnknownAgent(_) => EngineError::not_found(What::Task, id),
                 other => other,
             })?;
     }

@@ -454,7 +454,7 @@ async fn shown_by_text(cx: &Context, chat: &str, r: &Replied) -> Shows {
     };
     let subject = match cx.engine.chat().lookup(&short).await {
         Ok(s) => s,
-        Err(EngineError::NotFound(_)) => return Shows::Nothing,
+        Err(EngineError::NotFound { .. }) => return Shows::Nothing,
         Err(e) => {
             error!(error = %e, "cannot look up the request a reply names");
             return Shows::Nothing;

@@ -29,6 +29,7 @@ pub mod card;
 pub mod command;
 pub mod conversation;
 pub mod delivery;
+pub mod failure;
 pub mod inbound;
 pub mod memory;
 pub mod platform;

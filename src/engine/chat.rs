@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{blocking, EngineError};
+use super::{blocking, EngineError, What};
 use crate::approval::{Approval, PlatformId};
 use crate::chat::inbound::Purpose;
 use crate::store::{
@@ -234,10 +234,11 @@ impl ChatState {
         match found {
             SubjectLookup::Found(s) => Ok(s),
             SubjectLookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
+                what: What::Subject,
                 typed: typed.to_string(),
                 candidates,
             }),
-            SubjectLookup::NotFound => Err(EngineError::NotFound(typed.to_string())),
+            SubjectLookup::NotFound => Err(EngineError::not_found(What::Subject, typed)),
         }
     }
 

@@ -23,13 +23,13 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::{broadcast, mpsc, oneshot, watch, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::{info, info_span, warn, Instrument, Span};
 
-use crate::approval::{Approval, Decision, Status, Verb, Via};
+use crate::approval::{Approval, Asked, Decision, Status, Verb, Via};
 use crate::config::{AgentConfig, Config};
 use crate::names::{hidden_character, valid_agent_name};
 use crate::policy::shell;
@@ -44,6 +44,7 @@ use crate::trust::{paused_verdict, GrantAsk, Scope};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
 mod chat;
+mod error;
 mod gate;
 mod housekeeping;
 mod refusal;
@@ -59,6 +60,7 @@ pub use crate::store::{
     SubjectKind, Thread, Unposted,
 };
 pub use chat::ChatState;
+pub use error::{Conflict, EngineError, GrantRefused, TokenProblem, What};
 pub use gate::{Acting, Cap, Slot, WaitSlot};
 pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
 pub use runs::{EventOutcome, Recorded, RunFilter, RunStart};
@@ -76,7 +78,7 @@ where
     // failure is noted for /v1/health and the watchdog.
     tokio::task::spawn_blocking(move || store.guarded(f))
         .await
-        .map_err(|e| EngineError::Internal(format!("store task failed: {e}")))?
+        .map_err(|e| EngineError::internal("running a store call", e))?
         .map_err(EngineError::from)
 }
 
@@ -132,66 +134,6 @@ impl Transport {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("unknown agent `{0}`: add an [agents.{0}] table to the config")]
-    UnknownAgent(String),
-    #[error("{0}")]
-    Unauthorized(String),
-    #[error("{0}")]
-    Forbidden(String),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("no request with id `{0}`")]
-    NotFound(String),
-    #[error("`{typed}` matches several requests: {}", candidates.join(", "))]
-    Ambiguous {
-        typed: String,
-        candidates: Vec<String>,
-    },
-    #[error("request {} is already {}", .0.short_id, describe_settled(.0))]
-    AlreadySettled(Box<Approval>),
-    #[error(
-        "idempotency_key `{key}` was already used by this agent for a {what} with other \
-         content ({what} {id}): send a new key for a new {what}, or the same content to repeat it"
-    )]
-    IdempotencyConflict {
-        key: String,
-        /// "request", "workflow run".
-        what: &'static str,
-        id: String,
-    },
-    /// The agent is over one of its limits ([`crate::limits`]).
-    #[error("{0}")]
-    Limited(Box<crate::limits::Limited>),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("internal error: {0}")]
-    Internal(String),
-    #[error("no task with id `{0}`")]
-    TaskNotFound(String),
-    /// The step does not apply to the thing as it is now (a task already finished, a
-    /// lease that lapsed): `code` says which case, for clients to branch on.
-    #[error("{message}")]
-    Conflict { code: &'static str, message: String },
-    /// The agent is paused: it may do nothing until an owner resumes it.
-    #[error(
-        "agent `{}` is {}. While paused it cannot claim or report on tasks, start workflow \
-         runs or report their events, and its requests are blocked; an owner resumes it \
-         (gatebot agent {} resume, or /resume in a chat)",
-        .0.agent, .0.describe(), .0.agent
-    )]
-    Paused(Box<crate::trust::Pause>),
-    /// The agent holds as many connections or long-polls as `[queue]` allows per agent.
-    #[error("{message}")]
-    AtCap {
-        agent: String,
-        limit: Cap,
-        max: usize,
-        message: String,
-    },
-}
-
 /// Records a request's id, agent, tool and status (as `verdict`) in `span`, if the
 /// span declares those fields (request spans declare them `Empty` and fill them in
 /// as they become known; a later call overwrites `verdict` with the newer status).
@@ -233,7 +175,8 @@ fn check_agent_name(agent: &str) -> Result<(), EngineError> {
     if valid_agent_name(agent) {
         return Ok(());
     }
-    Err(EngineError::Invalid(
+    Err(EngineError::invalid(
+        "agent",
         hidden_character("agent", agent)
             .unwrap_or_else(|| "`agent` must be 1-64 letters, digits, '-', '_' or '.'".into()),
     ))
@@ -262,16 +205,9 @@ pub enum ScopeChoice {
 /// A request as an agent submits it.
 #[derive(Debug, Clone, Default)]
 pub struct Submission {
-    pub agent: String,
-    pub tool: String,
-    pub args: Value,
-    pub summary: Option<String>,
-    pub confidence: Option<f64>,
-    pub environment: Option<String>,
+    /// Its `task_id`, if any, must be one of the agent's tasks.
+    pub asked: Asked,
     pub ttl: Option<Duration>,
-    pub idempotency_key: Option<String>,
-    /// The inbox task the agent is running, if any: it must be one of the agent's.
-    pub task_id: Option<String>,
 }
 
 /// The result of a submission.
@@ -280,6 +216,14 @@ pub struct Submitted {
     pub approval: Approval,
     /// False when an earlier request with the same idempotency key was returned.
     pub created: bool,
+}
+
+/// The group-commit writer is gone (the engine is shutting down, or it panicked).
+fn writer_stopped() -> EngineError {
+    EngineError::Internal {
+        context: "committing a request: the store writer has stopped",
+        source: None,
+    }
 }
 
 /// A request waiting for the group-commit writer, and where to send its result.
@@ -329,7 +273,7 @@ impl Engine {
             Ok::<_, StoreError>(store)
         })
         .await
-        .map_err(|e| EngineError::Internal(format!("opening the store failed: {e}")))??;
+        .map_err(|e| EngineError::internal("opening the store", e))??;
         Ok(Engine::new(store, config))
     }
 
@@ -493,20 +437,18 @@ impl Engine {
         let Some(cfg) = config.agent(agent) else {
             return Err(EngineError::UnknownAgent(agent.to_string()));
         };
+        let refuse = |problem| {
+            Err(EngineError::Unauthorized {
+                agent: agent.to_string(),
+                problem,
+            })
+        };
         match (&cfg.token, bearer) {
             (Some(token), Some(b)) if token.matches(b) => Ok(cfg),
-            (Some(_), Some(_)) => Err(EngineError::Unauthorized(format!(
-                "the bearer token is not agent `{agent}`'s token"
-            ))),
-            (Some(_), None) => Err(EngineError::Unauthorized(format!(
-                "agent `{agent}` has a token: send it as `Authorization: Bearer <token>`"
-            ))),
-            (None, _) if transport == Transport::Tcp => Err(EngineError::Unauthorized(format!(
-                "agent `{agent}` has no token configured, and the TCP listener requires one"
-            ))),
-            (None, Some(_)) => Err(EngineError::Unauthorized(format!(
-                "a bearer token was sent, but agent `{agent}` has none configured"
-            ))),
+            (Some(_), Some(_)) => refuse(TokenProblem::NotTheAgents),
+            (Some(_), None) => refuse(TokenProblem::Missing),
+            (None, _) if transport == Transport::Tcp => refuse(TokenProblem::ListenerRequiresOne),
+            (None, Some(_)) => refuse(TokenProblem::NoneConfigured),
             (None, None) => Ok(cfg),
         }
     }
@@ -524,42 +466,46 @@ impl Engine {
 
     fn validate(&self, sub: &Submission) -> Result<Duration, EngineError> {
         let config = self.config();
-        check_agent_name(&sub.agent)?;
-        if sub.tool.trim().is_empty() || sub.tool.len() > MAX_TOOL_LEN {
-            return Err(EngineError::Invalid(format!(
-                "`tool` must be 1-{MAX_TOOL_LEN} characters"
-            )));
+        check_agent_name(&sub.asked.agent)?;
+        if sub.asked.tool.trim().is_empty() || sub.asked.tool.len() > MAX_TOOL_LEN {
+            return Err(EngineError::invalid(
+                "tool",
+                format!("`tool` must be 1-{MAX_TOOL_LEN} characters"),
+            ));
         }
-        if let Some(why) = hidden_character("tool", &sub.tool) {
-            return Err(EngineError::Invalid(why));
+        if let Some(why) = hidden_character("tool", &sub.asked.tool) {
+            return Err(EngineError::invalid("tool", why));
         }
-        if let Some(s) = &sub.summary {
+        if let Some(s) = &sub.asked.summary {
             if s.chars().count() > MAX_SUMMARY_CHARS {
-                return Err(EngineError::Invalid(format!(
-                    "`summary` is longer than {MAX_SUMMARY_CHARS} characters"
-                )));
+                return Err(EngineError::invalid(
+                    "summary",
+                    format!("`summary` is longer than {MAX_SUMMARY_CHARS} characters"),
+                ));
             }
         }
-        if let Some(c) = sub.confidence {
+        if let Some(c) = sub.asked.confidence {
             if !(0.0..=1.0).contains(&c) {
-                return Err(EngineError::Invalid(format!(
-                    "`confidence` must be between 0.0 and 1.0, got {c}"
-                )));
+                return Err(EngineError::invalid(
+                    "confidence",
+                    format!("`confidence` must be between 0.0 and 1.0, got {c}"),
+                ));
             }
         }
-        if let Some(k) = &sub.idempotency_key {
+        if let Some(k) = &sub.asked.idempotency_key {
             if k.is_empty() || k.len() > MAX_KEY_LEN {
-                return Err(EngineError::Invalid(format!(
-                    "`idempotency_key` must be 1-{MAX_KEY_LEN} bytes"
-                )));
+                return Err(EngineError::invalid(
+                    "idempotency_key",
+                    format!("`idempotency_key` must be 1-{MAX_KEY_LEN} bytes"),
+                ));
             }
         }
         let ttl = sub.ttl.unwrap_or(config.default_ttl);
         // `policy.max_ttl` bounds it, and lies in range::TTL itself.
         let allowed = Range::new(range::TTL.min, config.max_ttl.min(range::TTL.max));
-        allowed
-            .check(ttl)
-            .map_err(|e| EngineError::Invalid(format!("`ttl` {e} (the longest is policy.max_ttl)")))
+        allowed.check(ttl).map_err(|e| {
+            EngineError::invalid("ttl", format!("`ttl` {e} (the longest is policy.max_ttl)"))
+        })
     }
 
     /// Scores, stores and publishes a request. The request is committed before this returns.
@@ -574,15 +520,15 @@ impl Engine {
         // after this request is stored, never in between.
         let _order = self.submitting().await;
         let config = self.config();
-        let (name, tool, at) = (sub.agent.clone(), sub.tool.clone(), now_ms());
+        let (name, tool, at) = (sub.asked.agent.clone(), sub.asked.tool.clone(), now_ms());
         let facts = self
             .blocking(move |s| s.submit_facts(&name, &tool, at))
             .await?;
         // A shell-like tool's command, read once: it may make the call read-only, and
         // it decides which grants cover the call.
-        let command_arg = config.trust.shell_tools.get(&sub.tool);
+        let command_arg = config.trust.shell_tools.get(&sub.asked.tool);
         let command = command_arg
-            .and_then(|arg| command_of(&sub.args, arg))
+            .and_then(|arg| command_of(&sub.asked.args, arg))
             .map(shell::Command::read);
         // The owner's tier, over the config's.
         let overridden;
@@ -597,10 +543,10 @@ impl Engine {
             _ => &agent.rules,
         };
         let request = Request {
-            tool: &sub.tool,
-            args: &sub.args,
-            confidence: sub.confidence,
-            environment: sub.environment.as_deref(),
+            tool: &sub.asked.tool,
+            args: &sub.asked.args,
+            confidence: sub.asked.confidence,
+            environment: sub.asked.environment.as_deref(),
             command: command.as_ref(),
         };
         let first_use = !facts.run_before;
@@ -663,25 +609,22 @@ impl Engine {
         };
         let ttl_ms = ttl.as_millis() as i64;
         // The whole request as the agent sent it: a repeat of its key must match it all.
-        let content_hash = sub.idempotency_key.as_ref().map(|_| {
+        let content_hash = sub.asked.idempotency_key.as_ref().map(|_| {
             crate::store::content_hash(&json!({
-                "tool": sub.tool,
-                "args": sub.args,
-                "summary": sub.summary,
-                "confidence": sub.confidence,
-                "environment": sub.environment,
+                "tool": sub.asked.tool,
+                "args": sub.asked.args,
+                "summary": sub.asked.summary,
+                "confidence": sub.asked.confidence,
+                "environment": sub.asked.environment,
                 "ttl_ms": sub.ttl.map(|t| t.as_millis() as u64),
-                "task_id": sub.task_id,
+                "task_id": sub.asked.task_id,
             }))
         });
         let new = NewApproval {
-            agent: sub.agent,
-            tool: sub.tool,
-            args: sub.args,
-            summary: sub.summary,
-            confidence: sub.confidence,
-            environment: sub.environment,
-            idempotency_key: sub.idempotency_key.clone(),
+            asked: Asked {
+                task_id,
+                ..sub.asked.clone()
+            },
             content_hash,
             status,
             risk: verdict.risk,
@@ -691,7 +634,6 @@ impl Engine {
             ttl_ms: (status == Status::Pending).then_some(ttl_ms),
             created_at: now,
             expires_at: (status == Status::Pending).then_some(after(now, ttl)),
-            task_id,
             offer,
             // A pause blocks the call, grant or not.
             grant_id: let_through
@@ -703,11 +645,11 @@ impl Engine {
         self.inserts
             .send((new, reply))
             .await
-            .map_err(|_| EngineError::Internal("the store writer has stopped".into()))?;
+            .map_err(|_| writer_stopped())?;
         let inserted = self.count_held_back(
             result
                 .await
-                .map_err(|_| EngineError::Internal("the store writer has stopped".into()))?
+                .map_err(|_| writer_stopped())?
                 .map_err(EngineError::from),
         )?;
         let submitted = match inserted {
@@ -733,8 +675,8 @@ impl Engine {
             },
             Inserted::Conflict(a) => {
                 return Err(EngineError::IdempotencyConflict {
-                    key: sub.idempotency_key.unwrap_or_default(),
-                    what: "request",
+                    key: sub.asked.idempotency_key.unwrap_or_default(),
+                    what: What::Request,
                     id: a.short_id,
                 })
             }
@@ -748,10 +690,11 @@ impl Engine {
         match self.blocking(move |s| s.lookup(&t, pending_only)).await? {
             Lookup::Found(a) => Ok(*a),
             Lookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
+                what: What::Request,
                 typed: typed.to_string(),
                 candidates,
             }),
-            Lookup::NotFound => Err(EngineError::NotFound(typed.to_string())),
+            Lookup::NotFound => Err(EngineError::not_found(What::Request, typed)),
         }
     }
 
@@ -760,7 +703,7 @@ impl Engine {
         let i = id.to_string();
         self.blocking(move |s| s.get(&i))
             .await?
-            .ok_or_else(|| EngineError::NotFound(id.to_string()))
+            .ok_or_else(|| EngineError::not_found(What::Request, id))
     }
 
     /// Applies an owner's decision to the request `typed` names. Channels must
@@ -809,27 +752,21 @@ impl Engine {
         choice: GrantChoice,
     ) -> Result<Approval, EngineError> {
         let approval = match self.lookup(typed, true).await {
-            Err(EngineError::NotFound(_)) => self.lookup(typed, false).await?,
+            Err(EngineError::NotFound { .. }) => self.lookup(typed, false).await?,
             other => other?,
         };
         let wants_grant = decision.verb == Verb::ApproveAlways || choice.for_.is_some();
         if decision.verb == Verb::Deny && choice != GrantChoice::default() {
-            return Err(EngineError::Invalid(
-                "a denial grants nothing: --prefix, --exact and --for go with approve".into(),
-            ));
+            return Err(EngineError::Grant(GrantRefused::DenialGrantsNothing));
         }
         if choice.scope != ScopeChoice::Default && !wants_grant {
-            return Err(EngineError::Invalid(
-                "--prefix and --exact choose what approve-always (or approve --for) grants".into(),
-            ));
+            return Err(EngineError::Grant(GrantRefused::ScopeWithoutGrant));
         }
         if wants_grant && approval.status == Status::Pending && !approval.always_allow_offered {
-            return Err(EngineError::Invalid(format!(
-                "\"Always allow\" does not apply to request {}: {} needs a human every time \
-                 (a supervised agent, require_approval_for, critical risk, or a shell-like \
-                 tool's call without a command); approve it once instead",
-                approval.short_id, approval.tool
-            )));
+            return Err(EngineError::Grant(GrantRefused::NotOffered {
+                request: approval.short_id.clone(),
+                tool: approval.tool.clone(),
+            }));
         }
         let grant = if wants_grant && approval.status == Status::Pending {
             Some(self.grant_ask(&approval, &choice).await?)
@@ -859,7 +796,7 @@ impl Engine {
                 self.publish(Event::Settled(Arc::new(a.clone())));
                 return Ok(a);
             }
-            Transition::NotFound => return Err(EngineError::NotFound(typed.to_string())),
+            Transition::NotFound => return Err(EngineError::not_found(What::Request, typed)),
             Transition::AlreadySettled(a) => (a, false),
             Transition::Expired(a) => (a, true),
         };
@@ -897,43 +834,39 @@ impl Engine {
                 .map(|c| c.trim_ascii().to_string())
         });
         let shell = command.is_some() || command_arg.is_some();
-        let invalid = |m: String| Err(EngineError::Invalid(m));
+        let refused = |why| Err(EngineError::Grant(why));
         let scope = match (&choice.scope, shell, command) {
             (ScopeChoice::Default, false, _) => Scope::Tool,
             (_, true, None) => {
-                return invalid(format!(
-                    "{} is a shell-like tool, and request {} has no command under `{}` to \
-                     grant; approve it once",
-                    a.tool,
-                    a.short_id,
-                    command_arg.map_or("command", String::as_str)
-                ))
+                return refused(GrantRefused::NoCommand {
+                    request: a.short_id.clone(),
+                    tool: a.tool.clone(),
+                    arg: command_arg.map_or("command", String::as_str).to_string(),
+                })
             }
             (ScopeChoice::Default | ScopeChoice::Exact, true, Some(c)) => Scope::Exact(c),
             (ScopeChoice::Exact | ScopeChoice::Prefix(_), false, _) => {
-                return invalid(format!(
-                    "{} is not a shell-like tool (its [tools] entry names no command_arg), so \
-                     a grant covers the whole tool; leave out --prefix and --exact",
-                    a.tool
-                ))
+                return refused(GrantRefused::NotShell {
+                    tool: a.tool.clone(),
+                })
             }
             // The offer stored with the request is checked again: the rules of what a
             // prefix may cover may have tightened since the prompt was made.
             (ScopeChoice::Prefix(None), true, Some(c)) => Scope::Prefix(
                 prefix_to_grant(&shell::Command::read(&c), offer.and_then(|o| o.prefix))
-                    .map_err(EngineError::Invalid)?,
+                    .map_err(|why| EngineError::Grant(GrantRefused::Prefix(why)))?,
             ),
             (ScopeChoice::Prefix(Some(p)), true, Some(c)) => Scope::Prefix(
-                check_prefix(&shell::Command::read(&c), p).map_err(EngineError::Invalid)?,
+                check_prefix(&shell::Command::read(&c), p)
+                    .map_err(|why| EngineError::Grant(GrantRefused::Prefix(why)))?,
             ),
         };
         let for_ = match choice.for_ {
-            Some(d) => Some(range::GRANT_FOR.check(d).map_err(|e| {
-                EngineError::Invalid(format!(
-                    "a time-boxed grant (--for, or `for`) {e}; for longer, approve always \
-                     without --for and revoke it when it is no longer wanted"
-                ))
-            })?),
+            Some(d) => Some(
+                range::GRANT_FOR
+                    .check(d)
+                    .map_err(|e| EngineError::Grant(GrantRefused::For(e.to_string())))?,
+            ),
             None => None,
         };
         let expires_at = for_.map(|d| after(now_ms(), d));
@@ -1040,7 +973,7 @@ impl Engine {
                 Err(EngineError::AlreadySettled(Box::new(a)))
             }
             Transition::AlreadySettled(a) => Err(EngineError::AlreadySettled(Box::new(a))),
-            Transition::NotFound => Err(EngineError::NotFound(id.to_string())),
+            Transition::NotFound => Err(EngineError::not_found(What::Request, id)),
         }
     }
 
@@ -1081,11 +1014,13 @@ impl Engine {
                 self.publish(Event::Settled(Arc::new(a.clone())));
                 Ok(a)
             }
-            Transition::AlreadySettled(a) | Transition::Expired(a) => Err(EngineError::Invalid(format!(
-                "request {} is {}; a result can be reported only for an allowed or approved request",
-                a.short_id, a.status
-            ))),
-            Transition::NotFound => Err(EngineError::NotFound(id.to_string())),
+            Transition::AlreadySettled(a) | Transition::Expired(a) => {
+                Err(EngineError::Conflict(Conflict::NotReportable {
+                    request: a.short_id,
+                    status: a.status,
+                }))
+            }
+            Transition::NotFound => Err(EngineError::not_found(What::Request, id)),
         }
     }
 

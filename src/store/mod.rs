@@ -270,6 +270,9 @@ impl Store {
 }
 
 #[cfg(test)]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     //! Fixtures shared by the store's unit tests, and the tests of `Store` itself.
 
@@ -282,10 +285,9 @@ mod tests {
         key: Option<&str>,
         expires_at: Option<i64>,
     ) -> NewApproval {
-        NewApproval {
-            idempotency_key: key.map(Into::into),
-            ..NewApproval::sample(agent, tool, expires_at)
-        }
+        let mut n = NewApproval::sample(agent, tool, expires_at);
+        n.asked.idempotency_key = key.map(Into::into);
+        n
     }
 
     pub(super) fn inserted(s: &Store, n: &NewApproval) -> Approval {
@@ -319,9 +321,10 @@ mod tests {
     fn requests_made_in_one_millisecond_list_in_the_order_they_were_made() {
         let s = Store::open_in_memory().unwrap();
         let news: Vec<NewApproval> = (0..300)
-            .map(|i| NewApproval {
-                args: serde_json::json!({"n": i}),
-                ..new("m", "t", None, Some(i64::MAX))
+            .map(|i| {
+                let mut n = new("m", "t", None, Some(i64::MAX));
+                n.asked.args = serde_json::json!({"n": i});
+                n
             })
             .collect();
         // One transaction, one created_at: as a burst of submissions is committed.

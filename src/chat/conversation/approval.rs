@@ -289,7 +289,7 @@ pub async fn decide_granting(
             Answer::Done(decided(&a, grant.as_ref()))
         }
         Err(EngineError::AlreadySettled(a)) => already_settled(&a),
-        Err(e) => Answer::alert(failure(&e)),
+        Err(e) => Answer::alert(crate::chat::failure::failure(&e)),
     }
 }
 
@@ -359,25 +359,6 @@ pub fn grant_words(line: Line, g: &Grant) -> Line {
     match g.expires_at {
         Some(at) => line.and(format!(", until {}", clock(at))),
         None => line.and(", until revoked"),
-    }
-}
-
-/// What to tell someone whose command failed.
-#[must_use]
-pub fn failure(e: &EngineError) -> String {
-    match e {
-        EngineError::NotFound(id) => {
-            format!("No request matches `{id}`. Use /pending to see open requests.")
-        }
-        EngineError::Ambiguous { typed, candidates } => format!(
-            "`{typed}` matches several requests: {}. Type more of the id.",
-            candidates.join(", ")
-        ),
-        EngineError::Invalid(m) => m.clone(),
-        other => {
-            tracing::error!(error = %other, "chat command failed");
-            "Something went wrong; see the gatebot log.".into()
-        }
     }
 }
 

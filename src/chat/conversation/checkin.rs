@@ -27,7 +27,7 @@ use crate::workflow::evaluate::IssueKind;
 use crate::workflow::run::{self, CheckIn, CheckInAnswer, CheckInStatus, Run, RunIssue};
 use crate::workflow::{EventType, Severity, Why};
 
-use super::approval::failure;
+use crate::chat::failure::failure;
 
 /// Problems listed on the card itself; Review issues lists them all.
 pub const LISTED: usize = 5;
@@ -173,7 +173,7 @@ pub struct Detail {
 pub async fn detail(cx: &Context, id: &str) -> Result<Option<Detail>, EngineError> {
     let check_in = match cx.engine.check_in(id).await {
         Ok(c) => c,
-        Err(EngineError::NotFound(_)) => return Ok(None),
+        Err(EngineError::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(e),
     };
     let run = cx.engine.get_run(&check_in.run_id).await?;
@@ -244,7 +244,7 @@ async fn resolve(cx: &Context, typed: &str) -> Result<String, Answer> {
         Ok(_) => Err(Answer::alert(format!(
             "`{typed}` is a request, not a workflow check-in: use /approve or /deny."
         ))),
-        Err(EngineError::NotFound(_)) => Err(Answer::alert(format!(
+        Err(EngineError::NotFound { .. }) => Err(Answer::alert(format!(
             "No check-in matches `{typed}`. Use /pending to see what waits for you."
         ))),
         Err(e) => Err(Answer::alert(failure(&e))),

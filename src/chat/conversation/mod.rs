@@ -365,7 +365,7 @@ pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>,
                     open: pending,
                 }))
             }
-            Err(EngineError::NotFound(_)) => Ok(None),
+            Err(EngineError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         },
         SubjectKind::Proposal => match cx.engine.proposal(&subject.id).await {
@@ -374,7 +374,7 @@ pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>,
                 revision: p.status.as_str().to_string(),
                 open: p.status == crate::trust::ProposalStatus::Open,
             })),
-            Err(EngineError::NotFound(_)) => Ok(None),
+            Err(EngineError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         },
         SubjectKind::Task => task::render(cx, subject).await,

@@ -12,7 +12,8 @@ use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::time::clock;
 
-use super::approval::{self, failure};
+use super::approval;
+use crate::chat::failure::failure;
 
 /// Most requests `/pending` lists.
 pub const SHOWN: usize = 20;

@@ -20,7 +20,8 @@ use crate::engine::{EngineError, ProposalDecided, Subject, SubjectKind};
 use crate::time::{clock, format_duration};
 use crate::trust::{Actor as TrustActor, Direction, Proposal, ProposalStatus};
 
-use super::approval::{failure, Command as Decision};
+use super::approval::Command as Decision;
+use crate::chat::failure::failure;
 
 /// A press on a proposal's button.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +113,7 @@ pub async fn decide(
              changed. Use /agent {} to see where it stands.",
             p.short_id, p.agent, p.agent
         )),
-        Err(EngineError::NotFound(_)) => Answer::alert("That proposal no longer exists."),
+        Err(EngineError::NotFound { .. }) => Answer::alert("That proposal no longer exists."),
         Err(e) => Answer::alert(failure(&e)),
     }
 }

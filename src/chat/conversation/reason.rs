@@ -19,7 +19,7 @@ use super::approval::{self, button_data, ButtonKind};
 pub async fn ask(cx: &Context, id: &str) -> Answer {
     let a = match cx.engine.get(id).await {
         Ok(a) => a,
-        Err(e) => return Answer::alert(approval::failure(&e)),
+        Err(e) => return Answer::alert(crate::chat::failure::failure(&e)),
     };
     if a.status.is_settled() {
         return approval::already_settled(&a);

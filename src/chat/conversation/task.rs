@@ -167,12 +167,14 @@ fn done_text(step: Step, t: &Task) -> String {
 /// What to tell someone whose step on a task did not happen.
 fn refusal(e: &EngineError) -> Answer {
     match e {
-        EngineError::Conflict { message, .. } => Answer::alert(format!("{message}.")),
-        EngineError::TaskNotFound(id) => Answer::alert(format!(
+        EngineError::Conflict(c) => Answer::alert(format!("{c}.")),
+        EngineError::NotFound { id, .. } => Answer::alert(format!(
             "No task matches `{id}`. /tasks lists the open ones."
         )),
-        EngineError::Invalid(m) => Answer::alert(m.clone()),
-        EngineError::Ambiguous { typed, candidates } => Answer::alert(format!(
+        EngineError::Invalid { problem, .. } => Answer::alert(problem.clone()),
+        EngineError::Ambiguous {
+            typed, candidates, ..
+        } => Answer::alert(format!(
             "`{typed}` matches several tasks: {}.",
             candidates.join(", ")
         )),
