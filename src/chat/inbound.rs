@@ -26,7 +26,9 @@ use crate::chat::card::{Button, Card, Line};
 use crate::chat::conversation::{self, task, Action, Command, Who};
 use crate::chat::platform::Thread;
 use crate::chat::Context;
-use crate::engine::{EngineError, Home, Refusal, ShownBy, Subject};
+use crate::engine::{EngineError, Refusal};
+pub use crate::subject::Purpose;
+use crate::subject::{Home, ShownBy, Subject};
 
 /// Who pressed, wrote or answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,42 +63,6 @@ pub struct At {
     /// gatebot has no record of (its post unconfirmed) is told from another message
     /// with the same buttons (a `/pending` list).
     pub text: Option<String>,
-}
-
-/// Why gatebot asked a question: what its answer is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
-    /// "Why deny?": the answer is the reason of a denial.
-    DenyReason,
-    /// A task's clarify question: the answer classifies the task again.
-    Clarify,
-    /// A task's agent asks: the answer goes to the agent when it resumes.
-    NeedsInput,
-    /// "Why stop?": the answer is the reason a workflow check-in is stopped.
-    StopReason,
-}
-
-impl Purpose {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Purpose::DenyReason => "deny_reason",
-            Purpose::Clarify => "task_clarify",
-            Purpose::NeedsInput => "task_input",
-            Purpose::StopReason => "stop_reason",
-        }
-    }
-
-    #[must_use]
-    pub fn parse(s: &str) -> Option<Purpose> {
-        match s {
-            "deny_reason" => Some(Purpose::DenyReason),
-            "task_clarify" => Some(Purpose::Clarify),
-            "task_input" => Some(Purpose::NeedsInput),
-            "stop_reason" => Some(Purpose::StopReason),
-            _ => None,
-        }
-    }
 }
 
 /// The message a text replies to (Telegram's reply, Slack's thread parent).

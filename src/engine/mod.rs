@@ -20,7 +20,7 @@ use tracing::warn;
 use crate::approval::{Approval, Status, Via};
 use crate::config::{AgentConfig, Config};
 use crate::names::{hidden_character, valid_agent_name};
-use crate::store::{AuditCheck, AuditHead, AuditRow, StorageFault, Store, StoreError};
+use crate::store::Store;
 use crate::time::now_ms;
 
 mod chat;
@@ -32,13 +32,12 @@ mod requests;
 mod tasks;
 mod trust;
 
-pub use crate::store::{task_revision, Report};
 mod runs;
 
-pub use crate::store::Answered;
+// What the engine hands out that the store defines: its row shapes and query filters.
 pub use crate::store::{
-    DigestGroup, DigestState, DigestSummary, Home, ListFilter, Shown, ShownBy, Subject,
-    SubjectKind, Thread, Unposted,
+    task_revision, Answered, AuditCheck, AuditHead, AuditRow, ListFilter, OfferRow, Report,
+    StorageFault, StoreError,
 };
 pub use chat::ChatState;
 pub use error::{Conflict, EngineError, GrantRefused, TokenProblem, What};
@@ -50,6 +49,25 @@ pub use requests::{
 pub use runs::{EventOutcome, Recorded, RunFilter, RunStart};
 pub use tasks::{TaskRequest, TaskSubject};
 pub use trust::{PauseOutcome, ProposalDecided};
+
+/// Owners' tier overrides and the agents' pauses, as a database holds them.
+pub type OwnersTrust = (Vec<crate::trust::TierOverride>, Vec<crate::trust::Pause>);
+
+/// A read-only look at the database at `path`, which a running daemon may hold open
+/// (`gatebot check-config`): owners' tier overrides and pauses. `None`: no database, or
+/// one from before tiers could be set.
+pub fn peek_trust(path: &std::path::Path) -> Result<Option<OwnersTrust>, EngineError> {
+    Ok(crate::store::peek_trust(path)?)
+}
+
+/// Opens the database at `path` (creating it if needed, with its private mode),
+/// brings its schema up to date and closes it; then reports how many requests are
+/// pending in it. For tools and tests that look at a daemon's database while it is
+/// stopped.
+pub fn open_database(path: &std::path::Path) -> Result<usize, EngineError> {
+    let store = Store::open(path)?;
+    Ok(store.count_pending()?)
+}
 
 /// Runs a store call on the blocking pool: SQLite calls block, sometimes on fsync.
 async fn blocking<T, F>(store: &Arc<Store>, f: F) -> Result<T, EngineError>

@@ -39,7 +39,8 @@ use crate::inbox::{
     MAX_QUESTION_CHARS, MAX_RESULT_CHARS, MAX_TASK_CHARS,
 };
 use crate::names::valid_agent_name;
-use crate::store::{Changed, Home, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing};
+use crate::store::{Changed, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing};
+use crate::subject::Home;
 use crate::time::now_ms;
 use crate::trust::Actor;
 

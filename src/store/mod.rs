@@ -36,22 +36,17 @@ mod trust;
 
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
-pub use chat::{
-    Asked, DigestGroup, DigestState, DigestSummary, Home, Shown, ShownBy, Subject, SubjectKind,
-    SubjectLookup, Thread, Unposted,
-};
+pub use chat::SubjectLookup;
 pub use health::{FaultKind, StorageFault};
 pub use refusals::{Closed, RefusalRow, Refused};
 pub use runs::{
     Answered, EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup,
-    MAX_ISSUES_READ,
 };
 pub use tasks::{
     task_revision, Changed, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing,
 };
 pub use trust::{
-    peek_trust, NewOffer, NewProposal, OfferRow, Paused, ProposalOutcome, Revoked, SubmitFacts,
-    TierChange,
+    peek_trust, NewOffer, NewProposal, OfferRow, ProposalOutcome, Revoked, TierChange,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -189,13 +184,7 @@ pub fn content_hash(v: &serde_json::Value) -> String {
         .collect()
 }
 
-/// `path` with `suffix` appended to its file name: the database's `-wal` and `-shm`.
-#[must_use]
-pub fn sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    name.into()
-}
+pub(crate) use crate::files::sibling;
 
 pub struct Store {
     conn: Mutex<Connection>,

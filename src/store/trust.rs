@@ -1453,7 +1453,7 @@ mod tests {
         assert_eq!(
             s.subject(&p.id).unwrap(),
             Some((
-                crate::store::Subject {
+                crate::subject::Subject {
                     id: p.id.clone(),
                     kind: SubjectKind::Proposal
                 },

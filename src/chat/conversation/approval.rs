@@ -9,7 +9,7 @@
 //!   allow_for`), and for a shell-like tool its always-allow is scoped: ♾️ Always:
 //!   this command, and ♾️ Always: this prefix when the command has one (never for
 //!   interpreters, wrappers or compound commands). What the scoped buttons grant was
-//!   stored with the request ([`crate::store::OfferRow`]); the button names only the
+//!   stored with the request ([`crate::engine::OfferRow`]); the button names only the
 //!   request. After enough approvals in a row, the prompt says so and offers the
 //!   matching grant first (`[grants] suggest_after`).
 //!   Data: `gb1:a:<id>`, `gb1:A:<id>`, `gb1:d:<id>`, `gb1:s:<id>`, and `gb1:ae:<id>`
@@ -27,9 +27,10 @@ use crate::chat::command::{first_word, non_empty, Typed};
 use crate::chat::inbound::{Actor, Answer};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{describe_settled, EngineError, Subject};
+use crate::engine::OfferRow;
+use crate::engine::{describe_settled, EngineError};
 use crate::engine::{GrantChoice, ScopeChoice};
-use crate::store::OfferRow;
+use crate::subject::Subject;
 use crate::time::{clock, format_duration, now_ms};
 use crate::trust::{Grant, Scope};
 

@@ -21,7 +21,8 @@ use crate::chat::card::{Block, Button, Card, Field, Hint, Line};
 use crate::chat::inbound::{Answer, At};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{DigestState, DigestSummary, EngineError};
+use crate::engine::EngineError;
+use crate::subject::{DigestState, DigestSummary};
 use crate::time::clock;
 
 use super::approval;

@@ -35,7 +35,8 @@ use crate::chat::card::Card;
 use crate::chat::command;
 use crate::chat::inbound::{Actor, Answer, At, Purpose};
 use crate::chat::Context;
-use crate::engine::{EngineError, Subject, SubjectKind};
+use crate::engine::EngineError;
+use crate::subject::{Subject, SubjectKind};
 
 /// Every button's data starts with this (and a version, so old buttons can be told apart).
 pub const DATA_PREFIX: &str = "gb1:";

@@ -16,7 +16,8 @@ use crate::chat::card::{Block, Button, Card, Field, Hint, Line, Style};
 use crate::chat::inbound::{Actor, Answer};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{EngineError, ProposalDecided, Subject, SubjectKind};
+use crate::engine::{EngineError, ProposalDecided};
+use crate::subject::{Subject, SubjectKind};
 use crate::time::{clock, format_duration};
 use crate::trust::{Actor as TrustActor, Direction, Proposal, ProposalStatus};
 

@@ -26,10 +26,11 @@ use crate::chat::command::Typed;
 use crate::chat::inbound::{Actor, Answer, Purpose, Question};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{task_revision, EngineError, Home, Subject, TaskRequest, TaskSubject};
+use crate::engine::{task_revision, EngineError, TaskRequest, TaskSubject};
 use crate::inbox::classify::MAX_CHOICE_CHARS;
 use crate::inbox::lifecycle::Step;
 use crate::inbox::{ClassifiedBy, QuestionPurpose, QuestionState, Task, TaskQuestion, TaskStatus};
+use crate::subject::{Home, Subject};
 use crate::time::clock;
 
 use super::Rendered;
