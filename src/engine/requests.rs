@@ -27,12 +27,12 @@ use tracing::{info, info_span, warn, Instrument, Span};
 
 use super::{check_agent_name, Conflict, Engine, EngineError, Event, GrantRefused, What};
 use crate::approval::{Approval, Asked, Decision, Status, Verb};
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, Config};
 use crate::names::hidden_character;
 use crate::policy::shell;
 use crate::policy::{Action, History, Request, GRANT_SOURCE};
 use crate::store::{
-    Inserted, ListFilter, Lookup, NewApproval, NewOffer, Store, StoreError, Transition,
+    Inserted, ListFilter, Lookup, NewApproval, NewOffer, Store, StoreError, SubmitFacts, Transition,
 };
 use crate::time::{after, now_ms, range, Range};
 use crate::trust::grants::{check_prefix, command_of, offered_prefix, prefix_to_grant};
@@ -188,164 +188,78 @@ impl Engine {
         let facts = self
             .blocking(move |s| s.submit_facts(&name, &tool, at))
             .await?;
-        // A shell-like tool's command, read once: it may make the call read-only, and
-        // it decides which grants cover the call.
-        let command_arg = config.trust.shell_tools.get(&sub.asked.tool);
-        let command = command_arg
-            .and_then(|arg| command_of(&sub.asked.args, arg))
-            .map(shell::Command::read);
-        // The owner's tier, over the config's.
-        let overridden;
-        let rules = match facts.tier {
-            Some(tier) if tier != agent.rules.tier => {
-                overridden = crate::policy::AgentRules {
-                    tier,
-                    ..agent.rules.clone()
-                };
-                &overridden
-            }
-            _ => &agent.rules,
-        };
-        let request = Request {
-            tool: &sub.asked.tool,
-            args: &sub.asked.args,
-            confidence: sub.asked.confidence,
-            environment: sub.asked.environment.as_deref(),
-            command: command.as_ref(),
-        };
-        let first_use = !facts.run_before;
-        let risk = config.policy.risk(rules, first_use, &request);
-        // A grant covers a call within its scope and up to the risk the owner approved.
-        let in_scope: Vec<_> = facts
-            .grants
-            .iter()
-            .filter(|g| g.scope.covers(command.as_ref()))
-            .collect();
-        let grant = in_scope.iter().find(|g| risk.score <= g.max_risk).copied();
-        let mut verdict = config.policy.decide(
-            rules,
-            History {
-                always_allowed: grant.is_some(),
-                first_use,
-            },
-            &request,
-            risk,
-        );
-        // The grant that let the call through, if one did (not the agent's config, not
-        // the policy on its own): its outcome, once reported, is evidence (docs/trust.md).
-        let let_through = grant
-            .filter(|_| verdict.action == Action::Allow && verdict.reason.contains(GRANT_SOURCE));
-        if let Some(g) = let_through {
-            verdict.reason = format!("{} (grant {}: {})", verdict.reason, g.short_id, g.scope);
-        }
-        // A grant whose scope covers the call but not its risk: say why it did not count.
-        if let Some(g) = in_scope
-            .first()
-            .filter(|_| grant.is_none() && verdict.action == Action::Ask)
-        {
-            let _ = write!(
-                verdict.reason,
-                "; grant {} ({}) covers calls only up to {} risk, the risk of the request it \
-                 was granted on",
-                g.short_id,
-                g.scope,
-                g.max_risk.as_str()
-            );
-        }
-        // A shell-like tool's call without a command has nothing a grant could name.
-        if command_arg.is_some() && command.is_none() {
-            verdict.always_allow_offered = false;
-        }
-        if let Some(pause) = &facts.pause {
-            verdict = paused_verdict(verdict, pause);
-        }
-        let offer =
-            (verdict.action == Action::Ask && verdict.always_allow_offered).then(|| NewOffer {
-                command: command.as_ref().map(|c| c.raw.trim_ascii().to_string()),
-                prefix: command.as_ref().and_then(offered_prefix),
-                suggest_after: config.trust.grants.suggest_after,
-            });
+        let judged = judge(&config, &sub.asked, agent, &facts);
+        let verdict = judged.verdict;
         let now = now_ms();
         let status = match verdict.action {
             Action::Allow => Status::Allowed,
             Action::Ask => Status::Pending,
             Action::Block => Status::Blocked,
         };
-        let ttl_ms = ttl.as_millis() as i64;
-        // The whole request as the agent sent it: a repeat of its key must match it all.
-        let content_hash = sub.asked.idempotency_key.as_ref().map(|_| {
-            crate::store::content_hash(&json!({
-                "tool": sub.asked.tool,
-                "args": sub.asked.args,
-                "summary": sub.asked.summary,
-                "confidence": sub.asked.confidence,
-                "environment": sub.asked.environment,
-                "ttl_ms": sub.ttl.map(|t| t.as_millis() as u64),
-                "task_id": sub.asked.task_id,
-            }))
-        });
         let new = NewApproval {
             asked: Asked {
                 task_id,
                 ..sub.asked.clone()
             },
-            content_hash,
+            content_hash: content_hash(&sub),
             status,
             risk: verdict.risk,
             policy_reason: verdict.reason,
             checkpoint: verdict.checkpoint,
             always_allow_offered: verdict.always_allow_offered,
-            ttl_ms: (status == Status::Pending).then_some(ttl_ms),
+            ttl_ms: (status == Status::Pending).then_some(ttl.as_millis() as i64),
             created_at: now,
             expires_at: (status == Status::Pending).then_some(after(now, ttl)),
-            offer,
+            offer: judged.offer,
             // A pause blocks the call, grant or not.
-            grant_id: let_through
-                .filter(|_| status == Status::Allowed)
-                .map(|g| g.id.clone()),
+            grant_id: judged.grant_id.filter(|_| status == Status::Allowed),
         };
-        // Committed (with fsync) before we answer; concurrent submissions share a commit.
+        match self.commit(new).await? {
+            Inserted::New(a) => Ok(self.announce_submitted(a)),
+            Inserted::Existing(a) => Ok(Submitted {
+                approval: a,
+                created: false,
+            }),
+            Inserted::Conflict(a) => Err(EngineError::IdempotencyConflict {
+                key: sub.asked.idempotency_key.unwrap_or_default(),
+                what: What::Request,
+                id: a.short_id,
+            }),
+        }
+    }
+
+    /// Commits a request through the group-commit writer (with fsync) before it
+    /// returns; concurrent submissions share a commit.
+    async fn commit(&self, new: NewApproval) -> Result<Inserted, EngineError> {
         let (reply, result) = oneshot::channel();
         self.inserts
             .send((new, reply))
             .await
             .map_err(|_| writer_stopped())?;
-        let inserted = self.count_held_back(
+        self.count_held_back(
             result
                 .await
                 .map_err(|_| writer_stopped())?
                 .map_err(EngineError::from),
-        )?;
-        let submitted = match inserted {
-            Inserted::New(a) => {
-                info!(
-                    id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
-                    verdict = %a.status, risk = a.risk.score.as_str(),
-                    "request submitted"
-                );
-                self.metrics.submitted(a.status);
-                if a.status == Status::Pending {
-                    self.deadlines_changed.notify_one();
-                }
-                self.publish(Event::Submitted(Arc::new(a.clone())));
-                Submitted {
-                    approval: a,
-                    created: true,
-                }
-            }
-            Inserted::Existing(a) => Submitted {
-                approval: a,
-                created: false,
-            },
-            Inserted::Conflict(a) => {
-                return Err(EngineError::IdempotencyConflict {
-                    key: sub.asked.idempotency_key.unwrap_or_default(),
-                    what: What::Request,
-                    id: a.short_id,
-                })
-            }
-        };
-        Ok(submitted)
+        )
+    }
+
+    /// Logs, counts and publishes a request just stored.
+    fn announce_submitted(&self, a: Approval) -> Submitted {
+        info!(
+            id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
+            verdict = %a.status, risk = a.risk.score.as_str(),
+            "request submitted"
+        );
+        self.metrics.submitted(a.status);
+        if a.status == Status::Pending {
+            self.deadlines_changed.notify_one();
+        }
+        self.publish(Event::Submitted(Arc::new(a.clone())));
+        Submitted {
+            approval: a,
+            created: true,
+        }
     }
 
     /// Finds a request by full id, short id or unique prefix (≥ 4 characters).
@@ -713,6 +627,117 @@ impl Engine {
     }
 }
 
+/// The policy's verdict on a request, with what the owner's grants and pause add.
+struct Judged {
+    verdict: crate::policy::Verdict,
+    /// What the prompt offers to grant, if it asks a human and may offer it.
+    offer: Option<NewOffer>,
+    /// The grant that let the call through, if one did (not the agent's config, not
+    /// the policy on its own): its outcome, once reported, is evidence (docs/trust.md).
+    grant_id: Option<String>,
+}
+
+/// Scores `asked` and decides it under the agent's rules, the owner's tier over the
+/// config's, the grants in force and a pause ([`SubmitFacts`]).
+fn judge(config: &Config, asked: &Asked, agent: &AgentConfig, facts: &SubmitFacts) -> Judged {
+    // A shell-like tool's command, read once: it may make the call read-only, and
+    // it decides which grants cover the call.
+    let command_arg = config.trust.shell_tools.get(&asked.tool);
+    let command = command_arg
+        .and_then(|arg| command_of(&asked.args, arg))
+        .map(shell::Command::read);
+    // The owner's tier, over the config's.
+    let overridden;
+    let rules = match facts.tier {
+        Some(tier) if tier != agent.rules.tier => {
+            overridden = crate::policy::AgentRules {
+                tier,
+                ..agent.rules.clone()
+            };
+            &overridden
+        }
+        _ => &agent.rules,
+    };
+    let request = Request {
+        tool: &asked.tool,
+        args: &asked.args,
+        confidence: asked.confidence,
+        environment: asked.environment.as_deref(),
+        command: command.as_ref(),
+    };
+    let first_use = !facts.run_before;
+    let risk = config.policy.risk(rules, first_use, &request);
+    // A grant covers a call within its scope and up to the risk the owner approved.
+    let in_scope: Vec<_> = facts
+        .grants
+        .iter()
+        .filter(|g| g.scope.covers(command.as_ref()))
+        .collect();
+    let grant = in_scope.iter().find(|g| risk.score <= g.max_risk).copied();
+    let mut verdict = config.policy.decide(
+        rules,
+        History {
+            always_allowed: grant.is_some(),
+            first_use,
+        },
+        &request,
+        risk,
+    );
+    let let_through =
+        grant.filter(|_| verdict.action == Action::Allow && verdict.reason.contains(GRANT_SOURCE));
+    if let Some(g) = let_through {
+        verdict.reason = format!("{} (grant {}: {})", verdict.reason, g.short_id, g.scope);
+    }
+    // A grant whose scope covers the call but not its risk: say why it did not count.
+    if let Some(g) = in_scope
+        .first()
+        .filter(|_| grant.is_none() && verdict.action == Action::Ask)
+    {
+        let _ = write!(
+            verdict.reason,
+            "; grant {} ({}) covers calls only up to {} risk, the risk of the request it \
+             was granted on",
+            g.short_id,
+            g.scope,
+            g.max_risk.as_str()
+        );
+    }
+    // A shell-like tool's call without a command has nothing a grant could name.
+    if command_arg.is_some() && command.is_none() {
+        verdict.always_allow_offered = false;
+    }
+    if let Some(pause) = &facts.pause {
+        verdict = paused_verdict(verdict, pause);
+    }
+    let offer = (verdict.action == Action::Ask && verdict.always_allow_offered).then(|| NewOffer {
+        command: command.as_ref().map(|c| c.raw.trim_ascii().to_string()),
+        prefix: command.as_ref().and_then(offered_prefix),
+        suggest_after: config.trust.grants.suggest_after,
+    });
+    Judged {
+        verdict,
+        offer,
+        grant_id: let_through.map(|g| g.id.clone()),
+    }
+}
+
+/// With an idempotency key: the hash of the whole request as the agent sent it, so a
+/// repeat of its key must match it all.
+fn content_hash(sub: &Submission) -> Option<String> {
+    let a = &sub.asked;
+    a.idempotency_key.as_ref().map(|_| {
+        crate::store::content_hash(&json!({
+            "tool": a.tool,
+            "args": a.args,
+            "summary": a.summary,
+            "confidence": a.confidence,
+            "environment": a.environment,
+            "ttl_ms": sub.ttl.map(|t| t.as_millis() as u64),
+            "task_id": a.task_id,
+        }))
+    })
+}
+
 /// The group-commit writer: takes every submission waiting at the moment (up to
 /// [`MAX_BATCH`]) and commits them in one transaction, then answers each. A lone
 /// submission is committed at once; under load, batches form by themselves. It
@@ -751,7 +776,6 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::config::Config;
 
     fn engine(store: Store) -> Arc<Engine> {
         let config = Config::parse("", Path::new("/nonexistent/bot.toml")).unwrap();

@@ -46,7 +46,7 @@ pub use tasks::{
     task_revision, Changed, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing,
 };
 pub use trust::{
-    peek_trust, NewOffer, NewProposal, OfferRow, ProposalOutcome, Revoked, TierChange,
+    peek_trust, NewOffer, NewProposal, OfferRow, ProposalOutcome, Revoked, SubmitFacts, TierChange,
 };
 
 #[derive(Debug, thiserror::Error)]
