@@ -21,12 +21,12 @@ use serde_json::json;
 use tracing::field::Empty;
 use tracing::{instrument, Span};
 
-use super::decide::owner_of;
 use super::error::{ApiError, ApiResult};
 use super::extract::{
     admit, audit_refusal, authenticate, bearer, json_body, json_body_sized, wait_param, ApiPath,
     ApiQuery, Waiting,
 };
+use super::owner::owner_of;
 use super::ApiState;
 use crate::approval::Via;
 use crate::engine::{EngineError, Report, TaskRequest, What};
