@@ -299,7 +299,7 @@ fn policy() {
 /// from the text, then tolerance, limits and check-in point), and an event recorded and
 /// evaluated in one durable SQLite transaction.
 fn workflow() {
-    use gatebot::store::{NewEvent, NewRun, Recorded, RunInserted, Store};
+    use gatebot::bench_internals::{NewEvent, NewRun, Recorded, RunInserted, Store};
     use gatebot::workflow::{
         evaluate, normalize, EventType, IssueKind, ResultHandling, RunState, Settings, StepResult,
     };
@@ -887,7 +887,7 @@ fn quotas() {
     ] {
         let start = Instant::now();
         for _ in 0..n {
-            std::hint::black_box(gatebot::store::content_hash(v));
+            std::hint::black_box(gatebot::bench_internals::content_hash(v));
         }
         println!(
             "content hash of a keyed request, {name:<16} {:>10.2?} per call",

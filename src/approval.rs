@@ -18,6 +18,22 @@ use serde::{Deserialize, Serialize};
 
 use crate::policy::Risk;
 
+/// What an agent asks to do, as it sent it: the fields a request keeps from its
+/// submission. `wire::SubmitBody` brings them in (`From`), the engine's `Submission` and
+/// the store's new row carry them whole, and [`Approval`] holds them once stored.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Asked {
+    pub agent: String,
+    pub tool: String,
+    pub args: serde_json::Value,
+    pub summary: Option<String>,
+    pub confidence: Option<f64>,
+    pub environment: Option<String>,
+    pub idempotency_key: Option<String>,
+    /// The inbox task the agent is running, if any.
+    pub task_id: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {

@@ -198,6 +198,14 @@ pub fn describe(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
+/// `path` with `suffix` appended to its file name: the database's `-wal` and `-shm`.
+#[must_use]
+pub fn sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

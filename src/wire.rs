@@ -39,6 +39,22 @@ pub struct SubmitBody {
     pub task_id: Option<String>,
 }
 
+impl From<SubmitBody> for crate::approval::Asked {
+    /// The request's fields; `ttl` is read on its own (it is parsed, and not kept).
+    fn from(b: SubmitBody) -> Self {
+        crate::approval::Asked {
+            agent: b.agent,
+            tool: b.tool,
+            args: b.args,
+            summary: b.summary,
+            confidence: b.confidence,
+            environment: b.environment,
+            idempotency_key: b.idempotency_key,
+            task_id: b.task_id,
+        }
+    }
+}
+
 /// `POST /v1/requests/{id}/result`: `{ok, detail?}` or `{executing: true}`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -14,6 +14,7 @@ use serde_json::json;
 use super::error::{ApiError, ApiResult};
 use super::extract::ApiQuery;
 use super::ApiState;
+use crate::engine::{EngineError, What};
 
 #[derive(serde::Deserialize)]
 pub(super) struct AuditQuery {
@@ -165,7 +166,7 @@ pub(super) struct VerifyQuery {
 async fn audited_id(state: &ApiState, typed: &str) -> ApiResult<String> {
     match state.engine.lookup(typed, false).await {
         Ok(a) => return Ok(a.id),
-        Err(crate::engine::EngineError::NotFound(_)) => {}
+        Err(EngineError::NotFound { .. }) => {}
         Err(e) => return Err(e.into()),
     }
     if let Ok(s) = state.engine.chat().lookup(typed).await {
@@ -173,8 +174,9 @@ async fn audited_id(state: &ApiState, typed: &str) -> ApiResult<String> {
     }
     match state.engine.lookup_run(typed, true).await {
         Ok(run) => Ok(run.id),
-        Err(crate::engine::EngineError::NotFound(_)) => {
-            Err(crate::engine::EngineError::NotFound(typed.to_string()).into())
+        // Named a request, the kind most audited ids are.
+        Err(EngineError::NotFound { .. }) => {
+            Err(EngineError::not_found(What::Request, typed).into())
         }
         Err(e) => Err(e.into()),
     }

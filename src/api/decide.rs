@@ -17,14 +17,15 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 use tracing::field::Empty;
-use tracing::{info, instrument};
+use tracing::instrument;
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{audit_refusal, bearer, json_body, note, note_error, ApiPath};
+use super::owner::{owner_of, refuse_actor};
 use super::ApiState;
 use crate::approval::{Decision, Verb, Via};
-use crate::engine::{GrantChoice, ProposalDecided, ScopeChoice, SubjectKind};
-use crate::peer::{check_sudo_user, Caller, SUDO_USER_HEADER};
+use crate::engine::{GrantChoice, ProposalDecided, ScopeChoice};
+use crate::subject::SubjectKind;
 use crate::time::parse_duration;
 use crate::trust::{Actor, Proposal};
 use crate::wire::{ApprovalView, DecisionBody};
@@ -211,60 +212,4 @@ pub(super) async fn decision_forbidden(
         "forbidden",
         "agents cannot decide requests; an owner decides from a chat channel or the CLI",
     )
-}
-
-/// Who is acting on the control socket ([`decider`]), for every owner's route that
-/// changes something. Takes what it needs from `req` at once, so the request is not
-/// held across the lookup (a body is not `Sync`).
-pub(super) fn owner_of(
-    req: &Request<Body>,
-) -> impl std::future::Future<Output = ApiResult<String>> + Send + 'static {
-    let caller = req.extensions().get::<Caller>().copied();
-    let headers = req.headers().clone();
-    async move { decider(caller, &headers).await }
-}
-
-/// Refuses a body that names who acts: gatebot records the caller the kernel names.
-pub(super) fn refuse_actor(actor: Option<&serde_json::Value>) -> ApiResult<()> {
-    match actor {
-        None => Ok(()),
-        Some(_) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_request",
-            "`actor` is not accepted: gatebot records who acts from the control socket's \
-             peer credentials (the caller's own account)",
-        )),
-    }
-}
-
-/// Who is deciding: the kernel's caller of this connection (see the module docs).
-pub(super) async fn decider(caller: Option<Caller>, headers: &HeaderMap) -> ApiResult<String> {
-    let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", m);
-    let sudo_user = match headers.get(SUDO_USER_HEADER) {
-        None => None,
-        Some(v) => {
-            let v = v
-                .to_str()
-                .map_err(|_| bad(format!("`{SUDO_USER_HEADER}` must be a user name")))?;
-            Some(check_sudo_user(v).map_err(bad)?.to_string())
-        }
-    };
-    let Some(caller) = caller else {
-        // Every Unix connection carries one; the control socket is only ever Unix.
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "decisions are taken only from a caller the kernel can name (the control socket)",
-        ));
-    };
-    // getpwuid_r may ask NSS (a directory service): not on the async threads.
-    let (name, account) = tokio::task::spawn_blocking(move || {
-        (caller.owner_name(sudo_user.as_deref()), caller.account())
-    })
-    .await
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()))?;
-    if name != account {
-        info!(by = %name, account = %account, uid = caller.uid, pid = ?caller.pid, "decision through a shared account, for the person sudo named");
-    }
-    Ok(name)
 }

@@ -7,7 +7,8 @@ use axum::Json;
 use serde_json::json;
 
 use crate::approval::Approval;
-use crate::engine::EngineError;
+use crate::engine::{Conflict, EngineError, GrantRefused};
+use crate::inbox::TaskStatus;
 use crate::wire::ApprovalView;
 
 /// An API error: status, stable code, human message.
@@ -51,23 +52,23 @@ impl ApiError {
 
 impl From<EngineError> for ApiError {
     fn from(e: EngineError) -> Self {
-        let message = e.to_string();
+        let message = message(&e);
         match e {
             EngineError::UnknownAgent(_) => {
                 ApiError::new(StatusCode::FORBIDDEN, "unknown_agent", message)
             }
-            EngineError::Unauthorized(_) => {
+            EngineError::Unauthorized { .. } => {
                 ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
             }
-            EngineError::Forbidden(_) => ApiError::new(StatusCode::FORBIDDEN, "forbidden", message),
-            EngineError::Invalid(_) => {
+            EngineError::Invalid { .. } | EngineError::Grant(_) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)
             }
-            EngineError::NotFound(_) | EngineError::TaskNotFound(_) => {
+            EngineError::NotFound { .. } => {
                 ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
             }
-            EngineError::Conflict { code, .. } => {
-                ApiError::new(StatusCode::CONFLICT, code, message)
+            EngineError::Conflict(c) => {
+                let (status, code) = conflict_code(&c);
+                ApiError::new(status, code, message)
             }
             EngineError::Ambiguous { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "ambiguous_id", message)
@@ -103,20 +104,75 @@ impl From<EngineError> for ApiError {
             }
             // Not the daemon's bug: the operator must act (the fault is logged once, at
             // ERROR, where it is detected).
-            EngineError::Store(store) => match store.fault() {
+            EngineError::Store(ref store) => match store.fault() {
                 Some(fault) => {
                     ApiError::new(StatusCode::SERVICE_UNAVAILABLE, fault.code(), fault.message)
                 }
-                None => internal(&message),
+                None => internal(&e),
             },
-            EngineError::Internal(_) => internal(&message),
+            EngineError::Internal { .. } => internal(&e),
         }
     }
 }
 
-/// An unexpected failure: logged, and the client is pointed at the log.
-fn internal(message: &str) -> ApiError {
-    tracing::error!(error = %message, "request failed");
+/// The status and code of a step that does not apply to the thing as it is now.
+fn conflict_code(c: &Conflict) -> (StatusCode, &'static str) {
+    match c {
+        Conflict::Task {
+            status: TaskStatus::Cancelled,
+            ..
+        } => (StatusCode::CONFLICT, "task_cancelled"),
+        Conflict::Task { .. } | Conflict::NothingAsked { .. } => {
+            (StatusCode::CONFLICT, "task_conflict")
+        }
+        Conflict::LeaseLost { .. } => (StatusCode::CONFLICT, "lease_lost"),
+        // Answered as a bad request since the API began; kept so clients keep working.
+        Conflict::GrantRevoked { .. }
+        | Conflict::NotReportable { .. }
+        | Conflict::AgentGone { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_request"),
+    }
+}
+
+/// The message an API client (and so the `gatebot` command, which prints it) reads.
+/// The API is where an owner's grant choices are flags and fields (`gatebot decide
+/// --prefix`, the body's `for`), and where a paused agent learns how it is resumed.
+#[must_use]
+pub fn message(e: &EngineError) -> String {
+    match e {
+        EngineError::Grant(g) => grant_message(g),
+        EngineError::Paused(p) => format!(
+            "{e}. While paused it cannot claim or report on tasks, start workflow runs or \
+             report their events, and its requests are blocked; an owner resumes it \
+             (gatebot agent {} resume, or /resume in a chat)",
+            p.agent
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// An owner's grant choice refused, in the words of `gatebot decide` and its API.
+fn grant_message(g: &GrantRefused) -> String {
+    match g {
+        GrantRefused::DenialGrantsNothing => {
+            "a denial grants nothing: --prefix, --exact and --for go with approve".into()
+        }
+        GrantRefused::ScopeWithoutGrant => {
+            "--prefix and --exact choose what approve-always (or approve --for) grants".into()
+        }
+        GrantRefused::NotShell { .. } => format!("{g}; leave out --prefix and --exact"),
+        GrantRefused::For(why) => format!(
+            "a time-boxed grant (--for, or `for`) {why}; for longer, approve always without \
+             --for and revoke it when it is no longer wanted"
+        ),
+        GrantRefused::NotOffered { .. }
+        | GrantRefused::NoCommand { .. }
+        | GrantRefused::Prefix(_) => g.to_string(),
+    }
+}
+
+/// An unexpected failure: logged with its causes, and the client is pointed at the log.
+fn internal(e: &EngineError) -> ApiError {
+    tracing::error!(error = %e.chain(), "request failed");
     ApiError::new(
         StatusCode::INTERNAL_SERVER_ERROR,
         "internal",

@@ -22,7 +22,7 @@ use super::error::{ApiError, ApiResult};
 use super::ApiState;
 use crate::approval::{Approval, Via};
 use crate::config::AgentConfig;
-use crate::engine::{record_request, EngineError, Refusal, Slot, WaitSlot};
+use crate::engine::{record_request, EngineError, Refusal, Slot, WaitSlot, What};
 use crate::limits::Quota;
 
 tokio::task_local! {
@@ -243,7 +243,15 @@ pub(super) async fn authenticate_as(
         .authenticate(agent, token, state.transport)
         .and_then(|cfg| take_slot(state, agent).map(|()| cfg));
     match authenticated {
-        Err(EngineError::Unauthorized(why)) => {
+        Err(EngineError::Unauthorized {
+            agent: who,
+            problem,
+        }) => {
+            let why = EngineError::Unauthorized {
+                agent: who.clone(),
+                problem,
+            }
+            .to_string();
             let mut detail = json!({
                 "attempted": attempted,
                 "refused": why,
@@ -263,7 +271,10 @@ pub(super) async fn authenticate_as(
                 detail,
             )
             .await;
-            Err(EngineError::Unauthorized(why))
+            Err(EngineError::Unauthorized {
+                agent: who,
+                problem,
+            })
         }
         other => other,
     }
@@ -363,7 +374,7 @@ pub(super) async fn authorised_request(
         .await
         .map_err(|e| match e {
             // Don't reveal that the id exists to an agent that cannot see it.
-            EngineError::UnknownAgent(_) => EngineError::NotFound(id.to_string()),
+            EngineError::UnknownAgent(_) => EngineError::not_found(What::Request, id),
             other => other,
         })?;
     }

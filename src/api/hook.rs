@@ -41,6 +41,7 @@ use tokio::time::Instant;
 use tracing::field::Empty;
 use tracing::Span;
 
+use super::error::message;
 use super::extract::{authenticate, note, Waiting};
 use super::ApiState;
 use crate::approval::Status;
@@ -99,11 +100,11 @@ pub(super) async fn claude_code(State(state): State<ApiState>, req: Request<Body
         Ok(cfg) => cfg,
         Err(e) => {
             // A refused token is logged (once a minute per kind) where it is audited.
-            if !matches!(e, EngineError::Unauthorized(_)) {
+            if !matches!(e, EngineError::Unauthorized { .. }) {
                 let error = e.to_string();
                 tracing::warn!(error = %crate::engine::cut(&error), "http hook refused");
             }
-            return deny(Verdict::unreachable(tool, &e.to_string()));
+            return deny(Verdict::unreachable(tool, &message(&e)));
         }
     };
     let total = match budget(&state, query.wait.as_deref(), &parts.headers) {
@@ -124,7 +125,7 @@ pub(super) async fn claude_code(State(state): State<ApiState>, req: Request<Body
         .engine
         .admit(&agent, crate::limits::Quota::Requests, read.total)
     {
-        return deny(Verdict::unreachable(tool, &e.to_string()));
+        return deny(Verdict::unreachable(tool, &message(&e)));
     }
     let input: Value = match serde_json::from_slice(&read.head) {
         Ok(v) => v,
@@ -270,16 +271,10 @@ struct EngineGate<'a> {
 
 impl Gate for EngineGate<'_> {
     async fn submit(&self, b: &SubmitBody) -> Result<ApprovalView, GateError> {
+        // A hook's call waits as long as the hook allows, not a ttl of its own.
         let sub = Submission {
-            agent: b.agent.clone(),
-            tool: b.tool.clone(),
-            args: b.args.clone(),
-            summary: b.summary.clone(),
-            confidence: b.confidence,
-            environment: b.environment.clone(),
+            asked: b.clone().into(),
             ttl: None,
-            idempotency_key: b.idempotency_key.clone(),
-            task_id: b.task_id.clone(),
         };
         self.state
             .engine
@@ -289,7 +284,7 @@ impl Gate for EngineGate<'_> {
                 note(&s.approval);
                 ApprovalView::from(&s.approval)
             })
-            .map_err(|e| GateError::Failed(e.to_string()))
+            .map_err(|e| GateError::Failed(message(&e)))
     }
 
     async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, GateError> {
@@ -302,7 +297,7 @@ impl Gate for EngineGate<'_> {
             engine.wait(id, up_to, &stop).await
         })
         .await
-        .map_err(|e: EngineError| GateError::Failed(e.to_string()))?;
+        .map_err(|e: EngineError| GateError::Failed(message(&e)))?;
         note(&a);
         if a.status == Status::Pending && self.state.shutdown.is_cancelled() {
             return Err(shutting_down());
@@ -320,7 +315,7 @@ impl Gate for EngineGate<'_> {
                 note(&a);
                 Ok(ApprovalView::from(&*a))
             }
-            Err(e) => Err(GateError::Failed(e.to_string())),
+            Err(e) => Err(GateError::Failed(message(&e))),
         }
     }
 }

@@ -43,6 +43,7 @@ mod health;
 mod hook;
 mod list;
 mod metrics;
+mod owner;
 mod result;
 mod runs;
 mod submit;

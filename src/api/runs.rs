@@ -65,7 +65,7 @@ async fn authorised_run(
         .lookup_run(typed, state.owner)
         .await
         .map_err(|e| match e {
-            EngineError::NotFound(_) => run_not_found(typed),
+            EngineError::NotFound { .. } => run_not_found(typed),
             other => other.into(),
         })?;
     if !state.owner {

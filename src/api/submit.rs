@@ -54,15 +54,8 @@ pub(super) async fn submit(
         .engine
         .submit(
             Submission {
-                agent: body.agent,
-                tool: body.tool,
-                args: body.args,
-                summary: body.summary,
-                confidence: body.confidence,
-                environment: body.environment,
+                asked: body.into(),
                 ttl,
-                idempotency_key: body.idempotency_key,
-                task_id: body.task_id,
             },
             &agent,
         )

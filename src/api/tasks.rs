@@ -21,15 +21,15 @@ use serde_json::json;
 use tracing::field::Empty;
 use tracing::{instrument, Span};
 
-use super::decide::owner_of;
 use super::error::{ApiError, ApiResult};
 use super::extract::{
     admit, audit_refusal, authenticate, bearer, json_body, json_body_sized, wait_param, ApiPath,
     ApiQuery, Waiting,
 };
+use super::owner::owner_of;
 use super::ApiState;
 use crate::approval::Via;
-use crate::engine::{EngineError, Report, TaskRequest};
+use crate::engine::{EngineError, Report, TaskRequest, What};
 use crate::inbox::lifecycle::Step;
 use crate::inbox::wire::{
     ClaimAnswer, ClaimBody, ClaimedView, CompleteBody, FailBody, NeedsInputBody, ProgressBody,
@@ -148,7 +148,7 @@ async fn authorised_task(
     } else {
         match state.engine.task_subject(id).await? {
             Some(crate::engine::TaskSubject::Task(t)) if t.id == id => *t,
-            _ => return Err(EngineError::TaskNotFound(id.to_string()).into()),
+            _ => return Err(EngineError::not_found(What::Task, id).into()),
         }
     };
     note(&task);
@@ -157,7 +157,7 @@ async fn authorised_task(
             .await
             .map_err(|e| match e {
                 // Don't reveal that the id exists to an agent that cannot see it.
-                EngineError::UnknownAgent(_) => EngineError::TaskNotFound(id.to_string()),
+                EngineError::UnknownAgent(_) => EngineError::not_found(What::Task, id),
                 other => other,
             })?;
     }

@@ -11,7 +11,7 @@
 //! - `GET /v1/proposals`: the open proposals.
 //!
 //! Who changed something is the caller the kernel names, as for decisions
-//! ([`super::decide::decider`]); a body naming an `actor` is refused.
+//! ([`super::owner::decider`]); a body naming an `actor` is refused.
 //!
 //! The agents' API has the changing routes too, only to refuse the attempt and audit
 //! it ([`forbidden`]): an agent can neither raise its own tier nor lift its pause.
@@ -22,9 +22,9 @@ use axum::http::{HeaderMap, Request, StatusCode};
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::decide::{owner_of, refuse_actor};
 use super::error::{ApiError, ApiResult};
 use super::extract::{audit_refusal, bearer, json_body, ApiPath, ApiQuery};
+use super::owner::{owner_of, refuse_actor};
 use super::ApiState;
 use crate::approval::Via;
 use crate::names::valid_agent_name;

@@ -14,7 +14,7 @@
 //! long ones shown in a code block. Renderers escape every string they place, so no
 //! card can carry markup, and agent text cannot imitate gatebot's own lines.
 
-use crate::engine::SubjectKind;
+use crate::subject::SubjectKind;
 
 /// A message gatebot shows in a chat.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -47,8 +47,9 @@ use tracing::{debug, info, warn};
 use crate::chat::conversation::{self, digest};
 use crate::chat::platform::{Platform, SendError};
 use crate::chat::Context;
-use crate::engine::{Engine, EngineError, Event, ShownBy, SubjectKind, Unposted};
+use crate::engine::{Engine, EngineError, Event};
 use crate::retry::backoff;
+use crate::subject::{ShownBy, SubjectKind, Unposted};
 
 /// A store failure, retried like a temporary failure of the chat API.
 fn database(e: EngineError) -> SendError {
@@ -590,7 +591,7 @@ impl<P: Platform> ChatWorker<P> {
     async fn draw_card(
         &mut self,
         stop: &CancellationToken,
-        subject: &crate::engine::Subject,
+        subject: &crate::subject::Subject,
         message: &str,
     ) -> Result<(), SendError> {
         let Some(rendered) = conversation::render(&self.cx, subject)

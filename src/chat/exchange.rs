@@ -5,44 +5,7 @@
 //! ([`super::conversation`]) take them; neither needs the other's insides.
 
 use crate::chat::card::{Button, Card, Line};
-use crate::engine::Subject;
-use crate::engine::Thread;
-
-/// Why gatebot asked a question: what its answer is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
-    /// "Why deny?": the answer is the reason of a denial.
-    DenyReason,
-    /// A task's clarify question: the answer classifies the task again.
-    Clarify,
-    /// A task's agent asks: the answer goes to the agent when it resumes.
-    NeedsInput,
-    /// "Why stop?": the answer is the reason a workflow check-in is stopped.
-    StopReason,
-}
-
-impl Purpose {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Purpose::DenyReason => "deny_reason",
-            Purpose::Clarify => "task_clarify",
-            Purpose::NeedsInput => "task_input",
-            Purpose::StopReason => "stop_reason",
-        }
-    }
-
-    #[must_use]
-    pub fn parse(s: &str) -> Option<Purpose> {
-        match s {
-            "deny_reason" => Some(Purpose::DenyReason),
-            "task_clarify" => Some(Purpose::Clarify),
-            "task_input" => Some(Purpose::NeedsInput),
-            "stop_reason" => Some(Purpose::StopReason),
-            _ => None,
-        }
-    }
-}
+use crate::subject::{Purpose, Subject, Thread};
 
 /// Who pressed, wrote or answered.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,10 +24,12 @@ use tracing::{debug, error, info, warn};
 
 use crate::chat::card::Tag;
 use crate::chat::conversation::{self, Action, Command, Taken, Who};
-use crate::chat::exchange::{Actor, Answer, At, Purpose, Said, Written};
+use crate::chat::exchange::{Actor, Answer, At, Said, Written};
 use crate::chat::platform::Thread;
 use crate::chat::Context;
-use crate::engine::{EngineError, Refusal, ShownBy, Subject};
+use crate::engine::{EngineError, Refusal};
+use crate::subject::Purpose;
+use crate::subject::{ShownBy, Subject};
 
 /// The message a text replies to (Telegram's reply, Slack's thread parent).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -314,7 +316,7 @@ async fn shown_by_text(cx: &Context, chat: &str, r: &Replied) -> Shows {
     };
     let subject = match cx.engine.chat().lookup(&short).await {
         Ok(s) => s,
-        Err(EngineError::NotFound(_)) => return Shows::Nothing,
+        Err(EngineError::NotFound { .. }) => return Shows::Nothing,
         Err(e) => {
             error!(error = %e, "cannot look up the request a reply names");
             return Shows::Nothing;

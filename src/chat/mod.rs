@@ -30,6 +30,7 @@ pub mod command;
 pub mod conversation;
 pub mod delivery;
 pub mod exchange;
+pub mod failure;
 pub mod inbound;
 pub mod memory;
 pub mod platform;

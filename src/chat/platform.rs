@@ -29,7 +29,7 @@ use crate::engine::Engine;
 /// Where in a chat a card goes: as a reply to a message (Telegram), in the thread a
 /// message starts (Slack). Delivery decides it per subject (its home message, or its
 /// parent's card); a platform without threads may ignore it.
-pub use crate::engine::Thread;
+pub use crate::subject::Thread;
 
 /// Why a chat call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]

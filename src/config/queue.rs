@@ -7,8 +7,8 @@ use super::file::MAX_PER_AGENT;
 use super::file::{parse_file, FileLog, FileQueue, FileStore};
 use super::resolve::Resolve;
 use super::{Config, ConfigError, LogConfig, QueueConfig, StoreConfig};
+use crate::files::sibling;
 use crate::serve::DEFAULT_MAX_CONNECTIONS;
-use crate::store::sibling;
 use crate::time::range;
 
 /// Where the daemon listens, as the client commands read it ([`Config::sockets`]).

@@ -5,22 +5,15 @@
 
 use std::sync::Arc;
 
-use super::{blocking, EngineError};
+use super::{blocking, EngineError, What};
 use crate::approval::{Approval, PlatformId};
-use crate::chat::exchange::Purpose;
-use crate::store::{
-    DigestState, DigestSummary, Shown, ShownBy, Store, Subject, SubjectLookup, Thread, Unposted,
+use crate::store::{Store, SubjectLookup};
+use crate::subject::{
+    DigestState, DigestSummary, Purpose, Question, Shown, ShownBy, Subject, Thread, Unposted,
 };
 use crate::time::now_ms;
 
 type Result<T> = std::result::Result<T, EngineError>;
-
-/// A question gatebot asked, read back from the message that asks it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Question {
-    pub subject: String,
-    pub purpose: Purpose,
-}
 
 /// The engine's handle on chat bookkeeping.
 #[derive(Debug)]
@@ -234,10 +227,11 @@ impl ChatState {
         match found {
             SubjectLookup::Found(s) => Ok(s),
             SubjectLookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
+                what: What::Subject,
                 typed: typed.to_string(),
                 candidates,
             }),
-            SubjectLookup::NotFound => Err(EngineError::NotFound(typed.to_string())),
+            SubjectLookup::NotFound => Err(EngineError::not_found(What::Subject, typed)),
         }
     }
 

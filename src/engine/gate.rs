@@ -78,7 +78,7 @@ impl Cap {
         }
     }
 
-    fn what(self) -> &'static str {
+    pub(super) fn what(self) -> &'static str {
         match self {
             Cap::Connections => "requests in flight",
             Cap::Waits => "long-polls open",
@@ -250,12 +250,6 @@ impl Engine {
             agent: agent.to_string(),
             limit,
             max,
-            message: format!(
-                "agent `{agent}` already has {max} {}, the most `{}` allows; wait for one \
-                 to finish before starting another",
-                limit.what(),
-                limit.key()
-            ),
         }
     }
 

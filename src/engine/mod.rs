@@ -1,69 +1,73 @@
-//! The approval engine: the only code that changes an approval's state.
-//!
-//! 1. [`Engine::submit`] authenticates the agent, asks the policy for a verdict,
-//!    commits the request (and its audit rows) to SQLite, then publishes
-//!    [`Event::Submitted`].
-//! 2. A human decides with [`Engine::decide`] (CLI, Telegram, Slack); the store's
-//!    `UPDATE … WHERE status = 'pending'` makes the first decision win, and the
-//!    loser gets [`EngineError::AlreadySettled`] with the winner's record. A decision
-//!    that arrives after the deadline loses to it: the store expires the request
-//!    then and there, and the engine publishes that expiry.
-//! 3. [`Engine::run_expiry`] sleeps until the earliest deadline (not a coarse
-//!    poll) and expires what is due, requests and workflow check-ins alike; deadlines
-//!    live in SQLite, so a restart picks them up again.
-//! 4. Every change is published as [`Event::Settled`]; long-polling agents
-//!    ([`Engine::wait`]) and chat channels listen on the bus.
+//! The engine: the only code that changes state. It owns the store and the event bus,
+//! and holds the config in force; a file per domain holds the steps:
+//! `requests` (submit, decide, cancel, report, wait, expire: the request lifecycle),
+//! `runs` (workflow runs and check-ins), `tasks` (the inbox), `trust` (tiers, pauses,
+//! grants, proposals), `gate` (what an agent may hold open, and its pause), `chat`
+//! (chat bookkeeping for conversations and delivery), `refusal` and `housekeeping`.
+//! Every change is published on the bus ([`Event`]); long-polls and chats listen.
 //!
 //! Every store call is guarded ([`Store::guarded`]): refused with a storage fault
 //! when the database file was deleted or replaced, and a disk-full or I/O failure is
 //! noted for [`Engine::storage_fault`] (`/v1/health`, the systemd watchdog).
-//! Refused attempts are recorded by `refusal`; `housekeeping` runs every few seconds.
+//! Errors are typed facts ([`EngineError`]); the API and chat word them.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
 
-use serde_json::{json, Value};
-use tokio::sync::{broadcast, mpsc, oneshot, watch, Notify};
-use tokio_util::sync::CancellationToken;
-use tracing::field::Empty;
-use tracing::{info, info_span, warn, Instrument, Span};
+use serde_json::json;
+use tokio::sync::{broadcast, mpsc, watch, Notify};
+use tracing::warn;
 
-use crate::approval::{Approval, Decision, Status, Verb, Via};
+use crate::approval::{Approval, Status, Via};
 use crate::config::{AgentConfig, Config};
 use crate::names::{hidden_character, valid_agent_name};
-use crate::policy::shell;
-use crate::policy::{Action, History, Request, GRANT_SOURCE};
-use crate::store::{
-    AuditCheck, AuditHead, AuditRow, Inserted, Lookup, NewApproval, NewOffer, StorageFault, Store,
-    StoreError, Transition,
-};
-use crate::time::{after, now_ms, range, Range};
-use crate::trust::grants::{check_prefix, command_of, offered_prefix, prefix_to_grant};
-use crate::trust::{paused_verdict, GrantAsk, Scope};
-use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
+use crate::store::Store;
+use crate::time::now_ms;
 
 mod chat;
+mod error;
 mod gate;
 mod housekeeping;
 mod refusal;
+mod requests;
 mod tasks;
 mod trust;
 
-pub use crate::store::{task_revision, Report};
 mod runs;
 
-pub use crate::store::Answered;
+// What the engine hands out that the store defines: its row shapes and query filters.
 pub use crate::store::{
-    DigestGroup, DigestState, DigestSummary, Home, ListFilter, Shown, ShownBy, Subject,
-    SubjectKind, Thread, Unposted,
+    task_revision, Answered, AuditCheck, AuditHead, AuditRow, ListFilter, OfferRow, Report,
+    StorageFault, StoreError,
 };
 pub use chat::ChatState;
+pub use error::{Conflict, EngineError, GrantRefused, TokenProblem, What};
 pub use gate::{Acting, Cap, Slot, WaitSlot};
 pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
+pub use requests::{
+    describe_settled, record_request, GrantChoice, ScopeChoice, Submission, Submitted,
+};
 pub use runs::{EventOutcome, Recorded, RunFilter, RunStart};
 pub use tasks::{TaskRequest, TaskSubject};
 pub use trust::{PauseOutcome, ProposalDecided};
+
+/// Owners' tier overrides and the agents' pauses, as a database holds them.
+pub type OwnersTrust = (Vec<crate::trust::TierOverride>, Vec<crate::trust::Pause>);
+
+/// A read-only look at the database at `path`, which a running daemon may hold open
+/// (`gatebot check-config`): owners' tier overrides and pauses. `None`: no database, or
+/// one from before tiers could be set.
+pub fn peek_trust(path: &std::path::Path) -> Result<Option<OwnersTrust>, EngineError> {
+    Ok(crate::store::peek_trust(path)?)
+}
+
+/// Opens the database at `path` (creating it if needed, with its private mode),
+/// brings its schema up to date and closes it; then reports how many requests are
+/// pending in it. For tools and tests that look at a daemon's database while it is
+/// stopped.
+pub fn open_database(path: &std::path::Path) -> Result<usize, EngineError> {
+    let store = Store::open(path)?;
+    Ok(store.count_pending()?)
+}
 
 /// Runs a store call on the blocking pool: SQLite calls block, sometimes on fsync.
 async fn blocking<T, F>(store: &Arc<Store>, f: F) -> Result<T, EngineError>
@@ -76,7 +80,7 @@ where
     // failure is noted for /v1/health and the watchdog.
     tokio::task::spawn_blocking(move || store.guarded(f))
         .await
-        .map_err(|e| EngineError::Internal(format!("store task failed: {e}")))?
+        .map_err(|e| EngineError::internal("running a store call", e))?
         .map_err(EngineError::from)
 }
 
@@ -132,170 +136,24 @@ impl Transport {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("unknown agent `{0}`: add an [agents.{0}] table to the config")]
-    UnknownAgent(String),
-    #[error("{0}")]
-    Unauthorized(String),
-    #[error("{0}")]
-    Forbidden(String),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("no request with id `{0}`")]
-    NotFound(String),
-    #[error("`{typed}` matches several requests: {}", candidates.join(", "))]
-    Ambiguous {
-        typed: String,
-        candidates: Vec<String>,
-    },
-    #[error("request {} is already {}", .0.short_id, describe_settled(.0))]
-    AlreadySettled(Box<Approval>),
-    #[error(
-        "idempotency_key `{key}` was already used by this agent for a {what} with other \
-         content ({what} {id}): send a new key for a new {what}, or the same content to repeat it"
-    )]
-    IdempotencyConflict {
-        key: String,
-        /// "request", "workflow run".
-        what: &'static str,
-        id: String,
-    },
-    /// The agent is over one of its limits ([`crate::limits`]).
-    #[error("{0}")]
-    Limited(Box<crate::limits::Limited>),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("internal error: {0}")]
-    Internal(String),
-    #[error("no task with id `{0}`")]
-    TaskNotFound(String),
-    /// The step does not apply to the thing as it is now (a task already finished, a
-    /// lease that lapsed): `code` says which case, for clients to branch on.
-    #[error("{message}")]
-    Conflict { code: &'static str, message: String },
-    /// The agent is paused: it may do nothing until an owner resumes it.
-    #[error(
-        "agent `{}` is {}. While paused it cannot claim or report on tasks, start workflow \
-         runs or report their events, and its requests are blocked; an owner resumes it \
-         (gatebot agent {} resume, or /resume in a chat)",
-        .0.agent, .0.describe(), .0.agent
-    )]
-    Paused(Box<crate::trust::Pause>),
-    /// The agent holds as many connections or long-polls as `[queue]` allows per agent.
-    #[error("{message}")]
-    AtCap {
-        agent: String,
-        limit: Cap,
-        max: usize,
-        message: String,
-    },
-}
-
-/// Records a request's id, agent, tool and status (as `verdict`) in `span`, if the
-/// span declares those fields (request spans declare them `Empty` and fill them in
-/// as they become known; a later call overwrites `verdict` with the newer status).
-pub fn record_request(span: &Span, a: &Approval) {
-    span.record("id", a.id.as_str());
-    span.record("agent", a.agent.as_str());
-    span.record("tool", a.tool.as_str());
-    span.record("verdict", a.status.as_str());
-}
-
-/// "approved by alice (Telegram)", "expired: no response within 24h".
-#[must_use]
-pub fn describe_settled(a: &Approval) -> String {
-    let by = a.decider();
-    match a.status {
-        Status::Expired => format!(
-            "expired: {}",
-            a.decision_reason
-                .as_deref()
-                .unwrap_or("no response in time")
-        ),
-        Status::Rejected => match &a.decision_reason {
-            Some(r) => format!("denied by {by}: {r}"),
-            None => format!("denied by {by}"),
-        },
-        Status::Cancelled => "cancelled by the agent".to_string(),
-        Status::Allowed => "allowed by policy".to_string(),
-        Status::Blocked => "blocked by policy".to_string(),
-        Status::Pending => "pending".to_string(),
-        Status::Approved | Status::Executing | Status::Succeeded | Status::Failed => {
-            format!("approved by {by}")
-        }
-    }
-}
-
 /// Refuses an agent name that is not plain ([`valid_agent_name`]), naming a hidden
 /// character if that is the reason.
-fn check_agent_name(agent: &str) -> Result<(), EngineError> {
+pub(super) fn check_agent_name(agent: &str) -> Result<(), EngineError> {
     if valid_agent_name(agent) {
         return Ok(());
     }
-    Err(EngineError::Invalid(
+    Err(EngineError::invalid(
+        "agent",
         hidden_character("agent", agent)
             .unwrap_or_else(|| "`agent` must be 1-64 letters, digits, '-', '_' or '.'".into()),
     ))
 }
 
-/// What an approval grants, beyond running the request once.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GrantChoice {
-    pub scope: ScopeChoice,
-    /// A time-boxed grant: it stops covering calls after this long.
-    pub for_: Option<Duration>,
-}
-
-/// Which scope a grant takes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum ScopeChoice {
-    /// The whole tool; for a shell-like tool, the exact command.
-    #[default]
-    Default,
-    /// A shell-like tool's exact command.
-    Exact,
-    /// Commands starting with the prefix named, or (`None`) the one the prompt offered.
-    Prefix(Option<String>),
-}
-
-/// A request as an agent submits it.
-#[derive(Debug, Clone, Default)]
-pub struct Submission {
-    pub agent: String,
-    pub tool: String,
-    pub args: Value,
-    pub summary: Option<String>,
-    pub confidence: Option<f64>,
-    pub environment: Option<String>,
-    pub ttl: Option<Duration>,
-    pub idempotency_key: Option<String>,
-    /// The inbox task the agent is running, if any: it must be one of the agent's.
-    pub task_id: Option<String>,
-}
-
-/// The result of a submission.
-#[derive(Debug, Clone)]
-pub struct Submitted {
-    pub approval: Approval,
-    /// False when an earlier request with the same idempotency key was returned.
-    pub created: bool,
-}
-
-/// A request waiting for the group-commit writer, and where to send its result.
-type InsertJob = (NewApproval, oneshot::Sender<Result<Inserted, StoreError>>);
-
-/// Most requests committed in one transaction.
-const MAX_BATCH: usize = 128;
-
-/// How long the expiry task waits after a failed pass before it tries again.
-const EXPIRY_RETRY: Duration = Duration::from_secs(5);
-
 pub struct Engine {
     /// Counters for `GET /metrics`.
     pub metrics: Arc<crate::metrics::Metrics>,
     store: Arc<Store>,
-    inserts: mpsc::Sender<InsertJob>,
+    inserts: mpsc::Sender<requests::InsertJob>,
     /// The config in force; a watch, so what set itself up from it (chat delivery's
     /// workers) can follow a reload.
     config: watch::Sender<Arc<Config>>,
@@ -329,7 +187,7 @@ impl Engine {
             Ok::<_, StoreError>(store)
         })
         .await
-        .map_err(|e| EngineError::Internal(format!("opening the store failed: {e}")))??;
+        .map_err(|e| EngineError::internal("opening the store", e))??;
         Ok(Engine::new(store, config))
     }
 
@@ -338,8 +196,8 @@ impl Engine {
     pub fn new(store: Store, config: Config) -> Arc<Engine> {
         let (events, _) = broadcast::channel(4096);
         let store = Arc::new(store);
-        let (inserts, rx) = mpsc::channel(4 * MAX_BATCH);
-        tokio::spawn(write_batches(store.clone(), rx));
+        let (inserts, rx) = mpsc::channel(4 * requests::MAX_BATCH);
+        tokio::spawn(requests::write_batches(store.clone(), rx));
         Arc::new(Engine {
             metrics: Arc::default(),
             inserts,
@@ -493,20 +351,18 @@ impl Engine {
         let Some(cfg) = config.agent(agent) else {
             return Err(EngineError::UnknownAgent(agent.to_string()));
         };
+        let refuse = |problem| {
+            Err(EngineError::Unauthorized {
+                agent: agent.to_string(),
+                problem,
+            })
+        };
         match (&cfg.token, bearer) {
             (Some(token), Some(b)) if token.matches(b) => Ok(cfg),
-            (Some(_), Some(_)) => Err(EngineError::Unauthorized(format!(
-                "the bearer token is not agent `{agent}`'s token"
-            ))),
-            (Some(_), None) => Err(EngineError::Unauthorized(format!(
-                "agent `{agent}` has a token: send it as `Authorization: Bearer <token>`"
-            ))),
-            (None, _) if transport == Transport::Tcp => Err(EngineError::Unauthorized(format!(
-                "agent `{agent}` has no token configured, and the TCP listener requires one"
-            ))),
-            (None, Some(_)) => Err(EngineError::Unauthorized(format!(
-                "a bearer token was sent, but agent `{agent}` has none configured"
-            ))),
+            (Some(_), Some(_)) => refuse(TokenProblem::NotTheAgents),
+            (Some(_), None) => refuse(TokenProblem::Missing),
+            (None, _) if transport == Transport::Tcp => refuse(TokenProblem::ListenerRequiresOne),
+            (None, Some(_)) => refuse(TokenProblem::NoneConfigured),
             (None, None) => Ok(cfg),
         }
     }
@@ -520,424 +376,6 @@ impl Engine {
             .iter()
             .find(|(_, a)| a.token.as_ref().is_some_and(|t| t.matches(bearer)))
             .map(|(name, _)| name.clone())
-    }
-
-    fn validate(&self, sub: &Submission) -> Result<Duration, EngineError> {
-        let config = self.config();
-        check_agent_name(&sub.agent)?;
-        if sub.tool.trim().is_empty() || sub.tool.len() > MAX_TOOL_LEN {
-            return Err(EngineError::Invalid(format!(
-                "`tool` must be 1-{MAX_TOOL_LEN} characters"
-            )));
-        }
-        if let Some(why) = hidden_character("tool", &sub.tool) {
-            return Err(EngineError::Invalid(why));
-        }
-        if let Some(s) = &sub.summary {
-            if s.chars().count() > MAX_SUMMARY_CHARS {
-                return Err(EngineError::Invalid(format!(
-                    "`summary` is longer than {MAX_SUMMARY_CHARS} characters"
-                )));
-            }
-        }
-        if let Some(c) = sub.confidence {
-            if !(0.0..=1.0).contains(&c) {
-                return Err(EngineError::Invalid(format!(
-                    "`confidence` must be between 0.0 and 1.0, got {c}"
-                )));
-            }
-        }
-        if let Some(k) = &sub.idempotency_key {
-            if k.is_empty() || k.len() > MAX_KEY_LEN {
-                return Err(EngineError::Invalid(format!(
-                    "`idempotency_key` must be 1-{MAX_KEY_LEN} bytes"
-                )));
-            }
-        }
-        let ttl = sub.ttl.unwrap_or(config.default_ttl);
-        // `policy.max_ttl` bounds it, and lies in range::TTL itself.
-        let allowed = Range::new(range::TTL.min, config.max_ttl.min(range::TTL.max));
-        allowed
-            .check(ttl)
-            .map_err(|e| EngineError::Invalid(format!("`ttl` {e} (the longest is policy.max_ttl)")))
-    }
-
-    /// Scores, stores and publishes a request. The request is committed before this returns.
-    pub async fn submit(
-        &self,
-        sub: Submission,
-        agent: &AgentConfig,
-    ) -> Result<Submitted, EngineError> {
-        let ttl = self.validate(&sub)?;
-        let task_id = self.task_of_request(&sub).await?;
-        // The gate's order (engine::gate): a pause commits before the facts are read or
-        // after this request is stored, never in between.
-        let _order = self.submitting().await;
-        let config = self.config();
-        let (name, tool, at) = (sub.agent.clone(), sub.tool.clone(), now_ms());
-        let facts = self
-            .blocking(move |s| s.submit_facts(&name, &tool, at))
-            .await?;
-        // A shell-like tool's command, read once: it may make the call read-only, and
-        // it decides which grants cover the call.
-        let command_arg = config.trust.shell_tools.get(&sub.tool);
-        let command = command_arg
-            .and_then(|arg| command_of(&sub.args, arg))
-            .map(shell::Command::read);
-        // The owner's tier, over the config's.
-        let overridden;
-        let rules = match facts.tier {
-            Some(tier) if tier != agent.rules.tier => {
-                overridden = crate::policy::AgentRules {
-                    tier,
-                    ..agent.rules.clone()
-                };
-                &overridden
-            }
-            _ => &agent.rules,
-        };
-        let request = Request {
-            tool: &sub.tool,
-            args: &sub.args,
-            confidence: sub.confidence,
-            environment: sub.environment.as_deref(),
-            command: command.as_ref(),
-        };
-        let first_use = !facts.run_before;
-        let risk = config.policy.risk(rules, first_use, &request);
-        // A grant covers a call within its scope and up to the risk the owner approved.
-        let in_scope: Vec<_> = facts
-            .grants
-            .iter()
-            .filter(|g| g.scope.covers(command.as_ref()))
-            .collect();
-        let grant = in_scope.iter().find(|g| risk.score <= g.max_risk).copied();
-        let mut verdict = config.policy.decide(
-            rules,
-            History {
-                always_allowed: grant.is_some(),
-                first_use,
-            },
-            &request,
-            risk,
-        );
-        // The grant that let the call through, if one did (not the agent's config, not
-        // the policy on its own): its outcome, once reported, is evidence (docs/trust.md).
-        let let_through = grant
-            .filter(|_| verdict.action == Action::Allow && verdict.reason.contains(GRANT_SOURCE));
-        if let Some(g) = let_through {
-            verdict.reason = format!("{} (grant {}: {})", verdict.reason, g.short_id, g.scope);
-        }
-        // A grant whose scope covers the call but not its risk: say why it did not count.
-        if let Some(g) = in_scope
-            .first()
-            .filter(|_| grant.is_none() && verdict.action == Action::Ask)
-        {
-            let _ = write!(
-                verdict.reason,
-                "; grant {} ({}) covers calls only up to {} risk, the risk of the request it \
-                 was granted on",
-                g.short_id,
-                g.scope,
-                g.max_risk.as_str()
-            );
-        }
-        // A shell-like tool's call without a command has nothing a grant could name.
-        if command_arg.is_some() && command.is_none() {
-            verdict.always_allow_offered = false;
-        }
-        if let Some(pause) = &facts.pause {
-            verdict = paused_verdict(verdict, pause);
-        }
-        let offer =
-            (verdict.action == Action::Ask && verdict.always_allow_offered).then(|| NewOffer {
-                command: command.as_ref().map(|c| c.raw.trim_ascii().to_string()),
-                prefix: command.as_ref().and_then(offered_prefix),
-                suggest_after: config.trust.grants.suggest_after,
-            });
-        let now = now_ms();
-        let status = match verdict.action {
-            Action::Allow => Status::Allowed,
-            Action::Ask => Status::Pending,
-            Action::Block => Status::Blocked,
-        };
-        let ttl_ms = ttl.as_millis() as i64;
-        // The whole request as the agent sent it: a repeat of its key must match it all.
-        let content_hash = sub.idempotency_key.as_ref().map(|_| {
-            crate::store::content_hash(&json!({
-                "tool": sub.tool,
-                "args": sub.args,
-                "summary": sub.summary,
-                "confidence": sub.confidence,
-                "environment": sub.environment,
-                "ttl_ms": sub.ttl.map(|t| t.as_millis() as u64),
-                "task_id": sub.task_id,
-            }))
-        });
-        let new = NewApproval {
-            agent: sub.agent,
-            tool: sub.tool,
-            args: sub.args,
-            summary: sub.summary,
-            confidence: sub.confidence,
-            environment: sub.environment,
-            idempotency_key: sub.idempotency_key.clone(),
-            content_hash,
-            status,
-            risk: verdict.risk,
-            policy_reason: verdict.reason,
-            checkpoint: verdict.checkpoint,
-            always_allow_offered: verdict.always_allow_offered,
-            ttl_ms: (status == Status::Pending).then_some(ttl_ms),
-            created_at: now,
-            expires_at: (status == Status::Pending).then_some(after(now, ttl)),
-            task_id,
-            offer,
-            // A pause blocks the call, grant or not.
-            grant_id: let_through
-                .filter(|_| status == Status::Allowed)
-                .map(|g| g.id.clone()),
-        };
-        // Committed (with fsync) before we answer; concurrent submissions share a commit.
-        let (reply, result) = oneshot::channel();
-        self.inserts
-            .send((new, reply))
-            .await
-            .map_err(|_| EngineError::Internal("the store writer has stopped".into()))?;
-        let inserted = self.count_held_back(
-            result
-                .await
-                .map_err(|_| EngineError::Internal("the store writer has stopped".into()))?
-                .map_err(EngineError::from),
-        )?;
-        let submitted = match inserted {
-            Inserted::New(a) => {
-                info!(
-                    id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
-                    verdict = %a.status, risk = a.risk.score.as_str(),
-                    "request submitted"
-                );
-                self.metrics.submitted(a.status);
-                if a.status == Status::Pending {
-                    self.deadlines_changed.notify_one();
-                }
-                self.publish(Event::Submitted(Arc::new(a.clone())));
-                Submitted {
-                    approval: a,
-                    created: true,
-                }
-            }
-            Inserted::Existing(a) => Submitted {
-                approval: a,
-                created: false,
-            },
-            Inserted::Conflict(a) => {
-                return Err(EngineError::IdempotencyConflict {
-                    key: sub.idempotency_key.unwrap_or_default(),
-                    what: "request",
-                    id: a.short_id,
-                })
-            }
-        };
-        Ok(submitted)
-    }
-
-    /// Finds a request by full id, short id or unique prefix (≥ 4 characters).
-    pub async fn lookup(&self, typed: &str, pending_only: bool) -> Result<Approval, EngineError> {
-        let t = typed.to_string();
-        match self.blocking(move |s| s.lookup(&t, pending_only)).await? {
-            Lookup::Found(a) => Ok(*a),
-            Lookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
-                typed: typed.to_string(),
-                candidates,
-            }),
-            Lookup::NotFound => Err(EngineError::NotFound(typed.to_string())),
-        }
-    }
-
-    /// A request by its full id.
-    pub async fn get(&self, id: &str) -> Result<Approval, EngineError> {
-        let i = id.to_string();
-        self.blocking(move |s| s.get(&i))
-            .await?
-            .ok_or_else(|| EngineError::NotFound(id.to_string()))
-    }
-
-    /// Applies an owner's decision to the request `typed` names. Channels must
-    /// check that the actor is an approver before calling this. "Always allow" grants
-    /// what the request's tool allows by default: the whole tool, or for a shell-like
-    /// tool the exact command (see [`Engine::decide_granting`]).
-    pub async fn decide(&self, typed: &str, decision: Decision) -> Result<Approval, EngineError> {
-        self.decide_granting(typed, decision, GrantChoice::default())
-            .await
-    }
-
-    /// [`Engine::decide`], choosing what an approval grants: its scope, and with
-    /// `for_` a time-boxed grant (which an `approve` makes too).
-    pub async fn decide_granting(
-        &self,
-        typed: &str,
-        decision: Decision,
-        choice: GrantChoice,
-    ) -> Result<Approval, EngineError> {
-        // Its own span, since chat channels call this as well as the API.
-        let span = info_span!(
-            "decide",
-            id = Empty,
-            agent = Empty,
-            tool = Empty,
-            verdict = Empty,
-            by = %decision.actor,
-            via = decision.via.as_str(),
-        );
-        let result = self
-            .decide_in_span(typed, decision, choice)
-            .instrument(span.clone())
-            .await;
-        match &result {
-            Ok(a) => record_request(&span, a),
-            Err(EngineError::AlreadySettled(a)) => record_request(&span, a),
-            Err(_) => {}
-        }
-        result
-    }
-
-    async fn decide_in_span(
-        &self,
-        typed: &str,
-        decision: Decision,
-        choice: GrantChoice,
-    ) -> Result<Approval, EngineError> {
-        let approval = match self.lookup(typed, true).await {
-            Err(EngineError::NotFound(_)) => self.lookup(typed, false).await?,
-            other => other?,
-        };
-        let wants_grant = decision.verb == Verb::ApproveAlways || choice.for_.is_some();
-        if decision.verb == Verb::Deny && choice != GrantChoice::default() {
-            return Err(EngineError::Invalid(
-                "a denial grants nothing: --prefix, --exact and --for go with approve".into(),
-            ));
-        }
-        if choice.scope != ScopeChoice::Default && !wants_grant {
-            return Err(EngineError::Invalid(
-                "--prefix and --exact choose what approve-always (or approve --for) grants".into(),
-            ));
-        }
-        if wants_grant && approval.status == Status::Pending && !approval.always_allow_offered {
-            return Err(EngineError::Invalid(format!(
-                "\"Always allow\" does not apply to request {}: {} needs a human every time \
-                 (a supervised agent, require_approval_for, critical risk, or a shell-like \
-                 tool's call without a command); approve it once instead",
-                approval.short_id, approval.tool
-            )));
-        }
-        let grant = if wants_grant && approval.status == Status::Pending {
-            Some(self.grant_ask(&approval, &choice).await?)
-        } else {
-            None
-        };
-        record_request(&Span::current(), &approval);
-        let id = approval.id.clone();
-        let d = decision.clone();
-        let (a, expired_now) = match self
-            .blocking(move |s| s.decide_granting(&id, &d, grant.as_ref(), now_ms()))
-            .await?
-        {
-            Transition::Done(a) => {
-                info!(
-                    id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
-                    verdict = %a.status, by = %decision.actor, via = decision.via.as_str(),
-                    "request decided"
-                );
-                self.metrics.settled(
-                    a.status,
-                    a.decided_at
-                        .unwrap_or(a.created_at)
-                        .saturating_sub(a.created_at),
-                );
-                self.deadlines_changed.notify_one();
-                self.publish(Event::Settled(Arc::new(a.clone())));
-                return Ok(a);
-            }
-            Transition::NotFound => return Err(EngineError::NotFound(typed.to_string())),
-            Transition::AlreadySettled(a) => (a, false),
-            Transition::Expired(a) => (a, true),
-        };
-        if expired_now {
-            // The deadline had passed: this call expired the request, so it announces it.
-            self.announce_expired(&a);
-            self.deadlines_changed.notify_one();
-        }
-        let (id, actor, via) = (a.id.clone(), decision.actor.clone(), decision.via.clone());
-        let detail = json!({"attempted": decision.verb, "status": a.status.as_str()});
-        self.blocking(move |s| {
-            s.audit(
-                now_ms(),
-                Some(&id),
-                "decision_refused",
-                Some(&actor),
-                Some(&via),
-                &detail,
-            )
-        })
-        .await?;
-        Err(EngineError::AlreadySettled(Box::new(a)))
-    }
-
-    /// What an approval of `a` grants under `choice` (see [`ScopeChoice`]). The
-    /// command comes from what the prompt offered, or, for a request from before its
-    /// tool was shell-like, from its arguments under the config's `command_arg`.
-    async fn grant_ask(&self, a: &Approval, choice: &GrantChoice) -> Result<GrantAsk, EngineError> {
-        let config = self.config();
-        let offer = self.offer(&a.id).await?;
-        let command_arg = config.trust.shell_tools.get(&a.tool);
-        let command = offer.as_ref().and_then(|o| o.command.clone()).or_else(|| {
-            command_arg
-                .and_then(|arg| command_of(&a.args, arg))
-                .map(|c| c.trim_ascii().to_string())
-        });
-        let shell = command.is_some() || command_arg.is_some();
-        let invalid = |m: String| Err(EngineError::Invalid(m));
-        let scope = match (&choice.scope, shell, command) {
-            (ScopeChoice::Default, false, _) => Scope::Tool,
-            (_, true, None) => {
-                return invalid(format!(
-                    "{} is a shell-like tool, and request {} has no command under `{}` to \
-                     grant; approve it once",
-                    a.tool,
-                    a.short_id,
-                    command_arg.map_or("command", String::as_str)
-                ))
-            }
-            (ScopeChoice::Default | ScopeChoice::Exact, true, Some(c)) => Scope::Exact(c),
-            (ScopeChoice::Exact | ScopeChoice::Prefix(_), false, _) => {
-                return invalid(format!(
-                    "{} is not a shell-like tool (its [tools] entry names no command_arg), so \
-                     a grant covers the whole tool; leave out --prefix and --exact",
-                    a.tool
-                ))
-            }
-            // The offer stored with the request is checked again: the rules of what a
-            // prefix may cover may have tightened since the prompt was made.
-            (ScopeChoice::Prefix(None), true, Some(c)) => Scope::Prefix(
-                prefix_to_grant(&shell::Command::read(&c), offer.and_then(|o| o.prefix))
-                    .map_err(EngineError::Invalid)?,
-            ),
-            (ScopeChoice::Prefix(Some(p)), true, Some(c)) => Scope::Prefix(
-                check_prefix(&shell::Command::read(&c), p).map_err(EngineError::Invalid)?,
-            ),
-        };
-        let for_ = match choice.for_ {
-            Some(d) => Some(range::GRANT_FOR.check(d).map_err(|e| {
-                EngineError::Invalid(format!(
-                    "a time-boxed grant (--for, or `for`) {e}; for longer, approve always \
-                     without --for and revoke it when it is no longer wanted"
-                ))
-            })?),
-            None => None,
-        };
-        let expires_at = for_.map(|d| after(now_ms(), d));
-        Ok(GrantAsk { scope, expires_at })
     }
 
     /// Records that the daemon started, and how many requests it found waiting. Windows
@@ -967,28 +405,6 @@ impl Engine {
         tokio::task::spawn_blocking(move || store.storage_fault())
             .await
             .unwrap_or(None)
-    }
-
-    /// How many requests are pending (also a health check: the store answers).
-    pub async fn count_pending(&self) -> Result<usize, EngineError> {
-        self.blocking(|s| s.count_pending()).await
-    }
-
-    /// The oldest `limit` pending requests, and how many are pending in all.
-    pub async fn pending_page(&self, limit: usize) -> Result<(Vec<Approval>, usize), EngineError> {
-        self.blocking(move |s| Ok((s.list(Some(Status::Pending), limit)?, s.count_pending()?)))
-            .await
-    }
-
-    /// One page of requests (see [`ListFilter`]).
-    pub async fn list(&self, filter: ListFilter) -> Result<Vec<Approval>, EngineError> {
-        self.blocking(move |s| s.list_page(&filter)).await
-    }
-
-    /// Tools owners allowed for `agent` with "Always allow".
-    pub async fn always_allowed_tools(&self, agent: &str) -> Result<Vec<String>, EngineError> {
-        let agent = agent.to_string();
-        self.blocking(move |s| s.always_allowed_tools(&agent)).await
     }
 
     /// Up to `limit` audit rows with `after < seq <= until`, oldest first, optionally
@@ -1021,264 +437,5 @@ impl Engine {
     /// The audit chain's head as recorded (`None` if the record was removed).
     pub async fn audit_head(&self) -> Result<Option<AuditHead>, EngineError> {
         self.blocking(|s| s.audit_head()).await
-    }
-
-    /// The agent withdraws its own pending request.
-    pub async fn cancel(&self, id: &str, agent: &str) -> Result<Approval, EngineError> {
-        let (i, ag) = (id.to_string(), agent.to_string());
-        match self.blocking(move |s| s.cancel(&i, &ag, now_ms())).await? {
-            Transition::Done(a) => {
-                info!(id = %a.id, agent = %a.agent, tool = %a.tool, "request cancelled");
-                self.metrics.settled(a.status, 0);
-                self.deadlines_changed.notify_one();
-                self.publish(Event::Settled(Arc::new(a.clone())));
-                Ok(a)
-            }
-            Transition::Expired(a) => {
-                self.announce_expired(&a);
-                self.deadlines_changed.notify_one();
-                Err(EngineError::AlreadySettled(Box::new(a)))
-            }
-            Transition::AlreadySettled(a) => Err(EngineError::AlreadySettled(Box::new(a))),
-            Transition::NotFound => Err(EngineError::NotFound(id.to_string())),
-        }
-    }
-
-    /// Logs, counts and publishes an expiry. Called exactly once per expired request:
-    /// by whichever transition expired it (the expiry pass, or a late decision or
-    /// cancel that found the deadline passed).
-    fn announce_expired(&self, a: &Approval) {
-        let _span = info_span!(
-            "expire",
-            id = %a.id,
-            agent = %a.agent,
-            tool = %a.tool,
-            verdict = a.status.as_str()
-        )
-        .entered();
-        info!(
-            id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
-            verdict = "expired", "request expired"
-        );
-        self.metrics.settled(a.status, 0);
-        self.publish(Event::Settled(Arc::new(a.clone())));
-    }
-
-    /// The agent reports that it is running the action, or how it went.
-    pub async fn report(
-        &self,
-        id: &str,
-        to: Status,
-        detail: Option<String>,
-    ) -> Result<Approval, EngineError> {
-        let i = id.to_string();
-        match self
-            .blocking(move |s| s.report(&i, to, detail.as_deref(), now_ms()))
-            .await?
-        {
-            Transition::Done(a) => {
-                info!(id = %a.id, agent = %a.agent, tool = %a.tool, status = %a.status, "result reported");
-                self.publish(Event::Settled(Arc::new(a.clone())));
-                Ok(a)
-            }
-            Transition::AlreadySettled(a) | Transition::Expired(a) => Err(EngineError::Invalid(format!(
-                "request {} is {}; a result can be reported only for an allowed or approved request",
-                a.short_id, a.status
-            ))),
-            Transition::NotFound => Err(EngineError::NotFound(id.to_string())),
-        }
-    }
-
-    /// Waits until the request leaves `pending`, `timeout` passes, or `stop` fires;
-    /// returns the request as it is then.
-    pub async fn wait(
-        &self,
-        id: &str,
-        timeout: Duration,
-        stop: &CancellationToken,
-    ) -> Result<Approval, EngineError> {
-        // Subscribe before reading, so a change between the read and the wait is not missed.
-        let mut rx = self.subscribe();
-        let current = self.get(id).await?;
-        if current.status.is_settled() || timeout.is_zero() {
-            return Ok(current);
-        }
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => return self.get(id).await,
-                _ = stop.cancelled() => return self.get(id).await,
-                ev = rx.recv() => match ev {
-                    Ok(Event::Settled(a)) if a.id == id => return Ok((*a).clone()),
-                    Ok(_) => {}
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        let a = self.get(id).await?;
-                        if a.status.is_settled() {
-                            return Ok(a);
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return self.get(id).await,
-                },
-            }
-        }
-    }
-
-    /// Expires requests at their deadlines until `stop` fires.
-    pub async fn run_expiry(self: Arc<Self>, stop: CancellationToken) {
-        loop {
-            let expired = match self
-                .blocking(|s| Ok((s.expire_due(now_ms())?, s.expire_check_ins_due(now_ms())?)))
-                .await
-            {
-                Ok(v) => v,
-                Err(e) => {
-                    self.metrics.expiry_pass_failed();
-                    warn!(error = %e, "expiry pass failed; retrying in 5s");
-                    // Wait the whole delay, whatever the deadlines or new requests say:
-                    // an overdue deadline would otherwise retry a failing pass at once,
-                    // again and again.
-                    tokio::select! {
-                        _ = stop.cancelled() => return,
-                        _ = tokio::time::sleep(EXPIRY_RETRY) => {}
-                    }
-                    continue;
-                }
-            };
-            let (requests, check_ins) = expired;
-            for a in requests {
-                self.announce_expired(&a);
-            }
-            for (c, run) in check_ins {
-                self.announce_check_in_expired(&c, &run);
-            }
-            let next = self
-                .blocking(|s| {
-                    let (a, c) = (s.next_deadline()?, s.next_check_in_deadline()?);
-                    Ok(a.into_iter().chain(c).min())
-                })
-                .await
-                .unwrap_or(None);
-            // Sleep until the next deadline; a new request or a decision wakes us to
-            // recompute. Cap the sleep so a clock jump cannot strand a deadline.
-            let sleep = match next {
-                Some(at) => {
-                    Duration::from_millis(at.saturating_sub(now_ms()).clamp(0, 60_000) as u64)
-                }
-                None => Duration::from_secs(60),
-            };
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = self.deadlines_changed.notified() => {}
-                _ = tokio::time::sleep(sleep) => {}
-            }
-        }
-    }
-}
-
-/// The group-commit writer: takes every submission waiting at the moment (up to
-/// [`MAX_BATCH`]) and commits them in one transaction, then answers each. A lone
-/// submission is committed at once; under load, batches form by themselves. It
-/// stops when the engine (the last sender) is dropped.
-async fn write_batches(store: Arc<Store>, mut rx: mpsc::Receiver<InsertJob>) {
-    while let Some(first) = rx.recv().await {
-        let mut jobs = vec![first];
-        while jobs.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(job) => jobs.push(job),
-                Err(_) => break,
-            }
-        }
-        let (news, replies): (Vec<NewApproval>, Vec<_>) = jobs.into_iter().unzip();
-        let s = store.clone();
-        match tokio::task::spawn_blocking(move || s.insert_batch_guarded(&news)).await {
-            Ok(results) => {
-                for (result, reply) in results.into_iter().zip(replies) {
-                    let _ = reply.send(result);
-                }
-            }
-            Err(e) => {
-                warn!(error = %e, "the store writer failed; its requests get an error");
-                for reply in replies {
-                    let _ = reply.send(Err(StoreError::Corrupt(format!(
-                        "store writer failed: {e}"
-                    ))));
-                }
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use super::*;
-
-    fn engine(store: Store) -> Arc<Engine> {
-        let config = Config::parse("", Path::new("/nonexistent/bot.toml")).unwrap();
-        Engine::new(store, config)
-    }
-
-    /// Waits (in real time, off the runtime) until `cond` holds; panics after 10 s.
-    async fn until(what: &str, cond: impl Fn() -> bool) {
-        for _ in 0..1000 {
-            if cond() {
-                return;
-            }
-            tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(10)))
-                .await
-                .unwrap();
-        }
-        panic!("never happened: {what}");
-    }
-
-    /// A store holding a request whose deadline has passed and whose expiry the
-    /// database refuses: the expiry pass fails on it every time, while the next
-    /// deadline stays in the past.
-    fn overdue_and_unexpirable(dir: &Path) -> Store {
-        let path = dir.join("g.db");
-        let store = Store::open(&path).unwrap();
-        let new = NewApproval::sample("m", "t", Some(2));
-        let Ok(Inserted::New(a)) = store.insert(&new) else {
-            panic!("not inserted")
-        };
-        // Every attempt to expire it fails, as a full disk or an I/O error would.
-        rusqlite::Connection::open(&path)
-            .unwrap()
-            .execute_batch(&format!(
-                "CREATE TRIGGER refuse_expiry BEFORE UPDATE ON approvals \
-                 WHEN NEW.id = '{}' AND NEW.status = 'expired' \
-                 BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END;",
-                a.id
-            ))
-            .unwrap();
-        store
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_failed_expiry_pass_waits_before_it_retries() {
-        let dir = tempfile::tempdir().unwrap();
-        let engine = engine(overdue_and_unexpirable(dir.path()));
-        let stop = CancellationToken::new();
-        let task = tokio::spawn(engine.clone().run_expiry(stop.clone()));
-        until("the first pass failed", || {
-            engine.metrics.expiry_pass_failures() >= 1
-        })
-        .await;
-        // The clock is paused and does not move while a blocking call runs, so a task
-        // that waits its retry delay makes no second attempt here; one that retried
-        // at once would fail again and again in this real-time pause.
-        tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(200)))
-            .await
-            .unwrap();
-        assert_eq!(engine.metrics.expiry_pass_failures(), 1);
-        // After the delay it tries again (and fails again: the database still refuses).
-        tokio::time::advance(EXPIRY_RETRY).await;
-        until("the second pass failed", || {
-            engine.metrics.expiry_pass_failures() >= 2
-        })
-        .await;
-        stop.cancel();
-        task.await.unwrap();
     }
 }

@@ -19,7 +19,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, info_span, warn, Instrument};
 
-use super::{Engine, EngineError, Event};
+use super::{Engine, EngineError, Event, What};
 use crate::metrics::CheckInEnd;
 use crate::names::valid_agent_name;
 use crate::store::{Answered, NewEvent, NewRun, RunInserted, RunLookup};
@@ -44,8 +44,8 @@ pub struct RunStart {
     pub idempotency_key: Option<String>,
 }
 
-fn invalid(message: impl Into<String>) -> EngineError {
-    EngineError::Invalid(message.into())
+fn invalid(field: &'static str, message: impl Into<String>) -> EngineError {
+    EngineError::invalid(field, message)
 }
 
 fn chars(s: &str) -> usize {
@@ -56,30 +56,37 @@ fn chars(s: &str) -> usize {
 fn validate_start(start: &RunStart) -> Result<(), EngineError> {
     if !valid_agent_name(&start.agent) {
         return Err(invalid(
+            "agent",
             "`agent` must be 1-64 letters, digits, '-', '_' or '.'",
         ));
     }
     let title = start.title.trim();
     if title.is_empty() || chars(&start.title) > MAX_TITLE_CHARS {
-        return Err(invalid(format!(
-            "`title` must be 1-{MAX_TITLE_CHARS} characters and not blank"
-        )));
+        return Err(invalid(
+            "title",
+            format!("`title` must be 1-{MAX_TITLE_CHARS} characters and not blank"),
+        ));
     }
     if start.title.chars().any(char::is_control) {
-        return Err(invalid("`title` must not contain control characters"));
+        return Err(invalid(
+            "title",
+            "`title` must not contain control characters",
+        ));
     }
     if let Some(w) = &start.workflow {
         if !valid_agent_name(w) {
             return Err(invalid(
+                "workflow",
                 "`workflow` must be 1-64 letters, digits, '-', '_' or '.' (a name like `release`)",
             ));
         }
     }
     if let Some(k) = &start.idempotency_key {
         if k.is_empty() || k.len() > MAX_KEY_LEN {
-            return Err(invalid(format!(
-                "`idempotency_key` must be 1-{MAX_KEY_LEN} bytes"
-            )));
+            return Err(invalid(
+                "idempotency_key",
+                format!("`idempotency_key` must be 1-{MAX_KEY_LEN} bytes"),
+            ));
         }
     }
     Ok(())
@@ -98,19 +105,21 @@ fn validate_event(body: EventBody) -> Result<NewEvent, EngineError> {
     });
     if !valid_phase(&body.phase) {
         return Err(invalid(
+            "phase",
             "`phase` must be 1-128 characters, not blank, without control characters",
         ));
     }
     if let Some(step) = &body.step {
         if !valid_phase(step) {
             return Err(invalid(
+                "step",
                 "`step` must be 1-128 characters, not blank, without control characters",
             ));
         }
     }
     let reported = body.warnings.len() + body.errors.len();
     if reported > MAX_ISSUES_PER_EVENT {
-        return Err(invalid(format!(
+        return Err(invalid("issues", format!(
             "an event may carry at most {MAX_ISSUES_PER_EVENT} warnings and errors together, got {reported}"
         )));
     }
@@ -120,14 +129,18 @@ fn validate_event(body: EventBody) -> Result<NewEvent, EngineError> {
             .map(|(i, r)| {
                 let field = format!("{}[{i}]", kind.plural());
                 if r.text.trim().is_empty() || chars(&r.text) > MAX_ISSUE_CHARS {
-                    return Err(invalid(format!(
-                        "`{field}.text` must be 1-{MAX_ISSUE_CHARS} characters and not blank"
-                    )));
+                    return Err(invalid(
+                        "issues",
+                        format!(
+                            "`{field}.text` must be 1-{MAX_ISSUE_CHARS} characters and not blank"
+                        ),
+                    ));
                 }
                 if r.severity.as_ref().is_some_and(|s| s.len() > 32) {
-                    return Err(invalid(format!(
-                        "`{field}.severity` must be low, medium or high"
-                    )));
+                    return Err(invalid(
+                        "issues",
+                        format!("`{field}.severity` must be low, medium or high"),
+                    ));
                 }
                 Ok(normalize(kind, &r.text, r.severity.as_deref()))
             })
@@ -136,32 +149,37 @@ fn validate_event(body: EventBody) -> Result<NewEvent, EngineError> {
     let warnings = normalized(IssueKind::Warning, &body.warnings)?;
     let errors = normalized(IssueKind::Error, &body.errors)?;
     if body.artifacts.len() > MAX_ARTIFACTS {
-        return Err(invalid(format!(
-            "an event may carry at most {MAX_ARTIFACTS} artifacts"
-        )));
+        return Err(invalid(
+            "artifacts",
+            format!("an event may carry at most {MAX_ARTIFACTS} artifacts"),
+        ));
     }
     for (i, a) in body.artifacts.iter().enumerate() {
         if a.name.trim().is_empty()
             || chars(&a.name) > MAX_ARTIFACT_NAME_CHARS
             || a.name.chars().any(char::is_control)
         {
-            return Err(invalid(format!(
+            return Err(invalid("artifacts", format!(
                 "`artifacts[{i}].name` must be 1-{MAX_ARTIFACT_NAME_CHARS} characters without control characters"
             )));
         }
         if let Some(url) = &a.url {
             if url.is_empty() || url.len() > MAX_URL_LEN || url.chars().any(char::is_control) {
-                return Err(invalid(format!(
+                return Err(invalid(
+                    "artifacts",
+                    format!(
                     "`artifacts[{i}].url` must be 1-{MAX_URL_LEN} bytes without control characters"
-                )));
+                ),
+                ));
             }
         }
     }
     if let Some(k) = &body.idempotency_key {
         if k.is_empty() || k.len() > MAX_KEY_LEN {
-            return Err(invalid(format!(
-                "`idempotency_key` must be 1-{MAX_KEY_LEN} bytes"
-            )));
+            return Err(invalid(
+                "idempotency_key",
+                format!("`idempotency_key` must be 1-{MAX_KEY_LEN} bytes"),
+            ));
         }
     }
     let handling = body.result_handling.unwrap_or_default();
@@ -206,7 +224,7 @@ impl Engine {
             RunInserted::Existing(run) => Ok((run, false)),
             RunInserted::Conflict(run) => Err(EngineError::IdempotencyConflict {
                 key: start.idempotency_key.unwrap_or_default(),
-                what: "workflow run",
+                what: What::Run,
                 id: run.short_id,
             }),
         }
@@ -217,7 +235,7 @@ impl Engine {
         let i = id.to_string();
         self.blocking(move |s| s.run(&i))
             .await?
-            .ok_or_else(|| EngineError::NotFound(id.to_string()))
+            .ok_or_else(|| EngineError::not_found(What::Run, id))
     }
 
     /// A run by full id or short id, and with `prefixes` by a unique prefix (4+).
@@ -226,10 +244,11 @@ impl Engine {
         match self.blocking(move |s| s.lookup_run(&t, prefixes)).await? {
             RunLookup::Found(run) => Ok(*run),
             RunLookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
+                what: What::Run,
                 typed: typed.to_string(),
                 candidates,
             }),
-            RunLookup::NotFound => Err(EngineError::NotFound(typed.to_string())),
+            RunLookup::NotFound => Err(EngineError::not_found(What::Run, typed)),
         }
     }
 
@@ -243,7 +262,7 @@ impl Engine {
         let i = id.to_string();
         self.blocking(move |s| s.check_in(&i))
             .await?
-            .ok_or_else(|| EngineError::NotFound(id.to_string()))
+            .ok_or_else(|| EngineError::not_found(What::CheckIn, id))
     }
 
     /// The problems check-in `id` shows.

@@ -27,7 +27,7 @@ use tokio::sync::{broadcast, Notify};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::{Engine, EngineError, Event, Submission};
+use super::{Conflict, Engine, EngineError, Event, Submission, What};
 use crate::approval::Via;
 use crate::config::inbox::InboxConfig;
 use crate::inbox::classify::{self, Input};
@@ -39,7 +39,8 @@ use crate::inbox::{
     MAX_QUESTION_CHARS, MAX_RESULT_CHARS, MAX_TASK_CHARS,
 };
 use crate::names::valid_agent_name;
-use crate::store::{Changed, Home, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing};
+use crate::store::{Changed, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing};
+use crate::subject::Home;
 use crate::time::now_ms;
 use crate::trust::Actor;
 
@@ -78,8 +79,9 @@ pub enum TaskSubject {
 const MAX_SESSION_ID: usize = 200;
 
 fn inbox_off() -> EngineError {
-    EngineError::Invalid(
-        "the inbox is off: add an [inbox] table to bot.toml (see docs/inbox.md)".into(),
+    EngineError::invalid(
+        "inbox",
+        "the inbox is off: add an [inbox] table to bot.toml (see docs/inbox.md)",
     )
 }
 
@@ -105,10 +107,13 @@ fn clean(s: &str, max: usize, keep_end: bool) -> String {
 
 fn check_cost(cost: Option<f64>) -> Result<Option<f64>, EngineError> {
     match cost {
-        Some(c) if !crate::inbox::wire::valid_cost(c) => Err(EngineError::Invalid(format!(
-            "`cost_usd` must be from 0 to {} (US dollars), got {c}",
-            crate::inbox::wire::MAX_COST_USD
-        ))),
+        Some(c) if !crate::inbox::wire::valid_cost(c) => Err(EngineError::invalid(
+            "cost_usd",
+            format!(
+                "`cost_usd` must be from 0 to {} (US dollars), got {c}",
+                crate::inbox::wire::MAX_COST_USD
+            ),
+        )),
         other => Ok(other),
     }
 }
@@ -120,9 +125,10 @@ fn check_session(session: Option<String>) -> Result<Option<String>, EngineError>
                 || s.len() > MAX_SESSION_ID
                 || s.chars().any(char::is_control) =>
         {
-            Err(EngineError::Invalid(format!(
-                "`session_id` must be 1-{MAX_SESSION_ID} bytes without control characters"
-            )))
+            Err(EngineError::invalid(
+                "session_id",
+                format!("`session_id` must be 1-{MAX_SESSION_ID} bytes without control characters"),
+            ))
         }
         other => Ok(other.map(|s| s.trim().to_string())),
     }
@@ -193,16 +199,20 @@ impl Engine {
         let agent = match agent.or(routed) {
             Some(a) => a.to_string(),
             None => {
-                return Err(EngineError::Invalid(format!(
-                    "no agent takes {} tasks: set [inbox.routes] {} (or default) in bot.toml",
-                    c.intent, c.intent
-                )))
+                return Err(EngineError::invalid(
+                    "agent",
+                    format!(
+                        "no agent takes {} tasks: set [inbox.routes] {} (or default) in bot.toml",
+                        c.intent, c.intent
+                    ),
+                ))
             }
         };
         if self.config().agent(&agent).is_none() {
-            return Err(EngineError::Invalid(format!(
-                "agent `{agent}` is not configured: add an [agents.{agent}] table"
-            )));
+            return Err(EngineError::invalid(
+                "agent",
+                format!("agent `{agent}` is not configured: add an [agents.{agent}] table"),
+            ));
         }
         Ok((level, agent))
     }
@@ -211,12 +221,13 @@ impl Engine {
     /// has checked that the person may hand over tasks.
     pub async fn create_task(&self, req: TaskRequest) -> Result<Task, EngineError> {
         let inbox = self.inbox_config()?;
-        let text =
-            check_text("the task", &req.text, MAX_TASK_CHARS).map_err(EngineError::Invalid)?;
+        let text = check_text("the task", &req.text, MAX_TASK_CHARS)
+            .map_err(|why| EngineError::invalid("text", why))?;
         if let Some(a) = &req.agent {
             if !valid_agent_name(a) {
-                return Err(EngineError::Invalid(
-                    "`agent` must be 1-64 letters, digits, '-', '_' or '.'".into(),
+                return Err(EngineError::invalid(
+                    "agent",
+                    "`agent` must be 1-64 letters, digits, '-', '_' or '.'",
                 ));
             }
         }
@@ -262,10 +273,11 @@ impl Engine {
         match self.blocking(move |s| s.lookup_task(&t)).await? {
             TaskLookup::Found(t) => Ok(*t),
             TaskLookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
+                what: What::Task,
                 typed: typed.to_string(),
                 candidates,
             }),
-            TaskLookup::NotFound => Err(EngineError::TaskNotFound(typed.to_string())),
+            TaskLookup::NotFound => Err(EngineError::not_found(What::Task, typed)),
         }
     }
 
@@ -328,23 +340,15 @@ impl Engine {
                 self.task_changed(&c);
                 Ok(c.task)
             }
-            TaskStep::Refused(t, why) => Err(EngineError::Conflict {
-                code: if t.status == TaskStatus::Cancelled {
-                    "task_cancelled"
-                } else {
-                    "task_conflict"
-                },
-                message: format!("task {}: {why}", t.short_id),
-            }),
-            TaskStep::LeaseLost(t) => Err(EngineError::Conflict {
-                code: "lease_lost",
-                message: format!(
-                    "task {}: this lease is no longer the task's (it lapsed, and the task was \
-                     queued again); stop working on it",
-                    t.short_id
-                ),
-            }),
-            TaskStep::NotFound => Err(EngineError::TaskNotFound(typed.to_string())),
+            TaskStep::Refused(t, why) => Err(EngineError::Conflict(Conflict::Task {
+                task: t.short_id,
+                status: t.status,
+                why,
+            })),
+            TaskStep::LeaseLost(t) => Err(EngineError::Conflict(Conflict::LeaseLost {
+                task: t.short_id,
+            })),
+            TaskStep::NotFound => Err(EngineError::not_found(What::Task, typed)),
         }
     }
 
@@ -361,9 +365,10 @@ impl Engine {
             step,
             Step::Queue | Step::Reject | Step::Cancel | Step::Retry
         ) {
-            return Err(EngineError::Internal(format!(
-                "{step:?} is not an owner's step"
-            )));
+            return Err(EngineError::Internal {
+                context: "an owner's task step: the step is not one an owner takes",
+                source: None,
+            });
         }
         self.inbox_config()?;
         let task = self.task(typed).await?;
@@ -387,20 +392,20 @@ impl Engine {
         via: &Via,
     ) -> Result<Task, EngineError> {
         let inbox = self.inbox_config()?;
-        let answer =
-            check_text("the answer", answer, MAX_ANSWER_CHARS).map_err(EngineError::Invalid)?;
+        let answer = check_text("the answer", answer, MAX_ANSWER_CHARS)
+            .map_err(|why| EngineError::invalid("answer", why))?;
         let id = subject.to_string();
         let q = self.blocking(move |s| s.open_question(&id)).await?;
         let Some(q) = q else {
             // Say what the task is doing instead.
             let t = match self.task_subject(subject).await? {
                 Some(TaskSubject::Task(t) | TaskSubject::Question(_, t)) => t,
-                None => return Err(EngineError::TaskNotFound(subject.to_string())),
+                None => return Err(EngineError::not_found(What::Task, subject)),
             };
-            return Err(EngineError::Conflict {
-                code: "task_conflict",
-                message: format!("task {} is {} and asks nothing now", t.short_id, t.status),
-            });
+            return Err(EngineError::Conflict(Conflict::NothingAsked {
+                task: t.short_id,
+                status: t.status,
+            }));
         };
         let task = self
             .task_subject(&q.task)
@@ -409,7 +414,7 @@ impl Engine {
                 TaskSubject::Task(t) => Some(t),
                 TaskSubject::Question(..) => None,
             })
-            .ok_or_else(|| EngineError::TaskNotFound(q.task.clone()))?;
+            .ok_or_else(|| EngineError::not_found(What::Task, q.task.clone()))?;
         let how = match q.purpose {
             QuestionPurpose::Input => Reclassified::Input,
             QuestionPurpose::Clarify => {
@@ -502,7 +507,7 @@ impl Engine {
     ) -> Result<Task, EngineError> {
         let inbox = self.inbox_config()?;
         if lease.trim().is_empty() {
-            return Err(EngineError::Invalid("`lease` is empty".into()));
+            return Err(EngineError::invalid("lease", "`lease` is empty"));
         }
         let report = match report {
             Report::Progress(text) => Report::Progress(
@@ -560,9 +565,10 @@ impl Engine {
                     .filter(|q| !q.is_empty())
                     .collect();
                 if questions.is_empty() || questions.len() > MAX_QUESTIONS {
-                    return Err(EngineError::Invalid(format!(
-                        "`questions` must hold 1-{MAX_QUESTIONS} non-empty questions"
-                    )));
+                    return Err(EngineError::invalid(
+                        "questions",
+                        format!("`questions` must hold 1-{MAX_QUESTIONS} non-empty questions"),
+                    ));
                 }
                 Report::NeedsInput {
                     questions,
@@ -582,7 +588,7 @@ impl Engine {
             .await?
             .map(|t| t.agent)
         else {
-            return Err(EngineError::TaskNotFound(id.to_string()));
+            return Err(EngineError::not_found(What::Task, id));
         };
         let acting = self.acting(&agent).await?;
         let (i, l, rep) = (id.to_string(), lease.to_string(), report.clone());
@@ -749,20 +755,23 @@ impl Engine {
         &self,
         sub: &Submission,
     ) -> Result<Option<String>, EngineError> {
-        let Some(id) = sub.task_id.clone().filter(|t| !t.trim().is_empty()) else {
+        let Some(id) = sub.asked.task_id.clone().filter(|t| !t.trim().is_empty()) else {
             return Ok(None);
         };
         let key = id.trim().to_string();
         let task = self.blocking(move |s| s.get_task(&key)).await?;
         match task {
-            Some(t) if t.agent == sub.agent => Ok(Some(t.id)),
+            Some(t) if t.agent == sub.asked.agent => Ok(Some(t.id)),
             // The same answer whether the task is another agent's or does not exist, so
             // an agent learns nothing about other agents' tasks.
-            _ => Err(EngineError::Invalid(format!(
-                "`task_id` `{}` is not a task of agent `{}`",
-                cut(id.trim(), 40),
-                sub.agent
-            ))),
+            _ => Err(EngineError::invalid(
+                "task_id",
+                format!(
+                    "`task_id` `{}` is not a task of agent `{}`",
+                    cut(id.trim(), 40),
+                    sub.asked.agent
+                ),
+            )),
         }
     }
 }

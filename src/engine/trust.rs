@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::{Engine, EngineError, Event};
+use super::{Conflict, Engine, EngineError, Event, What};
 use crate::approval::Approval;
 use crate::policy::Tier;
 use crate::store::{OfferRow, ProposalOutcome, Revoked, TierChange};
@@ -246,7 +246,7 @@ impl Engine {
             .blocking(move |s| s.deny_pending_of_pause(&id, &actor, now_ms()))
             .await?;
         let Some((pause, denied)) = found else {
-            return Err(EngineError::NotFound(pause_id.to_string()));
+            return Err(EngineError::not_found(What::Pause, pause_id));
         };
         self.announce_denied(&denied);
         Ok(PauseOutcome {
@@ -296,7 +296,7 @@ impl Engine {
         let i = id.to_string();
         self.blocking(move |s| s.grant(&i))
             .await?
-            .ok_or_else(|| EngineError::NotFound(id.to_string()))
+            .ok_or_else(|| EngineError::not_found(What::Grant, id))
     }
 
     /// The grant the decision on request `approval` made, if any.
@@ -311,7 +311,7 @@ impl Engine {
         self.blocking(move |s| s.offer(&a)).await
     }
 
-    /// Revokes the grant `typed` names; an already revoked one is `Invalid`, saying by
+    /// Revokes the grant `typed` names; an already revoked one is a `Conflict`, saying by
     /// whom.
     pub async fn revoke_grant(&self, typed: &str, actor: Actor) -> Result<Grant> {
         let t = typed.to_string();
@@ -325,15 +325,15 @@ impl Engine {
             }
             Revoked::Already(g) => {
                 let (at, by) = g.revoked.clone().unwrap_or((0, g.by.clone()));
-                Err(EngineError::Invalid(format!(
-                    "grant {} was already revoked by {} at {}",
-                    g.short_id,
-                    by.label(),
-                    clock(at)
-                )))
+                Err(EngineError::Conflict(Conflict::GrantRevoked {
+                    grant: g.short_id,
+                    by: by.label(),
+                    at: clock(at),
+                }))
             }
-            Revoked::NotFound => Err(EngineError::NotFound(typed.to_string())),
+            Revoked::NotFound => Err(EngineError::not_found(What::Grant, typed)),
             Revoked::Ambiguous(candidates) => Err(EngineError::Ambiguous {
+                what: What::Grant,
                 typed: typed.to_string(),
                 candidates,
             }),
@@ -351,7 +351,7 @@ impl Engine {
         let h = handle.to_string();
         self.blocking(move |s| s.agent_of_handle(&h))
             .await?
-            .ok_or_else(|| EngineError::NotFound(handle.to_string()))
+            .ok_or_else(|| EngineError::not_found(What::Agent, handle))
     }
 
     /// A proposal by its full id.
@@ -359,7 +359,7 @@ impl Engine {
         let i = id.to_string();
         self.blocking(move |s| s.proposal(&i))
             .await?
-            .ok_or_else(|| EngineError::NotFound(id.to_string()))
+            .ok_or_else(|| EngineError::not_found(What::Proposal, id))
     }
 
     /// Proposals waiting for an owner, oldest first.
@@ -381,11 +381,10 @@ impl Engine {
         let baseline = match self.baseline(&p.agent) {
             Ok(b) => b,
             Err(EngineError::UnknownAgent(a)) if approve => {
-                return Err(EngineError::Invalid(format!(
-                    "{a} is no longer in the config, so proposal {} cannot change its tier; \
-                     decline it",
-                    p.short_id
-                )))
+                return Err(EngineError::Conflict(Conflict::AgentGone {
+                    agent: a,
+                    proposal: p.short_id,
+                }))
             }
             Err(_) => p.from,
         };
@@ -410,7 +409,7 @@ impl Engine {
             }
             ProposalOutcome::Superseded(p) => ProposalDecided::Superseded(p),
             ProposalOutcome::AlreadySettled(p) => return Ok(ProposalDecided::AlreadySettled(p)),
-            ProposalOutcome::NotFound => return Err(EngineError::NotFound(id.to_string())),
+            ProposalOutcome::NotFound => return Err(EngineError::not_found(What::Proposal, id)),
         };
         self.publish(Event::Subject(id.to_string()));
         Ok(decided)

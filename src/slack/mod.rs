@@ -40,11 +40,12 @@ pub use config::{SlackConfig, SlackMode};
 use crate::approval::PlatformId;
 use crate::chat::card::Card;
 use crate::chat::conversation;
-use crate::chat::exchange::{Actor, Answer, At, Purpose};
+use crate::chat::exchange::{Actor, Answer, At};
 use crate::chat::inbound::{self, Inbound, Replied, Seen};
 use crate::chat::platform::Thread;
 use crate::chat::Context;
 use crate::engine::Engine;
+use crate::subject::Purpose;
 use api::SlackApi;
 use payload::{Interaction, SlashCommand};
 

@@ -15,20 +15,16 @@ use super::audit::audit_tx;
 use super::chat::{inherit_home, subject_changed, subject_created, unique_short_id, SubjectKind};
 use super::trust::{grant_tx, offer_tx, NewOffer};
 use super::{Result, Store, StoreError, EXPIRE_BATCH};
-use crate::approval::{Approval, Decision, Status, Verb, Via};
+use crate::approval::{Approval, Asked, Decision, Status, Verb, Via};
 use crate::policy::{Risk, RiskScore, ToolClass};
 use crate::trust::{GrantAsk, Scope};
 
 /// A new request as the engine hands it to the store.
 #[derive(Debug, Clone)]
 pub struct NewApproval {
-    pub agent: String,
-    pub tool: String,
-    pub args: Value,
-    pub summary: Option<String>,
-    pub confidence: Option<f64>,
-    pub environment: Option<String>,
-    pub idempotency_key: Option<String>,
+    /// What the agent asked; its `task_id` checked to be one of the agent's tasks (its
+    /// cards go under the task's).
+    pub asked: Asked,
     /// With a key: [`super::content_hash`] of the request as the agent sent it, so a
     /// repeat of the key is recognised by its whole content.
     pub content_hash: Option<String>,
@@ -40,8 +36,6 @@ pub struct NewApproval {
     pub ttl_ms: Option<i64>,
     pub created_at: i64,
     pub expires_at: Option<i64>,
-    /// The inbox task the agent runs, if any (its cards go under the task's).
-    pub task_id: Option<String>,
     /// What the prompt offers to grant (pending requests that offer "Always allow").
     pub offer: Option<NewOffer>,
     /// The owner's grant that let it through without asking anyone (an allowed
@@ -54,13 +48,12 @@ impl NewApproval {
     /// A pending request for unit tests: high risk, destructive, a one-second ttl.
     pub(crate) fn sample(agent: &str, tool: &str, expires_at: Option<i64>) -> NewApproval {
         NewApproval {
-            agent: agent.into(),
-            tool: tool.into(),
-            args: json!({"to": "a@example.com"}),
-            summary: None,
-            confidence: None,
-            environment: None,
-            idempotency_key: None,
+            asked: Asked {
+                agent: agent.into(),
+                tool: tool.into(),
+                args: json!({"to": "a@example.com"}),
+                ..Asked::default()
+            },
             content_hash: None,
             status: Status::Pending,
             risk: Risk {
@@ -74,7 +67,6 @@ impl NewApproval {
             ttl_ms: Some(1000),
             created_at: 1,
             expires_at,
-            task_id: None,
             offer: None,
             grant_id: None,
         }
@@ -468,12 +460,12 @@ fn insert_tx(
     new: &NewApproval,
     watch: Option<&super::health::Watch>,
 ) -> Result<Inserted> {
-    if let Some(key) = &new.idempotency_key {
+    if let Some(key) = &new.asked.idempotency_key {
         let existing = tx
             .prepare_cached(&format!(
                 "SELECT {COLUMNS}, content_hash FROM approvals WHERE agent = ?1 AND idempotency_key = ?2"
             ))?
-            .query_row(params![new.agent, key], |r| {
+            .query_row(params![new.asked.agent, key], |r| {
                 Ok((row_to_approval(r)?, r.get::<_, Option<String>>(27)?))
             })
             .optional()?;
@@ -482,7 +474,7 @@ fn insert_tx(
             // A request stored before hashes were kept is compared as it was then.
             let same = match (hash, &new.content_hash) {
                 (Some(was), Some(now)) => was == *now,
-                _ => existing.tool == new.tool && existing.args == new.args,
+                _ => existing.tool == new.asked.tool && existing.args == new.asked.args,
             };
             return Ok(if same {
                 Inserted::Existing(existing)
@@ -504,13 +496,13 @@ fn insert_tx(
     .execute(params![
         id,
         short_id,
-        new.agent,
-        new.tool,
-        new.args.to_string(),
-        new.summary,
-        new.confidence,
-        new.environment,
-        new.idempotency_key,
+        new.asked.agent,
+        new.asked.tool,
+        new.asked.args.to_string(),
+        new.asked.summary,
+        new.asked.confidence,
+        new.asked.environment,
+        new.asked.idempotency_key,
         new.status.as_str(),
         new.risk.score.as_str(),
         new.risk.tool_class.as_str(),
@@ -522,7 +514,7 @@ fn insert_tx(
         new.created_at,
         new.expires_at,
         (new.status != Status::Pending).then_some(new.created_at),
-        new.task_id,
+        new.asked.task_id,
         new.grant_id
             .as_ref()
             .filter(|_| new.status == Status::Allowed),
@@ -538,12 +530,12 @@ fn insert_tx(
             Status::Pending.as_str(),
             new.created_at,
         )?;
-        if let Some(task) = &new.task_id {
+        if let Some(task) = &new.asked.task_id {
             // Shown where its task is, under the task's card.
             inherit_home(tx, &id, task)?;
         }
         if let Some(offer) = &new.offer {
-            offer_tx(tx, &id, &new.agent, &new.tool, offer)?;
+            offer_tx(tx, &id, &new.asked.agent, &new.asked.tool, offer)?;
         }
     }
     audit_tx(
@@ -551,9 +543,9 @@ fn insert_tx(
         new.created_at,
         Some(&id),
         "submitted",
-        Some(&new.agent),
+        Some(&new.asked.agent),
         None,
-        &json!({"tool": new.tool, "short_id": short_id}),
+        &json!({"tool": new.asked.tool, "short_id": short_id}),
     )?;
     let mut evaluated = json!({
         "outcome": new.status.as_str(),

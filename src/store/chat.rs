@@ -23,148 +23,10 @@ use super::audit::audit_tx;
 use super::{Result, Store, StoreError};
 use crate::approval::{new_short_id, Approval, Status, Via};
 use crate::policy::RiskScore;
-
-/// What kind of thing a subject is: which conversation kind draws its cards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SubjectKind {
-    /// A request that asked a human.
-    Approval,
-    /// A task an owner handed to an agent, or a question it asks (drawn by
-    /// `chat::conversation::task`).
-    Task,
-    /// A workflow run's check-in that asks its owner whether to go on.
-    CheckIn,
-    /// A proposed tier change, waiting for an owner.
-    Proposal,
-}
-
-impl SubjectKind {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SubjectKind::Approval => "approval",
-            SubjectKind::Task => "task",
-            SubjectKind::CheckIn => "checkin",
-            SubjectKind::Proposal => "proposal",
-        }
-    }
-
-    fn parse(s: &str) -> Result<Self> {
-        match s {
-            "approval" => Ok(SubjectKind::Approval),
-            "task" => Ok(SubjectKind::Task),
-            "checkin" => Ok(SubjectKind::CheckIn),
-            "proposal" => Ok(SubjectKind::Proposal),
-            other => Err(StoreError::Corrupt(format!("subject kind {other}"))),
-        }
-    }
-}
-
-/// Something shown in chats with cards of its own.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Subject {
-    pub id: String,
-    pub kind: SubjectKind,
-}
-
-/// Where in a chat a card goes: as a reply to `reply_to` (Telegram), in the thread
-/// `root` starts (Slack, whose threads hang off their first message).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Thread {
-    pub reply_to: String,
-    pub root: String,
-}
-
-/// Where a subject's cards belong when it has a home: one chat of one platform,
-/// threaded under a message there if given. A subject without a home is shown in every
-/// destination chat of every platform.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Home {
-    pub platform: String,
-    pub chat: String,
-    pub thread: Option<Thread>,
-}
-
-/// How a message shows a subject.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShownBy {
-    /// The subject's own card.
-    Card,
-    /// A digest covering many requests.
-    Digest,
-}
-
-impl ShownBy {
-    fn as_str(self) -> &'static str {
-        match self {
-            ShownBy::Card => "card",
-            ShownBy::Digest => "digest",
-        }
-    }
-
-    fn parse(s: &str) -> Result<Self> {
-        match s {
-            "card" => Ok(ShownBy::Card),
-            "digest" => Ok(ShownBy::Digest),
-            other => Err(StoreError::Corrupt(format!("shown_by {other}"))),
-        }
-    }
-}
-
-/// A chat message that shows a subject.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Shown {
-    pub subject: Subject,
-    pub message: String,
-    pub by: ShownBy,
-    /// The subject's revision the message was drawn at.
-    pub revision: String,
-}
-
-/// An open subject without a message in a chat.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unposted {
-    pub subject: Subject,
-    /// Its revision now.
-    pub revision: String,
-    /// An earlier post of it here has an unknown outcome (it may show twice).
-    pub unknown: bool,
-}
-
-/// What a digest message shows now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DigestState {
-    /// The request under review, or `None` for the summary.
-    pub showing: Option<String>,
-    /// It shows the final tally (nothing left to decide).
-    pub closed: bool,
-}
-
-/// Requests of one agent and tool in a digest.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DigestGroup {
-    pub agent: String,
-    pub tool: String,
-    pub count: usize,
-    pub pending: usize,
-    pub max_risk: RiskScore,
-}
-
-/// The contents of a digest, counted now.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct DigestSummary {
-    pub total: usize,
-    pub pending: usize,
-    /// Approved (including those since executed, succeeded or failed).
-    pub approved: usize,
-    pub rejected: usize,
-    pub expired: usize,
-    pub cancelled: usize,
-    /// By agent and tool, largest first.
-    pub groups: Vec<DigestGroup>,
-    /// The earliest deadline among the pending ones.
-    pub next_expiry: Option<i64>,
-}
+pub use crate::subject::{
+    DigestGroup, DigestState, DigestSummary, Home, Shown, ShownBy, Subject, SubjectKind, Thread,
+    Unposted,
+};
 
 /// Result of [`Store::lookup_subject`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,6 +42,10 @@ pub enum SubjectLookup {
 pub struct Asked {
     pub subject: String,
     pub purpose: String,
+}
+
+fn subject_kind(s: &str) -> Result<SubjectKind> {
+    SubjectKind::parse(s).ok_or_else(|| StoreError::Corrupt(format!("subject kind {s}")))
 }
 
 fn ids_json(ids: &[String]) -> String {
@@ -415,7 +281,7 @@ impl Store {
             out.push(Unposted {
                 subject: Subject {
                     id,
-                    kind: SubjectKind::parse(&kind)?,
+                    kind: subject_kind(&kind)?,
                 },
                 revision,
                 unknown,
@@ -457,10 +323,11 @@ impl Store {
                 Shown {
                     subject: Subject {
                         id,
-                        kind: SubjectKind::parse(&kind)?,
+                        kind: subject_kind(&kind)?,
                     },
                     message,
-                    by: ShownBy::parse(&by)?,
+                    by: ShownBy::parse(&by)
+                        .ok_or_else(|| StoreError::Corrupt(format!("shown_by {by}")))?,
                     revision,
                 },
                 now,
@@ -634,7 +501,7 @@ impl Store {
             return Ok(Some(Shown {
                 subject: Subject {
                     id,
-                    kind: SubjectKind::parse(&kind)?,
+                    kind: subject_kind(&kind)?,
                 },
                 message: message.to_string(),
                 by: ShownBy::Card,
@@ -673,7 +540,7 @@ impl Store {
         if let Some((id, kind)) = exact {
             return Ok(SubjectLookup::Found(Subject {
                 id,
-                kind: SubjectKind::parse(&kind)?,
+                kind: subject_kind(&kind)?,
             }));
         }
         if lower.len() < 4 || !lower.bytes().all(|b| b.is_ascii_alphanumeric()) {
@@ -695,7 +562,7 @@ impl Store {
             [] => SubjectLookup::NotFound,
             [(id, kind, _)] => SubjectLookup::Found(Subject {
                 id: id.clone(),
-                kind: SubjectKind::parse(kind)?,
+                kind: subject_kind(kind)?,
             }),
             many => SubjectLookup::Ambiguous(many.iter().map(|(_, _, s)| s.clone()).collect()),
         })
@@ -712,7 +579,7 @@ impl Store {
             Ok((
                 Subject {
                     id: id.to_string(),
-                    kind: SubjectKind::parse(&kind)?,
+                    kind: subject_kind(&kind)?,
                 },
                 open,
             ))
@@ -777,7 +644,7 @@ impl Store {
         row.map(|(id, kind)| {
             Ok(Subject {
                 id,
-                kind: SubjectKind::parse(&kind)?,
+                kind: subject_kind(&kind)?,
             })
         })
         .transpose()

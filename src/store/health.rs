@@ -491,7 +491,7 @@ mod tests {
         let mut full = None;
         for _ in 0..100 {
             let mut n = new("m", "t", None, None);
-            n.args = big.clone();
+            n.asked.args = big.clone();
             match s.guarded(|s| s.insert(&n)) {
                 Ok(Inserted::New(_)) => {}
                 Ok(other) => panic!("{other:?}"),
@@ -525,7 +525,7 @@ mod tests {
             refused = Some(loop {
                 assert!(pending.len() < 2_000, "the agents' share was never filled");
                 let mut n = new("m", "t", None, Some(i64::MAX));
-                n.args = json!({"body": "x".repeat(size)});
+                n.asked.args = json!({"body": "x".repeat(size)});
                 match s.guarded(|s| s.insert(&n)) {
                     Ok(Inserted::New(a)) => pending.push(a.id),
                     Ok(other) => panic!("{other:?}"),

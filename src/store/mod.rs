@@ -36,22 +36,17 @@ mod trust;
 
 pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
-pub use chat::{
-    Asked, DigestGroup, DigestState, DigestSummary, Home, Shown, ShownBy, Subject, SubjectKind,
-    SubjectLookup, Thread, Unposted,
-};
+pub use chat::SubjectLookup;
 pub use health::{FaultKind, StorageFault};
 pub use refusals::{Closed, RefusalRow, Refused};
 pub use runs::{
     Answered, EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup,
-    MAX_ISSUES_READ,
 };
 pub use tasks::{
     task_revision, Changed, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing,
 };
 pub use trust::{
-    peek_trust, NewOffer, NewProposal, OfferRow, Paused, ProposalOutcome, Revoked, SubmitFacts,
-    TierChange,
+    peek_trust, NewOffer, NewProposal, OfferRow, ProposalOutcome, Revoked, SubmitFacts, TierChange,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -189,13 +184,7 @@ pub fn content_hash(v: &serde_json::Value) -> String {
         .collect()
 }
 
-/// `path` with `suffix` appended to its file name: the database's `-wal` and `-shm`.
-#[must_use]
-pub fn sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    name.into()
-}
+pub(crate) use crate::files::sibling;
 
 pub struct Store {
     conn: Mutex<Connection>,
@@ -270,6 +259,9 @@ impl Store {
 }
 
 #[cfg(test)]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     //! Fixtures shared by the store's unit tests, and the tests of `Store` itself.
 
@@ -282,10 +274,9 @@ mod tests {
         key: Option<&str>,
         expires_at: Option<i64>,
     ) -> NewApproval {
-        NewApproval {
-            idempotency_key: key.map(Into::into),
-            ..NewApproval::sample(agent, tool, expires_at)
-        }
+        let mut n = NewApproval::sample(agent, tool, expires_at);
+        n.asked.idempotency_key = key.map(Into::into);
+        n
     }
 
     pub(super) fn inserted(s: &Store, n: &NewApproval) -> Approval {
@@ -319,9 +310,10 @@ mod tests {
     fn requests_made_in_one_millisecond_list_in_the_order_they_were_made() {
         let s = Store::open_in_memory().unwrap();
         let news: Vec<NewApproval> = (0..300)
-            .map(|i| NewApproval {
-                args: serde_json::json!({"n": i}),
-                ..new("m", "t", None, Some(i64::MAX))
+            .map(|i| {
+                let mut n = new("m", "t", None, Some(i64::MAX));
+                n.asked.args = serde_json::json!({"n": i});
+                n
             })
             .collect();
         // One transaction, one created_at: as a burst of submissions is committed.

@@ -1453,7 +1453,7 @@ mod tests {
         assert_eq!(
             s.subject(&p.id).unwrap(),
             Some((
-                crate::store::Subject {
+                crate::subject::Subject {
                     id: p.id.clone(),
                     kind: SubjectKind::Proposal
                 },
@@ -1558,7 +1558,10 @@ mod tests {
             status: Status::Allowed,
             ttl_ms: None,
             expires_at: None,
-            confidence: conf,
+            asked: crate::approval::Asked {
+                confidence: conf,
+                ..NewApproval::sample("m", "t", None).asked
+            },
             ..NewApproval::sample("m", "t", None)
         };
         let ok = inserted(&s, &allowed(None));
@@ -1572,7 +1575,10 @@ mod tests {
                 status: Status::Blocked,
                 ttl_ms: None,
                 expires_at: None,
-                confidence: Some(0.1),
+                asked: crate::approval::Asked {
+                    confidence: Some(0.1),
+                    ..NewApproval::sample("m", "t", None).asked
+                },
                 ..NewApproval::sample("m", "t", None)
             },
         );

@@ -263,7 +263,7 @@ pub fn swap_button(
 mod tests {
     use super::*;
     use crate::chat::card::{Field, Tag};
-    use crate::engine::SubjectKind;
+    use crate::subject::SubjectKind;
 
     fn card(summary: &str, args: &str) -> Card {
         Card {

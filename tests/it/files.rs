@@ -244,7 +244,7 @@ async fn a_database_an_older_version_left_readable_is_made_private() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bot.toml"), BASE_CONFIG).unwrap();
     let db = dir.path().join("gatebot.db");
-    drop(gatebot::store::Store::open(&db).unwrap());
+    gatebot::engine::open_database(&db).unwrap();
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o640)).unwrap();
 
     let child = run_daemon(dir.path(), 0o022);

@@ -32,7 +32,10 @@ fn modules() -> BTreeMap<Module, String> {
     let mut all = BTreeMap::new();
     for file in files {
         let rel = file.strip_prefix(&root).unwrap().with_extension("");
-        let mut module: Module = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+        let mut module: Module = rel
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
         if matches!(
             module.last().map(String::as_str),
             Some("mod" | "lib" | "main")
@@ -58,8 +61,7 @@ fn modules() -> BTreeMap<Module, String> {
 fn edges(modules: &BTreeMap<Module, String>) -> BTreeSet<(Module, Module)> {
     let path = Regex::new(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)").unwrap();
     let group =
-        Regex::new(r"(?s)\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)*)::\{(.*?)\};")
-            .unwrap();
+        Regex::new(r"(?s)\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)*)::\{(.*?)\};").unwrap();
     let nested = Regex::new(r"\{[^{}]*\}").unwrap();
     let resolve = |path: &[String]| -> Module {
         (0..=path.len())
@@ -170,7 +172,11 @@ fn cycles(edges: &BTreeSet<(Module, Module)>) -> Vec<String> {
 #[test]
 fn no_module_imports_one_that_imports_it_back() {
     let edges = edges(&modules());
-    assert!(edges.len() > 100, "the scan found too few imports: {}", edges.len());
+    assert!(
+        edges.len() > 100,
+        "the scan found too few imports: {}",
+        edges.len()
+    );
     let found = cycles(&edges);
     assert!(
         found.is_empty(),
@@ -181,9 +187,19 @@ fn no_module_imports_one_that_imports_it_back() {
 
 #[test]
 fn the_domain_imports_nothing_of_the_daemon() {
-    const DOMAIN: &[&str] = &["approval", "policy", "trust", "workflow", "inbox", "subject"];
+    const DOMAIN: &[&str] = &[
+        "approval", "policy", "trust", "workflow", "inbox", "subject",
+    ];
     const DAEMON: &[&str] = &[
-        "engine", "store", "chat", "api", "telegram", "slack", "platforms", "daemon", "client",
+        "engine",
+        "store",
+        "chat",
+        "api",
+        "telegram",
+        "slack",
+        "platforms",
+        "daemon",
+        "client",
         "config",
     ];
     let wrong: Vec<String> = edges(&modules())

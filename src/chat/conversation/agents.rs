@@ -28,8 +28,8 @@ use crate::time::clock;
 use crate::trust::view::{AgentView, TierSource};
 use crate::trust::Actor as TrustActor;
 
-use super::approval::failure;
 use super::SlashCommand;
+use crate::chat::failure::failure;
 
 /// Most agents `/agents` lists with buttons.
 pub const SHOWN: usize = 20;
@@ -312,7 +312,7 @@ fn failed(e: &EngineError) -> Answer {
         )),
         // A button whose agent handle is not in the database (forged, or another
         // database's): it names nobody.
-        EngineError::NotFound(_) => {
+        EngineError::NotFound { .. } => {
             Answer::alert("This button names no agent gatebot knows. Use /agents for fresh ones.")
         }
         other => Answer::alert(failure(other)),
@@ -380,7 +380,7 @@ async fn press(cx: &Context, actor: &Actor, a: Action) -> Answer {
                 o.denied.len(),
                 o.pause.agent
             ))),
-            Err(EngineError::NotFound(_)) => {
+            Err(EngineError::NotFound { .. }) => {
                 Answer::alert("That pause is over (the agent was resumed); nothing was denied.")
             }
             Err(e) => failed(&e),

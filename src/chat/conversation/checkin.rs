@@ -18,17 +18,19 @@
 
 use crate::chat::card::{Block, Button, Card, Field, Hint, Line, Style, Tag};
 use crate::chat::command::{non_empty, Typed};
-use crate::chat::exchange::{Actor, Answer, At, Purpose, Question, Said};
+use crate::chat::exchange::{Actor, Answer, At, Question, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{Answered, EngineError, Subject, SubjectKind};
+use crate::engine::{Answered, EngineError};
+use crate::subject::Purpose;
+use crate::subject::{Subject, SubjectKind};
 use crate::time::{clock, format_duration, now_ms};
 use crate::workflow::evaluate::IssueKind;
 use crate::workflow::run::{self, CheckIn, CheckInAnswer, CheckInStatus, Run, RunIssue};
 use crate::workflow::{EventType, Severity, Why};
 
-use super::approval::failure;
 use super::{Rendered, SlashCommand};
+use crate::chat::failure::failure;
 
 /// Problems listed on the card itself; Review issues lists them all.
 pub const LISTED: usize = 5;
@@ -314,7 +316,7 @@ pub struct Detail {
 pub async fn detail(cx: &Context, id: &str) -> Result<Option<Detail>, EngineError> {
     let check_in = match cx.engine.check_in(id).await {
         Ok(c) => c,
-        Err(EngineError::NotFound(_)) => return Ok(None),
+        Err(EngineError::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(e),
     };
     let run = cx.engine.get_run(&check_in.run_id).await?;
@@ -385,7 +387,7 @@ async fn resolve(cx: &Context, typed: &str) -> Result<String, Answer> {
         Ok(_) => Err(Answer::alert(format!(
             "`{typed}` is a request, not a workflow check-in: use /approve or /deny."
         ))),
-        Err(EngineError::NotFound(_)) => Err(Answer::alert(format!(
+        Err(EngineError::NotFound { .. }) => Err(Answer::alert(format!(
             "No check-in matches `{typed}`. Use /pending to see what waits for you."
         ))),
         Err(e) => Err(Answer::alert(failure(&e))),

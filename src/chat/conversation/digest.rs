@@ -21,7 +21,8 @@ use crate::chat::card::{Block, Button, Card, Field, Hint, Line};
 use crate::chat::exchange::{Actor, Answer, At};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{DigestState, DigestSummary, EngineError};
+use crate::engine::EngineError;
+use crate::subject::{DigestState, DigestSummary};
 use crate::time::clock;
 
 use super::{approval, Never};
@@ -252,7 +253,7 @@ impl super::Kind for Digests {
 
     #[cfg(test)]
     fn example_cards() -> Vec<Card> {
-        use crate::engine::DigestGroup;
+        use crate::subject::DigestGroup;
         let group = DigestGroup {
             agent: "<".repeat(64),
             tool: "&".repeat(crate::wire::MAX_TOOL_LEN),

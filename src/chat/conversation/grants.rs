@@ -15,8 +15,8 @@ use crate::engine::EngineError;
 use crate::time::clock;
 use crate::trust::{Actor as TrustActor, Grant, Scope};
 
-use super::approval::failure;
 use super::SlashCommand;
+use crate::chat::failure::failure;
 
 /// Most grants `/grants` lists with buttons.
 pub const SHOWN: usize = 20;
@@ -190,7 +190,7 @@ async fn revoke(cx: &Context, actor: &Actor, typed: &str) -> Answer {
                 ..Card::default()
             })
         }
-        Err(EngineError::NotFound(t)) => Answer::alert(format!(
+        Err(EngineError::NotFound { id: t, .. }) => Answer::alert(format!(
             "No grant matches `{}`. /grants lists them.",
             shorten(&t, 64)
         )),

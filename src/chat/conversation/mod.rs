@@ -35,9 +35,11 @@ use std::future::Future;
 
 use crate::chat::card::Card;
 use crate::chat::command::{self, Typed};
-use crate::chat::exchange::{Actor, Answer, At, Purpose, Said, Written};
+use crate::chat::exchange::{Actor, Answer, At, Said, Written};
 use crate::chat::Context;
-use crate::engine::{EngineError, Subject, SubjectKind};
+use crate::engine::EngineError;
+use crate::subject::Purpose;
+use crate::subject::{Subject, SubjectKind};
 
 /// Every button's data starts with this (and a version, so old buttons can be told apart).
 pub const DATA_PREFIX: &str = "gb1:";

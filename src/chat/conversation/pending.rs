@@ -10,8 +10,8 @@ use crate::chat::command::Typed;
 use crate::chat::exchange::{Actor, Answer, Said};
 use crate::chat::Context;
 
-use super::approval::failure;
 use super::{Never, SlashCommand};
+use crate::chat::failure::failure;
 
 /// `/pending`'s kind.
 pub struct Pending;

@@ -16,12 +16,13 @@ use crate::chat::card::{Block, Button, Card, Field, Hint, Line, Style, Tag};
 use crate::chat::exchange::{Actor, Answer, At};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{EngineError, ProposalDecided, Subject, SubjectKind};
+use crate::engine::{EngineError, ProposalDecided};
+use crate::subject::{Subject, SubjectKind};
 use crate::time::{clock, format_duration};
 use crate::trust::{Actor as TrustActor, Direction, Proposal, ProposalStatus};
 
-use super::approval::failure;
 use super::{Never, Rendered};
+use crate::chat::failure::failure;
 
 /// The proposal's kind: tier changes waiting for an owner. Its commands are the
 /// approval prompt's `/approve` and `/deny` (see [`super::approval`]).
@@ -39,7 +40,7 @@ impl super::Kind for Proposals {
                 revision: p.status.as_str().to_string(),
                 open: p.status == ProposalStatus::Open,
             })),
-            Err(EngineError::NotFound(_)) => Ok(None),
+            Err(EngineError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -186,7 +187,7 @@ pub async fn decide(
              changed. Use /agent {} to see where it stands.",
             p.short_id, p.agent, p.agent
         )),
-        Err(EngineError::NotFound(_)) => Answer::alert("That proposal no longer exists."),
+        Err(EngineError::NotFound { .. }) => Answer::alert("That proposal no longer exists."),
         Err(e) => Answer::alert(failure(&e)),
     }
 }

@@ -23,15 +23,15 @@
 
 use crate::chat::card::{Block, Button, Card, Code, Field, Hint, Line, Span, Style, Tag};
 use crate::chat::command::Typed;
-use crate::chat::exchange::{Actor, Answer, At, Purpose, Question, Said, Written};
+use crate::chat::exchange::{Actor, Answer, At, Question, Said, Written};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{
-    task_revision, EngineError, Home, Subject, SubjectKind, TaskRequest, TaskSubject,
-};
+use crate::engine::{task_revision, EngineError, TaskRequest, TaskSubject};
 use crate::inbox::classify::MAX_CHOICE_CHARS;
 use crate::inbox::lifecycle::Step;
 use crate::inbox::{ClassifiedBy, QuestionPurpose, QuestionState, Task, TaskQuestion, TaskStatus};
+use crate::subject::Purpose;
+use crate::subject::{Home, Subject, SubjectKind};
 use crate::time::clock;
 
 use super::{Rendered, SlashCommand, Taken};
@@ -309,12 +309,14 @@ fn done_text(step: Step, t: &Task) -> String {
 /// What to tell someone whose step on a task did not happen.
 fn refusal(e: &EngineError) -> Answer {
     match e {
-        EngineError::Conflict { message, .. } => Answer::alert(format!("{message}.")),
-        EngineError::TaskNotFound(id) => Answer::alert(format!(
+        EngineError::Conflict(c) => Answer::alert(format!("{c}.")),
+        EngineError::NotFound { id, .. } => Answer::alert(format!(
             "No task matches `{id}`. /tasks lists the open ones."
         )),
-        EngineError::Invalid(m) => Answer::alert(m.clone()),
-        EngineError::Ambiguous { typed, candidates } => Answer::alert(format!(
+        EngineError::Invalid { problem, .. } => Answer::alert(problem.clone()),
+        EngineError::Ambiguous {
+            typed, candidates, ..
+        } => Answer::alert(format!(
             "`{typed}` matches several tasks: {}.",
             candidates.join(", ")
         )),

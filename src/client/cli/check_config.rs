@@ -53,7 +53,7 @@ fn print_summary(path: &Path, c: &Config) {
     );
     outln!("  workflow:        {}", workflow(&c.workflow.default));
     // The tier in force is an owner's override, when the database holds one.
-    let (overrides, pauses) = match crate::store::peek_trust(&c.store.path) {
+    let (overrides, pauses) = match crate::engine::peek_trust(&c.store.path) {
         Ok(found) => found.unwrap_or_default(),
         Err(e) => {
             outln!(

@@ -9,7 +9,7 @@
 //!   allow_for`), and for a shell-like tool its always-allow is scoped: ♾️ Always:
 //!   this command, and ♾️ Always: this prefix when the command has one (never for
 //!   interpreters, wrappers or compound commands). What the scoped buttons grant was
-//!   stored with the request ([`crate::store::OfferRow`]); the button names only the
+//!   stored with the request ([`crate::engine::OfferRow`]); the button names only the
 //!   request. After enough approvals in a row, the prompt says so and offers the
 //!   matching grant first (`[grants] suggest_after`).
 //!   Data: `gb1:a:<id>`, `gb1:A:<id>`, `gb1:d:<id>`, `gb1:s:<id>`, and `gb1:ae:<id>`
@@ -24,12 +24,13 @@
 use crate::approval::{Approval, Decision, Status, Verb};
 use crate::chat::card::{Block, Button, Card, Code, Field, Hint, Line, Style, Tag};
 use crate::chat::command::{first_word, non_empty, Typed};
-use crate::chat::exchange::{Actor, Answer, At, Purpose, Said};
+use crate::chat::exchange::{Actor, Answer, At, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{describe_settled, EngineError, Subject, SubjectKind};
+use crate::engine::{describe_settled, EngineError, OfferRow};
 use crate::engine::{GrantChoice, ScopeChoice};
-use crate::store::OfferRow;
+use crate::subject::Purpose;
+use crate::subject::{Subject, SubjectKind};
 use crate::time::{clock, format_duration, now_ms};
 
 use super::{Rendered, SlashCommand};
@@ -444,7 +445,7 @@ pub async fn decide_granting(
             Answer::Done(decided(&a, grant.as_ref()))
         }
         Err(EngineError::AlreadySettled(a)) => already_settled(&a),
-        Err(e) => Answer::alert(failure(&e)),
+        Err(e) => Answer::alert(crate::chat::failure::failure(&e)),
     }
 }
 
@@ -514,25 +515,6 @@ pub fn grant_words(line: Line, g: &Grant) -> Line {
     match g.expires_at {
         Some(at) => line.and(format!(", until {}", clock(at))),
         None => line.and(", until revoked"),
-    }
-}
-
-/// What to tell someone whose command failed.
-#[must_use]
-pub fn failure(e: &EngineError) -> String {
-    match e {
-        EngineError::NotFound(id) => {
-            format!("No request matches `{id}`. Use /pending to see open requests.")
-        }
-        EngineError::Ambiguous { typed, candidates } => format!(
-            "`{typed}` matches several requests: {}. Type more of the id.",
-            candidates.join(", ")
-        ),
-        EngineError::Invalid(m) => m.clone(),
-        other => {
-            tracing::error!(error = %other, "chat command failed");
-            "Something went wrong; see the gatebot log.".into()
-        }
     }
 }
 
@@ -669,7 +651,7 @@ const HEADING_ICON: &str = "🛡";
 async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
     let a = match cx.engine.get(&subject.id).await {
         Ok(a) => a,
-        Err(EngineError::NotFound(_)) => return Ok(None),
+        Err(EngineError::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(e),
     };
     let pending = a.status == Status::Pending;

@@ -10,10 +10,12 @@
 //!    Where the platform could not ask at all, it answers at once without a reason.
 
 use crate::chat::card::{Button, Line, Style};
-use crate::chat::exchange::{Answer, Purpose, Question};
+use crate::chat::exchange::{Answer, Question};
 use crate::chat::Context;
+use crate::subject::Purpose;
 
-use super::{already_settled, button_data, failure, ButtonKind};
+use super::{already_settled, button_data, ButtonKind};
+use crate::chat::failure::failure;
 
 /// The question for request `id`, if it is still pending.
 pub async fn ask(cx: &Context, id: &str) -> Answer {

@@ -1,0 +1,847 @@
+//! The request lifecycle: an agent submits a tool call, an owner decides it, the agent
+//! cancels it or reports how it went, and deadlines expire it.
+//!
+//! 1. [`Engine::submit`] checks the request, asks the policy for a verdict (grants,
+//!    the owner's tier, a pause), commits it (and its audit rows) through the
+//!    group-commit writer, then publishes [`Event::Submitted`].
+//! 2. A human decides with [`Engine::decide`] (CLI, Telegram, Slack); the store's
+//!    `UPDATE … WHERE status = 'pending'` makes the first decision win, and the
+//!    loser gets [`EngineError::AlreadySettled`] with the winner's record. A decision
+//!    that arrives after the deadline loses to it: the store expires the request
+//!    then and there, and the engine publishes that expiry.
+//! 3. [`Engine::run_expiry`] sleeps until the earliest deadline (not a coarse
+//!    poll) and expires what is due, requests and workflow check-ins alike; deadlines
+//!    live in SQLite, so a restart picks them up again.
+//! 4. Every change is published as [`Event::Settled`]; long-polling agents
+//!    ([`Engine::wait`]) and chat channels listen on the bus.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tracing::field::Empty;
+use tracing::{info, info_span, warn, Instrument, Span};
+
+use super::{check_agent_name, Conflict, Engine, EngineError, Event, GrantRefused, What};
+use crate::approval::{Approval, Asked, Decision, Status, Verb};
+use crate::config::{AgentConfig, Config};
+use crate::names::hidden_character;
+use crate::policy::shell;
+use crate::policy::{Action, History, Request, GRANT_SOURCE};
+use crate::store::{
+    Inserted, ListFilter, Lookup, NewApproval, NewOffer, Store, StoreError, SubmitFacts, Transition,
+};
+use crate::time::{after, now_ms, range, Range};
+use crate::trust::grants::{check_prefix, command_of, offered_prefix, prefix_to_grant};
+use crate::trust::{paused_verdict, GrantAsk, Scope};
+use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
+
+/// Records a request's id, agent, tool and status (as `verdict`) in `span`, if the
+/// span declares those fields (request spans declare them `Empty` and fill them in
+/// as they become known; a later call overwrites `verdict` with the newer status).
+pub fn record_request(span: &Span, a: &Approval) {
+    span.record("id", a.id.as_str());
+    span.record("agent", a.agent.as_str());
+    span.record("tool", a.tool.as_str());
+    span.record("verdict", a.status.as_str());
+}
+
+/// "approved by alice (Telegram)", "expired: no response within 24h".
+#[must_use]
+pub fn describe_settled(a: &Approval) -> String {
+    let by = a.decider();
+    match a.status {
+        Status::Expired => format!(
+            "expired: {}",
+            a.decision_reason
+                .as_deref()
+                .unwrap_or("no response in time")
+        ),
+        Status::Rejected => match &a.decision_reason {
+            Some(r) => format!("denied by {by}: {r}"),
+            None => format!("denied by {by}"),
+        },
+        Status::Cancelled => "cancelled by the agent".to_string(),
+        Status::Allowed => "allowed by policy".to_string(),
+        Status::Blocked => "blocked by policy".to_string(),
+        Status::Pending => "pending".to_string(),
+        Status::Approved | Status::Executing | Status::Succeeded | Status::Failed => {
+            format!("approved by {by}")
+        }
+    }
+}
+
+/// What an approval grants, beyond running the request once.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GrantChoice {
+    pub scope: ScopeChoice,
+    /// A time-boxed grant: it stops covering calls after this long.
+    pub for_: Option<Duration>,
+}
+
+/// Which scope a grant takes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ScopeChoice {
+    /// The whole tool; for a shell-like tool, the exact command.
+    #[default]
+    Default,
+    /// A shell-like tool's exact command.
+    Exact,
+    /// Commands starting with the prefix named, or (`None`) the one the prompt offered.
+    Prefix(Option<String>),
+}
+
+/// A request as an agent submits it.
+#[derive(Debug, Clone, Default)]
+pub struct Submission {
+    /// Its `task_id`, if any, must be one of the agent's tasks.
+    pub asked: Asked,
+    pub ttl: Option<Duration>,
+}
+
+/// The result of a submission.
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    pub approval: Approval,
+    /// False when an earlier request with the same idempotency key was returned.
+    pub created: bool,
+}
+
+/// The group-commit writer is gone (the engine is shutting down, or it panicked).
+fn writer_stopped() -> EngineError {
+    EngineError::Internal {
+        context: "committing a request: the store writer has stopped",
+        source: None,
+    }
+}
+
+/// A request waiting for the group-commit writer, and where to send its result.
+pub(super) type InsertJob = (NewApproval, oneshot::Sender<Result<Inserted, StoreError>>);
+
+/// Most requests committed in one transaction.
+pub(super) const MAX_BATCH: usize = 128;
+
+/// How long the expiry task waits after a failed pass before it tries again.
+const EXPIRY_RETRY: Duration = Duration::from_secs(5);
+
+impl Engine {
+    fn validate(&self, sub: &Submission) -> Result<Duration, EngineError> {
+        let config = self.config();
+        check_agent_name(&sub.asked.agent)?;
+        if sub.asked.tool.trim().is_empty() || sub.asked.tool.len() > MAX_TOOL_LEN {
+            return Err(EngineError::invalid(
+                "tool",
+                format!("`tool` must be 1-{MAX_TOOL_LEN} characters"),
+            ));
+        }
+        if let Some(why) = hidden_character("tool", &sub.asked.tool) {
+            return Err(EngineError::invalid("tool", why));
+        }
+        if let Some(s) = &sub.asked.summary {
+            if s.chars().count() > MAX_SUMMARY_CHARS {
+                return Err(EngineError::invalid(
+                    "summary",
+                    format!("`summary` is longer than {MAX_SUMMARY_CHARS} characters"),
+                ));
+            }
+        }
+        if let Some(c) = sub.asked.confidence {
+            if !(0.0..=1.0).contains(&c) {
+                return Err(EngineError::invalid(
+                    "confidence",
+                    format!("`confidence` must be between 0.0 and 1.0, got {c}"),
+                ));
+            }
+        }
+        if let Some(k) = &sub.asked.idempotency_key {
+            if k.is_empty() || k.len() > MAX_KEY_LEN {
+                return Err(EngineError::invalid(
+                    "idempotency_key",
+                    format!("`idempotency_key` must be 1-{MAX_KEY_LEN} bytes"),
+                ));
+            }
+        }
+        let ttl = sub.ttl.unwrap_or(config.default_ttl);
+        // `policy.max_ttl` bounds it, and lies in range::TTL itself.
+        let allowed = Range::new(range::TTL.min, config.max_ttl.min(range::TTL.max));
+        allowed.check(ttl).map_err(|e| {
+            EngineError::invalid("ttl", format!("`ttl` {e} (the longest is policy.max_ttl)"))
+        })
+    }
+
+    /// Scores, stores and publishes a request. The request is committed before this returns.
+    pub async fn submit(
+        &self,
+        sub: Submission,
+        agent: &AgentConfig,
+    ) -> Result<Submitted, EngineError> {
+        let ttl = self.validate(&sub)?;
+        let task_id = self.task_of_request(&sub).await?;
+        // The gate's order (engine::gate): a pause commits before the facts are read or
+        // after this request is stored, never in between.
+        let _order = self.submitting().await;
+        let config = self.config();
+        let (name, tool, at) = (sub.asked.agent.clone(), sub.asked.tool.clone(), now_ms());
+        let facts = self
+            .blocking(move |s| s.submit_facts(&name, &tool, at))
+            .await?;
+        let judged = judge(&config, &sub.asked, agent, &facts);
+        let verdict = judged.verdict;
+        let now = now_ms();
+        let status = match verdict.action {
+            Action::Allow => Status::Allowed,
+            Action::Ask => Status::Pending,
+            Action::Block => Status::Blocked,
+        };
+        let new = NewApproval {
+            asked: Asked {
+                task_id,
+                ..sub.asked.clone()
+            },
+            content_hash: content_hash(&sub),
+            status,
+            risk: verdict.risk,
+            policy_reason: verdict.reason,
+            checkpoint: verdict.checkpoint,
+            always_allow_offered: verdict.always_allow_offered,
+            ttl_ms: (status == Status::Pending).then_some(ttl.as_millis() as i64),
+            created_at: now,
+            expires_at: (status == Status::Pending).then_some(after(now, ttl)),
+            offer: judged.offer,
+            // A pause blocks the call, grant or not.
+            grant_id: judged.grant_id.filter(|_| status == Status::Allowed),
+        };
+        match self.commit(new).await? {
+            Inserted::New(a) => Ok(self.announce_submitted(a)),
+            Inserted::Existing(a) => Ok(Submitted {
+                approval: a,
+                created: false,
+            }),
+            Inserted::Conflict(a) => Err(EngineError::IdempotencyConflict {
+                key: sub.asked.idempotency_key.unwrap_or_default(),
+                what: What::Request,
+                id: a.short_id,
+            }),
+        }
+    }
+
+    /// Commits a request through the group-commit writer (with fsync) before it
+    /// returns; concurrent submissions share a commit.
+    async fn commit(&self, new: NewApproval) -> Result<Inserted, EngineError> {
+        let (reply, result) = oneshot::channel();
+        self.inserts
+            .send((new, reply))
+            .await
+            .map_err(|_| writer_stopped())?;
+        self.count_held_back(
+            result
+                .await
+                .map_err(|_| writer_stopped())?
+                .map_err(EngineError::from),
+        )
+    }
+
+    /// Logs, counts and publishes a request just stored.
+    fn announce_submitted(&self, a: Approval) -> Submitted {
+        info!(
+            id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
+            verdict = %a.status, risk = a.risk.score.as_str(),
+            "request submitted"
+        );
+        self.metrics.submitted(a.status);
+        if a.status == Status::Pending {
+            self.deadlines_changed.notify_one();
+        }
+        self.publish(Event::Submitted(Arc::new(a.clone())));
+        Submitted {
+            approval: a,
+            created: true,
+        }
+    }
+
+    /// Finds a request by full id, short id or unique prefix (≥ 4 characters).
+    pub async fn lookup(&self, typed: &str, pending_only: bool) -> Result<Approval, EngineError> {
+        let t = typed.to_string();
+        match self.blocking(move |s| s.lookup(&t, pending_only)).await? {
+            Lookup::Found(a) => Ok(*a),
+            Lookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
+                what: What::Request,
+                typed: typed.to_string(),
+                candidates,
+            }),
+            Lookup::NotFound => Err(EngineError::not_found(What::Request, typed)),
+        }
+    }
+
+    /// A request by its full id.
+    pub async fn get(&self, id: &str) -> Result<Approval, EngineError> {
+        let i = id.to_string();
+        self.blocking(move |s| s.get(&i))
+            .await?
+            .ok_or_else(|| EngineError::not_found(What::Request, id))
+    }
+
+    /// Applies an owner's decision to the request `typed` names. Channels must
+    /// check that the actor is an approver before calling this. "Always allow" grants
+    /// what the request's tool allows by default: the whole tool, or for a shell-like
+    /// tool the exact command (see [`Engine::decide_granting`]).
+    pub async fn decide(&self, typed: &str, decision: Decision) -> Result<Approval, EngineError> {
+        self.decide_granting(typed, decision, GrantChoice::default())
+            .await
+    }
+
+    /// [`Engine::decide`], choosing what an approval grants: its scope, and with
+    /// `for_` a time-boxed grant (which an `approve` makes too).
+    pub async fn decide_granting(
+        &self,
+        typed: &str,
+        decision: Decision,
+        choice: GrantChoice,
+    ) -> Result<Approval, EngineError> {
+        // Its own span, since chat channels call this as well as the API.
+        let span = info_span!(
+            "decide",
+            id = Empty,
+            agent = Empty,
+            tool = Empty,
+            verdict = Empty,
+            by = %decision.actor,
+            via = decision.via.as_str(),
+        );
+        let result = self
+            .decide_in_span(typed, decision, choice)
+            .instrument(span.clone())
+            .await;
+        match &result {
+            Ok(a) => record_request(&span, a),
+            Err(EngineError::AlreadySettled(a)) => record_request(&span, a),
+            Err(_) => {}
+        }
+        result
+    }
+
+    async fn decide_in_span(
+        &self,
+        typed: &str,
+        decision: Decision,
+        choice: GrantChoice,
+    ) -> Result<Approval, EngineError> {
+        let approval = match self.lookup(typed, true).await {
+            Err(EngineError::NotFound { .. }) => self.lookup(typed, false).await?,
+            other => other?,
+        };
+        let wants_grant = decision.verb == Verb::ApproveAlways || choice.for_.is_some();
+        if decision.verb == Verb::Deny && choice != GrantChoice::default() {
+            return Err(EngineError::Grant(GrantRefused::DenialGrantsNothing));
+        }
+        if choice.scope != ScopeChoice::Default && !wants_grant {
+            return Err(EngineError::Grant(GrantRefused::ScopeWithoutGrant));
+        }
+        if wants_grant && approval.status == Status::Pending && !approval.always_allow_offered {
+            return Err(EngineError::Grant(GrantRefused::NotOffered {
+                request: approval.short_id.clone(),
+                tool: approval.tool.clone(),
+            }));
+        }
+        let grant = if wants_grant && approval.status == Status::Pending {
+            Some(self.grant_ask(&approval, &choice).await?)
+        } else {
+            None
+        };
+        record_request(&Span::current(), &approval);
+        let id = approval.id.clone();
+        let d = decision.clone();
+        let (a, expired_now) = match self
+            .blocking(move |s| s.decide_granting(&id, &d, grant.as_ref(), now_ms()))
+            .await?
+        {
+            Transition::Done(a) => {
+                info!(
+                    id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
+                    verdict = %a.status, by = %decision.actor, via = decision.via.as_str(),
+                    "request decided"
+                );
+                self.metrics.settled(
+                    a.status,
+                    a.decided_at
+                        .unwrap_or(a.created_at)
+                        .saturating_sub(a.created_at),
+                );
+                self.deadlines_changed.notify_one();
+                self.publish(Event::Settled(Arc::new(a.clone())));
+                return Ok(a);
+            }
+            Transition::NotFound => return Err(EngineError::not_found(What::Request, typed)),
+            Transition::AlreadySettled(a) => (a, false),
+            Transition::Expired(a) => (a, true),
+        };
+        if expired_now {
+            // The deadline had passed: this call expired the request, so it announces it.
+            self.announce_expired(&a);
+            self.deadlines_changed.notify_one();
+        }
+        let (id, actor, via) = (a.id.clone(), decision.actor.clone(), decision.via.clone());
+        let detail = json!({"attempted": decision.verb, "status": a.status.as_str()});
+        self.blocking(move |s| {
+            s.audit(
+                now_ms(),
+                Some(&id),
+                "decision_refused",
+                Some(&actor),
+                Some(&via),
+                &detail,
+            )
+        })
+        .await?;
+        Err(EngineError::AlreadySettled(Box::new(a)))
+    }
+
+    /// What an approval of `a` grants under `choice` (see [`ScopeChoice`]). The
+    /// command comes from what the prompt offered, or, for a request from before its
+    /// tool was shell-like, from its arguments under the config's `command_arg`.
+    async fn grant_ask(&self, a: &Approval, choice: &GrantChoice) -> Result<GrantAsk, EngineError> {
+        let config = self.config();
+        let offer = self.offer(&a.id).await?;
+        let command_arg = config.trust.shell_tools.get(&a.tool);
+        let command = offer.as_ref().and_then(|o| o.command.clone()).or_else(|| {
+            command_arg
+                .and_then(|arg| command_of(&a.args, arg))
+                .map(|c| c.trim_ascii().to_string())
+        });
+        let shell = command.is_some() || command_arg.is_some();
+        let refused = |why| Err(EngineError::Grant(why));
+        let scope = match (&choice.scope, shell, command) {
+            (ScopeChoice::Default, false, _) => Scope::Tool,
+            (_, true, None) => {
+                return refused(GrantRefused::NoCommand {
+                    request: a.short_id.clone(),
+                    tool: a.tool.clone(),
+                    arg: command_arg.map_or("command", String::as_str).to_string(),
+                })
+            }
+            (ScopeChoice::Default | ScopeChoice::Exact, true, Some(c)) => Scope::Exact(c),
+            (ScopeChoice::Exact | ScopeChoice::Prefix(_), false, _) => {
+                return refused(GrantRefused::NotShell {
+                    tool: a.tool.clone(),
+                })
+            }
+            // The offer stored with the request is checked again: the rules of what a
+            // prefix may cover may have tightened since the prompt was made.
+            (ScopeChoice::Prefix(None), true, Some(c)) => Scope::Prefix(
+                prefix_to_grant(&shell::Command::read(&c), offer.and_then(|o| o.prefix))
+                    .map_err(|why| EngineError::Grant(GrantRefused::Prefix(why)))?,
+            ),
+            (ScopeChoice::Prefix(Some(p)), true, Some(c)) => Scope::Prefix(
+                check_prefix(&shell::Command::read(&c), p)
+                    .map_err(|why| EngineError::Grant(GrantRefused::Prefix(why)))?,
+            ),
+        };
+        let for_ = match choice.for_ {
+            Some(d) => Some(
+                range::GRANT_FOR
+                    .check(d)
+                    .map_err(|e| EngineError::Grant(GrantRefused::For(e.to_string())))?,
+            ),
+            None => None,
+        };
+        let expires_at = for_.map(|d| after(now_ms(), d));
+        Ok(GrantAsk { scope, expires_at })
+    }
+
+    /// How many requests are pending (also a health check: the store answers).
+    pub async fn count_pending(&self) -> Result<usize, EngineError> {
+        self.blocking(|s| s.count_pending()).await
+    }
+
+    /// The oldest `limit` pending requests, and how many are pending in all.
+    pub async fn pending_page(&self, limit: usize) -> Result<(Vec<Approval>, usize), EngineError> {
+        self.blocking(move |s| Ok((s.list(Some(Status::Pending), limit)?, s.count_pending()?)))
+            .await
+    }
+
+    /// One page of requests (see [`ListFilter`]).
+    pub async fn list(&self, filter: ListFilter) -> Result<Vec<Approval>, EngineError> {
+        self.blocking(move |s| s.list_page(&filter)).await
+    }
+
+    /// Tools owners allowed for `agent` with "Always allow".
+    pub async fn always_allowed_tools(&self, agent: &str) -> Result<Vec<String>, EngineError> {
+        let agent = agent.to_string();
+        self.blocking(move |s| s.always_allowed_tools(&agent)).await
+    }
+
+    /// The agent withdraws its own pending request.
+    pub async fn cancel(&self, id: &str, agent: &str) -> Result<Approval, EngineError> {
+        let (i, ag) = (id.to_string(), agent.to_string());
+        match self.blocking(move |s| s.cancel(&i, &ag, now_ms())).await? {
+            Transition::Done(a) => {
+                info!(id = %a.id, agent = %a.agent, tool = %a.tool, "request cancelled");
+                self.metrics.settled(a.status, 0);
+                self.deadlines_changed.notify_one();
+                self.publish(Event::Settled(Arc::new(a.clone())));
+                Ok(a)
+            }
+            Transition::Expired(a) => {
+                self.announce_expired(&a);
+                self.deadlines_changed.notify_one();
+                Err(EngineError::AlreadySettled(Box::new(a)))
+            }
+            Transition::AlreadySettled(a) => Err(EngineError::AlreadySettled(Box::new(a))),
+            Transition::NotFound => Err(EngineError::not_found(What::Request, id)),
+        }
+    }
+
+    /// Logs, counts and publishes an expiry. Called exactly once per expired request:
+    /// by whichever transition expired it (the expiry pass, or a late decision or
+    /// cancel that found the deadline passed).
+    fn announce_expired(&self, a: &Approval) {
+        let _span = info_span!(
+            "expire",
+            id = %a.id,
+            agent = %a.agent,
+            tool = %a.tool,
+            verdict = a.status.as_str()
+        )
+        .entered();
+        info!(
+            id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
+            verdict = "expired", "request expired"
+        );
+        self.metrics.settled(a.status, 0);
+        self.publish(Event::Settled(Arc::new(a.clone())));
+    }
+
+    /// The agent reports that it is running the action, or how it went.
+    pub async fn report(
+        &self,
+        id: &str,
+        to: Status,
+        detail: Option<String>,
+    ) -> Result<Approval, EngineError> {
+        let i = id.to_string();
+        match self
+            .blocking(move |s| s.report(&i, to, detail.as_deref(), now_ms()))
+            .await?
+        {
+            Transition::Done(a) => {
+                info!(id = %a.id, agent = %a.agent, tool = %a.tool, status = %a.status, "result reported");
+                self.publish(Event::Settled(Arc::new(a.clone())));
+                Ok(a)
+            }
+            Transition::AlreadySettled(a) | Transition::Expired(a) => {
+                Err(EngineError::Conflict(Conflict::NotReportable {
+                    request: a.short_id,
+                    status: a.status,
+                }))
+            }
+            Transition::NotFound => Err(EngineError::not_found(What::Request, id)),
+        }
+    }
+
+    /// Waits until the request leaves `pending`, `timeout` passes, or `stop` fires;
+    /// returns the request as it is then.
+    pub async fn wait(
+        &self,
+        id: &str,
+        timeout: Duration,
+        stop: &CancellationToken,
+    ) -> Result<Approval, EngineError> {
+        // Subscribe before reading, so a change between the read and the wait is not missed.
+        let mut rx = self.subscribe();
+        let current = self.get(id).await?;
+        if current.status.is_settled() || timeout.is_zero() {
+            return Ok(current);
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => return self.get(id).await,
+                _ = stop.cancelled() => return self.get(id).await,
+                ev = rx.recv() => match ev {
+                    Ok(Event::Settled(a)) if a.id == id => return Ok((*a).clone()),
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let a = self.get(id).await?;
+                        if a.status.is_settled() {
+                            return Ok(a);
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return self.get(id).await,
+                },
+            }
+        }
+    }
+
+    /// Expires requests at their deadlines until `stop` fires.
+    pub async fn run_expiry(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            let expired = match self
+                .blocking(|s| Ok((s.expire_due(now_ms())?, s.expire_check_ins_due(now_ms())?)))
+                .await
+            {
+                Ok(v) => v,
+                Err(e) => {
+                    self.metrics.expiry_pass_failed();
+                    warn!(error = %e, "expiry pass failed; retrying in 5s");
+                    // Wait the whole delay, whatever the deadlines or new requests say:
+                    // an overdue deadline would otherwise retry a failing pass at once,
+                    // again and again.
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tokio::time::sleep(EXPIRY_RETRY) => {}
+                    }
+                    continue;
+                }
+            };
+            let (requests, check_ins) = expired;
+            for a in requests {
+                self.announce_expired(&a);
+            }
+            for (c, run) in check_ins {
+                self.announce_check_in_expired(&c, &run);
+            }
+            let next = self
+                .blocking(|s| {
+                    let (a, c) = (s.next_deadline()?, s.next_check_in_deadline()?);
+                    Ok(a.into_iter().chain(c).min())
+                })
+                .await
+                .unwrap_or(None);
+            // Sleep until the next deadline; a new request or a decision wakes us to
+            // recompute. Cap the sleep so a clock jump cannot strand a deadline.
+            let sleep = match next {
+                Some(at) => {
+                    Duration::from_millis(at.saturating_sub(now_ms()).clamp(0, 60_000) as u64)
+                }
+                None => Duration::from_secs(60),
+            };
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = self.deadlines_changed.notified() => {}
+                _ = tokio::time::sleep(sleep) => {}
+            }
+        }
+    }
+}
+
+/// The policy's verdict on a request, with what the owner's grants and pause add.
+struct Judged {
+    verdict: crate::policy::Verdict,
+    /// What the prompt offers to grant, if it asks a human and may offer it.
+    offer: Option<NewOffer>,
+    /// The grant that let the call through, if one did (not the agent's config, not
+    /// the policy on its own): its outcome, once reported, is evidence (docs/trust.md).
+    grant_id: Option<String>,
+}
+
+/// Scores `asked` and decides it under the agent's rules, the owner's tier over the
+/// config's, the grants in force and a pause ([`SubmitFacts`]).
+fn judge(config: &Config, asked: &Asked, agent: &AgentConfig, facts: &SubmitFacts) -> Judged {
+    // A shell-like tool's command, read once: it may make the call read-only, and
+    // it decides which grants cover the call.
+    let command_arg = config.trust.shell_tools.get(&asked.tool);
+    let command = command_arg
+        .and_then(|arg| command_of(&asked.args, arg))
+        .map(shell::Command::read);
+    // The owner's tier, over the config's.
+    let overridden;
+    let rules = match facts.tier {
+        Some(tier) if tier != agent.rules.tier => {
+            overridden = crate::policy::AgentRules {
+                tier,
+                ..agent.rules.clone()
+            };
+            &overridden
+        }
+        _ => &agent.rules,
+    };
+    let request = Request {
+        tool: &asked.tool,
+        args: &asked.args,
+        confidence: asked.confidence,
+        environment: asked.environment.as_deref(),
+        command: command.as_ref(),
+    };
+    let first_use = !facts.run_before;
+    let risk = config.policy.risk(rules, first_use, &request);
+    // A grant covers a call within its scope and up to the risk the owner approved.
+    let in_scope: Vec<_> = facts
+        .grants
+        .iter()
+        .filter(|g| g.scope.covers(command.as_ref()))
+        .collect();
+    let grant = in_scope.iter().find(|g| risk.score <= g.max_risk).copied();
+    let mut verdict = config.policy.decide(
+        rules,
+        History {
+            always_allowed: grant.is_some(),
+            first_use,
+        },
+        &request,
+        risk,
+    );
+    let let_through =
+        grant.filter(|_| verdict.action == Action::Allow && verdict.reason.contains(GRANT_SOURCE));
+    if let Some(g) = let_through {
+        verdict.reason = format!("{} (grant {}: {})", verdict.reason, g.short_id, g.scope);
+    }
+    // A grant whose scope covers the call but not its risk: say why it did not count.
+    if let Some(g) = in_scope
+        .first()
+        .filter(|_| grant.is_none() && verdict.action == Action::Ask)
+    {
+        let _ = write!(
+            verdict.reason,
+            "; grant {} ({}) covers calls only up to {} risk, the risk of the request it \
+             was granted on",
+            g.short_id,
+            g.scope,
+            g.max_risk.as_str()
+        );
+    }
+    // A shell-like tool's call without a command has nothing a grant could name.
+    if command_arg.is_some() && command.is_none() {
+        verdict.always_allow_offered = false;
+    }
+    if let Some(pause) = &facts.pause {
+        verdict = paused_verdict(verdict, pause);
+    }
+    let offer = (verdict.action == Action::Ask && verdict.always_allow_offered).then(|| NewOffer {
+        command: command.as_ref().map(|c| c.raw.trim_ascii().to_string()),
+        prefix: command.as_ref().and_then(offered_prefix),
+        suggest_after: config.trust.grants.suggest_after,
+    });
+    Judged {
+        verdict,
+        offer,
+        grant_id: let_through.map(|g| g.id.clone()),
+    }
+}
+
+/// With an idempotency key: the hash of the whole request as the agent sent it, so a
+/// repeat of its key must match it all.
+fn content_hash(sub: &Submission) -> Option<String> {
+    let a = &sub.asked;
+    a.idempotency_key.as_ref().map(|_| {
+        crate::store::content_hash(&json!({
+            "tool": a.tool,
+            "args": a.args,
+            "summary": a.summary,
+            "confidence": a.confidence,
+            "environment": a.environment,
+            "ttl_ms": sub.ttl.map(|t| t.as_millis() as u64),
+            "task_id": a.task_id,
+        }))
+    })
+}
+
+/// The group-commit writer: takes every submission waiting at the moment (up to
+/// [`MAX_BATCH`]) and commits them in one transaction, then answers each. A lone
+/// submission is committed at once; under load, batches form by themselves. It
+/// stops when the engine (the last sender) is dropped.
+pub(super) async fn write_batches(store: Arc<Store>, mut rx: mpsc::Receiver<InsertJob>) {
+    while let Some(first) = rx.recv().await {
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        let (news, replies): (Vec<NewApproval>, Vec<_>) = jobs.into_iter().unzip();
+        let s = store.clone();
+        match tokio::task::spawn_blocking(move || s.insert_batch_guarded(&news)).await {
+            Ok(results) => {
+                for (result, reply) in results.into_iter().zip(replies) {
+                    let _ = reply.send(result);
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "the store writer failed; its requests get an error");
+                for reply in replies {
+                    let _ = reply.send(Err(StoreError::Corrupt(format!(
+                        "store writer failed: {e}"
+                    ))));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn engine(store: Store) -> Arc<Engine> {
+        let config = Config::parse("", Path::new("/nonexistent/bot.toml")).unwrap();
+        Engine::new(store, config)
+    }
+
+    /// Waits (in real time, off the runtime) until `cond` holds; panics after 10 s.
+    async fn until(what: &str, cond: impl Fn() -> bool) {
+        for _ in 0..1000 {
+            if cond() {
+                return;
+            }
+            tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(10)))
+                .await
+                .unwrap();
+        }
+        panic!("never happened: {what}");
+    }
+
+    /// A store holding a request whose deadline has passed and whose expiry the
+    /// database refuses: the expiry pass fails on it every time, while the next
+    /// deadline stays in the past.
+    fn overdue_and_unexpirable(dir: &Path) -> Store {
+        let path = dir.join("g.db");
+        let store = Store::open(&path).unwrap();
+        let new = NewApproval::sample("m", "t", Some(2));
+        let Ok(Inserted::New(a)) = store.insert(&new) else {
+            panic!("not inserted")
+        };
+        // Every attempt to expire it fails, as a full disk or an I/O error would.
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(&format!(
+                "CREATE TRIGGER refuse_expiry BEFORE UPDATE ON approvals \
+                 WHEN NEW.id = '{}' AND NEW.status = 'expired' \
+                 BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END;",
+                a.id
+            ))
+            .unwrap();
+        store
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_expiry_pass_waits_before_it_retries() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = engine(overdue_and_unexpirable(dir.path()));
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(engine.clone().run_expiry(stop.clone()));
+        until("the first pass failed", || {
+            engine.metrics.expiry_pass_failures() >= 1
+        })
+        .await;
+        // The clock is paused and does not move while a blocking call runs, so a task
+        // that waits its retry delay makes no second attempt here; one that retried
+        // at once would fail again and again in this real-time pause.
+        tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(200)))
+            .await
+            .unwrap();
+        assert_eq!(engine.metrics.expiry_pass_failures(), 1);
+        // After the delay it tries again (and fails again: the database still refuses).
+        tokio::time::advance(EXPIRY_RETRY).await;
+        until("the second pass failed", || {
+            engine.metrics.expiry_pass_failures() >= 2
+        })
+        .await;
+        stop.cancel();
+        task.await.unwrap();
+    }
+}
