@@ -109,7 +109,7 @@ impl super::Kind for CheckIns {
             .map(|_| (d.check_in.clone(), d.run.clone()))
             .collect();
         // `/pending` with no request and a page of check-ins.
-        let mut pending = super::approval::pending_card(&[], 0);
+        let mut pending = Card::text("No pending requests.");
         let (blocks, buttons) = pending_section(&list, 50);
         pending.blocks.extend(blocks);
         pending.buttons.extend(buttons);
