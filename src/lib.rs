@@ -21,6 +21,9 @@
 //! The daemon:
 //! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section
 //!   (each chat platform's table is read in the platform's module).
+//! - [`settings`]: what reading any table of `bot.toml` takes (the error naming a key
+//!   and its line, secrets, paths, ranges), shared by `config`'s sections and the
+//!   platforms' tables; it uses neither.
 //! - [`store`]: SQLite (WAL): approvals, the audit chain, chat bookkeeping, workflow
 //!   runs, tasks, trust. Only [`engine`] uses it.
 //! - [`engine`]: the only code that changes state: submit, decide, expire; workflow runs
@@ -71,6 +74,7 @@ pub mod policy;
 pub mod retry;
 pub mod secret;
 pub mod serve;
+pub mod settings;
 pub mod slack;
 pub mod store;
 pub mod systemd;

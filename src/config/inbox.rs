@@ -21,15 +21,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use regex::RegexSet;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
-use super::resolve::{keep, Resolve};
 use super::{AgentConfig, ConfigError, UnknownAgents};
 use crate::inbox::detect::DEFAULT_FAILURE_PATTERNS;
 use crate::inbox::model::ModelClassifier;
 use crate::inbox::{Intent, Level};
 use crate::names::valid_agent_name;
-use crate::time::{parse_duration, range};
+use crate::settings::{de_duration, keep, Resolve};
+use crate::time::range;
 
 /// The key of routes, timeouts and levels that covers every intent not named.
 pub const DEFAULT_KEY: &str = "default";
@@ -177,11 +177,6 @@ fn default_progress_every() -> Duration {
 }
 fn default_classifier_timeout() -> Duration {
     Duration::from_secs(10)
-}
-
-fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let s = String::deserialize(d)?;
-    parse_duration(&s).map_err(serde::de::Error::custom)
 }
 
 /// An intent key of a sub-table: an intent, or `None` for `default`.

@@ -10,12 +10,17 @@
 //!    key is in the file, its line. This step does not stop at the first error:
 //!    [`Config::check`] reports them all (serde stops at the first in step 1).
 //!
-//! Step 1 is `file`; step 2 is `resolve`, which hands each section to its module:
-//! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`),
-//! `agents`, `workflow` (`[workflow]`, `[agents.NAME.workflow]`), `limits` (`[limits]`,
-//! `[agents.NAME.limits]`), `inbox` and `promotion` (`[promotion]`, `[grants]`, shell-like `[tools]` entries). A chat platform's table is read and resolved by the platform itself
-//! ([`crate::telegram::config`], [`crate::slack::config`]) with the same helpers, so
-//! the keys of a channel live next to the code that uses them. `reload` says what a
+//! Step 1 is `file` (the whole file as written); step 2 is `resolve`, which hands each
+//! section to its module: `queue` (`[store]`, `[queue]`, `[log]`), `policy`
+//! (`[policy]`, `[tools]`), `agents`, `workflow` (`[workflow]`,
+//! `[agents.NAME.workflow]`), `limits` (`[limits]`, `[agents.NAME.limits]`), `inbox`
+//! and `promotion` (`[promotion]`, `[grants]`, shell-like `[tools]` entries). Each
+//! section's module holds its table as written and resolves it; none uses `file`,
+//! `resolve` or another section's resolving. A chat platform's table is read and
+//! resolved by the platform itself ([`crate::telegram::config`],
+//! [`crate::slack::config`]), so the keys of a channel live next to the code that uses
+//! them. Sections and platforms alike use the helpers of [`crate::settings`] (the
+//! error with its key path and line, secrets, paths, ranges). `reload` says what a
 //! running daemon can take up from a new file (SIGHUP) and what needs a restart.
 //!
 //! Every key is documented in the example `bot.toml` at the top of the repository.
@@ -31,8 +36,7 @@ mod reload;
 pub(crate) mod resolve;
 pub mod workflow;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -41,38 +45,12 @@ use serde::Deserialize;
 use crate::approval::PlatformId;
 use crate::policy::{AgentRules, Policy, Tier};
 use crate::secret::Secret;
+use crate::settings::Resolve;
+pub use crate::settings::{ChatSettings, ConfigError};
 use crate::slack::config::SlackConfig;
 use crate::telegram::config::TelegramConfig;
 use file::parse_file;
-pub use queue::Sockets;
-use resolve::Resolve;
-
-/// A configuration error: what is wrong, where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The file the error is in.
-    pub file: PathBuf,
-    /// The key path (`agents.mailer.tier`), empty when the whole file is at fault.
-    pub key: String,
-    /// 1-based line, when known.
-    pub line: Option<usize>,
-    pub message: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-        }
-        if !self.key.is_empty() {
-            write!(f, ": `{}`", self.key)?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for ConfigError {}
+pub use resolve::Sockets;
 
 /// The resolved configuration the daemon runs with.
 #[derive(Debug, Clone)]
@@ -180,18 +158,6 @@ impl UnknownAgents {
             UnknownAgents::Supervised => "supervised",
         }
     }
-}
-
-/// What every chat platform's table sets: where cards go, who may decide there, and
-/// when a burst of requests becomes one digest.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ChatSettings {
-    /// Chat or channel ids, as the platform writes them.
-    pub destinations: Vec<String>,
-    /// User ids, as the platform writes them.
-    pub approvers: BTreeSet<String>,
-    /// More requests than this waiting for a card in one chat get one digest.
-    pub digest_after: usize,
 }
 
 impl Config {

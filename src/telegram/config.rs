@@ -6,10 +6,8 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::config::file::default_digest_after;
-use crate::config::resolve::{keep, Resolve};
-use crate::config::{ChatSettings, ConfigError};
 use crate::secret::Secret;
+use crate::settings::{default_digest_after, keep, ChatSettings, ConfigError, Resolve};
 
 #[derive(Debug, Clone)]
 pub struct TelegramConfig {
