@@ -10,7 +10,7 @@
 //! 2. [`App::run_until`] serves the APIs ([`crate::serve::serve`] on each listener),
 //!    runs the expiry and housekeeping tasks, the promotion assessment's
 //!    schedule and the chat platforms (those `bot.toml`
-//!    turns on, from [`crate::chat::platform::configured`], and any added with
+//!    turns on, from [`crate::platforms::configured`], and any added with
 //!    [`App::add_platform`]) until the shutdown future completes; then it stops
 //!    accepting, lets in-flight requests finish (long-polls return at once), waits for
 //!    every task, and records the counts of refused attempts still in their minute.
@@ -226,7 +226,7 @@ impl App {
         if let Some(every) = crate::systemd::watchdog_interval() {
             tasks.spawn(watchdog(engine.clone(), every, stop.clone()));
         }
-        for (id, run) in crate::chat::platform::configured(&engine.config(), &engine, &stop) {
+        for (id, run) in crate::platforms::configured(&engine.config(), &engine, &stop) {
             engine.metrics.chat_platform(&id);
             tasks.spawn(run);
         }

@@ -33,9 +33,12 @@
 //!   for the API; chat state for conversations and delivery.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), a file per route.
 //! - [`chat`]: one conversation mechanism for every platform: cards, conversation kinds,
-//!   the inbound layer, durable delivery, the platform trait and registry, and an
+//!   the inbound layer, durable delivery, the platform trait, and an
 //!   in-memory platform for tests.
-//! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates.
+//! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates;
+//!   each platform's settings describe it ([`settings::PlatformSettings`]).
+//! - [`platforms`]: the registry, the one list that names the adapters; the daemon
+//!   starts the platforms `bot.toml` turns on from it.
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
 //! - [`limits`]: per-agent quotas: token buckets for requests, runs, events, task calls
 //!   and bytes, taken by every route an agent writes through (kept in memory).
@@ -70,6 +73,7 @@ pub mod limits;
 pub mod metrics;
 pub mod names;
 pub mod peer;
+pub mod platforms;
 pub mod policy;
 pub mod retry;
 pub mod secret;

@@ -1,13 +1,17 @@
 //! What reading any table of `bot.toml` takes, for [`crate::config`]'s sections and
 //! the chat platforms' own tables alike: the error that names a key and its line
-//! ([`ConfigError`]), the file being resolved ([`Resolve`]: key paths and lines,
+//! ([`ConfigError`]), the file being resolved (`Resolve`: key paths and lines,
 //! relative paths, secrets, ranges, URLs), and what every chat platform's table sets
-//! ([`ChatSettings`]). It uses nothing of `config` or of any platform, so `config` can
-//! name the platforms' tables while the platforms read them with these helpers.
+//! ([`ChatSettings`]), and what a platform's settings say about themselves
+//! ([`PlatformSettings`], `PlatformTable`). It uses nothing of `config` or of any
+//! platform, so `config` can name the platforms' tables while the platforms read them
+//! with these helpers.
 
+use std::any::Any;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
@@ -52,6 +56,107 @@ pub struct ChatSettings {
     pub approvers: BTreeSet<String>,
     /// More requests than this waiting for a card in one chat get one digest.
     pub digest_after: usize,
+}
+
+/// A chat platform's settings (its `bot.toml` table, resolved) describe the platform
+/// to the rest of gatebot: `config` holds them and reloads them, `gatebot
+/// check-config` prints them, the daemon starts the platform with them
+/// (`crate::platforms`), and none of those names a platform.
+pub trait PlatformSettings: Clone + fmt::Debug + Send + Sync + 'static {
+    /// The platform's key: the name of its table in `bot.toml`, its label in logs and
+    /// metrics, the `platform` column of chat bookkeeping.
+    const KEY: &'static str;
+
+    /// Where cards go, who decides, when a burst becomes a digest.
+    fn chat(&self) -> &ChatSettings;
+
+    /// For a reload (SIGHUP): keeps in `new` what the running platform was started
+    /// with (its tokens, API URL, mode: what takes a restart), and adds each of those
+    /// keys whose value `new` changed to `restart`, as `table.key`, in file order.
+    /// Everything else in `new` (its chats, approvers, digest threshold) applies.
+    fn keep_started(&self, new: &mut Self, restart: &mut Vec<&'static str>);
+
+    /// What `gatebot check-config` says of it after its name: how many chats and
+    /// approvers, which API.
+    fn summary(&self) -> String;
+}
+
+/// A chat platform's table as written (deserialized with serde, as a field of the
+/// file's type), and how it is resolved.
+pub(crate) trait PlatformTable {
+    type Settings: PlatformSettings;
+
+    /// The resolved settings; `None` when the platform is off (with a note in `notes`
+    /// saying why) or the table has errors (recorded in `errors`).
+    fn resolve(
+        self,
+        r: &Resolve,
+        notes: &mut Vec<String>,
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<Self::Settings>;
+}
+
+/// `table` resolved, as [`crate::config::Config`] holds it: a platform's settings,
+/// whichever the platform.
+pub(crate) fn resolve_table<T: PlatformTable>(
+    table: Option<T>,
+    r: &Resolve,
+    notes: &mut Vec<String>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<Arc<dyn AnySettings>> {
+    let settings = table?.resolve(r, notes, errors)?;
+    Some(Arc::new(settings))
+}
+
+/// [`PlatformSettings`] whichever the platform, for a list of them.
+pub trait AnySettings: fmt::Debug + Send + Sync {
+    /// [`PlatformSettings::KEY`].
+    fn key(&self) -> &'static str;
+    /// [`PlatformSettings::chat`].
+    fn chat_settings(&self) -> &ChatSettings;
+    /// [`PlatformSettings::summary`].
+    fn summary_line(&self) -> String;
+    /// `new` (the same platform's settings from a new file) as the running platform
+    /// can take them up ([`PlatformSettings::keep_started`]).
+    fn reloaded(
+        &self,
+        new: &dyn AnySettings,
+        restart: &mut Vec<&'static str>,
+    ) -> Arc<dyn AnySettings>;
+    /// For [`crate::config::Config::platform`], which gives a platform its own type back.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<P: PlatformSettings> AnySettings for P {
+    fn key(&self) -> &'static str {
+        P::KEY
+    }
+
+    fn chat_settings(&self) -> &ChatSettings {
+        self.chat()
+    }
+
+    fn summary_line(&self) -> String {
+        self.summary()
+    }
+
+    fn reloaded(
+        &self,
+        new: &dyn AnySettings,
+        restart: &mut Vec<&'static str>,
+    ) -> Arc<dyn AnySettings> {
+        // Settings of one key are always of one type; anything else keeps the old.
+        let Some(new) = new.as_any().downcast_ref::<P>() else {
+            return Arc::new(self.clone());
+        };
+        let mut new = new.clone();
+        self.keep_started(&mut new, restart);
+        Arc::new(new)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
 /// The file being resolved: what errors point into, and what paths are relative to.

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -16,6 +17,7 @@ use super::promotion::{FileGrants, FilePromotion, FileTool};
 use super::queue::{FileLog, FileQueue, FileStore};
 use super::workflow::FileWorkflow;
 use super::ConfigError;
+use crate::settings::{resolve_table, AnySettings, Resolve};
 use crate::slack::config::FileSlack;
 use crate::telegram::config::FileTelegram;
 
@@ -50,11 +52,31 @@ pub(super) struct FileConfig {
     pub(super) agents: BTreeMap<String, FileAgent>,
     pub(super) promotion: FilePromotion,
     pub(super) grants: FileGrants,
+    // A chat platform's table: its field here and its line in `platforms` below.
     pub(super) telegram: Option<FileTelegram>,
     pub(super) slack: Option<FileSlack>,
     pub(super) inbox: Option<FileInbox>,
     pub(super) workflow: FileWorkflow,
     pub(super) limits: FileLimits,
+}
+
+impl FileConfig {
+    /// The chat platforms' tables, taken out and resolved: those that are on, in this
+    /// order. One that is off is noted in `notes`; one with errors records them.
+    pub(super) fn platforms(
+        &mut self,
+        r: &Resolve,
+        notes: &mut Vec<String>,
+        errors: &mut Vec<ConfigError>,
+    ) -> Vec<Arc<dyn AnySettings>> {
+        [
+            resolve_table(self.telegram.take(), r, notes, errors),
+            resolve_table(self.slack.take(), r, notes, errors),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 //! `resolve` or another section's resolving. A chat platform's table is read and
 //! resolved by the platform itself ([`crate::telegram::config`],
 //! [`crate::slack::config`]), so the keys of a channel live next to the code that uses
-//! them. Sections and platforms alike use the helpers of [`crate::settings`] (the
+//! them; [`Config::platforms`] holds those that are on, each describing itself. Sections and platforms alike use the helpers of [`crate::settings`] (the
 //! error with its key path and line, secrets, paths, ranges). `reload` says what a
 //! running daemon can take up from a new file (SIGHUP) and what needs a restart.
 //!
@@ -38,6 +38,7 @@ pub mod workflow;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -46,9 +47,8 @@ use crate::approval::PlatformId;
 use crate::policy::{AgentRules, Policy, Tier};
 use crate::secret::Secret;
 use crate::settings::Resolve;
+use crate::settings::{AnySettings, PlatformSettings};
 pub use crate::settings::{ChatSettings, ConfigError};
-use crate::slack::config::SlackConfig;
-use crate::telegram::config::TelegramConfig;
 use file::parse_file;
 pub use resolve::Sockets;
 
@@ -65,10 +65,10 @@ pub struct Config {
     pub max_ttl: Duration,
     pub unknown_agents: UnknownAgents,
     pub agents: BTreeMap<String, AgentConfig>,
-    /// `None` when `[telegram]` is absent or has no token: the channel is off.
-    pub telegram: Option<TelegramConfig>,
-    /// `None` when `[slack]` is absent or has no tokens: the channel is off.
-    pub slack: Option<SlackConfig>,
+    /// The chat platforms that are on, each with its table resolved, in the order
+    /// `FileConfig` lists them. A platform whose table is absent or has no token is
+    /// off (and `notes` say why); [`Config::platform`] finds one by its type.
+    pub platforms: Vec<Arc<dyn AnySettings>>,
     /// `None` when `[inbox]` is absent: the inbox is off.
     pub inbox: Option<inbox::InboxConfig>,
     /// Why a configured chat channel is off (e.g. its token variable is unset), and
@@ -164,11 +164,18 @@ impl Config {
     /// The chat settings of `platform`'s table, when that platform is on.
     #[must_use]
     pub fn chat(&self, platform: &PlatformId) -> Option<&ChatSettings> {
-        match platform {
-            p if *p == crate::telegram::PLATFORM => self.telegram.as_ref().map(|t| &t.chat),
-            p if *p == crate::slack::PLATFORM => self.slack.as_ref().map(|s| &s.chat),
-            _ => None,
-        }
+        self.platforms
+            .iter()
+            .find(|p| p.key() == platform.as_str())
+            .map(|p| p.chat_settings())
+    }
+
+    /// The settings of platform `P`, when it is on.
+    #[must_use]
+    pub fn platform<P: PlatformSettings>(&self) -> Option<&P> {
+        self.platforms
+            .iter()
+            .find_map(|p| p.as_any().downcast_ref::<P>())
     }
 }
 

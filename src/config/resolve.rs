@@ -47,43 +47,45 @@ impl Resolve<'_> {
     /// `errors` either way (the checks that leave no value behind only record).
     pub(super) fn resolve(
         &self,
-        file: FileConfig,
+        mut file: FileConfig,
         errors: &mut Vec<ConfigError>,
     ) -> Option<Config> {
+        let mut notes = Vec::new();
+        // The agents' own `workflow` and `limits` tables, taken out of theirs.
+        let per_agent_workflow = file
+            .agents
+            .iter_mut()
+            .filter_map(|(name, a)| Some((name.clone(), a.workflow.take()?)))
+            .collect();
+        let per_agent_limits = file
+            .agents
+            .iter_mut()
+            .filter_map(|(name, a)| Some((name.clone(), a.limits.take()?)))
+            .collect();
+        let workflow = self.workflow(
+            std::mem::take(&mut file.workflow),
+            per_agent_workflow,
+            file.policy.max_ttl,
+            &mut notes,
+            errors,
+        );
+        let platforms = file.platforms(self, &mut notes, errors);
         let FileConfig {
             store,
             queue,
             log,
             policy,
             tools,
-            mut agents,
-            telegram,
-            slack,
+            agents,
             inbox,
-            workflow,
             promotion,
             grants,
             limits,
+            // Taken above.
+            workflow: _,
+            telegram: _,
+            slack: _,
         } = file;
-        let mut notes = Vec::new();
-        // The agents' own `workflow` and `limits` tables, taken out of theirs.
-        let per_agent_workflow = agents
-            .iter_mut()
-            .filter_map(|(name, a)| Some((name.clone(), a.workflow.take()?)))
-            .collect();
-        let per_agent_limits = agents
-            .iter_mut()
-            .filter_map(|(name, a)| Some((name.clone(), a.limits.take()?)))
-            .collect();
-        let workflow = self.workflow(
-            workflow,
-            per_agent_workflow,
-            policy.max_ttl,
-            &mut notes,
-            errors,
-        );
-        let telegram = telegram.and_then(|t| t.resolve(self, &mut notes, errors));
-        let slack = slack.and_then(|s| s.resolve(self, &mut notes, errors));
         let store = self.store(store, errors);
         let queue = self.queue(queue, errors);
         let limits = self.limits(limits, per_agent_limits, queue.max_body_bytes, errors);
@@ -109,8 +111,7 @@ impl Resolve<'_> {
             max_ttl,
             unknown_agents,
             agents,
-            telegram,
-            slack,
+            platforms,
             inbox,
             notes,
             warnings,
@@ -183,7 +184,7 @@ mod tests {
             "[telegram]\ntoken_env = \"GATEBOT_TEST_UNSET_TG\"\napprovers = [1]\n[slack]\nbot_token_env = \"GATEBOT_TEST_UNSET_SL\"\n",
         )
         .unwrap();
-        assert!(c.telegram.is_none() && c.slack.is_none());
+        assert!(c.platforms.is_empty());
         assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
         assert!(c.notes[0].contains("GATEBOT_TEST_UNSET_TG"));
     }
