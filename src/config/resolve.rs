@@ -81,10 +81,8 @@ impl Resolve<'_> {
             promotion,
             grants,
             limits,
-            // Taken above.
-            workflow: _,
-            telegram: _,
-            slack: _,
+            // The workflow and the platforms' tables were taken above.
+            ..
         } = file;
         let store = self.store(store, errors);
         let queue = self.queue(queue, errors);
