@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::approval::{PlatformId, Status};
 use crate::limits::Quota;
-use crate::serve::{Listener, Timeout};
+use crate::serve::{Connections, Listener, Timeout};
 
 /// Upper bounds (seconds) of the decision-latency histogram buckets.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -86,89 +86,6 @@ impl AgentRefusal {
             AgentRefusal::Connections => "connections",
             AgentRefusal::Waits => "waits",
             AgentRefusal::Paused => "paused",
-        }
-    }
-}
-
-/// Per listener ([`Listener`]): open connections, caps reached, timeouts.
-#[derive(Debug, Default)]
-pub struct Connections {
-    open: [AtomicU64; 3],
-    cap_reached: [AtomicU64; 3],
-    /// Per listener: idle, header.
-    timed_out: [[AtomicU64; 2]; 3],
-}
-
-/// Counts a connection as open while it lives.
-pub struct OpenConnection<'a>(&'a AtomicU64);
-
-impl Drop for OpenConnection<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl Connections {
-    /// A connection was accepted; it counts as open until the guard drops.
-    pub fn opened(&self, l: Listener) -> OpenConnection<'_> {
-        let open = &self.open[l as usize];
-        open.fetch_add(1, Ordering::Relaxed);
-        OpenConnection(open)
-    }
-
-    /// `l` had no room for another connection.
-    pub fn cap_reached(&self, l: Listener) {
-        self.cap_reached[l as usize].fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A connection of `l` was closed by its timer.
-    pub fn timed_out(&self, l: Listener, why: Timeout) {
-        let i = match why {
-            Timeout::Idle => 0,
-            Timeout::Header => 1,
-        };
-        self.timed_out[l as usize][i].fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn render(&self, o: &mut String) {
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_connections Open connections, by listener."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_connections gauge");
-        for l in Listener::ALL {
-            let n = get(&self.open[l as usize]);
-            let _ = writeln!(o, "gatebot_connections{{listener=\"{}\"}} {n}", l.as_str());
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_connection_cap_reached_total Times a listener had no room for another connection ([queue] max_connections); new ones waited."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_connection_cap_reached_total counter");
-        for l in Listener::ALL {
-            let n = get(&self.cap_reached[l as usize]);
-            let _ = writeln!(
-                o,
-                "gatebot_connection_cap_reached_total{{listener=\"{}\"}} {n}",
-                l.as_str()
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_connection_timeouts_total Connections closed for waiting too long for a request (idle) or sending its head too slowly (header)."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_connection_timeouts_total counter");
-        for l in Listener::ALL {
-            for (i, why) in [Timeout::Idle, Timeout::Header].iter().enumerate() {
-                let n = get(&self.timed_out[l as usize][i]);
-                let _ = writeln!(
-                    o,
-                    "gatebot_connection_timeouts_total{{listener=\"{}\",reason=\"{}\"}} {n}",
-                    l.as_str(),
-                    why.as_str()
-                );
-            }
         }
     }
 }
@@ -448,7 +365,7 @@ impl Metrics {
             get(&self.latency_sum_ms) as f64 / 1000.0
         );
         let _ = writeln!(o, "gatebot_decision_latency_seconds_count {count}");
-        self.connections.render(&mut o);
+        render_connections(&self.connections, &mut o);
         self.render_inbox(&mut o);
         self.render_workflow(&mut o);
         self.render_agent_refusals(&mut o);
@@ -640,6 +557,48 @@ impl Metrics {
             .zip(&w.stopped)
         {
             let _ = writeln!(o, "gatebot_runs_stopped_total{{cause=\"{v}\"}} {}", get(c));
+        }
+    }
+}
+
+/// The listeners' series, from their accept loops' counters.
+fn render_connections(c: &Connections, o: &mut String) {
+    let _ = writeln!(
+        o,
+        "# HELP gatebot_connections Open connections, by listener."
+    );
+    let _ = writeln!(o, "# TYPE gatebot_connections gauge");
+    for l in Listener::ALL {
+        let n = c.open(l);
+        let _ = writeln!(o, "gatebot_connections{{listener=\"{}\"}} {n}", l.as_str());
+    }
+    let _ = writeln!(
+        o,
+        "# HELP gatebot_connection_cap_reached_total Times a listener had no room for another connection ([queue] max_connections); new ones waited."
+    );
+    let _ = writeln!(o, "# TYPE gatebot_connection_cap_reached_total counter");
+    for l in Listener::ALL {
+        let n = c.caps_reached(l);
+        let _ = writeln!(
+            o,
+            "gatebot_connection_cap_reached_total{{listener=\"{}\"}} {n}",
+            l.as_str()
+        );
+    }
+    let _ = writeln!(
+        o,
+        "# HELP gatebot_connection_timeouts_total Connections closed for waiting too long for a request (idle) or sending its head too slowly (header)."
+    );
+    let _ = writeln!(o, "# TYPE gatebot_connection_timeouts_total counter");
+    for l in Listener::ALL {
+        for why in [Timeout::Idle, Timeout::Header] {
+            let n = c.timeouts(l, why);
+            let _ = writeln!(
+                o,
+                "gatebot_connection_timeouts_total{{listener=\"{}\",reason=\"{}\"}} {n}",
+                l.as_str(),
+                why.as_str()
+            );
         }
     }
 }
