@@ -10,7 +10,7 @@
 //! 2. [`App::run_until`] serves the APIs ([`crate::serve::serve`] on each listener),
 //!    runs the expiry and housekeeping tasks, the promotion assessment's
 //!    schedule and the chat platforms (those `bot.toml`
-//!    turns on, from [`crate::chat::platform::configured`], and any added with
+//!    turns on, from [`crate::platforms::configured`], and any added with
 //!    [`App::add_platform`]) until the shutdown future completes; then it stops
 //!    accepting, lets in-flight requests finish (long-polls return at once), waits for
 //!    every task, and records the counts of refused attempts still in their minute.
@@ -34,9 +34,7 @@ use crate::systemd::Activation;
 
 pub struct App {
     engine: Arc<Engine>,
-    agent_listener: UnixListener,
-    control_listener: UnixListener,
-    tcp_listener: Option<TcpListener>,
+    listeners: Listeners,
     socket: PathBuf,
     control_socket: PathBuf,
     /// Socket files this process created (and removes at shutdown); sockets passed
@@ -44,9 +42,6 @@ pub struct App {
     owned_sockets: Vec<PathBuf>,
     /// Chat platforms to run beside the configured ones (tests: the in-memory one).
     extra_platforms: Vec<PlatformRun>,
-    /// How the agents' listeners (Unix and TCP, each) and the control socket serve.
-    agent_limits: Limits,
-    control_limits: Limits,
 }
 
 impl App {
@@ -110,15 +105,17 @@ impl App {
         );
         Ok(App {
             engine,
-            agent_listener,
-            control_listener,
-            tcp_listener,
+            listeners: Listeners {
+                agents: agent_listener,
+                control: control_listener,
+                tcp: tcp_listener,
+                agent_limits,
+                control_limits,
+            },
             socket,
             control_socket,
             owned_sockets,
             extra_platforms: Vec::new(),
-            agent_limits,
-            control_limits,
         })
     }
 
@@ -136,97 +133,27 @@ impl App {
     /// The TCP address agents may use, if `[queue] listen` is set.
     #[must_use]
     pub fn tcp_addr(&self) -> Option<std::net::SocketAddr> {
-        self.tcp_listener.as_ref().and_then(|l| l.local_addr().ok())
+        self.listeners
+            .tcp
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
     }
 
     /// Serves until `shutdown` completes, then shuts down gracefully.
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
         let App {
             engine,
-            agent_listener,
-            control_listener,
-            tcp_listener,
+            listeners,
             socket,
             control_socket,
             owned_sockets,
             extra_platforms,
-            agent_limits,
-            control_limits,
         } = self;
         let stop = CancellationToken::new();
         let tasks = TaskTracker::new();
-
-        let state = |transport, owner| ApiState {
-            engine: engine.clone(),
-            transport,
-            owner,
-            shutdown: stop.clone(),
-        };
-        let connections = engine.metrics.connections.clone();
-        tasks.spawn(crate::serve::serve(
-            agent_listener,
-            Listener::Agents,
-            agent_router(state(Transport::Unix, false)),
-            agent_limits.clone(),
-            connections.clone(),
-            stop.clone(),
-            tasks.clone(),
-        ));
-        tasks.spawn(crate::serve::serve(
-            control_listener,
-            Listener::Control,
-            owner_router(state(Transport::Unix, true)),
-            control_limits,
-            connections.clone(),
-            stop.clone(),
-            tasks.clone(),
-        ));
-        if let Some(listener) = tcp_listener {
-            tasks.spawn(crate::serve::serve(
-                listener,
-                Listener::Tcp,
-                agent_router(state(Transport::Tcp, false)),
-                agent_limits.clone(),
-                connections,
-                stop.clone(),
-                tasks.clone(),
-            ));
-        }
-        tasks.spawn({
-            let engine = engine.clone();
-            let stop = stop.clone();
-            async move {
-                engine.run_expiry(stop).await;
-            }
-        });
-        tasks.spawn({
-            let engine = engine.clone();
-            let stop = stop.clone();
-            async move {
-                engine.run_housekeeping(stop).await;
-            }
-        });
-        tasks.spawn({
-            let engine = engine.clone();
-            let stop = stop.clone();
-            async move {
-                engine.run_task_timers(stop).await;
-                Ok::<(), std::io::Error>(())
-            }
-        });
-        // The promotion assessment's schedule (`[promotion] every`).
-        tasks.spawn({
-            let engine = engine.clone();
-            let stop = stop.clone();
-            async move {
-                engine.run_promotion(stop).await;
-                Ok::<(), std::io::Error>(())
-            }
-        });
-        if let Some(every) = crate::systemd::watchdog_interval() {
-            tasks.spawn(watchdog(engine.clone(), every, stop.clone()));
-        }
-        for (id, run) in crate::chat::platform::configured(&engine.config(), &engine, &stop) {
+        listeners.serve(&engine, &stop, &tasks);
+        spawn_background(&engine, &stop, &tasks);
+        for (id, run) in crate::platforms::configured(&engine.config(), &engine, &stop) {
             engine.metrics.chat_platform(&id);
             tasks.spawn(run);
         }
@@ -255,6 +182,98 @@ impl App {
         drop(engine);
         info!("stopped");
         Ok(())
+    }
+}
+
+/// The listeners [`App::build`] bound, with how each serves: the agents' listeners
+/// (Unix and TCP, each) and the control socket.
+struct Listeners {
+    agents: UnixListener,
+    control: UnixListener,
+    tcp: Option<TcpListener>,
+    agent_limits: Limits,
+    control_limits: Limits,
+}
+
+impl Listeners {
+    /// Serves the agents' API on the agents' socket (and the TCP listener) and the
+    /// owners' on the control socket, until `stop`.
+    fn serve(self, engine: &Arc<Engine>, stop: &CancellationToken, tasks: &TaskTracker) {
+        let state = |transport, owner| ApiState {
+            engine: engine.clone(),
+            transport,
+            owner,
+            shutdown: stop.clone(),
+        };
+        let connections = engine.metrics.connections.clone();
+        tasks.spawn(crate::serve::serve(
+            self.agents,
+            Listener::Agents,
+            agent_router(state(Transport::Unix, false)),
+            self.agent_limits.clone(),
+            connections.clone(),
+            stop.clone(),
+            tasks.clone(),
+        ));
+        tasks.spawn(crate::serve::serve(
+            self.control,
+            Listener::Control,
+            owner_router(state(Transport::Unix, true)),
+            self.control_limits,
+            connections.clone(),
+            stop.clone(),
+            tasks.clone(),
+        ));
+        if let Some(listener) = self.tcp {
+            tasks.spawn(crate::serve::serve(
+                listener,
+                Listener::Tcp,
+                agent_router(state(Transport::Tcp, false)),
+                self.agent_limits.clone(),
+                connections,
+                stop.clone(),
+                tasks.clone(),
+            ));
+        }
+    }
+}
+
+/// The engine's timers: expiry, housekeeping, the tasks' timers, the promotion
+/// assessment's schedule, and systemd's watchdog when it asks for one.
+fn spawn_background(engine: &Arc<Engine>, stop: &CancellationToken, tasks: &TaskTracker) {
+    tasks.spawn({
+        let engine = engine.clone();
+        let stop = stop.clone();
+        async move {
+            engine.run_expiry(stop).await;
+        }
+    });
+    tasks.spawn({
+        let engine = engine.clone();
+        let stop = stop.clone();
+        async move {
+            engine.run_housekeeping(stop).await;
+        }
+    });
+    tasks.spawn({
+        let engine = engine.clone();
+        let stop = stop.clone();
+        async move {
+            engine.run_task_timers(stop).await;
+            Ok::<(), std::io::Error>(())
+        }
+    });
+    // The promotion assessment's schedule (`[promotion] every`).
+    tasks.spawn({
+        let engine = engine.clone();
+        let stop = stop.clone();
+        async move {
+            engine.run_promotion(stop).await;
+            Ok::<(), std::io::Error>(())
+        }
+    });
+    if let Some(every) = crate::systemd::watchdog_interval() {
+        tasks.spawn(watchdog(engine.clone(), every, stop.clone()));
     }
 }
 

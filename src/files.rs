@@ -36,6 +36,15 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+/// `path` with `suffix` appended to its file name: the database's `-wal`, `-shm` and
+/// `-journal` beside it.
+#[must_use]
+pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    name.into()
+}
+
 /// Mode of a directory gatebot creates for the database: the owner's alone.
 pub const PRIVATE_DIR: u32 = 0o700;
 /// Mode of a directory gatebot creates for a socket: others may reach the socket
@@ -196,14 +205,6 @@ pub fn describe(meta: &std::fs::Metadata) -> &'static str {
     } else {
         "a device"
     }
-}
-
-/// `path` with `suffix` appended to its file name: the database's `-wal` and `-shm`.
-#[must_use]
-pub fn sibling(path: &Path, suffix: &str) -> std::path::PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    name.into()
 }
 
 #[cfg(test)]

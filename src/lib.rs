@@ -21,6 +21,9 @@
 //! The daemon:
 //! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section
 //!   (each chat platform's table is read in the platform's module).
+//! - [`settings`]: what reading any table of `bot.toml` takes (the error naming a key
+//!   and its line, secrets, paths, ranges), shared by `config`'s sections and the
+//!   platforms' tables; it uses neither.
 //! - `store` (private to the crate): SQLite (WAL): approvals, the audit chain, chat
 //!   bookkeeping, workflow runs, tasks, trust. Only [`engine`] uses it.
 //! - [`subject`]: what chats show and owners act on, of every kind: subject kinds,
@@ -32,9 +35,12 @@
 //!   for the API; chat state for conversations and delivery.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), a file per route.
 //! - [`chat`]: one conversation mechanism for every platform: cards, conversation kinds,
-//!   the inbound layer, durable delivery, the platform trait and registry, and an
+//!   the inbound layer, durable delivery, the platform trait, and an
 //!   in-memory platform for tests.
-//! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates.
+//! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates;
+//!   each platform's settings describe it ([`settings::PlatformSettings`]).
+//! - [`platforms`]: the registry, the one list that names the adapters; the daemon
+//!   starts the platforms `bot.toml` turns on from it.
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
 //! - [`limits`]: per-agent quotas: token buckets for requests, runs, events, task calls
 //!   and bytes, taken by every route an agent writes through (kept in memory).
@@ -69,10 +75,12 @@ pub mod limits;
 pub mod metrics;
 pub mod names;
 pub mod peer;
+pub mod platforms;
 pub mod policy;
 pub mod retry;
 pub mod secret;
 pub mod serve;
+pub mod settings;
 pub mod slack;
 pub(crate) mod store;
 pub mod subject;

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::approval::{PlatformId, Status};
 use crate::limits::Quota;
-use crate::serve::{Listener, Timeout};
+use crate::serve::{Connections, Listener, Timeout};
 
 /// Upper bounds (seconds) of the decision-latency histogram buckets.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -86,89 +86,6 @@ impl AgentRefusal {
             AgentRefusal::Connections => "connections",
             AgentRefusal::Waits => "waits",
             AgentRefusal::Paused => "paused",
-        }
-    }
-}
-
-/// Per listener ([`Listener`]): open connections, caps reached, timeouts.
-#[derive(Debug, Default)]
-pub struct Connections {
-    open: [AtomicU64; 3],
-    cap_reached: [AtomicU64; 3],
-    /// Per listener: idle, header.
-    timed_out: [[AtomicU64; 2]; 3],
-}
-
-/// Counts a connection as open while it lives.
-pub struct OpenConnection<'a>(&'a AtomicU64);
-
-impl Drop for OpenConnection<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl Connections {
-    /// A connection was accepted; it counts as open until the guard drops.
-    pub fn opened(&self, l: Listener) -> OpenConnection<'_> {
-        let open = &self.open[l as usize];
-        open.fetch_add(1, Ordering::Relaxed);
-        OpenConnection(open)
-    }
-
-    /// `l` had no room for another connection.
-    pub fn cap_reached(&self, l: Listener) {
-        self.cap_reached[l as usize].fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A connection of `l` was closed by its timer.
-    pub fn timed_out(&self, l: Listener, why: Timeout) {
-        let i = match why {
-            Timeout::Idle => 0,
-            Timeout::Header => 1,
-        };
-        self.timed_out[l as usize][i].fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn render(&self, o: &mut String) {
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_connections Open connections, by listener."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_connections gauge");
-        for l in Listener::ALL {
-            let n = get(&self.open[l as usize]);
-            let _ = writeln!(o, "gatebot_connections{{listener=\"{}\"}} {n}", l.as_str());
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_connection_cap_reached_total Times a listener had no room for another connection ([queue] max_connections); new ones waited."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_connection_cap_reached_total counter");
-        for l in Listener::ALL {
-            let n = get(&self.cap_reached[l as usize]);
-            let _ = writeln!(
-                o,
-                "gatebot_connection_cap_reached_total{{listener=\"{}\"}} {n}",
-                l.as_str()
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_connection_timeouts_total Connections closed for waiting too long for a request (idle) or sending its head too slowly (header)."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_connection_timeouts_total counter");
-        for l in Listener::ALL {
-            for (i, why) in [Timeout::Idle, Timeout::Header].iter().enumerate() {
-                let n = get(&self.timed_out[l as usize][i]);
-                let _ = writeln!(
-                    o,
-                    "gatebot_connection_timeouts_total{{listener=\"{}\",reason=\"{}\"}} {n}",
-                    l.as_str(),
-                    why.as_str()
-                );
-            }
         }
     }
 }
@@ -385,74 +302,204 @@ impl Metrics {
     /// The exposition text; `pending` is read from the store at scrape time.
     #[must_use]
     pub fn render(&self, pending: usize) -> String {
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut o = String::new();
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_requests_total Requests submitted, by the policy's verdict."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_requests_total counter");
-        for (v, c) in ["allow", "ask", "block"].iter().zip(&self.verdicts) {
-            let _ = writeln!(o, "gatebot_requests_total{{verdict=\"{v}\"}} {}", get(c));
-        }
-        let _ = writeln!(o, "# HELP gatebot_pending Requests waiting for a human.");
-        let _ = writeln!(o, "# TYPE gatebot_pending gauge");
-        let _ = writeln!(o, "gatebot_pending {pending}");
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_outcomes_total Pending requests settled, by outcome."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_outcomes_total counter");
-        for (v, c) in ["approved", "rejected", "expired", "cancelled"]
-            .iter()
-            .zip(&self.outcomes)
-        {
-            let _ = writeln!(o, "gatebot_outcomes_total{{outcome=\"{v}\"}} {}", get(c));
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_expired_total Requests that expired unanswered."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_expired_total counter");
-        let _ = writeln!(o, "gatebot_expired_total {}", get(&self.outcomes[2]));
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_expiry_pass_failures_total Expiry passes that failed on a store error (each is retried 5 s later)."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_expiry_pass_failures_total counter");
-        let _ = writeln!(
-            o,
-            "gatebot_expiry_pass_failures_total {}",
-            get(&self.expiry_failures)
-        );
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_decision_latency_seconds Time from submission to a human decision."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_decision_latency_seconds histogram");
-        for (b, bound) in self.latency_buckets.iter().zip(LATENCY_BUCKETS) {
-            let _ = writeln!(
-                o,
-                "gatebot_decision_latency_seconds_bucket{{le=\"{bound}\"}} {}",
-                get(b)
-            );
-        }
-        let count = get(&self.latency_count);
-        let _ = writeln!(
-            o,
-            "gatebot_decision_latency_seconds_bucket{{le=\"+Inf\"}} {count}"
-        );
-        let _ = writeln!(
-            o,
-            "gatebot_decision_latency_seconds_sum {}",
-            get(&self.latency_sum_ms) as f64 / 1000.0
-        );
-        let _ = writeln!(o, "gatebot_decision_latency_seconds_count {count}");
-        self.connections.render(&mut o);
+        self.render_requests(&mut o, pending);
+        self.render_latency(&mut o);
+        render_connections(&self.connections, &mut o);
         self.render_inbox(&mut o);
         self.render_workflow(&mut o);
         self.render_agent_refusals(&mut o);
         self.render_limits(&mut o);
+        self.render_chat(&mut o);
+        o
+    }
+}
+
+/// A counter's value now.
+fn get(a: &AtomicU64) -> u64 {
+    a.load(Ordering::Relaxed)
+}
+
+/// A family's `# HELP` and `# TYPE` lines.
+fn family(o: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(o, "# HELP {name} {help}");
+    let _ = writeln!(o, "# TYPE {name} {kind}");
+}
+
+/// A counter family with one series per value of `label`.
+fn counters<'a>(
+    o: &mut String,
+    name: &str,
+    help: &str,
+    label: &str,
+    series: impl IntoIterator<Item = (&'a str, u64)>,
+) {
+    family(o, name, "counter", help);
+    for (value, n) in series {
+        let _ = writeln!(o, "{name}{{{label}=\"{value}\"}} {n}");
+    }
+}
+
+/// A family with one series and no labels.
+fn single(o: &mut String, name: &str, kind: &str, help: &str, n: impl std::fmt::Display) {
+    family(o, name, kind, help);
+    let _ = writeln!(o, "{name} {n}");
+}
+
+impl Metrics {
+    /// Requests by verdict, pending, settled by outcome, expired; failed expiry passes.
+    fn render_requests(&self, o: &mut String, pending: usize) {
+        let verdicts = ["allow", "ask", "block"].into_iter();
+        counters(
+            o,
+            "gatebot_requests_total",
+            "Requests submitted, by the policy's verdict.",
+            "verdict",
+            verdicts.zip(self.verdicts.iter().map(get)),
+        );
+        single(
+            o,
+            "gatebot_pending",
+            "gauge",
+            "Requests waiting for a human.",
+            pending,
+        );
+        let outcomes = ["approved", "rejected", "expired", "cancelled"].into_iter();
+        counters(
+            o,
+            "gatebot_outcomes_total",
+            "Pending requests settled, by outcome.",
+            "outcome",
+            outcomes.zip(self.outcomes.iter().map(get)),
+        );
+        single(
+            o,
+            "gatebot_expired_total",
+            "counter",
+            "Requests that expired unanswered.",
+            get(&self.outcomes[2]),
+        );
+        single(
+            o,
+            "gatebot_expiry_pass_failures_total",
+            "counter",
+            "Expiry passes that failed on a store error (each is retried 5 s later).",
+            get(&self.expiry_failures),
+        );
+    }
+
+    /// The decision-latency histogram.
+    fn render_latency(&self, o: &mut String) {
+        let name = "gatebot_decision_latency_seconds";
+        family(
+            o,
+            name,
+            "histogram",
+            "Time from submission to a human decision.",
+        );
+        for (b, bound) in self.latency_buckets.iter().zip(LATENCY_BUCKETS) {
+            let _ = writeln!(o, "{name}_bucket{{le=\"{bound}\"}} {}", get(b));
+        }
+        let count = get(&self.latency_count);
+        let _ = writeln!(o, "{name}_bucket{{le=\"+Inf\"}} {count}");
+        let sum = get(&self.latency_sum_ms) as f64 / 1000.0;
+        let _ = writeln!(o, "{name}_sum {sum}");
+        let _ = writeln!(o, "{name}_count {count}");
+    }
+
+    fn render_inbox(&self, o: &mut String) {
+        let i = &self.inbox;
+        counters(
+            o,
+            "gatebot_inbox_tasks_created_total",
+            "Tasks owners handed to agents, by the classifier that classified them.",
+            "classifier",
+            ["keywords", "model"]
+                .into_iter()
+                .zip(i.classified.iter().map(get)),
+        );
+        counters(
+            o,
+            "gatebot_inbox_classifier_fallbacks_total",
+            "Tasks the model classifier failed to classify (classified by keywords instead), by reason.",
+            "reason",
+            FALLBACK_REASONS.into_iter().zip(i.fallbacks.iter().map(get)),
+        );
+        counters(
+            o,
+            "gatebot_inbox_tasks_finished_total",
+            "Tasks that ended, by how.",
+            "status",
+            TASK_ENDS.into_iter().zip(i.finished.iter().map(get)),
+        );
+    }
+
+    fn render_agent_refusals(&self, o: &mut String) {
+        counters(
+            o,
+            "gatebot_agent_refusals_total",
+            "Agents' attempts refused for a per-agent cap ([queue] max_connections_per_agent, max_waits_per_agent) or a pause (waits it held closed included), by reason.",
+            "reason",
+            AgentRefusal::ALL.map(|why| (why.as_str(), self.agent_refusals(why))),
+        );
+    }
+
+    fn render_limits(&self, o: &mut String) {
+        counters(
+            o,
+            "gatebot_rate_limited_total",
+            "Agents' calls refused (429) for a per-agent limit ([limits]), by limit.",
+            "limit",
+            Quota::ALL
+                .iter()
+                .map(|q| q.key())
+                .zip(self.limited.iter().map(get)),
+        );
+        single(
+            o,
+            "gatebot_storage_reserve_refusals_total",
+            "counter",
+            "Agents' writes refused (503 storage_full) because agents filled their share of the database; store.reserve is kept for owners.",
+            get(&self.held_back),
+        );
+    }
+
+    fn render_workflow(&self, o: &mut String) {
+        let w = &self.workflow;
+        single(
+            o,
+            "gatebot_runs_started_total",
+            "counter",
+            "Workflow runs started.",
+            get(&w.runs_started),
+        );
+        single(
+            o,
+            "gatebot_check_ins_asked_total",
+            "counter",
+            "Workflow check-ins that asked the owner.",
+            get(&w.asked),
+        );
+        counters(
+            o,
+            "gatebot_check_ins_settled_total",
+            "Check-ins that asked, by how they ended (an expired one stops its run).",
+            "outcome",
+            ["continued", "stopped", "expired"]
+                .into_iter()
+                .zip(w.settled.iter().map(get)),
+        );
+        counters(
+            o,
+            "gatebot_runs_stopped_total",
+            "Workflow runs stopped, by cause: a problem beyond tolerance, a global limit, the owner, an unanswered check-in.",
+            "cause",
+            ["tolerance", "limit", "owner", "expiry"].into_iter().zip(w.stopped.iter().map(get)),
+        );
+    }
+
+    /// Each running chat platform's series, labelled `channel`.
+    fn render_chat(&self, o: &mut String) {
         let chat = self.chat.lock().unwrap_or_else(|e| e.into_inner()).clone();
         type Pick = fn(&ChatCounts) -> u64;
         // (name, help on the first series of a name, label, its value, the count)
@@ -498,8 +545,7 @@ impl Metrics {
         ];
         for (name, help, label, value, pick) in series {
             if !help.is_empty() {
-                let _ = writeln!(o, "# HELP {name} {help}");
-                let _ = writeln!(o, "# TYPE {name} counter");
+                family(o, name, "counter", help);
             }
             for (platform, counts) in &chat {
                 let extra = if label.is_empty() {
@@ -514,132 +560,34 @@ impl Metrics {
                 );
             }
         }
-        o
     }
 }
 
-impl Metrics {
-    fn render_inbox(&self, o: &mut String) {
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let i = &self.inbox;
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_inbox_tasks_created_total Tasks owners handed to agents, by the classifier that classified them."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_inbox_tasks_created_total counter");
-        for (c, n) in ["keywords", "model"].iter().zip(&i.classified) {
-            let _ = writeln!(
-                o,
-                "gatebot_inbox_tasks_created_total{{classifier=\"{c}\"}} {}",
-                get(n)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_inbox_classifier_fallbacks_total Tasks the model classifier failed to classify (classified by keywords instead), by reason."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_inbox_classifier_fallbacks_total counter");
-        for (r, n) in FALLBACK_REASONS.iter().zip(&i.fallbacks) {
-            let _ = writeln!(
-                o,
-                "gatebot_inbox_classifier_fallbacks_total{{reason=\"{r}\"}} {}",
-                get(n)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_inbox_tasks_finished_total Tasks that ended, by how."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_inbox_tasks_finished_total counter");
-        for (s, n) in TASK_ENDS.iter().zip(&i.finished) {
-            let _ = writeln!(
-                o,
-                "gatebot_inbox_tasks_finished_total{{status=\"{s}\"}} {}",
-                get(n)
-            );
-        }
+/// The listeners' series, from their accept loops' counters.
+fn render_connections(c: &Connections, o: &mut String) {
+    let name = "gatebot_connections";
+    family(o, name, "gauge", "Open connections, by listener.");
+    for l in Listener::ALL {
+        let _ = writeln!(o, "{name}{{listener=\"{}\"}} {}", l.as_str(), c.open(l));
     }
-
-    fn render_agent_refusals(&self, o: &mut String) {
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_agent_refusals_total Agents' attempts refused for a per-agent cap ([queue] max_connections_per_agent, max_waits_per_agent) or a pause (waits it held closed included), by reason."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_agent_refusals_total counter");
-        for why in AgentRefusal::ALL {
-            let _ = writeln!(
-                o,
-                "gatebot_agent_refusals_total{{reason=\"{}\"}} {}",
-                why.as_str(),
-                self.agent_refusals(why)
-            );
-        }
-    }
-
-    fn render_limits(&self, o: &mut String) {
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_rate_limited_total Agents' calls refused (429) for a per-agent limit ([limits]), by limit."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_rate_limited_total counter");
-        for (q, n) in Quota::ALL.iter().zip(&self.limited) {
-            let _ = writeln!(
-                o,
-                "gatebot_rate_limited_total{{limit=\"{}\"}} {}",
-                q.key(),
-                get(n)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_storage_reserve_refusals_total Agents' writes refused (503 storage_full) because agents filled their share of the database; store.reserve is kept for owners."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_storage_reserve_refusals_total counter");
-        let _ = writeln!(
-            o,
-            "gatebot_storage_reserve_refusals_total {}",
-            get(&self.held_back)
-        );
-    }
-
-    fn render_workflow(&self, o: &mut String) {
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let w = &self.workflow;
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_runs_started_total Workflow runs started."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_runs_started_total counter");
-        let _ = writeln!(o, "gatebot_runs_started_total {}", get(&w.runs_started));
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_check_ins_asked_total Workflow check-ins that asked the owner."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_check_ins_asked_total counter");
-        let _ = writeln!(o, "gatebot_check_ins_asked_total {}", get(&w.asked));
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_check_ins_settled_total Check-ins that asked, by how they ended (an expired one stops its run)."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_check_ins_settled_total counter");
-        for (v, c) in ["continued", "stopped", "expired"].iter().zip(&w.settled) {
-            let _ = writeln!(
-                o,
-                "gatebot_check_ins_settled_total{{outcome=\"{v}\"}} {}",
-                get(c)
-            );
-        }
-        let _ = writeln!(
-            o,
-            "# HELP gatebot_runs_stopped_total Workflow runs stopped, by cause: a problem beyond tolerance, a global limit, the owner, an unanswered check-in."
-        );
-        let _ = writeln!(o, "# TYPE gatebot_runs_stopped_total counter");
-        for (v, c) in ["tolerance", "limit", "owner", "expiry"]
-            .iter()
-            .zip(&w.stopped)
-        {
-            let _ = writeln!(o, "gatebot_runs_stopped_total{{cause=\"{v}\"}} {}", get(c));
+    counters(
+        o,
+        "gatebot_connection_cap_reached_total",
+        "Times a listener had no room for another connection ([queue] max_connections); new ones waited.",
+        "listener",
+        Listener::ALL.map(|l| (l.as_str(), c.caps_reached(l))),
+    );
+    let name = "gatebot_connection_timeouts_total";
+    family(
+        o,
+        name,
+        "counter",
+        "Connections closed for waiting too long for a request (idle) or sending its head too slowly (header).",
+    );
+    for l in Listener::ALL {
+        for why in [Timeout::Idle, Timeout::Header] {
+            let (l, n, why) = (l.as_str(), c.timeouts(l, why), why.as_str());
+            let _ = writeln!(o, "{name}{{listener=\"{l}\",reason=\"{why}\"}} {n}");
         }
     }
 }
@@ -678,5 +626,35 @@ mod tests {
         assert!(text.contains("gatebot_check_ins_settled_total{outcome=\"continued\"} 0"));
         assert!(text.contains("gatebot_runs_stopped_total{cause=\"limit\"} 1"));
         assert!(text.contains("gatebot_runs_stopped_total{cause=\"tolerance\"} 0"));
+    }
+
+    #[test]
+    fn every_series_follows_its_family_s_help_and_type_once() {
+        let m = Metrics::default();
+        m.chat_platform(&crate::approval::PlatformId::new("telegram"));
+        let text = m.render(0);
+        let mut typed: Vec<&str> = Vec::new();
+        let mut helped: Vec<&str> = Vec::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let name = rest.split(' ').next().unwrap();
+                assert!(!helped.contains(&name), "two HELP lines for {name}");
+                helped.push(name);
+            } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let name = rest.split(' ').next().unwrap();
+                assert_eq!(helped.last(), Some(&name), "TYPE without its HELP: {line}");
+                assert!(!typed.contains(&name), "two TYPE lines for {name}");
+                typed.push(name);
+            } else {
+                let name = line.split(['{', ' ']).next().unwrap();
+                let family = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|s| name.strip_suffix(s))
+                    .filter(|f| typed.last() == Some(f))
+                    .unwrap_or(name);
+                assert_eq!(typed.last(), Some(&family), "{line} outside its family");
+            }
+        }
+        assert!(typed.len() >= 20, "{typed:?}");
     }
 }

@@ -24,6 +24,7 @@ use std::convert::Infallible;
 use std::future::{poll_fn, Future};
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -41,7 +42,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, warn};
 
-use crate::metrics::Connections;
 pub use crate::peer::Caller;
 
 /// Connections per agents' listener when `[queue] max_connections` is not set (fewer
@@ -119,6 +119,62 @@ impl Timeout {
             Timeout::Idle => "idle",
             Timeout::Header => "header",
         }
+    }
+}
+
+/// Per listener ([`Listener`]): open connections, caps reached, timeouts; the
+/// metrics render them ([`crate::metrics`]).
+#[derive(Debug, Default)]
+pub struct Connections {
+    open: [AtomicU64; 3],
+    cap_reached: [AtomicU64; 3],
+    /// Per listener: idle, header.
+    timed_out: [[AtomicU64; 2]; 3],
+}
+
+/// Counts a connection as open while it lives.
+pub struct OpenConnection<'a>(&'a AtomicU64);
+
+impl Drop for OpenConnection<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Connections {
+    /// A connection was accepted; it counts as open until the guard drops.
+    pub fn opened(&self, l: Listener) -> OpenConnection<'_> {
+        let open = &self.open[l as usize];
+        open.fetch_add(1, Ordering::Relaxed);
+        OpenConnection(open)
+    }
+
+    /// `l` had no room for another connection.
+    pub fn cap_reached(&self, l: Listener) {
+        self.cap_reached[l as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A connection of `l` was closed by its timer.
+    pub fn timed_out(&self, l: Listener, why: Timeout) {
+        self.timed_out[l as usize][why as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `l`'s connections open now.
+    #[must_use]
+    pub fn open(&self, l: Listener) -> u64 {
+        self.open[l as usize].load(Ordering::Relaxed)
+    }
+
+    /// How many times `l` had no room for another connection.
+    #[must_use]
+    pub fn caps_reached(&self, l: Listener) -> u64 {
+        self.cap_reached[l as usize].load(Ordering::Relaxed)
+    }
+
+    /// How many of `l`'s connections were closed by their timer for `why`.
+    #[must_use]
+    pub fn timeouts(&self, l: Listener, why: Timeout) -> u64 {
+        self.timed_out[l as usize][why as usize].load(Ordering::Relaxed)
     }
 }
 

@@ -9,9 +9,8 @@
 //!   [`crate::chat::inbound::handle`] with the [`Context`] [`run`] gives it, and shows
 //!   the answer its way.
 //!
-//! [`run`] starts delivery for a platform and hands its inbound loop the context.
-//! [`configured`] is the registry: the one place that turns `bot.toml`'s tables into
-//! running platforms.
+//! [`run`] starts delivery for a platform and hands its inbound loop the context. The
+//! list of platforms the daemon runs is [`crate::platforms`]: chat names none.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -162,24 +161,4 @@ pub async fn run<P, F, Fut>(
         reader: platform,
     };
     tokio::join!(delivery, inbound(cx));
-}
-
-/// The platforms `config` turns on, ready to run until `stop`: the registry. A new
-/// platform adds one line here.
-#[must_use]
-pub fn configured(
-    config: &Config,
-    engine: &Arc<Engine>,
-    stop: &CancellationToken,
-) -> Vec<(PlatformId, BoxFuture<'static, ()>)> {
-    let mut platforms: Vec<(PlatformId, BoxFuture<'static, ()>)> = Vec::new();
-    if let Some(t) = config.telegram.clone() {
-        let run = crate::telegram::run(engine.clone(), t, stop.clone());
-        platforms.push((crate::telegram::PLATFORM, Box::pin(run)));
-    }
-    if let Some(s) = config.slack.clone() {
-        let run = crate::slack::run(engine.clone(), s, stop.clone());
-        platforms.push((crate::slack::PLATFORM, Box::pin(run)));
-    }
-    platforms
 }

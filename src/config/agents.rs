@@ -1,14 +1,64 @@
 //! `[agents.NAME]`: each agent's rules and token.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
 
-use super::file::FileAgent;
+use serde::Deserialize;
+
 use super::inbox::InboxConfig;
-use super::resolve::{keep, Resolve};
+use super::limits::FileLimits;
+use super::workflow::FileWorkflow;
 use super::{AgentConfig, ConfigError};
 use crate::inbox::Intent;
 use crate::names::valid_agent_name;
-use crate::policy::AgentRules;
+use crate::policy::{AgentRules, ConfidencePreset, Tier};
+use crate::settings::{keep, Resolve};
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileAgent {
+    pub(super) tier: Tier,
+    #[serde(default)]
+    pub(super) require_approval_for: BTreeSet<String>,
+    #[serde(default)]
+    pub(super) always_allow: BTreeSet<String>,
+    #[serde(default)]
+    pub(super) deny: BTreeSet<String>,
+    #[serde(default)]
+    pub(super) checkpoint_before: BTreeSet<String>,
+    #[serde(default = "yes")]
+    pub(super) read_only_commands: bool,
+    #[serde(default)]
+    pub(super) confidence: Option<FileConfidence>,
+    pub(super) token: Option<String>,
+    pub(super) token_env: Option<String>,
+    pub(super) token_file: Option<PathBuf>,
+    #[serde(default)]
+    pub(super) workflow: Option<FileWorkflow>,
+    #[serde(default)]
+    pub(super) limits: Option<FileLimits>,
+}
+
+/// `confidence = "standard"` or `confidence = { preset = "full", ask_human = 0.4 }`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum FileConfidence {
+    Preset(ConfidencePreset),
+    Custom(FileThresholds),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileThresholds {
+    pub(super) preset: Option<ConfidencePreset>,
+    pub(super) proceed_freely: Option<f64>,
+    pub(super) proceed_cautiously: Option<f64>,
+    pub(super) ask_human: Option<f64>,
+}
 
 /// Warnings for agents anyone on the machine could act as: an agent without a token
 /// is whoever reaches the agents' socket and names it. That matters most where the

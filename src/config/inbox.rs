@@ -21,15 +21,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use regex::RegexSet;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
-use super::resolve::{keep, Resolve};
 use super::{AgentConfig, ConfigError, UnknownAgents};
 use crate::inbox::detect::DEFAULT_FAILURE_PATTERNS;
 use crate::inbox::model::ModelClassifier;
 use crate::inbox::{Intent, Level};
 use crate::names::valid_agent_name;
-use crate::time::{parse_duration, range};
+use crate::settings::{de_duration, keep, Resolve};
+use crate::time::range;
 
 /// The key of routes, timeouts and levels that covers every intent not named.
 pub const DEFAULT_KEY: &str = "default";
@@ -179,11 +179,6 @@ fn default_classifier_timeout() -> Duration {
     Duration::from_secs(10)
 }
 
-fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let s = String::deserialize(d)?;
-    parse_duration(&s).map_err(serde::de::Error::custom)
-}
-
 /// An intent key of a sub-table: an intent, or `None` for `default`.
 enum Key {
     Intent(Intent),
@@ -206,6 +201,61 @@ fn key(r: &Resolve, table: &str, k: &str) -> Result<Key, ConfigError> {
     })
 }
 
+/// Checks the agents `[inbox]` names: routes and concurrency must name agents that
+/// exist (unless unknown agents are supervised), with valid names.
+struct AgentCheck<'a> {
+    r: &'a Resolve<'a>,
+    agents: &'a BTreeMap<String, AgentConfig>,
+    unknown_agents: UnknownAgents,
+}
+
+impl AgentCheck<'_> {
+    /// The error for `agent`, named at `table.k`, if it is not one to route to.
+    fn check(&self, table: &str, k: &str, agent: &str) -> Option<ConfigError> {
+        if !valid_agent_name(agent) {
+            return Some(
+                self.r
+                    .error(table, k, format!("`{agent}` is not a valid agent name")),
+            );
+        }
+        let unknown = !self.agents.contains_key(agent);
+        (unknown && self.unknown_agents == UnknownAgents::Reject).then(|| {
+            self.r.error(
+                table,
+                k,
+                format!(
+                    "`{agent}` is not an agent: add an [agents.{agent}] table (or set \
+                     policy.unknown_agents = \"supervised\")"
+                ),
+            )
+        })
+    }
+}
+
+/// A table keyed by intent (or `default`): `seed` with the file's entries over it,
+/// and the default (`default` unless the file sets it). Each entry's value is read
+/// with `parse`; a bad key or value is recorded.
+fn by_intent<V, T>(
+    r: &Resolve,
+    table: &str,
+    entries: &BTreeMap<String, V>,
+    parse: impl Fn(&V) -> Result<T, String>,
+    (mut by_intent, mut default): (BTreeMap<Intent, T>, T),
+    errors: &mut Vec<ConfigError>,
+) -> (BTreeMap<Intent, T>, T) {
+    for (k, v) in entries {
+        let value = parse(v).map_err(|e| r.error(table, k, e));
+        match (keep(errors, key(r, table, k)), keep(errors, value)) {
+            (Some(Key::Intent(i)), Some(value)) => {
+                by_intent.insert(i, value);
+            }
+            (Some(Key::Default), Some(value)) => default = value,
+            _ => {}
+        }
+    }
+    (by_intent, default)
+}
+
 impl FileInbox {
     /// The `[inbox]` table; `None` when it has errors (recorded). `agents` are the
     /// configured agents, which routes and concurrency must name.
@@ -218,134 +268,50 @@ impl FileInbox {
         errors: &mut Vec<ConfigError>,
     ) -> Option<InboxConfig> {
         let before = errors.len();
-        if self.max_concurrent == 0 {
-            errors.push(r.error(
-                "inbox",
-                "max_concurrent",
-                "must be at least 1 (running tasks per agent)",
-            ));
-        }
-        for (key, d, range) in [
-            ("lease", self.lease, range::LEASE),
-            ("timeout_grace", self.timeout_grace, range::INBOX_STEP),
-            ("progress_every", self.progress_every, range::INBOX_STEP),
-        ] {
-            r.duration_in("inbox", key, d, range, errors);
-        }
-        let known = |agent: &str| agents.contains_key(agent);
-        let check_agent = |table: &str, k: &str, agent: &str| -> Option<ConfigError> {
-            if !valid_agent_name(agent) {
-                return Some(r.error(table, k, format!("`{agent}` is not a valid agent name")));
-            }
-            (!known(agent) && unknown_agents == UnknownAgents::Reject).then(|| {
-                r.error(
-                    table,
-                    k,
-                    format!(
-                        "`{agent}` is not an agent: add an [agents.{agent}] table (or set \
-                         policy.unknown_agents = \"supervised\")"
-                    ),
-                )
-            })
+        self.check_numbers(r, errors);
+        let agents = AgentCheck {
+            r,
+            agents,
+            unknown_agents,
         };
-        let mut routes = BTreeMap::new();
-        let mut default_route = Vec::new();
-        for (k, route) in &self.routes {
-            let agents = route.agents();
-            let bad: Vec<ConfigError> = agents
-                .iter()
-                .filter_map(|agent| check_agent("inbox.routes", k, agent))
-                .collect();
-            if agents.is_empty() {
-                errors.push(r.error("inbox.routes", k, "names no agent"));
-                continue;
-            }
-            let mut seen = std::collections::BTreeSet::new();
-            if let Some(twice) = agents.iter().find(|a| !seen.insert(a.as_str())) {
-                errors.push(r.error("inbox.routes", k, format!("names `{twice}` twice")));
-                continue;
-            }
-            if !bad.is_empty() {
-                errors.extend(bad);
-                continue;
-            }
-            match keep(errors, key(r, "inbox.routes", k)) {
-                Some(Key::Intent(i)) => {
-                    routes.insert(i, agents);
-                }
-                Some(Key::Default) => default_route = agents,
-                None => {}
-            }
-        }
-        let mut timeouts: BTreeMap<Intent, Duration> = SEED_TIMEOUTS.into_iter().collect();
-        let mut default_timeout = DEFAULT_TIMEOUT;
-        for (k, v) in &self.timeouts {
-            let d = range::TASK_TIMEOUT
-                .parse(v)
-                .map_err(|e| r.error("inbox.timeouts", k, e));
-            match (keep(errors, key(r, "inbox.timeouts", k)), keep(errors, d)) {
-                (Some(Key::Intent(i)), Some(d)) => {
-                    timeouts.insert(i, d);
-                }
-                (Some(Key::Default), Some(d)) => default_timeout = d,
-                _ => {}
-            }
-        }
+        let (routes, default_route) = self.routes(&agents, errors);
+        let seed = (SEED_TIMEOUTS.into_iter().collect(), DEFAULT_TIMEOUT);
+        let parse_timeout = |v: &String| range::TASK_TIMEOUT.parse(v);
+        let (timeouts, default_timeout) = by_intent(
+            r,
+            "inbox.timeouts",
+            &self.timeouts,
+            parse_timeout,
+            seed,
+            errors,
+        );
         // Code changes wait for the owner's go by default: a message typed on a phone
         // is a thin basis for editing a repository.
-        let mut levels = BTreeMap::from([(Intent::CodeChange, Level::CONFIRM)]);
-        let mut default_level = Level::AUTO;
-        for (k, v) in &self.autonomy {
-            let level = Level::parse(*v).map_err(|e| r.error("inbox.autonomy", k, e));
-            match (
-                keep(errors, key(r, "inbox.autonomy", k)),
-                keep(errors, level),
-            ) {
-                (Some(Key::Intent(i)), Some(l)) => {
-                    levels.insert(i, l);
-                }
-                (Some(Key::Default), Some(l)) => default_level = l,
-                _ => {}
-            }
-        }
+        let seed = (
+            BTreeMap::from([(Intent::CodeChange, Level::CONFIRM)]),
+            Level::AUTO,
+        );
+        let parse_level = |v: &i64| Level::parse(*v);
+        let (levels, default_level) = by_intent(
+            r,
+            "inbox.autonomy",
+            &self.autonomy,
+            parse_level,
+            seed,
+            errors,
+        );
         for (agent, n) in &self.concurrency {
-            if let Some(e) = check_agent("inbox.concurrency", agent, agent) {
-                errors.push(e);
-            }
+            errors.extend(agents.check("inbox.concurrency", agent, agent));
             if *n == 0 {
                 errors.push(r.error("inbox.concurrency", agent, "must be at least 1"));
             }
         }
-        let sources: Vec<String> = self.failure_patterns.unwrap_or_else(|| {
-            DEFAULT_FAILURE_PATTERNS
-                .iter()
-                .map(|p| (*p).to_string())
-                .collect()
-        });
-        for p in &sources {
-            if let Err(e) = regex::Regex::new(p) {
-                errors.push(r.error(
-                    "inbox",
-                    "failure_patterns",
-                    format!("`{p}` is not a regular expression: {e}"),
-                ));
-            }
-        }
+        let sources = failure_patterns(r, self.failure_patterns, errors);
         let classifier = self.classifier.and_then(|c| c.resolve(r, errors));
         if errors.len() > before {
             return None;
         }
-        let unrouted: Vec<&str> = Intent::ALL
-            .iter()
-            .filter(|i| !routes.contains_key(i) && default_route.is_empty())
-            .map(|i| i.as_str())
-            .collect();
-        if !unrouted.is_empty() {
-            notes.push(format!(
-                "inbox: tasks of intent {} have no agent and are refused; set [inbox.routes] default",
-                unrouted.join(", ")
-            ));
-        }
+        notes.extend(unrouted(&routes, &default_route));
         Some(InboxConfig {
             routes,
             default_route,
@@ -362,6 +328,102 @@ impl FileInbox {
             classifier,
         })
     }
+
+    /// `max_concurrent` and the durations.
+    fn check_numbers(&self, r: &Resolve, errors: &mut Vec<ConfigError>) {
+        if self.max_concurrent == 0 {
+            errors.push(r.error(
+                "inbox",
+                "max_concurrent",
+                "must be at least 1 (running tasks per agent)",
+            ));
+        }
+        for (key, d, range) in [
+            ("lease", self.lease, range::LEASE),
+            ("timeout_grace", self.timeout_grace, range::INBOX_STEP),
+            ("progress_every", self.progress_every, range::INBOX_STEP),
+        ] {
+            r.duration_in("inbox", key, d, range, errors);
+        }
+    }
+
+    /// `[inbox.routes]`: the agents of each intent, and of the rest (`default`).
+    fn routes(
+        &self,
+        agents: &AgentCheck,
+        errors: &mut Vec<ConfigError>,
+    ) -> (BTreeMap<Intent, Vec<String>>, Vec<String>) {
+        let r = agents.r;
+        let mut routes = BTreeMap::new();
+        let mut default_route = Vec::new();
+        for (k, route) in &self.routes {
+            let names = route.agents();
+            let bad: Vec<ConfigError> = names
+                .iter()
+                .filter_map(|agent| agents.check("inbox.routes", k, agent))
+                .collect();
+            if names.is_empty() {
+                errors.push(r.error("inbox.routes", k, "names no agent"));
+                continue;
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            if let Some(twice) = names.iter().find(|a| !seen.insert(a.as_str())) {
+                errors.push(r.error("inbox.routes", k, format!("names `{twice}` twice")));
+                continue;
+            }
+            if !bad.is_empty() {
+                errors.extend(bad);
+                continue;
+            }
+            match keep(errors, key(r, "inbox.routes", k)) {
+                Some(Key::Intent(i)) => {
+                    routes.insert(i, names);
+                }
+                Some(Key::Default) => default_route = names,
+                None => {}
+            }
+        }
+        (routes, default_route)
+    }
+}
+
+/// `failure_patterns` as written, or the defaults; each must compile (recorded).
+fn failure_patterns(
+    r: &Resolve,
+    patterns: Option<Vec<String>>,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<String> {
+    let sources: Vec<String> = patterns.unwrap_or_else(|| {
+        DEFAULT_FAILURE_PATTERNS
+            .iter()
+            .map(|p| (*p).to_string())
+            .collect()
+    });
+    for p in &sources {
+        if let Err(e) = regex::Regex::new(p) {
+            errors.push(r.error(
+                "inbox",
+                "failure_patterns",
+                format!("`{p}` is not a regular expression: {e}"),
+            ));
+        }
+    }
+    sources
+}
+
+/// The note for intents no route covers, if any.
+fn unrouted(routes: &BTreeMap<Intent, Vec<String>>, default_route: &[String]) -> Option<String> {
+    let unrouted: Vec<&str> = Intent::ALL
+        .iter()
+        .filter(|i| !routes.contains_key(i) && default_route.is_empty())
+        .map(|i| i.as_str())
+        .collect();
+    (!unrouted.is_empty()).then(|| {
+        format!(
+            "inbox: tasks of intent {} have no agent and are refused; set [inbox.routes] default",
+            unrouted.join(", ")
+        )
+    })
 }
 
 impl FileClassifier {

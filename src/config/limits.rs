@@ -14,11 +14,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::file::FileAgent;
 use super::queue::parse_size;
-use super::resolve::Resolve;
 use super::ConfigError;
 use crate::limits::{Limits, Quota, Rate, DEFAULT_LIMITS};
+use crate::settings::Resolve;
 use crate::time::parse_duration;
 
 /// Every agent's limits.
@@ -96,22 +95,21 @@ fn parse_rate(s: &str, quota: Quota) -> Result<Rate, String> {
 }
 
 impl Resolve<'_> {
-    /// `[limits]` and every `[agents.NAME.limits]` (taken out of `agents`).
+    /// `[limits]` and every `[agents.NAME.limits]` (`per_agent`, by agent).
     pub(super) fn limits(
         &self,
         org: FileLimits,
-        agents: &mut BTreeMap<String, FileAgent>,
+        per_agent: BTreeMap<String, FileLimits>,
         max_body_bytes: usize,
         errors: &mut Vec<ConfigError>,
     ) -> LimitsConfig {
         let default = self.limits_table("limits", org, &DEFAULT_LIMITS, max_body_bytes, errors);
-        let agents = agents
-            .iter_mut()
-            .filter_map(|(name, agent)| {
-                let table = agent.limits.take()?;
+        let agents = per_agent
+            .into_iter()
+            .map(|(name, table)| {
                 let path = format!("agents.{name}.limits");
                 let resolved = self.limits_table(&path, table, &default, max_body_bytes, errors);
-                Some((name.clone(), resolved))
+                (name, resolved)
             })
             .collect();
         LimitsConfig { default, agents }

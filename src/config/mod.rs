@@ -10,12 +10,17 @@
 //!    key is in the file, its line. This step does not stop at the first error:
 //!    [`Config::check`] reports them all (serde stops at the first in step 1).
 //!
-//! Step 1 is `file`; step 2 is `resolve`, which hands each section to its module:
-//! `queue` (`[store]`, `[queue]`, `[log]`), `policy` (`[policy]`, `[tools]`),
-//! `agents`, `workflow` (`[workflow]`, `[agents.NAME.workflow]`), `limits` (`[limits]`,
-//! `[agents.NAME.limits]`), `inbox` and `promotion` (`[promotion]`, `[grants]`, shell-like `[tools]` entries). A chat platform's table is read and resolved by the platform itself
-//! ([`crate::telegram::config`], [`crate::slack::config`]) with the same helpers, so
-//! the keys of a channel live next to the code that uses them. `reload` says what a
+//! Step 1 is `file` (the whole file as written); step 2 is `resolve`, which hands each
+//! section to its module: `queue` (`[store]`, `[queue]`, `[log]`), `policy`
+//! (`[policy]`, `[tools]`), `agents`, `workflow` (`[workflow]`,
+//! `[agents.NAME.workflow]`), `limits` (`[limits]`, `[agents.NAME.limits]`), `inbox`
+//! and `promotion` (`[promotion]`, `[grants]`, shell-like `[tools]` entries). Each
+//! section's module holds its table as written and resolves it; none uses `file`,
+//! `resolve` or another section's resolving. A chat platform's table is read and
+//! resolved by the platform itself ([`crate::telegram::config`],
+//! [`crate::slack::config`]), so the keys of a channel live next to the code that uses
+//! them; [`Config::platforms`] holds those that are on, each describing itself. Sections and platforms alike use the helpers of [`crate::settings`] (the
+//! error with its key path and line, secrets, paths, ranges). `reload` says what a
 //! running daemon can take up from a new file (SIGHUP) and what needs a restart.
 //!
 //! Every key is documented in the example `bot.toml` at the top of the repository.
@@ -31,9 +36,9 @@ mod reload;
 pub(crate) mod resolve;
 pub mod workflow;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -41,38 +46,11 @@ use serde::Deserialize;
 use crate::approval::PlatformId;
 use crate::policy::{AgentRules, Policy, Tier};
 use crate::secret::Secret;
-use crate::slack::config::SlackConfig;
-use crate::telegram::config::TelegramConfig;
+use crate::settings::Resolve;
+use crate::settings::{AnySettings, PlatformSettings};
+pub use crate::settings::{ChatSettings, ConfigError};
 use file::parse_file;
-pub use queue::Sockets;
-use resolve::Resolve;
-
-/// A configuration error: what is wrong, where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The file the error is in.
-    pub file: PathBuf,
-    /// The key path (`agents.mailer.tier`), empty when the whole file is at fault.
-    pub key: String,
-    /// 1-based line, when known.
-    pub line: Option<usize>,
-    pub message: String,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-        }
-        if !self.key.is_empty() {
-            write!(f, ": `{}`", self.key)?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for ConfigError {}
+pub use resolve::Sockets;
 
 /// The resolved configuration the daemon runs with.
 #[derive(Debug, Clone)]
@@ -87,10 +65,10 @@ pub struct Config {
     pub max_ttl: Duration,
     pub unknown_agents: UnknownAgents,
     pub agents: BTreeMap<String, AgentConfig>,
-    /// `None` when `[telegram]` is absent or has no token: the channel is off.
-    pub telegram: Option<TelegramConfig>,
-    /// `None` when `[slack]` is absent or has no tokens: the channel is off.
-    pub slack: Option<SlackConfig>,
+    /// The chat platforms that are on, each with its table resolved, in the order
+    /// `FileConfig` lists them. A platform whose table is absent or has no token is
+    /// off (and `notes` say why); [`Config::platform`] finds one by its type.
+    pub platforms: Vec<Arc<dyn AnySettings>>,
     /// `None` when `[inbox]` is absent: the inbox is off.
     pub inbox: Option<inbox::InboxConfig>,
     /// Why a configured chat channel is off (e.g. its token variable is unset), and
@@ -182,27 +160,22 @@ impl UnknownAgents {
     }
 }
 
-/// What every chat platform's table sets: where cards go, who may decide there, and
-/// when a burst of requests becomes one digest.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ChatSettings {
-    /// Chat or channel ids, as the platform writes them.
-    pub destinations: Vec<String>,
-    /// User ids, as the platform writes them.
-    pub approvers: BTreeSet<String>,
-    /// More requests than this waiting for a card in one chat get one digest.
-    pub digest_after: usize,
-}
-
 impl Config {
     /// The chat settings of `platform`'s table, when that platform is on.
     #[must_use]
     pub fn chat(&self, platform: &PlatformId) -> Option<&ChatSettings> {
-        match platform {
-            p if *p == crate::telegram::PLATFORM => self.telegram.as_ref().map(|t| &t.chat),
-            p if *p == crate::slack::PLATFORM => self.slack.as_ref().map(|s| &s.chat),
-            _ => None,
-        }
+        self.platforms
+            .iter()
+            .find(|p| p.key() == platform.as_str())
+            .map(|p| p.chat_settings())
+    }
+
+    /// The settings of platform `P`, when it is on.
+    #[must_use]
+    pub fn platform<P: PlatformSettings>(&self) -> Option<&P> {
+        self.platforms
+            .iter()
+            .find_map(|p| p.as_any().downcast_ref::<P>())
     }
 }
 

@@ -1,16 +1,46 @@
 //! `[policy]` and `[tools]`: what the decision engine is given, the request TTL rules,
 //! and an agent's confidence thresholds (the policy's gate, set per agent).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
 
-use super::file::{FileConfidence, FilePolicy};
+use serde::Deserialize;
+
+use super::agents::FileConfidence;
 use super::promotion::FileTool;
-use super::resolve::{keep, Resolve};
-use super::ConfigError;
+use super::{ConfigError, UnknownAgents};
 use crate::policy::{
     ConfidencePreset, ConfidenceThresholds, ContentPatterns, PatternOverrides, Policy,
+    ToolApprovalMode,
 };
+use crate::settings::{de_duration, keep, Resolve};
 use crate::time::{format_duration, range};
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(super) struct FilePolicy {
+    pub(super) tool_approval_mode: ToolApprovalMode,
+    #[serde(deserialize_with = "de_duration")]
+    pub(super) default_ttl: Duration,
+    #[serde(deserialize_with = "de_duration")]
+    pub(super) max_ttl: Duration,
+    pub(super) unknown_agents: UnknownAgents,
+    pub(super) internal_tools: BTreeSet<String>,
+    pub(super) patterns: PatternOverrides,
+}
+
+impl Default for FilePolicy {
+    fn default() -> Self {
+        FilePolicy {
+            tool_approval_mode: ToolApprovalMode::Dangerous,
+            default_ttl: Duration::from_secs(24 * 3600),
+            max_ttl: Duration::from_secs(7 * 24 * 3600),
+            unknown_agents: UnknownAgents::Reject,
+            internal_tools: BTreeSet::new(),
+            patterns: PatternOverrides::default(),
+        }
+    }
+}
 
 impl Resolve<'_> {
     /// `[policy]` and `[tools]`; `None` when the patterns do not compile (recorded).

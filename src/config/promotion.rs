@@ -9,10 +9,9 @@ use std::time::Duration;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use super::file::de_duration;
-use super::resolve::Resolve;
 use super::ConfigError;
 use crate::policy::ToolClass;
+use crate::settings::{de_duration, Resolve};
 use crate::time::range;
 use crate::trust::assess::{Rules, Thresholds};
 

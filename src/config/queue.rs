@@ -1,43 +1,92 @@
 //! `[store]`, `[queue]` and `[log]`: where gatebot keeps its data, how agents and
 //! owners reach it, and what it logs.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::time::Duration;
 
-use super::file::MAX_PER_AGENT;
-use super::file::{parse_file, FileLog, FileQueue, FileStore};
-use super::resolve::Resolve;
-use super::{Config, ConfigError, LogConfig, QueueConfig, StoreConfig};
+use serde::Deserialize;
+
+use super::{ConfigError, LogConfig, LogFormat, QueueConfig, StoreConfig};
 use crate::files::sibling;
 use crate::serve::DEFAULT_MAX_CONNECTIONS;
+use crate::settings::{de_duration, Resolve};
 use crate::time::range;
 
-/// Where the daemon listens, as the client commands read it ([`Config::sockets`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sockets {
-    /// `[queue] socket`: `ask`, the hooks and `gatebot mcp`.
-    pub agents: PathBuf,
-    /// `[queue] control_socket`: the owner's commands.
-    pub control: PathBuf,
+/// `[queue] max_connections_per_agent` when not set: well below a listener's cap.
+pub(crate) const DEFAULT_CONNECTIONS_PER_AGENT: usize = 64;
+/// `[queue] max_waits_per_agent` when not set.
+pub(crate) const DEFAULT_WAITS_PER_AGENT: usize = 32;
+/// The most either per-agent cap may be.
+pub(crate) const MAX_PER_AGENT: usize = 10_000;
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(super) struct FileStore {
+    pub(super) path: PathBuf,
+    pub(super) max_size: Option<String>,
+    pub(super) reserve: Option<String>,
 }
 
-impl Config {
-    /// Only the sockets of the file at `path`, for the client commands. Nothing else is
-    /// resolved: an owner's shell (or an agent's) does not have the daemon's secrets, so
-    /// an agent's unset `token_env` or a `${CREDENTIALS_DIRECTORY}` that only systemd
-    /// sets must not stop `gatebot pending`. The file must still be a valid `bot.toml`.
-    pub fn sockets(path: &Path) -> Result<Sockets, ConfigError> {
-        let raw = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: path.to_path_buf(),
-            key: String::new(),
-            line: None,
-            message: format!("cannot read the config file: {e}"),
-        })?;
-        let file = parse_file(&raw, path)?;
-        let r = Resolve::new(&raw, path);
-        Ok(Sockets {
-            agents: r.anchor(&file.queue.socket),
-            control: r.anchor(&file.queue.control_socket),
-        })
+impl Default for FileStore {
+    fn default() -> Self {
+        FileStore {
+            path: PathBuf::from("gatebot.db"),
+            max_size: None,
+            reserve: None,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(super) struct FileQueue {
+    pub(super) socket: PathBuf,
+    pub(super) control_socket: PathBuf,
+    pub(super) listen: Option<String>,
+    pub(super) max_body_bytes: usize,
+    #[serde(deserialize_with = "de_duration")]
+    pub(super) max_wait: Duration,
+    pub(super) metrics: bool,
+    pub(super) max_connections: Option<usize>,
+    pub(super) max_connections_per_agent: usize,
+    pub(super) max_waits_per_agent: usize,
+    #[serde(deserialize_with = "de_duration")]
+    pub(super) header_timeout: Duration,
+    #[serde(deserialize_with = "de_duration")]
+    pub(super) idle_timeout: Duration,
+}
+
+impl Default for FileQueue {
+    fn default() -> Self {
+        FileQueue {
+            socket: PathBuf::from("gatebot.sock"),
+            control_socket: PathBuf::from("gatebot-control.sock"),
+            listen: None,
+            max_body_bytes: 64 * 1024,
+            max_wait: Duration::from_secs(300),
+            metrics: false,
+            max_connections: None,
+            max_connections_per_agent: DEFAULT_CONNECTIONS_PER_AGENT,
+            max_waits_per_agent: DEFAULT_WAITS_PER_AGENT,
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(super) struct FileLog {
+    pub(super) format: LogFormat,
+    pub(super) level: String,
+}
+
+impl Default for FileLog {
+    fn default() -> Self {
+        FileLog {
+            format: LogFormat::Plain,
+            level: "info".into(),
+        }
     }
 }
 

@@ -9,14 +9,19 @@
 //! and a chat platform's connection (its tokens, API URL, mode,
 //! or the platform being turned on or off) are set up at start: a new value there
 //! takes effect only after a restart, so the config in force keeps the old one, and
-//! the caller names each such key in a warning.
+//! the caller names each such key in a warning. Which of a platform's keys those are,
+//! the platform's settings say ([`crate::settings::PlatformSettings::keep_started`]).
+
+use std::sync::Arc;
 
 use super::Config;
+use crate::settings::AnySettings;
 
 impl Config {
     /// `new`, as far as a running daemon can apply it: every key that needs a restart
     /// keeps its value from `self`. Also returns those keys (`queue.socket`,
-    /// `telegram.token`, `slack` for the table turned on or off, …), in file order.
+    /// `telegram.token`, `slack` for the table turned on or off, …), in file order
+    /// (a platform turned on last).
     #[must_use]
     pub fn reloaded(&self, mut new: Config) -> (Config, Vec<&'static str>) {
         let mut restart = Vec::new();
@@ -49,51 +54,47 @@ impl Config {
         new.queue.max_connections = self.queue.max_connections;
         new.log = self.log.clone();
 
-        match (&self.telegram, &mut new.telegram) {
-            (Some(old), Some(t)) => {
-                keep("telegram.token", t.token != old.token);
-                keep("telegram.api_url", t.api_url != old.api_url);
-                t.token = old.token.clone();
-                t.api_url = old.api_url.clone();
-            }
-            (None, None) => {}
-            // Turned on or off: the adapter runs (or not) until a restart.
-            (old, t) => {
-                keep("telegram", true);
-                t.clone_from(old);
-            }
-        }
-        match (&self.slack, &mut new.slack) {
-            (Some(old), Some(s)) => {
-                keep("slack.bot_token", s.bot_token != old.bot_token);
-                keep("slack.app_token", s.app_token != old.app_token);
-                keep(
-                    "slack.signing_secret",
-                    s.signing_secret != old.signing_secret,
-                );
-                keep("slack.mode", s.mode != old.mode);
-                keep("slack.events_listen", s.events_listen != old.events_listen);
-                keep("slack.api_url", s.api_url != old.api_url);
-                s.bot_token = old.bot_token.clone();
-                s.app_token = old.app_token.clone();
-                s.signing_secret = old.signing_secret.clone();
-                s.mode = old.mode;
-                s.events_listen = old.events_listen.clone();
-                s.api_url = old.api_url.clone();
-            }
-            (None, None) => {}
-            (old, s) => {
-                keep("slack", true);
-                s.clone_from(old);
-            }
-        }
+        new.platforms = self.platforms_reloaded(&new, &mut restart);
         (new, restart)
+    }
+
+    /// The chat platforms as a running daemon can take `new`'s up: each keeps what it
+    /// was started with ([`PlatformSettings::keep_started`]); one turned on or off
+    /// stays as it runs, its key named in `restart`, until a restart.
+    ///
+    /// [`PlatformSettings::keep_started`]: crate::settings::PlatformSettings::keep_started
+    fn platforms_reloaded(
+        &self,
+        new: &Config,
+        restart: &mut Vec<&'static str>,
+    ) -> Vec<Arc<dyn AnySettings>> {
+        let find = |c: &Config, key| c.platforms.iter().find(|p| p.key() == key).cloned();
+        let mut platforms = Vec::new();
+        for old in &self.platforms {
+            match find(new, old.key()) {
+                Some(p) => platforms.push(old.reloaded(p.as_ref(), restart)),
+                // Turned off: it runs with its old table until a restart.
+                None => {
+                    restart.push(old.key());
+                    platforms.push(old.clone());
+                }
+            }
+        }
+        // Turned on: it starts at the next restart.
+        for p in &new.platforms {
+            if find(self, p.key()).is_none() {
+                restart.push(p.key());
+            }
+        }
+        platforms
     }
 }
 
 #[cfg(test)]
 mod tests {
     use crate::config::parse_in_etc as parse;
+    use crate::slack::SlackConfig;
+    use crate::telegram::TelegramConfig;
 
     const BASE: &str = "[telegram]\ntoken = \"1:A\"\nchats = [1]\napprovers = [1]\n\
                         [slack]\nbot_token = \"xoxb-1\"\napp_token = \"xapp-1\"\n\
@@ -133,9 +134,10 @@ mod tests {
         assert_eq!(new.queue.max_connections, None);
         assert_eq!(new.queue.idle_timeout, std::time::Duration::from_secs(5));
         assert_eq!(new.log.level, "info");
-        let (t, s) = (new.telegram.unwrap(), new.slack.unwrap());
+        let t = new.platform::<TelegramConfig>().unwrap();
+        let s = new.platform::<SlackConfig>().unwrap();
         assert_eq!(t.token.expose(), "1:A");
-        assert_eq!(s.app_token.unwrap().expose(), "xapp-1");
+        assert_eq!(s.app_token.as_ref().unwrap().expose(), "xapp-1");
         // … and the rest applies.
         assert_eq!(t.chat.destinations, ["1", "2"]);
         assert!(t.chat.approvers.contains("3"));
@@ -149,12 +151,12 @@ mod tests {
         let (new, restart) = old.reloaded(parse(without_slack).unwrap());
         assert_eq!(restart, ["slack"]);
         assert!(
-            new.slack.is_some(),
+            new.platform::<SlackConfig>().is_some(),
             "Slack keeps running with its old table"
         );
         let (new, restart) = parse(without_slack).unwrap().reloaded(old.clone());
         assert_eq!(restart, ["slack"]);
-        assert!(new.slack.is_none());
+        assert!(new.platform::<SlackConfig>().is_none());
         // Nothing changed, nothing to say.
         assert!(old.reloaded(parse(BASE).unwrap()).1.is_empty());
     }

@@ -1,41 +1,43 @@
-//! Step 2 of loading: the file as written becomes a [`Config`]. [`Resolve`] carries
-//! what every section needs to report an error (the text and path, for key paths and
-//! lines) and to read what the file points at (its directory, for relative paths).
-//! Each section resolves itself with it: `[store]`, `[queue]`, `[log]` in `queue`,
+//! Step 2 of loading: the file as written becomes a [`Config`]. [`Resolve`]
+//! ([`crate::settings`]) carries what every section needs to report an error (the text
+//! and path, for key paths and lines) and to read what the file points at (its
+//! directory, for relative paths). Each section resolves itself with it: `[store]`, `[queue]`, `[log]` in `queue`,
 //! `[policy]`, `[tools]` in `policy`, `[agents.*]` in `agents`, `[promotion]`, `[grants]`
 //! and shell-like tools in `promotion`, and the chat tables in the platforms' own modules.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use super::file::{locate, FileConfig};
+use super::file::{parse_file, FileConfig};
 use super::{Config, ConfigError};
-use crate::secret::Secret;
-use crate::time::Range;
+use crate::settings::Resolve;
 
-/// The file being resolved: what errors point into, and what paths are relative to.
-pub(crate) struct Resolve<'a> {
-    raw: &'a str,
-    path: &'a Path,
-    base: PathBuf,
+/// Where the daemon listens, as the client commands read it ([`Config::sockets`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sockets {
+    /// `[queue] socket`: `ask`, the hooks and `gatebot mcp`.
+    pub agents: PathBuf,
+    /// `[queue] control_socket`: the owner's commands.
+    pub control: PathBuf,
 }
 
-/// Keeps the value of `r`, or records its error and gives `None`.
-pub(crate) fn keep<T>(errors: &mut Vec<ConfigError>, r: Result<T, ConfigError>) -> Option<T> {
-    r.map_err(|e| errors.push(e)).ok()
-}
-
-impl<'a> Resolve<'a> {
-    /// `raw` is the text of the file at `path`.
-    pub(super) fn new(raw: &'a str, path: &'a Path) -> Self {
-        Resolve {
-            raw,
-            path,
-            base: path
-                .parent()
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| PathBuf::from(".")),
-        }
+impl Config {
+    /// Only the sockets of the file at `path`, for the client commands. Nothing else is
+    /// resolved: an owner's shell (or an agent's) does not have the daemon's secrets, so
+    /// an agent's unset `token_env` or a `${CREDENTIALS_DIRECTORY}` that only systemd
+    /// sets must not stop `gatebot pending`. The file must still be a valid `bot.toml`.
+    pub fn sockets(path: &Path) -> Result<Sockets, ConfigError> {
+        let raw = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            key: String::new(),
+            line: None,
+            message: format!("cannot read the config file: {e}"),
+        })?;
+        let file = parse_file(&raw, path)?;
+        let r = Resolve::new(&raw, path);
+        Ok(Sockets {
+            agents: r.anchor(&file.queue.socket),
+            control: r.anchor(&file.queue.control_socket),
+        })
     }
 }
 
@@ -45,31 +47,46 @@ impl Resolve<'_> {
     /// `errors` either way (the checks that leave no value behind only record).
     pub(super) fn resolve(
         &self,
-        file: FileConfig,
+        mut file: FileConfig,
         errors: &mut Vec<ConfigError>,
     ) -> Option<Config> {
+        let mut notes = Vec::new();
+        // The agents' own `workflow` and `limits` tables, taken out of theirs.
+        let per_agent_workflow = file
+            .agents
+            .iter_mut()
+            .filter_map(|(name, a)| Some((name.clone(), a.workflow.take()?)))
+            .collect();
+        let per_agent_limits = file
+            .agents
+            .iter_mut()
+            .filter_map(|(name, a)| Some((name.clone(), a.limits.take()?)))
+            .collect();
+        let workflow = self.workflow(
+            std::mem::take(&mut file.workflow),
+            per_agent_workflow,
+            file.policy.max_ttl,
+            &mut notes,
+            errors,
+        );
+        let platforms = file.platforms(self, &mut notes, errors);
         let FileConfig {
             store,
             queue,
             log,
             policy,
             tools,
-            mut agents,
-            telegram,
-            slack,
+            agents,
             inbox,
-            workflow,
             promotion,
             grants,
             limits,
+            // The workflow and the platforms' tables were taken above.
+            ..
         } = file;
-        let mut notes = Vec::new();
-        let workflow = self.workflow(workflow, &mut agents, policy.max_ttl, &mut notes, errors);
-        let telegram = telegram.and_then(|t| t.resolve(self, &mut notes, errors));
-        let slack = slack.and_then(|s| s.resolve(self, &mut notes, errors));
         let store = self.store(store, errors);
         let queue = self.queue(queue, errors);
-        let limits = self.limits(limits, &mut agents, queue.max_body_bytes, errors);
+        let limits = self.limits(limits, per_agent_limits, queue.max_body_bytes, errors);
         self.socket_paths(&store, &queue, errors);
         self.per_agent_caps(&queue, &mut notes, errors);
         let log = self.log(log, errors);
@@ -83,7 +100,7 @@ impl Resolve<'_> {
         let warnings =
             super::agents::token_warnings(&agents, inbox.as_ref(), queue.listen.as_deref());
         Some(Config {
-            source: self.path.to_path_buf(),
+            source: self.file().to_path_buf(),
             store,
             queue,
             log,
@@ -92,8 +109,7 @@ impl Resolve<'_> {
             max_ttl,
             unknown_agents,
             agents,
-            telegram,
-            slack,
+            platforms,
             inbox,
             notes,
             warnings,
@@ -101,164 +117,6 @@ impl Resolve<'_> {
             trust,
             limits,
         })
-    }
-
-    /// An error at `table.key`, on the key's line, else on the table's.
-    pub(crate) fn error(&self, table: &str, key: &str, message: impl Into<String>) -> ConfigError {
-        let full = match (table.is_empty(), key.is_empty()) {
-            (true, _) => key.to_string(),
-            (false, true) => table.to_string(),
-            (false, false) => format!("{table}.{key}"),
-        };
-        ConfigError {
-            file: self.path.to_path_buf(),
-            key: full,
-            line: locate(self.raw, table, key).or_else(|| locate(self.raw, table, "")),
-            message: message.into(),
-        }
-    }
-
-    /// The config file being resolved.
-    pub(crate) fn file(&self) -> &Path {
-        self.path
-    }
-
-    /// A path from the file, relative to the file's directory unless absolute.
-    pub(crate) fn anchor(&self, p: &Path) -> PathBuf {
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            self.base.join(p)
-        }
-    }
-
-    /// Resolves `KEY`, `KEY_env` or `KEY_file` (at most one may be set).
-    pub(crate) fn secret(
-        &self,
-        table: &str,
-        key: &str,
-        inline: Option<String>,
-        env: Option<String>,
-        file: Option<PathBuf>,
-    ) -> Result<Option<Secret>, ConfigError> {
-        let set = [inline.is_some(), env.is_some(), file.is_some()]
-            .iter()
-            .filter(|x| **x)
-            .count();
-        if set > 1 {
-            return Err(self.error(
-                table,
-                key,
-                format!("set only one of `{key}`, `{key}_env` and `{key}_file`"),
-            ));
-        }
-        let value = if let Some(v) = inline {
-            v
-        } else if let Some(var) = env {
-            std::env::var(&var).map_err(|_| {
-                self.error(
-                    table,
-                    &format!("{key}_env"),
-                    format!("environment variable `{var}` is not set"),
-                )
-            })?
-        } else if let Some(f) = file {
-            let f = self.anchor(&self.expand_credentials(table, key, &f)?);
-            std::fs::read_to_string(&f)
-                .map_err(|e| {
-                    self.error(
-                        table,
-                        &format!("{key}_file"),
-                        format!("cannot read `{}`: {e}", f.display()),
-                    )
-                })?
-                .trim()
-                .to_string()
-        } else {
-            return Ok(None);
-        };
-        if value.trim().is_empty() {
-            return Err(self.error(table, key, "is empty"));
-        }
-        Ok(Some(Secret::new(value)))
-    }
-
-    /// Expands `${CREDENTIALS_DIRECTORY}` (systemd's `LoadCredential=`) in a `*_file` path.
-    fn expand_credentials(&self, table: &str, key: &str, f: &Path) -> Result<PathBuf, ConfigError> {
-        const VAR: &str = "${CREDENTIALS_DIRECTORY}";
-        let text = f.to_string_lossy();
-        if !text.contains(VAR) {
-            return Ok(f.to_path_buf());
-        }
-        let dir = std::env::var("CREDENTIALS_DIRECTORY").map_err(|_| {
-            self.error(
-                table,
-                &format!("{key}_file"),
-                "uses ${CREDENTIALS_DIRECTORY}, which systemd sets with LoadCredential=; it is not set here",
-            )
-        })?;
-        Ok(PathBuf::from(text.replace(VAR, &dir)))
-    }
-
-    /// A chat secret: like [`Resolve::secret`], except that an unset environment
-    /// variable turns the channel off (with a note) instead of failing, so the same
-    /// config runs with and without chat tokens.
-    pub(crate) fn chat_secret(
-        &self,
-        table: &str,
-        key: &str,
-        inline: Option<String>,
-        env: Option<String>,
-        file: Option<PathBuf>,
-        notes: &mut Vec<String>,
-    ) -> Result<Option<Secret>, ConfigError> {
-        if let Some(var) = &env {
-            if inline.is_none() && file.is_none() && std::env::var_os(var).is_none() {
-                notes.push(format!(
-                    "{table}: off, because the environment variable `{var}` ({table}.{key}_env) is not set"
-                ));
-                return Ok(None);
-            }
-        }
-        self.secret(table, key, inline, env, file)
-    }
-
-    /// A chat platform's `api_url`, without trailing slashes.
-    pub(crate) fn url(&self, table: &str, url: &str) -> Result<String, ConfigError> {
-        let trimmed = url.trim_end_matches('/');
-        if !(trimmed.starts_with("https://") || trimmed.starts_with("http://")) {
-            return Err(self.error(table, "api_url", format!("`{url}` is not an http(s) URL")));
-        }
-        Ok(trimmed.to_string())
-    }
-
-    /// `d`, the value of `table.key`, if it lies in `range`; otherwise records an error
-    /// that names the key and says the range in words, and gives `None`. Every
-    /// duration key of `bot.toml` is checked with it.
-    pub(crate) fn duration_in(
-        &self,
-        table: &str,
-        key: &str,
-        d: Duration,
-        range: Range,
-        errors: &mut Vec<ConfigError>,
-    ) -> Option<Duration> {
-        keep(
-            errors,
-            range.check(d).map_err(|e| self.error(table, key, e)),
-        )
-    }
-
-    /// A chat platform's `digest_after`.
-    pub(crate) fn digest_after(&self, table: &str, n: usize) -> Result<usize, ConfigError> {
-        if n == 0 {
-            return Err(self.error(
-                table,
-                "digest_after",
-                "must be at least 1 (the most requests posted one by one before a digest)",
-            ));
-        }
-        Ok(n)
     }
 }
 
@@ -324,7 +182,7 @@ mod tests {
             "[telegram]\ntoken_env = \"GATEBOT_TEST_UNSET_TG\"\napprovers = [1]\n[slack]\nbot_token_env = \"GATEBOT_TEST_UNSET_SL\"\n",
         )
         .unwrap();
-        assert!(c.telegram.is_none() && c.slack.is_none());
+        assert!(c.platforms.is_empty());
         assert_eq!(c.notes.len(), 2, "{:?}", c.notes);
         assert!(c.notes[0].contains("GATEBOT_TEST_UNSET_TG"));
     }

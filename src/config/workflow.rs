@@ -17,9 +17,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use super::file::FileAgent;
-use super::resolve::Resolve;
 use super::ConfigError;
+use crate::settings::Resolve;
 use crate::time::{format_duration, parse_duration, range};
 use crate::workflow::model::{
     load, AutonomyKeys, Frequency, OnLimit, PhaseOverride, Settings, Tolerance, DEFAULT_AUTONOMY,
@@ -100,11 +99,11 @@ fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, 
 }
 
 impl Resolve<'_> {
-    /// `[workflow]` and every `[agents.NAME.workflow]` (taken out of `agents`).
+    /// `[workflow]` and every `[agents.NAME.workflow]` (`per_agent`, by agent).
     pub(super) fn workflow(
         &self,
         org: FileWorkflow,
-        agents: &mut BTreeMap<String, FileAgent>,
+        per_agent: BTreeMap<String, FileWorkflow>,
         max_ttl: Duration,
         notes: &mut Vec<String>,
         errors: &mut Vec<ConfigError>,
@@ -118,13 +117,12 @@ impl Resolve<'_> {
             check_in_ttl: DEFAULT_CHECK_IN_TTL,
         };
         let default = self.workflow_table("workflow", org, &base, max_ttl, notes, errors);
-        let agents = agents
-            .iter_mut()
-            .filter_map(|(name, agent)| {
-                let table = agent.workflow.take()?;
+        let agents = per_agent
+            .into_iter()
+            .map(|(name, table)| {
                 let path = format!("agents.{name}.workflow");
                 let resolved = self.workflow_table(&path, table, &default, max_ttl, notes, errors);
-                Some((name.clone(), resolved))
+                (name, resolved)
             })
             .collect();
         WorkflowConfig { default, agents }

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::config::file::default_digest_after;
-use crate::config::resolve::{keep, Resolve};
-use crate::config::{ChatSettings, ConfigError};
 use crate::secret::Secret;
+use crate::settings::{
+    default_digest_after, keep, ChatSettings, ConfigError, PlatformSettings, PlatformTable, Resolve,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -88,9 +88,56 @@ fn default_slack_mode() -> SlackMode {
 /// The bot token, and the app token and signing secret when set.
 type Secrets = (Secret, Option<Secret>, Option<Secret>);
 
-impl FileSlack {
+impl PlatformSettings for SlackConfig {
+    const KEY: &'static str = "slack";
+
+    fn chat(&self) -> &ChatSettings {
+        &self.chat
+    }
+
+    /// The client, the Socket Mode connection or the events listener are set up once.
+    fn keep_started(&self, new: &mut Self, restart: &mut Vec<&'static str>) {
+        let mut keep = |key, changed: bool| {
+            if changed {
+                restart.push(key);
+            }
+        };
+        keep("slack.bot_token", new.bot_token != self.bot_token);
+        keep("slack.app_token", new.app_token != self.app_token);
+        keep(
+            "slack.signing_secret",
+            new.signing_secret != self.signing_secret,
+        );
+        keep("slack.mode", new.mode != self.mode);
+        keep(
+            "slack.events_listen",
+            new.events_listen != self.events_listen,
+        );
+        keep("slack.api_url", new.api_url != self.api_url);
+        new.bot_token = self.bot_token.clone();
+        new.app_token = self.app_token.clone();
+        new.signing_secret = self.signing_secret.clone();
+        new.mode = self.mode;
+        new.events_listen = self.events_listen.clone();
+        new.api_url = self.api_url.clone();
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "mode = \"{}\", {} channel(s), {} approver(s), API {}",
+            self.mode.as_str(),
+            self.chat.destinations.len(),
+            self.chat.approvers.len(),
+            self.api_url
+        )
+    }
+}
+
+impl PlatformTable for FileSlack {
+    type Settings = SlackConfig;
+
     /// The `[slack]` table; `None` when it is off or has errors (recorded).
-    pub(crate) fn resolve(
+    fn resolve(
         mut self,
         r: &Resolve,
         notes: &mut Vec<String>,
@@ -114,7 +161,9 @@ impl FileSlack {
             inbox_channels: self.inbox_channels,
         })
     }
+}
 
+impl FileSlack {
     /// The secrets, taken out of `self`; `None` when the channel is off (noted: no
     /// bot token, or not the secret its mode needs) or a secret has an error (recorded).
     fn secrets(
@@ -228,7 +277,7 @@ impl FileSlack {
 
 #[cfg(test)]
 mod tests {
-    use super::SlackMode;
+    use super::{SlackConfig, SlackMode};
     use crate::config::parse_in_etc as parse;
 
     #[test]
@@ -239,10 +288,13 @@ mod tests {
         assert_eq!(e.key, "slack.channels");
         let c = parse("[slack]\nbot_token = \"xoxb\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n")
             .unwrap();
-        assert!(c.slack.is_none(), "socket mode without an app token is off");
+        assert!(
+            c.platform::<SlackConfig>().is_none(),
+            "socket mode without an app token is off"
+        );
         let c = parse("[slack]\nbot_token = \"xoxb\"\napp_token = \"xapp\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n")
             .unwrap();
-        assert_eq!(c.slack.unwrap().mode, SlackMode::Socket);
+        assert_eq!(c.platform::<SlackConfig>().unwrap().mode, SlackMode::Socket);
         let e = parse("[slack]\nmode = \"http\"\nbot_token = \"xoxb\"\nsigning_secret = \"s\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n")
             .unwrap_err();
         assert_eq!(e.key, "slack.events_listen");
@@ -252,7 +304,7 @@ mod tests {
     fn inbox_channels_are_channel_ids() {
         let base = "[slack]\nbot_token = \"xoxb\"\napp_token = \"xapp\"\napprovers = [\"U1\"]\nchannels = [\"C1\"]\n";
         let c = parse(&format!("{base}inbox_channels = [\"C2\"]\n")).unwrap();
-        assert_eq!(c.slack.unwrap().inbox_channels, ["C2"]);
+        assert_eq!(c.platform::<SlackConfig>().unwrap().inbox_channels, ["C2"]);
         let e = parse(&format!("{base}inbox_channels = [\"#inbox\"]\n")).unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("slack.inbox_channels", Some(6)));
         assert!(e.message.contains("not a channel id"), "{e}");

@@ -45,12 +45,13 @@ use crate::chat::inbound::{self, Inbound, Replied, Seen};
 use crate::chat::platform::Thread;
 use crate::chat::Context;
 use crate::engine::Engine;
+use crate::settings::PlatformSettings;
 use crate::subject::Purpose;
 use api::SlackApi;
 use payload::{Interaction, SlashCommand};
 
 /// The platform's key.
-pub const PLATFORM: PlatformId = PlatformId::new("slack");
+pub const PLATFORM: PlatformId = PlatformId::new(<SlackConfig as PlatformSettings>::KEY);
 
 /// Longest rate-limit wait for `views.open`: its trigger id expires after 3 s.
 const TRIGGER_WAIT: Duration = Duration::from_secs(2);
@@ -367,8 +368,7 @@ impl Slack {
             .cx
             .engine
             .config()
-            .slack
-            .as_ref()
+            .platform::<SlackConfig>()
             .is_some_and(|s| s.inbox_channels.contains(channel));
         let direct =
             thread.is_none() && (ev.channel_type.as_deref() == Some("im") || inbox_channel);

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::config::file::default_digest_after;
-use crate::config::resolve::{keep, Resolve};
-use crate::config::{ChatSettings, ConfigError};
 use crate::secret::Secret;
+use crate::settings::{
+    default_digest_after, keep, ChatSettings, ConfigError, PlatformSettings, PlatformTable, Resolve,
+};
 
 #[derive(Debug, Clone)]
 pub struct TelegramConfig {
@@ -42,9 +42,40 @@ fn default_telegram_api() -> String {
     "https://api.telegram.org".into()
 }
 
-impl FileTelegram {
+impl PlatformSettings for TelegramConfig {
+    const KEY: &'static str = "telegram";
+
+    fn chat(&self) -> &ChatSettings {
+        &self.chat
+    }
+
+    /// The bot is built once, with the token and the API URL.
+    fn keep_started(&self, new: &mut Self, restart: &mut Vec<&'static str>) {
+        if new.token != self.token {
+            restart.push("telegram.token");
+            new.token = self.token.clone();
+        }
+        if new.api_url != self.api_url {
+            restart.push("telegram.api_url");
+            new.api_url = self.api_url.clone();
+        }
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "{} chat(s), {} approver(s), API {}",
+            self.chat.destinations.len(),
+            self.chat.approvers.len(),
+            self.api_url
+        )
+    }
+}
+
+impl PlatformTable for FileTelegram {
+    type Settings = TelegramConfig;
+
     /// The `[telegram]` table; `None` when it is off or has errors (recorded).
-    pub(crate) fn resolve(
+    fn resolve(
         self,
         r: &Resolve,
         notes: &mut Vec<String>,
@@ -98,6 +129,7 @@ impl FileTelegram {
 
 #[cfg(test)]
 mod tests {
+    use super::TelegramConfig;
     use crate::config::parse_in_etc as parse;
 
     #[test]
@@ -108,7 +140,7 @@ mod tests {
             "[telegram]\ntoken = \"1:x\"\napprovers = [42]\napi_url = \"http://127.0.0.1:9/\"\n",
         )
         .unwrap();
-        let t = c.telegram.unwrap();
+        let t = c.platform::<TelegramConfig>().unwrap();
         assert_eq!(t.chat.destinations, vec!["42"]);
         assert_eq!(t.api_url, "http://127.0.0.1:9");
     }

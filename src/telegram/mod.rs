@@ -43,9 +43,10 @@ use crate::chat::conversation::help;
 use crate::engine::Engine;
 use crate::retry::{backoff, retry};
 use crate::secret::scrub;
+use crate::settings::PlatformSettings;
 
 /// The platform's key.
-pub const PLATFORM: PlatformId = PlatformId::new("telegram");
+pub const PLATFORM: PlatformId = PlatformId::new(<TelegramConfig as PlatformSettings>::KEY);
 
 use api::BotApi;
 

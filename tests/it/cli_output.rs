@@ -234,3 +234,31 @@ async fn check_config_telegram_says_ok_only_when_the_token_is_checked() {
         "{shown}"
     );
 }
+
+#[tokio::test]
+async fn check_config_prints_one_line_per_platform_that_is_on() {
+    let both = "[telegram]\ntoken = \"1:A\"\nchats = [1, 2]\napprovers = [1]\n\
+                [slack]\nbot_token = \"xoxb-1\"\napp_token = \"xapp-1\"\n\
+                channels = [\"C1\"]\napprovers = [\"U1\", \"U2\"]\n";
+    let out = check_config(both, &[]).await;
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "\n  telegram:        2 chat(s), 1 approver(s), API https://api.telegram.org\n  \
+             slack:           mode = \"socket\", 1 channel(s), 2 approver(s), API https://slack.com/api\n"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("chat channels:"), "{stdout}");
+    let out = check_config("", &[]).await;
+    let stdout = text(&out.stdout);
+    assert!(
+        !stdout.contains("telegram:") && !stdout.contains("slack:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  chat channels:   none on; owners decide with `gatebot decide`"),
+        "{stdout}"
+    );
+}

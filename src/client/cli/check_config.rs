@@ -5,6 +5,7 @@ use std::path::Path;
 use super::out::outln;
 use super::EXIT_GO;
 use crate::config::Config;
+use crate::telegram::TelegramConfig;
 use crate::time::format_duration;
 
 pub(super) async fn run(path: &Path, telegram: bool) -> Result<u8, String> {
@@ -103,22 +104,9 @@ fn print_summary(path: &Path, c: &Config) {
         },
         format_duration(p.decline_quiet)
     );
-    if let Some(t) = &c.telegram {
-        outln!(
-            "  telegram:        {} chat(s), {} approver(s), API {}",
-            t.chat.destinations.len(),
-            t.chat.approvers.len(),
-            t.api_url
-        );
-    }
-    if let Some(s) = &c.slack {
-        outln!(
-            "  slack:           mode = \"{}\", {} channel(s), {} approver(s), API {}",
-            s.mode.as_str(),
-            s.chat.destinations.len(),
-            s.chat.approvers.len(),
-            s.api_url
-        );
+    for p in &c.platforms {
+        // In the column of the lines above ("  database:        ").
+        outln!("  {:<17}{}", format!("{}:", p.key()), p.summary_line());
     }
     for note in &c.notes {
         outln!("  note: {note}");
@@ -126,7 +114,7 @@ fn print_summary(path: &Path, c: &Config) {
     for warning in &c.warnings {
         outln!("  warning: {warning}");
     }
-    if c.telegram.is_none() && c.slack.is_none() {
+    if c.platforms.is_empty() {
         outln!("  chat channels:   none on; owners decide with `gatebot decide`");
     }
 }
@@ -156,7 +144,7 @@ fn workflow(w: &crate::config::workflow::AgentWorkflow) -> String {
 /// `check-config --telegram`: one getMe with the configured token and API URL;
 /// the bot's username.
 async fn check_telegram(config: &Config) -> Result<String, String> {
-    let Some(t) = &config.telegram else {
+    let Some(t) = config.platform::<TelegramConfig>() else {
         // The note says why it is off ("off, because the environment variable … is not set").
         let why = config
             .notes

@@ -398,6 +398,20 @@ pub async fn run_client(cli: Cli) -> ExitCode {
     }
 }
 
+impl WorkerArgs {
+    /// The worker these arguments describe, on the agents' socket `socket`.
+    fn worker(self, socket: PathBuf) -> worker::Worker {
+        worker::Worker {
+            socket,
+            agent: self.agent,
+            concurrency: self.concurrency,
+            once: self.once,
+            command: self.command,
+            token: self.token,
+        }
+    }
+}
+
 async fn client_command(cli: Cli) -> Result<u8, String> {
     let (flag, config) = (&cli.socket, cli.config.as_path());
     // The owner's commands (and `agent-guidance`) talk to the control socket.
@@ -408,37 +422,11 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
         Command::CheckConfig { telegram } => check_config::run(config, telegram).await,
         Command::Hook { agent } => hook::run(agent, flag, config).await,
         Command::Mcp(args) => mcp::run(args, flag, config).await,
-        Command::Task { action } => {
-            let c = owner()?;
-            match action {
-                TaskAction::Add {
-                    text,
-                    agent,
-                    intent,
-                    json,
-                } => task::add(&c, &text, agent.as_deref(), intent.as_deref(), json).await,
-                TaskAction::Status { id, wait, json } => {
-                    task::status(&c, &id, wait.as_deref(), json).await
-                }
-                TaskAction::Answer { id, text, json } => task::answer(&c, &id, &text, json).await,
-                TaskAction::Cancel { id, json } => task::step(&c, &id, "cancel", json).await,
-                TaskAction::Retry { id, json } => task::step(&c, &id, "retry", json).await,
-            }
-        }
+        Command::Task { action } => task_command(&owner()?, action).await,
         Command::Tasks { all, agent, json } => {
             task::list(&owner()?, all, agent.as_deref(), json).await
         }
-        Command::Worker(args) => {
-            worker::run(worker::Worker {
-                socket: socket_for(flag, config, false)?,
-                agent: args.agent,
-                concurrency: args.concurrency,
-                once: args.once,
-                command: args.command,
-                token: args.token,
-            })
-            .await
-        }
+        Command::Worker(args) => worker::run(args.worker(socket_for(flag, config, false)?)).await,
         Command::AgentGuidance { name, json, token } => {
             guidance::run(&owner()?.with_token(token), &name, json).await
         }
@@ -484,39 +472,56 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             json,
         } => grants::list(&owner()?, agent.as_deref(), all, json).await,
         Command::Workflow { action } => {
-            let agent = || socket_for(flag, config, false).map(client);
-            match action {
-                WorkflowCommand::Start(a) => {
-                    workflow::start(&agent()?.with_token(a.token.clone()), a).await
-                }
-                WorkflowCommand::Event(a) => {
-                    workflow::event(&agent()?.with_token(a.token.clone()), a).await
-                }
-                WorkflowCommand::Status {
-                    run,
-                    wait,
-                    token,
-                    json,
-                } => {
-                    workflow::status(&agent()?.with_token(token), &run, wait.as_deref(), json).await
-                }
-            }
+            // An agent's command: the agents' socket.
+            let agent = client(socket_for(flag, config, false)?);
+            workflow_command(agent, action).await
         }
         Command::Workflows(a) => workflow::list(&owner()?, a).await,
         Command::Audit {
-            action: Some(AuditAction::Verify { head, json }),
-            ..
-        } => audit::verify(&owner()?, head.as_deref(), json).await,
-        Command::Audit {
-            action: Some(AuditAction::Head { json }),
-            ..
-        } => audit::head(&owner()?, json).await,
-        Command::Audit {
-            action: None,
+            action,
             request,
             since,
             json,
-        } => audit::trail(&owner()?, request.as_deref(), since.as_deref(), json).await,
+        } => {
+            let c = owner()?;
+            match action {
+                Some(AuditAction::Verify { head, json }) => {
+                    audit::verify(&c, head.as_deref(), json).await
+                }
+                Some(AuditAction::Head { json }) => audit::head(&c, json).await,
+                None => audit::trail(&c, request.as_deref(), since.as_deref(), json).await,
+            }
+        }
+    }
+}
+
+/// `gatebot task …`, as the owner.
+async fn task_command(c: &Client, action: TaskAction) -> Result<u8, String> {
+    match action {
+        TaskAction::Add {
+            text,
+            agent,
+            intent,
+            json,
+        } => task::add(c, &text, agent.as_deref(), intent.as_deref(), json).await,
+        TaskAction::Status { id, wait, json } => task::status(c, &id, wait.as_deref(), json).await,
+        TaskAction::Answer { id, text, json } => task::answer(c, &id, &text, json).await,
+        TaskAction::Cancel { id, json } => task::step(c, &id, "cancel", json).await,
+        TaskAction::Retry { id, json } => task::step(c, &id, "retry", json).await,
+    }
+}
+
+/// `gatebot workflow …`, as the agent whose token it is given.
+async fn workflow_command(agent: Client, action: WorkflowCommand) -> Result<u8, String> {
+    match action {
+        WorkflowCommand::Start(a) => workflow::start(&agent.with_token(a.token.clone()), a).await,
+        WorkflowCommand::Event(a) => workflow::event(&agent.with_token(a.token.clone()), a).await,
+        WorkflowCommand::Status {
+            run,
+            wait,
+            token,
+            json,
+        } => workflow::status(&agent.with_token(token), &run, wait.as_deref(), json).await,
     }
 }
 

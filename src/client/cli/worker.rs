@@ -31,14 +31,15 @@
 //! 1 when it did not (failed, timed out, waits for the owner, cancelled), 2 on errors.
 
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Command;
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{EXIT_ERROR, EXIT_GO, EXIT_NO};
@@ -309,27 +310,7 @@ async fn run_task(
     t: &ClaimedView,
     stop: &CancellationToken,
 ) -> Outcome {
-    let mut cmd = Command::new(&w.command[0]);
-    cmd.args(&w.command[1..])
-        .env("GATEBOT_TASK_ID", &t.id)
-        .env("GATEBOT_TASK_INTENT", t.intent.as_str())
-        .env("GATEBOT_AGENT", &w.agent)
-        .env("GATEBOT_SOCKET", &w.socket)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    match &t.session_id {
-        Some(s) if t.input.is_some() => cmd.env("GATEBOT_SESSION_ID", s),
-        _ => cmd.env_remove("GATEBOT_SESSION_ID"),
-    };
-    // The hooks the command starts act as the same agent, so they need its token
-    // however the worker was given it (`--token` or GATEBOT_TOKEN).
-    match &w.token {
-        Some(token) => cmd.env("GATEBOT_TOKEN", token),
-        None => cmd.env_remove("GATEBOT_TOKEN"),
-    };
+    let mut cmd = command(w, t);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -338,59 +319,18 @@ async fn run_task(
         }
     };
     let pid = child.id();
-    if let Some(mut stdin) = child.stdin.take() {
-        let text = stdin_text(t);
-        // A command that does not read stdin closes it early: that is fine.
-        tokio::spawn(async move {
-            let _ = stdin.write_all(text.as_bytes()).await;
-            let _ = stdin.shutdown().await;
-        });
+    if let Some(stdin) = child.stdin.take() {
+        write_stdin(stdin, stdin_text(t));
     }
     let out = Arc::new(Mutex::new(Output::default()));
-    let stdout = child.stdout.take().map(|s| {
-        let out = out.clone();
-        tokio::spawn(async move {
-            let mut lines = Lines::new(s);
-            while let Some(line) = lines.next().await {
-                let mut o = out.lock().await;
-                match output::read(&line) {
-                    Line::Progress(p) => {
-                        push_tail(&mut o.tail, &p, OUTPUT_TAIL);
-                        o.fresh.push(p);
-                    }
-                    Line::Final(f) => {
-                        o.session_id = f.session_id.clone().or(o.session_id.take());
-                        o.last = Some(f);
-                    }
-                    Line::Skip { session_id } => {
-                        if session_id.is_some() {
-                            o.session_id = session_id;
-                        }
-                    }
-                }
-            }
-        })
-    });
-    let stderr = child.stderr.take().map(|s| {
-        let (out, short) = (out.clone(), t.short_id.clone());
-        tokio::spawn(async move {
-            let mut lines = Lines::new(s);
-            while let Some(line) = lines.next().await {
-                eprintln!("[{short}] {line}");
-                push_tail(&mut out.lock().await.stderr, &line, STDERR_TAIL);
-            }
-        })
-    });
+    let stdout = child.stdout.take().map(|s| read_stdout(s, out.clone()));
+    let stderr = child
+        .stderr
+        .take()
+        .map(|s| read_stderr(s, out.clone(), t.short_id.clone()));
 
-    // The daemon keeps a task's timeout within its range (at most 7 days); a value
-    // from elsewhere is held to that too, rather than overflow the clock.
-    let timeout = Duration::try_from_secs_f64(t.timeout_secs)
-        .unwrap_or(Duration::MAX)
-        .min(crate::time::range::TASK_TIMEOUT.max);
+    let (timeout, beat) = clocks(t);
     let deadline = tokio::time::Instant::now() + timeout;
-    let beat = Duration::try_from_secs_f64(t.lease_secs / 3.0)
-        .unwrap_or(PROGRESS_EVERY)
-        .clamp(Duration::from_millis(200), PROGRESS_EVERY);
     let mut ticker = tokio::time::interval(beat);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_progress = tokio::time::Instant::now();
@@ -434,6 +374,100 @@ async fn run_task(
     };
     drain(stdout, stderr).await;
     let o = out.lock().await;
+    let how = finished(&status, &o, &w.command[0]);
+    drop(o);
+    finish(client, t, how).await
+}
+
+/// How long `t` may run, and how often the worker reports on it: often enough to
+/// renew its lease (a third of it), and at most every [`PROGRESS_EVERY`].
+fn clocks(t: &ClaimedView) -> (Duration, Duration) {
+    // The daemon keeps a task's timeout within its range (at most 7 days); a value
+    // from elsewhere is held to that too, rather than overflow the clock.
+    let timeout = Duration::try_from_secs_f64(t.timeout_secs)
+        .unwrap_or(Duration::MAX)
+        .min(crate::time::range::TASK_TIMEOUT.max);
+    let beat = Duration::try_from_secs_f64(t.lease_secs / 3.0)
+        .unwrap_or(PROGRESS_EVERY)
+        .clamp(Duration::from_millis(200), PROGRESS_EVERY);
+    (timeout, beat)
+}
+
+/// Writes `text` to the command's standard input, then closes it. A command that
+/// does not read it closes it early: that is fine.
+fn write_stdin(mut stdin: ChildStdin, text: String) {
+    tokio::spawn(async move {
+        let _ = stdin.write_all(text.as_bytes()).await;
+        let _ = stdin.shutdown().await;
+    });
+}
+
+/// COMMAND for `t`, with the task's environment, in a process group of its own.
+fn command(w: &Worker, t: &ClaimedView) -> Command {
+    let mut cmd = Command::new(&w.command[0]);
+    cmd.args(&w.command[1..])
+        .env("GATEBOT_TASK_ID", &t.id)
+        .env("GATEBOT_TASK_INTENT", t.intent.as_str())
+        .env("GATEBOT_AGENT", &w.agent)
+        .env("GATEBOT_SOCKET", &w.socket)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    match &t.session_id {
+        Some(s) if t.input.is_some() => cmd.env("GATEBOT_SESSION_ID", s),
+        _ => cmd.env_remove("GATEBOT_SESSION_ID"),
+    };
+    // The hooks the command starts act as the same agent, so they need its token
+    // however the worker was given it (`--token` or GATEBOT_TOKEN).
+    match &w.token {
+        Some(token) => cmd.env("GATEBOT_TOKEN", token),
+        None => cmd.env_remove("GATEBOT_TOKEN"),
+    };
+    cmd
+}
+
+/// Reads the command's standard output into `out`: progress lines, the final
+/// result, the session id.
+fn read_stdout(s: ChildStdout, out: Arc<Mutex<Output>>) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut lines = Lines::new(s);
+        while let Some(line) = lines.next().await {
+            let mut o = out.lock().await;
+            match output::read(&line) {
+                Line::Progress(p) => {
+                    push_tail(&mut o.tail, &p, OUTPUT_TAIL);
+                    o.fresh.push(p);
+                }
+                Line::Final(f) => {
+                    o.session_id = f.session_id.clone().or(o.session_id.take());
+                    o.last = Some(f);
+                }
+                Line::Skip { session_id } => {
+                    if session_id.is_some() {
+                        o.session_id = session_id;
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Passes the command's standard error on (each line marked with the task's short
+/// id) and keeps its tail in `out`.
+fn read_stderr(s: ChildStderr, out: Arc<Mutex<Output>>, short: String) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut lines = Lines::new(s);
+        while let Some(line) = lines.next().await {
+            eprintln!("[{short}] {line}");
+            push_tail(&mut out.lock().await.stderr, &line, STDERR_TAIL);
+        }
+    })
+}
+
+/// How a command that ended with `status` finished, from what it wrote.
+fn finished(status: &std::io::Result<ExitStatus>, o: &Output, program: &str) -> Finish {
     let session_id = o.session_id.clone();
     let cost = o.last.as_ref().and_then(|f| f.cost_usd);
     let result = o
@@ -461,9 +495,7 @@ async fn run_task(
                 tail(o.stderr.trim(), 1000)
             };
             Finish::Fail(
-                format!("`{}` {code}\n{detail}", w.command[0])
-                    .trim()
-                    .to_string(),
+                format!("`{program}` {code}\n{detail}").trim().to_string(),
                 cost,
                 session_id,
             )
@@ -474,8 +506,7 @@ async fn run_task(
             session_id,
         ),
     };
-    drop(o);
-    finish(client, t, how).await
+    how
 }
 
 /// The longest line read as one, in bytes; a longer one is read in pieces.
