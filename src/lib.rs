@@ -19,8 +19,8 @@
 //!   accepted; tokens that never reach a log (and the one scrubber); the one backoff.
 //!
 //! The daemon:
-//! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section
-//!   (each chat platform's table is read in the platform's module).
+//! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section,
+//!   each chat platform's table among them (`config::telegram`, `config::slack`).
 //! - [`settings`]: what reading any table of `bot.toml` takes (the error naming a key
 //!   and its line, secrets, paths, ranges), shared by `config`'s sections and the
 //!   platforms' tables; it uses neither.
@@ -34,11 +34,12 @@
 //!   passes (its pause, what it may hold open at once); the event bus; typed reads
 //!   for the API; chat state for conversations and delivery.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), a file per route.
-//! - [`chat`]: one conversation mechanism for every platform: cards, conversation kinds,
-//!   the inbound layer, durable delivery, the platform trait, and an
-//!   in-memory platform for tests.
+//! - [`chat`]: one conversation mechanism for every platform: cards and the subject tag,
+//!   the conversation kinds and their registry, the exchange vocabulary they share with
+//!   the inbound layer, durable delivery, the platform trait, and an in-memory platform
+//!   for tests.
 //! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates;
-//!   each platform's settings describe it ([`settings::PlatformSettings`]).
+//!   each platform's settings (in `config`) describe it ([`settings::PlatformSettings`]).
 //! - [`platforms`]: the registry, the one list that names the adapters; the daemon
 //!   starts the platforms `bot.toml` turns on from it.
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.

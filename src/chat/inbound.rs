@@ -25,10 +25,10 @@ use tracing::{debug, error, info, warn};
 use crate::chat::card::Tag;
 use crate::chat::conversation::{self, Action, Command, Taken, Who};
 use crate::chat::exchange::{Actor, Answer, At, Said, Written};
-use crate::chat::platform::Thread;
 use crate::chat::Context;
 use crate::engine::{EngineError, Refusal};
 use crate::subject::Purpose;
+use crate::subject::Thread;
 use crate::subject::{ShownBy, Subject};
 
 /// The message a text replies to (Telegram's reply, Slack's thread parent).

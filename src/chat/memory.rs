@@ -22,9 +22,10 @@ use crate::approval::PlatformId;
 use crate::chat::card::{Card, Line};
 use crate::chat::exchange::{Actor, Answer, At};
 use crate::chat::inbound::{self, Inbound, Replied, Seen};
-use crate::chat::platform::{Platform, PlatformRun, SendError, Thread};
+use crate::chat::platform::{Platform, PlatformRun, SendError};
 use crate::chat::Context;
 use crate::config::{ChatSettings, Config};
+use crate::subject::Thread;
 
 /// The platform's key.
 pub const PLATFORM: PlatformId = PlatformId::new("memory");
@@ -117,7 +118,7 @@ impl Memory {
                         stop.cancelled().await;
                     }
                 };
-                crate::chat::platform::run(engine, memory, None, stop, inbound).await;
+                crate::chat::run(engine, memory, None, stop, inbound).await;
             })
         })
     }

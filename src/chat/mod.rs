@@ -7,23 +7,30 @@
 //!  engine ◀── conversation kinds ◀── inbound ◀── the platform adapter translates its update
 //! ```
 //!
-//! - [`card`]: the platform-neutral message model; [`text`]: the one escape, measure
-//!   and fit every renderer uses.
-//! - [`conversation`]: the kinds of conversation (approval prompt, digest, deny-reason
-//!   question, `/pending`, `/help`, tasks): each says what card it shows, which actions
-//!   it offers, who may take them, and what each does through the engine.
+//! - [`card`]: the platform-neutral message model, and the [`card::Tag`] that names the
+//!   subject a card shows (written in one form, read back by one parser); [`text`]: the
+//!   one escape, measure and fit every renderer uses; [`command`]: reading `/name args`.
+//! - [`conversation`]: the kinds of conversation (the approval prompt with its "why
+//!   deny?" question, the digest, `/pending`, `/help`, check-ins, tasks, proposals,
+//!   agents, grants), each a type implementing [`conversation::Kind`], listed once in
+//!   its registry: what cards it draws, which actions it offers, who may take them, and
+//!   what each does through the engine.
+//! - [`exchange`]: what the inbound layer and the kinds share: who acts
+//!   ([`exchange::Actor`]), where, and what gatebot answers ([`exchange::Answer`]).
 //! - [`inbound`]: a platform-neutral press, command or text (with the message it
-//!   replies to) from an [`inbound::Actor`] becomes an [`inbound::Answer`]: the approver
-//!   check, the routing and the auditing of refusals happen there, once.
+//!   replies to) becomes an answer: the approver check, the routing and the auditing of
+//!   refusals happen there, once.
+//! - [`failure`]: an engine error in an owner's words, for every kind.
 //! - [`delivery`]: makes every chat match the database, durably: cards posted (one per
 //!   subject, or a digest for a burst) where their subject belongs and in its thread,
 //!   edited when their subject changes, redrawn on request.
-//! - [`platform`]: what a platform adapter implements ([`platform::Platform`]), the
-//!   error type its calls return, and the registry of platforms the daemon runs.
+//! - [`platform`]: what a platform adapter implements ([`platform::Platform`]) and the
+//!   error type its calls return; [`run`] runs one (its delivery and its inbound loop).
+//!   The platforms the daemon runs are listed in [`crate::platforms`]: chat names none.
 //! - [`memory`]: an in-memory platform, for tests: the whole flow without a network.
 //!
 //! A platform adapter (`telegram`, `slack`) only translates: its updates into
-//! [`inbound::Inbound`], [`inbound::Answer`]s and [`card::Card`]s into its API calls.
+//! [`inbound::Inbound`], [`exchange::Answer`]s and [`card::Card`]s into its API calls.
 
 pub mod card;
 pub mod command;
@@ -36,10 +43,13 @@ pub mod memory;
 pub mod platform;
 pub mod text;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use crate::approval::PlatformId;
 use crate::engine::Engine;
+use platform::Platform;
+use tokio_util::sync::CancellationToken;
 
 /// What a conversation needs to act: the engine, the platform it happens on, and that
 /// platform's delivery (to draw a message again after a change of view).
@@ -89,4 +99,29 @@ impl std::fmt::Debug for Context {
             .field("platform", &self.platform)
             .finish_non_exhaustive()
     }
+}
+
+/// Runs a platform until `stop` fires: its delivery, and `inbound` (the adapter's
+/// receiving loop), given the context conversations need. `bot_username` is the
+/// platform's name for the bot, where commands may be addressed to it (`/cmd@bot`).
+pub async fn run<P, F, Fut>(
+    engine: Arc<Engine>,
+    platform: Arc<P>,
+    bot_username: Option<String>,
+    stop: CancellationToken,
+    inbound: F,
+) where
+    P: Platform,
+    F: FnOnce(Context) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let (handle, delivery) = delivery::start(engine.clone(), platform.clone(), stop);
+    let cx = Context {
+        engine,
+        platform: platform.id(),
+        delivery: handle,
+        bot_username,
+        reader: platform,
+    };
+    tokio::join!(delivery, inbound(cx));
 }

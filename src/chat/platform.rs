@@ -6,11 +6,12 @@
 //!   own renderer). Delivery drives it.
 //! - **inbound**: its own loop (Telegram's long polling, Slack's Socket Mode or HTTP
 //!   events) that translates updates into [`crate::chat::inbound::Inbound`], calls
-//!   [`crate::chat::inbound::handle`] with the [`Context`] [`run`] gives it, and shows
-//!   the answer its way.
+//!   [`crate::chat::inbound::handle`] with the [`crate::chat::Context`]
+//!   [`crate::chat::run`] gives it, and shows the answer its way.
 //!
-//! [`run`] starts delivery for a platform and hands its inbound loop the context. The
-//! list of platforms the daemon runs is [`crate::platforms`]: chat names none.
+//! [`crate::chat::run`] starts delivery for a platform and hands its inbound loop the
+//! context. The list of platforms the daemon runs is [`crate::platforms`]: chat names
+//! none.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -21,14 +22,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::PlatformId;
 use crate::chat::card::Card;
-use crate::chat::{delivery, Context};
 use crate::config::{ChatSettings, Config};
 use crate::engine::Engine;
 
 /// Where in a chat a card goes: as a reply to a message (Telegram), in the thread a
 /// message starts (Slack). Delivery decides it per subject (its home message, or its
 /// parent's card); a platform without threads may ignore it.
-pub use crate::subject::Thread;
+use crate::subject::Thread;
 
 /// Why a chat call failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,28 +137,3 @@ impl<P: Platform> ReadBack for P {
 /// runs it until shutdown.
 pub type PlatformRun =
     Box<dyn FnOnce(Arc<Engine>, CancellationToken) -> BoxFuture<'static, ()> + Send>;
-
-/// Runs a platform until `stop` fires: its delivery, and `inbound` (the adapter's
-/// receiving loop), given the context conversations need. `bot_username` is the
-/// platform's name for the bot, where commands may be addressed to it (`/cmd@bot`).
-pub async fn run<P, F, Fut>(
-    engine: Arc<Engine>,
-    platform: Arc<P>,
-    bot_username: Option<String>,
-    stop: CancellationToken,
-    inbound: F,
-) where
-    P: Platform,
-    F: FnOnce(Context) -> Fut,
-    Fut: Future<Output = ()>,
-{
-    let (handle, delivery) = delivery::start(engine.clone(), platform.clone(), stop);
-    let cx = Context {
-        engine,
-        platform: platform.id(),
-        delivery: handle,
-        bot_username,
-        reader: platform,
-    };
-    tokio::join!(delivery, inbound(cx));
-}

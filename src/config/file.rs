@@ -15,11 +15,11 @@ use super::limits::FileLimits;
 use super::policy::FilePolicy;
 use super::promotion::{FileGrants, FilePromotion, FileTool};
 use super::queue::{FileLog, FileQueue, FileStore};
+use super::slack::FileSlack;
+use super::telegram::FileTelegram;
 use super::workflow::FileWorkflow;
 use super::ConfigError;
 use crate::settings::{resolve_table, AnySettings, Resolve};
-use crate::slack::config::FileSlack;
-use crate::telegram::config::FileTelegram;
 
 pub(super) fn parse_file(raw: &str, path: &Path) -> Result<FileConfig, ConfigError> {
     let err = |key: String, e: toml::de::Error| ConfigError {

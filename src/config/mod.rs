@@ -16,11 +16,14 @@
 //! `[agents.NAME.workflow]`), `limits` (`[limits]`, `[agents.NAME.limits]`), `inbox`
 //! and `promotion` (`[promotion]`, `[grants]`, shell-like `[tools]` entries). Each
 //! section's module holds its table as written and resolves it; none uses `file`,
-//! `resolve` or another section's resolving. A chat platform's table is read and
-//! resolved by the platform itself ([`crate::telegram::config`],
-//! [`crate::slack::config`]), so the keys of a channel live next to the code that uses
-//! them; [`Config::platforms`] holds those that are on, each describing itself. Sections and platforms alike use the helpers of [`crate::settings`] (the
-//! error with its key path and line, secrets, paths, ranges). `reload` says what a
+//! `resolve` or another section's resolving. A chat platform's table is a section like
+//! the others ([`telegram`], [`slack`]): read and resolved into the settings its
+//! adapter runs with, and describing itself ([`crate::settings::PlatformSettings`]:
+//! its key, what a reload keeps, its `check-config` line); [`Config::platforms`] holds
+//! those that are on. The adapters (`crate::telegram`, `crate::slack`) use their
+//! settings; the configuration names no adapter. Sections and platforms alike use the
+//! helpers of [`crate::settings`] (the error with its key path and line, secrets,
+//! paths, ranges). `reload` says what a
 //! running daemon can take up from a new file (SIGHUP) and what needs a restart.
 //!
 //! Every key is documented in the example `bot.toml` at the top of the repository.
@@ -34,6 +37,8 @@ pub mod promotion;
 mod queue;
 mod reload;
 pub(crate) mod resolve;
+pub mod slack;
+pub mod telegram;
 pub mod workflow;
 
 use std::collections::BTreeMap;

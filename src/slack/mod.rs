@@ -19,7 +19,6 @@
 //! so a SIGHUP reload applies), never by channel membership.
 
 pub mod api;
-pub mod config;
 pub mod events_http;
 pub mod payload;
 pub mod platform;
@@ -35,18 +34,18 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, error, info, warn};
 
-pub use config::{SlackConfig, SlackMode};
+pub use crate::config::slack::{SlackConfig, SlackMode};
 
 use crate::approval::PlatformId;
 use crate::chat::card::Card;
 use crate::chat::conversation;
 use crate::chat::exchange::{Actor, Answer, At};
 use crate::chat::inbound::{self, Inbound, Replied, Seen};
-use crate::chat::platform::Thread;
 use crate::chat::Context;
 use crate::engine::Engine;
 use crate::settings::PlatformSettings;
 use crate::subject::Purpose;
+use crate::subject::Thread;
 use api::SlackApi;
 use payload::{Interaction, SlashCommand};
 
@@ -76,7 +75,7 @@ pub async fn run(engine: Arc<Engine>, config: SlackConfig, stop: CancellationTok
     let check = tokio::spawn(check_token(api.clone()));
     let platform = Arc::new(platform::Slack { api: api.clone() });
     info!(mode = config.mode.as_str(), channels = ?config.chat.destinations, "slack: starting");
-    crate::chat::platform::run(engine, platform, None, stop.clone(), |cx| async move {
+    crate::chat::run(engine, platform, None, stop.clone(), |cx| async move {
         let slack = Arc::new(Slack::new(cx, api));
         match config.mode {
             SlackMode::Socket => socket::run(slack.clone(), stop).await,

@@ -10,7 +10,8 @@ use super::api::SlackApi;
 use super::{render, PLATFORM};
 use crate::approval::PlatformId;
 use crate::chat::card::Card;
-use crate::chat::platform::{Platform, SendError, Thread};
+use crate::chat::platform::{Platform, SendError};
+use crate::subject::Thread;
 
 pub struct Slack {
     pub api: Arc<SlackApi>,

@@ -21,7 +21,6 @@
 //! may carry the request URL, which contains `/bot<TOKEN>/`.
 
 pub mod api;
-pub mod config;
 pub mod limits;
 pub mod platform;
 pub mod render;
@@ -36,7 +35,7 @@ use teloxide::{ApiError, RequestError};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-pub use config::TelegramConfig;
+pub use crate::config::telegram::TelegramConfig;
 
 use crate::approval::PlatformId;
 use crate::chat::conversation::help;
@@ -115,7 +114,7 @@ pub async fn run(engine: Arc<Engine>, config: TelegramConfig, stop: Cancellation
         let stop = stop.clone();
         move |cx| updates::poll(telegram, cx, stop)
     };
-    crate::chat::platform::run(engine, telegram, Some(username), stop, inbound).await;
+    crate::chat::run(engine, telegram, Some(username), stop, inbound).await;
     let _ = commands.await;
     info!("telegram: stopped");
 }

@@ -9,8 +9,9 @@ use teloxide::{ApiError, RequestError};
 
 use crate::approval::PlatformId;
 use crate::chat::card::Card;
-use crate::chat::platform::{Platform, SendError, Thread};
+use crate::chat::platform::{Platform, SendError};
 use crate::secret::scrub;
+use crate::subject::Thread;
 use crate::telegram::api::BotApi;
 use crate::telegram::{render, PLATFORM};
 

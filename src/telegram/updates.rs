@@ -37,11 +37,12 @@ use crate::chat::card::{Button, Card};
 use crate::chat::conversation;
 use crate::chat::exchange::{Actor, Answer, At, Question};
 use crate::chat::inbound::{self, Inbound, Replied, Seen};
-use crate::chat::platform::{SendError, Thread};
+use crate::chat::platform::SendError;
 use crate::chat::text::{escape, shorten};
 use crate::chat::Context;
 use crate::retry::{backoff, retry};
 use crate::secret::scrub;
+use crate::subject::Thread;
 use crate::telegram::platform::{classify, Telegram};
 use crate::telegram::{render, CONFLICT_PAUSE, POLL_TIMEOUT};
 

@@ -4,7 +4,7 @@
 //!   arguments (as code, cut to fit), the deadline; once settled, the outcome instead
 //!   of the buttons.
 //! - Buttons: ✅ Allow once · ♾️ Always allow (only where the policy offers it) ·
-//!   ❌ Deny, which asks why ([`super::reason`]) and offers 🚫 Deny without reason.
+//!   ❌ Deny, which asks why ([`reason`]) and offers 🚫 Deny without reason.
 //!   Where "Always allow" applies, the prompt also offers ⏱ Allow for 1 h (`[grants]
 //!   allow_for`), and for a shell-like tool its always-allow is scoped: ♾️ Always:
 //!   this command, and ♾️ Always: this prefix when the command has one (never for

@@ -1,5 +1,6 @@
 //! The `[slack]` table of `bot.toml`: as written, and resolved into the
-//! [`SlackConfig`] the channel runs with (see [`crate::config`] for the two steps).
+//! [`SlackConfig`] the adapter ([`crate::slack`]) runs with (see [`crate::config`] for
+//! the two steps).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

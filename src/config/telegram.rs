@@ -1,5 +1,6 @@
 //! The `[telegram]` table of `bot.toml`: as written, and resolved into the
-//! [`TelegramConfig`] the channel runs with (see [`crate::config`] for the two steps).
+//! [`TelegramConfig`] the adapter ([`crate::telegram`]) runs with (see [`crate::config`]
+//! for the two steps).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
