@@ -28,7 +28,10 @@ use crate::time::clock;
 use crate::trust::view::{AgentView, TierSource};
 use crate::trust::Actor as TrustActor;
 
+use super::full_id;
 use super::SlashCommand;
+#[cfg(test)]
+use super::EXAMPLE_ID;
 use crate::chat::failure::failure;
 
 /// Most agents `/agents` lists with buttons.
@@ -92,11 +95,21 @@ impl super::Kind for Agents {
 
 impl super::Press for Action {
     fn decode(data: &str) -> Option<Action> {
-        decode(data)
+        let (code, id) = data.split_once(':')?;
+        let button = [
+            ButtonKind::Pause,
+            ButtonKind::PauseAndDeny,
+            ButtonKind::Resume,
+            ButtonKind::Assess,
+            ButtonKind::DenyPending,
+        ]
+        .into_iter()
+        .find(|b| b.code() == code)?;
+        full_id(id).map(|id| Action { button, id })
     }
 
     fn encode(&self) -> String {
-        encode(self)
+        format!("{}:{}", self.button.code(), self.id)
     }
 
     fn attempted(&self) -> String {
@@ -119,7 +132,7 @@ impl super::Press for Action {
         .into_iter()
         .map(|button| Action {
             button,
-            id: "01HZZZZZZZZZZZZZZZZZZZZZZZ".into(),
+            id: EXAMPLE_ID.into(),
         })
         .collect()
     }
@@ -178,27 +191,6 @@ impl Action {
             ButtonKind::DenyPending => "deny pending of paused agent",
         }
     }
-}
-
-pub(super) fn encode(a: &Action) -> String {
-    format!("{}:{}", a.button.code(), a.id)
-}
-
-pub(super) fn decode(data: &str) -> Option<Action> {
-    let (code, id) = data.split_once(':')?;
-    let button = [
-        ButtonKind::Pause,
-        ButtonKind::PauseAndDeny,
-        ButtonKind::Resume,
-        ButtonKind::Assess,
-        ButtonKind::DenyPending,
-    ]
-    .into_iter()
-    .find(|b| b.code() == code)?;
-    (id.len() == 26 && id.bytes().all(|b| b.is_ascii_alphanumeric())).then(|| Action {
-        button,
-        id: id.to_string(),
-    })
 }
 
 /// The button data for `button` on `id` (a handle, or a pause id).

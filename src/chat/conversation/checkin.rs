@@ -29,6 +29,9 @@ use crate::workflow::evaluate::IssueKind;
 use crate::workflow::run::{self, CheckIn, CheckInAnswer, CheckInStatus, Run, RunIssue};
 use crate::workflow::{EventType, Severity, Why};
 
+use super::full_id;
+#[cfg(test)]
+use super::EXAMPLE_ID;
 use super::{Rendered, SlashCommand};
 use crate::chat::failure::failure;
 
@@ -133,11 +136,27 @@ impl super::Kind for CheckIns {
 
 impl super::Press for Action {
     fn decode(data: &str) -> Option<Action> {
-        decode(data)
+        let rest = data.strip_prefix("k:")?;
+        let (code, id) = rest.split_once(':')?;
+        let button = match code {
+            "c" => ButtonKind::Continue,
+            "r" => ButtonKind::Review,
+            "s" => ButtonKind::Stop,
+            "S" => ButtonKind::StopNoReason,
+            _ => return None,
+        };
+        // Check-in ids are ULIDs: 26 Crockford base32 characters.
+        full_id(id).map(|id| Action { button, id })
     }
 
     fn encode(&self) -> String {
-        encode(self)
+        let code = match self.button {
+            ButtonKind::Continue => 'c',
+            ButtonKind::Review => 'r',
+            ButtonKind::Stop => 's',
+            ButtonKind::StopNoReason => 'S',
+        };
+        format!("k:{code}:{}", self.id)
     }
 
     fn attempted(&self) -> String {
@@ -163,7 +182,7 @@ impl super::Press for Action {
         .into_iter()
         .map(|button| Action {
             button,
-            id: "01HZZZZZZZZZZZZZZZZZZZZZZZ".into(),
+            id: EXAMPLE_ID.into(),
         })
         .collect()
     }
@@ -211,34 +230,6 @@ pub fn button_data(button: ButtonKind, id: &str) -> String {
         id: id.to_string(),
     })
     .encode()
-}
-
-/// `k:c:<id>` and friends (after `gb1:`).
-pub(super) fn encode(a: &Action) -> String {
-    let code = match a.button {
-        ButtonKind::Continue => 'c',
-        ButtonKind::Review => 'r',
-        ButtonKind::Stop => 's',
-        ButtonKind::StopNoReason => 'S',
-    };
-    format!("k:{code}:{}", a.id)
-}
-
-pub(super) fn decode(data: &str) -> Option<Action> {
-    let rest = data.strip_prefix("k:")?;
-    let (code, id) = rest.split_once(':')?;
-    let button = match code {
-        "c" => ButtonKind::Continue,
-        "r" => ButtonKind::Review,
-        "s" => ButtonKind::Stop,
-        "S" => ButtonKind::StopNoReason,
-        _ => return None,
-    };
-    // Check-in ids are ULIDs: 26 Crockford base32 characters.
-    (id.len() == 26 && id.bytes().all(|b| b.is_ascii_alphanumeric())).then(|| Action {
-        button,
-        id: id.to_string(),
-    })
 }
 
 /// What a typed command asks.

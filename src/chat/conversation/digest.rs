@@ -25,6 +25,9 @@ use crate::engine::EngineError;
 use crate::subject::{DigestState, DigestSummary};
 use crate::time::clock;
 
+use super::full_id;
+#[cfg(test)]
+use super::EXAMPLE_ID;
 use super::{approval, Never};
 
 /// What a digest message shows.
@@ -285,11 +288,22 @@ impl super::Kind for Digests {
 
 impl super::Press for Nav {
     fn decode(data: &str) -> Option<Nav> {
-        decode(data)
+        match data.strip_prefix("v:")? {
+            "r" => Some(Nav::Review),
+            "s" => Some(Nav::Summary),
+            rest => {
+                let id = rest.strip_prefix("n:")?;
+                full_id(id).map(Nav::Next)
+            }
+        }
     }
 
     fn encode(&self) -> String {
-        encode(self)
+        match self {
+            Nav::Review => "v:r".into(),
+            Nav::Summary => "v:s".into(),
+            Nav::Next(id) => format!("v:n:{id}"),
+        }
     }
 
     fn attempted(&self) -> String {
@@ -306,11 +320,7 @@ impl super::Press for Nav {
 
     #[cfg(test)]
     fn examples() -> Vec<Nav> {
-        vec![
-            Nav::Review,
-            Nav::Summary,
-            Nav::Next("01HZZZZZZZZZZZZZZZZZZZZZZZ".into()),
-        ]
+        vec![Nav::Review, Nav::Summary, Nav::Next(EXAMPLE_ID.into())]
     }
 }
 
@@ -323,27 +333,6 @@ pub enum Nav {
     Next(String),
     /// Back to the summary.
     Summary,
-}
-
-/// `v:r`, `v:s`, `v:n:<request id>` (after `gb1:`).
-pub(super) fn encode(nav: &Nav) -> String {
-    match nav {
-        Nav::Review => "v:r".into(),
-        Nav::Summary => "v:s".into(),
-        Nav::Next(id) => format!("v:n:{id}"),
-    }
-}
-
-pub(super) fn decode(data: &str) -> Option<Nav> {
-    match data.strip_prefix("v:")? {
-        "r" => Some(Nav::Review),
-        "s" => Some(Nav::Summary),
-        rest => {
-            let id = rest.strip_prefix("n:")?;
-            (id.len() == 26 && id.bytes().all(|b| b.is_ascii_alphanumeric()))
-                .then(|| Nav::Next(id.to_string()))
-        }
-    }
 }
 
 /// An approver pressed a digest button: store where the digest goes and ask delivery

@@ -15,7 +15,10 @@ use crate::engine::EngineError;
 use crate::time::clock;
 use crate::trust::{Actor as TrustActor, Grant, Scope};
 
+use super::full_id;
 use super::SlashCommand;
+#[cfg(test)]
+use super::EXAMPLE_ID;
 use crate::chat::failure::failure;
 
 /// Most grants `/grants` lists with buttons.
@@ -50,11 +53,12 @@ impl super::Kind for Grants {
 
 impl super::Press for Action {
     fn decode(data: &str) -> Option<Action> {
-        decode(data)
+        let id = data.strip_prefix("Gr:")?;
+        full_id(id).map(|id| Action { id })
     }
 
     fn encode(&self) -> String {
-        encode(self)
+        format!("Gr:{}", self.id)
     }
 
     fn attempted(&self) -> String {
@@ -68,7 +72,7 @@ impl super::Press for Action {
     #[cfg(test)]
     fn examples() -> Vec<Action> {
         vec![Action {
-            id: "01HZZZZZZZZZZZZZZZZZZZZZZZ".into(),
+            id: EXAMPLE_ID.into(),
         }]
     }
 }
@@ -93,16 +97,6 @@ impl super::Run for Command {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Action {
     pub id: String,
-}
-
-pub(super) fn encode(a: &Action) -> String {
-    format!("Gr:{}", a.id)
-}
-
-pub(super) fn decode(data: &str) -> Option<Action> {
-    let id = data.strip_prefix("Gr:")?;
-    (id.len() == 26 && id.bytes().all(|b| b.is_ascii_alphanumeric()))
-        .then(|| Action { id: id.to_string() })
 }
 
 /// The button data of a grant's 🗑 Revoke button.

@@ -46,6 +46,17 @@ pub const DATA_PREFIX: &str = "gb1:";
 /// Telegram's limit on callback data, in bytes; gatebot holds every platform to it.
 pub const MAX_DATA: usize = 64;
 
+/// The full id a button names (requests, check-ins, tasks, proposals, grants and agents'
+/// handles are all ULIDs: 26 letters and digits), or `None` for anything else.
+#[must_use]
+pub fn full_id(s: &str) -> Option<String> {
+    (s.len() == 26 && s.bytes().all(|b| b.is_ascii_alphanumeric())).then(|| s.to_string())
+}
+
+/// The full id the kinds' example actions name (the registry's tests).
+#[cfg(test)]
+pub(crate) const EXAMPLE_ID: &str = "01HZZZZZZZZZZZZZZZZZZZZZZZ";
+
 /// Who may take an action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Who {

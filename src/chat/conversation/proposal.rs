@@ -21,6 +21,9 @@ use crate::subject::{Subject, SubjectKind};
 use crate::time::{clock, format_duration};
 use crate::trust::{Actor as TrustActor, Direction, Proposal, ProposalStatus};
 
+use super::full_id;
+#[cfg(test)]
+use super::EXAMPLE_ID;
 use super::{Never, Rendered};
 use crate::chat::failure::failure;
 
@@ -61,11 +64,18 @@ impl super::Kind for Proposals {
 
 impl super::Press for Action {
     fn decode(data: &str) -> Option<Action> {
-        decode(data)
+        let (code, id) = data.split_once(':')?;
+        let approve = match code {
+            "Pa" => true,
+            "Pd" => false,
+            _ => return None,
+        };
+        // Proposal ids are ULIDs.
+        full_id(id).map(|id| Action { approve, id })
     }
 
     fn encode(&self) -> String {
-        encode(self)
+        format!("{}:{}", if self.approve { "Pa" } else { "Pd" }, self.id)
     }
 
     fn attempted(&self) -> String {
@@ -90,7 +100,7 @@ impl super::Press for Action {
             .into_iter()
             .map(|approve| Action {
                 approve,
-                id: "01HZZZZZZZZZZZZZZZZZZZZZZZ".into(),
+                id: EXAMPLE_ID.into(),
             })
             .collect()
     }
@@ -102,25 +112,6 @@ pub struct Action {
     pub approve: bool,
     /// The proposal's full id.
     pub id: String,
-}
-
-/// `Pa:<id>` or `Pd:<id>` (after `gb1:`).
-pub(super) fn encode(a: &Action) -> String {
-    format!("{}:{}", if a.approve { "Pa" } else { "Pd" }, a.id)
-}
-
-pub(super) fn decode(data: &str) -> Option<Action> {
-    let (code, id) = data.split_once(':')?;
-    let approve = match code {
-        "Pa" => true,
-        "Pd" => false,
-        _ => return None,
-    };
-    // Proposal ids are ULIDs.
-    (id.len() == 26 && id.bytes().all(|b| b.is_ascii_alphanumeric())).then(|| Action {
-        approve,
-        id: id.to_string(),
-    })
 }
 
 /// The button data of a proposal's button, for cards and tests.

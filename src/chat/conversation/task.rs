@@ -34,6 +34,9 @@ use crate::subject::Purpose;
 use crate::subject::{Home, Subject, SubjectKind};
 use crate::time::clock;
 
+use super::full_id;
+#[cfg(test)]
+use super::EXAMPLE_ID;
 use super::{Rendered, SlashCommand, Taken};
 
 /// The task's kind: the inbox in chat.
@@ -131,11 +134,31 @@ impl super::Kind for Tasks {
 
 impl super::Press for Action {
     fn decode(data: &str) -> Option<Action> {
-        decode(data)
+        let (code, rest) = data.split_once(':')?;
+        match code {
+            "tq" => full_id(rest).map(Action::Queue),
+            "tr" => full_id(rest).map(Action::Reject),
+            "tx" => full_id(rest).map(Action::Cancel),
+            "tR" => full_id(rest).map(Action::Retry),
+            "ta" => full_id(rest).map(Action::Answer),
+            "tc" => {
+                let (id, n) = rest.split_once(':')?;
+                let n: u8 = n.parse().ok().filter(|n| *n < 10)?;
+                full_id(id).map(|id| Action::Choice(id, n))
+            }
+            _ => None,
+        }
     }
 
     fn encode(&self) -> String {
-        encode(self)
+        match self {
+            Action::Queue(id) => format!("tq:{id}"),
+            Action::Reject(id) => format!("tr:{id}"),
+            Action::Cancel(id) => format!("tx:{id}"),
+            Action::Retry(id) => format!("tR:{id}"),
+            Action::Answer(id) => format!("ta:{id}"),
+            Action::Choice(id, n) => format!("tc:{id}:{n}"),
+        }
     }
 
     fn attempted(&self) -> String {
@@ -152,7 +175,7 @@ impl super::Press for Action {
 
     #[cfg(test)]
     fn examples() -> Vec<Action> {
-        let id = || "01HZZZZZZZZZZZZZZZZZZZZZZZ".to_string();
+        let id = || EXAMPLE_ID.to_string();
         vec![
             Action::Queue(id()),
             Action::Reject(id()),
@@ -214,38 +237,6 @@ impl Action {
             Action::Retry(_) => "retry task",
             Action::Answer(_) | Action::Choice(..) => "answer task question",
         }
-    }
-}
-
-/// `tq:<id>` and friends (after `gb1:`).
-pub(super) fn encode(a: &Action) -> String {
-    match a {
-        Action::Queue(id) => format!("tq:{id}"),
-        Action::Reject(id) => format!("tr:{id}"),
-        Action::Cancel(id) => format!("tx:{id}"),
-        Action::Retry(id) => format!("tR:{id}"),
-        Action::Answer(id) => format!("ta:{id}"),
-        Action::Choice(id, n) => format!("tc:{id}:{n}"),
-    }
-}
-
-pub(super) fn decode(data: &str) -> Option<Action> {
-    let (code, rest) = data.split_once(':')?;
-    let ulid = |s: &str| {
-        (s.len() == 26 && s.bytes().all(|b| b.is_ascii_alphanumeric())).then(|| s.to_string())
-    };
-    match code {
-        "tq" => ulid(rest).map(Action::Queue),
-        "tr" => ulid(rest).map(Action::Reject),
-        "tx" => ulid(rest).map(Action::Cancel),
-        "tR" => ulid(rest).map(Action::Retry),
-        "ta" => ulid(rest).map(Action::Answer),
-        "tc" => {
-            let (id, n) = rest.split_once(':')?;
-            let n: u8 = n.parse().ok().filter(|n| *n < 10)?;
-            ulid(id).map(|id| Action::Choice(id, n))
-        }
-        _ => None,
     }
 }
 

@@ -33,6 +33,9 @@ use crate::subject::Purpose;
 use crate::subject::{Subject, SubjectKind};
 use crate::time::{clock, format_duration, now_ms};
 
+use super::full_id;
+#[cfg(test)]
+use super::EXAMPLE_ID;
 use super::{Rendered, SlashCommand};
 
 pub mod reason;
@@ -123,11 +126,32 @@ impl super::Kind for Approvals {
 
 impl super::Press for Action {
     fn decode(data: &str) -> Option<Action> {
-        decode(data)
+        let (code, id) = data.split_once(':')?;
+        let button = match code {
+            "a" => ButtonKind::Approve,
+            "A" => ButtonKind::ApproveAlways,
+            "d" => ButtonKind::Deny,
+            "s" => ButtonKind::DenyNoReason,
+            "ae" => ButtonKind::ApproveExact,
+            "ap" => ButtonKind::ApprovePrefix,
+            "af" => ButtonKind::ApproveFor,
+            _ => return None,
+        };
+        // Request ids are ULIDs: 26 Crockford base32 characters.
+        full_id(id).map(|id| Action { button, id })
     }
 
     fn encode(&self) -> String {
-        encode(self)
+        let code = match self.button {
+            ButtonKind::Approve => "a",
+            ButtonKind::ApproveAlways => "A",
+            ButtonKind::Deny => "d",
+            ButtonKind::DenyNoReason => "s",
+            ButtonKind::ApproveExact => "ae",
+            ButtonKind::ApprovePrefix => "ap",
+            ButtonKind::ApproveFor => "af",
+        };
+        format!("{code}:{}", self.id)
     }
 
     fn attempted(&self) -> String {
@@ -156,7 +180,7 @@ impl super::Press for Action {
         .into_iter()
         .map(|button| Action {
             button,
-            id: "01HZZZZZZZZZZZZZZZZZZZZZZZ".into(),
+            id: EXAMPLE_ID.into(),
         })
         .collect()
     }
@@ -240,39 +264,6 @@ pub fn button_data(button: ButtonKind, id: &str) -> String {
         id: id.to_string(),
     })
     .encode()
-}
-
-/// `a:<id>` and friends (after `gb1:`).
-pub(super) fn encode(a: &Action) -> String {
-    let code = match a.button {
-        ButtonKind::Approve => "a",
-        ButtonKind::ApproveAlways => "A",
-        ButtonKind::Deny => "d",
-        ButtonKind::DenyNoReason => "s",
-        ButtonKind::ApproveExact => "ae",
-        ButtonKind::ApprovePrefix => "ap",
-        ButtonKind::ApproveFor => "af",
-    };
-    format!("{code}:{}", a.id)
-}
-
-pub(super) fn decode(data: &str) -> Option<Action> {
-    let (code, id) = data.split_once(':')?;
-    let button = match code {
-        "a" => ButtonKind::Approve,
-        "A" => ButtonKind::ApproveAlways,
-        "d" => ButtonKind::Deny,
-        "s" => ButtonKind::DenyNoReason,
-        "ae" => ButtonKind::ApproveExact,
-        "ap" => ButtonKind::ApprovePrefix,
-        "af" => ButtonKind::ApproveFor,
-        _ => return None,
-    };
-    // Request ids are ULIDs: 26 Crockford base32 characters.
-    (id.len() == 26 && id.bytes().all(|b| b.is_ascii_alphanumeric())).then(|| Action {
-        button,
-        id: id.to_string(),
-    })
 }
 
 /// A decision typed as a command or as words in a reply.
