@@ -563,15 +563,10 @@ async fn list(cx: &Context) -> Answer {
     })
 }
 
-async fn show(cx: &Context, agent: &str) -> Answer {
-    if !valid_agent_name(agent) {
-        return failed(&EngineError::UnknownAgent(agent.to_string()));
-    }
-    let v = match cx.engine.agent_view(agent).await {
-        Ok(v) => v,
-        Err(e) => return failed(&e),
-    };
-    let mut fields = vec![Field::new("Tier", Line::text(tier_words(&v)))];
+/// One agent in full, as `/agent NAME` shows it: its tier and pause, what it has
+/// pending, its evidence, the assessment, and an open proposal.
+fn agent_fields(v: &AgentView) -> Vec<Field> {
+    let mut fields = vec![Field::new("Tier", Line::text(tier_words(v)))];
     if let Some(o) = &v.tier_override {
         let mut since = format!("set {}", clock(o.at));
         if let Some(r) = &o.reason {
@@ -619,6 +614,18 @@ async fn show(cx: &Context, agent: &str) -> Answer {
                 .and(format!(" {}", p.question())),
         ));
     }
+    fields
+}
+
+async fn show(cx: &Context, agent: &str) -> Answer {
+    if !valid_agent_name(agent) {
+        return failed(&EngineError::UnknownAgent(agent.to_string()));
+    }
+    let v = match cx.engine.agent_view(agent).await {
+        Ok(v) => v,
+        Err(e) => return failed(&e),
+    };
+    let fields = agent_fields(&v);
     let mut blocks = vec![
         Block::Heading {
             icon: "🤖",

@@ -759,16 +759,9 @@ pub fn prompt(a: &Approval, x: &Extras) -> Card {
     let mut card = card(a);
     if a.status != Status::Pending {
         if let Some(g) = &x.grant {
-            let line = grant_words(
-                Line::text(format!("♾️ Grant {}: ", g.short_id))
-                    .code(shorten(&g.agent, 40))
-                    .and(" may run ")
-                    .code(shorten(&g.tool, 60))
-                    .and(" without asking: "),
-                g,
-            );
+            // Before the outcome line.
             let at = card.blocks.len().saturating_sub(1);
-            card.blocks.insert(at, Block::Line(line));
+            card.blocks.insert(at, Block::Line(granted_line(g)));
         }
         return card;
     }
@@ -803,18 +796,8 @@ pub fn prompt(a: &Approval, x: &Extras) -> Card {
         ),
     };
     if let Some(scope) = &offer.suggest {
-        let line = Line::text("💡 ")
-            .code(shorten(&a.agent, 40))
-            .and(" has had ");
-        let line = match scope {
-            Scope::Tool => line.code(shorten(&a.tool, 60)),
-            Scope::Exact(c) => line.and("exactly ").code(shorten(c, 200)),
-            Scope::Prefix(p) => line.and("commands starting ").code(shorten(p, 200)),
-        };
-        card.blocks.push(Block::Line(line.and(format!(
-            " approved {} times in a row with no denial. Allow it always?",
-            offer.streak
-        ))));
+        card.blocks
+            .push(Block::Line(suggestion_line(a, scope, offer.streak)));
     }
     // The suggested grant comes first.
     let row = match (&offer.suggest, prefix) {
@@ -842,6 +825,35 @@ pub fn prompt(a: &Approval, x: &Extras) -> Card {
         card.buttons.push(extra);
     }
     card
+}
+
+/// "♾️ Grant g7m2abcd: `mailer` may run `send_email` without asking: …", on a request
+/// approved with a grant.
+fn granted_line(g: &Grant) -> Line {
+    grant_words(
+        Line::text(format!("♾️ Grant {}: ", g.short_id))
+            .code(shorten(&g.agent, 40))
+            .and(" may run ")
+            .code(shorten(&g.tool, 60))
+            .and(" without asking: "),
+        g,
+    )
+}
+
+/// "💡 `mailer` has had `send_email` approved 5 times in a row with no denial. Allow it
+/// always?": the learned suggestion of a grant ([grants] suggest_after).
+fn suggestion_line(a: &Approval, scope: &Scope, streak: u64) -> Line {
+    let line = Line::text("💡 ")
+        .code(shorten(&a.agent, 40))
+        .and(" has had ");
+    let line = match scope {
+        Scope::Tool => line.code(shorten(&a.tool, 60)),
+        Scope::Exact(c) => line.and("exactly ").code(shorten(c, 200)),
+        Scope::Prefix(p) => line.and("commands starting ").code(shorten(p, 200)),
+    };
+    line.and(format!(
+        " approved {streak} times in a row with no denial. Allow it always?"
+    ))
 }
 
 /// The status in a few words of gatebot's (fallback texts).
