@@ -110,23 +110,7 @@ pub(super) async fn run(
     let base = format!("/v1/agents/{}", encode(name));
     let res = match action {
         None => expect_ok(client.get(&format!("{base}/trust")).await)?,
-        Some(AgentAction::Assess) => {
-            let res = expect_ok(client.post(&format!("{base}/assess"), &json!({})).await)?;
-            if json {
-                outln!("{}", pretty(&res.body));
-            } else {
-                let o: AssessOutcome =
-                    serde_json::from_value(res.body).map_err(|e| e.to_string())?;
-                outln!("{}", o.note);
-                if let Some(p) = o.proposal.filter(|_| o.created) {
-                    outln!(
-                        "An owner answers it in chat, or with: gatebot decide {} approve|deny",
-                        p.short_id
-                    );
-                }
-            }
-            return Ok(EXIT_GO);
-        }
+        Some(AgentAction::Assess) => return assess(client, &base, json).await,
         Some(AgentAction::Tier {
             tier,
             reset: _,
@@ -146,53 +130,14 @@ pub(super) async fn run(
             deny_pending,
             reason,
         }) => {
-            let res = expect_ok(
-                client
-                    .post(
-                        &format!("{base}/pause"),
-                        &json!({"deny_pending": deny_pending, "reason": reason}),
-                    )
-                    .await,
-            )?;
-            if json {
-                outln!("{}", pretty(&res.body));
-            } else {
-                let b = &res.body;
-                let verb = if b["new"] == true {
-                    "paused"
-                } else {
-                    "was already paused"
-                };
-                outln!(
-                    "{name} {verb}: its requests are blocked, its tasks wait (running ones were \
-                     queued again), its workflow runs take no events and its long-polls are \
-                     answered, until `gatebot agent {name} resume`"
-                );
-                let denied = b["denied"].as_array().map_or(0, Vec::len);
-                if denied > 0 {
-                    outln!("denied {denied} pending request(s)");
-                }
-                let pending = b["pending"].as_u64().unwrap_or(0);
-                if pending > 0 {
-                    outln!(
-                        "{pending} request(s) still pending: `gatebot agent {name} pause --deny-pending` denies them"
-                    );
-                }
-            }
+            let body = json!({"deny_pending": deny_pending, "reason": reason});
+            let res = expect_ok(client.post(&format!("{base}/pause"), &body).await)?;
+            print_paused(name, &res.body, json);
             return Ok(EXIT_GO);
         }
         Some(AgentAction::Resume) => {
             let res = expect_ok(client.post(&format!("{base}/resume"), &json!({})).await)?;
-            if json {
-                outln!("{}", pretty(&res.body));
-            } else if res.body["resumed"] == true {
-                outln!(
-                    "{name} resumed: its requests are decided by its tier again, and it claims \
-                     its tasks and reports on its runs again"
-                );
-            } else {
-                outln!("{name} was not paused");
-            }
+            print_resumed(name, &res.body, json);
             return Ok(EXIT_GO);
         }
     };
@@ -203,6 +148,66 @@ pub(super) async fn run(
     let view: AgentView = serde_json::from_value(res.body).map_err(|e| e.to_string())?;
     print_view(&view);
     Ok(EXIT_GO)
+}
+
+/// `gatebot agent NAME assess`: the assessment's note, and how to answer a proposal it made.
+async fn assess(client: &Client, base: &str, json: bool) -> Result<u8, String> {
+    let res = expect_ok(client.post(&format!("{base}/assess"), &json!({})).await)?;
+    if json {
+        outln!("{}", pretty(&res.body));
+        return Ok(EXIT_GO);
+    }
+    let o: AssessOutcome = serde_json::from_value(res.body).map_err(|e| e.to_string())?;
+    outln!("{}", o.note);
+    if let Some(p) = o.proposal.filter(|_| o.created) {
+        outln!(
+            "An owner answers it in chat, or with: gatebot decide {} approve|deny",
+            p.short_id
+        );
+    }
+    Ok(EXIT_GO)
+}
+
+/// What `gatebot agent NAME pause` did: what a pause holds, what it denied, what waits.
+fn print_paused(name: &str, b: &serde_json::Value, json: bool) {
+    if json {
+        outln!("{}", pretty(b));
+        return;
+    }
+    let verb = if b["new"] == true {
+        "paused"
+    } else {
+        "was already paused"
+    };
+    outln!(
+        "{name} {verb}: its requests are blocked, its tasks wait (running ones were \
+         queued again), its workflow runs take no events and its long-polls are \
+         answered, until `gatebot agent {name} resume`"
+    );
+    let denied = b["denied"].as_array().map_or(0, Vec::len);
+    if denied > 0 {
+        outln!("denied {denied} pending request(s)");
+    }
+    let pending = b["pending"].as_u64().unwrap_or(0);
+    if pending > 0 {
+        outln!(
+            "{pending} request(s) still pending: `gatebot agent {name} pause --deny-pending` denies them"
+        );
+    }
+}
+
+/// What `gatebot agent NAME resume` did.
+fn print_resumed(name: &str, b: &serde_json::Value, json: bool) {
+    if json {
+        outln!("{}", pretty(b));
+    } else if b["resumed"] == true {
+        outln!(
+            "{name} resumed: its requests are decided by its tier again, and it claims \
+             its tasks and reports on its runs again"
+        );
+    } else {
+        outln!("{name} was not paused");
+    }
 }
 
 /// What a grant covers, in words.

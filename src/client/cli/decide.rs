@@ -51,45 +51,51 @@ pub(super) async fn run(
         return Ok(EXIT_NO);
     }
     let res = expect_ok(Ok(res))?;
-    if res.body["kind"] == crate::workflow::wire::CHECK_IN_KIND {
-        let view: crate::workflow::wire::CheckInView = serde_json::from_value(res.body.clone())
-            .map_err(|e| format!("unexpected answer from gatebot: {e}"))?;
-        if json {
-            outln!("{}", pretty(&res.body));
-        } else {
-            super::workflow::print_answered(&view);
+    let body = res.body.clone();
+    // Each kind of subject answers with its own view, which says its `kind` (a
+    // request's does not).
+    match body["kind"].as_str() {
+        Some(crate::workflow::wire::CHECK_IN_KIND) => {
+            let view = parse(body.clone())?;
+            if json {
+                outln!("{}", pretty(&body));
+            } else {
+                super::workflow::print_answered(&view);
+            }
         }
-        return Ok(EXIT_GO);
+        // The id named an inbox task (`decide ID queue|reject`).
+        Some("task") => super::task::print(&parse(body)?, json),
+        _ if json => outln!("{}", pretty(&body)),
+        Some("proposal") => print_proposal(&parse(body)?),
+        _ => print_request(res)?,
     }
-    // The id named an inbox task (`decide ID queue|reject`).
-    if res.body["kind"] == "task" {
-        let view = serde_json::from_value(res.body)
-            .map_err(|e| format!("unexpected answer from gatebot: {e}"))?;
-        super::task::print(&view, json);
-        return Ok(EXIT_GO);
+    Ok(EXIT_GO)
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: serde_json::Value) -> Result<T, String> {
+    serde_json::from_value(body).map_err(|e| format!("unexpected answer from gatebot: {e}"))
+}
+
+/// "approved proposal p7m2abcd: mailer is now supervised".
+fn print_proposal(p: &Proposal) {
+    match p.status {
+        crate::trust::ProposalStatus::Approved => outln!(
+            "approved proposal {}: {} is now {}",
+            p.short_id,
+            p.agent,
+            p.to.as_str()
+        ),
+        _ => outln!(
+            "declined proposal {}: {} stays {}",
+            p.short_id,
+            p.agent,
+            p.from.as_str()
+        ),
     }
-    if json {
-        outln!("{}", pretty(&res.body));
-        return Ok(EXIT_GO);
-    }
-    if res.body["kind"] == "proposal" {
-        let p: Proposal = serde_json::from_value(res.body).map_err(|e| e.to_string())?;
-        match p.status {
-            crate::trust::ProposalStatus::Approved => outln!(
-                "approved proposal {}: {} is now {}",
-                p.short_id,
-                p.agent,
-                p.to.as_str()
-            ),
-            _ => outln!(
-                "declined proposal {}: {} stays {}",
-                p.short_id,
-                p.agent,
-                p.from.as_str()
-            ),
-        }
-        return Ok(EXIT_GO);
-    }
+}
+
+/// "approved k7m2abcd (send_email from mailer)", and the grant it made, if any.
+fn print_request(res: crate::client::Response) -> Result<(), String> {
     let granted: Option<crate::trust::Grant> = res
         .body
         .get("grant")
@@ -112,5 +118,5 @@ pub(super) async fn run(
             until_words(&g, crate::time::now_ms())
         );
     }
-    Ok(EXIT_GO)
+    Ok(())
 }
