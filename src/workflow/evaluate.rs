@@ -411,6 +411,29 @@ pub fn evaluate(settings: &Settings, state: &RunState, step: &StepResult) -> Eva
     }
     let kept: Vec<Issue> = kept_w.into_iter().chain(kept_e).collect();
 
+    let unreported = state.unreported + kept.len() + exceeded.len();
+    let verdict = verdict(step, &autonomy, &exceeded_e, &exceeded_w, unreported);
+    Evaluation {
+        autonomy,
+        kept,
+        exceeded,
+        dropped,
+        totals,
+        truncated,
+        verdict,
+    }
+}
+
+/// Steps 5 and 6: what the event means for the run, from what went beyond tolerance
+/// (errors first, by the step's result handling) or else whether this is a check-in
+/// point with something to report (`unreported` problems since the last check-in).
+fn verdict(
+    step: &StepResult,
+    autonomy: &Autonomy,
+    exceeded_e: &[Issue],
+    exceeded_w: &[Issue],
+    unreported: usize,
+) -> Verdict {
     // 5. Beyond tolerance: result_handling (errors first).
     let breach = match (exceeded_e.first(), exceeded_w.first()) {
         (Some(e), _) => Some((
@@ -423,8 +446,7 @@ pub fn evaluate(settings: &Settings, state: &RunState, step: &StepResult) -> Eva
         )),
         (None, None) => None,
     };
-    let unreported = state.unreported + kept.len() + exceeded.len();
-    let verdict = match breach {
+    match breach {
         Some((Handling::Stop, reason)) => Verdict::Stop {
             cause: StopCause::Tolerance,
             reason,
@@ -447,15 +469,6 @@ pub fn evaluate(settings: &Settings, state: &RunState, step: &StepResult) -> Eva
                 },
             }
         }
-    };
-    Evaluation {
-        autonomy,
-        kept,
-        exceeded,
-        dropped,
-        totals,
-        truncated,
-        verdict,
     }
 }
 
