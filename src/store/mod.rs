@@ -12,7 +12,10 @@
 //! - `tasks`: the inbox's tasks and their questions;
 //! - `runs`: workflow runs, their events and problems, and their check-ins;
 //! - `trust`: tier overrides, pauses, grants and what prompts offer, proposals, and the
-//!   evidence counted from requests.
+//!   evidence counted from requests;
+//! - two leaves the others share, which use none of them: `subjects` (the `subjects`
+//!   rows each kind's file writes as its subjects are created and change) and
+//!   `approval_row` (reading a request's row back).
 //!
 //! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
 //! only after its transaction commits, and FULL makes that commit survive a power
@@ -25,12 +28,14 @@ use std::sync::{Mutex, MutexGuard};
 use rusqlite::Connection;
 use rusqlite_migration::{Migrations, M};
 
+mod approval_row;
 mod approvals;
 mod audit;
 mod chat;
 mod health;
 mod refusals;
 mod runs;
+mod subjects;
 mod tasks;
 mod trust;
 

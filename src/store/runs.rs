@@ -14,11 +14,10 @@ use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use serde_json::json;
 
 use super::audit::audit_tx;
-use super::chat::{
-    subject_changed, subject_created, unique_short_id, unique_short_id_beside, SubjectKind,
-};
+use super::subjects::{subject_changed, subject_created, unique_short_id, unique_short_id_beside};
 use super::{Result, Store, StoreError, EXPIRE_BATCH};
 use crate::approval::Via;
+use crate::subject::SubjectKind;
 use crate::workflow::evaluate::{Evaluation, IssueKind, StepResult, Totals};
 use crate::workflow::run::{
     Action, Artifact, CheckIn, CheckInAnswer, CheckInStatus, Run, RunIssue, RunStatus,

@@ -20,9 +20,7 @@ use rusqlite::{params, OptionalExtension, Row, Transaction};
 use serde_json::json;
 
 use super::audit::audit_tx;
-use super::chat::{
-    inherit_home, set_home, subject_changed, subject_created, unique_short_id, Home, SubjectKind,
-};
+use super::subjects::{inherit_home, set_home, subject_changed, subject_created, unique_short_id};
 use super::{Result, Store, StoreError};
 use crate::approval::Via;
 use crate::inbox::lifecycle::{self, Step};
@@ -30,6 +28,7 @@ use crate::inbox::{
     Clarify, ClassifiedBy, Intent, Level, QuestionPurpose, QuestionState, Task, TaskQuestion,
     TaskStatus,
 };
+use crate::subject::{Home, SubjectKind};
 
 /// A classified task, as the engine hands it to the store.
 #[derive(Debug, Clone)]

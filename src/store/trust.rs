@@ -9,14 +9,13 @@
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use serde_json::{json, Value};
 
-use super::approvals::get_conn;
+use super::approval_row::get_conn;
 use super::audit::audit_tx;
-use super::chat::{
-    subject_changed, subject_created, unique_short_id, unique_short_id_beside, SubjectKind,
-};
+use super::subjects::{subject_changed, subject_created, unique_short_id, unique_short_id_beside};
 use super::{Result, Store, StoreError};
 use crate::approval::{Approval, Status, Via};
 use crate::policy::{RiskScore, Tier};
+use crate::subject::SubjectKind;
 use crate::trust::evidence::{Counts, Measures};
 use crate::trust::{
     Actor, Direction, Grant, GrantAsk, Pause, Proposal, ProposalStatus, Scope, TierOverride,
