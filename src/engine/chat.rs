@@ -217,22 +217,7 @@ impl ChatState {
     /// The subject `typed` names (a full id, a short id or a unique prefix of 4+
     /// characters), of any kind; an open one first, as for requests.
     pub async fn lookup(&self, typed: &str) -> Result<Subject> {
-        let t = typed.to_string();
-        let found = self
-            .run(move |s| match s.lookup_subject(&t, true)? {
-                SubjectLookup::NotFound => s.lookup_subject(&t, false),
-                other => Ok(other),
-            })
-            .await?;
-        match found {
-            SubjectLookup::Found(s) => Ok(s),
-            SubjectLookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
-                what: What::Subject,
-                typed: typed.to_string(),
-                candidates,
-            }),
-            SubjectLookup::NotFound => Err(EngineError::not_found(What::Subject, typed)),
-        }
+        lookup(&self.store, typed).await
     }
 
     /// A subject by id.
@@ -364,5 +349,25 @@ impl ChatState {
                 purpose,
             })
         }))
+    }
+}
+
+/// The subject `typed` names (a full id, a short id or a unique prefix of 4+
+/// characters), of any kind; an open one first, as for requests.
+pub(super) async fn lookup(store: &Arc<Store>, typed: &str) -> Result<Subject> {
+    let t = typed.to_string();
+    let found = blocking(store, move |s| match s.lookup_subject(&t, true)? {
+        SubjectLookup::NotFound => s.lookup_subject(&t, false),
+        other => Ok(other),
+    })
+    .await?;
+    match found {
+        SubjectLookup::Found(s) => Ok(s),
+        SubjectLookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
+            what: What::Subject,
+            typed: typed.to_string(),
+            candidates,
+        }),
+        SubjectLookup::NotFound => Err(EngineError::not_found(What::Subject, typed)),
     }
 }
