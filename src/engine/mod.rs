@@ -20,7 +20,7 @@ use tracing::warn;
 use crate::approval::{Approval, Status, Via};
 use crate::config::{AgentConfig, Config};
 use crate::names::{hidden_character, valid_agent_name};
-use crate::store::Store;
+use crate::store::{AuditCheck, AuditHead, AuditRow, StorageFault, Store, StoreError};
 use crate::subject::Subject;
 use crate::time::now_ms;
 
@@ -35,11 +35,12 @@ mod trust;
 
 mod runs;
 
-// What the engine hands out that the store defines: its row shapes and query filters.
-pub use crate::store::{
-    task_revision, Answered, AuditCheck, AuditHead, AuditRow, ListFilter, OfferRow, Report,
-    StorageFault, StoreError,
-};
+// Domain types the engine's calls take and give, re-exported for the callers that
+// name them beside the call (the engine re-exports nothing of the store's).
+pub use crate::approval::ListFilter;
+pub use crate::inbox::Report;
+pub use crate::subject::task_revision;
+pub use crate::workflow::run::Answered;
 pub use chat::ChatState;
 pub use error::{Conflict, EngineError, GrantRefused, TokenProblem, What};
 pub use gate::{Acting, Cap, Slot, WaitSlot};

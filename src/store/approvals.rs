@@ -16,7 +16,7 @@ use super::audit::audit_tx;
 use super::subjects::{inherit_home, subject_changed, subject_created, unique_short_id};
 use super::trust::{grant_tx, offer_tx, NewOffer};
 use super::{Result, Store, StoreError, EXPIRE_BATCH};
-use crate::approval::{Approval, Asked, Decision, Status, Verb, Via};
+use crate::approval::{Approval, Asked, Decision, ListFilter, Status, Verb, Via};
 use crate::policy::Risk;
 use crate::subject::SubjectKind;
 use crate::trust::{GrantAsk, Scope};
@@ -108,16 +108,6 @@ pub enum Lookup {
     /// Several requests match the prefix; their short ids.
     Ambiguous(Vec<String>),
     NotFound,
-}
-
-/// Which requests [`Store::list_page`] returns.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ListFilter {
-    pub status: Option<Status>,
-    pub agent: Option<String>,
-    /// The last id of the previous page.
-    pub after: Option<String>,
-    pub limit: usize,
 }
 
 impl Store {

@@ -39,19 +39,15 @@ mod subjects;
 mod tasks;
 mod trust;
 
-pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
+pub use approvals::{Inserted, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
 pub use chat::SubjectLookup;
 pub use health::{FaultKind, StorageFault};
 pub use refusals::{Closed, RefusalRow, Refused};
-pub use runs::{
-    Answered, EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup,
-};
-pub use tasks::{
-    task_revision, Changed, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing,
-};
+pub use runs::{EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup};
+pub use tasks::{Changed, NewTask, Reclassified, TaskLookup, TaskStep, Timing};
 pub use trust::{
-    peek_trust, NewOffer, NewProposal, OfferRow, ProposalOutcome, Revoked, SubmitFacts, TierChange,
+    peek_trust, NewOffer, NewProposal, ProposalOutcome, Revoked, SubmitFacts, TierChange,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -271,7 +267,7 @@ mod tests {
     //! Fixtures shared by the store's unit tests, and the tests of `Store` itself.
 
     use super::*;
-    use crate::approval::{Approval, Decision, Status, Verb, Via};
+    use crate::approval::{Approval, Decision, ListFilter, Status, Verb, Via};
 
     pub(super) fn new(
         agent: &str,

@@ -20,7 +20,7 @@ use crate::approval::Via;
 use crate::subject::SubjectKind;
 use crate::workflow::evaluate::{Evaluation, IssueKind, StepResult, Totals};
 use crate::workflow::run::{
-    Action, Artifact, CheckIn, CheckInAnswer, CheckInStatus, Run, RunIssue, RunStatus,
+    Action, Answered, Artifact, CheckIn, CheckInAnswer, CheckInStatus, Run, RunIssue, RunStatus,
 };
 use crate::workflow::{
     evaluate, EventType, Issue, RunState, Settings, Severity, StopCause, Verdict, Why,
@@ -90,18 +90,6 @@ pub enum Recorded {
     Waiting(Run),
     /// The run is stopped or completed.
     Finished(Run),
-    NotFound,
-}
-
-/// Result of [`Store::answer_check_in`].
-#[derive(Debug, Clone)]
-pub enum Answered {
-    /// This answer was applied: the check-in and the run as they are now.
-    Done(CheckIn, Run),
-    /// The check-in no longer waited (answered, expired, or a report).
-    Already(CheckIn, Run),
-    /// It still waited, past its deadline: this call expired it (the caller announces it).
-    Expired(CheckIn, Run),
     NotFound,
 }
 

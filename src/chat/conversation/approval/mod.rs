@@ -9,7 +9,7 @@
 //!   allow_for`), and for a shell-like tool its always-allow is scoped: ♾️ Always:
 //!   this command, and ♾️ Always: this prefix when the command has one (never for
 //!   interpreters, wrappers or compound commands). What the scoped buttons grant was
-//!   stored with the request ([`crate::engine::OfferRow`]); the button names only the
+//!   stored with the request ([`crate::trust::grants::OfferRow`]); the button names only the
 //!   request. After enough approvals in a row, the prompt says so and offers the
 //!   matching grant first (`[grants] suggest_after`).
 //!   Data: `gb1:a:<id>`, `gb1:A:<id>`, `gb1:d:<id>`, `gb1:s:<id>`, and `gb1:ae:<id>`
@@ -27,11 +27,12 @@ use crate::chat::command::{first_word, non_empty, Typed};
 use crate::chat::exchange::{Actor, Answer, At, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{describe_settled, EngineError, OfferRow};
+use crate::engine::{describe_settled, EngineError};
 use crate::engine::{GrantChoice, ScopeChoice};
 use crate::subject::Purpose;
 use crate::subject::{Subject, SubjectKind};
 use crate::time::{clock, format_duration, now_ms};
+use crate::trust::grants::OfferRow;
 
 use super::{Rendered, SlashCommand};
 
