@@ -41,7 +41,7 @@ pub use crate::approval::ListFilter;
 pub use crate::inbox::Report;
 pub use crate::subject::task_revision;
 pub use crate::workflow::run::Answered;
-pub use chat::ChatState;
+pub use chat::{ChatState, ChatWork, DigestNow, DigestPage, Pressed, RepliedTo};
 pub use error::{Conflict, EngineError, GrantRefused, TokenProblem, What};
 pub use gate::{Acting, Cap, Slot, WaitSlot};
 pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};

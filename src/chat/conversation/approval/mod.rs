@@ -650,11 +650,16 @@ const HEADING_ICON: &str = "🛡";
 
 /// A request's card as things stand, for delivery; `None` if the request is gone.
 async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
-    let a = match cx.engine.get(&subject.id).await {
-        Ok(a) => a,
-        Err(EngineError::NotFound { .. }) => return Ok(None),
-        Err(e) => return Err(e),
-    };
+    match cx.engine.get(&subject.id).await {
+        Ok(a) => render_request(cx, &a).await.map(Some),
+        Err(EngineError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The card of `a`, a request in hand as it stands (one an event just carried, say),
+/// for delivery: what the stored request's card would be, without reading it again.
+pub async fn render_request(cx: &Context, a: &Approval) -> Result<Rendered, EngineError> {
     let pending = a.status == Status::Pending;
     let extras = Extras {
         offer: if pending && a.always_allow_offered {
@@ -669,17 +674,17 @@ async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, Eng
             None
         },
     };
-    let mut card = prompt(&a, &extras);
+    let mut card = prompt(a, &extras);
     if let Some(id) = &a.task_id {
         if let Some(crate::engine::TaskSubject::Task(t)) = cx.engine.task_subject(id).await? {
             add_task(&mut card, &t);
         }
     }
-    Ok(Some(Rendered {
+    Ok(Rendered {
         card,
         revision: a.status.as_str().to_string(),
         open: pending,
-    }))
+    })
 }
 
 /// Most requests `/pending` lists.
