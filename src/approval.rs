@@ -339,6 +339,16 @@ pub fn new_short_id() -> String {
         .collect()
 }
 
+/// Which requests one page of a listing holds (`gatebot list`, `GET /v1/requests`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    pub status: Option<Status>,
+    pub agent: Option<String>,
+    /// The last id of the previous page.
+    pub after: Option<String>,
+    pub limit: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -195,3 +195,9 @@ pub struct Question {
     pub subject: String,
     pub purpose: Purpose,
 }
+
+/// The revision a task's subject row carries: its status and the revision counter.
+#[must_use]
+pub fn task_revision(t: &crate::inbox::Task) -> String {
+    format!("{}.{}", t.status, t.revision)
+}

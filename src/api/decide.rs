@@ -44,7 +44,7 @@ pub(super) async fn decide(
     refuse_actor(body.actor.as_ref())?;
     // Requests that never asked a human are no subjects; they are still looked up
     // (and refused as already settled) by the request path.
-    let subject = state.engine.chat().lookup(&id).await.ok();
+    let subject = state.engine.identify(&id).await.ok();
     match subject.as_ref().map_or(SubjectKind::Approval, |s| s.kind) {
         SubjectKind::Approval => decide_request(&state, &id, body, actor)
             .await
@@ -90,7 +90,7 @@ async fn decide_proposal(
             Err(e) => return Err(bad_request(e)),
         },
     };
-    let subject = state.engine.chat().lookup(id).await?;
+    let subject = state.engine.identify(id).await?;
     let who = Actor {
         name: actor,
         via: Via::Cli,
@@ -200,7 +200,7 @@ pub(super) async fn decision_forbidden(
         .unwrap_or_else(|| "unknown".to_string());
     let approval_id = match state.engine.lookup(&id, false).await {
         Ok(a) => Some(a.id),
-        Err(_) => state.engine.chat().lookup(&id).await.ok().map(|s| s.id),
+        Err(_) => state.engine.identify(&id).await.ok().map(|s| s.id),
     };
     let detail = json!({
         "attempted": format!("decide request {id} on the agents' API"),

@@ -44,10 +44,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
-use crate::chat::conversation::{self, digest};
+use crate::approval::Approval;
+use crate::chat::conversation::{self, approval, digest, Rendered};
 use crate::chat::platform::{Platform, SendError};
 use crate::chat::Context;
-use crate::engine::{Engine, EngineError, Event};
+use crate::engine::{ChatWork, Engine, EngineError, Event};
 use crate::retry::backoff;
 use crate::subject::{ShownBy, SubjectKind, Unposted};
 
@@ -76,8 +77,11 @@ impl Handle {
 /// Work for one chat's worker.
 #[derive(Debug)]
 enum Work {
-    /// A subject changed (submitted, or settled).
+    /// A subject changed (settled, or of another kind).
     Subject(String),
+    /// A request was submitted and asks a human: the event's request, from which its
+    /// first card is drawn without reading it back.
+    Submitted(Arc<Approval>),
     /// A message must be drawn again.
     Redraw(String),
     /// Look for everything out of date (start, missed events).
@@ -161,7 +165,10 @@ async fn run<P: Platform>(
                             workers.home(chat);
                         }
                     }
-                    workers.all(&|| Work::Subject(id.to_string()));
+                    match &ev {
+                        Event::Submitted(a) => workers.all(&|| Work::Submitted(a.clone())),
+                        _ => workers.all(&|| Work::Subject(id.to_string())),
+                    }
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     info!(platform = %cx.platform, missed = n, "event stream lagged; rescanning");
@@ -232,6 +239,9 @@ struct ChatWorker<P> {
     chat: String,
     /// Subjects that may need a post or an edit here.
     subjects: BTreeSet<String>,
+    /// Requests among `subjects` as their `Submitted` events carried them, to draw
+    /// their first card from while they are still as submitted.
+    submitted: HashMap<String, Arc<Approval>>,
     /// Messages to draw again.
     redraws: BTreeSet<String>,
     rescan: bool,
@@ -249,6 +259,7 @@ impl<P: Platform> ChatWorker<P> {
             platform,
             chat,
             subjects: BTreeSet::new(),
+            submitted: HashMap::new(),
             redraws: BTreeSet::new(),
             rescan: false,
             last_call: None,
@@ -261,6 +272,10 @@ impl<P: Platform> ChatWorker<P> {
         match work {
             Work::Subject(id) => {
                 self.subjects.insert(id);
+            }
+            Work::Submitted(a) => {
+                self.subjects.insert(a.id.clone());
+                self.submitted.insert(a.id.clone(), a);
             }
             Work::Redraw(m) => {
                 self.redraws.insert(m);
@@ -369,30 +384,21 @@ impl<P: Platform> ChatWorker<P> {
         // dropped it) gets only the cards of subjects at home in it; those it has are
         // still edited below.
         let destination = settings.destinations.contains(&self.chat);
-        if self.rescan {
-            let backlog = state
-                .backlog(&platform, &self.chat, destination)
-                .await
-                .map_err(database)?;
-            self.subjects.extend(backlog);
-            self.rescan = false;
-        }
-        let ids: Vec<String> = self.subjects.iter().cloned().collect();
-        let unposted = state
-            .unposted(&platform, &self.chat, &ids, destination)
+        let known: Vec<String> = self.subjects.iter().cloned().collect();
+        let ChatWork { unposted, stale } = state
+            .work(&platform, &self.chat, &known, destination, self.rescan)
             .await
             .map_err(database)?;
-        let stale = state
-            .stale(&platform, &self.chat, &ids)
-            .await
-            .map_err(database)?;
-        // Forget what needs nothing more here.
-        let needed: BTreeSet<&str> = unposted
+        self.rescan = false;
+        // What needs work here is what the chat needs now (the rescan's finds among
+        // it); forget the rest.
+        self.subjects = unposted
             .iter()
-            .map(|u| u.subject.id.as_str())
-            .chain(stale.iter().map(|(s, _)| s.subject.id.as_str()))
+            .map(|u| u.subject.id.clone())
+            .chain(stale.iter().map(|(s, _)| s.subject.id.clone()))
             .collect();
-        self.subjects.retain(|id| needed.contains(id.as_str()));
+        let subjects = &self.subjects;
+        self.submitted.retain(|id, _| subjects.contains(id));
 
         // 1. Posts: a burst of requests as one digest, else the oldest waiting card.
         let requests: Vec<&Unposted> = unposted
@@ -447,10 +453,7 @@ impl<P: Platform> ChatWorker<P> {
 
     /// Posts one subject's card, in its thread where it has one here.
     async fn post_card(&mut self, stop: &CancellationToken, u: &Unposted) -> Result<(), SendError> {
-        let Some(rendered) = conversation::render(&self.cx, &u.subject)
-            .await
-            .map_err(database)?
-        else {
+        let Some(rendered) = self.render_unposted(u).await.map_err(database)? else {
             return Ok(());
         };
         if !rendered.open {
@@ -477,6 +480,20 @@ impl<P: Platform> ChatWorker<P> {
             async move { platform.post(&chat, &card, thread.as_ref()).await },
         )
         .await
+    }
+
+    /// The card of `u` as it stands: drawn from the request its `Submitted` event
+    /// carried while the stored request is still at that revision (a pending request
+    /// changes only by leaving `pending`), else from the stored subject.
+    async fn render_unposted(&self, u: &Unposted) -> Result<Option<Rendered>, EngineError> {
+        if u.subject.kind == SubjectKind::Approval {
+            if let Some(a) = self.submitted.get(&u.subject.id) {
+                if a.status.as_str() == u.revision {
+                    return approval::render_request(&self.cx, a).await.map(Some);
+                }
+            }
+        }
+        conversation::render(&self.cx, &u.subject).await
     }
 
     /// Posts one digest for the requests `shown` (id and revision; all pending, none
@@ -527,13 +544,9 @@ impl<P: Platform> ChatWorker<P> {
         let chat = self.chat.clone();
         if unknown_before {
             warn!(platform = %platform, chat = %chat, subjects = ids.len(), "an earlier post's outcome is unknown; posting again (it may show twice)");
-            state
-                .reposted(&platform, &chat, ids)
-                .await
-                .map_err(database)?;
         }
         state
-            .begin_post(&platform, &chat, shown, by, thread)
+            .begin_post(&platform, &chat, shown, by, thread, unknown_before)
             .await
             .map_err(database)?;
         match self.call(stop, call).await {

@@ -26,7 +26,7 @@ use crate::chat::card::Tag;
 use crate::chat::conversation::{self, Action, Command, Taken, Who};
 use crate::chat::exchange::{Actor, Answer, At, Said, Written};
 use crate::chat::Context;
-use crate::engine::{EngineError, Refusal};
+use crate::engine::{EngineError, Pressed, Refusal, RepliedTo as Recorded};
 use crate::subject::Purpose;
 use crate::subject::Thread;
 use crate::subject::{ShownBy, Subject};
@@ -236,11 +236,18 @@ async fn replied_to(
     r: &Replied,
     is_command: bool,
 ) -> RepliedTo {
-    let chat_state = cx.engine.chat();
     let chat = m.chat;
-    // A reply to a question gatebot asked: its text is the answer.
-    match chat_state.question(&cx.platform, chat, &r.message).await {
-        Ok(Some(q)) if !is_command => {
+    // A reply to a question gatebot asked: its text is the answer (a command's is not,
+    // and means the question's subject). Else a reply to a card: the card's subject is
+    // the one meant. Else a reply in the thread a subject lives in (a task written as
+    // a message).
+    match cx
+        .engine
+        .chat()
+        .replied_to(&cx.platform, chat, &r.message, !is_command)
+        .await
+    {
+        Ok(Recorded::Question(q)) => {
             if !actor.approver {
                 let subject = subject_of(cx, Some(&q.subject)).await;
                 return RepliedTo::Answered(refuse(cx, actor, subject, q.purpose.as_str()).await);
@@ -250,25 +257,9 @@ async fn replied_to(
                 conversation::answer(cx, actor, &q.subject, q.purpose, answer).await,
             );
         }
-        Ok(Some(q)) => {
-            if let Ok(Some(s)) = chat_state.subject(&q.subject).await {
-                return RepliedTo::Subject(s);
-            }
-        }
-        Ok(None) => {}
-        Err(e) => error!(error = %e, "cannot look up a question"),
-    }
-    // A reply to a card: the card's subject is the one meant.
-    match chat_state.shown_at(&cx.platform, chat, &r.message).await {
-        Ok(Some(card)) => return RepliedTo::Subject(card.subject),
-        Ok(None) => {}
-        Err(e) => error!(error = %e, "cannot look up the card replied to"),
-    }
-    // A reply in the thread a subject lives in (a task written as a message).
-    match chat_state.threaded(&cx.platform, chat, &r.message).await {
-        Ok(Some(s)) => return RepliedTo::Subject(s),
-        Ok(None) => {}
-        Err(e) => error!(error = %e, "cannot look up the thread replied in"),
+        Ok(Recorded::Subject(s)) => return RepliedTo::Subject(s),
+        Ok(Recorded::Nothing) => {}
+        Err(e) => error!(error = %e, "cannot look up the message replied to"),
     }
     // A message gatebot has no record of: a card whose post is still unconfirmed, or a
     // copy posted again after its answer was lost.
@@ -335,12 +326,18 @@ async fn adopt(cx: &Context, chat: &str, message: &str, subject: Option<&str>, b
         .adopt(&cx.platform, chat, message, subject, by)
         .await
     {
-        Ok(ids) if !ids.is_empty() => info!(
+        Ok(ids) => adopted(cx, chat, message, &ids),
+        Err(e) => error!(error = %e, "cannot record the message of a post in flight"),
+    }
+}
+
+/// Logs that a reply or press recorded `message` as the message of a post in flight.
+fn adopted(cx: &Context, chat: &str, message: &str, ids: &[String]) {
+    if !ids.is_empty() {
+        info!(
             platform = %cx.platform, chat, message, subjects = ids.len(),
             "a reply or press came before the platform confirmed the post: its message is recorded"
-        ),
-        Ok(_) => {}
-        Err(e) => error!(error = %e, "cannot record the message of a post in flight"),
+        );
     }
 }
 
@@ -349,33 +346,29 @@ async fn adopt(cx: &Context, chat: &str, message: &str, subject: Option<&str>, b
 /// it as such first, so the press can act on it and later changes reach it.
 async fn adopt_pressed(cx: &Context, action: &Action, at: &At) {
     let Some(message) = &at.message else { return };
-    let state = cx.engine.chat();
-    match action {
+    let pressed = match action {
         // Digest buttons are only ever on digests.
-        digest if digest.on_digest() => {
-            if matches!(
-                state.digest(&cx.platform, &at.chat, message).await,
-                Ok(None)
-            ) {
-                adopt(cx, &at.chat, message, None, ShownBy::Digest).await;
-            }
-        }
+        digest if digest.on_digest() => Pressed::Digest,
         other => {
             let Some(id) = other.subject() else { return };
             // Only the subject's own card: a `/pending` list has the same buttons.
             let Some(short) = at.text.as_deref().and_then(Tag::read) else {
                 return;
             };
-            if !matches!(
-                state.shown_at(&cx.platform, &at.chat, message).await,
-                Ok(None)
-            ) {
-                return;
-            }
-            if matches!(state.lookup(&short).await, Ok(s) if s.id == id) {
-                adopt(cx, &at.chat, message, Some(id), ShownBy::Card).await;
+            Pressed::Card {
+                subject: id.to_string(),
+                tag: short,
             }
         }
+    };
+    match cx
+        .engine
+        .chat()
+        .adopt_pressed(&cx.platform, &at.chat, message, pressed)
+        .await
+    {
+        Ok(ids) => adopted(cx, &at.chat, message, &ids),
+        Err(e) => error!(error = %e, "cannot record the message of a post in flight"),
     }
 }
 

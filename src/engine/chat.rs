@@ -3,10 +3,11 @@
 //! through the [`Engine`](super::Engine)'s transitions; this records which messages
 //! show what, what digests show, and the questions gatebot asked.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::{blocking, EngineError, What};
-use crate::approval::{Approval, PlatformId};
+use crate::approval::{Approval, PlatformId, Status};
 use crate::store::{Store, SubjectLookup};
 use crate::subject::{
     DigestState, DigestSummary, Purpose, Question, Shown, ShownBy, Subject, Thread, Unposted,
@@ -14,6 +15,56 @@ use crate::subject::{
 use crate::time::now_ms;
 
 type Result<T> = std::result::Result<T, EngineError>;
+
+/// What a chat needs done ([`ChatState::work`]).
+#[derive(Debug, Clone, Default)]
+pub struct ChatWork {
+    /// Open subjects that belong in the chat and have no message there, oldest first.
+    pub unposted: Vec<Unposted>,
+    /// Messages showing a subject at an older revision, with the revision now.
+    pub stale: Vec<(Shown, String)>,
+}
+
+/// What a digest message shows now ([`ChatState::digest`]).
+#[derive(Debug, Clone)]
+pub struct DigestNow {
+    pub state: DigestState,
+    pub summary: DigestSummary,
+    /// The pending request to show under review, and its 1-based place in the digest.
+    pub review: Option<(Approval, usize)>,
+}
+
+/// Where an owner turns a digest ([`ChatState::turn_digest`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DigestPage {
+    /// Its counts.
+    Summary,
+    /// The first pending request in it.
+    First,
+    /// The pending request after this one.
+    After(String),
+}
+
+/// What a message someone replied to is ([`ChatState::replied_to`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RepliedTo {
+    /// A question gatebot asked; the reply's text is the answer.
+    Question(Question),
+    /// A card of this subject, or its thread.
+    Subject(Subject),
+    /// None that gatebot has a record of.
+    Nothing,
+}
+
+/// What a button pressed on a message gatebot has no record of belongs to
+/// ([`ChatState::adopt_pressed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pressed {
+    /// A digest's button.
+    Digest,
+    /// A button of `subject`'s card, whose text names `tag` (its short id).
+    Card { subject: String, tag: String },
+}
 
 /// The engine's handle on chat bookkeeping.
 #[derive(Debug)]
@@ -34,30 +85,33 @@ impl ChatState {
         blocking(&self.store, f).await
     }
 
-    /// Subjects whose presence in `chat` needs work (start, missed events).
-    /// `destination`: the chat is one of the platform's destinations, where subjects
-    /// without a home go; otherwise only subjects at home there.
-    pub async fn backlog(
+    /// What `chat` needs done for the subjects `known` (plus, with `rescan`, every
+    /// subject whose presence there needs work: start, missed events): those open
+    /// ones that belong there and have no message yet, oldest first, and the messages
+    /// showing one at an older revision. `destination`: the chat is one of the
+    /// platform's destinations, where subjects without a home go; otherwise only
+    /// subjects at home there.
+    pub async fn work(
         &self,
         platform: &PlatformId,
         chat: &str,
+        known: &[String],
         destination: bool,
-    ) -> Result<Vec<String>> {
+        rescan: bool,
+    ) -> Result<ChatWork> {
         let (p, c) = (platform.to_string(), chat.to_string());
-        self.run(move |s| s.chat_backlog(&p, &c, destination)).await
-    }
-
-    /// The open subjects among `ids` that belong in `chat` and have no message there,
-    /// oldest first.
-    pub async fn unposted(
-        &self,
-        platform: &PlatformId,
-        chat: &str,
-        ids: &[String],
-        destination: bool,
-    ) -> Result<Vec<Unposted>> {
-        let (p, c, i) = (platform.to_string(), chat.to_string(), ids.to_vec());
-        self.run(move |s| s.unposted(&p, &c, &i, destination)).await
+        let mut ids: BTreeSet<String> = known.iter().cloned().collect();
+        self.run(move |s| {
+            if rescan {
+                ids.extend(s.chat_backlog(&p, &c, destination)?);
+            }
+            let ids: Vec<String> = ids.into_iter().collect();
+            Ok(ChatWork {
+                unposted: s.unposted(&p, &c, &ids, destination)?,
+                stale: s.stale_cards(&p, &c, &ids)?,
+            })
+        })
+        .await
     }
 
     /// Where a card of `subject` goes in `chat`: under its home message, or its
@@ -70,17 +124,6 @@ impl ChatState {
     ) -> Result<Option<Thread>> {
         let (id, p, c) = (subject.to_string(), platform.to_string(), chat.to_string());
         self.run(move |s| s.anchor(&id, &p, &c)).await
-    }
-
-    /// The subject whose home thread `root` starts in `chat`, if any.
-    pub async fn threaded(
-        &self,
-        platform: &PlatformId,
-        chat: &str,
-        root: &str,
-    ) -> Result<Option<Subject>> {
-        let (p, c, r) = (platform.to_string(), chat.to_string(), root.to_string());
-        self.run(move |s| s.threaded(&p, &c, &r)).await
     }
 
     /// The home chats on `platform` of subjects that need work.
@@ -96,20 +139,10 @@ impl ChatState {
         Ok(home.filter(|(hp, _)| *hp == p).map(|(_, chat)| chat))
     }
 
-    /// Messages in `chat` showing subjects among `ids` at an older revision, with the
-    /// revision now.
-    pub async fn stale(
-        &self,
-        platform: &PlatformId,
-        chat: &str,
-        ids: &[String],
-    ) -> Result<Vec<(Shown, String)>> {
-        let (p, c, i) = (platform.to_string(), chat.to_string(), ids.to_vec());
-        self.run(move |s| s.stale_cards(&p, &c, &i)).await
-    }
-
     /// Records, before posting, that `subjects` (id, revision shown) are about to be
     /// shown in `chat` by one message, in the thread `thread` starts if any.
+    /// `repost`: an earlier post of them has an unknown outcome and they are posted
+    /// again (audited as `prompt_reposted` first).
     pub async fn begin_post(
         &self,
         platform: &PlatformId,
@@ -117,11 +150,18 @@ impl ChatState {
         subjects: &[(String, String)],
         by: ShownBy,
         thread: Option<&str>,
+        repost: bool,
     ) -> Result<()> {
         let (p, c, i) = (platform.to_string(), chat.to_string(), subjects.to_vec());
         let t = thread.map(str::to_string);
-        self.run(move |s| s.begin_post(&p, &c, &i, by, t.as_deref(), now_ms()))
-            .await
+        self.run(move |s| {
+            if repost {
+                let ids: Vec<String> = i.iter().map(|(id, _)| id.clone()).collect();
+                s.card_reposted(&p, &c, &ids, now_ms())?;
+            }
+            s.begin_post(&p, &c, &i, by, t.as_deref(), now_ms())
+        })
+        .await
     }
 
     /// The post succeeded as `message` (audited as `prompted` for each subject);
@@ -178,14 +218,6 @@ impl ChatState {
         self.run(move |s| s.abandon_post(&p, &c, &i)).await
     }
 
-    /// An earlier post of `ids` has an unknown outcome and they are posted again
-    /// (audited as `prompt_reposted`).
-    pub async fn reposted(&self, platform: &PlatformId, chat: &str, ids: &[String]) -> Result<()> {
-        let (p, c, i) = (platform.to_string(), chat.to_string(), ids.to_vec());
-        self.run(move |s| s.card_reposted(&p, &c, &i, now_ms()))
-            .await
-    }
-
     /// The message showing `subject` in `chat` now shows `revision`.
     pub async fn drawn(
         &self,
@@ -217,29 +249,7 @@ impl ChatState {
     /// The subject `typed` names (a full id, a short id or a unique prefix of 4+
     /// characters), of any kind; an open one first, as for requests.
     pub async fn lookup(&self, typed: &str) -> Result<Subject> {
-        let t = typed.to_string();
-        let found = self
-            .run(move |s| match s.lookup_subject(&t, true)? {
-                SubjectLookup::NotFound => s.lookup_subject(&t, false),
-                other => Ok(other),
-            })
-            .await?;
-        match found {
-            SubjectLookup::Found(s) => Ok(s),
-            SubjectLookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
-                what: What::Subject,
-                typed: typed.to_string(),
-                candidates,
-            }),
-            SubjectLookup::NotFound => Err(EngineError::not_found(What::Subject, typed)),
-        }
-    }
-
-    /// A subject by id.
-    pub async fn subject(&self, id: &str) -> Result<Option<Subject>> {
-        let id = id.to_string();
-        self.run(move |s| Ok(s.subject(&id)?.map(|(subject, _)| subject)))
-            .await
+        lookup(&self.store, typed).await
     }
 
     /// Whether a subject is still open (`None`: no such subject).
@@ -249,15 +259,74 @@ impl ChatState {
             .await
     }
 
-    /// What a digest message shows, if `message` is a digest.
+    /// What the digest `message` shows now, `None` if it is no digest: its stored
+    /// state, its counts and, while requests are pending and it shows one under review,
+    /// the request to show (the one shown while it is pending, else the next pending
+    /// one after it) with its 1-based place.
     pub async fn digest(
         &self,
         platform: &PlatformId,
         chat: &str,
         message: &str,
+    ) -> Result<Option<DigestNow>> {
+        let (p, c, m) = (platform.to_string(), chat.to_string(), message.to_string());
+        self.run(move |s| {
+            let Some(state) = s.digest(&p, &c, &m)? else {
+                return Ok(None);
+            };
+            let summary = s.digest_summary(&p, &c, &m)?;
+            let review = match &state.showing {
+                Some(showing) if summary.pending > 0 => match s.get(showing).ok().flatten() {
+                    Some(a) if a.status == Status::Pending => {
+                        let position = s.digest_position(&p, &c, &m, &a.id)?;
+                        Some((a, position))
+                    }
+                    _ => s.digest_next(&p, &c, &m, Some(showing))?,
+                },
+                _ => None,
+            };
+            Ok(Some(DigestNow {
+                state,
+                summary,
+                review,
+            }))
+        })
+        .await
+    }
+
+    /// Turns the digest `message` to `to` (unless every request in it is settled) and
+    /// returns its state: as it was if closed, else as stored now; `None` if `message`
+    /// is no digest.
+    pub async fn turn_digest(
+        &self,
+        platform: &PlatformId,
+        chat: &str,
+        message: &str,
+        to: DigestPage,
     ) -> Result<Option<DigestState>> {
         let (p, c, m) = (platform.to_string(), chat.to_string(), message.to_string());
-        self.run(move |s| s.digest(&p, &c, &m)).await
+        self.run(move |s| {
+            let Some(state) = s.digest(&p, &c, &m)? else {
+                return Ok(None);
+            };
+            if state.closed {
+                return Ok(Some(state));
+            }
+            let showing = match &to {
+                DigestPage::Summary => None,
+                DigestPage::First => s.digest_next(&p, &c, &m, None)?.map(|(a, _)| a.id),
+                DigestPage::After(after) => {
+                    s.digest_next(&p, &c, &m, Some(after))?.map(|(a, _)| a.id)
+                }
+            };
+            let state = DigestState {
+                showing,
+                closed: false,
+            };
+            s.set_digest(&p, &c, &m, &state)?;
+            Ok(Some(state))
+        })
+        .await
     }
 
     /// Sets what a digest message shows.
@@ -277,56 +346,10 @@ impl ChatState {
         self.run(move |s| s.set_digest(&p, &c, &m, &st)).await
     }
 
-    /// Counts what a digest covers, now.
-    pub async fn digest_summary(
-        &self,
-        platform: &PlatformId,
-        chat: &str,
-        message: &str,
-    ) -> Result<DigestSummary> {
-        let (p, c, m) = (platform.to_string(), chat.to_string(), message.to_string());
-        self.run(move |s| s.digest_summary(&p, &c, &m)).await
-    }
-
     /// Counts the requests `ids` (for a digest about to be posted).
     pub async fn summarize(&self, ids: &[String]) -> Result<DigestSummary> {
         let ids = ids.to_vec();
         self.run(move |s| s.summarize(&ids)).await
-    }
-
-    /// The pending request a digest shows next after `after`, and its position.
-    pub async fn digest_next(
-        &self,
-        platform: &PlatformId,
-        chat: &str,
-        message: &str,
-        after: Option<&str>,
-    ) -> Result<Option<(Approval, usize)>> {
-        let (p, c, m, a) = (
-            platform.to_string(),
-            chat.to_string(),
-            message.to_string(),
-            after.map(str::to_string),
-        );
-        self.run(move |s| s.digest_next(&p, &c, &m, a.as_deref()))
-            .await
-    }
-
-    /// The 1-based place of request `id` in a digest.
-    pub async fn digest_position(
-        &self,
-        platform: &PlatformId,
-        chat: &str,
-        message: &str,
-        id: &str,
-    ) -> Result<usize> {
-        let (p, c, m, i) = (
-            platform.to_string(),
-            chat.to_string(),
-            message.to_string(),
-            id.to_string(),
-        );
-        self.run(move |s| s.digest_position(&p, &c, &m, &i)).await
     }
 
     /// Remembers that `message` asks a question about `subject`, so a reply to it
@@ -349,20 +372,94 @@ impl ChatState {
             .await
     }
 
-    /// The question `message` asks, if it is one of gatebot's.
-    pub async fn question(
+    /// What the message `message` in `chat` that someone replied to is, in gatebot's
+    /// records, looked at in this order: a question gatebot asked (its subject instead
+    /// when the reply's text is no answer, `answers` false, and the subject is known);
+    /// a subject's card; the thread a subject lives in.
+    pub async fn replied_to(
         &self,
         platform: &PlatformId,
         chat: &str,
         message: &str,
-    ) -> Result<Option<Question>> {
+        answers: bool,
+    ) -> Result<RepliedTo> {
         let (p, c, m) = (platform.to_string(), chat.to_string(), message.to_string());
-        let asked = self.run(move |s| s.question(&p, &c, &m)).await?;
-        Ok(asked.and_then(|a| {
-            Purpose::parse(&a.purpose).map(|purpose| Question {
-                subject: a.subject,
-                purpose,
-            })
-        }))
+        self.run(move |s| {
+            let question = s.question(&p, &c, &m)?.and_then(|a| {
+                Purpose::parse(&a.purpose).map(|purpose| Question {
+                    subject: a.subject,
+                    purpose,
+                })
+            });
+            if let Some(q) = question {
+                if answers {
+                    return Ok(RepliedTo::Question(q));
+                }
+                if let Some((subject, _)) = s.subject(&q.subject)? {
+                    return Ok(RepliedTo::Subject(subject));
+                }
+            }
+            if let Some(card) = s.shown_at(&p, &c, &m)? {
+                return Ok(RepliedTo::Subject(card.subject));
+            }
+            Ok(s.threaded(&p, &c, &m)?
+                .map_or(RepliedTo::Nothing, RepliedTo::Subject))
+        })
+        .await
+    }
+
+    /// A press on `message` in `chat`, which gatebot has no record of, on a button of
+    /// `pressed`: if the message is that of a post in flight there, records it as such
+    /// (see [`ChatState::adopt`]). Returns the subjects it now records.
+    pub async fn adopt_pressed(
+        &self,
+        platform: &PlatformId,
+        chat: &str,
+        message: &str,
+        pressed: Pressed,
+    ) -> Result<Vec<String>> {
+        let (p, c, m) = (platform.to_string(), chat.to_string(), message.to_string());
+        self.run(move |s| match pressed {
+            Pressed::Digest => {
+                if s.digest(&p, &c, &m)?.is_some() {
+                    return Ok(Vec::new());
+                }
+                s.adopt_post(&p, &c, &m, None, ShownBy::Digest, now_ms())
+            }
+            Pressed::Card { subject, tag } => {
+                if s.shown_at(&p, &c, &m)?.is_some() {
+                    return Ok(Vec::new());
+                }
+                let named = match s.lookup_subject(&tag, true)? {
+                    SubjectLookup::NotFound => s.lookup_subject(&tag, false)?,
+                    other => other,
+                };
+                if !matches!(named, SubjectLookup::Found(n) if n.id == subject) {
+                    return Ok(Vec::new());
+                }
+                s.adopt_post(&p, &c, &m, Some(&subject), ShownBy::Card, now_ms())
+            }
+        })
+        .await
+    }
+}
+
+/// The subject `typed` names (a full id, a short id or a unique prefix of 4+
+/// characters), of any kind; an open one first, as for requests.
+pub(super) async fn lookup(store: &Arc<Store>, typed: &str) -> Result<Subject> {
+    let t = typed.to_string();
+    let found = blocking(store, move |s| match s.lookup_subject(&t, true)? {
+        SubjectLookup::NotFound => s.lookup_subject(&t, false),
+        other => Ok(other),
+    })
+    .await?;
+    match found {
+        SubjectLookup::Found(s) => Ok(s),
+        SubjectLookup::Ambiguous(candidates) => Err(EngineError::Ambiguous {
+            what: What::Subject,
+            typed: typed.to_string(),
+            candidates,
+        }),
+        SubjectLookup::NotFound => Err(EngineError::not_found(What::Subject, typed)),
     }
 }

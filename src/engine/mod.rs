@@ -20,7 +20,8 @@ use tracing::warn;
 use crate::approval::{Approval, Status, Via};
 use crate::config::{AgentConfig, Config};
 use crate::names::{hidden_character, valid_agent_name};
-use crate::store::Store;
+use crate::store::{AuditCheck, AuditHead, AuditRow, StorageFault, Store, StoreError};
+use crate::subject::Subject;
 use crate::time::now_ms;
 
 mod chat;
@@ -34,12 +35,13 @@ mod trust;
 
 mod runs;
 
-// What the engine hands out that the store defines: its row shapes and query filters.
-pub use crate::store::{
-    task_revision, Answered, AuditCheck, AuditHead, AuditRow, ListFilter, OfferRow, Report,
-    StorageFault, StoreError,
-};
-pub use chat::ChatState;
+// Domain types the engine's calls take and give, re-exported for the callers that
+// name them beside the call (the engine re-exports nothing of the store's).
+pub use crate::approval::ListFilter;
+pub use crate::inbox::Report;
+pub use crate::subject::task_revision;
+pub use crate::workflow::run::Answered;
+pub use chat::{ChatState, ChatWork, DigestNow, DigestPage, Pressed, RepliedTo};
 pub use error::{Conflict, EngineError, GrantRefused, TokenProblem, What};
 pub use gate::{Acting, Cap, Slot, WaitSlot};
 pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
@@ -329,6 +331,14 @@ impl Engine {
         &self.chat
     }
 
+    /// What `typed` (a full id, a short id or a unique prefix of 4+ characters) names
+    /// for an owner: a request that asked a human, a task, a check-in or a proposal; an
+    /// open one first. A request that never asked a human names no subject (look it up
+    /// as a request).
+    pub async fn identify(&self, typed: &str) -> Result<Subject, EngineError> {
+        chat::lookup(&self.store, typed).await
+    }
+
     fn publish(&self, event: Event) {
         // No receiver is fine: nobody is waiting or prompting.
         let _ = self.events.send(event);
@@ -437,5 +447,41 @@ impl Engine {
     /// The audit chain's head as recorded (`None` if the record was removed).
     pub async fn audit_head(&self) -> Result<Option<AuditHead>, EngineError> {
         self.blocking(|s| s.audit_head()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::store::{Inserted, NewApproval};
+    use crate::subject::SubjectKind;
+
+    #[tokio::test]
+    async fn identify_names_the_kind_of_what_an_owner_typed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("g.db")).unwrap();
+        let Ok(Inserted::New(a)) = store.insert(&NewApproval::sample("m", "t", None)) else {
+            panic!("not inserted")
+        };
+        let config = Config::parse("", Path::new("/nonexistent/bot.toml")).unwrap();
+        let engine = Engine::new(store, config);
+        let named = engine.identify(&a.short_id).await.unwrap();
+        assert_eq!(
+            (named.id.as_str(), named.kind),
+            (a.id.as_str(), SubjectKind::Approval)
+        );
+        let missing = engine.identify("zzzzzz").await.unwrap_err();
+        assert!(
+            matches!(
+                missing,
+                EngineError::NotFound {
+                    what: What::Subject,
+                    ..
+                }
+            ),
+            "{missing:?}"
+        );
     }
 }

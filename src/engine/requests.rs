@@ -26,13 +26,13 @@ use tracing::field::Empty;
 use tracing::{info, info_span, warn, Instrument, Span};
 
 use super::{check_agent_name, Conflict, Engine, EngineError, Event, GrantRefused, What};
-use crate::approval::{Approval, Asked, Decision, Status, Verb};
+use crate::approval::{Approval, Asked, Decision, ListFilter, Status, Verb};
 use crate::config::{AgentConfig, Config};
 use crate::names::hidden_character;
 use crate::policy::shell;
 use crate::policy::{Action, History, Request, GRANT_SOURCE};
 use crate::store::{
-    Inserted, ListFilter, Lookup, NewApproval, NewOffer, Store, StoreError, SubmitFacts, Transition,
+    Inserted, Lookup, NewApproval, NewOffer, Store, StoreError, SubmitFacts, Transition,
 };
 use crate::time::{after, now_ms, range, Range};
 use crate::trust::grants::{check_prefix, command_of, offered_prefix, prefix_to_grant};

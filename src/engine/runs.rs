@@ -22,10 +22,11 @@ use tracing::{info, info_span, warn, Instrument};
 use super::{Engine, EngineError, Event, What};
 use crate::metrics::CheckInEnd;
 use crate::names::valid_agent_name;
-use crate::store::{Answered, NewEvent, NewRun, RunInserted, RunLookup};
+use crate::store::{NewEvent, NewRun, RunInserted, RunLookup};
 use crate::time::now_ms;
 use crate::wire::MAX_KEY_LEN;
 use crate::workflow::evaluate::{normalize, IssueKind, ResultHandling, StepResult};
+use crate::workflow::run::Answered;
 use crate::workflow::run::{CheckIn, CheckInAnswer, CheckInStatus, Run, RunIssue, RunStatus};
 use crate::workflow::wire::{
     valid_phase, EventBody, MAX_ARTIFACTS, MAX_ARTIFACT_NAME_CHARS, MAX_ISSUES_PER_EVENT,

@@ -33,13 +33,14 @@ use crate::config::inbox::InboxConfig;
 use crate::inbox::classify::{self, Input};
 use crate::inbox::detect::{self, Verdict};
 use crate::inbox::lifecycle::Step;
+use crate::inbox::Report;
 use crate::inbox::{
     check_text, cut, tail, Classification, ClassifiedBy, Intent, Level, QuestionPurpose, Task,
     TaskQuestion, TaskStatus, MAX_ANSWER_CHARS, MAX_PROGRESS_CHARS, MAX_QUESTIONS,
     MAX_QUESTION_CHARS, MAX_RESULT_CHARS, MAX_TASK_CHARS,
 };
 use crate::names::valid_agent_name;
-use crate::store::{Changed, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing};
+use crate::store::{Changed, NewTask, Reclassified, TaskLookup, TaskStep, Timing};
 use crate::subject::Home;
 use crate::time::now_ms;
 use crate::trust::Actor;

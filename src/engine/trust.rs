@@ -22,9 +22,10 @@ use tracing::{info, warn};
 use super::{Conflict, Engine, EngineError, Event, What};
 use crate::approval::Approval;
 use crate::policy::Tier;
-use crate::store::{OfferRow, ProposalOutcome, Revoked, TierChange};
+use crate::store::{ProposalOutcome, Revoked, TierChange};
 use crate::time::{clock, format_duration, now_ms};
 use crate::trust::assess::{assess, demotion};
+use crate::trust::grants::OfferRow;
 use crate::trust::view::{AgentView, AssessOutcome, Evidence, TierSource};
 use crate::trust::{Actor, Direction, Grant, Pause, Proposal};
 

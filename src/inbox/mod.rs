@@ -379,6 +379,27 @@ pub fn check_text(what: &str, s: &str, max: usize) -> Result<String, String> {
     Ok(t.to_string())
 }
 
+/// What a worker reports.
+#[derive(Debug, Clone)]
+pub enum Report {
+    /// A line of progress, or `None` only to renew the lease.
+    Progress(Option<String>),
+    Complete {
+        result: String,
+        cost_usd: Option<f64>,
+        session_id: Option<String>,
+    },
+    Fail {
+        error: String,
+        cost_usd: Option<f64>,
+        session_id: Option<String>,
+    },
+    NeedsInput {
+        questions: Vec<String>,
+        session_id: Option<String>,
+    },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,15 +8,17 @@
 //! after it, before the expiry task has run, expires the request instead (see
 //! [`Transition::Expired`]), so the deadline wins whichever code path sees it first.
 
-use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
-use serde_json::{json, Value};
+use rusqlite::{params, OptionalExtension, Transaction};
+use serde_json::json;
 
+use super::approval_row::{get_conn, row_to_approval, COLUMNS};
 use super::audit::audit_tx;
-use super::chat::{inherit_home, subject_changed, subject_created, unique_short_id, SubjectKind};
+use super::subjects::{inherit_home, subject_changed, subject_created, unique_short_id};
 use super::trust::{grant_tx, offer_tx, NewOffer};
 use super::{Result, Store, StoreError, EXPIRE_BATCH};
-use crate::approval::{Approval, Asked, Decision, Status, Verb, Via};
-use crate::policy::{Risk, RiskScore, ToolClass};
+use crate::approval::{Approval, Asked, Decision, ListFilter, Status, Verb, Via};
+use crate::policy::Risk;
+use crate::subject::SubjectKind;
 use crate::trust::{GrantAsk, Scope};
 
 /// A new request as the engine hands it to the store.
@@ -57,8 +59,8 @@ impl NewApproval {
             content_hash: None,
             status: Status::Pending,
             risk: Risk {
-                score: RiskScore::High,
-                tool_class: ToolClass::Destructive,
+                score: crate::policy::RiskScore::High,
+                tool_class: crate::policy::ToolClass::Destructive,
                 factors: vec![],
             },
             policy_reason: "test".into(),
@@ -107,21 +109,6 @@ pub enum Lookup {
     Ambiguous(Vec<String>),
     NotFound,
 }
-
-/// Which requests [`Store::list_page`] returns.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ListFilter {
-    pub status: Option<Status>,
-    pub agent: Option<String>,
-    /// The last id of the previous page.
-    pub after: Option<String>,
-    pub limit: usize,
-}
-
-const COLUMNS: &str = "id, short_id, agent, tool, args, summary, confidence, environment, \
-    idempotency_key, status, risk_score, tool_class, risk_factors, policy_reason, checkpoint, \
-    always_allow_offered, decided_by, decided_via, decision_reason, always_allowed, \
-    result_detail, ttl_ms, created_at, decided_at, expires_at, finished_at, task_id";
 
 impl Store {
     /// Stores a new request with its `submitted` and `evaluated` audit rows, or
@@ -630,66 +617,8 @@ fn expire_tx(
     get_tx(tx, id)
 }
 
-pub(super) fn get_conn(conn: &Connection, id: &str) -> Result<Option<Approval>> {
-    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"))?
-        .query_row([id], row_to_approval)
-        .optional()?
-        .transpose()
-}
-
 fn get_tx(tx: &Transaction<'_>, id: &str) -> Result<Option<Approval>> {
     get_conn(tx, id)
-}
-
-/// Reads one row. The outer `rusqlite::Result` is for column access, the inner one
-/// for values that do not parse (a corrupt or hand-edited database).
-fn row_to_approval(r: &Row<'_>) -> rusqlite::Result<Result<Approval>> {
-    let args: String = r.get(4)?;
-    let status: String = r.get(9)?;
-    let score: String = r.get(10)?;
-    let class: String = r.get(11)?;
-    let factors: String = r.get(12)?;
-    let via: Option<String> = r.get(17)?;
-    let id: String = r.get(0)?;
-    let corrupt = |what: &str| StoreError::Corrupt(format!("approval {id}: bad {what}"));
-    let parse = || -> Result<Approval> {
-        Ok(Approval {
-            id: id.clone(),
-            short_id: r.get(1)?,
-            agent: r.get(2)?,
-            tool: r.get(3)?,
-            args: serde_json::from_str(&args).map_err(|_| corrupt("args"))?,
-            summary: r.get(5)?,
-            confidence: r.get(6)?,
-            environment: r.get(7)?,
-            idempotency_key: r.get(8)?,
-            status: status.parse().map_err(|_| corrupt("status"))?,
-            risk: Risk {
-                score: serde_json::from_value::<RiskScore>(Value::String(score.clone()))
-                    .map_err(|_| corrupt("risk_score"))?,
-                tool_class: serde_json::from_value::<ToolClass>(Value::String(class.clone()))
-                    .map_err(|_| corrupt("tool_class"))?,
-                factors: serde_json::from_str(&factors).map_err(|_| corrupt("risk_factors"))?,
-            },
-            policy_reason: r.get(13)?,
-            checkpoint: r.get(14)?,
-            always_allow_offered: r.get(15)?,
-            decided_by: r.get(16)?,
-            decided_via: via
-                .map(|v| v.parse().map_err(|_| corrupt("decided_via")))
-                .transpose()?,
-            decision_reason: r.get(18)?,
-            always_allowed: r.get(19)?,
-            result_detail: r.get(20)?,
-            ttl_ms: r.get(21)?,
-            created_at: r.get(22)?,
-            decided_at: r.get(23)?,
-            expires_at: r.get(24)?,
-            finished_at: r.get(25)?,
-            task_id: r.get(26)?,
-        })
-    };
-    Ok(parse())
 }
 
 #[cfg(test)]

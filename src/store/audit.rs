@@ -217,26 +217,7 @@ impl Store {
                     |r| r.get(0),
                 )
                 .optional()?;
-            for (name, want) in TRIGGERS {
-                let sql: Option<String> = conn
-                    .query_row(
-                        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?1",
-                        [name],
-                        |r| r.get(0),
-                    )
-                    .optional()?
-                    .flatten();
-                match sql {
-                    None => check.problems.push(format!(
-                        "the trigger {name} is missing: the trail is no longer protected \
-                         against edits (was it dropped to change rows?)"
-                    )),
-                    Some(sql) if normalised(&sql) != normalised(want) => check.problems.push(
-                        format!("the trigger {name} was changed: it no longer protects the trail"),
-                    ),
-                    Some(_) => {}
-                }
-            }
+            check_triggers(&conn, &mut check.problems)?;
             (head_conn(&conn)?, legacy, issued)
         };
         let Some(head) = head else {
@@ -249,123 +230,25 @@ impl Store {
         };
         check.head = Some(head.clone());
         let (legacy_rows, legacy_through) = legacy.unwrap_or((0, 0));
-
-        let mut prev: Option<String> = None;
-        // After a row without a hash, the next row's link cannot be checked.
-        let mut link_unknown = false;
-        let mut last_seq = 0;
-        let mut last_hash: Option<String> = None;
+        let mut walk = ChainWalk {
+            legacy_rows,
+            legacy_through,
+            anchor,
+            prev: None,
+            link_unknown: false,
+            last_seq: 0,
+            last_hash: None,
+        };
         let mut after = 0;
         loop {
             let page = self.audit_chain_page(after, head.seq, VERIFY_PAGE)?;
             let Some(last) = page.last() else { break };
             after = last.seq;
             for row in page {
-                let seq = row.seq;
-                check.rows += 1;
-                if seq <= legacy_through {
-                    // Written before the chain existed: nothing to recompute.
-                    if row.hash.is_some() {
-                        check.problems.push(format!(
-                            "row {seq} predates the chain but carries a hash (it was changed)"
-                        ));
-                    } else {
-                        check.unchained += 1;
-                    }
-                    last_seq = seq;
-                    continue;
-                }
-                if seq != last_seq + 1 {
-                    check
-                        .problems
-                        .push(format!("rows {}..{} are missing", last_seq + 1, seq - 1));
-                }
-                last_seq = seq;
-                let Some(hash) = row.hash else {
-                    check.problems.push(format!(
-                        "row {seq} has no hash: only the {legacy_rows} rows written before \
-                         the chain existed may lack one"
-                    ));
-                    link_unknown = true;
-                    last_hash = None;
-                    continue;
-                };
-                let skip_link = std::mem::take(&mut link_unknown);
-                if !skip_link && row.prev_hash != prev {
-                    check.problems.push(match prev {
-                        None => format!(
-                            "row {seq} follows a row that is no longer in the trail (rows \
-                             before it were removed or their hashes erased)"
-                        ),
-                        Some(_) => format!(
-                            "row {seq} does not follow the row before it (a row was deleted \
-                             or reordered)"
-                        ),
-                    });
-                }
-                let expect = audit_hash(
-                    row.prev_hash.as_deref(),
-                    row.at,
-                    row.approval_id.as_deref(),
-                    &row.event,
-                    row.actor.as_deref(),
-                    row.channel.as_deref(),
-                    &row.detail,
-                );
-                if expect != hash {
-                    check.problems.push(format!(
-                        "row {seq} ({}) was changed after it was written",
-                        row.event
-                    ));
-                }
-                if anchor == Some(hash.as_str()) {
-                    check.anchored_at = Some(seq);
-                }
-                prev = Some(hash.clone());
-                last_hash = Some(hash);
+                walk.row(&mut check, row);
             }
         }
-        if check.unchained as i64 != legacy_rows {
-            check.problems.push(format!(
-                "{} rows written before the chain existed are left of the {legacy_rows} \
-                 there were (rows were removed, or hashes erased)",
-                check.unchained
-            ));
-        }
-        if head.seq > last_seq {
-            check.problems.push(format!(
-                "rows {}..{} were removed from the end (the chain's head is row {})",
-                last_seq + 1,
-                head.seq,
-                head.seq
-            ));
-        } else if last_hash != head.hash {
-            check
-                .problems
-                .push(format!("row {last_seq} is not the chain's recorded head"));
-        }
-        if check.rows as i64 != head.rows {
-            check.problems.push(format!(
-                "the trail holds {} rows but its head counts {}: rows were removed",
-                check.rows, head.rows
-            ));
-        }
-        if let Some(issued) = issued {
-            if issued > head.seq.max(last_seq) {
-                check.problems.push(format!(
-                    "rows {}..{issued} were removed from the end",
-                    head.seq.max(last_seq) + 1
-                ));
-            }
-        }
-        if let Some(anchor) = anchor {
-            if check.anchored_at.is_none() {
-                check.problems.push(format!(
-                    "the anchored head {anchor} is not in the chain: rows up to it were \
-                     removed or rewritten"
-                ));
-            }
-        }
+        walk.ends(&mut check, &head, issued);
         Ok(check)
     }
 
@@ -390,6 +273,163 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+}
+
+/// Checks that the trail's triggers are there as written, noting each that is not.
+fn check_triggers(conn: &Connection, problems: &mut Vec<String>) -> Result<()> {
+    for (name, want) in TRIGGERS {
+        let sql: Option<String> = conn
+            .query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten();
+        match sql {
+            None => problems.push(format!(
+                "the trigger {name} is missing: the trail is no longer protected \
+                 against edits (was it dropped to change rows?)"
+            )),
+            Some(sql) if normalised(&sql) != normalised(want) => problems.push(format!(
+                "the trigger {name} was changed: it no longer protects the trail"
+            )),
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// [`Store::verify_audit_with`]'s walk along the chain, row by row, oldest first.
+struct ChainWalk<'a> {
+    /// Rows written before the chain existed, and the last of them.
+    legacy_rows: i64,
+    legacy_through: i64,
+    anchor: Option<&'a str>,
+    /// The hash of the last chained row.
+    prev: Option<String>,
+    /// After a row without a hash, the next row's link cannot be checked.
+    link_unknown: bool,
+    last_seq: i64,
+    last_hash: Option<String>,
+}
+
+impl ChainWalk<'_> {
+    /// Checks one row: its place, its link to the row before and its own hash.
+    fn row(&mut self, check: &mut AuditCheck, row: ChainRow) {
+        let seq = row.seq;
+        check.rows += 1;
+        if seq <= self.legacy_through {
+            // Written before the chain existed: nothing to recompute.
+            if row.hash.is_some() {
+                check.problems.push(format!(
+                    "row {seq} predates the chain but carries a hash (it was changed)"
+                ));
+            } else {
+                check.unchained += 1;
+            }
+            self.last_seq = seq;
+            return;
+        }
+        if seq != self.last_seq + 1 {
+            check.problems.push(format!(
+                "rows {}..{} are missing",
+                self.last_seq + 1,
+                seq - 1
+            ));
+        }
+        self.last_seq = seq;
+        let Some(hash) = row.hash.clone() else {
+            check.problems.push(format!(
+                "row {seq} has no hash: only the {} rows written before \
+                 the chain existed may lack one",
+                self.legacy_rows
+            ));
+            self.link_unknown = true;
+            self.last_hash = None;
+            return;
+        };
+        let skip_link = std::mem::take(&mut self.link_unknown);
+        if !skip_link && row.prev_hash != self.prev {
+            check.problems.push(match self.prev {
+                None => format!(
+                    "row {seq} follows a row that is no longer in the trail (rows \
+                     before it were removed or their hashes erased)"
+                ),
+                Some(_) => format!(
+                    "row {seq} does not follow the row before it (a row was deleted \
+                     or reordered)"
+                ),
+            });
+        }
+        let expect = audit_hash(
+            row.prev_hash.as_deref(),
+            row.at,
+            row.approval_id.as_deref(),
+            &row.event,
+            row.actor.as_deref(),
+            row.channel.as_deref(),
+            &row.detail,
+        );
+        if expect != hash {
+            check.problems.push(format!(
+                "row {seq} ({}) was changed after it was written",
+                row.event
+            ));
+        }
+        if self.anchor == Some(hash.as_str()) {
+            check.anchored_at = Some(seq);
+        }
+        self.prev = Some(hash.clone());
+        self.last_hash = Some(hash);
+    }
+
+    /// After the last row: what the walk found against what the head records, the
+    /// highest seq ever issued (`issued`) and the anchor asked for.
+    fn ends(self, check: &mut AuditCheck, head: &AuditHead, issued: Option<i64>) {
+        let (legacy_rows, last_seq) = (self.legacy_rows, self.last_seq);
+        if check.unchained as i64 != legacy_rows {
+            check.problems.push(format!(
+                "{} rows written before the chain existed are left of the {legacy_rows} \
+                 there were (rows were removed, or hashes erased)",
+                check.unchained
+            ));
+        }
+        if head.seq > last_seq {
+            check.problems.push(format!(
+                "rows {}..{} were removed from the end (the chain's head is row {})",
+                last_seq + 1,
+                head.seq,
+                head.seq
+            ));
+        } else if self.last_hash != head.hash {
+            check
+                .problems
+                .push(format!("row {last_seq} is not the chain's recorded head"));
+        }
+        if check.rows as i64 != head.rows {
+            check.problems.push(format!(
+                "the trail holds {} rows but its head counts {}: rows were removed",
+                check.rows, head.rows
+            ));
+        }
+        if let Some(issued) = issued {
+            if issued > head.seq.max(last_seq) {
+                check.problems.push(format!(
+                    "rows {}..{issued} were removed from the end",
+                    head.seq.max(last_seq) + 1
+                ));
+            }
+        }
+        if let Some(anchor) = self.anchor {
+            if check.anchored_at.is_none() {
+                check.problems.push(format!(
+                    "the anchored head {anchor} is not in the chain: rows up to it were \
+                     removed or rewritten"
+                ));
+            }
+        }
     }
 }
 

@@ -12,7 +12,10 @@
 //! - `tasks`: the inbox's tasks and their questions;
 //! - `runs`: workflow runs, their events and problems, and their check-ins;
 //! - `trust`: tier overrides, pauses, grants and what prompts offer, proposals, and the
-//!   evidence counted from requests.
+//!   evidence counted from requests;
+//! - two leaves the others share, which use none of them: `subjects` (the `subjects`
+//!   rows each kind's file writes as its subjects are created and change) and
+//!   `approval_row` (reading a request's row back).
 //!
 //! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
 //! only after its transaction commits, and FULL makes that commit survive a power
@@ -25,28 +28,26 @@ use std::sync::{Mutex, MutexGuard};
 use rusqlite::Connection;
 use rusqlite_migration::{Migrations, M};
 
+mod approval_row;
 mod approvals;
 mod audit;
 mod chat;
 mod health;
 mod refusals;
 mod runs;
+mod subjects;
 mod tasks;
 mod trust;
 
-pub use approvals::{Inserted, ListFilter, Lookup, NewApproval, Transition};
+pub use approvals::{Inserted, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
 pub use chat::SubjectLookup;
 pub use health::{FaultKind, StorageFault};
 pub use refusals::{Closed, RefusalRow, Refused};
-pub use runs::{
-    Answered, EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup,
-};
-pub use tasks::{
-    task_revision, Changed, NewTask, Reclassified, Report, TaskLookup, TaskStep, Timing,
-};
+pub use runs::{EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup};
+pub use tasks::{Changed, NewTask, Reclassified, TaskLookup, TaskStep, Timing};
 pub use trust::{
-    peek_trust, NewOffer, NewProposal, OfferRow, ProposalOutcome, Revoked, SubmitFacts, TierChange,
+    peek_trust, NewOffer, NewProposal, ProposalOutcome, Revoked, SubmitFacts, TierChange,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -266,7 +267,7 @@ mod tests {
     //! Fixtures shared by the store's unit tests, and the tests of `Store` itself.
 
     use super::*;
-    use crate::approval::{Approval, Decision, Status, Verb, Via};
+    use crate::approval::{Approval, Decision, ListFilter, Status, Verb, Via};
 
     pub(super) fn new(
         agent: &str,

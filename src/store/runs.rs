@@ -14,14 +14,13 @@ use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use serde_json::json;
 
 use super::audit::audit_tx;
-use super::chat::{
-    subject_changed, subject_created, unique_short_id, unique_short_id_beside, SubjectKind,
-};
+use super::subjects::{subject_changed, subject_created, unique_short_id, unique_short_id_beside};
 use super::{Result, Store, StoreError, EXPIRE_BATCH};
 use crate::approval::Via;
+use crate::subject::SubjectKind;
 use crate::workflow::evaluate::{Evaluation, IssueKind, StepResult, Totals};
 use crate::workflow::run::{
-    Action, Artifact, CheckIn, CheckInAnswer, CheckInStatus, Run, RunIssue, RunStatus,
+    Action, Answered, Artifact, CheckIn, CheckInAnswer, CheckInStatus, Run, RunIssue, RunStatus,
 };
 use crate::workflow::{
     evaluate, EventType, Issue, RunState, Settings, Severity, StopCause, Verdict, Why,
@@ -91,18 +90,6 @@ pub enum Recorded {
     Waiting(Run),
     /// The run is stopped or completed.
     Finished(Run),
-    NotFound,
-}
-
-/// Result of [`Store::answer_check_in`].
-#[derive(Debug, Clone)]
-pub enum Answered {
-    /// This answer was applied: the check-in and the run as they are now.
-    Done(CheckIn, Run),
-    /// The check-in no longer waited (answered, expired, or a report).
-    Already(CheckIn, Run),
-    /// It still waited, past its deadline: this call expired it (the caller announces it).
-    Expired(CheckIn, Run),
     NotFound,
 }
 
@@ -650,6 +637,142 @@ fn apply(
     now: i64,
 ) -> Result<EventOutcome> {
     let step = &new.step;
+    let settled = settle(step, &evaluation.verdict);
+    insert_event(tx, &run.id, new, evaluation, seq, &settled, now)?;
+    let check_in_id = match &settled.check_in {
+        Some((status, why, text)) => Some(make_check_in(
+            tx, run, seq, *status, *why, text, ttl_ms, now,
+        )?),
+        None => None,
+    };
+    update_run(
+        tx,
+        run,
+        step,
+        evaluation,
+        seq,
+        &settled,
+        check_in_id.as_deref(),
+        now,
+    )?;
+    let detail = event_detail(step, evaluation, seq, &settled, check_in_id.as_deref());
+    audit_tx(
+        tx,
+        now,
+        Some(&run.id),
+        "run_event",
+        Some(&run.agent),
+        None,
+        &detail,
+    )?;
+    let Settled {
+        action,
+        reason,
+        status,
+        stopped_by,
+        ..
+    } = settled;
+    let reason_text = reason.clone().unwrap_or_default();
+    audit_run_end(tx, &run.id, status, stopped_by, &reason_text, now)?;
+    let check_in = match &check_in_id {
+        Some(id) => Some(must(check_in_conn(tx, id)?, "check-in", id)?),
+        None => None,
+    };
+    Ok(EventOutcome {
+        seq,
+        action,
+        reason,
+        check_in,
+        run: must(run_conn(tx, &run.id)?, "run", &run.id)?,
+        exceeded: evaluation.exceeded.clone(),
+        truncated: evaluation.truncated.clone(),
+    })
+}
+
+/// The `run_event` audit row's detail.
+fn event_detail(
+    step: &StepResult,
+    evaluation: &Evaluation,
+    seq: u32,
+    settled: &Settled,
+    check_in: Option<&str>,
+) -> serde_json::Value {
+    json!({
+        "seq": seq,
+        "type": step.event.as_str(),
+        "phase": step.phase,
+        "step": step.step,
+        "warnings": step.warnings.len(),
+        "errors": step.errors.len(),
+        "exceeded": evaluation.exceeded.len(),
+        "truncated": evaluation.truncated,
+        "action": settled.action.as_str(),
+        "reason": settled.reason,
+        "check_in": check_in,
+    })
+}
+
+/// Moves run `run` to event `seq` (its status, place, problem totals, check-in and
+/// reason), and ties the event to its check-in.
+#[allow(clippy::too_many_arguments)]
+fn update_run(
+    tx: &Transaction<'_>,
+    run: &Run,
+    step: &StepResult,
+    evaluation: &Evaluation,
+    seq: u32,
+    settled: &Settled,
+    check_in_id: Option<&str>,
+    now: i64,
+) -> Result<()> {
+    // A stopped run's reason says why; a running one keeps the owner's last answer.
+    let run_reason = if settled.status == RunStatus::Stopped {
+        &settled.reason
+    } else {
+        &run.reason
+    };
+    tx.prepare_cached(
+        "UPDATE runs SET status = ?2, phase = ?3, step = ?4, events = ?5, warnings = ?6, \
+         errors = ?7, dropped_warnings = dropped_warnings + ?8, dropped_errors = dropped_errors + ?9, \
+         check_in = COALESCE(?10, check_in), reason = ?11, stopped_by = ?12, updated_at = ?13, \
+         finished_at = CASE WHEN ?2 IN ('stopped', 'completed') THEN ?13 ELSE NULL END \
+         WHERE id = ?1",
+    )?
+    .execute(params![
+        run.id,
+        settled.status.as_str(),
+        step.phase,
+        step.step,
+        seq,
+        evaluation.totals.warnings,
+        evaluation.totals.errors,
+        evaluation.dropped.warnings,
+        evaluation.dropped.errors,
+        check_in_id,
+        run_reason,
+        settled.stopped_by.map(StopCause::as_str),
+        now
+    ])?;
+    tx.execute(
+        "UPDATE run_events SET check_in = ?3 WHERE run_id = ?1 AND seq = ?2",
+        params![run.id, seq, check_in_id],
+    )?;
+    Ok(())
+}
+
+/// What an event's verdict does to its run ([`apply`]).
+struct Settled {
+    action: Action,
+    reason: Option<String>,
+    status: RunStatus,
+    stopped_by: Option<StopCause>,
+    /// The check-in to make: its status, why it asks, its text.
+    check_in: Option<(CheckInStatus, Option<Why>, String)>,
+}
+
+/// What `verdict` on the event `step` does: the action the agent is told, the run's
+/// status after it, and the check-in it makes, if any.
+fn settle(step: &StepResult, verdict: &Verdict) -> Settled {
     let completes = step.event == EventType::WorkflowComplete;
     let after_continue = if completes {
         RunStatus::Completed
@@ -657,7 +780,7 @@ fn apply(
         RunStatus::Running
     };
     // (action, reason, run status, stopped by, check-in to make)
-    let (action, reason, status, stopped_by, check_in) = match &evaluation.verdict {
+    let (action, reason, status, stopped_by, check_in) = match verdict {
         Verdict::Continue => (Action::Continue, None, after_continue, None, None),
         Verdict::Report => (
             Action::Continue,
@@ -685,6 +808,28 @@ fn apply(
             None,
         ),
     };
+    Settled {
+        action,
+        reason,
+        status,
+        stopped_by,
+        check_in,
+    }
+}
+
+/// Stores event `seq` of run `run` with its issues (those kept, and those over the
+/// run's limits).
+#[allow(clippy::too_many_arguments)]
+fn insert_event(
+    tx: &Transaction<'_>,
+    run: &str,
+    new: &NewEvent,
+    evaluation: &Evaluation,
+    seq: u32,
+    settled: &Settled,
+    now: i64,
+) -> Result<()> {
+    let step = &new.step;
     let artifacts = serde_json::to_string(&new.artifacts).unwrap_or_else(|_| "[]".into());
     tx.prepare_cached(
         "INSERT INTO run_events (run_id, seq, type, phase, step, artifacts, handling, autonomy, \
@@ -692,7 +837,7 @@ fn apply(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
-        run.id,
+        run,
         seq,
         step.event.as_str(),
         step.phase,
@@ -700,8 +845,8 @@ fn apply(
         artifacts,
         serde_json::to_string(&step.handling).unwrap_or_default(),
         serde_json::to_string(&evaluation.autonomy).unwrap_or_default(),
-        action.as_str(),
-        reason,
+        settled.action.as_str(),
+        settled.reason,
         serde_json::to_string(&evaluation.truncated).unwrap_or_else(|_| "[]".into()),
         new.idempotency_key,
         now,
@@ -718,7 +863,7 @@ fn apply(
              step, exceeded, check_in) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL)",
         )?
         .execute(params![
-            run.id,
+            run,
             seq,
             n as i64,
             issue.kind.as_str(),
@@ -730,80 +875,7 @@ fn apply(
             exceeded
         ])?;
     }
-    let check_in_id = match check_in {
-        Some((status, why, text)) => Some(make_check_in(
-            tx, run, seq, status, why, &text, ttl_ms, now,
-        )?),
-        None => None,
-    };
-    // A stopped run's reason says why; a running one keeps the owner's last answer.
-    let run_reason = if status == RunStatus::Stopped {
-        reason.clone()
-    } else {
-        run.reason.clone()
-    };
-    tx.prepare_cached(
-        "UPDATE runs SET status = ?2, phase = ?3, step = ?4, events = ?5, warnings = ?6, \
-         errors = ?7, dropped_warnings = dropped_warnings + ?8, dropped_errors = dropped_errors + ?9, \
-         check_in = COALESCE(?10, check_in), reason = ?11, stopped_by = ?12, updated_at = ?13, \
-         finished_at = CASE WHEN ?2 IN ('stopped', 'completed') THEN ?13 ELSE NULL END \
-         WHERE id = ?1",
-    )?
-    .execute(params![
-        run.id,
-        status.as_str(),
-        step.phase,
-        step.step,
-        seq,
-        evaluation.totals.warnings,
-        evaluation.totals.errors,
-        evaluation.dropped.warnings,
-        evaluation.dropped.errors,
-        check_in_id,
-        run_reason,
-        stopped_by.map(StopCause::as_str),
-        now
-    ])?;
-    tx.execute(
-        "UPDATE run_events SET check_in = ?3 WHERE run_id = ?1 AND seq = ?2",
-        params![run.id, seq, check_in_id],
-    )?;
-    audit_tx(
-        tx,
-        now,
-        Some(&run.id),
-        "run_event",
-        Some(&run.agent),
-        None,
-        &json!({
-            "seq": seq,
-            "type": step.event.as_str(),
-            "phase": step.phase,
-            "step": step.step,
-            "warnings": step.warnings.len(),
-            "errors": step.errors.len(),
-            "exceeded": evaluation.exceeded.len(),
-            "truncated": evaluation.truncated,
-            "action": action.as_str(),
-            "reason": reason,
-            "check_in": check_in_id,
-        }),
-    )?;
-    let reason_text = reason.clone().unwrap_or_default();
-    audit_run_end(tx, &run.id, status, stopped_by, &reason_text, now)?;
-    let check_in = match &check_in_id {
-        Some(id) => Some(must(check_in_conn(tx, id)?, "check-in", id)?),
-        None => None,
-    };
-    Ok(EventOutcome {
-        seq,
-        action,
-        reason,
-        check_in,
-        run: must(run_conn(tx, &run.id)?, "run", &run.id)?,
-        exceeded: evaluation.exceeded.clone(),
-        truncated: evaluation.truncated.clone(),
-    })
+    Ok(())
 }
 
 /// Stores a check-in of event `seq`: a waiting one (a subject, with a short id and a

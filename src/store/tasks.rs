@@ -20,16 +20,16 @@ use rusqlite::{params, OptionalExtension, Row, Transaction};
 use serde_json::json;
 
 use super::audit::audit_tx;
-use super::chat::{
-    inherit_home, set_home, subject_changed, subject_created, unique_short_id, Home, SubjectKind,
-};
+use super::subjects::{inherit_home, set_home, subject_changed, subject_created, unique_short_id};
 use super::{Result, Store, StoreError};
 use crate::approval::Via;
 use crate::inbox::lifecycle::{self, Step};
 use crate::inbox::{
-    Clarify, ClassifiedBy, Intent, Level, QuestionPurpose, QuestionState, Task, TaskQuestion,
-    TaskStatus,
+    Clarify, ClassifiedBy, Intent, Level, QuestionPurpose, QuestionState, Report, Task,
+    TaskQuestion, TaskStatus,
 };
+use crate::subject::task_revision;
+use crate::subject::{Home, SubjectKind};
 
 /// A classified task, as the engine hands it to the store.
 #[derive(Debug, Clone)]
@@ -70,27 +70,6 @@ pub enum TaskStep {
     NotFound,
 }
 
-/// What a worker reports.
-#[derive(Debug, Clone)]
-pub enum Report {
-    /// A line of progress, or `None` only to renew the lease.
-    Progress(Option<String>),
-    Complete {
-        result: String,
-        cost_usd: Option<f64>,
-        session_id: Option<String>,
-    },
-    Fail {
-        error: String,
-        cost_usd: Option<f64>,
-        session_id: Option<String>,
-    },
-    NeedsInput {
-        questions: Vec<String>,
-        session_id: Option<String>,
-    },
-}
-
 /// How an owner's answer changes the task.
 #[derive(Debug, Clone)]
 pub enum Reclassified {
@@ -128,12 +107,6 @@ const COLUMNS: &str = "id, short_id, status, intent, summary, prompt, level, cla
     lease_until, deadline, progress, progress_at, revision, result, error, cost_usd, \
     session_id, input, input_questions, created_at, updated_at, started_at, finished_at, \
     suggestion";
-
-/// The revision a task's subject row carries: its status and the revision counter.
-#[must_use]
-pub fn task_revision(t: &Task) -> String {
-    format!("{}.{}", t.status, t.revision)
-}
 
 impl Store {
     /// Stores a classified task (and its clarify question, if any), with its audit

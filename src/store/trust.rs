@@ -9,15 +9,15 @@
 use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use serde_json::{json, Value};
 
-use super::approvals::get_conn;
+use super::approval_row::get_conn;
 use super::audit::audit_tx;
-use super::chat::{
-    subject_changed, subject_created, unique_short_id, unique_short_id_beside, SubjectKind,
-};
+use super::subjects::{subject_changed, subject_created, unique_short_id, unique_short_id_beside};
 use super::{Result, Store, StoreError};
 use crate::approval::{Approval, Status, Via};
 use crate::policy::{RiskScore, Tier};
+use crate::subject::SubjectKind;
 use crate::trust::evidence::{Counts, Measures};
+use crate::trust::grants::OfferRow;
 use crate::trust::{
     Actor, Direction, Grant, GrantAsk, Pause, Proposal, ProposalStatus, Scope, TierOverride,
 };
@@ -44,16 +44,6 @@ pub struct NewOffer {
     /// Approvals in a row (no denial) of the same tool, prefix or command that make
     /// the prompt suggest the grant; 0 turns suggestions off.
     pub suggest_after: u64,
-}
-
-/// What a prompt offers, read back for its card and its buttons.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OfferRow {
-    pub command: Option<String>,
-    pub prefix: Option<String>,
-    /// The learned suggestion: the scope to offer first, and the approvals behind it.
-    pub suggest: Option<Scope>,
-    pub streak: u64,
 }
 
 /// A new proposal, as the engine's assessment makes it.

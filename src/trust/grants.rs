@@ -192,6 +192,16 @@ pub struct Offer {
     pub prefix: Option<String>,
 }
 
+/// What a prompt offers, read back for its card and its buttons.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OfferRow {
+    pub command: Option<String>,
+    pub prefix: Option<String>,
+    /// The learned suggestion: the scope to offer first, and the approvals behind it.
+    pub suggest: Option<Scope>,
+    pub streak: u64,
+}
+
 impl Offer {
     /// The offer for a call whose command is `command`.
     #[must_use]

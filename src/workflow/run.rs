@@ -300,6 +300,18 @@ pub fn expiry_reason(ttl_ms: Option<i64>) -> String {
     )
 }
 
+/// What an owner's answer to a check-in did.
+#[derive(Debug, Clone)]
+pub enum Answered {
+    /// This answer was applied: the check-in and the run as they are now.
+    Done(CheckIn, Run),
+    /// The check-in no longer waited (answered, expired, or a report).
+    Already(CheckIn, Run),
+    /// It still waited, past its deadline: this call expired it (the caller announces it).
+    Expired(CheckIn, Run),
+    NotFound,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

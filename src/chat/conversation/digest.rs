@@ -16,12 +16,12 @@
 //! delivery to draw the message again, so a message has one writer and keeps its pace.
 //! Who: approvers only.
 
-use crate::approval::{Approval, Status};
+use crate::approval::Approval;
 use crate::chat::card::{Block, Button, Card, Field, Hint, Line};
 use crate::chat::exchange::{Actor, Answer, At};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::EngineError;
+use crate::engine::{DigestNow, DigestPage, EngineError};
 use crate::subject::{DigestState, DigestSummary};
 use crate::time::clock;
 
@@ -61,11 +61,14 @@ pub async fn load(
     chat: &str,
     message: &str,
 ) -> Result<Option<(View, Option<DigestState>)>, EngineError> {
-    let state_of = cx.engine.chat();
-    let Some(state) = state_of.digest(&cx.platform, chat, message).await? else {
+    let Some(DigestNow {
+        state,
+        summary,
+        review,
+    }) = cx.engine.chat().digest(&cx.platform, chat, message).await?
+    else {
         return Ok(None);
     };
-    let summary = state_of.digest_summary(&cx.platform, chat, message).await?;
     if summary.pending == 0 {
         let new = DigestState {
             showing: None,
@@ -74,25 +77,9 @@ pub async fn load(
         let changed = (new != state).then_some(new);
         return Ok(Some((View::Closed(summary), changed)));
     }
-    let Some(showing) = &state.showing else {
+    // Under review: the same request while it is pending, otherwise the next one.
+    let Some((approval, position)) = review else {
         return Ok(Some((View::Summary(summary), None)));
-    };
-    // Show the same request while it is pending; otherwise the next pending one.
-    let current = cx.engine.get(showing).await.ok();
-    let (approval, position) = match current {
-        Some(a) if a.status == Status::Pending => {
-            let position = state_of
-                .digest_position(&cx.platform, chat, message, &a.id)
-                .await?;
-            (a, position)
-        }
-        _ => match state_of
-            .digest_next(&cx.platform, chat, message, Some(showing))
-            .await?
-        {
-            Some(next) => next,
-            None => return Ok(Some((View::Summary(summary), None))),
-        },
     };
     let changed = (state.showing.as_deref() != Some(approval.id.as_str())).then(|| DigestState {
         showing: Some(approval.id.clone()),
@@ -357,8 +344,17 @@ async fn navigate(
     message: &str,
     nav: Nav,
 ) -> Result<Option<Answer>, EngineError> {
-    let state_of = cx.engine.chat();
-    let Some(state) = state_of.digest(&cx.platform, chat, message).await? else {
+    let to = match nav {
+        Nav::Summary => DigestPage::Summary,
+        Nav::Review => DigestPage::First,
+        Nav::Next(after) => DigestPage::After(after),
+    };
+    let Some(state) = cx
+        .engine
+        .chat()
+        .turn_digest(&cx.platform, chat, message, to)
+        .await?
+    else {
         return Ok(None);
     };
     if state.closed {
@@ -366,24 +362,6 @@ async fn navigate(
             "Every request in this digest is settled.",
         )));
     }
-    let showing = match &nav {
-        Nav::Summary => None,
-        Nav::Review => state_of
-            .digest_next(&cx.platform, chat, message, None)
-            .await?
-            .map(|(a, _)| a.id),
-        Nav::Next(after) => state_of
-            .digest_next(&cx.platform, chat, message, Some(after))
-            .await?
-            .map(|(a, _)| a.id),
-    };
-    let state = DigestState {
-        showing,
-        closed: false,
-    };
-    state_of
-        .set_digest(&cx.platform, chat, message, &state)
-        .await?;
     cx.delivery.redraw(chat, message);
     Ok(Some(Answer::Done(Card::default())))
 }

@@ -9,7 +9,7 @@
 //!   allow_for`), and for a shell-like tool its always-allow is scoped: ♾️ Always:
 //!   this command, and ♾️ Always: this prefix when the command has one (never for
 //!   interpreters, wrappers or compound commands). What the scoped buttons grant was
-//!   stored with the request ([`crate::engine::OfferRow`]); the button names only the
+//!   stored with the request ([`crate::trust::grants::OfferRow`]); the button names only the
 //!   request. After enough approvals in a row, the prompt says so and offers the
 //!   matching grant first (`[grants] suggest_after`).
 //!   Data: `gb1:a:<id>`, `gb1:A:<id>`, `gb1:d:<id>`, `gb1:s:<id>`, and `gb1:ae:<id>`
@@ -27,11 +27,12 @@ use crate::chat::command::{first_word, non_empty, Typed};
 use crate::chat::exchange::{Actor, Answer, At, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{describe_settled, EngineError, OfferRow};
+use crate::engine::{describe_settled, EngineError};
 use crate::engine::{GrantChoice, ScopeChoice};
 use crate::subject::Purpose;
 use crate::subject::{Subject, SubjectKind};
 use crate::time::{clock, format_duration, now_ms};
+use crate::trust::grants::OfferRow;
 
 use super::full_id;
 #[cfg(test)]
@@ -640,11 +641,16 @@ const HEADING_ICON: &str = "🛡";
 
 /// A request's card as things stand, for delivery; `None` if the request is gone.
 async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
-    let a = match cx.engine.get(&subject.id).await {
-        Ok(a) => a,
-        Err(EngineError::NotFound { .. }) => return Ok(None),
-        Err(e) => return Err(e),
-    };
+    match cx.engine.get(&subject.id).await {
+        Ok(a) => render_request(cx, &a).await.map(Some),
+        Err(EngineError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The card of `a`, a request in hand as it stands (one an event just carried, say),
+/// for delivery: what the stored request's card would be, without reading it again.
+pub async fn render_request(cx: &Context, a: &Approval) -> Result<Rendered, EngineError> {
     let pending = a.status == Status::Pending;
     let extras = Extras {
         offer: if pending && a.always_allow_offered {
@@ -659,17 +665,17 @@ async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, Eng
             None
         },
     };
-    let mut card = prompt(&a, &extras);
+    let mut card = prompt(a, &extras);
     if let Some(id) = &a.task_id {
         if let Some(crate::engine::TaskSubject::Task(t)) = cx.engine.task_subject(id).await? {
             add_task(&mut card, &t);
         }
     }
-    Ok(Some(Rendered {
+    Ok(Rendered {
         card,
         revision: a.status.as_str().to_string(),
         open: pending,
-    }))
+    })
 }
 
 /// Most requests `/pending` lists.
