@@ -169,7 +169,7 @@ async fn audited_id(state: &ApiState, typed: &str) -> ApiResult<String> {
         Err(EngineError::NotFound { .. }) => {}
         Err(e) => return Err(e.into()),
     }
-    if let Ok(s) = state.engine.chat().lookup(typed).await {
+    if let Ok(s) = state.engine.identify(typed).await {
         return Ok(s.id);
     }
     match state.engine.lookup_run(typed, true).await {

@@ -5,8 +5,9 @@
 //! Lifecycle of [`run`]:
 //! 1. `getMe` until it succeeds (a bad token or unreachable API is logged as an error
 //!    and retried with backoff up to a minute apart; the daemon keeps serving meanwhile);
-//! 2. `setMyCommands`, so clients offer /approve, /deny, /pending, /help (retried in
-//!    the background until Telegram takes it);
+//! 2. `setMyCommands` with every conversation kind's commands from the registry
+//!    ([`crate::chat::conversation::commands`]), so clients offer them (retried in the
+//!    background until Telegram takes it);
 //! 3. until `stop` fires: delivery ([`crate::chat::delivery`] with [`platform::Telegram`])
 //!    and long polling with `getUpdates` ([`updates::poll`]; a 409 means another
 //!    process polls with this token), whose updates go through
