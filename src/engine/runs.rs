@@ -93,6 +93,64 @@ fn validate_start(start: &RunStart) -> Result<(), EngineError> {
     Ok(())
 }
 
+/// An event's warnings or errors, checked and normalized (severity read from the text
+/// where none is given).
+fn normalized(
+    kind: IssueKind,
+    list: &[crate::workflow::wire::ReportedIssue],
+) -> Result<Vec<crate::workflow::Issue>, EngineError> {
+    list.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let field = format!("{}[{i}]", kind.plural());
+            if r.text.trim().is_empty() || chars(&r.text) > MAX_ISSUE_CHARS {
+                return Err(invalid(
+                    "issues",
+                    format!("`{field}.text` must be 1-{MAX_ISSUE_CHARS} characters and not blank"),
+                ));
+            }
+            if r.severity.as_ref().is_some_and(|s| s.len() > 32) {
+                return Err(invalid(
+                    "issues",
+                    format!("`{field}.severity` must be low, medium or high"),
+                ));
+            }
+            Ok(normalize(kind, &r.text, r.severity.as_deref()))
+        })
+        .collect::<Result<Vec<_>, _>>()
+}
+
+/// An event's artifacts: how many, their names and links.
+fn check_artifacts(artifacts: &[crate::workflow::run::Artifact]) -> Result<(), EngineError> {
+    if artifacts.len() > MAX_ARTIFACTS {
+        return Err(invalid(
+            "artifacts",
+            format!("an event may carry at most {MAX_ARTIFACTS} artifacts"),
+        ));
+    }
+    for (i, a) in artifacts.iter().enumerate() {
+        if a.name.trim().is_empty()
+            || chars(&a.name) > MAX_ARTIFACT_NAME_CHARS
+            || a.name.chars().any(char::is_control)
+        {
+            return Err(invalid("artifacts", format!(
+                "`artifacts[{i}].name` must be 1-{MAX_ARTIFACT_NAME_CHARS} characters without control characters"
+            )));
+        }
+        if let Some(url) = &a.url {
+            if url.is_empty() || url.len() > MAX_URL_LEN || url.chars().any(char::is_control) {
+                return Err(invalid(
+                    "artifacts",
+                    format!(
+                    "`artifacts[{i}].url` must be 1-{MAX_URL_LEN} bytes without control characters"
+                ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks an event and turns it into what the store evaluates; bad input stores nothing.
 fn validate_event(body: EventBody) -> Result<NewEvent, EngineError> {
     // The whole event as the agent sent it (but its key): a repeat of the key must match
@@ -124,57 +182,9 @@ fn validate_event(body: EventBody) -> Result<NewEvent, EngineError> {
             "an event may carry at most {MAX_ISSUES_PER_EVENT} warnings and errors together, got {reported}"
         )));
     }
-    let normalized = |kind: IssueKind, list: &[crate::workflow::wire::ReportedIssue]| {
-        list.iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let field = format!("{}[{i}]", kind.plural());
-                if r.text.trim().is_empty() || chars(&r.text) > MAX_ISSUE_CHARS {
-                    return Err(invalid(
-                        "issues",
-                        format!(
-                            "`{field}.text` must be 1-{MAX_ISSUE_CHARS} characters and not blank"
-                        ),
-                    ));
-                }
-                if r.severity.as_ref().is_some_and(|s| s.len() > 32) {
-                    return Err(invalid(
-                        "issues",
-                        format!("`{field}.severity` must be low, medium or high"),
-                    ));
-                }
-                Ok(normalize(kind, &r.text, r.severity.as_deref()))
-            })
-            .collect::<Result<Vec<_>, _>>()
-    };
     let warnings = normalized(IssueKind::Warning, &body.warnings)?;
     let errors = normalized(IssueKind::Error, &body.errors)?;
-    if body.artifacts.len() > MAX_ARTIFACTS {
-        return Err(invalid(
-            "artifacts",
-            format!("an event may carry at most {MAX_ARTIFACTS} artifacts"),
-        ));
-    }
-    for (i, a) in body.artifacts.iter().enumerate() {
-        if a.name.trim().is_empty()
-            || chars(&a.name) > MAX_ARTIFACT_NAME_CHARS
-            || a.name.chars().any(char::is_control)
-        {
-            return Err(invalid("artifacts", format!(
-                "`artifacts[{i}].name` must be 1-{MAX_ARTIFACT_NAME_CHARS} characters without control characters"
-            )));
-        }
-        if let Some(url) = &a.url {
-            if url.is_empty() || url.len() > MAX_URL_LEN || url.chars().any(char::is_control) {
-                return Err(invalid(
-                    "artifacts",
-                    format!(
-                    "`artifacts[{i}].url` must be 1-{MAX_URL_LEN} bytes without control characters"
-                ),
-                ));
-            }
-        }
-    }
+    check_artifacts(&body.artifacts)?;
     if let Some(k) = &body.idempotency_key {
         if k.is_empty() || k.len() > MAX_KEY_LEN {
             return Err(invalid(

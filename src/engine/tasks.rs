@@ -135,6 +135,82 @@ fn check_session(session: Option<String>) -> Result<Option<String>, EngineError>
     }
 }
 
+/// A worker's report made safe to store: texts cleaned and cut to their limits, costs
+/// and session ids checked, and a completion read for a failure or for questions at its
+/// end ([`crate::inbox::detect`]).
+fn checked_report(
+    report: Report,
+    failure_patterns: &regex::RegexSet,
+) -> Result<Report, EngineError> {
+    Ok(match report {
+        Report::Progress(text) => Report::Progress(
+            text.map(|t| clean(&t, MAX_PROGRESS_CHARS, true))
+                .filter(|t| !t.is_empty()),
+        ),
+        Report::Complete {
+            result,
+            cost_usd,
+            session_id,
+        } => {
+            let result = clean(&result, MAX_RESULT_CHARS, true);
+            let cost_usd = check_cost(cost_usd)?;
+            let session_id = check_session(session_id)?;
+            match detect::verdict(&result, failure_patterns) {
+                Verdict::Completed => Report::Complete {
+                    result,
+                    cost_usd,
+                    session_id,
+                },
+                Verdict::Failed(line) => Report::Fail {
+                    error: format!("the agent's output reports a failure: {line}"),
+                    cost_usd,
+                    session_id,
+                },
+                Verdict::NeedsInput(questions) => Report::NeedsInput {
+                    questions,
+                    session_id,
+                },
+            }
+        }
+        Report::Fail {
+            error,
+            cost_usd,
+            session_id,
+        } => {
+            let error = clean(&error, MAX_RESULT_CHARS, true);
+            Report::Fail {
+                error: if error.is_empty() {
+                    "the agent reported a failure without saying why".into()
+                } else {
+                    error
+                },
+                cost_usd: check_cost(cost_usd)?,
+                session_id: check_session(session_id)?,
+            }
+        }
+        Report::NeedsInput {
+            questions,
+            session_id,
+        } => {
+            let questions: Vec<String> = questions
+                .iter()
+                .map(|q| clean(q, MAX_QUESTION_CHARS, false))
+                .filter(|q| !q.is_empty())
+                .collect();
+            if questions.is_empty() || questions.len() > MAX_QUESTIONS {
+                return Err(EngineError::invalid(
+                    "questions",
+                    format!("`questions` must hold 1-{MAX_QUESTIONS} non-empty questions"),
+                ));
+            }
+            Report::NeedsInput {
+                questions,
+                session_id: check_session(session_id)?,
+            }
+        }
+    })
+}
+
 impl Engine {
     fn inbox_config(&self) -> Result<InboxConfig, EngineError> {
         self.config().inbox.clone().ok_or_else(inbox_off)
@@ -510,73 +586,7 @@ impl Engine {
         if lease.trim().is_empty() {
             return Err(EngineError::invalid("lease", "`lease` is empty"));
         }
-        let report = match report {
-            Report::Progress(text) => Report::Progress(
-                text.map(|t| clean(&t, MAX_PROGRESS_CHARS, true))
-                    .filter(|t| !t.is_empty()),
-            ),
-            Report::Complete {
-                result,
-                cost_usd,
-                session_id,
-            } => {
-                let result = clean(&result, MAX_RESULT_CHARS, true);
-                let cost_usd = check_cost(cost_usd)?;
-                let session_id = check_session(session_id)?;
-                match detect::verdict(&result, &inbox.failure_patterns) {
-                    Verdict::Completed => Report::Complete {
-                        result,
-                        cost_usd,
-                        session_id,
-                    },
-                    Verdict::Failed(line) => Report::Fail {
-                        error: format!("the agent's output reports a failure: {line}"),
-                        cost_usd,
-                        session_id,
-                    },
-                    Verdict::NeedsInput(questions) => Report::NeedsInput {
-                        questions,
-                        session_id,
-                    },
-                }
-            }
-            Report::Fail {
-                error,
-                cost_usd,
-                session_id,
-            } => {
-                let error = clean(&error, MAX_RESULT_CHARS, true);
-                Report::Fail {
-                    error: if error.is_empty() {
-                        "the agent reported a failure without saying why".into()
-                    } else {
-                        error
-                    },
-                    cost_usd: check_cost(cost_usd)?,
-                    session_id: check_session(session_id)?,
-                }
-            }
-            Report::NeedsInput {
-                questions,
-                session_id,
-            } => {
-                let questions: Vec<String> = questions
-                    .iter()
-                    .map(|q| clean(q, MAX_QUESTION_CHARS, false))
-                    .filter(|q| !q.is_empty())
-                    .collect();
-                if questions.is_empty() || questions.len() > MAX_QUESTIONS {
-                    return Err(EngineError::invalid(
-                        "questions",
-                        format!("`questions` must hold 1-{MAX_QUESTIONS} non-empty questions"),
-                    ));
-                }
-                Report::NeedsInput {
-                    questions,
-                    session_id: check_session(session_id)?,
-                }
-            }
-        };
+        let report = checked_report(report, &inbox.failure_patterns)?;
         let timing = Timing {
             lease_ms: inbox.lease.as_millis() as i64,
             progress_every_ms: inbox.progress_every.as_millis() as i64,
