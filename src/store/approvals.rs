@@ -439,6 +439,80 @@ impl Store {
     }
 }
 
+/// An earlier request of the agent's under the same idempotency key, if any: the same
+/// one again (same content) or a conflict (other content under the key).
+fn repeated(tx: &Transaction<'_>, new: &NewApproval) -> Result<Option<Inserted>> {
+    let Some(key) = &new.asked.idempotency_key else {
+        return Ok(None);
+    };
+    let existing = tx
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS}, content_hash FROM approvals WHERE agent = ?1 AND idempotency_key = ?2"
+        ))?
+        .query_row(params![new.asked.agent, key], |r| {
+            Ok((row_to_approval(r)?, r.get::<_, Option<String>>(27)?))
+        })
+        .optional()?;
+    if let Some((existing, hash)) = existing {
+        let existing = existing?;
+        // A request stored before hashes were kept is compared as it was then.
+        let same = match (hash, &new.content_hash) {
+            (Some(was), Some(now)) => was == *now,
+            _ => existing.tool == new.asked.tool && existing.args == new.asked.args,
+        };
+        return Ok(Some(if same {
+            Inserted::Existing(existing)
+        } else {
+            Inserted::Conflict(existing)
+        }));
+    }
+    Ok(None)
+}
+
+/// The two audit rows every new request gets: what the agent submitted, and what the
+/// policy made of it (with the grant that let it through, if one did).
+fn audit_submitted(
+    tx: &Transaction<'_>,
+    new: &NewApproval,
+    id: &str,
+    short_id: &str,
+) -> Result<()> {
+    audit_tx(
+        tx,
+        new.created_at,
+        Some(id),
+        "submitted",
+        Some(&new.asked.agent),
+        None,
+        &json!({"tool": new.asked.tool, "short_id": short_id}),
+    )?;
+    let mut evaluated = json!({
+        "outcome": new.status.as_str(),
+        "risk": new.risk.score.as_str(),
+        "tool_class": new.risk.tool_class.as_str(),
+        "factors": new.risk.factors,
+        "reason": new.policy_reason,
+        "checkpoint": new.checkpoint,
+    });
+    if let Some(g) = new
+        .grant_id
+        .as_ref()
+        .filter(|_| new.status == Status::Allowed)
+    {
+        evaluated["grant"] = json!(g);
+    }
+    audit_tx(
+        tx,
+        new.created_at,
+        Some(id),
+        "evaluated",
+        None,
+        Some(&Via::System),
+        &evaluated,
+    )?;
+    Ok(())
+}
+
 /// The body of [`Store::insert`], inside the caller's transaction. A new request is
 /// an agent's write: refused, before it writes, when agents have no room left
 /// (`watch`: see `health`).
@@ -447,28 +521,8 @@ fn insert_tx(
     new: &NewApproval,
     watch: Option<&super::health::Watch>,
 ) -> Result<Inserted> {
-    if let Some(key) = &new.asked.idempotency_key {
-        let existing = tx
-            .prepare_cached(&format!(
-                "SELECT {COLUMNS}, content_hash FROM approvals WHERE agent = ?1 AND idempotency_key = ?2"
-            ))?
-            .query_row(params![new.asked.agent, key], |r| {
-                Ok((row_to_approval(r)?, r.get::<_, Option<String>>(27)?))
-            })
-            .optional()?;
-        if let Some((existing, hash)) = existing {
-            let existing = existing?;
-            // A request stored before hashes were kept is compared as it was then.
-            let same = match (hash, &new.content_hash) {
-                (Some(was), Some(now)) => was == *now,
-                _ => existing.tool == new.asked.tool && existing.args == new.asked.args,
-            };
-            return Ok(if same {
-                Inserted::Existing(existing)
-            } else {
-                Inserted::Conflict(existing)
-            });
-        }
+    if let Some(repeat) = repeated(tx, new)? {
+        return Ok(repeat);
     }
     super::health::agent_room(watch, tx)?;
     let id = super::new_id();
@@ -525,39 +579,7 @@ fn insert_tx(
             offer_tx(tx, &id, &new.asked.agent, &new.asked.tool, offer)?;
         }
     }
-    audit_tx(
-        tx,
-        new.created_at,
-        Some(&id),
-        "submitted",
-        Some(&new.asked.agent),
-        None,
-        &json!({"tool": new.asked.tool, "short_id": short_id}),
-    )?;
-    let mut evaluated = json!({
-        "outcome": new.status.as_str(),
-        "risk": new.risk.score.as_str(),
-        "tool_class": new.risk.tool_class.as_str(),
-        "factors": new.risk.factors,
-        "reason": new.policy_reason,
-        "checkpoint": new.checkpoint,
-    });
-    if let Some(g) = new
-        .grant_id
-        .as_ref()
-        .filter(|_| new.status == Status::Allowed)
-    {
-        evaluated["grant"] = json!(g);
-    }
-    audit_tx(
-        tx,
-        new.created_at,
-        Some(&id),
-        "evaluated",
-        None,
-        Some(&Via::System),
-        &evaluated,
-    )?;
+    audit_submitted(tx, new, &id, &short_id)?;
     let approval = get_tx(tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
     Ok(Inserted::New(approval))
 }
