@@ -62,7 +62,7 @@ pub(super) async fn list(
             }
         },
     };
-    let filter = crate::engine::ListFilter {
+    let filter = crate::approval::ListFilter {
         status,
         agent: q.agent.clone(),
         after: q.after.clone().filter(|a| !a.is_empty()),

@@ -29,9 +29,10 @@ use super::extract::{
 use super::list::MAX_PAGE;
 use super::ApiState;
 use crate::approval::Via;
-use crate::engine::{Answered, EngineError, EventOutcome, Recorded, RunFilter, RunStart};
+use crate::engine::{EngineError, EventOutcome, Recorded, RunFilter, RunStart};
 use crate::limits::Quota;
 use crate::wire::DecisionBody;
+use crate::workflow::run::Answered;
 use crate::workflow::run::{Answer, CheckIn, CheckInAnswer, Run, RunStatus};
 use crate::workflow::wire::{
     CheckInView, EventAnswer, EventBody, IssueView, RunView, StartRunBody,

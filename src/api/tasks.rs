@@ -29,12 +29,13 @@ use super::extract::{
 use super::owner::owner_of;
 use super::ApiState;
 use crate::approval::Via;
-use crate::engine::{EngineError, Report, TaskRequest, What};
+use crate::engine::{EngineError, TaskRequest, What};
 use crate::inbox::lifecycle::Step;
 use crate::inbox::wire::{
     ClaimAnswer, ClaimBody, ClaimedView, CompleteBody, FailBody, NeedsInputBody, ProgressBody,
     TaskBody, TaskView,
 };
+use crate::inbox::Report;
 use crate::inbox::{Intent, Task};
 use crate::limits::Quota;
 

@@ -37,10 +37,6 @@ mod runs;
 
 // Domain types the engine's calls take and give, re-exported for the callers that
 // name them beside the call (the engine re-exports nothing of the store's).
-pub use crate::approval::ListFilter;
-pub use crate::inbox::Report;
-pub use crate::subject::task_revision;
-pub use crate::workflow::run::Answered;
 pub use chat::{ChatState, ChatWork, DigestNow, DigestPage, Pressed, RepliedTo};
 pub use error::{Conflict, EngineError, GrantRefused, TokenProblem, What};
 pub use gate::{Acting, Cap, Slot, WaitSlot};

@@ -21,11 +21,12 @@ use crate::chat::command::{non_empty, Typed};
 use crate::chat::exchange::{Actor, Answer, At, Question, Said};
 use crate::chat::text::shorten;
 use crate::chat::Context;
-use crate::engine::{Answered, EngineError};
+use crate::engine::EngineError;
 use crate::subject::Purpose;
 use crate::subject::{Subject, SubjectKind};
 use crate::time::{clock, format_duration, now_ms};
 use crate::workflow::evaluate::IssueKind;
+use crate::workflow::run::Answered;
 use crate::workflow::run::{self, CheckIn, CheckInAnswer, CheckInStatus, Run, RunIssue};
 use crate::workflow::{EventType, Severity, Why};
 
