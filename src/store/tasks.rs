@@ -108,6 +108,46 @@ const COLUMNS: &str = "id, short_id, status, intent, summary, prompt, level, cla
     session_id, input, input_questions, created_at, updated_at, started_at, finished_at, \
     suggestion";
 
+/// A running task that completed or failed: its cost and session kept (a report
+/// without them keeps what an earlier one said), its end, and its card redrawn.
+fn finished(t: &mut Task, cost_usd: Option<f64>, session_id: &Option<String>, now: i64) {
+    t.cost_usd = cost_usd.or(t.cost_usd);
+    t.session_id = session_id.clone().or(t.session_id.take());
+    t.finished_at = Some(now);
+    end_run(t);
+    t.revision += 1;
+}
+
+/// A running task's progress report: its lease extended, its text kept, and its card
+/// redrawn at most once per `progress_every` (sooner progress waits for the timer pass).
+fn progressed(
+    tx: &Transaction<'_>,
+    t: &mut Task,
+    text: Option<&str>,
+    timing: Timing,
+    now: i64,
+) -> Result<()> {
+    t.lease_until = Some(now.saturating_add(timing.lease_ms));
+    let Some(text) = text else {
+        return Ok(());
+    };
+    t.progress = Some(text.to_string());
+    t.progress_at = Some(now);
+    let shown = t_shown_at(tx, &t.id)?;
+    if now.saturating_sub(shown) >= timing.progress_every_ms {
+        t.revision += 1;
+        set_shown(tx, &t.id, now, None)?;
+    } else {
+        set_shown(
+            tx,
+            &t.id,
+            shown,
+            Some(shown.saturating_add(timing.progress_every_ms)),
+        )?;
+    }
+    Ok(())
+}
+
 impl Store {
     /// Stores a classified task (and its clarify question, if any), with its audit
     /// and subject rows.
@@ -391,25 +431,7 @@ impl Store {
         let mut touched = vec![id.to_string()];
         let audit = match report {
             Report::Progress(text) => {
-                t.lease_until = Some(now.saturating_add(timing.lease_ms));
-                if let Some(text) = text {
-                    t.progress = Some(text.clone());
-                    t.progress_at = Some(now);
-                    // Cards show progress at most once per `progress_every`; sooner
-                    // progress waits for the timer pass.
-                    let shown = t_shown_at(&tx, id)?;
-                    if now.saturating_sub(shown) >= timing.progress_every_ms {
-                        t.revision += 1;
-                        set_shown(&tx, id, now, None)?;
-                    } else {
-                        set_shown(
-                            &tx,
-                            id,
-                            shown,
-                            Some(shown.saturating_add(timing.progress_every_ms)),
-                        )?;
-                    }
-                }
+                progressed(&tx, &mut t, text.as_deref(), timing, now)?;
                 None
             }
             Report::Complete {
@@ -418,11 +440,7 @@ impl Store {
                 session_id,
             } => {
                 t.result = Some(result.clone());
-                t.cost_usd = cost_usd.or(t.cost_usd);
-                t.session_id = session_id.clone().or(t.session_id.take());
-                t.finished_at = Some(now);
-                end_run(&mut t);
-                t.revision += 1;
+                finished(&mut t, *cost_usd, session_id, now);
                 Some(json!({"cost_usd": cost_usd, "result_chars": result.chars().count()}))
             }
             Report::Fail {
@@ -431,11 +449,7 @@ impl Store {
                 session_id,
             } => {
                 t.error = Some(error.clone());
-                t.cost_usd = cost_usd.or(t.cost_usd);
-                t.session_id = session_id.clone().or(t.session_id.take());
-                t.finished_at = Some(now);
-                end_run(&mut t);
-                t.revision += 1;
+                finished(&mut t, *cost_usd, session_id, now);
                 Some(json!({"error": error}))
             }
             Report::NeedsInput {
