@@ -21,6 +21,14 @@ pub enum SubjectKind {
 }
 
 impl SubjectKind {
+    /// Every kind of subject.
+    pub const ALL: [SubjectKind; 4] = [
+        SubjectKind::Approval,
+        SubjectKind::Task,
+        SubjectKind::CheckIn,
+        SubjectKind::Proposal,
+    ];
+
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
@@ -34,13 +42,7 @@ impl SubjectKind {
     /// The kind [`SubjectKind::as_str`] names.
     #[must_use]
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "approval" => Some(SubjectKind::Approval),
-            "task" => Some(SubjectKind::Task),
-            "checkin" => Some(SubjectKind::CheckIn),
-            "proposal" => Some(SubjectKind::Proposal),
-            _ => None,
-        }
+        SubjectKind::ALL.into_iter().find(|k| k.as_str() == s)
     }
 }
 
