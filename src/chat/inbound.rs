@@ -176,9 +176,7 @@ async fn text_message(cx: &Context, actor: &Actor, m: Message<'_>) -> Answer {
         if !actor.approver {
             return refuse(cx, actor, Some(s.id.clone()), "answer a task's question").await;
         }
-        if let Some(answer) = conversation::reply(cx, actor, s, m.text).await {
-            return answer;
-        }
+        return conversation::reply(cx, actor, s, m.text).await;
     }
     let in_reply = replied.is_some() || unmatched;
     let cmd = match Command::parse(m.text, cx.bot_username.as_deref(), in_reply) {

@@ -96,15 +96,7 @@ impl super::Kind for Agents {
 impl super::Press for Action {
     fn decode(data: &str) -> Option<Action> {
         let (code, id) = data.split_once(':')?;
-        let button = [
-            ButtonKind::Pause,
-            ButtonKind::PauseAndDeny,
-            ButtonKind::Resume,
-            ButtonKind::Assess,
-            ButtonKind::DenyPending,
-        ]
-        .into_iter()
-        .find(|b| b.code() == code)?;
+        let button = ButtonKind::ALL.into_iter().find(|b| b.code() == code)?;
         full_id(id).map(|id| Action { button, id })
     }
 
@@ -122,19 +114,13 @@ impl super::Press for Action {
 
     #[cfg(test)]
     fn examples() -> Vec<Action> {
-        [
-            ButtonKind::Pause,
-            ButtonKind::PauseAndDeny,
-            ButtonKind::Resume,
-            ButtonKind::Assess,
-            ButtonKind::DenyPending,
-        ]
-        .into_iter()
-        .map(|button| Action {
-            button,
-            id: EXAMPLE_ID.into(),
-        })
-        .collect()
+        ButtonKind::ALL
+            .into_iter()
+            .map(|button| Action {
+                button,
+                id: EXAMPLE_ID.into(),
+            })
+            .collect()
     }
 }
 
@@ -168,6 +154,14 @@ pub enum ButtonKind {
 }
 
 impl ButtonKind {
+    pub const ALL: [ButtonKind; 5] = [
+        ButtonKind::Pause,
+        ButtonKind::PauseAndDeny,
+        ButtonKind::Resume,
+        ButtonKind::Assess,
+        ButtonKind::DenyPending,
+    ];
+
     fn code(self) -> &'static str {
         match self {
             ButtonKind::Pause => "Tp",

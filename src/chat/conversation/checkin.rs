@@ -139,25 +139,12 @@ impl super::Press for Action {
     fn decode(data: &str) -> Option<Action> {
         let rest = data.strip_prefix("k:")?;
         let (code, id) = rest.split_once(':')?;
-        let button = match code {
-            "c" => ButtonKind::Continue,
-            "r" => ButtonKind::Review,
-            "s" => ButtonKind::Stop,
-            "S" => ButtonKind::StopNoReason,
-            _ => return None,
-        };
-        // Check-in ids are ULIDs: 26 Crockford base32 characters.
+        let button = ButtonKind::ALL.into_iter().find(|b| b.code() == code)?;
         full_id(id).map(|id| Action { button, id })
     }
 
     fn encode(&self) -> String {
-        let code = match self.button {
-            ButtonKind::Continue => 'c',
-            ButtonKind::Review => 'r',
-            ButtonKind::Stop => 's',
-            ButtonKind::StopNoReason => 'S',
-        };
-        format!("k:{code}:{}", self.id)
+        format!("k:{}:{}", self.button.code(), self.id)
     }
 
     fn attempted(&self) -> String {
@@ -174,18 +161,13 @@ impl super::Press for Action {
 
     #[cfg(test)]
     fn examples() -> Vec<Action> {
-        [
-            ButtonKind::Continue,
-            ButtonKind::Review,
-            ButtonKind::Stop,
-            ButtonKind::StopNoReason,
-        ]
-        .into_iter()
-        .map(|button| Action {
-            button,
-            id: EXAMPLE_ID.into(),
-        })
-        .collect()
+        ButtonKind::ALL
+            .into_iter()
+            .map(|button| Action {
+                button,
+                id: EXAMPLE_ID.into(),
+            })
+            .collect()
     }
 }
 
@@ -213,6 +195,25 @@ pub enum ButtonKind {
     Stop,
     /// Stops at once (offered after ⏹).
     StopNoReason,
+}
+
+impl ButtonKind {
+    pub const ALL: [ButtonKind; 4] = [
+        ButtonKind::Continue,
+        ButtonKind::Review,
+        ButtonKind::Stop,
+        ButtonKind::StopNoReason,
+    ];
+
+    /// Its code in button data (`gb1:k:<code>:<check-in id>`).
+    fn code(self) -> &'static str {
+        match self {
+            ButtonKind::Continue => "c",
+            ButtonKind::Review => "r",
+            ButtonKind::Stop => "s",
+            ButtonKind::StopNoReason => "S",
+        }
+    }
 }
 
 /// A press on a check-in's button.

@@ -414,13 +414,13 @@ macro_rules! kinds {
         }
 
         /// Runs text written in reply to a subject's card (or in its thread) that is
-        /// no command, where the subject's kind reads such text itself; `None` where
-        /// it does not. The caller has checked the writer is an approver.
-        pub async fn reply(cx: &Context, actor: &Actor, subject: &Subject, text: &str) -> Option<Answer> {
-            $(if <$kind as Kind>::SUBJECT == Some(subject.kind) && <$kind as Kind>::READS_REPLIES {
-                return Some(<$kind as Kind>::reply(cx, actor, subject, text).await);
+        /// no command, where the subject's kind reads such text itself
+        /// ([`reads_replies`]). The caller has checked the writer is an approver.
+        pub async fn reply(cx: &Context, actor: &Actor, subject: &Subject, text: &str) -> Answer {
+            $(if <$kind as Kind>::SUBJECT == Some(subject.kind) {
+                return <$kind as Kind>::reply(cx, actor, subject, text).await;
             })+
-            None
+            Answer::Nothing
         }
 
         /// The card that shows `subject` now, drawn by its kind; `None` if the subject

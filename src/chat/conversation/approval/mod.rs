@@ -128,31 +128,12 @@ impl super::Kind for Approvals {
 impl super::Press for Action {
     fn decode(data: &str) -> Option<Action> {
         let (code, id) = data.split_once(':')?;
-        let button = match code {
-            "a" => ButtonKind::Approve,
-            "A" => ButtonKind::ApproveAlways,
-            "d" => ButtonKind::Deny,
-            "s" => ButtonKind::DenyNoReason,
-            "ae" => ButtonKind::ApproveExact,
-            "ap" => ButtonKind::ApprovePrefix,
-            "af" => ButtonKind::ApproveFor,
-            _ => return None,
-        };
-        // Request ids are ULIDs: 26 Crockford base32 characters.
+        let button = ButtonKind::ALL.into_iter().find(|b| b.code() == code)?;
         full_id(id).map(|id| Action { button, id })
     }
 
     fn encode(&self) -> String {
-        let code = match self.button {
-            ButtonKind::Approve => "a",
-            ButtonKind::ApproveAlways => "A",
-            ButtonKind::Deny => "d",
-            ButtonKind::DenyNoReason => "s",
-            ButtonKind::ApproveExact => "ae",
-            ButtonKind::ApprovePrefix => "ap",
-            ButtonKind::ApproveFor => "af",
-        };
-        format!("{code}:{}", self.id)
+        format!("{}:{}", self.button.code(), self.id)
     }
 
     fn attempted(&self) -> String {
@@ -169,21 +150,13 @@ impl super::Press for Action {
 
     #[cfg(test)]
     fn examples() -> Vec<Action> {
-        [
-            ButtonKind::Approve,
-            ButtonKind::ApproveAlways,
-            ButtonKind::Deny,
-            ButtonKind::DenyNoReason,
-            ButtonKind::ApproveExact,
-            ButtonKind::ApprovePrefix,
-            ButtonKind::ApproveFor,
-        ]
-        .into_iter()
-        .map(|button| Action {
-            button,
-            id: EXAMPLE_ID.into(),
-        })
-        .collect()
+        ButtonKind::ALL
+            .into_iter()
+            .map(|button| Action {
+                button,
+                id: EXAMPLE_ID.into(),
+            })
+            .collect()
     }
 }
 
@@ -237,6 +210,31 @@ pub enum ButtonKind {
     ApprovePrefix,
     /// Approves and grants for `[grants] allow_for`.
     ApproveFor,
+}
+
+impl ButtonKind {
+    pub const ALL: [ButtonKind; 7] = [
+        ButtonKind::Approve,
+        ButtonKind::ApproveAlways,
+        ButtonKind::Deny,
+        ButtonKind::DenyNoReason,
+        ButtonKind::ApproveExact,
+        ButtonKind::ApprovePrefix,
+        ButtonKind::ApproveFor,
+    ];
+
+    /// Its code in button data (`gb1:<code>:<request id>`).
+    fn code(self) -> &'static str {
+        match self {
+            ButtonKind::Approve => "a",
+            ButtonKind::ApproveAlways => "A",
+            ButtonKind::Deny => "d",
+            ButtonKind::DenyNoReason => "s",
+            ButtonKind::ApproveExact => "ae",
+            ButtonKind::ApprovePrefix => "ap",
+            ButtonKind::ApproveFor => "af",
+        }
+    }
 }
 
 impl Action {
