@@ -165,6 +165,16 @@ impl UnknownAgents {
     }
 }
 
+/// The config file's text, or the error that says it cannot be read.
+pub(crate) fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: path.to_path_buf(),
+        key: String::new(),
+        line: None,
+        message: format!("cannot read the config file: {e}"),
+    })
+}
+
 impl Config {
     /// The chat settings of `platform`'s table, when that platform is on.
     #[must_use]
@@ -194,13 +204,7 @@ pub struct AgentConfig {
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let raw = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: path.to_path_buf(),
-            key: String::new(),
-            line: None,
-            message: format!("cannot read the config file: {e}"),
-        })?;
-        Config::parse(&raw, path)
+        Config::parse(&read(path)?, path)
     }
 
     /// Validates config text; `path` names the file in errors and anchors relative paths.

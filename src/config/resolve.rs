@@ -26,12 +26,7 @@ impl Config {
     /// an agent's unset `token_env` or a `${CREDENTIALS_DIRECTORY}` that only systemd
     /// sets must not stop `gatebot pending`. The file must still be a valid `bot.toml`.
     pub fn sockets(path: &Path) -> Result<Sockets, ConfigError> {
-        let raw = std::fs::read_to_string(path).map_err(|e| ConfigError {
-            file: path.to_path_buf(),
-            key: String::new(),
-            line: None,
-            message: format!("cannot read the config file: {e}"),
-        })?;
+        let raw = super::read(path)?;
         let file = parse_file(&raw, path)?;
         let r = Resolve::new(&raw, path);
         Ok(Sockets {

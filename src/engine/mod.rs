@@ -67,6 +67,14 @@ pub fn open_database(path: &std::path::Path) -> Result<usize, EngineError> {
     Ok(store.count_pending()?)
 }
 
+/// How long a timer loop sleeps before the deadline `next` (ms since the epoch): until
+/// it, but at most a minute, so a clock jump cannot strand a deadline; a minute when
+/// there is none (a change wakes the loop sooner).
+fn sleep_until(next: Option<i64>) -> std::time::Duration {
+    let ms = next.map_or(60_000, |at| at.saturating_sub(now_ms()).clamp(0, 60_000));
+    std::time::Duration::from_millis(ms.unsigned_abs())
+}
+
 /// Runs a store call on the blocking pool: SQLite calls block, sometimes on fsync.
 async fn blocking<T, F>(store: &Arc<Store>, f: F) -> Result<T, EngineError>
 where

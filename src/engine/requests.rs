@@ -612,12 +612,7 @@ impl Engine {
                 .unwrap_or(None);
             // Sleep until the next deadline; a new request or a decision wakes us to
             // recompute. Cap the sleep so a clock jump cannot strand a deadline.
-            let sleep = match next {
-                Some(at) => {
-                    Duration::from_millis(at.saturating_sub(now_ms()).clamp(0, 60_000) as u64)
-                }
-                None => Duration::from_secs(60),
-            };
+            let sleep = super::sleep_until(next);
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = self.deadlines_changed.notified() => {}

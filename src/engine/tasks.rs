@@ -681,12 +681,7 @@ impl Engine {
             let next = self.blocking(|s| s.next_task_timer()).await.unwrap_or(None);
             // A change (a claim, progress) wakes us to recompute; the cap keeps a clock
             // jump from stranding a deadline.
-            let sleep = match next {
-                Some(at) => {
-                    Duration::from_millis(at.saturating_sub(now_ms()).clamp(0, 60_000) as u64)
-                }
-                None => Duration::from_secs(60),
-            };
+            let sleep = super::sleep_until(next);
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = self.tasks.timers.notified() => {}
