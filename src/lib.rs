@@ -35,7 +35,8 @@
 //!   for the API; chat state for conversations and delivery.
 //! - [`api`]: the HTTP/JSON API on Unix sockets (and optional TCP), a file per route.
 //! - [`chat`]: one conversation mechanism for every platform: cards and the subject tag,
-//!   the conversation kinds and their registry, the exchange vocabulary they share with
+//!   the conversation kinds and their registry (which the API's decide and pending routes
+//!   use too: one place per kind), the exchange vocabulary they share with
 //!   the inbound layer, durable delivery, the platform trait, and an in-memory platform
 //!   for tests.
 //! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates;

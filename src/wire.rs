@@ -131,6 +131,35 @@ pub struct ApprovalView {
     pub task_id: Option<String>,
 }
 
+impl ApprovalView {
+    /// "approved k7m2abcd (send_email from mailer)": the request after a decision.
+    #[must_use]
+    pub fn decided_line(&self) -> String {
+        format!(
+            "{} {} ({} from {})",
+            self.status, self.short_id, self.tool, self.agent
+        )
+    }
+
+    /// A pending request's lines in a list: short id, agent, tool, risk and expiry,
+    /// then its summary, if it has one.
+    #[must_use]
+    pub fn listed_lines(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "{}  {:<16} {:<24} risk {:<8} expires {}",
+            self.short_id,
+            self.agent,
+            self.tool,
+            self.risk.score.as_str(),
+            self.expires_at.as_deref().unwrap_or("-")
+        )];
+        if let Some(s) = &self.summary {
+            lines.push(format!("          {s}"));
+        }
+        lines
+    }
+}
+
 impl From<&Approval> for ApprovalView {
     fn from(a: &Approval) -> Self {
         let reason = match a.status {

@@ -23,6 +23,21 @@ pub(super) struct ListQuery {
 /// Most requests one page of `GET /v1/requests` returns.
 pub const MAX_PAGE: usize = 1000;
 
+/// A page's `limit` parameter: 1 to [`MAX_PAGE`], and [`MAX_PAGE`] when absent.
+pub(super) fn page_limit(typed: Option<&str>) -> ApiResult<usize> {
+    match typed {
+        None | Some("") => Ok(MAX_PAGE),
+        Some(l) => match l.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
+            _ => Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                format!("`limit` must be a whole number from 1 to {MAX_PAGE}, got `{l}`"),
+            )),
+        },
+    }
+}
+
 pub(super) async fn list(
     State(state): State<ApiState>,
     ApiQuery(q): ApiQuery<ListQuery>,
@@ -49,19 +64,7 @@ pub(super) async fn list(
         };
         authenticate(&state, agent, &headers, "list its requests", None).await?;
     }
-    let limit = match q.limit.as_deref() {
-        None | Some("") => MAX_PAGE,
-        Some(l) => match l.trim().parse::<usize>() {
-            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
-            _ => {
-                return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_request",
-                    format!("`limit` must be a whole number from 1 to {MAX_PAGE}, got `{l}`"),
-                ))
-            }
-        },
-    };
+    let limit = page_limit(q.limit.as_deref())?;
     let filter = crate::approval::ListFilter {
         status,
         agent: q.agent.clone(),

@@ -44,6 +44,7 @@ mod hook;
 mod list;
 mod metrics;
 mod owner;
+mod pending;
 mod result;
 mod runs;
 mod submit;
@@ -108,6 +109,7 @@ pub fn agent_router(state: ApiState) -> Router {
 pub fn owner_router(state: ApiState) -> Router {
     common_routes()
         .route("/v1/requests/{id}/decision", post(decide::decide))
+        .route("/v1/pending", get(pending::pending))
         .route("/v1/audit", get(audit::audit))
         .route("/v1/audit/verify", get(audit::audit_verify))
         .route("/v1/audit/head", get(audit::audit_head))

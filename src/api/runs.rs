@@ -10,7 +10,7 @@
 //! API an agent must name itself (and send its token, if it has one) and sees only its
 //! own runs; another agent's run is `not_found`. The owners' control socket sees every
 //! run, and also takes short ids and unique prefixes. Owners answer check-ins through
-//! `POST /v1/requests/{id}/decision` ([`decide_check_in`]).
+//! `POST /v1/requests/{id}/decision` (the check-in kind's `decide`).
 
 use std::time::Duration;
 
@@ -26,14 +26,11 @@ use super::error::{ApiError, ApiResult};
 use super::extract::{
     admit, authenticate, json_body_sized, wait_param, ApiPath, ApiQuery, Waiting,
 };
-use super::list::MAX_PAGE;
+use super::list::page_limit;
 use super::ApiState;
-use crate::approval::Via;
 use crate::engine::{EngineError, EventOutcome, Recorded, RunFilter, RunStart};
 use crate::limits::Quota;
-use crate::wire::DecisionBody;
-use crate::workflow::run::Answered;
-use crate::workflow::run::{Answer, CheckIn, CheckInAnswer, Run, RunStatus};
+use crate::workflow::run::{CheckIn, Run, RunStatus};
 use crate::workflow::wire::{
     CheckInView, EventAnswer, EventBody, IssueView, RunView, StartRunBody,
 };
@@ -277,17 +274,7 @@ pub(super) async fn list(
         };
         authenticate(&state, agent, &headers, "list its workflow runs", None).await?;
     }
-    let limit = match q.limit.as_deref() {
-        None | Some("") => MAX_PAGE,
-        Some(l) => match l.trim().parse::<usize>() {
-            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
-            _ => {
-                return Err(bad(format!(
-                    "`limit` must be a whole number from 1 to {MAX_PAGE}, got `{l}`"
-                )))
-            }
-        },
-    };
+    let limit = page_limit(q.limit.as_deref())?;
     let runs = state
         .engine
         .list_runs(RunFilter {
@@ -309,43 +296,4 @@ pub(super) async fn list(
     }
     let next = (runs.len() == limit).then(|| runs.last().map(|r| r.id.clone()));
     Ok(Json(json!({"runs": views, "next": next.flatten()})))
-}
-
-/// An owner's answer to check-in `id` (resolved by the decision route): `continue` or
-/// `stop`, with an optional reason that reaches the agent.
-pub(super) async fn decide_check_in(
-    state: &ApiState,
-    id: &str,
-    body: DecisionBody,
-    actor: String,
-) -> ApiResult<Response> {
-    let answer = Answer::parse(&body.decision)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e))?;
-    let given = CheckInAnswer {
-        answer,
-        actor,
-        via: Via::Cli,
-        reason: body.reason.filter(|r| !r.trim().is_empty()),
-    };
-    match state.engine.answer_check_in(id, given).await? {
-        Answered::Done(c, run) => Ok(Json(check_in_view(state, &c, &run).await?).into_response()),
-        Answered::Already(c, run) | Answered::Expired(c, run) => {
-            let view = check_in_view(state, &c, &run).await?;
-            Ok(conflict(
-                "already_decided",
-                format!(
-                    "check-in {} is already {}",
-                    c.short_id.as_deref().unwrap_or(&c.id),
-                    c.describe_answer()
-                ),
-                "check_in",
-                serde_json::to_value(view).unwrap_or_default(),
-            ))
-        }
-        Answered::NotFound => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("no check-in with id `{id}`"),
-        )),
-    }
 }

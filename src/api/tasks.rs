@@ -251,35 +251,6 @@ pub(super) async fn answer(
     Ok(Json(TaskView::from(&task)))
 }
 
-/// A task the decision route names (`gatebot decide ID queue|reject|cancel|retry`).
-pub(super) async fn decide(
-    state: &ApiState,
-    id: &str,
-    decision: &str,
-    actor: String,
-) -> ApiResult<Response> {
-    let step = match decision.trim().to_ascii_lowercase().as_str() {
-        "queue" | "approve" | "go" => Step::Queue,
-        "reject" | "deny" => Step::Reject,
-        "cancel" => Step::Cancel,
-        "retry" => Step::Retry,
-        other => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                format!(
-                    "unknown decision `{other}` for a task: use queue, reject, cancel or retry"
-                ),
-            ))
-        }
-    };
-    let task = state.engine.task_step(id, step, &actor, &Via::Cli).await?;
-    note(&task);
-    let mut v = serde_json::to_value(TaskView::from(&task)).unwrap_or_default();
-    v["kind"] = json!("task");
-    Ok(Json(v).into_response())
-}
-
 /// The owners' task routes on the agents' socket: refused, and audited.
 pub(super) async fn owner_only(State(state): State<ApiState>, headers: HeaderMap) -> ApiError {
     let actor = bearer(&headers)

@@ -144,6 +144,53 @@ pub struct TaskView {
     pub finished_at: Option<String>,
 }
 
+impl TaskView {
+    /// The task in a few lines: status and ids, what and who, then what the owner may
+    /// need (the question, how to confirm), the progress or the outcome. A failed
+    /// task's error is not among them: it is printed where errors go.
+    #[must_use]
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "{}  task {} ({})  {}: {} → {}",
+            self.status, self.short_id, self.id, self.intent, self.summary, self.agent
+        )];
+        if let Some(s) = &self.suggestion {
+            // Model output, shown as such: the agent is told it after the owner's words.
+            lines.push("  the classifier model suggests to the agent (not your words):".into());
+            lines.extend(s.lines().map(|line| format!("  | {line}")));
+        }
+        match self.status {
+            TaskStatus::Pending => lines.push(format!(
+                "  waits for your go: gatebot decide {} queue (or reject)",
+                self.short_id
+            )),
+            TaskStatus::Waiting => {
+                if let Some(q) = &self.question {
+                    lines.extend(q.questions.iter().map(|line| format!("  asks: {line}")));
+                    if !q.choices.is_empty() {
+                        let whose = if q.purpose == "clarify" && self.classifier == "model" {
+                            " (the classifier model's suggestions)"
+                        } else {
+                            ""
+                        };
+                        lines.push(format!("  choices{whose}: {}", q.choices.join(" | ")));
+                    }
+                    lines.push(format!(
+                        "  answer in the task's chat thread, or: gatebot task answer {} \"…\"",
+                        self.short_id
+                    ));
+                }
+            }
+            TaskStatus::Running => {
+                lines.extend(self.progress.iter().map(|p| format!("  progress: {p}")))
+            }
+            TaskStatus::Completed => lines.extend(self.result.iter().cloned()),
+            _ => {}
+        }
+        lines
+    }
+}
+
 /// What a claim hands the agent: the task, its lease and deadline, and (when the task
 /// comes back after the owner answered its questions) the answer and the session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -40,6 +40,16 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// What it covers, in words: "the whole tool", "commands starting `git log`".
+    #[must_use]
+    pub fn words(&self) -> String {
+        match self {
+            Scope::Tool => "the whole tool".into(),
+            Scope::Exact(c) => format!("exactly `{c}`"),
+            Scope::Prefix(p) => format!("commands starting `{p}`"),
+        }
+    }
+
     /// The scope's name as stored: `tool`, `exact`, `prefix`.
     #[must_use]
     pub fn kind(&self) -> &'static str {

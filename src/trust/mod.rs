@@ -126,6 +126,32 @@ impl Grant {
     pub fn active(&self, now: i64) -> bool {
         self.revoked.is_none() && self.expires_at.is_none_or(|at| at > now)
     }
+
+    /// How long it lasts, seen at `now`: "until 2026-11-23 13:00 UTC", "until
+    /// revoked", "revoked by … at …", "expired …".
+    #[must_use]
+    pub fn until_words(&self, now: i64) -> String {
+        match (&self.revoked, self.expires_at) {
+            (Some((at, by)), _) => format!("revoked by {} {}", by.label(), clock(*at)),
+            (None, Some(at)) if at <= now => format!("expired {}", clock(at)),
+            (None, Some(at)) => format!("until {}", clock(at)),
+            (None, None) => "until revoked".into(),
+        }
+    }
+
+    /// "granted g7m2abcd: mailer may run send_email without asking: the whole tool,
+    /// until revoked".
+    #[must_use]
+    pub fn granted_line(&self, now: i64) -> String {
+        format!(
+            "granted {}: {} may run {} without asking: {}, {}",
+            self.short_id,
+            self.agent,
+            self.tool,
+            self.scope.words(),
+            self.until_words(now)
+        )
+    }
 }
 
 /// A grant as an owner asks for it, on approving a request.
@@ -228,6 +254,26 @@ impl Proposal {
             Direction::Demote => "Demote",
         };
         format!("{verb} {} to {}?", self.agent, self.to.as_str())
+    }
+
+    /// What an owner's decision did: "approved proposal p7m2abcd: mailer is now
+    /// supervised", "declined proposal …: mailer stays …".
+    #[must_use]
+    pub fn decided_line(&self) -> String {
+        match self.status {
+            ProposalStatus::Approved => format!(
+                "approved proposal {}: {} is now {}",
+                self.short_id,
+                self.agent,
+                self.to.as_str()
+            ),
+            _ => format!(
+                "declined proposal {}: {} stays {}",
+                self.short_id,
+                self.agent,
+                self.from.as_str()
+            ),
+        }
     }
 }
 

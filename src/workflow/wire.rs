@@ -161,6 +161,37 @@ pub struct CheckInView {
 pub const CHECK_IN_KIND: &str = "checkin";
 
 impl CheckInView {
+    /// A waiting check-in's line in a list (`gatebot pending`).
+    #[must_use]
+    pub fn listed_line(&self) -> String {
+        format!(
+            "{}  {:<16} check-in  {:<32} at {:<16} {} warning(s), {} error(s)  expires {}",
+            self.short_id.as_deref().unwrap_or("-"),
+            self.agent,
+            self.title,
+            self.phase,
+            self.warnings.len(),
+            self.errors.len(),
+            self.expires_at.as_deref().unwrap_or("-")
+        )
+    }
+
+    /// "continued check-in c7m2abcd (run `deploy` of ci, at build)": after an answer.
+    #[must_use]
+    pub fn answered_line(&self) -> String {
+        let verb = match self.status {
+            CheckInStatus::Stopped => "stopped",
+            _ => "continued",
+        };
+        format!(
+            "{verb} check-in {} (run `{}` of {}, at {})",
+            self.short_id.as_deref().unwrap_or("-"),
+            self.title,
+            self.agent,
+            self.phase
+        )
+    }
+
     #[must_use]
     pub fn new(c: &CheckIn, run: &Run, issues: &[RunIssue]) -> CheckInView {
         let of = |kind: IssueKind| {

@@ -1019,3 +1019,61 @@ async fn without_a_ttl_or_default_ttl_a_request_expires_in_24h() {
     let ttl = at("expires_at").duration_since(at("created_at")).unwrap();
     assert_eq!(ttl, std::time::Duration::from_secs(24 * 3600), "{body}");
 }
+
+#[tokio::test]
+async fn pending_lists_every_kind_for_owners_only_and_a_decision_says_what_it_did() {
+    let app = spawn_app("").await;
+    let (id, short) = app
+        .submit_pending(
+            json!({"agent": "mailer", "tool": "send_email", "args": {"to": "a@example.com"}}),
+        )
+        .await;
+    // Owners: one page of requests, each kind's keys, and the lines `gatebot pending` prints.
+    let res = app.owner.get("/v1/pending?limit=1").await.unwrap();
+    assert_eq!(res.status, 200, "{:?}", res.body);
+    assert_eq!(res.body["requests"][0]["id"], id.as_str());
+    assert_eq!(res.body["next"], id.as_str(), "a full page has a next");
+    assert_eq!(res.body["check_ins"], json!([]));
+    assert_eq!(res.body["proposals"], json!([]));
+    let said: Vec<&str> = res.body["said"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(said[0].starts_with(&format!("{short}  mailer")), "{said:?}");
+    assert_eq!(
+        said.last(),
+        Some(&format!("… more pending: gatebot pending --after {id}").as_str())
+    );
+    // The page after it: nothing, and the kinds that list only on the first page are absent.
+    let res = app
+        .owner
+        .get(&format!("/v1/pending?after={id}"))
+        .await
+        .unwrap();
+    assert_eq!(res.body["requests"], json!([]));
+    assert!(res.body.get("check_ins").is_none(), "{:?}", res.body);
+    assert_eq!(res.body["said"], json!(["No pending requests."]));
+    let bad = app.owner.get("/v1/pending?limit=0").await.unwrap();
+    assert_eq!(bad.status, 400, "{:?}", bad.body);
+    // Agents: no such route; nothing of the owners' list reaches them.
+    let res = app.agent.get("/v1/pending").await.unwrap();
+    assert_eq!(res.status, 404, "{:?}", res.body);
+    assert!(!format!("{:?}", res.body).contains(&id));
+    // A decision's answer is the request's view and the line the CLI prints.
+    let res = app
+        .owner
+        .post(
+            &format!("/v1/requests/{short}/decision"),
+            &json!({"decision": "deny", "reason": "not now"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, 200, "{:?}", res.body);
+    assert_eq!(res.body["status"], "rejected");
+    assert_eq!(
+        res.body["said"],
+        json!([format!("rejected {short} (send_email from mailer)")])
+    );
+}

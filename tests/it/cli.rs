@@ -1095,6 +1095,10 @@ async fn pending_lists_open_proposals_and_decide_answers_them() {
     let out = d.cli(&["pending", "--json"]).await;
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["proposals"][0]["short_id"], short.as_str());
+    assert!(
+        v.get("said").is_none(),
+        "JSON is the data, not the lines: {v}"
+    );
     let out = d.cli(&["decide", &short, "approve"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(

@@ -31,10 +31,14 @@ use crate::workflow::run::{self, CheckIn, CheckInAnswer, CheckInStatus, Run, Run
 use crate::workflow::{EventType, Severity, Why};
 
 use super::full_id;
+use super::owner::{Decided, Listed, Listing, OwnerDecision, Refused};
 #[cfg(test)]
 use super::EXAMPLE_ID;
 use super::{Rendered, SlashCommand};
 use crate::chat::failure::failure;
+use crate::engine::{Engine, RunFilter};
+use crate::workflow::run::RunStatus;
+use crate::workflow::wire::CheckInView;
 
 /// Problems listed on the card itself; Review issues lists them all.
 pub const LISTED: usize = 5;
@@ -43,6 +47,8 @@ const ICON: &str = "⏸";
 
 /// Most check-ins `/pending` lists with their buttons.
 pub const PENDING_SHOWN: usize = 10;
+/// Most waiting runs `gatebot pending` lists check-ins of (a page of the runs API).
+const LISTED_RUNS: usize = 1000;
 /// Longest phase, step or title shown in a line, in characters.
 const NAME_CHARS: usize = 80;
 /// Longest problem text shown in a list, in characters.
@@ -101,6 +107,45 @@ impl super::Kind for CheckIns {
         text: Option<String>,
     ) -> Answer {
         decide(cx, actor, run::Answer::Stop, subject, text).await
+    }
+
+    /// `continue` or `stop`, with an optional reason that reaches the agent.
+    async fn decide(engine: &Engine, id: &str, d: OwnerDecision) -> Result<Decided, Refused> {
+        decide_as_owner(engine, id, d).await
+    }
+
+    /// The check-ins that wait (few: one per waiting run), all on the first page:
+    /// `check_ins`.
+    async fn listed(engine: &Engine, l: &Listing) -> Result<Option<Listed>, EngineError> {
+        if !l.first_page() {
+            return Ok(None);
+        }
+        let runs = engine
+            .list_runs(RunFilter {
+                agent: l.agent.clone(),
+                status: Some(RunStatus::Waiting),
+                after: None,
+                limit: LISTED_RUNS,
+            })
+            .await?;
+        let mut waiting = Vec::new();
+        for run in &runs {
+            if let Some(id) = &run.check_in {
+                let c = engine.check_in(id).await?;
+                waiting.push(view(engine, &c, run).await?);
+            }
+        }
+        // Oldest first, like the requests above them.
+        waiting.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut said = Vec::new();
+        if !waiting.is_empty() {
+            said.push(String::new());
+            said.push("Workflow check-ins waiting (gatebot decide ID continue|stop):".into());
+            said.extend(waiting.iter().map(CheckInView::listed_line));
+        }
+        let mut fields = serde_json::Map::new();
+        fields.insert("check_ins".into(), serde_json::json!(waiting));
+        Ok(Some(Listed { fields, said }))
     }
 
     #[cfg(test)]
@@ -906,6 +951,45 @@ pub(crate) fn sample() -> Detail {
             ),
             issue(IssueKind::Error, "Flaky test", Severity::Low, Some("test")),
         ],
+    }
+}
+
+/// The check-in as the API shows it, with the problems it shows.
+async fn view(engine: &Engine, c: &CheckIn, run: &Run) -> Result<CheckInView, EngineError> {
+    let issues = engine.check_in_issues(&c.id).await?;
+    Ok(CheckInView::new(c, run, &issues))
+}
+
+/// An owner's answer to check-in `id` away from a chat. A check-in answered already
+/// (or expired) is shown as it is, under `check_in`.
+async fn decide_as_owner(engine: &Engine, id: &str, d: OwnerDecision) -> Result<Decided, Refused> {
+    let answer = run::Answer::parse(&d.verb).map_err(Refused::Unclear)?;
+    let given = CheckInAnswer {
+        answer,
+        reason: d.reason(),
+        actor: d.actor,
+        via: d.via,
+    };
+    match engine.answer_check_in(id, given).await? {
+        Answered::Done(c, run) => {
+            let v = view(engine, &c, &run).await?;
+            Ok(Decided {
+                said: vec![v.answered_line()],
+                view: serde_json::to_value(v).unwrap_or_default(),
+            })
+        }
+        Answered::Already(c, run) | Answered::Expired(c, run) => {
+            let v = view(engine, &c, &run).await?;
+            Err(Refused::Settled {
+                message: format!(
+                    "check-in {} is already {}",
+                    c.short_id.as_deref().unwrap_or(&c.id),
+                    c.describe_answer()
+                ),
+                shown: Some(("check_in", serde_json::to_value(v).unwrap_or_default())),
+            })
+        }
+        Answered::NotFound => Err(EngineError::not_found(crate::engine::What::CheckIn, id).into()),
     }
 }
 

@@ -26,6 +26,7 @@ pub mod checkin;
 pub mod digest;
 pub mod grants;
 pub mod help;
+pub mod owner;
 pub mod pending;
 pub mod proposal;
 pub mod task;
@@ -37,9 +38,10 @@ use crate::chat::card::Card;
 use crate::chat::command::{self, Typed};
 use crate::chat::exchange::{Actor, Answer, At, Said, Written};
 use crate::chat::Context;
-use crate::engine::EngineError;
+use crate::engine::{Engine, EngineError};
 use crate::subject::Purpose;
 use crate::subject::{Subject, SubjectKind};
+use owner::{Decided, Listed, Listing, OwnerDecision, Refused};
 
 /// Every button's data starts with this (and a version, so old buttons can be told apart).
 pub const DATA_PREFIX: &str = "gb1:";
@@ -94,6 +96,9 @@ pub trait Kind {
     /// that is no command is its own to read ([`Kind::reply`]), rather than words for
     /// a command.
     const READS_REPLIES: bool = false;
+    /// Whether it decides ids that name no subject (requests that never asked a
+    /// human: it looks them up and says they are settled). One kind at most.
+    const DECIDES_UNSHOWN: bool = false;
 
     /// Reads a typed command (`/name args`) as one of its own. `in_reply`: the message
     /// replies to (or is in the thread of) a card, so a decision may omit the id.
@@ -146,6 +151,29 @@ pub trait Kind {
     /// Its part of `/pending` (blocks and button rows; the first part's fallback is the
     /// list's), if it lists anything there.
     fn pending(_cx: &Context) -> impl Future<Output = Result<Option<Card>, EngineError>> + Send {
+        async { Ok(None) }
+    }
+
+    /// Takes an owner's decision on one of its subjects away from a chat (`gatebot
+    /// decide ID VERB`, the dashboard): the verbs and choices are its own. `id` is the
+    /// subject's full id (or, where [`Kind::DECIDES_UNSHOWN`], the id as typed).
+    fn decide(
+        _engine: &Engine,
+        _id: &str,
+        _decision: OwnerDecision,
+    ) -> impl Future<Output = Result<Decided, Refused>> + Send {
+        async {
+            Err(Refused::Unclear(
+                "there is nothing to decide about this".into(),
+            ))
+        }
+    }
+
+    /// Its part of `gatebot pending` (and the dashboard's list), if it lists anything.
+    fn listed(
+        _engine: &Engine,
+        _listing: &Listing,
+    ) -> impl Future<Output = Result<Option<Listed>, EngineError>> + Send {
         async { Ok(None) }
     }
 
@@ -441,6 +469,39 @@ macro_rules! kinds {
             Ok(parts)
         }
 
+        /// Takes an owner's decision on what `typed` names, by its kind: `subject` is
+        /// what the id was identified as (`None`: no subject; the kind that
+        /// [decides unshown ids](Kind::DECIDES_UNSHOWN) looks it up).
+        pub async fn decide(
+            engine: &Engine,
+            subject: Option<&Subject>,
+            typed: &str,
+            decision: OwnerDecision,
+        ) -> Result<Decided, Refused> {
+            $(match subject {
+                Some(s) if <$kind as Kind>::SUBJECT == Some(s.kind) => {
+                    return <$kind as Kind>::decide(engine, &s.id, decision).await;
+                }
+                None if <$kind as Kind>::DECIDES_UNSHOWN => {
+                    return <$kind as Kind>::decide(engine, typed, decision).await;
+                }
+                _ => {}
+            })+
+            Err(Refused::Engine(EngineError::not_found(
+                crate::engine::What::Subject,
+                typed,
+            )))
+        }
+
+        /// `gatebot pending`: every kind's part, in registry order.
+        pub async fn listed(engine: &Engine, listing: &Listing) -> Result<Vec<Listed>, EngineError> {
+            let mut parts = Vec::new();
+            $(if let Some(part) = <$kind as Kind>::listed(engine, listing).await? {
+                parts.push(part);
+            })+
+            Ok(parts)
+        }
+
         /// Every kind's example cards, with the kind's name (the renderers' tests).
         #[cfg(test)]
         pub(crate) fn example_cards() -> Vec<(&'static str, Card)> {
@@ -470,6 +531,16 @@ macro_rules! kinds {
             let mut all = Vec::new();
             $(if <$kind as Kind>::SUBJECT.is_some() {
                 all.push(stringify!($variant));
+            })+
+            all
+        }
+
+        /// The kinds that decide ids no subject has, and whether each has subjects.
+        #[cfg(test)]
+        fn deciding_unshown() -> Vec<(&'static str, bool)> {
+            let mut all = Vec::new();
+            $(if <$kind as Kind>::DECIDES_UNSHOWN {
+                all.push((stringify!($variant), <$kind as Kind>::SUBJECT.is_some()));
             })+
             all
         }
@@ -545,6 +616,13 @@ pub struct Rendered {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_kind_with_subjects_decides_ids_no_subject_has() {
+        // More than one, and the first in the list would hide the others; none, and
+        // `gatebot decide` on a request that never asked would say "no subject".
+        assert_eq!(deciding_unshown(), [("Approval", true)]);
+    }
 
     #[test]
     fn every_action_of_every_kind_round_trips_through_the_one_decoder() {

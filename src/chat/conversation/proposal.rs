@@ -22,10 +22,12 @@ use crate::time::{clock, format_duration};
 use crate::trust::{Actor as TrustActor, Direction, Proposal, ProposalStatus};
 
 use super::full_id;
+use super::owner::{Decided, Listed, Listing, OwnerDecision, Refused};
 #[cfg(test)]
 use super::EXAMPLE_ID;
 use super::{Never, Rendered};
 use crate::chat::failure::failure;
+use crate::engine::Engine;
 
 /// The proposal's kind: tier changes waiting for an owner. Its commands are the
 /// approval prompt's `/approve` and `/deny` (see [`super::approval`]).
@@ -46,6 +48,36 @@ impl super::Kind for Proposals {
             Err(EngineError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// `approve` changes the agent's tier, `deny` (or `decline`) declines it.
+    async fn decide(engine: &Engine, id: &str, d: OwnerDecision) -> Result<Decided, Refused> {
+        decide_as_owner(engine, id, d).await
+    }
+
+    /// The open proposals, all on the first page (they are few): `proposals`.
+    async fn listed(engine: &Engine, l: &Listing) -> Result<Option<Listed>, EngineError> {
+        if !l.first_page() {
+            return Ok(None);
+        }
+        let open: Vec<Proposal> = engine
+            .open_proposals()
+            .await?
+            .into_iter()
+            .filter(|p| l.shows(&p.agent))
+            .collect();
+        let mut said = Vec::new();
+        if !open.is_empty() {
+            said.push(String::new());
+            said.push("Open proposals (gatebot decide ID approve|deny):".into());
+            said.extend(
+                open.iter()
+                    .map(|p| format!("{}  {} ({})", p.short_id, p.question(), p.measures.brief())),
+            );
+        }
+        let mut fields = serde_json::Map::new();
+        fields.insert("proposals".into(), serde_json::json!(open));
+        Ok(Some(Listed { fields, said }))
     }
 
     #[cfg(test)]
@@ -327,6 +359,65 @@ pub fn card(p: &Proposal, quiet: Duration) -> Card {
         card.blocks.push(Block::Outcome(outcome_line(p, quiet)));
     }
     card
+}
+
+/// An owner's decision on proposal `id` away from a chat. The view is the proposal,
+/// with `"kind": "proposal"`.
+async fn decide_as_owner(engine: &Engine, id: &str, d: OwnerDecision) -> Result<Decided, Refused> {
+    if d.asks_grant() {
+        return Err(Refused::Unclear(
+            "--prefix, --exact and --for are for requests; a proposal is approved or declined"
+                .into(),
+        ));
+    }
+    let approve = match d.verb().as_str() {
+        "decline" | "declined" => false,
+        v => match v.parse::<Verb>() {
+            Ok(Verb::Approve) => true,
+            Ok(Verb::Deny) => false,
+            Ok(Verb::ApproveAlways) => {
+                return Err(Refused::Unclear(
+                    "a proposal is approved or declined: use approve or deny".into(),
+                ))
+            }
+            Err(e) => return Err(Refused::Unclear(e)),
+        },
+    };
+    let reason = d.reason();
+    let who = TrustActor {
+        name: d.actor,
+        via: d.via,
+    };
+    let settled = |message| Refused::Settled {
+        message,
+        shown: None,
+    };
+    match engine.decide_proposal(id, approve, who, reason).await? {
+        ProposalDecided::Done(p) => {
+            let mut view = serde_json::to_value(&p).unwrap_or_default();
+            view["kind"] = "proposal".into();
+            Ok(Decided {
+                view,
+                said: vec![p.decided_line()],
+            })
+        }
+        ProposalDecided::AlreadySettled(p) => Err(settled(format!(
+            "proposal {} is already {}{}",
+            p.short_id,
+            p.status.as_str(),
+            p.decided_by
+                .as_ref()
+                .map(|a| format!(" by {}", a.label()))
+                .unwrap_or_default()
+        ))),
+        ProposalDecided::Superseded(p) => Err(settled(format!(
+            "proposal {} is out of date: {}'s tier changed since it was made (from {}), so \
+             nothing changed",
+            p.short_id,
+            p.agent,
+            p.from.as_str()
+        ))),
+    }
 }
 
 #[cfg(test)]

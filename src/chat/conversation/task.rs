@@ -36,9 +36,12 @@ use crate::subject::{Home, Subject, SubjectKind};
 use crate::time::clock;
 
 use super::full_id;
+use super::owner::{Decided, OwnerDecision, Refused};
 #[cfg(test)]
 use super::EXAMPLE_ID;
 use super::{Rendered, SlashCommand, Taken};
+use crate::engine::Engine;
+use crate::inbox::wire::TaskView;
 
 /// The task's kind: the inbox in chat.
 pub struct Tasks;
@@ -67,6 +70,29 @@ impl super::Kind for Tasks {
 
     fn parse(typed: &Typed<'_>, _in_reply: bool) -> Option<Command> {
         parse_command(typed)
+    }
+
+    /// `queue` (or `approve`, `go`) confirms a task, `reject` (or `deny`) turns it
+    /// down; `cancel` and `retry` as on the card. The view is the task, with
+    /// `"kind": "task"`.
+    async fn decide(engine: &Engine, id: &str, d: OwnerDecision) -> Result<Decided, Refused> {
+        let step = match d.verb().as_str() {
+            "queue" | "approve" | "go" => Step::Queue,
+            "reject" | "deny" => Step::Reject,
+            "cancel" => Step::Cancel,
+            "retry" => Step::Retry,
+            other => {
+                return Err(Refused::Unclear(format!(
+                    "unknown decision `{other}` for a task: use queue, reject, cancel or retry"
+                )))
+            }
+        };
+        let task = engine.task_step(id, step, &d.actor, &d.via).await?;
+        let view = TaskView::from(&task);
+        let said = view.lines();
+        let mut view = serde_json::to_value(view).unwrap_or_default();
+        view["kind"] = "task".into();
+        Ok(Decided { view, said })
     }
 
     /// The inbox's rule: with the inbox on, text written to gatebot itself (a private

@@ -10,7 +10,6 @@ use crate::client::Client;
 use crate::time::{clock, format_ms};
 use crate::trust::evidence::percent;
 use crate::trust::view::{AgentView, AssessOutcome, TierSource};
-use crate::trust::{Grant, Scope};
 
 #[derive(Debug, Subcommand)]
 pub enum AgentAction {
@@ -210,25 +209,6 @@ fn print_resumed(name: &str, b: &serde_json::Value, json: bool) {
     }
 }
 
-/// What a grant covers, in words.
-pub(super) fn scope_words(s: &Scope) -> String {
-    match s {
-        Scope::Tool => "the whole tool".into(),
-        Scope::Exact(c) => format!("exactly `{c}`"),
-        Scope::Prefix(p) => format!("commands starting `{p}`"),
-    }
-}
-
-/// "until 2026-11-23 13:00 UTC", "until revoked", "revoked by … at …", "expired …".
-pub(super) fn until_words(g: &Grant, now: i64) -> String {
-    match (&g.revoked, g.expires_at) {
-        (Some((at, by)), _) => format!("revoked by {} {}", by.label(), clock(*at)),
-        (None, Some(at)) if at <= now => format!("expired {}", clock(at)),
-        (None, Some(at)) => format!("until {}", clock(at)),
-        (None, None) => "until revoked".into(),
-    }
-}
-
 fn print_view(v: &AgentView) {
     outln!(
         "{}{}",
@@ -290,10 +270,10 @@ fn print_view(v: &AgentView) {
                 "    {}  {}  {}  by {} {}  {}",
                 g.short_id,
                 g.tool,
-                scope_words(&g.scope),
+                g.scope.words(),
                 g.by.label(),
                 format_ms(g.created_at),
-                until_words(g, now)
+                g.until_words(now)
             );
         }
     }

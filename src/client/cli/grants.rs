@@ -4,7 +4,6 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use super::agents::{scope_words, until_words};
 use super::out::outln;
 use super::{encode, expect_ok, listing, pretty, EXIT_GO};
 use crate::client::Client;
@@ -47,10 +46,10 @@ pub(super) async fn list(
             g.short_id,
             g.agent,
             g.tool,
-            scope_words(&g.scope),
+            g.scope.words(),
             g.by.label(),
             format_ms(g.created_at),
-            until_words(g, now)
+            g.until_words(now)
         );
         if let Some(r) = &g.reason {
             outln!("          {r}");
@@ -76,7 +75,7 @@ pub(super) async fn revoke(client: &Client, id: &str, json: bool) -> Result<u8, 
         g.short_id,
         g.agent,
         g.tool,
-        scope_words(&g.scope)
+        g.scope.words()
     );
     Ok(EXIT_GO)
 }

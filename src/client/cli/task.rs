@@ -166,61 +166,10 @@ pub(super) fn print(t: &TaskView, json: bool) {
         outln!("{}", pretty(&serde_json::to_value(t).unwrap_or_default()));
         return;
     }
-    outln!(
-        "{}  task {} ({})  {}: {} → {}",
-        t.status,
-        t.short_id,
-        t.id,
-        t.intent,
-        t.summary,
-        t.agent
-    );
-    if let Some(s) = &t.suggestion {
-        // Model output, shown as such: the agent is told it after the owner's words.
-        outln!("  the classifier model suggests to the agent (not your words):");
-        for line in s.lines() {
-            outln!("  | {line}");
-        }
+    for line in t.lines() {
+        outln!("{line}");
     }
-    match t.status {
-        TaskStatus::Pending => outln!(
-            "  waits for your go: gatebot decide {} queue (or reject)",
-            t.short_id
-        ),
-        TaskStatus::Waiting => {
-            if let Some(q) = &t.question {
-                for line in &q.questions {
-                    outln!("  asks: {line}");
-                }
-                if !q.choices.is_empty() {
-                    let whose = if q.purpose == "clarify" && t.classifier == "model" {
-                        " (the classifier model's suggestions)"
-                    } else {
-                        ""
-                    };
-                    outln!("  choices{whose}: {}", q.choices.join(" | "));
-                }
-                outln!(
-                    "  answer in the task's chat thread, or: gatebot task answer {} \"…\"",
-                    t.short_id
-                );
-            }
-        }
-        TaskStatus::Running => {
-            if let Some(p) = &t.progress {
-                outln!("  progress: {p}");
-            }
-        }
-        TaskStatus::Completed => {
-            if let Some(r) = &t.result {
-                outln!("{r}");
-            }
-        }
-        TaskStatus::Failed => {
-            if let Some(e) = &t.error {
-                eprintln!("failed: {e}");
-            }
-        }
-        _ => {}
+    if let (TaskStatus::Failed, Some(e)) = (t.status, &t.error) {
+        eprintln!("failed: {e}");
     }
 }

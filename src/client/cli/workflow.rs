@@ -462,59 +462,6 @@ pub(super) async fn list(client: &Client, a: ListArgs) -> Result<u8, String> {
     Ok(EXIT_GO)
 }
 
-/// `gatebot pending`'s section: the check-ins that wait (text), or their JSON.
-pub(super) async fn waiting_check_ins(
-    client: &Client,
-    agent: Option<&str>,
-) -> Result<Vec<CheckInView>, String> {
-    let mut path = "/v1/runs?status=waiting&limit=1000".to_string();
-    if let Some(a) = agent {
-        path.push_str(&format!("&agent={}", encode(a)));
-    }
-    let res = expect_ok(client.get(&path).await)?;
-    let runs: Vec<RunView> = parse(res.body["runs"].clone())?;
-    // Oldest first, like the requests above them.
-    let mut list: Vec<CheckInView> = runs.into_iter().filter_map(|r| r.check_in).collect();
-    list.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(list)
-}
-
-/// Prints the waiting check-ins under `gatebot pending`'s requests.
-pub(super) fn print_waiting(list: &[CheckInView]) {
-    if list.is_empty() {
-        return;
-    }
-    outln!();
-    outln!("Workflow check-ins waiting (gatebot decide ID continue|stop):");
-    for c in list {
-        outln!(
-            "{}  {:<16} check-in  {:<32} at {:<16} {} warning(s), {} error(s)  expires {}",
-            c.short_id.as_deref().unwrap_or("-"),
-            c.agent,
-            c.title,
-            c.phase,
-            c.warnings.len(),
-            c.errors.len(),
-            c.expires_at.as_deref().unwrap_or("-")
-        );
-    }
-}
-
-/// `decide` on a check-in: one line for people.
-pub(super) fn print_answered(c: &CheckInView) {
-    let verb = match c.status {
-        crate::workflow::run::CheckInStatus::Stopped => "stopped",
-        _ => "continued",
-    };
-    outln!(
-        "{verb} check-in {} (run `{}` of {}, at {})",
-        c.short_id.as_deref().unwrap_or("-"),
-        c.title,
-        c.agent,
-        c.phase
-    );
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

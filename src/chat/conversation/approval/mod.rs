@@ -35,10 +35,13 @@ use crate::time::{clock, format_duration, now_ms};
 use crate::trust::grants::OfferRow;
 
 use super::full_id;
+use super::owner::{Decided, Listed, Listing, OwnerDecision, Refused};
 #[cfg(test)]
 use super::EXAMPLE_ID;
 use super::{Rendered, SlashCommand};
+use crate::engine::Engine;
 
+mod owner;
 pub mod reason;
 use crate::trust::{Grant, Scope};
 
@@ -51,6 +54,7 @@ impl super::Kind for Approvals {
     const SUBJECT: Option<SubjectKind> = Some(SubjectKind::Approval);
     /// The "why deny?" question ([`reason`]).
     const PURPOSES: &'static [Purpose] = &[Purpose::DenyReason];
+    const DECIDES_UNSHOWN: bool = true;
     const COMMANDS: &'static [SlashCommand] = &[
         SlashCommand {
             name: "approve",
@@ -101,6 +105,18 @@ impl super::Kind for Approvals {
     async fn pending(cx: &Context) -> Result<Option<Card>, EngineError> {
         let (list, total) = cx.engine.pending_page(PENDING_SHOWN).await?;
         Ok(Some(pending_card(&list, total)))
+    }
+
+    async fn decide(
+        engine: &Engine,
+        typed: &str,
+        decision: OwnerDecision,
+    ) -> Result<Decided, Refused> {
+        owner::decide(engine, typed, decision).await
+    }
+
+    async fn listed(engine: &Engine, listing: &Listing) -> Result<Option<Listed>, EngineError> {
+        owner::listed(engine, listing).await
     }
 
     #[cfg(test)]
