@@ -15,6 +15,8 @@
 //!   and the pure evaluation of each event.
 //! - [`trust`]: agent trust from evidence: the evidence and the promotion assessment,
 //!   proposals, tier overrides, pauses, and grants with their scopes and matching.
+//! - [`words`]: how gatebot says things to people (durations, instants, tiers, risk), the
+//!   one human-text layer cards, the CLI and the dashboard share.
 //! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
 //!   accepted; tokens that never reach a log (and the one scrubber); the one backoff.
 //!
@@ -92,6 +94,7 @@ pub mod telemetry;
 pub mod time;
 pub mod trust;
 pub mod wire;
+pub mod words;
 pub mod workflow;
 
 /// The store's pieces `benches/gatebot.rs` times directly (an event's one durable

@@ -165,13 +165,32 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
-/// Milliseconds since the Unix epoch.
+/// Milliseconds since the Unix epoch (in unit tests, the instant [`fixed_now`] sets on
+/// this thread, if any: texts that say "in 24 h" are then the same on every run).
 #[must_use]
 pub fn now_ms() -> i64 {
+    #[cfg(test)]
+    if let Some(at) = FIXED_NOW.with(std::cell::Cell::get) {
+        return at;
+    }
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+thread_local! {
+    static FIXED_NOW: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with [`now_ms`] answering `at` on this thread (unit tests only).
+#[cfg(test)]
+pub fn fixed_now<T>(at: i64, f: impl FnOnce() -> T) -> T {
+    let before = FIXED_NOW.with(|n| n.replace(Some(at)));
+    let out = f();
+    FIXED_NOW.with(|n| n.set(before));
+    out
 }
 
 /// `ms` from now, saturating: what a deadline `d` after now is, however long `d`.

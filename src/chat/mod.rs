@@ -38,6 +38,8 @@ pub mod conversation;
 pub mod delivery;
 pub mod exchange;
 pub mod failure;
+#[cfg(test)]
+pub mod golden;
 pub mod inbound;
 pub mod memory;
 pub mod platform;

@@ -333,6 +333,48 @@ pub(crate) mod tests {
         objects
     }
 
+    /// Every kind's representative cards as Slack shows them: each block's mrkdwn (an
+    /// actions block as its buttons), then the notification text.
+    #[test]
+    fn golden_cards_read_as_kept() {
+        let drawn: Vec<(String, String)> = crate::chat::golden::golden_cards()
+            .into_iter()
+            .map(|(name, card)| {
+                let (text, blocks) = render(&card);
+                let mut shown = String::new();
+                for b in &blocks {
+                    let said = match b["type"].as_str() {
+                        Some("actions") => b["elements"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .map(|e| format!("[ {} ]", e["text"]["text"].as_str().unwrap_or("?")))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        Some("section" | "header") => {
+                            b["text"]["text"].as_str().unwrap_or("?").to_string()
+                        }
+                        Some("context") => b["elements"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .map(|e| e["text"].as_str().unwrap_or("?").to_string())
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        _ => b.to_string(),
+                    };
+                    shown.push_str(&format!(
+                        "--- {}\n{said}\n",
+                        b["type"].as_str().unwrap_or("?")
+                    ));
+                }
+                shown.push_str(&format!("--- notification\n{text}\n"));
+                (name, shown)
+            })
+            .collect();
+        crate::chat::golden::check("slack", &drawn);
+    }
+
     #[test]
     fn every_kinds_cards_fit_slacks_limits() {
         let cards = crate::chat::conversation::example_cards();

@@ -358,6 +358,27 @@ mod tests {
         assert_eq!(cut_args(&t), cut_args(&settled), "the same cut");
     }
 
+    /// Every kind's representative cards as Telegram shows them: the message's HTML,
+    /// then its buttons a row a line.
+    #[test]
+    fn golden_cards_read_as_kept() {
+        let drawn: Vec<(String, String)> = crate::chat::golden::golden_cards()
+            .into_iter()
+            .map(|(name, card)| {
+                let (text, keyboard) = render(&card);
+                let mut shown = text;
+                shown.push('\n');
+                for row in &keyboard.inline_keyboard {
+                    let labels: Vec<String> =
+                        row.iter().map(|b| format!("[ {} ]", b.text)).collect();
+                    shown.push_str(&format!("\n{}", labels.join(" ")));
+                }
+                (name, shown + "\n")
+            })
+            .collect();
+        crate::chat::golden::check("telegram", &drawn);
+    }
+
     #[test]
     fn every_kinds_cards_fit_one_message_with_valid_buttons() {
         let cards = crate::chat::conversation::example_cards();

@@ -148,6 +148,26 @@ impl super::Kind for CheckIns {
         Ok(Some(Listed { fields, said }))
     }
 
+    /// A first check-in after a build with problems, waiting two hours; then continued.
+    #[cfg(test)]
+    fn golden_cards() -> Vec<(&'static str, Card)> {
+        let now = now_ms();
+        let mut d = sample();
+        d.check_in.created_at = now - 1000;
+        d.check_in.expires_at = Some(now + 7_199_000);
+        let waiting = card(&d);
+        let review = review_card(&d);
+        d.check_in.status = CheckInStatus::Continued;
+        d.check_in.decided_by = Some("alice".into());
+        d.check_in.decided_via = Some(crate::approval::Via::Cli);
+        d.check_in.decided_at = Some(now - 60_000);
+        vec![
+            ("waiting", waiting),
+            ("review", review),
+            ("continued", card(&d)),
+        ]
+    }
+
     #[cfg(test)]
     fn example_cards() -> Vec<Card> {
         let mut d = sample();

@@ -242,6 +242,30 @@ impl super::Kind for Digests {
     type Command = Never;
 
     #[cfg(test)]
+    fn golden_cards() -> Vec<(&'static str, Card)> {
+        use crate::subject::DigestGroup;
+        let group = |agent: &str, tool: &str, count, max_risk| DigestGroup {
+            agent: agent.into(),
+            tool: tool.into(),
+            count,
+            pending: count,
+            max_risk,
+        };
+        let summary = DigestSummary {
+            total: 42,
+            pending: 40,
+            approved: 2,
+            groups: vec![
+                group("mailer", "send_email", 30, crate::policy::RiskScore::High),
+                group("coder", "Bash", 10, crate::policy::RiskScore::Medium),
+            ],
+            next_expiry: Some(crate::time::now_ms() + 86_399_000),
+            ..DigestSummary::default()
+        };
+        vec![("summary", card(&View::Summary(summary)))]
+    }
+
+    #[cfg(test)]
     fn example_cards() -> Vec<Card> {
         use crate::subject::DigestGroup;
         let group = DigestGroup {

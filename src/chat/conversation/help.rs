@@ -37,6 +37,11 @@ impl super::Kind for Help {
     fn example_cards() -> Vec<Card> {
         vec![card()]
     }
+
+    #[cfg(test)]
+    fn golden_cards() -> Vec<(&'static str, Card)> {
+        vec![("help", card())]
+    }
 }
 
 impl super::Run for Command {

@@ -177,6 +177,13 @@ pub trait Kind {
         async { Ok(None) }
     }
 
+    /// A representative card of each of its states, named (`pending`, `approved`), as
+    /// an owner would see it: the renderers' golden files ([`crate::chat::golden`]).
+    #[cfg(test)]
+    fn golden_cards() -> Vec<(&'static str, Card)> {
+        Vec::new()
+    }
+
     /// Its cards at their largest and in each state, for the renderers' tests (each
     /// renderer checks every kind's cards against its platform's limits).
     #[cfg(test)]
@@ -500,6 +507,18 @@ macro_rules! kinds {
                 parts.push(part);
             })+
             Ok(parts)
+        }
+
+        /// Every kind's golden cards, named `<kind>-<state>` ([`crate::chat::golden`]).
+        #[cfg(test)]
+        pub(crate) fn golden_cards() -> Vec<(String, Card)> {
+            let mut all = Vec::new();
+            $(all.extend(
+                <$kind as Kind>::golden_cards()
+                    .into_iter()
+                    .map(|(state, c)| (format!("{}-{state}", stringify!($variant).to_lowercase()), c)),
+            );)+
+            all
         }
 
         /// Every kind's example cards, with the kind's name (the renderers' tests).

@@ -80,6 +80,21 @@ impl super::Kind for Proposals {
         Ok(Some(Listed { fields, said }))
     }
 
+    /// A promotion, open; then approved.
+    #[cfg(test)]
+    fn golden_cards() -> Vec<(&'static str, Card)> {
+        let quiet = Duration::from_secs(7 * 24 * 3600);
+        let mut p = tests::sample();
+        let open = card(&p, quiet);
+        p.status = ProposalStatus::Approved;
+        p.decided_by = Some(TrustActor {
+            name: "alice".into(),
+            via: crate::approval::Via::Cli,
+        });
+        p.decided_at = Some(crate::time::now_ms() - 60_000);
+        vec![("open", open), ("approved", card(&p, quiet))]
+    }
+
     #[cfg(test)]
     fn example_cards() -> Vec<Card> {
         let mut p = tests::sample();

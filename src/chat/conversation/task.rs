@@ -119,6 +119,40 @@ impl super::Kind for Tasks {
         render(cx, subject).await
     }
 
+    /// A task waiting for the owner's go, one asking a question, and one done.
+    #[cfg(test)]
+    fn golden_cards() -> Vec<(&'static str, Card)> {
+        let now = crate::time::now_ms();
+        let mut t = tests::sample();
+        t.created_at = now - 1000;
+        t.updated_at = now - 1000;
+        let pending = card(&t);
+        t.status = TaskStatus::Waiting;
+        t.question = Some(TaskQuestion {
+            id: "01JD3X4Y5Z6A7B8C9D0E1F2G5Q".into(),
+            task: t.id.clone(),
+            purpose: QuestionPurpose::Input,
+            questions: vec!["Which competitors: only Acme, or Globex too?".into()],
+            choices: Vec::new(),
+            state: QuestionState::Open,
+            answer: None,
+            answered_by: None,
+            answered_via: None,
+            asked_at: now - 500,
+            answered_at: None,
+        });
+        let waiting = card(&t);
+        t.status = TaskStatus::Completed;
+        t.question = None;
+        t.result = Some("Acme charges $59, Globex $45 a month for the same plan.".into());
+        t.finished_at = Some(now);
+        vec![
+            ("pending", pending),
+            ("waiting", waiting),
+            ("completed", card(&t)),
+        ]
+    }
+
     #[cfg(test)]
     fn example_cards() -> Vec<Card> {
         let mut t = tests::sample();

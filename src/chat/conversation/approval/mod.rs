@@ -41,6 +41,8 @@ use super::EXAMPLE_ID;
 use super::{Rendered, SlashCommand};
 use crate::engine::Engine;
 
+#[cfg(test)]
+mod golden;
 mod owner;
 pub mod reason;
 use crate::trust::{Grant, Scope};
@@ -117,6 +119,11 @@ impl super::Kind for Approvals {
 
     async fn listed(engine: &Engine, listing: &Listing) -> Result<Option<Listed>, EngineError> {
         owner::listed(engine, listing).await
+    }
+
+    #[cfg(test)]
+    fn golden_cards() -> Vec<(&'static str, Card)> {
+        golden::cards()
     }
 
     #[cfg(test)]

@@ -1,0 +1,94 @@
+//! The approval prompt's golden cards ([`crate::chat::golden`]): a request as an agent
+//! sends it, pending (with what the prompt offers), approved for a while, and denied.
+
+use crate::approval::{Approval, Status, Via};
+use crate::chat::card::Card;
+use crate::policy::{Risk, RiskScore, ToolClass};
+use crate::time::now_ms;
+use crate::trust::grants::OfferRow;
+use crate::trust::{Actor, Grant, Scope};
+
+use super::{prompt, Extras};
+
+/// A pricing mail to a customer, the agent's first, waiting almost a day.
+fn request() -> Approval {
+    let now = now_ms();
+    Approval {
+        short_id: "k7m2abcd".into(),
+        agent: "mailer".into(),
+        tool: "send_email".into(),
+        summary: Some("Reply to Ann's question about the Pro plan's price".into()),
+        args: serde_json::json!({
+            "to": ["ann@example.com"],
+            "subject": "Re: Pro plan",
+            "body": "Hi Ann, the Pro plan is $49 a month. Best, Mailer"
+        }),
+        risk: Risk {
+            score: RiskScore::High,
+            tool_class: ToolClass::Write,
+            factors: vec!["pricing_content".into(), "first_time_usage".into()],
+        },
+        policy_reason:
+            "semi_autonomous: high risk (write tool; pricing_content, first_time_usage) \
+                        needs a human"
+                .into(),
+        created_at: now - 1000,
+        expires_at: Some(now + 86_399_000),
+        ..super::sample()
+    }
+}
+
+pub(super) fn cards() -> Vec<(&'static str, Card)> {
+    let now = now_ms();
+    let pending = request();
+    let extras = Extras {
+        offer: Some(OfferRow::default()),
+        allow_for: Some(std::time::Duration::from_secs(3600)),
+        grant: None,
+    };
+    let mut approved = request();
+    approved.status = Status::Approved;
+    approved.always_allowed = true;
+    approved.decided_by = Some("alice".into());
+    approved.decided_via = Some(Via::Chat(crate::approval::PlatformId::new("telegram")));
+    approved.decided_at = Some(now - 60_000);
+    approved.decision_reason = None;
+    let grant = Grant {
+        id: "01JD3X4Y5Z6A7B8C9D0E1F2G4G".into(),
+        short_id: "g4n8abcd".into(),
+        agent: approved.agent.clone(),
+        tool: approved.tool.clone(),
+        scope: Scope::Tool,
+        by: Actor {
+            name: "alice".into(),
+            via: Via::Chat(crate::approval::PlatformId::new("telegram")),
+        },
+        reason: None,
+        approval: Some(approved.id.clone()),
+        created_at: now - 60_000,
+        expires_at: Some(now + 3_540_000),
+        revoked: None,
+        max_risk: RiskScore::High,
+    };
+    let with_grant = Extras {
+        grant: Some(grant),
+        ..extras.clone()
+    };
+    let mut denied = request();
+    denied.status = Status::Rejected;
+    denied.decided_by = Some("bob".into());
+    denied.decided_via = Some(Via::Chat(crate::approval::PlatformId::new("slack")));
+    denied.decided_at = Some(now - 60_000);
+    denied.decision_reason = Some("we don't quote prices by mail".into());
+    let mut other = request();
+    other.short_id = "q9r4wxyz".into();
+    other.tool = "delete_contact".into();
+    other.risk.score = RiskScore::Critical;
+    other.expires_at = Some(now + 3_599_000);
+    vec![
+        ("pending", prompt(&pending, &extras)),
+        ("list", super::pending_card(&[pending.clone(), other], 2)),
+        ("approved-for-a-while", prompt(&approved, &with_grant)),
+        ("denied", prompt(&denied, &extras)),
+    ]
+}

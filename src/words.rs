@@ -1,0 +1,172 @@
+//! How gatebot says things to people: the one place that turns durations, instants,
+//! tiers, tool classes and risk into words, for chat cards, the `gatebot` command, the
+//! dashboard and mails alike. Machines get the data (RFC 3339, snake_case names in the
+//! JSON); people get these.
+//!
+//! - A duration as people say it, rounded to what matters: "45 s", "59 min",
+//!   "1 h 30 min", "24 h", "3 days" ([`span`]); a deadline relative to now: "in 24 h",
+//!   "3 min ago" ([`relative`]).
+//! - An instant: "2026-11-26 05:48 UTC" ([`clock`]), the same on every surface.
+//! - A tier: "semi-autonomous" ([`tier`]); a tool class: "destructive tool"
+//!   ([`tool_class`]); a risk factor: "first use of this tool" ([`factor`]); a whole
+//!   risk: "high: destructive tool, prices in the text" ([`risk`]).
+
+use std::time::Duration;
+
+use crate::policy::{Risk, RiskScore, Tier, ToolClass};
+
+pub use crate::time::clock;
+
+/// A duration as people say it: to the second under a minute, to the minute under a
+/// day (rounded to the nearest: 86 399 s is "24 h", 7 199 s "2 h"), then in days and
+/// hours.
+#[must_use]
+pub fn span(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs < 60 {
+        return format!("{secs} s");
+    }
+    let minutes = secs.saturating_add(30) / 60;
+    let (days, hours, mins) = (minutes / 1440, minutes / 60 % 24, minutes % 60);
+    match (days, hours, mins) {
+        (0, 0, m) => format!("{m} min"),
+        (0, h, 0) => format!("{h} h"),
+        (0, h, m) => format!("{h} h {m} min"),
+        // Up to two days, in hours: "36 h" reads better than "1 day 12 h".
+        (1, h, _) => format!("{} h", 24 + h),
+        (d, 0, _) => format!("{d} days"),
+        (d, h, _) => format!("{d} days {h} h"),
+    }
+}
+
+/// An instant relative to `now`: "in 24 h", "3 min ago", "now" (within a second).
+#[must_use]
+pub fn relative(at: i64, now: i64) -> String {
+    let gap = |ms: i64| Duration::from_millis(ms.unsigned_abs());
+    match at.saturating_sub(now) {
+        ms if ms.abs() < 1000 => "now".into(),
+        ms if ms > 0 => format!("in {}", span(gap(ms))),
+        ms => format!("{} ago", span(gap(ms))),
+    }
+}
+
+/// A deadline: "in 24 h (2026-11-26 05:48 UTC)".
+#[must_use]
+pub fn deadline(at: i64, now: i64) -> String {
+    format!("{} ({})", relative(at, now), clock(at))
+}
+
+/// A tier, as people say it: "draft-only", "supervised", "semi-autonomous",
+/// "autonomous".
+#[must_use]
+pub fn tier(t: Tier) -> &'static str {
+    match t {
+        Tier::DraftOnly => "draft-only",
+        Tier::Supervised => "supervised",
+        Tier::SemiAutonomous => "semi-autonomous",
+        Tier::Autonomous => "autonomous",
+    }
+}
+
+/// "read-only tool", "write tool", "destructive tool".
+#[must_use]
+pub fn tool_class(c: ToolClass) -> &'static str {
+    match c {
+        ToolClass::ReadOnly => "read-only tool",
+        ToolClass::Write => "write tool",
+        ToolClass::Destructive => "destructive tool",
+    }
+}
+
+/// A risk factor (`policy::risk`'s names) in words. A name gatebot does not know (one
+/// a newer version wrote) is shown with spaces for its underscores.
+#[must_use]
+pub fn factor(name: &str) -> String {
+    let said = match name {
+        "read_only_command" => "the command only reads",
+        "pricing_content" => "prices in the text",
+        "competitor_mention" => "mentions competitors",
+        "negative_context" => "complaint or negative tone",
+        "external_url" => "links outside your domains",
+        "bulk_operation" => "more than 5 recipients",
+        "first_time_usage" => "first use of this tool",
+        "educational_content" => "educational text",
+        "internal_tool" => "an internal tool",
+        "shell_critical" => "a command that can destroy data",
+        "shell_high" => "a risky command",
+        "environment_production" => "in production",
+        "environment_sandbox" => "in a sandbox",
+        other => return other.replace('_', " "),
+    };
+    said.to_string()
+}
+
+/// "low", "medium", "high", "critical".
+#[must_use]
+pub fn score(s: RiskScore) -> &'static str {
+    s.as_str()
+}
+
+/// A whole risk: "high: destructive tool, prices in the text, first use of this tool".
+#[must_use]
+pub fn risk(r: &Risk) -> String {
+    let mut parts = vec![tool_class(r.tool_class).to_string()];
+    parts.extend(r.factors.iter().map(|f| factor(f)));
+    format!("{}: {}", score(r.score), parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_rounded_to_what_people_say() {
+        let s = |secs: u64| span(Duration::from_secs(secs));
+        assert_eq!(s(0), "0 s");
+        assert_eq!(s(45), "45 s");
+        assert_eq!(s(89), "1 min");
+        assert_eq!(s(3599), "1 h");
+        assert_eq!(s(3540), "59 min");
+        assert_eq!(s(5400), "1 h 30 min");
+        assert_eq!(s(7199), "2 h");
+        assert_eq!(s(86_399), "24 h");
+        assert_eq!(s(129_600), "36 h");
+        assert_eq!(s(172_800), "2 days");
+        assert_eq!(s(7 * 86_400 + 3 * 3600), "7 days 3 h");
+        assert!(
+            s(u64::MAX).ends_with(" h"),
+            "the longest duration is said too"
+        );
+    }
+
+    #[test]
+    fn deadlines_are_said_from_now() {
+        let now = 1_000_000_000_000;
+        assert_eq!(relative(now + 86_399_000, now), "in 24 h");
+        assert_eq!(relative(now - 180_000, now), "3 min ago");
+        assert_eq!(relative(now + 400, now), "now");
+        assert_eq!(relative(i64::MAX, i64::MIN).split(' ').next(), Some("in"));
+        assert_eq!(
+            deadline(now + 3_540_000, now),
+            "in 59 min (2001-09-09 02:45 UTC)"
+        );
+    }
+
+    #[test]
+    fn risk_is_said_once_in_words() {
+        let r = Risk {
+            score: RiskScore::High,
+            tool_class: ToolClass::Destructive,
+            factors: vec![
+                "pricing_content".into(),
+                "first_time_usage".into(),
+                "custom_thing".into(),
+            ],
+        };
+        assert_eq!(
+            risk(&r),
+            "high: destructive tool, prices in the text, first use of this tool, custom thing"
+        );
+        assert_eq!(tier(Tier::SemiAutonomous), "semi-autonomous");
+    }
+}
