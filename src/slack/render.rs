@@ -126,10 +126,28 @@ pub fn line(l: &Line) -> String {
         .map(|s| match s {
             Span::Text(t) => escape(t),
             Span::Code(t) => inline_code(t),
-            Span::Strong(t) => format!("*{}*", escape(t)),
-            Span::Em(t) => format!("_{}_", escape(t)),
+            Span::Strong(t) => marked('*', t),
+            Span::Em(t) => marked('_', t),
         })
         .collect()
+}
+
+/// `text` between `mark`s, with its leading and trailing white space outside them:
+/// Slack closes `*bold*` only where the mark touches a character, so `*Promote *`
+/// would show its stars.
+fn marked(mark: char, text: &str) -> String {
+    let inner = text.trim();
+    if inner.is_empty() {
+        return escape(text);
+    }
+    let start = text.len() - text.trim_start().len();
+    let end = start + inner.len();
+    format!(
+        "{}{mark}{}{mark}{}",
+        escape(&text[..start]),
+        escape(inner),
+        escape(&text[end..])
+    )
 }
 
 /// Escaped text inside a ``` block. A fence in the text is broken up (zero-width
@@ -384,6 +402,14 @@ pub(crate) mod tests {
             within_limits(&text, &blocks);
             assert!(!text.is_empty(), "{kind} has no notification text");
         }
+    }
+
+    #[test]
+    fn bold_and_italic_marks_touch_their_words() {
+        let mut l = Line::strong("Promote ").code("mailer").and(" to");
+        l.0.push(Span::Em(" now".into()));
+        assert_eq!(line(&l), "*Promote* `mailer` to _now_");
+        assert_eq!(line(&Line::strong("  ")), "  ");
     }
 
     #[test]

@@ -54,10 +54,9 @@ async fn a_press_approves_the_waiting_agent_and_the_card_shows_the_outcome() {
     let card = card_of(&memory, &short).await;
     let text = card.card.plain();
     for part in [
-        "Agent: mailer",
-        "Tool: send_email",
-        "Risk: high",
-        "Expires:",
+        "mailer wants to run send_email",
+        "Risk: high: ",
+        "Expires: in ",
         "Hi Ann",
         "ann@example.com",
     ] {

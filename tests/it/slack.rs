@@ -906,7 +906,10 @@ async fn hostile_arguments_render_literally() {
             );
         }
     }
-    assert!(texts[1].contains("*Risk:* high"));
+    assert!(
+        all.contains("*Risk:* high: "),
+        "gatebot's own risk line: {all}"
+    );
 }
 
 /// Every mrkdwn text object in `v` (blocks, elements, views).

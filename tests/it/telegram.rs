@@ -219,7 +219,7 @@ async fn always_allow_lets_the_next_call_through_and_is_not_offered_where_it_can
     let got = app.get(&id, 20.0).await;
     assert_eq!(got.body["status"], "approved");
     assert_eq!(got.body["always_allowed"], true);
-    final_edit(&fake, CHAT_A, msg, "Approved (always allow) by Alice").await;
+    final_edit(&fake, CHAT_A, msg, "Approved with a grant by Alice").await;
     let next = app
         .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"to": "b@example.com"}}))
         .await;
@@ -501,7 +501,9 @@ async fn hostile_agent_text_is_escaped_and_long_arguments_are_cut() {
     let (_, p) = prompt(&fake, CHAT_A, &short).await;
     let text = p["text"].as_str().unwrap();
     assert!(
-        text.contains("<b>Tool:</b> <code>&lt;/code&gt;&lt;b&gt;Risk: low&lt;/b&gt;&amp;</code>"),
+        text.contains(
+            "<code>intern</code> wants to run <code>&lt;/code&gt;&lt;b&gt;Risk: low&lt;/b&gt;&amp;</code>"
+        ),
         "{text}"
     );
     assert!(!text.contains("<b>Risk: low"));
@@ -736,7 +738,7 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
     assert!(m["text"]
         .as_str()
         .unwrap()
-        .contains("<b>Tool:</b> <code>create_contact</code>"));
+        .contains("wants to run <code>create_contact</code>"));
     fake.press(ALICE, CHAT_A, dmsg, &format!("gb1:a:{}", ids[0]));
     assert_eq!(app.get(&ids[0], 20.0).await.body["status"], "approved");
     // The decision moves the digest on to the next request.

@@ -74,20 +74,17 @@ async fn a_proposal_card_is_approved_by_an_approver_and_refused_to_others() {
     let o = assess(&app, "intern").await;
     let id = o["proposal"]["id"].as_str().unwrap().to_string();
     let short = o["proposal"]["short_id"].as_str().unwrap().to_string();
-    let card = message(&memory, "Promote intern to semi_autonomous?").await;
+    let card = message(&memory, "Promote intern to semi-autonomous?").await;
     let proposed = gatebot::time::clock(o["proposal"]["created_at"].as_i64().unwrap());
     assert_eq!(
         card.card.plain(),
         format!(
-            "🎓 gatebot: tier change proposed · id {short}\n\
-             Promote intern to semi_autonomous?\n\
-             Agent: intern\n\
-             Tier: supervised → semi_autonomous\n\
+            "🎓 gatebot: tier proposal · id {short}\n\
+             Promote intern to semi-autonomous?\n\
+             Tier: supervised → semi-autonomous\n\
              Evidence: 50 handled, 100 % went well, 0 % denied, 0 % escalated\n\
              By a human: 50 approved, 0 denied\n\
-             Proposed: {proposed}\n\
-             intern has handled 50 requests (50 approved and 0 denied by a human): 100 % went \
-             well, 0 % denied, 0 % escalated. Ready for semi-autonomous mode."
+             Proposed: {proposed}"
         )
     );
     assert_eq!(
@@ -122,7 +119,7 @@ async fn a_proposal_card_is_approved_by_an_approver_and_refused_to_others() {
         .await;
     assert!(matches!(done, Answer::Done(_)), "{done:?}");
     assert!(
-        done.text().contains("intern is now semi_autonomous"),
+        done.text().contains("intern is now semi-autonomous"),
         "{done:?}"
     );
     assert_eq!(trust(&app, "intern").await["tier"], "semi_autonomous");
@@ -152,7 +149,7 @@ async fn a_reply_declines_a_proposal_and_it_is_not_proposed_again() {
     assert!(edited
         .card
         .plain()
-        .contains("not before the audit; not proposed again for 30d"));
+        .contains("not before the audit; not proposed again for 30 days"));
     assert_eq!(trust(&app, "intern").await["tier"], "supervised");
     // Asked again, from chat: no new proposal, and it says why.
     let again = memory.say(&alice(), CHAT, "/assess intern", None).await;
@@ -364,7 +361,7 @@ async fn a_shell_prompt_offers_scoped_grants_and_a_revoke_asks_again() {
         ),
         "{done:?}"
     );
-    let edited = shows(&memory, &card.id, "Approved (always allow) by Alice").await;
+    let edited = shows(&memory, &card.id, "Approved with a grant by Alice").await;
     assert!(edited
         .card
         .plain()
@@ -424,7 +421,7 @@ async fn allow_for_an_hour_grants_until_then() {
         )
         .await;
     let card = message(&memory, &format!("id {short}")).await;
-    let data = button(&card.card, "⏱ Allow for 1h");
+    let data = button(&card.card, "⏱ Allow for 1 h");
     assert_eq!(data, button_data(ButtonKind::ApproveFor, &id));
     let done = memory.press(&alice(), CHAT, &card.id, &data).await;
     assert!(
@@ -632,7 +629,7 @@ async fn a_time_boxed_grant_from_the_button_runs_out() {
         .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {"n": 1}}))
         .await;
     let card = message(&memory, &format!("id {short}")).await;
-    let data = button(&card.card, "⏱ Allow for 1s");
+    let data = button(&card.card, "⏱ Allow for 1 s");
     memory.press(&alice(), CHAT, &card.id, &data).await;
     app.wait_for_status(&id, "approved").await;
     // Once the second has passed, the same tool asks again (and the grant is listed
@@ -868,7 +865,7 @@ async fn a_reply_to_a_proposal_card_whose_post_is_unconfirmed_answers_it() {
     let card = message(&memory, &format!("id {short}")).await;
 
     let answer = memory.say(&alice(), CHAT, "approve", Some(&card.id)).await;
-    assert!(answer.text().contains("semi_autonomous"), "{answer:?}");
+    assert!(answer.text().contains("semi-autonomous"), "{answer:?}");
     assert_eq!(trust(&app, "intern").await["tier"], "semi_autonomous");
     // The message the reply found became the card: it shows the outcome, once.
     memory.release_answers();

@@ -248,7 +248,7 @@ async fn slack_posts_the_check_in_and_stop_opens_a_form_whose_reason_reaches_the
     );
     assert_eq!(
         post.params["text"],
-        format!("⏸ Check-in {short}: a workflow waits for you"),
+        format!("🚦 Check-in {short}: a workflow waits for you"),
         "no agent text in the fallback"
     );
 

@@ -24,7 +24,8 @@ use crate::chat::Context;
 use crate::engine::EngineError;
 use crate::subject::Purpose;
 use crate::subject::{Subject, SubjectKind};
-use crate::time::{clock, format_duration, now_ms};
+use crate::time::{clock, now_ms};
+use crate::words;
 use crate::workflow::evaluate::IssueKind;
 use crate::workflow::run::Answered;
 use crate::workflow::run::{self, CheckIn, CheckInAnswer, CheckInStatus, Run, RunIssue};
@@ -43,7 +44,7 @@ use crate::workflow::wire::CheckInView;
 /// Problems listed on the card itself; Review issues lists them all.
 pub const LISTED: usize = 5;
 /// The icon a waiting check-in's heading and notification text start with.
-const ICON: &str = "⏸";
+const ICON: &str = "🚦";
 
 /// Most check-ins `/pending` lists with their buttons.
 pub const PENDING_SHOWN: usize = 10;
@@ -642,21 +643,23 @@ fn fields(d: &Detail) -> Vec<Field> {
         Field::new("Run", title),
         Field::new("Where", place),
         Field::new("Why asking", why_line(c)),
-        Field::new(
+    ];
+    // The run's first check-in shows everything so far: one line says it.
+    if c.shown == run.totals && run.dropped.is_empty() {
+        fields.push(Field::new("Problems so far", Line::text(totals)));
+    } else {
+        fields.push(Field::new(
             "Since the last check-in",
             Line::text(counted(c.shown.warnings, c.shown.errors)),
-        ),
-        Field::new("Run so far", Line::text(totals)),
-    ];
+        ));
+        fields.push(Field::new("Run so far", Line::text(totals)));
+    }
     if let (CheckInStatus::Waiting, Some(at)) = (c.status, c.expires_at) {
-        let left =
-            std::time::Duration::from_millis(at.saturating_sub(now_ms()).max(0).unsigned_abs());
         fields.push(Field::new(
             "Expires",
             Line::text(format!(
-                "{} (in {}); no answer stops the workflow",
-                clock(at),
-                format_duration(left)
+                "{}; no answer stops the workflow",
+                words::deadline(at, now_ms())
             )),
         ));
     }
@@ -723,11 +726,8 @@ pub fn card(d: &Detail) -> Card {
     let mut blocks = vec![
         Block::Heading {
             icon: ICON,
-            title: if waiting {
-                "gatebot: workflow check-in".into()
-            } else {
-                "gatebot: check-in".into()
-            },
+            // One title whatever the status: the outcome line says how it ended.
+            title: "gatebot: workflow check-in".into(),
             tag: Some(Tag::subject(SubjectKind::CheckIn, &short)),
         },
         Block::Fields(fields(d)),
@@ -838,7 +838,7 @@ pub fn pending_section(list: &[(CheckIn, Run)], total: usize) -> (Vec<Block>, Ve
         .map(|(c, run)| {
             let expires = c
                 .expires_at
-                .map(|at| format!(", expires {}", clock(at)))
+                .map(|at| format!(", expires {}", words::deadline(at, now_ms())))
                 .unwrap_or_default();
             Line::default()
                 .code(c.short_id.clone().unwrap_or_default())
@@ -1127,14 +1127,15 @@ mod tests {
         let d = sample();
         let c = card(&d);
         let text = c.plain();
+        assert!(!text.contains("Since the last check-in"), "{text}");
         for part in [
             "gatebot: workflow check-in · id k7m2wxyz",
             "Agent: deployer",
             "Run: Release 2.4 (release)",
             "Why asking: phase build complete",
-            "Since the last check-in: 2 warnings, 1 error",
-            "Run so far: 2 warnings, 1 error collected",
-            "Expires:",
+            // A first check-in: what it shows is the whole run, said once.
+            "Problems so far: 2 warnings, 1 error collected",
+            "Expires: in 1 h (",
             "low warning · build / lint · Style issue",
             "build.log https://ci.example.com/1",
         ] {

@@ -23,7 +23,6 @@ use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::{DigestNow, DigestPage, EngineError};
 use crate::subject::{DigestState, DigestSummary};
-use crate::time::clock;
 
 use super::full_id;
 #[cfg(test)]
@@ -178,7 +177,7 @@ pub fn card(view: &View) -> Card {
             if let Some(at) = s.next_expiry {
                 blocks.push(Block::Fields(vec![Field::new(
                     "Next expiry",
-                    Line::text(clock(at)),
+                    Line::text(crate::words::deadline(at, crate::time::now_ms())),
                 )]));
             }
             blocks.push(Block::Line(Line::text(

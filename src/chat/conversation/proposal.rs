@@ -18,8 +18,9 @@ use crate::chat::text::shorten;
 use crate::chat::Context;
 use crate::engine::{EngineError, ProposalDecided};
 use crate::subject::{Subject, SubjectKind};
-use crate::time::{clock, format_duration};
+use crate::time::clock;
 use crate::trust::{Actor as TrustActor, Direction, Proposal, ProposalStatus};
+use crate::words;
 
 use super::full_id;
 use super::owner::{Decided, Listed, Listing, OwnerDecision, Refused};
@@ -85,6 +86,7 @@ impl super::Kind for Proposals {
     fn golden_cards() -> Vec<(&'static str, Card)> {
         let quiet = Duration::from_secs(7 * 24 * 3600);
         let mut p = tests::sample();
+        p.created_at = crate::time::now_ms() - 3_600_000;
         let open = card(&p, quiet);
         p.status = ProposalStatus::Approved;
         p.decided_by = Some(TrustActor {
@@ -256,14 +258,14 @@ fn answered(p: &Proposal, quiet: Duration) -> Card {
             "✅ Approved proposal {}: {} is now {}.",
             p.short_id,
             p.agent,
-            p.to.as_str()
+            words::tier(p.to)
         )),
         ProposalStatus::Declined => Card::text(format!(
             "❌ Declined proposal {}: {} stays {}; not proposed again for {}.",
             p.short_id,
             p.agent,
-            p.from.as_str(),
-            format_duration(quiet)
+            words::tier(p.from),
+            words::span(quiet)
         )),
         _ => Card::text(format!("Proposal {} is {}.", p.short_id, settled_words(p))),
     }
@@ -288,11 +290,11 @@ pub fn outcome_line(p: &Proposal, quiet: Duration) -> String {
         ProposalStatus::Approved => format!(
             "✅ Approved by {by} {when}: {} is now {}",
             p.agent,
-            p.to.as_str()
+            words::tier(p.to)
         ),
         ProposalStatus::Declined => format!(
             "❌ Declined by {by} {when}{reason}; not proposed again for {}",
-            format_duration(quiet)
+            words::span(quiet)
         ),
         ProposalStatus::Superseded => {
             format!("⏭ Out of date {when}: the tier was changed another way")
@@ -308,21 +310,14 @@ pub fn card(p: &Proposal, quiet: Duration) -> Card {
         Direction::Promote => ("🎓", "Promote"),
         Direction::Demote => ("⚠️", "Demote"),
     };
+    // The agent is named once, in the question; the evidence once, in the figures.
     let title = Line::strong(format!("{verb} "))
         .code(shorten(&p.agent, 40))
-        .and(" to ")
-        .code(p.to.as_str())
-        .and("?");
-    let mut fields = vec![
-        Field::new("Agent", Line::default().code(shorten(&p.agent, 40))),
-        Field::new(
-            "Tier",
-            Line::default()
-                .code(p.from.as_str())
-                .and(" → ")
-                .code(p.to.as_str()),
-        ),
-    ];
+        .and(format!(" to {}?", words::tier(p.to)));
+    let mut fields = vec![Field::new(
+        "Tier",
+        Line::text(format!("{} → {}", words::tier(p.from), words::tier(p.to))),
+    )];
     // What the evidence is made of, each figure apart: the agent's own reports are
     // never shown as approvals.
     fields.extend(
@@ -332,20 +327,21 @@ pub fn card(p: &Proposal, quiet: Duration) -> Card {
             .map(|(label, words)| Field::new(label, Line::text(words))),
     );
     fields.push(Field::new("Proposed", Line::text(clock(p.created_at))));
-    let blocks = vec![
+    let mut blocks = vec![
         Block::Heading {
             icon,
-            title: if open {
-                "gatebot: tier change proposed".into()
-            } else {
-                "gatebot: tier proposal".into()
-            },
+            // One title whatever the status: the outcome line says how it ended.
+            title: "gatebot: tier proposal".into(),
             tag: Some(Tag::subject(SubjectKind::Proposal, &p.short_id)),
         },
         Block::Line(title),
         Block::Fields(fields),
-        Block::Line(Line::text(shorten(&p.reason, 600))),
     ];
+    // A promotion's reason restates the figures above; a demotion's says what went
+    // wrong, which they do not.
+    if p.direction == Direction::Demote {
+        blocks.push(Block::Line(Line::text(shorten(&p.reason, 600))));
+    }
     let fallback = format!(
         "{}: tier proposal {}",
         match p.status {
@@ -562,15 +558,12 @@ mod tests {
         let c = card(&p, Duration::from_secs(30 * 86_400));
         assert_eq!(
             c.plain(),
-            "🎓 gatebot: tier change proposed · id p7m2abcd\n\
-             Promote mailer to semi_autonomous?\n\
-             Agent: mailer\n\
-             Tier: supervised → semi_autonomous\n\
+            "🎓 gatebot: tier proposal · id p7m2abcd\n\
+             Promote mailer to semi-autonomous?\n\
+             Tier: supervised → semi-autonomous\n\
              Evidence: 57 handled, 96 % went well, 2 % denied, 5 % escalated\n\
              By a human: 56 approved, 1 denied\n\
-             Proposed: 1970-01-01 00:00 UTC\n\
-             mailer has handled 57 requests (56 approved and 1 denied by a human): 96 % went \
-             well, 2 % denied, 5 % escalated. Ready for semi-autonomous mode."
+             Proposed: 1970-01-01 00:00 UTC"
         );
         assert_eq!(c.buttons[0].len(), 2);
         assert!(
@@ -590,7 +583,7 @@ mod tests {
         assert_eq!(
             c.blocks.last(),
             Some(&Block::Outcome(
-                "❌ Declined by alice (CLI) 1970-01-01 00:00 UTC; not proposed again for 30d"
+                "❌ Declined by alice (CLI) 1970-01-01 00:00 UTC; not proposed again for 30 days"
                     .into()
             ))
         );

@@ -31,8 +31,9 @@ use crate::engine::{describe_settled, EngineError};
 use crate::engine::{GrantChoice, ScopeChoice};
 use crate::subject::Purpose;
 use crate::subject::{Subject, SubjectKind};
-use crate::time::{clock, format_duration, now_ms};
+use crate::time::{clock, now_ms};
 use crate::trust::grants::OfferRow;
+use crate::words;
 
 use super::full_id;
 use super::owner::{Decided, Listed, Listing, OwnerDecision, Refused};
@@ -540,56 +541,63 @@ const SUMMARY_ROOM: usize = 1200;
 /// The fields every view of a request shows.
 #[must_use]
 pub fn fields(a: &Approval) -> Vec<Field> {
-    let mut detail = format!("{} tool", a.risk.tool_class.as_str());
-    if !a.risk.factors.is_empty() {
-        detail.push_str("; ");
-        detail.push_str(&a.risk.factors.join(", "));
-    }
     let mut fields = vec![
-        Field::new("Agent", Line::default().code(&a.agent)),
-        Field::new("Tool", Line::default().code(&a.tool)),
-        Field::new(
-            "Risk",
-            Line::text(format!("{} ({detail})", a.risk.score.as_str())),
-        ),
+        Field::new("Risk", Line::text(words::risk(&a.risk))),
         Field::new(
             "Why asking",
             Line::text(shorten(&a.policy_reason, REASON_CHARS)),
         ),
     ];
     if let (Status::Pending, Some(at)) = (a.status, a.expires_at) {
-        let left =
-            std::time::Duration::from_millis(at.saturating_sub(now_ms()).max(0).unsigned_abs());
         fields.push(Field::new(
             "Expires",
-            Line::text(format!("{} (in {})", clock(at), format_duration(left))),
+            Line::text(words::deadline(at, now_ms())),
         ));
     }
     fields
 }
 
+/// "`mailer` wants to run `send_email`": who asks for what, said once.
+#[must_use]
+pub fn asks(a: &Approval) -> Line {
+    Line::default()
+        .code(shorten(&a.agent, 40))
+        .and(" wants to run ")
+        .code(shorten(&a.tool, 60))
+}
+
+/// The agent's summary, as a code block cut to fit, if it gave one.
+#[must_use]
+pub fn agent_summary(a: &Approval) -> Option<Block> {
+    let s = a.summary.as_ref().filter(|s| !s.trim().is_empty())?;
+    Some(Block::Code(Code {
+        label: "Summary from the agent".into(),
+        body: s.clone(),
+        lang: None,
+        what: "the summary",
+        max: Some(SUMMARY_ROOM),
+    }))
+}
+
 /// The agent's summary and arguments, as code blocks cut to fit.
 #[must_use]
 pub fn agent_text(a: &Approval) -> Vec<Block> {
-    let mut blocks = Vec::new();
-    if let Some(s) = a.summary.as_ref().filter(|s| !s.trim().is_empty()) {
-        blocks.push(Block::Code(Code {
-            label: "Summary from the agent".into(),
-            body: s.clone(),
-            lang: None,
-            what: "the summary",
-            max: Some(SUMMARY_ROOM),
-        }));
-    }
+    let mut blocks: Vec<Block> = agent_summary(a).into_iter().collect();
+    blocks.push(agent_arguments(a));
+    blocks
+}
+
+/// The agent's arguments, as a JSON code block cut to fit.
+#[must_use]
+pub fn agent_arguments(a: &Approval) -> Block {
     let pretty = serde_json::to_string_pretty(&a.args).unwrap_or_else(|_| a.args.to_string());
-    blocks.push(Block::Code(Code {
+    Block::Code(Code {
         label: "Arguments from the agent".into(),
         body: pretty,
         lang: Some("json"),
         what: "arguments",
         max: None,
-    }));
-    blocks
+    })
 }
 
 /// The decision buttons for a pending request; `suffix` follows each label (the
@@ -621,20 +629,21 @@ pub fn buttons(a: &Approval, suffix: &str) -> Vec<Button> {
 #[must_use]
 pub fn card(a: &Approval) -> Card {
     let pending = a.status == Status::Pending;
+    // Who asks for what, in the agent's words, how risky and until when; then the
+    // arguments, which may be long.
     let mut blocks = vec![
         Block::Heading {
             icon: HEADING_ICON,
-            title: if pending {
-                "gatebot: approval needed".into()
-            } else {
-                "gatebot: request".into()
-            },
-            // [`shown_in`] reads the id back from this line.
+            // One title whatever the status: the outcome line says how it ended.
+            title: "gatebot: request".into(),
+            // `Tag::read` reads the id back from this line.
             tag: Some(Tag::subject(SubjectKind::Approval, &a.short_id)),
         },
-        Block::Fields(fields(a)),
+        Block::Line(asks(a)),
     ];
-    blocks.extend(agent_text(a));
+    blocks.extend(agent_summary(a));
+    blocks.push(Block::Fields(fields(a)));
+    blocks.push(agent_arguments(a));
     let mut card = Card {
         blocks,
         fallback: format!(
@@ -715,7 +724,7 @@ pub fn pending_card(list: &[Approval], total: usize) -> Card {
         .map(|a| {
             let expires = a
                 .expires_at
-                .map(|at| format!(", expires {}", clock(at)))
+                .map(|at| format!(", expires {}", words::deadline(at, now_ms())))
                 .unwrap_or_default();
             Line::default()
                 .code(&a.short_id)
@@ -844,7 +853,7 @@ pub fn prompt(a: &Approval, x: &Extras) -> Card {
     if let Some(d) = x.allow_for {
         extra.push(button(
             ButtonKind::ApproveFor,
-            format!("⏱ Allow for {}", format_duration(d)),
+            format!("⏱ Allow for {}", words::span(d)),
         ));
     }
     card.buttons = vec![row];
@@ -907,14 +916,11 @@ pub fn outcome_line(a: &Approval) -> String {
     let reason = |r: &Option<String>| r.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
     match a.status {
         Status::Pending => "⏳ Waiting for a decision".to_string(),
-        Status::Approved => {
-            let always = if a.always_allowed {
-                " (always allow)"
-            } else {
-                ""
-            };
-            format!("✅ Approved{always} by {by} {when}")
+        // The grant, if the approval made one, is said in its own line above.
+        Status::Approved if a.always_allowed => {
+            format!("✅ Approved with a grant by {by} {when}")
         }
+        Status::Approved => format!("✅ Approved by {by} {when}"),
         Status::Executing => format!("✅ Approved by {by} {when}; running"),
         Status::Succeeded => format!("✅ Approved by {by} {when}; succeeded"),
         Status::Failed => format!(
