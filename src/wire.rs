@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::approval::{Approval, Status, Via};
 use crate::policy::Risk;
 use crate::time::format_ms;
+use crate::words;
 
 /// Longest tool name accepted.
 pub const MAX_TOOL_LEN: usize = 128;
@@ -132,31 +133,87 @@ pub struct ApprovalView {
 }
 
 impl ApprovalView {
-    /// "approved k7m2abcd (send_email from mailer)": the request after a decision.
+    /// "denied k7m2abcd (send_email from mailer)": the request after a decision.
     #[must_use]
     pub fn decided_line(&self) -> String {
         format!(
             "{} {} ({} from {})",
-            self.status, self.short_id, self.tool, self.agent
+            words::status(self.status),
+            self.short_id,
+            self.tool,
+            self.agent
         )
     }
 
-    /// A pending request's lines in a list: short id, agent, tool, risk and expiry,
-    /// then its summary, if it has one.
+    /// The heading of [`ApprovalView::listed_lines`]' columns.
+    pub const LIST_HEADING: &'static str =
+        "ID        AGENT          TOOL                 RISK      EXPIRES";
+
+    /// A pending request's lines in a list, within 80 columns: short id, agent, tool,
+    /// risk and when it expires (`in 24 h`), then, indented, the agent's summary and the
+    /// arguments that say what the call does (a command in full).
     #[must_use]
-    pub fn listed_lines(&self) -> Vec<String> {
+    pub fn listed_lines(&self, now: i64) -> Vec<String> {
+        let expires = self
+            .expires_ms()
+            .map_or_else(|| "never".to_string(), |at| words::relative(at, now));
         let mut lines = vec![format!(
-            "{}  {:<16} {:<24} risk {:<8} expires {}",
+            "{:<8}  {:<14} {:<20} {:<9} {expires}",
             self.short_id,
-            self.agent,
-            self.tool,
-            self.risk.score.as_str(),
-            self.expires_at.as_deref().unwrap_or("-")
+            words::cut(&self.agent, 14),
+            words::cut(&self.tool, 20),
+            words::score(self.risk.score),
         )];
-        if let Some(s) = &self.summary {
-            lines.push(format!("          {s}"));
+        let indent = "          ";
+        if let Some(s) = self.summary.as_deref().filter(|s| !s.trim().is_empty()) {
+            lines.push(format!("{indent}{}", words::cut(&s.replace('\n', " "), 70)));
+        }
+        lines.extend(
+            words::key_arguments(&self.args)
+                .into_iter()
+                .map(|a| format!("{indent}{a}")),
+        );
+        lines
+    }
+
+    /// The request for `gatebot status` and `gatebot ask`: its status and ids, then who
+    /// asks for what, the agent's summary, the arguments that say what it does, the
+    /// risk in words, when it expires (while pending) and the task it belongs to.
+    #[must_use]
+    pub fn described(&self, now: i64) -> Vec<String> {
+        let mut lines = vec![
+            format!(
+                "{}  id {} ({})",
+                words::status(self.status),
+                self.short_id,
+                self.id
+            ),
+            format!("  {} wants to run {}", self.agent, self.tool),
+        ];
+        if let Some(s) = self.summary.as_deref().filter(|s| !s.trim().is_empty()) {
+            lines.push(format!("  summary: {}", s.replace('\n', " ")));
+        }
+        lines.extend(
+            words::key_arguments(&self.args)
+                .into_iter()
+                .map(|a| format!("  {a}")),
+        );
+        lines.push(format!("  risk: {}", words::risk(&self.risk)));
+        if let (Status::Pending, Some(at)) = (self.status, self.expires_ms()) {
+            lines.push(format!("  expires {}", words::deadline(at, now)));
+        }
+        if let Some(t) = &self.task_id {
+            lines.push(format!("  part of task {t}"));
         }
         lines
+    }
+
+    /// `expires_at` as Unix milliseconds.
+    fn expires_ms(&self) -> Option<i64> {
+        let at = self.expires_at.as_deref()?;
+        let t = humantime::parse_rfc3339(at).ok()?;
+        let ms = t.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
+        i64::try_from(ms).ok()
     }
 }
 

@@ -13,6 +13,9 @@
 
 use std::time::Duration;
 
+use serde_json::Value;
+
+use crate::approval::Status;
 use crate::policy::{Risk, RiskScore, Tier, ToolClass};
 
 pub use crate::time::clock;
@@ -115,6 +118,85 @@ pub fn risk(r: &Risk) -> String {
     format!("{}: {}", score(r.score), parts.join(", "))
 }
 
+/// A request's status as people say it: one verb per outcome ("denied", never
+/// "rejected"; the JSON keeps its names).
+#[must_use]
+pub fn status(s: Status) -> &'static str {
+    match s {
+        Status::Pending => "pending",
+        Status::Approved => "approved",
+        Status::Rejected => "denied",
+        Status::Expired => "expired",
+        Status::Cancelled => "cancelled",
+        Status::Executing => "approved, running",
+        Status::Succeeded => "approved, succeeded",
+        Status::Failed => "approved, failed",
+        Status::Allowed => "allowed",
+        Status::Blocked => "blocked",
+    }
+}
+
+/// `s` in at most `max` characters, its end replaced by "…" when cut.
+#[must_use]
+pub fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max.saturating_sub(1)) {
+        Some((end, _)) if s.chars().count() > max => format!("{}…", &s[..end]),
+        _ => s.to_string(),
+    }
+}
+
+/// The argument keys whose value is a command, shown in full (`policy::risk` reads
+/// the same keys as commands).
+const COMMAND_KEYS: [&str; 5] = ["command", "cmd", "script", "sql", "query"];
+/// Most characters of another argument's value shown in a list.
+const VALUE_CHARS: usize = 60;
+/// Most arguments listed.
+const ARGUMENTS_LISTED: usize = 6;
+
+/// The arguments that say what a call does, a line each: a command in full
+/// (`command: git push --force`), other values cut (`to: ann@example.com`), lists
+/// joined, objects as `{…}`; then how many more there are.
+#[must_use]
+pub fn key_arguments(args: &Value) -> Vec<String> {
+    let Value::Object(map) = args else {
+        return match args {
+            Value::Null => Vec::new(),
+            Value::String(s) => vec![format!("command: {s}")],
+            other => vec![cut(&other.to_string(), VALUE_CHARS)],
+        };
+    };
+    let is_command = |k: &str| COMMAND_KEYS.iter().any(|c| c.eq_ignore_ascii_case(k));
+    // Commands first: they are what a shell-like call does.
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort_by_key(|k| !is_command(k));
+    let mut lines: Vec<String> = keys
+        .iter()
+        .take(ARGUMENTS_LISTED)
+        .map(|k| {
+            let v = &map[k.as_str()];
+            let said = match v {
+                Value::String(s) if is_command(k) => s.clone(),
+                Value::String(s) => cut(&s.replace('\n', " "), VALUE_CHARS),
+                Value::Array(items) => cut(
+                    &items
+                        .iter()
+                        .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    VALUE_CHARS,
+                ),
+                Value::Object(_) => "{…}".into(),
+                other => other.to_string(),
+            };
+            format!("{k}: {said}")
+        })
+        .collect();
+    if map.len() > ARGUMENTS_LISTED {
+        lines.push(format!("… and {} more", map.len() - ARGUMENTS_LISTED));
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +232,37 @@ mod tests {
             deadline(now + 3_540_000, now),
             "in 59 min (2001-09-09 02:45 UTC)"
         );
+    }
+
+    #[test]
+    fn key_arguments_show_a_command_in_full_and_cut_the_rest() {
+        let body = "x".repeat(100);
+        let args = serde_json::json!({
+            "body": body,
+            "command": format!("git push --force {}", "y".repeat(100)),
+            "to": ["ann@example.com", "bob@example.com"],
+            "opts": {"a": 1},
+        });
+        let lines = key_arguments(&args);
+        assert_eq!(
+            lines[0],
+            format!("command: git push --force {}", "y".repeat(100))
+        );
+        assert_eq!(lines[1], format!("body: {}…", "x".repeat(59)));
+        assert_eq!(lines[2], "opts: {…}");
+        assert_eq!(lines[3], "to: ann@example.com, bob@example.com");
+        assert_eq!(
+            key_arguments(&serde_json::json!("ls -la")),
+            ["command: ls -la"]
+        );
+        let many: serde_json::Map<String, Value> =
+            (0..9).map(|i| (format!("k{i}"), Value::from(i))).collect();
+        assert_eq!(
+            key_arguments(&Value::Object(many)).last().unwrap(),
+            "… and 3 more"
+        );
+        assert_eq!(cut("héllo", 3), "hé…");
+        assert_eq!(cut("abc", 3), "abc");
     }
 
     #[test]

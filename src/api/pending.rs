@@ -37,6 +37,12 @@ pub(super) async fn pending(
         answer.extend(part.fields);
         said.extend(part.said);
     }
+    // A section's blank line before it is for the sections above it.
+    let blank = said.iter().take_while(|l| l.is_empty()).count();
+    said.drain(..blank);
+    if said.is_empty() {
+        said.push("Nothing is waiting for you.".into());
+    }
     answer.insert("said".into(), json!(said));
     Ok(Json(Value::Object(answer)))
 }

@@ -416,7 +416,7 @@ async fn the_daemon_starts_on_the_example_config_without_tokens() {
         .await
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("No pending requests"));
+    assert!(text(&out.stdout).contains("Nothing is waiting for you."));
     child.start_kill().unwrap();
 }
 
@@ -644,7 +644,7 @@ async fn approve_always_lets_the_next_identical_ask_through_at_once() {
     );
     assert!(!text(&again.stderr).contains("waiting for a human"));
     let pending = d.cli(&["pending"]).await;
-    assert!(text(&pending.stdout).contains("No pending requests"));
+    assert_eq!(text(&pending.stdout), "Nothing is waiting for you.\n");
 }
 
 #[tokio::test]
@@ -675,8 +675,16 @@ async fn status_wait_exits_3_while_pending_and_0_once_approved() {
     let status = d.cli(&["status", &id, "--wait", "1s"]).await;
     assert_eq!(status.status.code(), Some(3), "{}", text(&status.stderr));
     assert!(text(&status.stdout).starts_with("pending"));
+    // What it asks for, in words; and no hint to run the command just run.
+    let shown = text(&status.stdout);
     assert!(
-        text(&status.stderr).contains("still pending"),
+        shown.contains("intern wants to run create_contact"),
+        "{shown}"
+    );
+    assert!(shown.contains("  risk: "), "{shown}");
+    assert!(shown.contains("  expires in "), "{shown}");
+    assert!(
+        !text(&status.stderr).contains("gatebot status"),
         "{}",
         text(&status.stderr)
     );
@@ -746,7 +754,7 @@ async fn pending_lists_each_request_with_its_risk_level() {
         line.contains("mailer") && line.contains("send_email"),
         "{line}"
     );
-    assert!(line.contains("risk high"), "{line}");
+    assert!(line.contains(" high ") && line.contains(" in "), "{line}");
     assert!(listing.contains("Reply to Ann"), "{listing}");
 }
 
@@ -971,7 +979,7 @@ async fn agent_commands_set_tiers_pause_and_show_evidence_and_check_config_follo
     let listing = text(&out.stdout);
     let mailer = listing.lines().find(|l| l.starts_with("mailer")).unwrap();
     assert!(
-        mailer.contains("semi_autonomous") && mailer.contains("yes"),
+        mailer.contains("semi-autonomous") && mailer.contains("yes"),
         "{mailer}"
     );
     let out = d.cli(&["agent", "mailer", "resume"]).await;
@@ -1075,7 +1083,7 @@ async fn pending_lists_open_proposals_and_decide_answers_them() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let said = text(&out.stdout);
     assert!(
-        said.contains("Promote intern to semi_autonomous?"),
+        said.contains("Promote intern to semi-autonomous?"),
         "{said}"
     );
     let out = d.cli(&["pending"]).await;
@@ -1088,7 +1096,7 @@ async fn pending_lists_open_proposals_and_decide_answers_them() {
     assert_eq!(
         line,
         format!(
-            "{short}  Promote intern to semi_autonomous? (3 handled: 3 approved and 0 denied by \
+            "{short}  Promote intern to semi-autonomous? (3 handled: 3 approved and 0 denied by \
              a human, 100 % went well)"
         )
     );
@@ -1102,7 +1110,7 @@ async fn pending_lists_open_proposals_and_decide_answers_them() {
     let out = d.cli(&["decide", &short, "approve"]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
-        text(&out.stdout).contains("intern is now semi_autonomous"),
+        text(&out.stdout).contains("intern is now semi-autonomous"),
         "{}",
         text(&out.stdout)
     );
@@ -1207,34 +1215,40 @@ async fn the_agent_page_shows_what_the_evidence_is_made_of() {
     let out = d.cli(&["agents"]).await;
     let listing = text(&out.stdout);
     let header = listing.lines().next().unwrap();
-    let row = listing
-        .lines()
-        .find(|l| l.starts_with("mailer "))
+    let lines: Vec<&str> = listing.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("mailer "))
         .unwrap_or_else(|| panic!("{listing}"));
-    let cells: Vec<(&str, &str)> = [
-        "HANDLED",
-        "HUMAN OK",
-        "HUMAN NO",
-        "GRANTED",
-        "WENT WELL",
-        "UNASKED",
-    ]
-    .into_iter()
-    .map(|column| {
-        // Columns are right-aligned and as wide as their headings.
-        let start = header.find(column).unwrap();
-        (column, row[start..start + column.len()].trim())
-    })
-    .collect();
+    let row = lines[at];
+    let cells: Vec<(&str, &str)> = ["PENDING", "HANDLED", "WENT WELL", "GRANTS"]
+        .into_iter()
+        .map(|column| {
+            // Columns are right-aligned and as wide as their headings.
+            let start = header.find(column).unwrap();
+            (column, row[start..start + column.len()].trim())
+        })
+        .collect();
     assert_eq!(
         cells,
         [
+            ("PENDING", "0"),
             ("HANDLED", "0"),
-            ("HUMAN OK", "0"),
-            ("HUMAN NO", "0"),
-            ("GRANTED", "0"),
             ("WENT WELL", "0 %"),
-            ("UNASKED", "3"),
+            ("GRANTS", "0")
         ]
     );
+    // What the evidence is made of, under the row: calls nobody was asked about are
+    // not counted, and said so.
+    assert_eq!(
+        lines[at + 1],
+        "  evidence: 0 handled: 0 approved and 0 denied by a human, 0 % went well; 3 call(s) \
+         nobody was asked about, not counted"
+    );
+    for l in &lines {
+        assert!(
+            l.chars().count() <= 80 || l.starts_with("  "),
+            "wider than 80 columns: {l}"
+        );
+    }
 }

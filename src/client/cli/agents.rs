@@ -10,6 +10,7 @@ use crate::client::Client;
 use crate::time::{clock, format_ms};
 use crate::trust::evidence::percent;
 use crate::trust::view::{AgentView, AssessOutcome, TierSource};
+use crate::words;
 
 #[derive(Debug, Subcommand)]
 pub enum AgentAction {
@@ -50,51 +51,38 @@ pub(super) async fn list(client: &Client, json: bool) -> Result<u8, String> {
         outln!("No agents are configured.");
         return Ok(EXIT_GO);
     }
-    // HUMAN OK / HUMAN NO: human approvals and denials; GRANTED: runs under an owner's
-    // grant the agent reported on; WENT WELL, DENIED and ESCALATED: the rates over what
-    // is counted; UNASKED: calls let through with nobody asked, not counted.
+    // Within 80 columns: a row of figures per agent, then under it, indented, what the
+    // evidence is made of (the same words as the proposal and `gatebot agent NAME`),
+    // the pause and the open proposal.
     outln!(
-        "{:<20} {:<16} {:<9} {:<7} {:>7} {:>8} {:>8} {:>8} {:>7} {:>9} {:>6} {:>9} {:>7} {:>6}  PROPOSAL",
+        "{:<16} {:<16} {:<6}  {:>7}  {:>7}  {:>9}  {:>6}",
         "AGENT",
         "TIER",
-        "SOURCE",
         "PAUSED",
         "PENDING",
         "HANDLED",
-        "HUMAN OK",
-        "HUMAN NO",
-        "GRANTED",
         "WENT WELL",
-        "DENIED",
-        "ESCALATED",
-        "UNASKED",
         "GRANTS"
     );
     for v in &views {
         let m = v.evidence.measures;
-        let b = m.basis.unwrap_or_default();
         outln!(
-            "{:<20} {:<16} {:<9} {:<7} {:>7} {:>8} {:>8} {:>8} {:>7} {:>9} {:>6} {:>9} {:>7} {:>6}  {}",
-            v.agent,
-            v.tier.as_str(),
-            v.source.as_str(),
+            "{:<16} {:<16} {:<6}  {:>7}  {:>7}  {:>9}  {:>6}",
+            words::cut(&v.agent, 16),
+            words::tier(v.tier),
             if v.pause.is_some() { "yes" } else { "-" },
             v.pending,
             m.handled,
-            b.approved,
-            b.denied,
-            b.granted_succeeded + b.granted_failed,
             percent(m.positive_rate),
-            percent(m.correction_rate),
-            percent(m.escalation_rate),
-            b.unvouched,
             v.grants.len(),
-            v.proposal.as_ref().map_or("-".to_string(), |p| format!(
-                "{} {}",
-                p.short_id,
-                p.question()
-            )),
         );
+        outln!("  evidence: {}", m.brief());
+        if let Some(p) = &v.pause {
+            outln!("  {}", p.describe());
+        }
+        if let Some(p) = &v.proposal {
+            outln!("  proposal {}: {}", p.short_id, p.question());
+        }
     }
     Ok(EXIT_GO)
 }

@@ -47,7 +47,7 @@ pub(super) async fn run(client: Client, a: AskArgs) -> Result<u8, String> {
         let path = format!("/v1/requests/{}", view.id);
         view = wait_for(&client, &path, wait.unwrap_or(Duration::MAX)).await?;
     }
-    Ok(report_view(&view, a.json))
+    Ok(report_view(&view, a.json, true))
 }
 
 /// The tool's arguments: `--args JSON`, `--args -` (stdin), `--args-file F`, or none.

@@ -16,6 +16,7 @@ pub enum GrantsAction {
     Revoke {
         /// The grant's short id (or a unique prefix of 4+ characters), or full id.
         id: String,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },

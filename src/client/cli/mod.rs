@@ -85,6 +85,7 @@ pub enum Command {
         /// Wait up to this long for a decision, e.g. 30s or 10m.
         #[arg(long)]
         wait: Option<String>,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -99,6 +100,7 @@ pub enum Command {
         /// The page after this request id (the `next` a previous page printed).
         #[arg(long)]
         after: Option<String>,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -126,12 +128,14 @@ pub enum Command {
         /// for that long.
         #[arg(long = "for", value_name = "DURATION")]
         for_: Option<String>,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
     /// List every agent with its tier (configured and in force), pause, grants and
     /// evidence (owner).
     Agents {
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -141,6 +145,7 @@ pub enum Command {
         name: String,
         #[command(subcommand)]
         action: Option<agents::AgentAction>,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long, global = true)]
         json: bool,
     },
@@ -154,6 +159,7 @@ pub enum Command {
         /// Also revoked and expired grants.
         #[arg(long)]
         all: bool,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -199,6 +205,7 @@ pub enum Command {
         /// Only this agent's tasks.
         #[arg(long)]
         agent: Option<String>,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -256,6 +263,7 @@ pub struct HookArgs {
 pub enum TaskAction {
     /// Hand over a task: its words (`-` reads them from stdin).
     Add {
+        /// The task, in your words.
         #[arg(required = true)]
         text: Vec<String>,
         /// The agent to run it, instead of [inbox.routes].
@@ -265,6 +273,7 @@ pub enum TaskAction {
         /// todo_complete, todo_check, other), instead of the classifier's.
         #[arg(long)]
         intent: Option<String>,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -275,26 +284,34 @@ pub enum TaskAction {
         /// Wait up to this long, e.g. 30s or 10m.
         #[arg(long)]
         wait: Option<String>,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Answer the question a task waits on.
     Answer {
+        /// The task's id (or short id).
         id: String,
+        /// Your answer to its question.
         #[arg(required = true)]
         text: Vec<String>,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Cancel an open task (a running one's command is stopped).
     Cancel {
+        /// The task's id (or short id).
         id: String,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Queue a failed or cancelled task again.
     Retry {
+        /// The task's id (or short id).
         id: String,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -329,6 +346,7 @@ pub enum AuditAction {
         /// also exit 1 unless the chain still holds it.
         #[arg(long)]
         head: Option<String>,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -343,8 +361,10 @@ pub enum AuditAction {
 
 #[derive(Debug, Args)]
 pub struct AskArgs {
+    /// The agent asking (its name in bot.toml).
     #[arg(long)]
     pub agent: String,
+    /// The tool it wants to run.
     #[arg(long)]
     pub tool: String,
     /// The tool's arguments as JSON; `-` reads them from stdin.
@@ -589,27 +609,19 @@ async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<Approv
 }
 
 /// Prints a request (`ask`, `status`) and returns the exit code its status means.
-fn report_view(view: &ApprovalView, json: bool) -> u8 {
+/// Prints a request (`ask`, `status`) and says by the exit code how it stands. Where
+/// it is still pending, `asked` says it was just asked (`ask`), so the line on stderr
+/// tells how to follow it; `status` has just been run and says nothing more.
+fn report_view(view: &ApprovalView, json: bool, asked: bool) -> u8 {
     if json {
         outln!(
             "{}",
             pretty(&serde_json::to_value(view).unwrap_or_default())
         );
     } else {
-        let factors = if view.risk.factors.is_empty() {
-            String::new()
-        } else {
-            format!("; {}", view.risk.factors.join(", "))
-        };
-        outln!(
-            "{}  id {} ({})  risk {} ({}{})",
-            view.status,
-            view.short_id,
-            view.id,
-            view.risk.score.as_str(),
-            view.risk.tool_class.as_str(),
-            factors
-        );
+        for line in view.described(crate::time::now_ms()) {
+            outln!("{line}");
+        }
     }
     match view.status {
         s if s.is_go() => {
@@ -619,10 +631,13 @@ fn report_view(view: &ApprovalView, json: bool) -> u8 {
             EXIT_GO
         }
         Status::Pending => {
-            eprintln!(
-                "still pending: request {} stays queued; check it with `gatebot status {}`",
-                view.short_id, view.short_id
-            );
+            if asked {
+                eprintln!(
+                    "still pending: request {} stays queued; follow it with `gatebot status {} \
+                     --wait 10m`",
+                    view.short_id, view.short_id
+                );
+            }
             EXIT_PENDING
         }
         _ => {
@@ -699,5 +714,34 @@ fn as_owner(client: &Client) -> Client {
             .clone()
             .with_header(crate::peer::SUDO_USER_HEADER, person),
         _ => client.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every flag and argument of every command says what it is for in `--help`.
+    #[test]
+    fn every_flag_has_help_text() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                    missing.push(format!("{path} --{id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "gatebot", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:#?}");
     }
 }

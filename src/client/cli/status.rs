@@ -18,5 +18,5 @@ pub(super) async fn run(
         Some(w) => wait_for(client, &path, w).await?,
         None => view_of(expect_ok(client.get(&path).await)?)?,
     };
-    Ok(report_view(&view, json))
+    Ok(report_view(&view, json, false))
 }

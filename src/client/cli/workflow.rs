@@ -37,6 +37,7 @@ pub enum WorkflowCommand {
         /// The agent's token, if it has one.
         #[arg(long, env = "GATEBOT_TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -44,6 +45,7 @@ pub enum WorkflowCommand {
 
 #[derive(Debug, Args)]
 pub struct StartArgs {
+    /// The agent whose run it is.
     #[arg(long)]
     pub agent: String,
     /// What the run does, for the owner.
@@ -70,8 +72,10 @@ pub struct EventArgs {
     /// step_complete, phase_complete or workflow_complete.
     #[arg(long = "type")]
     pub event: String,
+    /// The phase the event belongs to (`build`, `review`).
     #[arg(long)]
     pub phase: String,
+    /// The step within the phase, if any (`lint`).
     #[arg(long)]
     pub step: Option<String>,
     /// A warning, `TEXT` or `TEXT:SEVERITY` (low, medium, high; without one, the
@@ -116,6 +120,7 @@ pub struct ListArgs {
     /// At most this many (1-1000), newest first.
     #[arg(long, default_value_t = 100)]
     pub limit: usize,
+    /// Print the data as JSON (what the API answers) instead of text.
     #[arg(long)]
     pub json: bool,
 }

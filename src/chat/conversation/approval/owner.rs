@@ -81,9 +81,12 @@ pub(super) async fn listed(engine: &Engine, l: &Listing) -> Result<Option<Listed
     let next = (rows.len() == l.limit)
         .then(|| rows.last().map(|a| a.id.clone()))
         .flatten();
-    let mut said: Vec<String> = views.iter().flat_map(ApprovalView::listed_lines).collect();
-    if views.is_empty() {
-        said.push("No pending requests.".into());
+    let now = now_ms();
+    let mut said = Vec::new();
+    if !views.is_empty() {
+        said.push("Pending requests (gatebot decide ID approve|deny):".into());
+        said.push(ApprovalView::LIST_HEADING.into());
+        said.extend(views.iter().flat_map(|v| v.listed_lines(now)));
     }
     if let Some(next) = &next {
         said.push(format!("… more pending: gatebot pending --after {next}"));
