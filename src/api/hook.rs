@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::State;
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, Request};
 use axum::Json;
 use http_body_util::BodyExt;
@@ -48,7 +49,7 @@ use crate::approval::Status;
 use crate::config::AgentConfig;
 use crate::engine::{EngineError, Submission};
 use crate::hooks::claude_code::{self, Event};
-use crate::hooks::{resolve, Budget, Gate, GateError, Kind, Verdict};
+use crate::hooks::{resolve, Budget, Gate, GateError, Kind, ToolCall, Verdict};
 use crate::wire::{ApprovalView, SubmitBody};
 
 /// The most of an oversize body that is read (and dropped) before answering.
@@ -69,27 +70,48 @@ pub(super) async fn claude_code(State(state): State<ApiState>, req: Request<Body
     let limit = state.engine.config().queue.max_body_bytes;
     let read = read_capped(body, limit, &parts.headers).await;
     let sniffed = Sniffed::from(&read.head);
-    let event = sniffed.event;
     let tool = sniffed.tool.as_deref().unwrap_or(SOME_CALL);
-    let deny = |verdict: Verdict| Json(deny(event, &verdict.message));
+    let deny = |verdict: Verdict| Json(deny(sniffed.event, &verdict.message));
 
-    let query = match serde_urlencoded::from_str::<HookQuery>(parts.uri.query().unwrap_or("")) {
-        Ok(q) => q,
-        Err(e) => {
-            return deny(Verdict::unreachable(
-                tool,
-                &format!("bad query string: {e}"),
-            ))
-        }
+    let caller = match caller(&state, &parts, tool).await {
+        Ok(caller) => caller,
+        Err(verdict) => return deny(verdict),
     };
+    let (event, call) = match hook_call(&state, &caller.agent, &read, limit, tool) {
+        Ok(parsed) => parsed,
+        Err(verdict) => return deny(verdict),
+    };
+    let gate = EngineGate {
+        state: &state,
+        name: &caller.agent,
+        agent: &caller.config,
+    };
+    let budget = Budget::new(caller.wait, started);
+    let verdict = resolve(&gate, &call.submit_body(&caller.agent), budget, |_, _| {}).await;
+    Json(claude_code::answer(event, &verdict))
+}
+
+/// Who calls the hook, checked.
+struct Caller {
+    agent: String,
+    config: AgentConfig,
+    /// How long the call may wait for its decision.
+    wait: Duration,
+}
+
+/// The query's agent (`claude-code` by default), once its token is checked, and the
+/// wait it asked for; or the deny that says why not.
+async fn caller(state: &ApiState, parts: &Parts, tool: &str) -> Result<Caller, Verdict> {
+    let query = serde_urlencoded::from_str::<HookQuery>(parts.uri.query().unwrap_or(""))
+        .map_err(|e| Verdict::unreachable(tool, &format!("bad query string: {e}")))?;
     let agent = query
         .agent
         .unwrap_or_else(|| Kind::ClaudeCode.default_agent().to_string());
     // Cut: every log line of the call carries them, and they are not checked yet.
     Span::current().record("agent", crate::engine::cut(&agent).as_ref());
     Span::current().record("tool", crate::engine::cut(tool).as_ref());
-    let cfg = match authenticate(
-        &state,
+    let config = match authenticate(
+        state,
         &agent,
         &parts.headers,
         "use the claude-code hook",
@@ -104,18 +126,32 @@ pub(super) async fn claude_code(State(state): State<ApiState>, req: Request<Body
                 let error = e.to_string();
                 tracing::warn!(error = %crate::engine::cut(&error), "http hook refused");
             }
-            return deny(Verdict::unreachable(tool, &message(&e)));
+            return Err(Verdict::unreachable(tool, &message(&e)));
         }
     };
-    let total = match budget(&state, query.wait.as_deref(), &parts.headers) {
-        Ok(b) => b,
-        Err(e) => return deny(Verdict::unreachable(tool, &e)),
-    };
-    if let Some(e) = read.error {
-        return deny(Verdict::unreachable(tool, &e));
+    let wait = budget(state, query.wait.as_deref(), &parts.headers)
+        .map_err(|e| Verdict::unreachable(tool, &e))?;
+    Ok(Caller {
+        agent,
+        config,
+        wait,
+    })
+}
+
+/// The hook event and the tool call the body asks about, once the body was read whole,
+/// fits `max_body_bytes` and the agent's quota, and parses; or the deny that says why not.
+fn hook_call(
+    state: &ApiState,
+    agent: &str,
+    read: &Capped,
+    limit: usize,
+    tool: &str,
+) -> Result<(Event, ToolCall), Verdict> {
+    if let Some(e) = &read.error {
+        return Err(Verdict::unreachable(tool, e));
     }
     if read.total > limit {
-        return deny(Verdict::too_large(
+        return Err(Verdict::too_large(
             tool,
             read.whole.then_some(read.total),
             Some(limit),
@@ -123,29 +159,15 @@ pub(super) async fn claude_code(State(state): State<ApiState>, req: Request<Body
     }
     if let Err(e) = state
         .engine
-        .admit(&agent, crate::limits::Quota::Requests, read.total)
+        .admit(agent, crate::limits::Quota::Requests, read.total)
     {
-        return deny(Verdict::unreachable(tool, &message(&e)));
+        return Err(Verdict::unreachable(tool, &message(&e)));
     }
-    let input: Value = match serde_json::from_slice(&read.head) {
-        Ok(v) => v,
-        Err(e) => {
-            let e = format!("the hook body is not valid JSON: {e}");
-            return deny(Verdict::unreachable(tool, &e));
-        }
-    };
-    let (event, call) = match claude_code::parse(&input) {
-        Ok(parsed) => parsed,
-        Err(e) => return deny(Verdict::unreachable(tool, &e)),
-    };
-    let gate = EngineGate {
-        state: &state,
-        name: &agent,
-        agent: &cfg,
-    };
-    let budget = Budget::new(total, started);
-    let verdict = resolve(&gate, &call.submit_body(&agent), budget, |_, _| {}).await;
-    Json(claude_code::answer(event, &verdict))
+    let input: Value = serde_json::from_slice(&read.head).map_err(|e| {
+        let e = format!("the hook body is not valid JSON: {e}");
+        Verdict::unreachable(tool, &e)
+    })?;
+    claude_code::parse(&input).map_err(|e| Verdict::unreachable(tool, &e))
 }
 
 /// A deny in `event`'s shape, or the generic block when the event is not known.

@@ -245,24 +245,7 @@ impl Resolve<'_> {
             },
             errors,
         );
-        if promotion.demote_denials > promotion.demote_window {
-            errors.push(self.error(
-                "promotion",
-                "demote_denials",
-                format!(
-                    "{} denials can never be among the last {} decisions (`promotion.demote_window`); \
-                     use 0 to turn demotion proposals off",
-                    promotion.demote_denials, promotion.demote_window
-                ),
-            ));
-        }
-        if promotion.demote_denials > 0 && promotion.demote_window == 0 {
-            errors.push(self.error(
-                "promotion",
-                "demote_window",
-                "must be at least 1 while `promotion.demote_denials` is set",
-            ));
-        }
+        self.demotion_rule(&promotion, errors);
         for (table, key, d, range) in [
             ("promotion", "every", promotion.every, range::PROMOTION),
             (
@@ -276,20 +259,7 @@ impl Resolve<'_> {
         ] {
             self.duration_in(table, key, d, range, errors);
         }
-        let mut shell_tools = BTreeMap::new();
-        for (tool, t) in tools {
-            if let Some(arg) = &t.command_arg {
-                if arg.trim().is_empty() || arg.chars().any(char::is_control) {
-                    errors.push(self.error(
-                        "tools",
-                        tool,
-                        "`command_arg` must name the argument that holds the command, like \"command\"",
-                    ));
-                } else {
-                    shell_tools.insert(tool.clone(), arg.clone());
-                }
-            }
-        }
+        let shell_tools = self.shell_tools(tools, errors);
         TrustConfig {
             promotion: PromotionConfig {
                 scheduled: promotion.scheduled,
@@ -310,6 +280,53 @@ impl Resolve<'_> {
             },
             shell_tools,
         }
+    }
+
+    /// `promotion.demote_denials` and `promotion.demote_window` together: the denials must
+    /// fit in the window, and a window is needed while denials are counted.
+    fn demotion_rule(&self, promotion: &FilePromotion, errors: &mut Vec<ConfigError>) {
+        if promotion.demote_denials > promotion.demote_window {
+            errors.push(self.error(
+                "promotion",
+                "demote_denials",
+                format!(
+                    "{} denials can never be among the last {} decisions (`promotion.demote_window`); \
+                     use 0 to turn demotion proposals off",
+                    promotion.demote_denials, promotion.demote_window
+                ),
+            ));
+        }
+        if promotion.demote_denials > 0 && promotion.demote_window == 0 {
+            errors.push(self.error(
+                "promotion",
+                "demote_window",
+                "must be at least 1 while `promotion.demote_denials` is set",
+            ));
+        }
+    }
+
+    /// The shell-like tools of `[tools]`: each with a `command_arg`, by the argument that
+    /// holds its command.
+    fn shell_tools(
+        &self,
+        tools: &HashMap<String, FileTool>,
+        errors: &mut Vec<ConfigError>,
+    ) -> BTreeMap<String, String> {
+        let mut shell_tools = BTreeMap::new();
+        for (tool, t) in tools {
+            if let Some(arg) = &t.command_arg {
+                if arg.trim().is_empty() || arg.chars().any(char::is_control) {
+                    errors.push(self.error(
+                        "tools",
+                        tool,
+                        "`command_arg` must name the argument that holds the command, like \"command\"",
+                    ));
+                } else {
+                    shell_tools.insert(tool.clone(), arg.clone());
+                }
+            }
+        }
+        shell_tools
     }
 
     /// One promotion step's thresholds, in `table`; rates must lie in 0..=1.

@@ -21,8 +21,8 @@ use super::ConfigError;
 use crate::settings::Resolve;
 use crate::time::{format_duration, parse_duration, range};
 use crate::workflow::model::{
-    load, AutonomyKeys, Frequency, OnLimit, PhaseOverride, Settings, Tolerance, DEFAULT_AUTONOMY,
-    DEFAULT_LIMITS,
+    load, AutonomyKeys, Frequency, Limits, OnLimit, PhaseOverride, Settings, Tolerance,
+    DEFAULT_AUTONOMY, DEFAULT_LIMITS,
 };
 use crate::workflow::wire::valid_phase;
 
@@ -138,26 +138,74 @@ impl Resolve<'_> {
         notes: &mut Vec<String>,
         errors: &mut Vec<ConfigError>,
     ) -> AgentWorkflow {
+        let FileWorkflow {
+            level,
+            check_in_frequency,
+            warning_tolerance,
+            error_tolerance,
+            max_total_warnings,
+            max_total_errors,
+            on_limit_reached,
+            check_in_ttl,
+            overrides,
+        } = file;
         let keys = AutonomyKeys {
-            level: file.level,
-            check_in_frequency: file.check_in_frequency,
-            warning_tolerance: file.warning_tolerance,
-            error_tolerance: file.error_tolerance,
+            level,
+            check_in_frequency,
+            warning_tolerance,
+            error_tolerance,
         };
         let (autonomy, migration) = load(&keys, inherited.settings.autonomy);
         if let Some(m) = migration {
             notes.push(format!("{table}: {m}"));
         }
-        let mut limits = inherited.settings.limits;
+        let limits = self.workflow_limits(
+            table,
+            max_total_warnings,
+            max_total_errors,
+            on_limit_reached,
+            inherited.settings.limits,
+            errors,
+        );
+        let check_in_ttl = check_in_ttl
+            .and_then(|ttl| self.check_in_ttl(table, ttl, max_ttl, errors))
+            .unwrap_or(inherited.check_in_ttl);
+        let overrides = self.phase_overrides(
+            table,
+            overrides,
+            inherited.settings.overrides.clone(),
+            errors,
+        );
+        AgentWorkflow {
+            settings: Settings {
+                autonomy,
+                overrides,
+                limits,
+            },
+            check_in_ttl,
+        }
+    }
+
+    /// `max_total_warnings` and `max_total_errors` (each set when it is between 1 and
+    /// [`MAX_LIMIT`]) and `on_limit_reached`, over `limits`.
+    fn workflow_limits(
+        &self,
+        table: &str,
+        max_total_warnings: Option<u32>,
+        max_total_errors: Option<u32>,
+        on_limit_reached: Option<OnLimit>,
+        mut limits: Limits,
+        errors: &mut Vec<ConfigError>,
+    ) -> Limits {
         for (key, value, slot) in [
             (
                 "max_total_warnings",
-                file.max_total_warnings,
+                max_total_warnings,
                 &mut limits.max_total_warnings,
             ),
             (
                 "max_total_errors",
-                file.max_total_errors,
+                max_total_errors,
                 &mut limits.max_total_errors,
             ),
         ] {
@@ -171,30 +219,46 @@ impl Resolve<'_> {
                 None => {}
             }
         }
-        if let Some(on) = file.on_limit_reached {
+        if let Some(on) = on_limit_reached {
             limits.on_limit_reached = on;
         }
-        let mut check_in_ttl = inherited.check_in_ttl;
-        if let Some(ttl) = file
-            .check_in_ttl
-            .and_then(|ttl| self.duration_in(table, "check_in_ttl", ttl, range::TTL, errors))
-        {
-            if ttl > max_ttl {
-                errors.push(self.error(
-                    table,
-                    "check_in_ttl",
-                    format!(
-                        "{} is longer than `policy.max_ttl` ({})",
-                        format_duration(ttl),
-                        format_duration(max_ttl)
-                    ),
-                ));
-            } else {
-                check_in_ttl = ttl;
-            }
+        limits
+    }
+
+    /// `check_in_ttl` as written, when it is a valid TTL no longer than `policy.max_ttl`.
+    fn check_in_ttl(
+        &self,
+        table: &str,
+        ttl: Duration,
+        max_ttl: Duration,
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<Duration> {
+        let ttl = self.duration_in(table, "check_in_ttl", ttl, range::TTL, errors)?;
+        if ttl > max_ttl {
+            errors.push(self.error(
+                table,
+                "check_in_ttl",
+                format!(
+                    "{} is longer than `policy.max_ttl` ({})",
+                    format_duration(ttl),
+                    format_duration(max_ttl)
+                ),
+            ));
+            return None;
         }
-        let mut overrides = inherited.settings.overrides.clone();
-        for (phase, o) in file.overrides {
+        Some(ttl)
+    }
+
+    /// The table's `[….overrides.PHASE]` tables, each merged key by key over `inherited`'s
+    /// override for the same phase.
+    fn phase_overrides(
+        &self,
+        table: &str,
+        file: BTreeMap<String, FileOverride>,
+        mut overrides: BTreeMap<String, PhaseOverride>,
+        errors: &mut Vec<ConfigError>,
+    ) -> BTreeMap<String, PhaseOverride> {
+        for (phase, o) in file {
             if !valid_phase(&phase) {
                 errors.push(self.error(
                     &format!("{table}.overrides.{phase}"),
@@ -214,14 +278,7 @@ impl Resolve<'_> {
             let under = overrides.get(&phase).copied().unwrap_or_default();
             overrides.insert(phase, mine.over(under));
         }
-        AgentWorkflow {
-            settings: Settings {
-                autonomy,
-                overrides,
-                limits,
-            },
-            check_in_ttl,
-        }
+        overrides
     }
 }
 

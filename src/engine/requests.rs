@@ -15,6 +15,7 @@
 //! 4. Every change is published as [`Event::Settled`]; long-polling agents
 //!    ([`Engine::wait`]) and chat channels listen on the bus.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,13 +31,13 @@ use crate::approval::{Approval, Asked, Decision, ListFilter, Status, Verb};
 use crate::config::{AgentConfig, Config};
 use crate::names::hidden_character;
 use crate::policy::shell;
-use crate::policy::{Action, History, Request, GRANT_SOURCE};
+use crate::policy::{Action, AgentRules, History, Request, Tier, Verdict, GRANT_SOURCE};
 use crate::store::{
     Inserted, Lookup, NewApproval, NewOffer, Store, StoreError, SubmitFacts, Transition,
 };
 use crate::time::{after, now_ms, range, Range};
 use crate::trust::grants::{check_prefix, command_of, offered_prefix, prefix_to_grant};
-use crate::trust::{paused_verdict, GrantAsk, Scope};
+use crate::trust::{paused_verdict, Grant, GrantAsk, Scope};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
 /// Records a request's id, agent, tool and status (as `verdict`) in `span`, if the
@@ -641,18 +642,7 @@ fn judge(config: &Config, asked: &Asked, agent: &AgentConfig, facts: &SubmitFact
     let command = command_arg
         .and_then(|arg| command_of(&asked.args, arg))
         .map(shell::Command::read);
-    // The owner's tier, over the config's.
-    let overridden;
-    let rules = match facts.tier {
-        Some(tier) if tier != agent.rules.tier => {
-            overridden = crate::policy::AgentRules {
-                tier,
-                ..agent.rules.clone()
-            };
-            &overridden
-        }
-        _ => &agent.rules,
-    };
+    let rules = rules_in_force(agent, facts.tier);
     let request = Request {
         tool: &asked.tool,
         args: &asked.args,
@@ -661,7 +651,7 @@ fn judge(config: &Config, asked: &Asked, agent: &AgentConfig, facts: &SubmitFact
         command: command.as_ref(),
     };
     let first_use = !facts.run_before;
-    let risk = config.policy.risk(rules, first_use, &request);
+    let risk = config.policy.risk(&rules, first_use, &request);
     // A grant covers a call within its scope and up to the risk the owner approved.
     let in_scope: Vec<_> = facts
         .grants
@@ -670,7 +660,7 @@ fn judge(config: &Config, asked: &Asked, agent: &AgentConfig, facts: &SubmitFact
         .collect();
     let grant = in_scope.iter().find(|g| risk.score <= g.max_risk).copied();
     let mut verdict = config.policy.decide(
-        rules,
+        &rules,
         History {
             always_allowed: grant.is_some(),
             first_use,
@@ -678,25 +668,7 @@ fn judge(config: &Config, asked: &Asked, agent: &AgentConfig, facts: &SubmitFact
         &request,
         risk,
     );
-    let let_through =
-        grant.filter(|_| verdict.action == Action::Allow && verdict.reason.contains(GRANT_SOURCE));
-    if let Some(g) = let_through {
-        verdict.reason = format!("{} (grant {}: {})", verdict.reason, g.short_id, g.scope);
-    }
-    // A grant whose scope covers the call but not its risk: say why it did not count.
-    if let Some(g) = in_scope
-        .first()
-        .filter(|_| grant.is_none() && verdict.action == Action::Ask)
-    {
-        let _ = write!(
-            verdict.reason,
-            "; grant {} ({}) covers calls only up to {} risk, the risk of the request it \
-             was granted on",
-            g.short_id,
-            g.scope,
-            g.max_risk.as_str()
-        );
-    }
+    let let_through = name_grant(&mut verdict, grant, in_scope.first().copied());
     // A shell-like tool's call without a command has nothing a grant could name.
     if command_arg.is_some() && command.is_none() {
         verdict.always_allow_offered = false;
@@ -714,6 +686,43 @@ fn judge(config: &Config, asked: &Asked, agent: &AgentConfig, facts: &SubmitFact
         offer,
         grant_id: let_through.map(|g| g.id.clone()),
     }
+}
+
+/// The agent's rules with the tier in force: the owner's, over the config's.
+fn rules_in_force(agent: &AgentConfig, tier: Option<Tier>) -> Cow<'_, AgentRules> {
+    match tier {
+        Some(tier) if tier != agent.rules.tier => Cow::Owned(AgentRules {
+            tier,
+            ..agent.rules.clone()
+        }),
+        _ => Cow::Borrowed(&agent.rules),
+    }
+}
+
+/// Names in the verdict's reason the grant behind it: `grant`, the one that covers the call
+/// and its risk, when it let the call through (returned); or else, when the call asks,
+/// `in_scope`, a grant whose scope covers the call but not its risk, and why it did not count.
+fn name_grant<'g>(
+    verdict: &mut Verdict,
+    grant: Option<&'g Grant>,
+    in_scope: Option<&Grant>,
+) -> Option<&'g Grant> {
+    let let_through =
+        grant.filter(|_| verdict.action == Action::Allow && verdict.reason.contains(GRANT_SOURCE));
+    if let Some(g) = let_through {
+        verdict.reason = format!("{} (grant {}: {})", verdict.reason, g.short_id, g.scope);
+    }
+    if let Some(g) = in_scope.filter(|_| grant.is_none() && verdict.action == Action::Ask) {
+        let _ = write!(
+            verdict.reason,
+            "; grant {} ({}) covers calls only up to {} risk, the risk of the request it \
+             was granted on",
+            g.short_id,
+            g.scope,
+            g.max_risk.as_str()
+        );
+    }
+    let_through
 }
 
 /// With an idempotency key: the hash of the whole request as the agent sent it, so a

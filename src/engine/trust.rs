@@ -432,32 +432,10 @@ impl Engine {
             created,
             note,
         };
-        if !view.configured {
-            return Ok(outcome(
-                None,
-                false,
-                format!("{agent} has no [agents.{agent}] table: only configured agents are proposed for tier changes."),
-            ));
+        if let Some(note) = held_back(agent, &view) {
+            return Ok(outcome(None, false, note));
         }
-        if let Some(p) = &view.pause {
-            return Ok(outcome(
-                None,
-                false,
-                format!(
-                    "{agent} is {}; resume it before proposing tier changes.",
-                    p.describe()
-                ),
-            ));
-        }
-        // A run of denials comes first: safety before convenience.
-        let candidate = match &view.demotion {
-            Some(d) => Some((Direction::Demote, d.to, d.reason.clone())),
-            None => view
-                .assessment
-                .suggested
-                .map(|to| (Direction::Promote, to, view.assessment.reason.clone())),
-        };
-        let Some((direction, to, reason)) = candidate else {
+        let Some((direction, to, reason)) = called_for(&view) else {
             return Ok(outcome(None, false, view.assessment.reason.clone()));
         };
         if let Some(open) = view.proposal {
@@ -491,22 +469,34 @@ impl Engine {
             direction,
             from: view.tier,
             to,
-            reason: reason.clone(),
+            reason,
             measures: view.evidence.measures,
         };
+        let (proposal, created, note) = self.propose(agent, new).await?;
+        Ok(outcome(proposal, created, note))
+    }
+
+    /// Makes the proposal `new` and publishes its card: the proposal, whether this
+    /// call made it, and the note that says so.
+    async fn propose(
+        &self,
+        agent: &str,
+        new: crate::store::NewProposal,
+    ) -> Result<(Option<Proposal>, bool, String)> {
+        let (to, reason) = (new.to, new.reason.clone());
         let created = self
             .blocking(move |s| s.create_proposal(&new, now_ms()))
             .await?;
-        match created {
+        Ok(match created {
             Some(p) => {
                 info!(proposal = %p.id, agent, to = to.as_str(), "tier change proposed");
                 self.publish(Event::Subject(p.id.clone()));
                 let note = format!("Proposed ({}): {} {reason}", p.short_id, p.question());
-                Ok(outcome(Some(p), true, note))
+                (Some(p), true, note)
             }
             // Another assessment made one in the meantime.
-            None => Ok(outcome(None, false, "A proposal is already open.".into())),
-        }
+            None => (None, false, "A proposal is already open.".into()),
+        })
     }
 
     /// Assesses every configured agent (the schedule's pass); failures are logged.
@@ -577,5 +567,31 @@ impl Engine {
                 .unsigned_abs(),
         );
         Ok(left.min(SCHEDULE_CHECK))
+    }
+}
+
+/// Why `agent` is not proposed for any tier change whatever its evidence: it has no
+/// table of its own, or it is paused.
+fn held_back(agent: &str, view: &AgentView) -> Option<String> {
+    if !view.configured {
+        return Some(format!("{agent} has no [agents.{agent}] table: only configured agents are proposed for tier changes."));
+    }
+    view.pause.as_ref().map(|p| {
+        format!(
+            "{agent} is {}; resume it before proposing tier changes.",
+            p.describe()
+        )
+    })
+}
+
+/// The tier change the evidence calls for, with its reason: a run of denials comes
+/// first (safety before convenience), then the assessment's suggestion.
+fn called_for(view: &AgentView) -> Option<(Direction, Tier, String)> {
+    match &view.demotion {
+        Some(d) => Some((Direction::Demote, d.to, d.reason.clone())),
+        None => view
+            .assessment
+            .suggested
+            .map(|to| (Direction::Promote, to, view.assessment.reason.clone())),
     }
 }

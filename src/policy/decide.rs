@@ -168,53 +168,21 @@ fn acting(
     desc: &str,
 ) -> (Action, String) {
     let tier = agent.tier.as_str();
-    let in_config = agent.always_allow.contains(tool);
-    let always_allowed = in_config || history.always_allowed;
-    let source = if in_config {
-        "in the agent's config"
-    } else {
-        GRANT_SOURCE
-    };
+    let allowance = Allowance::of(agent, history, tool);
     let requires_approval = agent.require_approval_for.contains(tool);
 
     if risk.score == RiskScore::Critical {
-        if mode == ToolApprovalMode::None && in_config && !requires_approval {
-            return (
-                Action::Allow,
-                format!(
-                    "{tier}: {desc} runs without a human only because tool_approval_mode is \
-                     none and {tool} is always-allowed {source}"
-                ),
-            );
-        }
-        let mut reason = format!("{tier}: {desc} always needs a human");
-        if always_allowed && requires_approval {
-            let _ = write!(
-                reason,
-                "; {tool} is always-allowed {source}, but require_approval_for overrides that"
-            );
-        } else if in_config {
-            let _ = write!(
-                reason,
-                "; {tool} is always-allowed {source}, but that covers critical calls only \
-                 when tool_approval_mode is none"
-            );
-        } else if always_allowed {
-            let _ = write!(
-                reason,
-                "; {tool} is always-allowed {source}, but a grant never covers a critical call"
-            );
-        }
-        return (Action::Ask, reason);
+        return critical(mode, tier, tool, desc, &allowance, requires_approval);
     }
 
+    let source = allowance.source;
     if requires_approval {
         return (
             Action::Ask,
             format!("{tier}: {desc} needs a human because {tool} is in require_approval_for"),
         );
     }
-    if always_allowed {
+    if allowance.always_allowed {
         return (
             Action::Allow,
             format!(
@@ -223,29 +191,8 @@ fn acting(
         );
     }
 
-    match mode {
-        ToolApprovalMode::All => {
-            return (
-                Action::Ask,
-                format!("{tier}: {desc} needs a human because tool_approval_mode is all"),
-            );
-        }
-        ToolApprovalMode::None => {
-            return (
-                Action::Allow,
-                format!("{tier}: {desc} runs without a human because tool_approval_mode is none"),
-            );
-        }
-        ToolApprovalMode::Dangerous if risk.tool_class == ToolClass::Destructive => {
-            return (
-                Action::Ask,
-                format!(
-                    "{tier}: {desc} needs a human because tool_approval_mode is dangerous and \
-                     the tool is destructive"
-                ),
-            );
-        }
-        ToolApprovalMode::Dangerous => {}
+    if let Some(decided) = by_mode(mode, tier, risk, desc) {
+        return decided;
     }
 
     if agent.tier == Tier::SemiAutonomous && risk.score != RiskScore::Low {
@@ -255,6 +202,100 @@ fn acting(
             Action::Allow,
             format!("{tier}: {desc} runs without a human"),
         )
+    }
+}
+
+/// Whether a tool is always-allowed, and what makes it so: the agent's config or an owner's grant.
+struct Allowance {
+    /// The tool is in the agent's configured `always_allow`.
+    in_config: bool,
+    /// The config or an owner's grant always-allows the tool.
+    always_allowed: bool,
+    /// How a reason names what always-allows the tool.
+    source: &'static str,
+}
+
+impl Allowance {
+    fn of(agent: &AgentRules, history: History, tool: &str) -> Self {
+        let in_config = agent.always_allow.contains(tool);
+        Self {
+            in_config,
+            always_allowed: in_config || history.always_allowed,
+            source: if in_config {
+                "in the agent's config"
+            } else {
+                GRANT_SOURCE
+            },
+        }
+    }
+}
+
+/// Rule 4: a critical call asks, unless tool_approval_mode is none and the config (not a
+/// grant) always-allows a tool that is not in require_approval_for.
+fn critical(
+    mode: ToolApprovalMode,
+    tier: &str,
+    tool: &str,
+    desc: &str,
+    allowance: &Allowance,
+    requires_approval: bool,
+) -> (Action, String) {
+    let source = allowance.source;
+    if mode == ToolApprovalMode::None && allowance.in_config && !requires_approval {
+        return (
+            Action::Allow,
+            format!(
+                "{tier}: {desc} runs without a human only because tool_approval_mode is \
+                 none and {tool} is always-allowed {source}"
+            ),
+        );
+    }
+    let mut reason = format!("{tier}: {desc} always needs a human");
+    if allowance.always_allowed && requires_approval {
+        let _ = write!(
+            reason,
+            "; {tool} is always-allowed {source}, but require_approval_for overrides that"
+        );
+    } else if allowance.in_config {
+        let _ = write!(
+            reason,
+            "; {tool} is always-allowed {source}, but that covers critical calls only \
+             when tool_approval_mode is none"
+        );
+    } else if allowance.always_allowed {
+        let _ = write!(
+            reason,
+            "; {tool} is always-allowed {source}, but a grant never covers a critical call"
+        );
+    }
+    (Action::Ask, reason)
+}
+
+/// Rules 7–8: what tool_approval_mode decides on its own, if anything (`dangerous` decides
+/// only for a destructive tool).
+fn by_mode(
+    mode: ToolApprovalMode,
+    tier: &str,
+    risk: &Risk,
+    desc: &str,
+) -> Option<(Action, String)> {
+    match mode {
+        ToolApprovalMode::All => Some((
+            Action::Ask,
+            format!("{tier}: {desc} needs a human because tool_approval_mode is all"),
+        )),
+        ToolApprovalMode::None => Some((
+            Action::Allow,
+            format!("{tier}: {desc} runs without a human because tool_approval_mode is none"),
+        )),
+        ToolApprovalMode::Dangerous if risk.tool_class == ToolClass::Destructive => Some((
+            Action::Ask,
+            format!(
+                "{tier}: {desc} needs a human because tool_approval_mode is dangerous and \
+                 the tool is destructive"
+            ),
+        )),
+        ToolApprovalMode::Dangerous => None,
     }
 }
 

@@ -967,84 +967,71 @@ fn read_only_words(words: &[Word]) -> Option<ReadOnly> {
 
 /// Whether `spec` accepts these words after its path.
 fn accepts(spec: &Spec, rest: &[&str]) -> bool {
+    let mut words = rest.iter().copied();
     let mut operands = 0usize;
-    let mut i = 0;
     let mut options_done = false;
-    while i < rest.len() {
-        let word = rest[i];
-        i += 1;
+    while let Some(word) = words.next() {
         if options_done || word == "-" || !word.starts_with('-') {
             operands += 1;
             if !operand_ok(spec, word, operands) {
                 return false;
             }
-            continue;
-        }
-        if word == "--" {
+        } else if word == "--" {
             options_done = true;
-            continue;
-        }
-        if let Some(long) = word.strip_prefix("--") {
-            let (name, value) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (long, None),
-            };
-            if spec.long.contains(&name) && value.is_none() {
-                continue;
+        } else if let Some(long) = word.strip_prefix("--") {
+            if !long_option_ok(spec, long, &mut words) {
+                return false;
             }
-            if spec.long_optional.contains(&name) {
-                if value.is_some_and(|v| !inside(v)) {
-                    return false;
-                }
-                continue;
-            }
-            if spec.long_valued.contains(&name) {
-                let value = match value {
-                    Some(v) => v,
-                    None => match rest.get(i) {
-                        Some(v) => {
-                            i += 1;
-                            v
-                        }
-                        None => return false,
-                    },
-                };
-                if !inside(value) {
-                    return false;
-                }
-                continue;
-            }
+        } else if !short_options_ok(spec, &word[1..], &mut words) {
             return false;
         }
-        // Short options, bundled.
-        let bundle = &word[1..];
-        if spec.numeric && bundle.bytes().all(|b| b.is_ascii_digit()) {
+    }
+    true
+}
+
+/// Whether `spec` accepts the long option `--{long}` (`--lines=5`, or `--lines 5` taking the
+/// value from the next word).
+fn long_option_ok<'w>(spec: &Spec, long: &str, next: &mut impl Iterator<Item = &'w str>) -> bool {
+    let (name, value) = match long.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (long, None),
+    };
+    if spec.long.contains(&name) && value.is_none() {
+        return true;
+    }
+    if spec.long_optional.contains(&name) {
+        return value.is_none_or(inside);
+    }
+    if spec.long_valued.contains(&name) {
+        return value.or_else(|| next.next()).is_some_and(inside);
+    }
+    false
+}
+
+/// Whether `spec` accepts a bundle of short options (`-nv`, `-n5`, `-n 5`): a valued option
+/// takes the rest of the bundle or the next word, as the spec's style says, and ends the bundle.
+fn short_options_ok<'w>(
+    spec: &Spec,
+    bundle: &str,
+    next: &mut impl Iterator<Item = &'w str>,
+) -> bool {
+    if spec.numeric && bundle.bytes().all(|b| b.is_ascii_digit()) {
+        return true;
+    }
+    for (at, c) in bundle.char_indices() {
+        if spec.flags.contains(c) {
             continue;
         }
-        for (at, c) in bundle.char_indices() {
-            if spec.flags.contains(c) {
-                continue;
-            }
-            if !spec.valued.contains(c) {
-                return false;
-            }
-            let attached = &bundle[at + c.len_utf8()..];
-            let value = match spec.style {
-                Style::Getopt if !attached.is_empty() => attached,
-                Style::NextWord if !attached.is_empty() => return false,
-                Style::Getopt | Style::NextWord => match rest.get(i) {
-                    Some(v) => {
-                        i += 1;
-                        v
-                    }
-                    None => return false,
-                },
-            };
-            if !inside(value) {
-                return false;
-            }
-            break;
+        if !spec.valued.contains(c) {
+            return false;
         }
+        let attached = &bundle[at + c.len_utf8()..];
+        let value = match spec.style {
+            Style::Getopt if !attached.is_empty() => Some(attached),
+            Style::NextWord if !attached.is_empty() => None,
+            Style::Getopt | Style::NextWord => next.next(),
+        };
+        return value.is_some_and(inside);
     }
     true
 }

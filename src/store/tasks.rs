@@ -148,6 +148,121 @@ fn progressed(
     Ok(())
 }
 
+/// What a worker's report does to its running task (already moved to its next status):
+/// the audit row's detail, `None` for progress, which has no audit row. A question the
+/// report asks is added to `touched`.
+fn apply_report(
+    tx: &Transaction<'_>,
+    t: &mut Task,
+    report: &Report,
+    timing: Timing,
+    now: i64,
+    touched: &mut Vec<String>,
+) -> Result<Option<serde_json::Value>> {
+    Ok(match report {
+        Report::Progress(text) => {
+            progressed(tx, t, text.as_deref(), timing, now)?;
+            None
+        }
+        Report::Complete {
+            result,
+            cost_usd,
+            session_id,
+        } => {
+            t.result = Some(result.clone());
+            finished(t, *cost_usd, session_id, now);
+            Some(json!({"cost_usd": cost_usd, "result_chars": result.chars().count()}))
+        }
+        Report::Fail {
+            error,
+            cost_usd,
+            session_id,
+        } => {
+            t.error = Some(error.clone());
+            finished(t, *cost_usd, session_id, now);
+            Some(json!({"error": error}))
+        }
+        Report::NeedsInput {
+            questions,
+            session_id,
+        } => {
+            t.session_id = session_id.clone().or(t.session_id.take());
+            end_run(t);
+            t.revision += 1;
+            touched.push(ask_tx(tx, t, QuestionPurpose::Input, questions, &[], now)?);
+            Some(json!({"questions": questions}))
+        }
+    })
+}
+
+/// A new task's row in `tasks`, at revision 0.
+fn insert_task_row(
+    tx: &Transaction<'_>,
+    id: &str,
+    short_id: &str,
+    status: TaskStatus,
+    new: &NewTask,
+    now: i64,
+) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO tasks (id, short_id, status, intent, summary, prompt, level, classifier, \
+         agent, text, created_by, created_via, revision, shown_at, created_at, updated_at, \
+         suggestion) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 0, ?13, ?13, ?13, ?14)",
+    )?
+    .execute(params![
+        id,
+        short_id,
+        status.as_str(),
+        new.intent.as_str(),
+        new.summary,
+        new.prompt,
+        new.level.0,
+        new.classifier.as_str(),
+        new.agent,
+        new.text,
+        new.created_by,
+        new.created_via.as_str(),
+        now,
+        new.suggestion,
+    ])?;
+    Ok(())
+}
+
+/// The audit row of a task's creation: what it was classified as, and the status it starts in.
+fn audit_created(
+    tx: &Transaction<'_>,
+    id: &str,
+    short_id: &str,
+    status: TaskStatus,
+    new: &NewTask,
+    now: i64,
+) -> Result<()> {
+    audit_tx(
+        tx,
+        now,
+        Some(id),
+        Step::Created {
+            clarify: false,
+            confirm: false,
+        }
+        .event(),
+        Some(&new.created_by),
+        Some(&new.created_via),
+        &json!({
+            "short_id": short_id,
+            "text": new.text,
+            "intent": new.intent,
+            "summary": new.summary,
+            "agent": new.agent,
+            "level": new.level,
+            "classifier": new.classifier,
+            "suggestion": new.suggestion,
+            "status": status,
+        }),
+    )
+}
+
 impl Store {
     /// Stores a classified task (and its clarify question, if any), with its audit
     /// and subject rows.
@@ -164,28 +279,7 @@ impl Store {
         let tx = conn.transaction()?;
         let id = super::new_id();
         let short_id = unique_short_id(&tx)?;
-        tx.prepare_cached(
-            "INSERT INTO tasks (id, short_id, status, intent, summary, prompt, level, classifier, \
-             agent, text, created_by, created_via, revision, shown_at, created_at, updated_at, \
-             suggestion) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 0, ?13, ?13, ?13, ?14)",
-        )?
-        .execute(params![
-            id,
-            short_id,
-            status.as_str(),
-            new.intent.as_str(),
-            new.summary,
-            new.prompt,
-            new.level.0,
-            new.classifier.as_str(),
-            new.agent,
-            new.text,
-            new.created_by,
-            new.created_via.as_str(),
-            now,
-            new.suggestion,
-        ])?;
+        insert_task_row(&tx, &id, &short_id, status, new, now)?;
         let task = get_task_tx(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
         subject_created(
             &tx,
@@ -196,29 +290,7 @@ impl Store {
             now,
         )?;
         set_home(&tx, &id, new.home.as_ref(), None)?;
-        audit_tx(
-            &tx,
-            now,
-            Some(&id),
-            Step::Created {
-                clarify: false,
-                confirm: false,
-            }
-            .event(),
-            Some(&new.created_by),
-            Some(&new.created_via),
-            &json!({
-                "short_id": short_id,
-                "text": new.text,
-                "intent": new.intent,
-                "summary": new.summary,
-                "agent": new.agent,
-                "level": new.level,
-                "classifier": new.classifier,
-                "suggestion": new.suggestion,
-                "status": status,
-            }),
-        )?;
+        audit_created(&tx, &id, &short_id, status, new, now)?;
         let mut subjects = vec![id.clone()];
         if let Some(c) = &new.clarify {
             let q = ask_tx(
@@ -429,47 +501,7 @@ impl Store {
         t.status = to;
         t.updated_at = now;
         let mut touched = vec![id.to_string()];
-        let audit = match report {
-            Report::Progress(text) => {
-                progressed(&tx, &mut t, text.as_deref(), timing, now)?;
-                None
-            }
-            Report::Complete {
-                result,
-                cost_usd,
-                session_id,
-            } => {
-                t.result = Some(result.clone());
-                finished(&mut t, *cost_usd, session_id, now);
-                Some(json!({"cost_usd": cost_usd, "result_chars": result.chars().count()}))
-            }
-            Report::Fail {
-                error,
-                cost_usd,
-                session_id,
-            } => {
-                t.error = Some(error.clone());
-                finished(&mut t, *cost_usd, session_id, now);
-                Some(json!({"error": error}))
-            }
-            Report::NeedsInput {
-                questions,
-                session_id,
-            } => {
-                t.session_id = session_id.clone().or(t.session_id.take());
-                end_run(&mut t);
-                t.revision += 1;
-                touched.push(ask_tx(
-                    &tx,
-                    &t,
-                    QuestionPurpose::Input,
-                    questions,
-                    &[],
-                    now,
-                )?);
-                Some(json!({"questions": questions}))
-            }
-        };
+        let audit = apply_report(&tx, &mut t, report, timing, now, &mut touched)?;
         write_task(&tx, &t, now)?;
         if let Some(detail) = audit {
             audit_tx(

@@ -1090,6 +1090,44 @@ fn set_tier_tx(
     now: i64,
 ) -> Result<TierChange> {
     let before = get_override(tx, agent)?;
+    write_override(tx, agent, tier, actor, reason, proposal, now)?;
+    let after = get_override(tx, agent)?;
+    let from = before.as_ref().map_or(baseline, |o| o.tier);
+    let to = after.as_ref().map_or(baseline, |o| o.tier);
+    audit_tx(
+        tx,
+        now,
+        proposal,
+        "tier_changed",
+        Some(&actor.name),
+        Some(&actor.via),
+        &json!({
+            "agent": agent,
+            "from": from.as_str(),
+            "to": to.as_str(),
+            "baseline": baseline.as_str(),
+            "override": after.as_ref().map(|o| o.tier.as_str()),
+            "reason": reason,
+        }),
+    )?;
+    let superseded = supersede_open_proposals(tx, agent, proposal, to, actor, now)?;
+    Ok(TierChange {
+        before,
+        after,
+        superseded,
+    })
+}
+
+/// Sets `agent`'s tier override to `tier`, or removes it (`None`).
+fn write_override(
+    tx: &Transaction<'_>,
+    agent: &str,
+    tier: Option<Tier>,
+    actor: &Actor,
+    reason: Option<&str>,
+    proposal: Option<&str>,
+    now: i64,
+) -> Result<()> {
     match tier {
         Some(t) => {
             tx.prepare_cached(
@@ -1110,26 +1148,20 @@ fn set_tier_tx(
             tx.execute("DELETE FROM tier_overrides WHERE agent = ?1", [agent])?;
         }
     }
-    let after = get_override(tx, agent)?;
-    let from = before.as_ref().map_or(baseline, |o| o.tier);
-    let to = after.as_ref().map_or(baseline, |o| o.tier);
-    audit_tx(
-        tx,
-        now,
-        proposal,
-        "tier_changed",
-        Some(&actor.name),
-        Some(&actor.via),
-        &json!({
-            "agent": agent,
-            "from": from.as_str(),
-            "to": to.as_str(),
-            "baseline": baseline.as_str(),
-            "override": after.as_ref().map(|o| o.tier.as_str()),
-            "reason": reason,
-        }),
-    )?;
-    // Open proposals moved from the old tier: moot now.
+    Ok(())
+}
+
+/// Open proposals moved from the old tier are moot once a tier is set by hand: each
+/// of `agent`'s open proposals but `proposal` (the one that made the change, if any) is
+/// superseded, with its subject change and audit row. Returns their ids.
+fn supersede_open_proposals(
+    tx: &Transaction<'_>,
+    agent: &str,
+    proposal: Option<&str>,
+    tier_now: Tier,
+    actor: &Actor,
+    now: i64,
+) -> Result<Vec<String>> {
     let superseded: Vec<String> = {
         let mut stmt = tx.prepare_cached(
             "SELECT id FROM proposals WHERE agent = ?1 AND status = 'open' AND (?2 IS NULL OR id != ?2)",
@@ -1151,14 +1183,10 @@ fn set_tier_tx(
             "proposal_superseded",
             Some(&actor.name),
             Some(&actor.via),
-            &json!({"agent": agent, "tier_now": to.as_str()}),
+            &json!({"agent": agent, "tier_now": tier_now.as_str()}),
         )?;
     }
-    Ok(TierChange {
-        before,
-        after,
-        superseded,
-    })
+    Ok(superseded)
 }
 
 /// Denies every pending request of `pause`'s agent whose deadline has not passed,

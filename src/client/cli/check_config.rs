@@ -4,9 +4,10 @@ use std::path::Path;
 
 use super::out::outln;
 use super::EXIT_GO;
-use crate::config::Config;
+use crate::config::{AgentConfig, Config};
 use crate::telegram::TelegramConfig;
 use crate::time::format_duration;
+use crate::trust::TierOverride;
 
 pub(super) async fn run(path: &Path, telegram: bool) -> Result<u8, String> {
     let config = check(path)?;
@@ -53,44 +54,7 @@ fn print_summary(path: &Path, c: &Config) {
         c.unknown_agents.as_str()
     );
     outln!("  workflow:        {}", workflow(&c.workflow.default));
-    // The tier in force is an owner's override, when the database holds one.
-    let (overrides, pauses) = match crate::engine::peek_trust(&c.store.path) {
-        Ok(found) => found.unwrap_or_default(),
-        Err(e) => {
-            outln!(
-                "  note: cannot read the database for owners' tiers and pauses ({e}); \
-                 the tiers below are bot.toml's"
-            );
-            Default::default()
-        }
-    };
-    for (name, a) in &c.agents {
-        let own = c
-            .workflow
-            .agents
-            .get(name)
-            .map(|w| format!("; workflow {}", workflow(w)))
-            .unwrap_or_default();
-        let tier = match overrides.iter().find(|o| &o.agent == name) {
-            Some(o) => format!(
-                "{} (set by {} {}; bot.toml says {})",
-                o.tier.as_str(),
-                o.by.label(),
-                crate::time::clock(o.at),
-                a.rules.tier.as_str()
-            ),
-            None => a.rules.tier.as_str().to_string(),
-        };
-        let paused = pauses
-            .iter()
-            .find(|p| &p.agent == name)
-            .map(|p| format!(", {}", p.describe()))
-            .unwrap_or_default();
-        outln!(
-            "  agent {name}: {tier}{paused}{}{own}",
-            if a.token.is_some() { ", token set" } else { "" }
-        );
-    }
+    print_agents(c);
     for (tool, arg) in &c.trust.shell_tools {
         outln!("  shell-like tool {tool}: its command is in `{arg}` (scoped grants)");
     }
@@ -116,6 +80,54 @@ fn print_summary(path: &Path, c: &Config) {
     }
     if c.platforms.is_empty() {
         outln!("  chat channels:   none on; owners decide with `gatebot decide`");
+    }
+}
+
+/// One line per agent: its tier in force (an owner's override, when the database holds
+/// one), its pause, whether its token is set, and its own workflow if it has one.
+fn print_agents(c: &Config) {
+    let (overrides, pauses) = match crate::engine::peek_trust(&c.store.path) {
+        Ok(found) => found.unwrap_or_default(),
+        Err(e) => {
+            outln!(
+                "  note: cannot read the database for owners' tiers and pauses ({e}); \
+                 the tiers below are bot.toml's"
+            );
+            Default::default()
+        }
+    };
+    for (name, a) in &c.agents {
+        let own = c
+            .workflow
+            .agents
+            .get(name)
+            .map(|w| format!("; workflow {}", workflow(w)))
+            .unwrap_or_default();
+        let tier = tier_in_force(a, overrides.iter().find(|o| &o.agent == name));
+        let paused = pauses
+            .iter()
+            .find(|p| &p.agent == name)
+            .map(|p| format!(", {}", p.describe()))
+            .unwrap_or_default();
+        outln!(
+            "  agent {name}: {tier}{paused}{}{own}",
+            if a.token.is_some() { ", token set" } else { "" }
+        );
+    }
+}
+
+/// The agent's tier in force: an owner's override (who set it, when, and what bot.toml
+/// says), else bot.toml's.
+fn tier_in_force(a: &AgentConfig, set: Option<&TierOverride>) -> String {
+    match set {
+        Some(o) => format!(
+            "{} (set by {} {}; bot.toml says {})",
+            o.tier.as_str(),
+            o.by.label(),
+            crate::time::clock(o.at),
+            a.rules.tier.as_str()
+        ),
+        None => a.rules.tier.as_str().to_string(),
     }
 }
 

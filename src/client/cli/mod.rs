@@ -482,15 +482,11 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
         Command::Agents { json } => agents::list(&owner()?, json).await,
         Command::Agent { name, action, json } => agents::run(&owner()?, &name, action, json).await,
         Command::Grants {
-            action: Some(grants::GrantsAction::Revoke { id, json }),
-            ..
-        } => grants::revoke(&owner()?, &id, json).await,
-        Command::Grants {
-            action: None,
+            action,
             agent,
             all,
             json,
-        } => grants::list(&owner()?, agent.as_deref(), all, json).await,
+        } => grants_command(&owner()?, action, agent.as_deref(), all, json).await,
         Command::Workflow { action } => {
             // An agent's command: the agents' socket.
             let agent = client(socket_for(flag, config, false)?);
@@ -502,16 +498,36 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             request,
             since,
             json,
-        } => {
-            let c = owner()?;
-            match action {
-                Some(AuditAction::Verify { head, json }) => {
-                    audit::verify(&c, head.as_deref(), json).await
-                }
-                Some(AuditAction::Head { json }) => audit::head(&c, json).await,
-                None => audit::trail(&c, request.as_deref(), since.as_deref(), json).await,
-            }
-        }
+        } => audit_command(&owner()?, action, request, since, json).await,
+    }
+}
+
+/// `gatebot grants [revoke ID]`, as the owner.
+async fn grants_command(
+    c: &Client,
+    action: Option<grants::GrantsAction>,
+    agent: Option<&str>,
+    all: bool,
+    json: bool,
+) -> Result<u8, String> {
+    match action {
+        Some(grants::GrantsAction::Revoke { id, json }) => grants::revoke(c, &id, json).await,
+        None => grants::list(c, agent, all, json).await,
+    }
+}
+
+/// `gatebot audit [verify|head]`, as the owner.
+async fn audit_command(
+    c: &Client,
+    action: Option<AuditAction>,
+    request: Option<String>,
+    since: Option<String>,
+    json: bool,
+) -> Result<u8, String> {
+    match action {
+        Some(AuditAction::Verify { head, json }) => audit::verify(c, head.as_deref(), json).await,
+        Some(AuditAction::Head { json }) => audit::head(c, json).await,
+        None => audit::trail(c, request.as_deref(), since.as_deref(), json).await,
     }
 }
 

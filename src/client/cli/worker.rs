@@ -171,9 +171,32 @@ async fn slot(
     w: &Worker,
     stop: &CancellationToken,
 ) -> Result<Option<Outcome>, String> {
+    let Some(task) = claim(client, w, stop).await? else {
+        return Ok(None);
+    };
+    eprintln!(
+        "worker: task {} ({}, attempt {}) claimed: {}",
+        task.short_id, task.intent, task.attempt, task.summary
+    );
+    let outcome = run_task(client, w, &task, stop).await;
+    match &outcome {
+        Outcome::Reported(s) => eprintln!("worker: task {} {s}", task.short_id),
+        Outcome::Abandoned(why) => eprintln!("worker: task {} stopped: {why}", task.short_id),
+    }
+    Ok(Some(outcome))
+}
+
+/// Claims one of the agent's tasks, asking again for as long as it takes: while the agent
+/// is paused (saying so once, and when it is resumed), over its limit, or while gatebot
+/// cannot be reached. `None` once stopped; `Err` when the daemon refuses this worker.
+async fn claim(
+    client: &Client,
+    w: &Worker,
+    stop: &CancellationToken,
+) -> Result<Option<ClaimedView>, String> {
     let mut failures = 0u32;
     let mut paused = false;
-    let task = loop {
+    loop {
         if stop.is_cancelled() {
             return Ok(None);
         }
@@ -183,7 +206,8 @@ async fn slot(
             _ = stop.cancelled() => return Ok(None),
             r = call => r,
         };
-        match res {
+        // How long to wait before claiming again.
+        let wait = match res {
             Ok(r) if r.status.is_success() => {
                 failures = 0;
                 if std::mem::take(&mut paused) {
@@ -194,8 +218,9 @@ async fn slot(
                 }
                 let answer: ClaimAnswer = serde_json::from_value(r.body)
                     .map_err(|e| format!("unexpected answer from gatebot: {e}"))?;
-                if let Some(t) = answer.task {
-                    break t;
+                match answer.task {
+                    Some(t) => return Ok(Some(t)),
+                    None => continue,
                 }
             }
             // Paused: wait for an owner to resume the agent, saying so once.
@@ -204,19 +229,13 @@ async fn slot(
                     eprintln!("worker: {}", paused_line(&w.agent, &r.body["error"]));
                     paused = true;
                 }
-                tokio::select! {
-                    _ = stop.cancelled() => return Ok(None),
-                    _ = tokio::time::sleep(PAUSED_RETRY) => {}
-                }
+                PAUSED_RETRY
             }
             // Over the agent's limit: wait as long as gatebot says, then claim again.
             Ok(r) if r.retry_after().is_some() => {
                 let wait = r.retry_after().unwrap_or(Duration::from_secs(1));
                 eprintln!("worker: {}; claiming again in {wait:?}", r.error_message());
-                tokio::select! {
-                    _ = stop.cancelled() => return Ok(None),
-                    _ = tokio::time::sleep(wait) => {}
-                }
+                wait
             }
             // Refused for good: this worker cannot work as this agent. (A 429 without a
             // Retry-After passes: it is retried below.)
@@ -235,23 +254,14 @@ async fn slot(
                 let wait = crate::retry::backoff(failures).min(Duration::from_secs(30));
                 failures += 1;
                 eprintln!("worker: cannot claim a task ({why}); retrying in {wait:?}");
-                tokio::select! {
-                    _ = stop.cancelled() => return Ok(None),
-                    _ = tokio::time::sleep(wait) => {}
-                }
+                wait
             }
+        };
+        tokio::select! {
+            _ = stop.cancelled() => return Ok(None),
+            _ = tokio::time::sleep(wait) => {}
         }
-    };
-    eprintln!(
-        "worker: task {} ({}, attempt {}) claimed: {}",
-        task.short_id, task.intent, task.attempt, task.summary
-    );
-    let outcome = run_task(client, w, &task, stop).await;
-    match &outcome {
-        Outcome::Reported(s) => eprintln!("worker: task {} {s}", task.short_id),
-        Outcome::Abandoned(why) => eprintln!("worker: task {} stopped: {why}", task.short_id),
     }
-    Ok(Some(outcome))
 }
 
 /// The text COMMAND reads on stdin.
