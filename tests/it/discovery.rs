@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::helpers::{spawn_app_with_config, TestApp};
-use crate::sandbox::{stderr, stdout, write, Sandbox, BIN};
+use crate::sandbox::{code_blocks, stderr, stdout, write, Sandbox, BIN};
 
 /// Every agent of the snippets runs each fixture's tool without asking (even the
 /// critical ones: the configured always_allow under `none`), so an allow proves the
@@ -64,27 +64,8 @@ struct Snippet {
 fn documented_snippets() -> Vec<Snippet> {
     let mut found = Vec::new();
     for doc in ["docs/integrations.md", "docs/inbox.md"] {
-        let text =
-            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc)).unwrap();
-        let mut block: Option<(String, String)> = None;
-        for line in text.lines() {
-            let trimmed = line.trim_start();
-            match &mut block {
-                None => {
-                    if let Some(lang) = trimmed.strip_prefix("```") {
-                        block = Some((lang.to_string(), String::new()));
-                    }
-                }
-                Some((lang, body)) => {
-                    if trimmed.starts_with("```") {
-                        collect(doc, lang, body, &mut found);
-                        block = None;
-                    } else {
-                        body.push_str(line);
-                        body.push('\n');
-                    }
-                }
-            }
+        for (lang, body) in code_blocks(doc) {
+            collect(doc, &lang, &body, &mut found);
         }
     }
     found

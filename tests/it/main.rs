@@ -34,6 +34,7 @@ mod properties;
 mod quotas;
 mod reload;
 mod sandbox;
+mod setup;
 mod slack;
 mod startup;
 mod storage;

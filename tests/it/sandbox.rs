@@ -20,9 +20,10 @@ impl Sandbox {
         let s = Sandbox {
             dir: tempfile::tempdir().unwrap(),
         };
-        for d in [s.project(), s.home(), s.runtime(), s.root()] {
+        for d in [s.project(), s.home(), s.runtime(), s.root(), s.bin()] {
             std::fs::create_dir_all(d).unwrap();
         }
+        std::os::unix::fs::symlink(BIN, s.bin().join("gatebot")).unwrap();
         s
     }
 
@@ -43,6 +44,11 @@ impl Sandbox {
     /// `GATEBOT_SYSTEM_ROOT`: the system's `/`.
     pub fn root(&self) -> PathBuf {
         self.dir.path().join("sys")
+    }
+
+    /// On PATH: `gatebot` (this build), as an installed one would be.
+    pub fn bin(&self) -> PathBuf {
+        self.dir.path().join("bin")
     }
 
     /// `~/.config/gatebot/bot.toml`.
@@ -90,7 +96,8 @@ impl Sandbox {
         c.current_dir(self.project())
             .env("HOME", self.home())
             .env("XDG_RUNTIME_DIR", self.runtime())
-            .env("GATEBOT_SYSTEM_ROOT", self.root());
+            .env("GATEBOT_SYSTEM_ROOT", self.root())
+            .env("PATH", format!("{}:/usr/bin:/bin", self.bin().display()));
     }
 
     /// Runs `gatebot ARGS…` with `stdin` and returns its output.
@@ -119,4 +126,30 @@ pub fn stdout(out: &std::process::Output) -> String {
 
 pub fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The fenced code blocks of `doc` (a path in the repository): `(language, body)`.
+pub fn code_blocks(doc: &str) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(doc)).unwrap();
+    let mut blocks = Vec::new();
+    let mut block: Option<(String, String)> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        match &mut block {
+            None => {
+                if let Some(lang) = trimmed.strip_prefix("```") {
+                    block = Some((lang.to_string(), String::new()));
+                }
+            }
+            Some((_, body)) => {
+                if trimmed.starts_with("```") {
+                    blocks.extend(block.take());
+                } else {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+            }
+        }
+    }
+    blocks
 }

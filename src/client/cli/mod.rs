@@ -12,17 +12,23 @@ mod agents;
 mod ask;
 mod audit;
 mod check_config;
+mod connect;
 mod decide;
+mod diff;
 mod grants;
 mod guidance;
 mod hook;
+mod hooks_install;
+mod init;
 mod mcp;
+mod ordered_json;
 mod out;
 mod pending;
 mod status;
 mod task;
 mod worker;
 mod workflow;
+mod writing;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -207,6 +213,21 @@ pub enum Command {
     },
     /// List workflow runs (owner), newest first.
     Workflows(ListArgs),
+    /// Write a commented config file for your set-up: a user's or a system install,
+    /// Telegram and Slack, the approvers, one agent (asks on a terminal).
+    Init(init::InitArgs),
+    /// Connect a chat: `connect telegram` finds your user id when you send /start to
+    /// the bot.
+    Connect {
+        #[command(subcommand)]
+        platform: connect::ConnectCommand,
+    },
+    /// Put gatebot's hook in an agent's own settings (Claude Code, Codex, Gemini CLI),
+    /// or say where it is installed.
+    Hooks {
+        #[command(subcommand)]
+        action: hooks_install::HooksAction,
+    },
     /// Print the system-prompt paragraph for an agent's autonomy tier.
     AgentGuidance {
         /// The agent's name.
@@ -419,6 +440,9 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             check_config::run(&config_file(config)?, telegram).await
         }
         Command::Hook { agent } => hook::run(agent, flag, config).await,
+        Command::Init(args) => init::run(args, config),
+        Command::Connect { platform } => connect::run(platform, &config_file(config)?).await,
+        Command::Hooks { action } => hooks_install::run(action, flag.as_deref(), config),
         Command::Mcp(args) => mcp::run(args, flag, config).await,
         Command::Task { action } => task_command(&owner()?, action).await,
         Command::Tasks { all, agent, json } => {
