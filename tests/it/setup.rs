@@ -604,6 +604,35 @@ async fn a_hook_found_only_from_here_names_the_socket_and_gatebot_off_path_by_it
         )
     );
 
+    // A project with its own bot.toml: the hook finds it there, so it names nothing.
+    let other = sandbox.dir.path().join("other");
+    write(&other.join("bot.toml"), "");
+    let said = ok(
+        &sandbox,
+        &[
+            "hooks",
+            "install",
+            "codex",
+            "--project",
+            other.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(
+        said.contains(&format!(
+            "in {} the hook reaches gatebot at {} (from {})",
+            other.display(),
+            other.join("gatebot.sock").display(),
+            other.join("bot.toml").display()
+        )),
+        "{said}"
+    );
+    let v = json_of(&other.join(".codex/hooks.json"));
+    assert_eq!(
+        v["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        "gatebot hook codex --agent codex"
+    );
+
     // gatebot not on PATH: the hook names this program by its path (a missing program
     // would make the agent run the tool unchecked).
     let mut cmd = sandbox.gatebot(&["hooks", "install", "gemini"]);

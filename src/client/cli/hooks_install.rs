@@ -255,7 +255,16 @@ fn reach(scope: &Scope, socket: Option<&Path>, config: Option<&Path>, env: &Env)
             ));
             Some(h.socket.clone())
         }
-        (Err(e), _) => {
+        (Err(_), Ok(t)) => {
+            notes.push(format!(
+                "{where_} the hook reaches gatebot at {} ({}){}",
+                t.socket.display(),
+                describe(t),
+                not_running(&t.socket)
+            ));
+            None
+        }
+        (Err(e), Err(_)) => {
             notes.push(format!(
                 "until gatebot can be found, the hook denies every call: {}",
                 e.lines()
