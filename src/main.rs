@@ -3,6 +3,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use gatebot::client::cli::{run_client, Cli, Command, EXIT_ERROR};
+use gatebot::client::discover::{self, Places};
 use gatebot::config::Config;
 use gatebot::daemon::{reload_on_sighup, App, Signals};
 use gatebot::systemd::Activation;
@@ -27,7 +28,16 @@ async fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    let config = match Config::load(&cli.config) {
+    // The file as every command finds it: --config, GATEBOT_CONFIG, ./bot.toml, the
+    // user's, the system's.
+    let path = match discover::config_file(cli.config.as_deref(), &Places::from_env()) {
+        Ok(found) => found.path,
+        Err(missing) => {
+            eprintln!("error: {}", missing.lines());
+            return ExitCode::from(EXIT_ERROR);
+        }
+    };
+    let config = match Config::load(&path) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
@@ -36,6 +46,7 @@ async fn run(cli: Cli) -> ExitCode {
     };
     gatebot::telemetry::init(config.log.format, &config.log.level);
     let source = config.source.clone();
+    tracing::info!(config = %source.display(), "config file read");
     let app = match App::build_with(config, activation).await {
         Ok(app) => app,
         Err(e) => {

@@ -7,10 +7,12 @@
 //! - [`Client`]: a small HTTP client for the API over a Unix socket, used by
 //!   everything below and by the tests.
 //! - [`cli`]: the `gatebot` command line.
+//! - [`discover`]: where a command finds the daemon's socket or its config file.
 //! - [`hook`]: `gatebot hook …`, and the `SocketGate` the MCP server shares.
 //! - [`mcp`]: `gatebot mcp`, the MCP approval tool.
 
 pub mod cli;
+pub mod discover;
 pub mod hook;
 pub mod mcp;
 

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use tokio::io::AsyncReadExt;
 
 use super::flag_duration;
-use super::{socket_for, HookCommand, EXIT_ERROR, EXIT_GO};
+use super::{HookCommand, EXIT_ERROR, EXIT_GO};
+use crate::client::discover::{self, Places, Which};
 use crate::client::hook::HookRun;
 use crate::client::stop_on_signals;
 use crate::hooks::Kind;
@@ -21,7 +22,7 @@ use crate::time::range;
 pub(super) async fn run(
     command: HookCommand,
     flag: &Option<PathBuf>,
-    config: &Path,
+    config: Option<&Path>,
 ) -> Result<u8, String> {
     // The budget counts from here, before stdin is read.
     let started = tokio::time::Instant::now();
@@ -53,7 +54,7 @@ pub(super) async fn run(
         agent: args.agent,
         budget,
         started,
-        socket: socket_for(flag, config, false),
+        socket: agents_socket(flag, config),
         token: args.token,
         stop,
         task_id: args.task.filter(|t| !t.trim().is_empty()),
@@ -64,4 +65,15 @@ pub(super) async fn run(
         let _ = writeln!(out, "{answer}").and_then(|()| out.flush());
     }
     Ok(EXIT_GO)
+}
+
+/// The agents' socket for a hook or the MCP tool, or why there is none in one line: it
+/// becomes the deny the agent's model and its user read, naming every place tried.
+pub(super) fn agents_socket(
+    flag: &Option<PathBuf>,
+    config: Option<&Path>,
+) -> Result<PathBuf, String> {
+    discover::socket(flag.as_deref(), config, Which::Agents, &Places::from_env())
+        .map(|found| found.socket)
+        .map_err(|missing| missing.one_line())
 }

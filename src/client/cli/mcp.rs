@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use super::flag_duration;
-use super::{socket_for, HookArgs, EXIT_GO};
+use super::hook::agents_socket;
+use super::{HookArgs, EXIT_GO};
 use crate::client::mcp::McpOptions;
 use crate::client::stop_on_signals;
 use crate::hooks::{Kind, DEFAULT_BUDGET};
@@ -12,7 +13,7 @@ use crate::time::range;
 pub(super) async fn run(
     args: HookArgs,
     flag: &Option<PathBuf>,
-    config: &Path,
+    config: Option<&Path>,
 ) -> Result<u8, String> {
     let budget = args
         .timeout
@@ -25,7 +26,7 @@ pub(super) async fn run(
             .agent
             .unwrap_or_else(|| Kind::ClaudeCode.default_agent().to_string()),
         budget: budget.unwrap_or(DEFAULT_BUDGET),
-        socket: socket_for(flag, config, false),
+        socket: agents_socket(flag, config),
         token: args.token,
         stop: stop.clone(),
         task_id: args.task.filter(|t| !t.trim().is_empty()),

@@ -12,17 +12,23 @@ mod agents;
 mod ask;
 mod audit;
 mod check_config;
+mod connect;
 mod decide;
+mod diff;
 mod grants;
 mod guidance;
 mod hook;
+mod hooks_install;
+mod init;
 mod mcp;
+mod ordered_json;
 mod out;
 mod pending;
 mod status;
 mod task;
 mod worker;
 mod workflow;
+mod writing;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -33,7 +39,7 @@ use serde_json::Value;
 
 use super::{Client, ClientError, Response};
 use crate::approval::Status;
-use crate::config::Config;
+use crate::client::discover::{self, Places, Which};
 use crate::retry::reconnect_delay;
 use crate::wire::ApprovalView;
 use out::outln;
@@ -55,17 +61,13 @@ pub const EXIT_PENDING: u8 = 3;
     about = "Human approval for AI agents' risky actions"
 )]
 pub struct Cli {
-    /// The config file.
-    #[arg(
-        long,
-        short,
-        global = true,
-        env = "GATEBOT_CONFIG",
-        default_value = "bot.toml"
-    )]
-    pub config: PathBuf,
-    /// The socket to talk to (default: the config's queue.socket for `ask`,
-    /// queue.control_socket for owner commands).
+    /// The config file (default: the first there is of ./bot.toml,
+    /// ~/.config/gatebot/bot.toml and /etc/gatebot/bot.toml).
+    #[arg(long, short, global = true, env = "GATEBOT_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The socket to talk to (default: the config's queue.socket for agents' commands,
+    /// queue.control_socket for owner commands; without a config file, the default
+    /// sockets in $XDG_RUNTIME_DIR/gatebot/ and /run/gatebot/).
     #[arg(long, global = true, env = "GATEBOT_SOCKET")]
     pub socket: Option<PathBuf>,
     #[command(subcommand)]
@@ -218,6 +220,21 @@ pub enum Command {
     },
     /// List workflow runs (owner), newest first.
     Workflows(ListArgs),
+    /// Write a commented config file for your set-up: a user's or a system install,
+    /// Telegram and Slack, the approvers, one agent (asks on a terminal).
+    Init(init::InitArgs),
+    /// Connect a chat: `connect telegram` finds your user id when you send /start to
+    /// the bot.
+    Connect {
+        #[command(subcommand)]
+        platform: connect::ConnectCommand,
+    },
+    /// Put gatebot's hook in an agent's own settings (Claude Code, Codex, Gemini CLI),
+    /// or say where it is installed.
+    Hooks {
+        #[command(subcommand)]
+        action: hooks_install::HooksAction,
+    },
     /// Print the system-prompt paragraph for an agent's autonomy tier.
     AgentGuidance {
         /// The agent's name.
@@ -433,14 +450,19 @@ impl WorkerArgs {
 }
 
 async fn client_command(cli: Cli) -> Result<u8, String> {
-    let (flag, config) = (&cli.socket, cli.config.as_path());
+    let (flag, config) = (&cli.socket, cli.config.as_deref());
     // The owner's commands (and `agent-guidance`) talk to the control socket.
     // Every owner's command says who acts (see [`as_owner`]).
     let owner = || socket_for(flag, config, true).map(|s| as_owner(&client(s)));
     match cli.command {
         Command::Run => unreachable!("run is handled by main"),
-        Command::CheckConfig { telegram } => check_config::run(config, telegram).await,
+        Command::CheckConfig { telegram } => {
+            check_config::run(&config_file(config)?, telegram).await
+        }
         Command::Hook { agent } => hook::run(agent, flag, config).await,
+        Command::Init(args) => init::run(args, config),
+        Command::Connect { platform } => connect::run(platform, &config_file(config)?).await,
+        Command::Hooks { action } => hooks_install::run(action, flag.as_deref(), config),
         Command::Mcp(args) => mcp::run(args, flag, config).await,
         Command::Task { action } => task_command(&owner()?, action).await,
         Command::Tasks { all, agent, json } => {
@@ -561,20 +583,27 @@ async fn workflow_command(agent: Client, action: WorkflowCommand) -> Result<u8, 
     }
 }
 
-/// `--socket` / `GATEBOT_SOCKET`, else the config's socket. Only the sockets are read
-/// from the config ([`Config::sockets`]): secrets are the daemon's, not the caller's.
-fn socket_for(flag: &Option<PathBuf>, config: &Path, owner: bool) -> Result<PathBuf, String> {
-    if let Some(s) = flag {
-        return Ok(s.clone());
-    }
-    let sockets = Config::sockets(config).map_err(|e| {
-        format!("{e}\n(pass --socket or set GATEBOT_SOCKET to skip reading the config)")
-    })?;
-    Ok(if owner {
-        sockets.control
-    } else {
-        sockets.agents
-    })
+/// The socket a command talks to, found in the one order every client command uses
+/// ([`crate::client::discover`]); the control socket for an owner's command. Only the
+/// sockets are read from a config ([`crate::config::Config::sockets`]): secrets are the
+/// daemon's, not the caller's.
+fn socket_for(
+    flag: &Option<PathBuf>,
+    config: Option<&Path>,
+    owner: bool,
+) -> Result<PathBuf, String> {
+    let which = if owner { Which::Control } else { Which::Agents };
+    discover::socket(flag.as_deref(), config, which, &Places::from_env())
+        .map(|found| found.socket)
+        .map_err(|missing| missing.lines())
+}
+
+/// The config file: `--config` / `GATEBOT_CONFIG`, else the first found
+/// ([`crate::client::discover::config_file`]).
+fn config_file(config: Option<&Path>) -> Result<PathBuf, String> {
+    discover::config_file(config, &Places::from_env())
+        .map(|f| f.path)
+        .map_err(|missing| missing.lines())
 }
 
 /// Longest wait for one answer from the daemon: more than the longest long-poll slice
