@@ -104,6 +104,13 @@ pub fn factor(name: &str) -> String {
     said.to_string()
 }
 
+/// A duration in the config's notation (`30d`, as the API gives it) said as people
+/// say it ("30 days"); anything else as it is.
+#[must_use]
+pub fn config_span(typed: &str) -> String {
+    crate::time::parse_duration(typed).map_or_else(|_| typed.to_string(), span)
+}
+
 /// "low", "medium", "high", "critical".
 #[must_use]
 pub fn score(s: RiskScore) -> &'static str {

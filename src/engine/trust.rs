@@ -460,7 +460,7 @@ impl Engine {
                 format!(
                     "{} An owner declined this within the last {}, so it is not proposed again yet.",
                     reason,
-                    format_duration(quiet)
+                    crate::words::span(quiet)
                 ),
             ));
         }

@@ -67,7 +67,7 @@ pub(crate) fn decide(
 
     if action != Action::Block {
         if let Some(confidence) = request.confidence {
-            let gate = confidence_gate(confidence, &agent.confidence, action, &risk);
+            let gate = confidence_gate(confidence, &agent.confidence, action);
             action = gate.action;
             checkpoint = gate.checkpoint;
             match gate.note {
@@ -82,7 +82,8 @@ pub(crate) fn decide(
         checkpoint = true;
         let _ = write!(
             reason,
-            "; {tool} is in checkpoint_before, so checkpoint first"
+            "; checkpoint first: {tool} is one of the agent's tools to checkpoint before \
+             (checkpoint_before)"
         );
     }
 
@@ -108,51 +109,45 @@ fn rule(
     tool: &str,
     risk: &Risk,
 ) -> (Action, String) {
-    let desc = describe(risk);
-
     if agent.deny.contains(tool) {
         return (
             Action::Block,
-            format!(
-                "{tool} is on the agent's deny list, so it is blocked whatever the risk; \
-                 this call is {desc}"
-            ),
+            format!("{tool} is on the agent's deny list, so it is blocked whatever the risk"),
         );
     }
 
     match agent.tier {
-        Tier::DraftOnly => draft_only(risk, &desc),
+        Tier::DraftOnly => draft_only(risk),
         Tier::Supervised => (
             Action::Ask,
-            format!("supervised: {desc} needs a human, as every call of a supervised agent does"),
+            "a supervised agent: every call needs a human".to_string(),
         ),
-        Tier::SemiAutonomous | Tier::Autonomous => acting(mode, agent, history, tool, risk, &desc),
+        Tier::SemiAutonomous | Tier::Autonomous => acting(mode, agent, history, tool, risk),
     }
 }
 
-fn draft_only(risk: &Risk, desc: &str) -> (Action, String) {
+fn draft_only(risk: &Risk) -> (Action, String) {
+    let said = crate::words::tool_class(risk.tool_class);
+    let score = risk.score.as_str();
     if risk.tool_class != ToolClass::ReadOnly {
         (
             Action::Block,
-            format!(
-                "draft_only: {desc} is blocked, because draft_only agents may only run \
-                 read-only tools"
-            ),
+            format!("a draft-only agent may only run read-only tools; this is a {said}, so it is blocked"),
         )
     } else if risk.score <= RiskScore::Medium {
         (
             Action::Allow,
             format!(
-                "draft_only: {desc} may run, because draft_only agents may run read-only \
-                 tools up to medium risk"
+                "a draft-only agent may run read-only tools up to medium risk; this is {score} \
+                 risk, so it runs"
             ),
         )
     } else {
         (
             Action::Block,
             format!(
-                "draft_only: {desc} is blocked, because draft_only agents may run read-only \
-                 tools only up to medium risk"
+                "a draft-only agent may run read-only tools only up to medium risk; this is \
+                 {score} risk, so it is blocked"
             ),
         )
     }
@@ -165,42 +160,52 @@ fn acting(
     history: History,
     tool: &str,
     risk: &Risk,
-    desc: &str,
 ) -> (Action, String) {
-    let tier = agent.tier.as_str();
     let allowance = Allowance::of(agent, history, tool);
     let requires_approval = agent.require_approval_for.contains(tool);
 
     if risk.score == RiskScore::Critical {
-        return critical(mode, tier, tool, desc, &allowance, requires_approval);
+        return critical(mode, tool, &allowance, requires_approval);
     }
 
     let source = allowance.source;
     if requires_approval {
         return (
             Action::Ask,
-            format!("{tier}: {desc} needs a human because {tool} is in require_approval_for"),
+            format!(
+                "{tool} always needs a human for this agent (it is in its require_approval_for)"
+            ),
         );
     }
     if allowance.always_allowed {
         return (
             Action::Allow,
-            format!(
-                "{tier}: {desc} runs without a human because {tool} is always-allowed {source}"
-            ),
+            format!("{tool} is always-allowed {source}, so it runs without a human"),
         );
     }
 
-    if let Some(decided) = by_mode(mode, tier, risk, desc) {
+    if let Some(decided) = by_mode(mode, risk) {
         return decided;
     }
 
+    let score = risk.score.as_str();
     if agent.tier == Tier::SemiAutonomous && risk.score != RiskScore::Low {
-        (Action::Ask, format!("{tier}: {desc} needs a human"))
+        (
+            Action::Ask,
+            format!(
+                "a semi-autonomous agent asks a human from medium risk up; this is {score} risk"
+            ),
+        )
     } else {
         (
             Action::Allow,
-            format!("{tier}: {desc} runs without a human"),
+            format!(
+                "{} agent runs {score}-risk calls without a human",
+                match agent.tier {
+                    Tier::Autonomous => "an autonomous",
+                    _ => "a semi-autonomous",
+                }
+            ),
         )
     }
 }
@@ -234,9 +239,7 @@ impl Allowance {
 /// grant) always-allows a tool that is not in require_approval_for.
 fn critical(
     mode: ToolApprovalMode,
-    tier: &str,
     tool: &str,
-    desc: &str,
     allowance: &Allowance,
     requires_approval: bool,
 ) -> (Action, String) {
@@ -245,22 +248,25 @@ fn critical(
         return (
             Action::Allow,
             format!(
-                "{tier}: {desc} runs without a human only because tool_approval_mode is \
-                 none and {tool} is always-allowed {source}"
+                "critical risk, run without a human only because {tool} is always-allowed \
+                 {source} and the organisation lets always-allowed tools run unasked \
+                 (tool_approval_mode = \"none\")"
             ),
         );
     }
-    let mut reason = format!("{tier}: {desc} always needs a human");
+    let mut reason = "critical risk always needs a human".to_string();
     if allowance.always_allowed && requires_approval {
         let _ = write!(
             reason,
-            "; {tool} is always-allowed {source}, but require_approval_for overrides that"
+            "; {tool} is always-allowed {source}, but it is also in the agent's \
+             require_approval_for, which wins"
         );
     } else if allowance.in_config {
         let _ = write!(
             reason,
             "; {tool} is always-allowed {source}, but that covers critical calls only \
-             when tool_approval_mode is none"
+             when the organisation lets always-allowed tools run unasked \
+             (tool_approval_mode = \"none\")"
         );
     } else if allowance.always_allowed {
         let _ = write!(
@@ -273,27 +279,26 @@ fn critical(
 
 /// Rules 7–8: what tool_approval_mode decides on its own, if anything (`dangerous` decides
 /// only for a destructive tool).
-fn by_mode(
-    mode: ToolApprovalMode,
-    tier: &str,
-    risk: &Risk,
-    desc: &str,
-) -> Option<(Action, String)> {
+fn by_mode(mode: ToolApprovalMode, risk: &Risk) -> Option<(Action, String)> {
     match mode {
         ToolApprovalMode::All => Some((
             Action::Ask,
-            format!("{tier}: {desc} needs a human because tool_approval_mode is all"),
+            "the organisation asks a human for every call (tool_approval_mode = \"all\")"
+                .to_string(),
         )),
         ToolApprovalMode::None => Some((
             Action::Allow,
-            format!("{tier}: {desc} runs without a human because tool_approval_mode is none"),
+            format!(
+                "the organisation lets calls up to high risk run without a human \
+                 (tool_approval_mode = \"none\"); this is {} risk",
+                risk.score.as_str()
+            ),
         )),
         ToolApprovalMode::Dangerous if risk.tool_class == ToolClass::Destructive => Some((
             Action::Ask,
-            format!(
-                "{tier}: {desc} needs a human because tool_approval_mode is dangerous and \
-                 the tool is destructive"
-            ),
+            "the organisation asks a human for every destructive tool \
+             (tool_approval_mode = \"dangerous\")"
+                .to_string(),
         )),
         ToolApprovalMode::Dangerous => None,
     }
@@ -312,16 +317,15 @@ struct Gate {
     note: Note,
 }
 
-fn confidence_gate(c: f64, t: &ConfidenceThresholds, action: Action, risk: &Risk) -> Gate {
+fn confidence_gate(c: f64, t: &ConfidenceThresholds, action: Action) -> Gate {
     let shown = number(c);
     if !(0.0..=1.0).contains(&c) {
         return Gate {
             action: Action::Block,
             checkpoint: false,
             note: Note::Replace(format!(
-                "confidence {shown} is not a number from 0 to 1, so the call is blocked; \
-                 it is {}",
-                describe(risk)
+                "the agent's confidence {shown} is not a number from 0 to 1, so the call is \
+                 blocked"
             )),
         };
     }
@@ -330,18 +334,24 @@ fn confidence_gate(c: f64, t: &ConfidenceThresholds, action: Action, risk: &Risk
             action: Action::Block,
             checkpoint: false,
             note: Note::Replace(format!(
-                "confidence {shown} is below ask_human {}, so the call is blocked; it is {}",
-                number(t.ask_human),
-                describe(risk)
+                "the agent's confidence {shown} is below {}, the least it may act on \
+                 (ask_human), so the call is blocked",
+                number(t.ask_human)
             )),
         };
     }
     if c < t.proceed_cautiously {
         let cautiously = number(t.proceed_cautiously);
         let note = if action == Action::Allow {
-            format!(", but confidence {shown} is below proceed_cautiously {cautiously}, so it needs a human")
+            format!(
+                ", but the agent's confidence {shown} is below {cautiously}, under which it \
+                 asks (proceed_cautiously), so it needs a human"
+            )
         } else {
-            format!("; confidence {shown} is also below proceed_cautiously {cautiously}")
+            format!(
+                "; the agent's confidence {shown} is also below {cautiously}, under which it \
+                 asks (proceed_cautiously)"
+            )
         };
         return Gate {
             action: Action::Ask,
@@ -354,7 +364,8 @@ fn confidence_gate(c: f64, t: &ConfidenceThresholds, action: Action, risk: &Risk
             action,
             checkpoint: true,
             note: Note::Append(format!(
-                ", with a checkpoint first because confidence {shown} is below proceed_freely {}",
+                ", with a checkpoint first: the agent's confidence {shown} is below {}, under \
+                 which it checkpoints (proceed_freely)",
                 number(t.proceed_freely)
             )),
         };
@@ -364,20 +375,6 @@ fn confidence_gate(c: f64, t: &ConfidenceThresholds, action: Action, risk: &Risk
         checkpoint: false,
         note: Note::None,
     }
-}
-
-/// `high risk (destructive tool; pricing_content, external_url)`.
-fn describe(risk: &Risk) -> String {
-    let mut s = format!(
-        "{} risk ({} tool",
-        risk.score.as_str(),
-        risk.tool_class.as_str()
-    );
-    if !risk.factors.is_empty() {
-        let _ = write!(s, "; {}", risk.factors.join(", "));
-    }
-    s.push(')');
-    s
 }
 
 /// Two decimals when that is exact (`0.50`), the shortest exact form otherwise (`0.499`).
@@ -509,8 +506,19 @@ mod tests {
                     scored(score, class),
                 );
                 assert_eq!(v.action, want, "{tier:?} {class:?} {score:?}: {}", v.reason);
-                assert!(v.reason.contains(tier.as_str()), "{}", v.reason);
-                assert!(v.reason.contains(score.as_str()), "{}", v.reason);
+                // The rule that decided, in words: the tier's, or the organisation's.
+                assert!(
+                    v.reason.contains(crate::words::tier(tier))
+                        || v.reason.contains("organisation")
+                        || v.reason.contains("critical risk"),
+                    "{}",
+                    v.reason
+                );
+                assert!(
+                    !v.reason.contains(tier.as_str()) || !tier.as_str().contains('_'),
+                    "{}",
+                    v.reason
+                );
             }
         }
     }
@@ -580,10 +588,10 @@ mod tests {
             v.risk.factors,
             vec!["negative_context", "external_url", "bulk_operation"]
         );
+        // The risk is the verdict's own; the reason says the rule.
         assert_eq!(
             v.reason,
-            "semi_autonomous: high risk (write tool; negative_context, external_url, \
-             bulk_operation) needs a human"
+            "a semi-autonomous agent asks a human from medium risk up; this is high risk"
         );
     }
 
@@ -912,7 +920,8 @@ mod tests {
             scored(Critical, Write),
         );
         assert!(
-            v.reason.contains("only because tool_approval_mode is none")
+            v.reason.contains("only because")
+                && v.reason.contains("(tool_approval_mode = \"none\")")
                 && v.reason.contains("always-allowed"),
             "{}",
             v.reason
@@ -925,7 +934,8 @@ mod tests {
             scored(Critical, Write),
         );
         assert!(
-            v.reason.contains("only when tool_approval_mode is none"),
+            v.reason
+                .contains("only when the organisation lets always-allowed tools run unasked"),
             "{}",
             v.reason
         );
@@ -1014,7 +1024,8 @@ mod tests {
         );
         assert_eq!(v.action, Block);
         assert!(
-            v.reason.contains("confidence 0.40 is below ask_human 0.50"),
+            v.reason
+                .contains("confidence 0.40 is below 0.50, the least it may act on (ask_human)"),
             "{}",
             v.reason
         );
@@ -1027,7 +1038,7 @@ mod tests {
         );
         assert!(
             v.reason
-                .contains("confidence 0.499 is below ask_human 0.50"),
+                .contains("confidence 0.499 is below 0.50, the least it may act on"),
             "{}",
             v.reason
         );
@@ -1076,8 +1087,9 @@ mod tests {
         );
         assert_eq!(v.action, Ask);
         assert!(
-            v.reason
-                .contains("confidence 0.60 is below proceed_cautiously 0.70"),
+            v.reason.contains(
+                "confidence 0.60 is below 0.70, under which it asks (proceed_cautiously)"
+            ),
             "{}",
             v.reason
         );
@@ -1149,13 +1161,13 @@ mod tests {
     #[test]
     fn every_reason_is_one_readable_sentence_naming_the_rule_and_risk() {
         let cases = [
-            (Mode::Dangerous, SemiAutonomous, High, Destructive, "semi_autonomous: high risk (destructive tool) needs a human because tool_approval_mode is dangerous and the tool is destructive"),
-            (Mode::Dangerous, SemiAutonomous, Low, ReadOnly, "semi_autonomous: low risk (read-only tool) runs without a human"),
-            (Mode::Dangerous, Autonomous, High, Write, "autonomous: high risk (write tool) runs without a human"),
-            (Mode::All, Autonomous, Low, ReadOnly, "autonomous: low risk (read-only tool) needs a human because tool_approval_mode is all"),
-            (Mode::None, SemiAutonomous, High, Write, "semi_autonomous: high risk (write tool) runs without a human because tool_approval_mode is none"),
-            (Mode::None, Supervised, Low, ReadOnly, "supervised: low risk (read-only tool) needs a human, as every call of a supervised agent does"),
-            (Mode::None, Autonomous, Critical, Write, "autonomous: critical risk (write tool) always needs a human"),
+            (Mode::Dangerous, SemiAutonomous, High, Destructive, "the organisation asks a human for every destructive tool (tool_approval_mode = \"dangerous\")"),
+            (Mode::Dangerous, SemiAutonomous, Low, ReadOnly, "a semi-autonomous agent runs low-risk calls without a human"),
+            (Mode::Dangerous, Autonomous, High, Write, "an autonomous agent runs high-risk calls without a human"),
+            (Mode::All, Autonomous, Low, ReadOnly, "the organisation asks a human for every call (tool_approval_mode = \"all\")"),
+            (Mode::None, SemiAutonomous, High, Write, "the organisation lets calls up to high risk run without a human (tool_approval_mode = \"none\"); this is high risk"),
+            (Mode::None, Supervised, Low, ReadOnly, "a supervised agent: every call needs a human"),
+            (Mode::None, Autonomous, Critical, Write, "critical risk always needs a human"),
         ];
         for (mode, tier, score, class, want) in cases {
             let v = verdict_for(
@@ -1359,7 +1371,12 @@ mod tests {
                     "{tier:?} / {mode:?} / {list:?} / {class:?} / {score:?}: {}",
                     v.reason
                 );
-                assert!(v.reason.contains(score.as_str()), "{}", v.reason);
+                // Tiers in words; a setting only in parentheses, naming what to change.
+                assert!(
+                    !v.reason.contains("semi_autonomous") && !v.reason.contains("draft_only"),
+                    "{}",
+                    v.reason
+                );
             }
         }
     }

@@ -144,7 +144,7 @@ impl Counts {
         format!(
             "{} requests: {} let through without asking a human ({} by an owner's grant), \
              {} blocked, {} asked ({} approved, {} denied, {} expired, {} cancelled, {} \
-             pending); the agent reported {} succeeded and {} failed; {} below ask_human",
+             pending); the agent reported {} succeeded and {} failed; {} blocked for low confidence",
             self.requests,
             self.allowed,
             self.granted,
@@ -343,7 +343,7 @@ mod tests {
             c.words(),
             "260 requests: 205 let through without asking a human (5 by an owner's grant), 0 \
              blocked, 55 asked (50 approved, 2 denied, 0 expired, 0 cancelled, 0 pending); the \
-             agent reported 204 succeeded and 1 failed; 0 below ask_human"
+             agent reported 204 succeeded and 1 failed; 0 blocked for low confidence"
         );
         // Only human decisions: no lines for grants or for what was not counted.
         let plain = Counts {

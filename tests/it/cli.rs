@@ -1191,10 +1191,10 @@ async fn the_agent_page_shows_what_the_evidence_is_made_of() {
         [
             "  all time:    3 requests: 3 let through without asking a human (0 by an owner's \
              grant), 0 blocked, 0 asked (0 approved, 0 denied, 0 expired, 0 cancelled, 0 \
-             pending); the agent reported 3 succeeded and 0 failed; 0 below ask_human",
-            "  last 30d:    3 requests: 3 let through without asking a human (0 by an owner's \
+             pending); the agent reported 3 succeeded and 0 failed; 0 blocked for low confidence",
+            "  last 30 days: 3 requests: 3 let through without asking a human (0 by an owner's \
              grant), 0 blocked, 0 asked (0 approved, 0 denied, 0 expired, 0 cancelled, 0 \
-             pending); the agent reported 3 succeeded and 0 failed; 0 below ask_human",
+             pending); the agent reported 3 succeeded and 0 failed; 0 blocked for low confidence",
             "  evidence:    0 handled, 0 % went well, 0 % denied, 0 % escalated",
             "  by a human:  0 approved, 0 denied",
             "  not counted: 3 call(s) let through with nobody asked and no grant, and 3 \

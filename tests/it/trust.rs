@@ -286,7 +286,7 @@ async fn a_declined_proposal_is_not_made_again() {
         again["note"]
             .as_str()
             .unwrap()
-            .contains("declined this within the last 30d"),
+            .contains("declined this within the last 30 days"),
         "{again}"
     );
     assert_eq!(trust(&app, "intern").await["tier"], "supervised");

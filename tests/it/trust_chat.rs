@@ -154,7 +154,9 @@ async fn a_reply_declines_a_proposal_and_it_is_not_proposed_again() {
     // Asked again, from chat: no new proposal, and it says why.
     let again = memory.say(&alice(), CHAT, "/assess intern", None).await;
     assert!(
-        again.text().contains("declined this within the last 30d"),
+        again
+            .text()
+            .contains("declined this within the last 30 days"),
         "{again:?}"
     );
     let cards = memory
@@ -234,10 +236,10 @@ async fn two_taps_pause_a_runaway_agent_and_deny_what_it_queued() {
         [
             "All time: 3 requests: 0 let through without asking a human (0 by an owner's grant), \
              1 blocked, 2 asked (0 approved, 2 denied, 0 expired, 0 cancelled, 0 pending); the \
-             agent reported 0 succeeded and 0 failed; 0 below ask_human",
-            "Last 30d: 3 requests: 0 let through without asking a human (0 by an owner's grant), \
+             agent reported 0 succeeded and 0 failed; 0 blocked for low confidence",
+            "Last 30 days: 3 requests: 0 let through without asking a human (0 by an owner's grant), \
              1 blocked, 2 asked (0 approved, 2 denied, 0 expired, 0 cancelled, 0 pending); the \
-             agent reported 0 succeeded and 0 failed; 0 below ask_human",
+             agent reported 0 succeeded and 0 failed; 0 blocked for low confidence",
             "Evidence: 2 handled, 0 % went well, 100 % denied, 0 % escalated",
             "By a human: 0 approved, 2 denied",
         ]
@@ -780,7 +782,7 @@ async fn a_declined_proposal_stays_declined_and_a_grant_is_revoked_through_the_f
     eventually("the assessment's answer", async || {
         fake.answers("U1")
             .into_iter()
-            .find(|a| a.text().contains("declined this within the last 30d"))
+            .find(|a| a.text().contains("declined this within the last 30 days"))
     })
     .await;
     let cards = fake

@@ -583,7 +583,7 @@ fn agent_fields(v: &AgentView) -> Vec<Field> {
         Line::text(v.evidence.all_time.words()),
     ));
     fields.push(Field::new(
-        format!("Last {}", v.evidence.window),
+        format!("Last {}", crate::words::config_span(&v.evidence.window)),
         Line::text(v.evidence.recent.words()),
     ));
     fields.extend(

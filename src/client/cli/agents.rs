@@ -228,9 +228,10 @@ fn print_view(v: &AgentView) {
     );
     outln!("  pending:     {}", v.pending);
     outln!("  all time:    {}", v.evidence.all_time.words());
+    // At least one space after the label, however long the window's words.
     outln!(
-        "  {:<13}{}",
-        format!("last {}:", v.evidence.window),
+        "  {:<12} {}",
+        format!("last {}:", words::config_span(&v.evidence.window)),
         v.evidence.recent.words()
     );
     for (label, words) in v.evidence.measures.figures() {

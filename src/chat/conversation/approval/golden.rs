@@ -29,9 +29,7 @@ fn request() -> Approval {
             factors: vec!["pricing_content".into(), "first_time_usage".into()],
         },
         policy_reason:
-            "semi_autonomous: high risk (write tool; pricing_content, first_time_usage) \
-                        needs a human"
-                .into(),
+            "a semi-autonomous agent asks a human from medium risk up; this is high risk".into(),
         created_at: now - 1000,
         expires_at: Some(now + 86_399_000),
         ..super::sample()
