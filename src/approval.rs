@@ -314,9 +314,14 @@ impl Approval {
                 "[Action expired] {tool}: {}. Nobody decided, so the action was not run; it was not denied.",
                 self.decision_reason.as_deref().unwrap_or("no response in time")
             ),
-            Status::Cancelled => format!(
-                "[Action cancelled] {tool}: cancelled by the agent. The action was not run."
-            ),
+            Status::Cancelled => match &self.decision_reason {
+                Some(why) => format!(
+                    "[Action cancelled] {tool}: withdrawn, because {why}. The action was not run."
+                ),
+                None => format!(
+                    "[Action cancelled] {tool}: cancelled by the agent. The action was not run."
+                ),
+            },
             Status::Blocked => format!(
                 "[Action blocked] {tool}: {}. The action was not run.",
                 self.policy_reason

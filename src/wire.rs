@@ -226,7 +226,10 @@ impl From<&Approval> for ApprovalView {
             | Status::Executing
             | Status::Succeeded
             | Status::Failed => a.decision_reason.clone(),
-            Status::Cancelled => Some("cancelled by the agent".into()),
+            Status::Cancelled => Some(a.decision_reason.as_ref().map_or_else(
+                || "cancelled by the agent".into(),
+                |why| format!("withdrawn: {why}"),
+            )),
             Status::Pending | Status::Allowed | Status::Blocked => Some(a.policy_reason.clone()),
         };
         ApprovalView {

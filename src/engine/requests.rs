@@ -65,7 +65,10 @@ pub fn describe_settled(a: &Approval) -> String {
             Some(r) => format!("denied by {by}: {r}"),
             None => format!("denied by {by}"),
         },
-        Status::Cancelled => "cancelled by the agent".to_string(),
+        Status::Cancelled => match &a.decision_reason {
+            Some(why) => format!("withdrawn: {why}"),
+            None => "cancelled by the agent".to_string(),
+        },
         Status::Allowed => "allowed by policy".to_string(),
         Status::Blocked => "blocked by policy".to_string(),
         Status::Pending => "pending".to_string(),
@@ -477,7 +480,23 @@ impl Engine {
     /// The agent withdraws its own pending request.
     pub async fn cancel(&self, id: &str, agent: &str) -> Result<Approval, EngineError> {
         let (i, ag) = (id.to_string(), agent.to_string());
-        match self.blocking(move |s| s.cancel(&i, &ag, now_ms())).await? {
+        let t = self.blocking(move |s| s.cancel(&i, &ag, now_ms())).await?;
+        self.cancelled(id, t)
+    }
+
+    /// Withdraws a pending request nobody is left to run: `by` ended its task, `why`
+    /// says how ("task t7m2abcd was cancelled by alice").
+    pub async fn withdraw(&self, id: &str, by: &str, why: &str) -> Result<Approval, EngineError> {
+        let (i, b, w) = (id.to_string(), by.to_string(), why.to_string());
+        let t = self
+            .blocking(move |s| s.withdraw(&i, &b, &w, now_ms()))
+            .await?;
+        self.cancelled(id, t)
+    }
+
+    /// Announces what a cancel or a withdrawal did.
+    fn cancelled(&self, id: &str, t: Transition) -> Result<Approval, EngineError> {
+        match t {
             Transition::Done(a) => {
                 info!(id = %a.id, agent = %a.agent, tool = %a.tool, "request cancelled");
                 self.metrics.settled(a.status, 0);

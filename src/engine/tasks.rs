@@ -400,8 +400,16 @@ impl Engine {
                 return;
             }
         };
-        for (request, agent) in pending {
-            match self.cancel(&request, &agent).await {
+        let by = t
+            .decided_by
+            .clone()
+            .unwrap_or_else(|| "gatebot".to_string());
+        let why = match &t.decided_by {
+            Some(who) => format!("its task {} was {} by {who}", t.short_id, t.status),
+            None => format!("its task {} is {}", t.short_id, t.status),
+        };
+        for (request, _agent) in pending {
+            match self.withdraw(&request, &by, &why).await {
                 Ok(_) => info!(id = %request, task = %t.id, "request withdrawn: its task ended"),
                 Err(e) => {
                     info!(id = %request, task = %t.id, error = %e, "request of an ended task not withdrawn")
@@ -454,7 +462,7 @@ impl Engine {
             .blocking(move |s| s.decide_task(&id, step, &actor_s, &via_s, now_ms()))
             .await?;
         let t = self.stepped(typed, r)?;
-        info!(id = %t.id, short_id = %t.short_id, status = %t.status, by = %actor, "task {}", step.event());
+        info!(id = %t.id, short_id = %t.short_id, status = %t.status, by = %actor, "task {}", step.event().trim_start_matches("task_").replace('_', " "));
         self.withdraw_requests(&t).await;
         Ok(t)
     }

@@ -238,7 +238,7 @@ pub fn prompt(
     p.push_str(
         "\nYour tool calls may need the owner's approval through gatebot; if one is denied, \
          do not try to work around it. If you need something only the owner knows, end \
-         your answer with your questions.",
+         your answer with your questions.\n",
     );
     p
 }
@@ -368,6 +368,16 @@ mod tests {
             text,
             clarification: None,
             intent: None,
+        }
+    }
+
+    /// The prompt ends its last line, so whatever a command prints after reading it
+    /// (`cat`, a shell that echoes) starts on a line of its own.
+    #[test]
+    fn the_prompt_ends_with_a_newline() {
+        for intent in [Intent::Research, Intent::CodeChange, Intent::Question] {
+            let p = prompt("look into it", None, intent, None);
+            assert!(p.ends_with("questions.\n"), "{p:?}");
         }
     }
 

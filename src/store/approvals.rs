@@ -306,13 +306,30 @@ impl Store {
     /// Cancels a pending request on behalf of its agent, if its deadline has not
     /// passed (past it, the request is expired instead: [`Transition::Expired`]).
     pub fn cancel(&self, id: &str, agent: &str, now: i64) -> Result<Transition> {
+        self.cancel_as(id, agent, &Via::Api, None, now)
+    }
+
+    /// Withdraws a pending request nobody is left to run (its task ended): cancelled,
+    /// with `by` (who ended the task, or gatebot) and `why` recorded as its reason.
+    pub fn withdraw(&self, id: &str, by: &str, why: &str, now: i64) -> Result<Transition> {
+        self.cancel_as(id, by, &Via::System, Some(why), now)
+    }
+
+    fn cancel_as(
+        &self,
+        id: &str,
+        by: &str,
+        via: &Via,
+        why: Option<&str>,
+        now: i64,
+    ) -> Result<Transition> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         let changed = tx.execute(
-            "UPDATE approvals SET status = 'cancelled', decided_by = ?2, decided_via = 'api', \
-             decided_at = ?3, finished_at = ?3 \
+            "UPDATE approvals SET status = 'cancelled', decided_by = ?2, decided_via = ?4, \
+             decision_reason = ?5, decided_at = ?3, finished_at = ?3 \
              WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?3)",
-            params![id, agent, now],
+            params![id, by, now, via.as_str(), why],
         )?;
         if changed == 0 {
             return refused(tx, id, now);
@@ -323,9 +340,9 @@ impl Store {
             now,
             Some(id),
             "cancelled",
-            Some(agent),
-            Some(&Via::Api),
-            &json!({}),
+            Some(by),
+            Some(via),
+            &why.map_or_else(|| json!({}), |w| json!({ "reason": w })),
         )?;
         let a = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
         tx.commit()?;

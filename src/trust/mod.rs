@@ -257,7 +257,7 @@ impl Proposal {
     }
 
     /// What an owner's decision did: "approved proposal p7m2abcd: mailer is now
-    /// supervised", "declined proposal …: mailer stays …".
+    /// supervised", "denied proposal …: mailer stays …".
     #[must_use]
     pub fn decided_line(&self) -> String {
         match self.status {
@@ -268,7 +268,7 @@ impl Proposal {
                 crate::words::tier(self.to)
             ),
             _ => format!(
-                "declined proposal {}: {} stays {}",
+                "denied proposal {}: {} stays {}",
                 self.short_id,
                 self.agent,
                 crate::words::tier(self.from)

@@ -744,6 +744,23 @@ async fn requests_name_the_task_of_their_agent_only() {
         .await
         .unwrap();
     app.wait_for_status(&request, "cancelled").await;
+    // It says who ended the task, not that the agent gave up on it.
+    let got = app.get(&request, 0.0).await.body;
+    let short = t["short_id"].as_str().unwrap();
+    let who = got["decided_by"].as_str().unwrap().to_string();
+    assert_ne!(who, "claude-code", "{got}");
+    assert_eq!(
+        got["reason"],
+        format!("withdrawn: its task {short} was cancelled by {who}"),
+        "{got}"
+    );
+    assert!(
+        got["message"]
+            .as_str()
+            .unwrap()
+            .contains("withdrawn, because its task"),
+        "{got}"
+    );
 }
 
 #[tokio::test]

@@ -145,7 +145,7 @@ async fn a_reply_declines_a_proposal_and_it_is_not_proposed_again() {
     memory
         .say(&alice(), CHAT, "deny not before the audit", Some(&card.id))
         .await;
-    let edited = shows(&memory, &card.id, "Declined by Alice (42) (Memory)").await;
+    let edited = shows(&memory, &card.id, "Denied by Alice (42) (Memory)").await;
     assert!(edited
         .card
         .plain()
@@ -615,7 +615,7 @@ async fn pause_and_decline_through_the_fake_slack() {
     eventually("the declined card", async || {
         fake.calls("chat.update").into_iter().find(|c| {
             c.ok && c.params["ts"] == ts.as_str()
-                && c.params["blocks"].to_string().contains("Declined by")
+                && c.params["blocks"].to_string().contains("Denied by")
         })
     })
     .await;

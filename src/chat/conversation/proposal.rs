@@ -3,7 +3,7 @@
 //!
 //! - Card: "Promote mailer to semi_autonomous?", the tiers, the evidence behind it
 //!   and the assessment's words; once answered, the outcome instead of the buttons.
-//! - Buttons: ✅ Approve · ❌ Decline. Data: `gb1:Pa:<id>`, `gb1:Pd:<id>`.
+//! - Buttons: ✅ Approve · ❌ Deny (the proposal is then declined). Data: `gb1:Pa:<id>`, `gb1:Pd:<id>`.
 //! - Commands: `/approve <id>` and `/deny <id> [reason]` (and replies to the card with
 //!   `approve` / `deny [reason]`) answer a proposal when the id (or the card) names one;
 //!   `gatebot decide ID approve|deny` does from the CLI.
@@ -261,7 +261,7 @@ fn answered(p: &Proposal, quiet: Duration) -> Card {
             words::tier(p.to)
         )),
         ProposalStatus::Declined => Card::text(format!(
-            "❌ Declined proposal {}: {} stays {}; not proposed again for {}.",
+            "❌ Denied proposal {}: {} stays {}; not proposed again for {}.",
             p.short_id,
             p.agent,
             words::tier(p.from),
@@ -293,7 +293,7 @@ pub fn outcome_line(p: &Proposal, quiet: Duration) -> String {
             words::tier(p.to)
         ),
         ProposalStatus::Declined => format!(
-            "❌ Declined by {by} {when}{reason}; not proposed again for {}",
+            "❌ Denied by {by} {when}{reason}; not proposed again for {}",
             words::span(quiet)
         ),
         ProposalStatus::Superseded => {
@@ -360,7 +360,7 @@ pub fn card(p: &Proposal, quiet: Duration) -> Card {
     if open {
         card.buttons = vec![vec![
             Button::new("✅ Approve", button_data(true, &p.id)).styled(Style::Primary),
-            Button::new("❌ Decline", button_data(false, &p.id)).styled(Style::Danger),
+            Button::new("❌ Deny", button_data(false, &p.id)).styled(Style::Danger),
         ]];
         card.hint = Some(Hint {
             reply_words: vec!["approve".into(), "deny [reason]".into()],
@@ -583,7 +583,7 @@ mod tests {
         assert_eq!(
             c.blocks.last(),
             Some(&Block::Outcome(
-                "❌ Declined by alice (CLI) 1970-01-01 00:00 UTC; not proposed again for 30 days"
+                "❌ Denied by alice (CLI) 1970-01-01 00:00 UTC; not proposed again for 30 days"
                     .into()
             ))
         );

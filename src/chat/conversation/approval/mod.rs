@@ -934,7 +934,10 @@ pub fn outcome_line(a: &Approval) -> String {
                 .as_deref()
                 .unwrap_or("no response in time")
         ),
-        Status::Cancelled => format!("🚫 Cancelled by the agent {when}"),
+        Status::Cancelled => match &a.decision_reason {
+            Some(why) => format!("🚫 Withdrawn {when}: {why}"),
+            None => format!("🚫 Cancelled by the agent {when}"),
+        },
         Status::Allowed => "✅ Allowed by policy".to_string(),
         Status::Blocked => "⛔ Blocked by policy".to_string(),
     }
