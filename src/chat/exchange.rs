@@ -80,6 +80,9 @@ pub enum Answer {
     Notice { card: Card, alert: bool },
     /// A message with content (a list with buttons, the help).
     Card(Card),
+    /// Several messages, in order: content that one message cannot hold whole (every
+    /// issue of a check-in), each card within the platforms' limits.
+    Cards(Vec<Card>),
     /// A question, asked the platform's way.
     Ask(Question),
 }
@@ -103,12 +106,19 @@ impl Answer {
         }
     }
 
-    /// The card to show as a message, if the answer has one.
+    /// The card to show as a message, if the answer has one (the first, of several).
     #[must_use]
     pub fn card(&self) -> Option<&Card> {
+        self.cards().into_iter().next()
+    }
+
+    /// The cards to show as messages, in order.
+    #[must_use]
+    pub fn cards(&self) -> Vec<&Card> {
         match self {
-            Answer::Done(c) | Answer::Notice { card: c, .. } | Answer::Card(c) => Some(c),
-            Answer::Nothing | Answer::Ask(_) => None,
+            Answer::Done(c) | Answer::Notice { card: c, .. } | Answer::Card(c) => vec![c],
+            Answer::Cards(cards) => cards.iter().collect(),
+            Answer::Nothing | Answer::Ask(_) => Vec::new(),
         }
     }
 
@@ -118,7 +128,12 @@ impl Answer {
         match self {
             Answer::Nothing => String::new(),
             Answer::Ask(q) => q.asked.clone(),
-            other => other.card().map(Card::plain).unwrap_or_default(),
+            other => other
+                .cards()
+                .into_iter()
+                .map(Card::plain)
+                .collect::<Vec<_>>()
+                .join("\n\n"),
         }
     }
 }

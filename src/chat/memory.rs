@@ -259,8 +259,10 @@ impl Memory {
         answer: &Answer,
     ) {
         match answer {
-            Answer::Card(card) => {
-                self.add(chat, card.clone(), to.map(str::to_string));
+            Answer::Card(_) | Answer::Cards(_) => {
+                for card in answer.cards() {
+                    self.add(chat, card.clone(), to.map(str::to_string));
+                }
             }
             Answer::Ask(q) => {
                 let mut text = Line::text(format!("{}, ", actor.name));

@@ -243,8 +243,10 @@ impl Slack {
     ) {
         match answer {
             Answer::Nothing | Answer::Done(_) => {}
-            Answer::Notice { card, .. } | Answer::Card(card) => {
-                self.ephemeral(channel, &actor.id, &card, None).await;
+            Answer::Notice { .. } | Answer::Card(_) | Answer::Cards(_) => {
+                for card in answer.cards() {
+                    self.ephemeral(channel, &actor.id, card, None).await;
+                }
             }
             Answer::Ask(q) => {
                 let Some(trigger) = &p.trigger_id else {
@@ -324,15 +326,22 @@ impl Slack {
             origin: None,
         };
         let answer = inbound::handle(&self.cx, &actor, text).await;
-        let card = match &answer {
+        let cards = match &answer {
             Answer::Nothing => return,
-            Answer::Ask(q) => Card::text(q.not_asked.clone()),
-            other => other.card().cloned().unwrap_or_default(),
+            Answer::Ask(q) => vec![Card::text(q.not_asked.clone())],
+            other => other.cards().into_iter().cloned().collect(),
         };
+        for card in &cards {
+            self.answer_command(&p, card).await;
+        }
+    }
+
+    /// One message of a slash command's answer, seen only by whoever typed it.
+    async fn answer_command(&self, p: &payload::SlashCommand, card: &Card) {
         // The response_url works wherever the command was typed (a DM, a channel the
         // bot is not in); chat.postEphemeral only where the bot is a member.
         if let Some(url) = p.response_url.as_deref().filter(|u| !u.is_empty()) {
-            let (text, blocks) = render::render(&card);
+            let (text, blocks) = render::render(card);
             let body = json!({"response_type": "ephemeral", "text": text, "blocks": blocks});
             match self.api.respond(url, &body).await {
                 Ok(()) => return,
@@ -341,7 +350,7 @@ impl Slack {
                 }
             }
         }
-        self.ephemeral(&p.channel_id, &p.user_id, &card, None).await;
+        self.ephemeral(&p.channel_id, &p.user_id, card, None).await;
     }
 
     /// A message: a command typed in a card's thread (no id needed), a `/command`
@@ -385,13 +394,14 @@ impl Slack {
             origin,
         };
         let answer = inbound::handle(&self.cx, &actor, message).await;
-        let card = match &answer {
+        let cards = match &answer {
             Answer::Nothing => return,
-            Answer::Ask(q) => Card::text(q.not_asked.clone()),
-            other => other.card().cloned().unwrap_or_default(),
+            Answer::Ask(q) => vec![Card::text(q.not_asked.clone())],
+            other => other.cards().into_iter().cloned().collect(),
         };
-        self.ephemeral(channel, user, &card, thread.as_deref())
-            .await;
+        for card in &cards {
+            self.ephemeral(channel, user, card, thread.as_deref()).await;
+        }
     }
 
     /// Tells one user something only they see (`chat.postEphemeral`).

@@ -185,10 +185,12 @@ impl Handler {
             Answer::Nothing => self.answer_press(q, "", false).await,
             Answer::Done(card) => self.answer_press(q, &card.plain(), false).await,
             Answer::Notice { card, alert } => self.answer_press(q, &card.plain(), alert).await,
-            Answer::Card(card) => {
+            Answer::Card(_) | Answer::Cards(_) => {
                 self.answer_press(q, "", false).await;
                 if let Some(m) = &q.message {
-                    self.reply(m.chat().id, Some(m.id()), &card).await;
+                    for card in answer.cards() {
+                        self.reply(m.chat().id, Some(m.id()), card).await;
+                    }
                 }
             }
             Answer::Ask(question) => self.ask(q, actor, question).await,
@@ -333,7 +335,7 @@ impl Handler {
             Answer::Nothing => {}
             Answer::Ask(q) => self.reply(chat, Some(m.id), &Card::text(q.not_asked)).await,
             other => {
-                if let Some(card) = other.card() {
+                for card in other.cards() {
                     self.reply(chat, Some(m.id), card).await;
                 }
             }

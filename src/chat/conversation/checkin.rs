@@ -157,7 +157,7 @@ impl super::Kind for CheckIns {
         d.check_in.created_at = now - 1000;
         d.check_in.expires_at = Some(now + 7_199_000);
         let waiting = card(&d);
-        let review = review_card(&d);
+        let review = review_cards(&d).remove(0);
         d.check_in.status = CheckInStatus::Continued;
         d.check_in.decided_by = Some("alice".into());
         d.check_in.decided_via = Some(crate::approval::Via::Cli);
@@ -174,7 +174,8 @@ impl super::Kind for CheckIns {
         let mut d = sample();
         d.run.title = "<b>".repeat(200);
         d.check_in.phase = "&".repeat(200);
-        let mut cards = vec![card(&d), review_card(&d)];
+        let mut cards = vec![card(&d)];
+        cards.extend(review_cards(&d));
         let list: Vec<(CheckIn, Run)> = (0..PENDING_SHOWN)
             .map(|_| (d.check_in.clone(), d.run.clone()))
             .collect();
@@ -556,7 +557,7 @@ async fn ask_reason(cx: &Context, id: &str) -> Answer {
 /// again.
 async fn review(cx: &Context, id: &str) -> Answer {
     match detail(cx, id).await {
-        Ok(Some(d)) => Answer::Card(review_card(&d)),
+        Ok(Some(d)) => Answer::Cards(review_cards(&d)),
         Ok(None) => Answer::alert("This check-in no longer exists."),
         Err(e) => Answer::alert(failure(&e)),
     }
@@ -779,50 +780,87 @@ pub fn card(d: &Detail) -> Card {
     card
 }
 
-/// Review issues: every problem the check-in shows, then (while it waits) Continue and
-/// Stop again.
+/// Review issues: every problem the check-in shows, in as many messages as they need
+/// (each within every platform's limits, so none is cut away), then, on the last,
+/// Continue and Stop again while it waits.
 #[must_use]
-pub fn review_card(d: &Detail) -> Card {
+pub fn review_cards(d: &Detail) -> Vec<Card> {
     let c = &d.check_in;
     let short = c.short_id.clone().unwrap_or_default();
-    let mut blocks = vec![
-        Block::Heading {
-            icon: "🔎",
-            title: "Issues at this check-in".into(),
-            tag: Some(Tag::subject(SubjectKind::CheckIn, &short)),
-        },
-        Block::Line(
-            Line::text("Run ")
-                .code(shorten(&d.run.title, NAME_CHARS))
-                .and(" of ")
-                .code(shorten(&d.run.agent, 40))
-                .and(format!(
-                    ": {} since the last check-in.",
-                    counted(c.shown.warnings, c.shown.errors)
-                )),
-        ),
-    ];
-    if d.issues.is_empty() {
-        blocks.push(Block::Line(Line::text("No warnings or errors.")));
-    } else {
-        blocks.push(Block::List(d.issues.iter().map(issue_line).collect()));
-    }
-    let waiting = c.status == CheckInStatus::Waiting;
-    if waiting {
-        blocks.push(Block::Line(Line::text("Continue the workflow?")));
-    } else {
-        blocks.push(Block::Outcome(outcome_line(c)));
-    }
-    Card {
-        blocks,
-        buttons: if waiting {
-            vec![buttons(c, "", false)]
+    let pages = issue_pages(&d.issues);
+    let count = pages.len();
+    let heading = |page: usize| Block::Heading {
+        icon: "🔎",
+        title: if count > 1 {
+            format!("Issues at this check-in ({page} of {count})")
         } else {
-            Vec::new()
+            "Issues at this check-in".into()
         },
-        hint: None,
-        fallback: format!("Issues at check-in {short}"),
+        tag: Some(Tag::subject(SubjectKind::CheckIn, &short)),
+    };
+    let waiting = c.status == CheckInStatus::Waiting;
+    let mut cards: Vec<Card> = pages
+        .into_iter()
+        .enumerate()
+        .map(|(i, items)| {
+            let mut blocks = vec![heading(i + 1)];
+            if i == 0 {
+                blocks.push(Block::Line(
+                    Line::text("Run ")
+                        .code(shorten(&d.run.title, NAME_CHARS))
+                        .and(" of ")
+                        .code(shorten(&d.run.agent, 40))
+                        .and(format!(
+                            ": {} since the last check-in.",
+                            counted(c.shown.warnings, c.shown.errors)
+                        )),
+                ));
+            }
+            if items.is_empty() {
+                blocks.push(Block::Line(Line::text("No warnings or errors.")));
+            } else {
+                blocks.push(Block::List(items));
+            }
+            Card {
+                blocks,
+                fallback: format!("Issues at check-in {short}"),
+                ..Card::default()
+            }
+        })
+        .collect();
+    if let Some(last) = cards.last_mut() {
+        if waiting {
+            last.blocks
+                .push(Block::Line(Line::text("Continue the workflow?")));
+            last.buttons = vec![buttons(c, "", false)];
+        } else {
+            last.blocks.push(Block::Outcome(outcome_line(c)));
+        }
     }
+    cards
+}
+
+/// Most characters of issue text one review message lists: well within the smallest
+/// limit a message's list has (Slack's 3 000 per section), after escaping and markup.
+const REVIEW_PAGE_CHARS: usize = 1800;
+
+/// The issues' lines, a message's worth each (one empty page when there are none).
+fn issue_pages(issues: &[RunIssue]) -> Vec<Vec<Line>> {
+    let mut pages = vec![Vec::new()];
+    let mut used = 0;
+    for issue in issues {
+        let line = issue_line(issue);
+        let size = line.plain().chars().count() + 20;
+        if used + size > REVIEW_PAGE_CHARS && pages.last().is_some_and(|p| !p.is_empty()) {
+            pages.push(Vec::new());
+            used = 0;
+        }
+        used += size;
+        if let Some(page) = pages.last_mut() {
+            page.push(line);
+        }
+    }
+    pages
 }
 
 /// `/pending`'s section for waiting check-ins: a line and a row of buttons each (at most
@@ -1234,7 +1272,7 @@ mod tests {
             .plain()
             .contains("… and 5 more: Review issues lists them all"));
         assert!(!c.plain().contains("extra 6"));
-        let r = review_card(&d);
+        let r = review_cards(&d).remove(0);
         assert!(r.plain().contains("extra 6"), "{}", r.plain());
         assert_eq!(
             r.button_data(),
@@ -1245,7 +1283,51 @@ mod tests {
             "review asks again, without another review button"
         );
         d.check_in.status = CheckInStatus::Continued;
-        assert!(review_card(&d).buttons.is_empty());
+        assert!(review_cards(&d)[0].buttons.is_empty());
+    }
+
+    /// 40 warnings of 300 characters: every one is shown, in as many messages as they
+    /// need, each within every renderer's limits; the buttons come once, on the last.
+    #[test]
+    fn review_shows_every_issue_however_many() {
+        let mut d = sample();
+        let more = d.issues[0].clone();
+        d.issues = (0..40)
+            .map(|i| RunIssue {
+                text: format!("warning {i:02} {}", "x".repeat(285)),
+                ..more.clone()
+            })
+            .collect();
+        let cards = review_cards(&d);
+        assert!(cards.len() > 1, "{}", cards.len());
+        let all: String = cards.iter().map(Card::plain).collect();
+        for i in 0..40 {
+            assert!(
+                all.contains(&format!("warning {i:02} ")),
+                "warning {i} is missing"
+            );
+        }
+        assert!(!all.contains("more"), "nothing is cut: {all}");
+        for (n, c) in cards.iter().enumerate() {
+            let (html, _) = crate::telegram::render::render(c);
+            assert!(!html.contains(" more"), "card {n} was cut: {html}");
+            let (_, blocks) = crate::slack::render::render(c);
+            assert!(
+                !serde_json::Value::from(blocks)
+                    .to_string()
+                    .contains(" more"),
+                "card {n} was cut"
+            );
+            assert_eq!(
+                c.buttons.is_empty(),
+                n + 1 < cards.len(),
+                "buttons on the last only"
+            );
+        }
+        assert!(cards[1].plain().starts_with(&format!(
+            "🔎 Issues at this check-in (2 of {})",
+            cards.len()
+        )));
     }
 
     #[test]
@@ -1258,7 +1340,7 @@ mod tests {
             assert_eq!(Tag::read(&c.plain()).as_deref(), Some("k7m2wxyz"));
         }
         // The review answer is no card of the check-in's.
-        assert_eq!(Tag::read(&review_card(&d).plain()), None);
+        assert_eq!(Tag::read(&review_cards(&d)[0].plain()), None);
     }
 
     #[test]
