@@ -4,7 +4,8 @@
 //! - A JSON object with `"type": "result"` (Claude Code's `--output-format json`, and
 //!   the last line of `--output-format stream-json`) is the run's final word: its
 //!   `result` is the result, `session_id` is kept so a task that needs input resumes the
-//!   same session, `total_cost_usd` is the cost, `is_error` fails the task.
+//!   same session, `total_cost_usd` is the cost, `is_error` fails the task with Claude's
+//!   own words: its `result`, else its `errors`, else its `subtype` ([`Final::error`]).
 //! - `"type": "assistant"` lines of stream-json are progress: their text, or the tools
 //!   the agent calls; other stream-json lines (`system`, `user` tool results) are
 //!   skipped, except that the session id they carry is kept.
@@ -29,6 +30,37 @@ pub struct Final {
     pub session_id: Option<String>,
     pub cost_usd: Option<f64>,
     pub is_error: bool,
+    /// `errors`: what went wrong, when the agent lists it (Claude Code's error results
+    /// may carry no `result`).
+    pub errors: Vec<String>,
+    /// `subtype`: `success`, `error_max_turns`, `error_during_execution`, …
+    pub subtype: Option<String>,
+}
+
+impl Final {
+    /// What the agent said went wrong, for a result with `is_error`: its `result`, else
+    /// its `errors` (joined), else its `subtype` (`error_max_turns`); `None` when it
+    /// reported no error or said nothing.
+    #[must_use]
+    pub fn error(&self) -> Option<String> {
+        if !self.is_error {
+            return None;
+        }
+        let said = |s: &&str| !s.trim().is_empty();
+        if let Some(r) = self.result.as_deref().filter(said) {
+            return Some(r.trim().to_string());
+        }
+        let errors: Vec<&str> = self
+            .errors
+            .iter()
+            .map(|e| e.trim())
+            .filter(|e| !e.is_empty())
+            .collect();
+        if !errors.is_empty() {
+            return Some(errors.join("; "));
+        }
+        self.subtype.as_deref().filter(said).map(str::to_string)
+    }
 }
 
 /// Reads one line of output.
@@ -58,6 +90,13 @@ pub fn read(line: &str) -> Line {
                 .or_else(|| obj["cost_usd"].as_f64())
                 .filter(|c| super::wire::valid_cost(*c)),
             is_error: obj["is_error"].as_bool().unwrap_or(false),
+            errors: obj["errors"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.as_str().map(str::to_string))
+                .collect(),
+            subtype: obj["subtype"].as_str().map(str::to_string),
         }),
         Some("assistant") => {
             let parts: Vec<String> = obj["message"]["content"]
@@ -108,6 +147,8 @@ mod tests {
                     session_id: Some("s-1".into()),
                     cost_usd: Some(0.042),
                     is_error: false,
+                    subtype: Some("success".into()),
+                    ..Final::default()
                 }),
             ),
             (
@@ -143,6 +184,36 @@ mod tests {
         ];
         for (line, want) in cases {
             assert_eq!(read(line), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn an_error_result_says_what_went_wrong_in_the_agents_words() {
+        let error = |line: &str| match read(line) {
+            Line::Final(f) => f.error(),
+            other => panic!("{other:?}"),
+        };
+        let cases = [
+            (
+                r#"{"type":"result","subtype":"error_during_execution","is_error":true,"result":"Credit balance is too low","session_id":"s-1"}"#,
+                Some("Credit balance is too low"),
+            ),
+            (
+                r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["API Error: 529 Overloaded","retry later"]}"#,
+                Some("API Error: 529 Overloaded; retry later"),
+            ),
+            (
+                r#"{"type":"result","subtype":"error_max_turns","is_error":true,"result":""}"#,
+                Some("error_max_turns"),
+            ),
+            (r#"{"type":"result","is_error":true}"#, None),
+            (
+                r#"{"type":"result","subtype":"success","is_error":false,"result":"Done"}"#,
+                None,
+            ),
+        ];
+        for (line, want) in cases {
+            assert_eq!(error(line).as_deref(), want, "{line}");
         }
     }
 }

@@ -151,15 +151,55 @@ static LOW: LazyLock<Regex> = LazyLock::new(|| {
     .expect("a valid pattern")
 });
 
-/// The severity of a problem reported without one: `high` if the text names harm
-/// (critical, fatal, panic, crash, security, vulnerability, exploit, CVE-…, data loss,
-/// corrupt, leak, secret, credentials), else `low` if it names cosmetics (style, lint,
-/// format, typo, cosmetic, minor, nit, whitespace, spelling, TODO), else `medium`. Whole
-/// words, any case; `high` wins, so "minor security issue" is `high`.
+/// The level a linter or compiler gave its own finding, as its usual output formats print
+/// it (group 1 to 5, the first that matched):
+/// - ESLint's `unix` format: `/p/src/a.js:1:10: Missing semicolon. [Warning/semi]`;
+/// - `LEVEL:` and `LEVEL[CODE]:` after a location or at the start, as gcc, clang, rustc,
+///   clippy, mypy and shellcheck write it: `src/main.rs:2:9: warning: unused variable`,
+///   `error[E0308]: mismatched types`;
+/// - ESLint's default (`stylish`) format: `  1:10  warning  Missing semicolon  semi`;
+/// - `LEVEL CODE:` as tsc and MSVC write it: `a.ts(1,5): error TS2322: …`;
+/// - a bracketed level, as loggers write it: `[WARN] …`.
+static LABEL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)\[(warning|error)/",
+        r"|(?:^|[\s:(\[])(warning|warn|note|info|hint|error)(?:\[[^\]]*\])?:(?:\s|$)",
+        r"|(?:^|\s)\d+:\d+\s+(warning|error)\s",
+        r"|\b(warning|error)\s+[a-z]+\d+:",
+        r"|\[(warning|warn|note|info|hint|error)\]",
+    ))
+    .expect("a valid pattern")
+});
+
+/// The severity a tool's own level label means: its warnings, notes and hints are
+/// `low` (the tool itself lets the build go on), its errors `medium`; `None` without a
+/// label.
+fn labelled(text: &str) -> Option<Severity> {
+    let caps = LABEL.captures(text)?;
+    let level = (1..=5).find_map(|i| caps.get(i))?.as_str();
+    Some(if level.eq_ignore_ascii_case("error") {
+        Severity::Medium
+    } else {
+        Severity::Low
+    })
+}
+
+/// The severity of a problem reported without one:
+/// 1. `high` if the text names harm (critical, fatal, panic, crash, security,
+///    vulnerability, exploit, CVE-…, data loss, corrupt, leak, secret, credentials);
+/// 2. else the level a linter or compiler printed on its own finding ([`LABEL`]):
+///    `warning`, `note`, `info`, `hint` are `low`, `error` is `medium`;
+/// 3. else `low` if it names cosmetics (style, lint, format, typo, cosmetic, minor, nit,
+///    whitespace, spelling, TODO);
+/// 4. else `medium`.
+///
+/// Whole words, any case; `high` wins, so "minor security issue" is `high`.
 #[must_use]
 pub fn detect_severity(text: &str) -> Severity {
     if HIGH.is_match(text) {
         Severity::High
+    } else if let Some(severity) = labelled(text) {
+        severity
     } else if LOW.is_match(text) {
         Severity::Low
     } else {
@@ -953,6 +993,43 @@ mod tests {
                 (*severity, *detected),
                 "{text} {given:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_tools_own_level_decides_unless_the_text_names_harm() {
+        // Lines as the tools print them (ESLint 10 `-f unix` and its default format,
+        // clippy and rustc `--message-format short`, gcc, tsc, mypy), reported as
+        // warnings without a severity.
+        let cases: &[(&str, Severity)] = &[
+            ("/p/src/a.js:1:10: Missing semicolon. [Warning/semi]", Severity::Low),
+            ("/p/src/a.js:2:7: Expected '===' and instead saw '=='. [Warning/eqeqeq]", Severity::Low),
+            ("/p/src/a.js:3:1: 'foo' is not defined. [Error/no-undef]", Severity::Medium),
+            ("  1:10  warning  Missing semicolon                    semi", Severity::Low),
+            ("  3:1   error    'foo' is not defined                 no-undef", Severity::Medium),
+            ("src/main.rs:2:9: warning: unused variable: `x`: help: if this is intentional, prefix it with an underscore: `_x`", Severity::Low),
+            ("src/main.rs:6:8: warning: length comparison to zero: help: using `is_empty` is clearer and more explicit: `v.is_empty()`", Severity::Low),
+            ("warning: useless use of `vec!`", Severity::Low),
+            ("src/main.rs:4:8: error: length comparison to zero: help: using `is_empty` is clearer and more explicit: `v.is_empty()`", Severity::Medium),
+            ("src/main.rs:5:17: error[E0308]: mismatched types: expected `u8`, found `&str`", Severity::Medium),
+            ("w.c:2:16: warning: unused variable 'x' [-Wunused-variable]", Severity::Low),
+            ("w.c:3:9: warning: control reaches end of non-void function [-Wreturn-type]", Severity::Low),
+            ("e.c:1:20: error: 'y' undeclared (first use in this function)", Severity::Medium),
+            ("src/a.ts(1,5): error TS2322: Type 'string' is not assignable to type 'number'.", Severity::Medium),
+            ("app.py:3: note: By default the bodies of untyped functions are not checked", Severity::Low),
+            ("[WARN] cache directory is missing", Severity::Low),
+            // The tool's error beats cosmetic words; harm beats the tool's warning.
+            ("a.css:1:1: error: lint rule `indent` failed", Severity::Medium),
+            ("w.c:2:1: warning: format not a string literal and no format arguments [-Wformat-security]", Severity::High),
+            ("/p/src/b.js:1:1: Possible timing attack leaks the secret. [Warning/security/detect-possible-timing-attacks]", Severity::High),
+            // No label: the words decide, as before.
+            ("Minor validation error", Severity::Low),
+            ("an error in the docs", Severity::Medium),
+            ("Deprecated API", Severity::Medium),
+            ("see https://info.example/x", Severity::Medium),
+        ];
+        for (text, want) in cases {
+            assert_eq!(detect_severity(text), *want, "{text}");
         }
     }
 

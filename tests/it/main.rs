@@ -32,6 +32,7 @@ mod pause;
 mod prefix_grants;
 mod properties;
 mod quotas;
+mod recipes;
 mod reload;
 mod sandbox;
 mod setup;

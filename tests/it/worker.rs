@@ -108,6 +108,35 @@ async fn a_command_that_fails_fails_the_task_with_its_stderr() {
     );
 }
 
+/// `claude -p --output-format json` that fails exits 1 and says why only in its JSON
+/// result: that text is the task's error, as data.
+#[tokio::test]
+async fn claudes_own_error_text_reaches_the_tasks_error() {
+    let app = start("", "").await;
+    let t = add_ok(&app, "say hello to the team").await;
+    let script = r#"cat > /dev/null; printf '%s\n' '{"type":"result","subtype":"error_during_execution","is_error":true,"result":"Credit balance is too low <b>*top up*</b>","session_id":"s-1"}'; exit 1"#;
+    let out = work_once(&app, "claude-code", script).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let t = task(&app, t["id"].as_str().unwrap()).await;
+    assert_eq!(t["status"], "failed");
+    assert_eq!(
+        t["error"],
+        "`sh` exited with status 1\nthe agent reported an error: Credit balance is too low <b>*top up*</b>",
+        "{t}"
+    );
+    // Without a `result`, Claude's `errors` say it; with stderr too, both are there.
+    let t = add_ok(&app, "say hello to the team").await;
+    let script = r#"cat > /dev/null; printf '%s\n' '{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["API Error: 529 Overloaded"]}'; echo 'claude: giving up' >&2; exit 1"#;
+    let out = work_once(&app, "claude-code", script).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let t = task(&app, t["id"].as_str().unwrap()).await;
+    assert_eq!(
+        t["error"],
+        "`sh` exited with status 1\nthe agent reported an error: API Error: 529 Overloaded\nclaude: giving up",
+        "{t}"
+    );
+}
+
 #[tokio::test]
 async fn a_success_that_reports_a_failure_fails_the_task() {
     let app = start("", "").await;

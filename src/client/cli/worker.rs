@@ -476,10 +476,13 @@ fn read_stderr(s: ChildStderr, out: Arc<Mutex<Output>>, short: String) -> JoinHa
     })
 }
 
-/// How a command that ended with `status` finished, from what it wrote.
+/// How a command that ended with `status` finished, from what it wrote. A failure says
+/// the agent's own words when its JSON result reported an error (Claude Code's `claude`
+/// exits 1 with the reason only in that result), then the end of stderr.
 fn finished(status: &std::io::Result<ExitStatus>, o: &Output, program: &str) -> Finish {
     let session_id = o.session_id.clone();
     let cost = o.last.as_ref().and_then(|f| f.cost_usd);
+    let said = o.last.as_ref().and_then(output::Final::error);
     let result = o
         .last
         .as_ref()
@@ -490,7 +493,10 @@ fn finished(status: &std::io::Result<ExitStatus>, o: &Output, program: &str) -> 
             Finish::Complete(tail(&result, RESULT_MAX), cost, session_id)
         }
         Ok(s) if s.success() => Finish::Fail(
-            format!("the agent reported an error: {}", tail(&result, 2000)),
+            format!(
+                "the agent reported an error: {}",
+                tail(said.as_deref().unwrap_or(&result), 2000)
+            ),
             cost,
             session_id,
         ),
@@ -499,13 +505,19 @@ fn finished(status: &std::io::Result<ExitStatus>, o: &Output, program: &str) -> 
                 || "was killed by a signal".to_string(),
                 |c| format!("exited with status {c}"),
             );
-            let detail = if o.stderr.trim().is_empty() {
-                tail(o.tail.trim(), 1000)
-            } else {
-                tail(o.stderr.trim(), 1000)
-            };
+            let mut detail = Vec::new();
+            if let Some(said) = &said {
+                detail.push(format!("the agent reported an error: {}", tail(said, 2000)));
+            }
+            if !o.stderr.trim().is_empty() {
+                detail.push(tail(o.stderr.trim(), 1000));
+            } else if said.is_none() {
+                detail.push(tail(o.tail.trim(), 1000));
+            }
             Finish::Fail(
-                format!("`{program}` {code}\n{detail}").trim().to_string(),
+                format!("`{program}` {code}\n{}", detail.join("\n"))
+                    .trim()
+                    .to_string(),
                 cost,
                 session_id,
             )
