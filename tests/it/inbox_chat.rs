@@ -348,11 +348,37 @@ async fn an_agents_questions_are_answered_by_a_reply_and_reach_it_on_its_next_cl
     let c = claim(&app, "claude-code", 0.0).await;
     assert_eq!(c["input"], "ops, in #general");
     assert_eq!(c["session_id"], "s-7");
-    // A reply to the task's card when it asks nothing is told so.
+    // A reply to the task's card when it asks nothing is never dropped: it becomes a
+    // task of its own, for the same agent, and the answer says so.
     let note = memory
-        .say(&alice(), OPS, "are you done?", Some(&card.id))
+        .say(&alice(), OPS, "also post it in #sales", Some(&card.id))
         .await;
-    assert!(note.text().contains("asks nothing now"), "{note:?}");
+    assert!(
+        note.text()
+            .contains("asks nothing now, so your words became a task of their own"),
+        "{note:?}"
+    );
+    let list = app.owner.get("/v1/tasks?all=true").await.unwrap().body;
+    let follow = list["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| {
+            t["text"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("also post it in #sales")
+        })
+        .unwrap_or_else(|| panic!("no follow-up task in {list}"))
+        .clone();
+    assert_eq!(follow["agent"], "claude-code", "{follow}");
+    assert!(
+        follow["text"].as_str().unwrap().contains(&format!(
+            "(A follow-up to task {}",
+            t["short_id"].as_str().unwrap()
+        )),
+        "{follow}"
+    );
     app.stop().await;
 }
 

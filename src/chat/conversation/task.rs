@@ -430,6 +430,53 @@ async fn answered(cx: &Context, actor: &Actor, subject: &str, text: &str) -> Ans
             t.short_id,
             status_word(&t)
         ))),
+        // Words for a task that asks nothing are never dropped: they become a task of
+        // their own, for the same agent, shown where the first one is.
+        Err(EngineError::Conflict(crate::engine::Conflict::NothingAsked { .. })) => {
+            follow_up(cx, actor, subject, text).await
+        }
+        Err(e) => refusal(&e),
+    }
+}
+
+/// Hands `text`, written in reply to task `subject` that asks nothing now, over as a new
+/// task for the same agent, in the first task's chat, its text saying what it follows.
+/// Its card asks for the owner's go where the classifier would ask for any task's.
+async fn follow_up(cx: &Context, actor: &Actor, subject: &str, text: &str) -> Answer {
+    let first = match cx.engine.task_subject(subject).await {
+        Ok(Some(TaskSubject::Task(t) | TaskSubject::Question(_, t))) => t,
+        Ok(None) => return refusal(&EngineError::not_found(crate::engine::What::Task, subject)),
+        Err(e) => return refusal(&e),
+    };
+    let chat = match cx.engine.chat().home_on(&first.id, &cx.platform).await {
+        Ok(chat) => chat,
+        Err(e) => return refusal(&e),
+    };
+    let req = TaskRequest {
+        text: format!(
+            "{text}\n\n(A follow-up to task {}: {})",
+            first.short_id, first.summary
+        ),
+        agent: Some(first.agent.clone()),
+        intent: None,
+        by: actor.label(),
+        via: cx.via(),
+        home: chat.map(|chat| Home {
+            platform: cx.platform.to_string(),
+            chat,
+            thread: None,
+        }),
+    };
+    match cx.engine.create_task(req).await {
+        Ok(t) => Answer::Done(Card::text(format!(
+            "➕ Task {} is {} and asks nothing now, so your words became a task of their \
+             own: {} for {}, {}. Its card follows.",
+            first.short_id,
+            status_word(&first),
+            t.short_id,
+            t.agent,
+            status_word(&t)
+        ))),
         Err(e) => refusal(&e),
     }
 }
