@@ -304,7 +304,7 @@ fn labels_data(m: &Message, n: usize) -> String {
 #[tokio::test]
 async fn an_agents_questions_are_answered_by_a_reply_and_reach_it_on_its_next_claim() {
     let (app, memory) = start_memory().await;
-    memory.write(&alice(), OPS, "say hello to the team").await;
+    let (started, _) = memory.write(&alice(), OPS, "say hello to the team").await;
     let t = the_task(&app).await;
     let id = t["id"].as_str().unwrap().to_string();
     let card = message_with(
@@ -372,6 +372,15 @@ async fn an_agents_questions_are_answered_by_a_reply_and_reach_it_on_its_next_cl
         .unwrap_or_else(|| panic!("no follow-up task in {list}"))
         .clone();
     assert_eq!(follow["agent"], "claude-code", "{follow}");
+    // So does a reply to one's own message that started the task.
+    let note = memory
+        .say(&alice(), OPS, "and thank them", Some(&started))
+        .await;
+    assert!(
+        note.text()
+            .contains("asks nothing now, so your words became a task of their own"),
+        "{note:?}"
+    );
     assert!(
         follow["text"].as_str().unwrap().contains(&format!(
             "(A follow-up to task {}",
