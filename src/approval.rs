@@ -50,6 +50,24 @@ pub enum Status {
 }
 
 impl Status {
+    /// As people say it: one verb per outcome ("denied", never "rejected"; the JSON
+    /// keeps its names).
+    #[must_use]
+    pub fn words(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Approved => "approved",
+            Status::Rejected => "denied",
+            Status::Expired => "expired",
+            Status::Cancelled => "cancelled",
+            Status::Executing => "approved, running",
+            Status::Succeeded => "approved, succeeded",
+            Status::Failed => "approved, failed",
+            Status::Allowed => "allowed",
+            Status::Blocked => "blocked",
+        }
+    }
+
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {

@@ -95,7 +95,7 @@ impl Rate {
             60 if self.per.subsec_nanos() == 0 => "a minute".to_string(),
             3600 if self.per.subsec_nanos() == 0 => "an hour".to_string(),
             86_400 if self.per.subsec_nanos() == 0 => "a day".to_string(),
-            _ => format!("every {}", crate::time::format_duration(self.per)),
+            _ => format!("every {}", crate::words::span(self.per)),
         };
         match quota {
             Quota::Bytes => format!("{} {} {per}", bytes(self.amount), quota.noun()),
@@ -201,7 +201,7 @@ impl std::fmt::Display for Limited {
              bot.toml ({})",
             self.agent,
             self.rate.describe(self.quota),
-            crate::time::format_duration(self.retry_after),
+            crate::words::span(self.retry_after),
             self.keys()
         )
     }
@@ -516,7 +516,7 @@ mod tests {
         assert!(log, "the first refusal is logged");
         assert_eq!(
             limited.to_string(),
-            "agent `mailer` is over its limit of 2 requests a minute: try again in 30s, or \
+            "agent `mailer` is over its limit of 2 requests a minute: try again in 30 s, or \
              raise the limit in bot.toml (limits.requests for every agent, \
              agents.mailer.limits.requests for this one)"
         );

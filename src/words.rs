@@ -60,25 +60,16 @@ pub fn deadline(at: i64, now: i64) -> String {
 }
 
 /// A tier, as people say it: "draft-only", "supervised", "semi-autonomous",
-/// "autonomous".
+/// "autonomous" (the policy's own words, [`Tier::words`]).
 #[must_use]
 pub fn tier(t: Tier) -> &'static str {
-    match t {
-        Tier::DraftOnly => "draft-only",
-        Tier::Supervised => "supervised",
-        Tier::SemiAutonomous => "semi-autonomous",
-        Tier::Autonomous => "autonomous",
-    }
+    t.words()
 }
 
-/// "read-only tool", "write tool", "destructive tool".
+/// "read-only tool", "write tool", "destructive tool" ([`ToolClass::words`]).
 #[must_use]
 pub fn tool_class(c: ToolClass) -> &'static str {
-    match c {
-        ToolClass::ReadOnly => "read-only tool",
-        ToolClass::Write => "write tool",
-        ToolClass::Destructive => "destructive tool",
-    }
+    c.words()
 }
 
 /// A risk factor (`policy::risk`'s names) in words. A name gatebot does not know (one
@@ -125,22 +116,10 @@ pub fn risk(r: &Risk) -> String {
     format!("{}: {}", score(r.score), parts.join(", "))
 }
 
-/// A request's status as people say it: one verb per outcome ("denied", never
-/// "rejected"; the JSON keeps its names).
+/// A request's status as people say it ([`Status::words`]).
 #[must_use]
 pub fn status(s: Status) -> &'static str {
-    match s {
-        Status::Pending => "pending",
-        Status::Approved => "approved",
-        Status::Rejected => "denied",
-        Status::Expired => "expired",
-        Status::Cancelled => "cancelled",
-        Status::Executing => "approved, running",
-        Status::Succeeded => "approved, succeeded",
-        Status::Failed => "approved, failed",
-        Status::Allowed => "allowed",
-        Status::Blocked => "blocked",
-    }
+    s.words()
 }
 
 /// `s` in at most `max` characters, its end replaced by "…" when cut.

@@ -39,7 +39,7 @@ pub enum ClientError {
     Disconnected(String),
     #[error("talking to gatebot failed: {0}")]
     Protocol(String),
-    #[error("gatebot did not answer within {}", crate::time::format_duration(*.0))]
+    #[error("gatebot did not answer within {}", crate::words::span(*.0))]
     TimedOut(Duration),
 }
 

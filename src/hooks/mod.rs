@@ -44,7 +44,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::Status;
 use crate::retry::reconnect_delay;
-use crate::time::format_duration;
 use crate::wire::{ApprovalView, SubmitBody, MAX_KEY_LEN};
 
 pub use kind::{parse, render, Kind, Parsed};
@@ -263,7 +262,7 @@ impl Verdict {
     #[must_use]
     pub fn still_queued(v: &ApprovalView, budget: Duration, withdrawn: bool) -> Verdict {
         let tool = &v.tool;
-        let wait = format_duration(budget);
+        let wait = crate::words::span(budget);
         let message = if withdrawn {
             format!(
                 "[Action not decided in time] {tool}: no human decided within {wait}, so gatebot \
@@ -349,7 +348,12 @@ pub(crate) async fn resolve_until_stopped<G: Gate>(
 ) -> Verdict {
     let (answer_by, decide_by) = (budget.answer_by(), budget.decide_by());
     let tool = &body.tool;
-    let silent = || format!("it did not answer within {}", format_duration(budget.total));
+    let silent = || {
+        format!(
+            "it did not answer within {}",
+            crate::words::span(budget.total)
+        )
+    };
     let submit = timeout_at(answer_by, gate.submit(body));
     tokio::pin!(submit);
     let submitted = tokio::select! {
@@ -547,7 +551,7 @@ mod tests {
         .await;
         assert!(!v.allow);
         assert!(
-            v.message.contains("did not answer within 10s"),
+            v.message.contains("did not answer within 10 s"),
             "{}",
             v.message
         );

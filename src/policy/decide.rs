@@ -127,7 +127,7 @@ fn rule(
 }
 
 fn draft_only(risk: &Risk) -> (Action, String) {
-    let said = crate::words::tool_class(risk.tool_class);
+    let said = risk.tool_class.words();
     let score = risk.score.as_str();
     if risk.tool_class != ToolClass::ReadOnly {
         (
@@ -508,7 +508,7 @@ mod tests {
                 assert_eq!(v.action, want, "{tier:?} {class:?} {score:?}: {}", v.reason);
                 // The rule that decided, in words: the tier's, or the organisation's.
                 assert!(
-                    v.reason.contains(crate::words::tier(tier))
+                    v.reason.contains(tier.words())
                         || v.reason.contains("organisation")
                         || v.reason.contains("critical risk"),
                     "{}",

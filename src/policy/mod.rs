@@ -39,6 +39,17 @@ pub enum Tier {
 }
 
 impl Tier {
+    /// As people say it: "draft-only", "supervised", "semi-autonomous", "autonomous".
+    #[must_use]
+    pub fn words(self) -> &'static str {
+        match self {
+            Tier::DraftOnly => "draft-only",
+            Tier::Supervised => "supervised",
+            Tier::SemiAutonomous => "semi-autonomous",
+            Tier::Autonomous => "autonomous",
+        }
+    }
+
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
@@ -60,6 +71,16 @@ pub enum ToolClass {
 }
 
 impl ToolClass {
+    /// As people say it: "read-only tool", "write tool", "destructive tool".
+    #[must_use]
+    pub fn words(self) -> &'static str {
+        match self {
+            ToolClass::ReadOnly => "read-only tool",
+            ToolClass::Write => "write tool",
+            ToolClass::Destructive => "destructive tool",
+        }
+    }
+
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {

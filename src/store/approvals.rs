@@ -630,7 +630,7 @@ fn expire_tx(
 ) -> Result<Option<Approval>> {
     let reason = format!(
         "no response within {}",
-        crate::time::format_duration(std::time::Duration::from_millis(
+        crate::words::span(std::time::Duration::from_millis(
             ttl_ms.unwrap_or(0).max(0) as u64
         ))
     );
@@ -697,7 +697,7 @@ mod tests {
         assert_eq!(expired.len(), 1);
         assert_eq!(
             expired[0].decision_reason.as_deref(),
-            Some("no response within 1s")
+            Some("no response within 1 s")
         );
         assert!(matches!(
             s.decide(&a.id, &decision(Verb::Approve, "alice"), 101).unwrap(),
@@ -725,7 +725,7 @@ mod tests {
                 assert_eq!(x.status, Status::Expired);
                 assert_eq!(x.decided_by.as_deref(), Some("gatebot"));
                 assert_eq!(x.decided_via, Some(Via::System));
-                assert_eq!(x.decision_reason.as_deref(), Some("no response within 1s"));
+                assert_eq!(x.decision_reason.as_deref(), Some("no response within 1 s"));
                 assert!(!x.always_allowed);
             }
             other => panic!("{other:?}"),
@@ -737,7 +737,7 @@ mod tests {
         let expired = rows.last().unwrap();
         assert_eq!(expired.actor.as_deref(), Some("gatebot"));
         assert_eq!(expired.channel.as_deref(), Some("system"));
-        assert_eq!(expired.detail, json!({"reason": "no response within 1s"}));
+        assert_eq!(expired.detail, json!({"reason": "no response within 1 s"}));
         // The expiry pass has nothing left to do, and a second late decision only
         // sees the expiry.
         assert!(s.expire_due(200).unwrap().is_empty());

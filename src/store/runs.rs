@@ -1347,7 +1347,7 @@ mod tests {
                 Some(StopCause::Expiry)
             )
         );
-        assert!(r2.reason.unwrap().contains("expired: no answer within 1s"));
+        assert!(r2.reason.unwrap().contains("expired: no answer within 1 s"));
         assert!(
             s.expire_check_ins_due(10_000).unwrap().is_empty(),
             "expired once"

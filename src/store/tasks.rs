@@ -658,9 +658,7 @@ impl Store {
                     t.error = Some(format!(
                         "timed out: the run took longer than its {} (the intent's timeout and \
                          [inbox] timeout_grace) and was failed by gatebot",
-                        crate::time::format_duration(std::time::Duration::from_millis(
-                            ran.max(0) as u64
-                        ))
+                        crate::words::span(std::time::Duration::from_millis(ran.max(0) as u64))
                     ));
                     t.finished_at = Some(now);
                     end_run(t);

@@ -14,7 +14,6 @@ use serde::{Deserialize, Serialize};
 use super::evaluate::{EventType, IssueKind, StopCause, Totals, Why};
 use super::model::Severity;
 use crate::approval::Via;
-use crate::time::format_duration;
 
 /// Where a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -253,7 +252,7 @@ pub struct RunIssue {
 
 impl CheckIn {
     /// How it was answered, in a sentence's words: "continued by alice (Telegram)",
-    /// "stopped by alice (CLI): not now", "expired: no answer within 1h".
+    /// "stopped by alice (CLI): not now", "expired: no answer within 1 h".
     #[must_use]
     pub fn describe_answer(&self) -> String {
         let by = self.decided_by.as_deref().unwrap_or("someone");
@@ -289,12 +288,12 @@ impl CheckIn {
     }
 }
 
-/// "no answer within 1h".
+/// "no answer within 1 h".
 #[must_use]
 pub fn expiry_reason(ttl_ms: Option<i64>) -> String {
     format!(
         "no answer within {}",
-        format_duration(std::time::Duration::from_millis(
+        crate::words::span(std::time::Duration::from_millis(
             ttl_ms.unwrap_or(0).max(0) as u64
         ))
     )
@@ -346,7 +345,7 @@ mod tests {
         c.status = CheckInStatus::Expired;
         assert_eq!(
             c.run_reason(),
-            "check-in k7m2abcd expired: no answer within 1h; an unanswered check-in counts as stop"
+            "check-in k7m2abcd expired: no answer within 1 h; an unanswered check-in counts as stop"
         );
         c.status = CheckInStatus::Continued;
         c.decision_reason = None;

@@ -659,7 +659,7 @@ async fn an_ask_whose_ttl_runs_out_exits_1_and_says_expired_not_denied() {
     );
     let err = text(&out.stderr).to_lowercase();
     assert!(err.contains("[action expired] create_contact"), "{err}");
-    assert!(err.contains("no response within 2s"), "{err}");
+    assert!(err.contains("no response within 2 s"), "{err}");
     assert!(
         !err.contains("denied by") && !err.contains("rejected"),
         "{err}"

@@ -200,7 +200,7 @@ async fn the_hook_denies_in_time_when_the_daemon_accepts_but_never_answers() {
     let o = &answer["hookSpecificOutput"];
     assert_eq!(o["permissionDecision"], "deny");
     let m = o["permissionDecisionReason"].as_str().unwrap();
-    assert!(m.contains("did not answer within 2s"), "{m}");
+    assert!(m.contains("did not answer within 2 s"), "{m}");
     assert!(m.contains("was not run"), "{m}");
 }
 
@@ -292,7 +292,7 @@ async fn the_hook_denies_and_withdraws_the_request_before_its_budget_runs_out() 
     let d = &answer["hookSpecificOutput"]["decision"];
     assert_eq!(d["behavior"], "deny");
     let m = d["message"].as_str().unwrap();
-    assert!(m.contains("no human decided within 2s"), "{m}");
+    assert!(m.contains("no human decided within 2 s"), "{m}");
     assert!(m.contains("was not run"), "{m}");
     // Withdrawn, so a late approval cannot contradict the deny the agent got.
     let now = app.get(req["id"].as_str().unwrap(), 0.0).await;
@@ -679,7 +679,7 @@ async fn the_mcp_tool_denies_in_time_when_the_daemon_never_answers() {
     assert!(r["message"]
         .as_str()
         .unwrap()
-        .contains("did not answer within 2s"));
+        .contains("did not answer within 2 s"));
 }
 
 #[tokio::test]

@@ -20,7 +20,7 @@ async fn an_unanswered_request_expires_and_the_agent_is_told_it_expired() {
     let got = app.get(id, 20.0).await;
     assert!(started.elapsed() < Duration::from_secs(15));
     assert_eq!(got.body["status"], "expired");
-    assert_eq!(got.body["reason"], "no response within 1s");
+    assert_eq!(got.body["reason"], "no response within 1 s");
     let message = got.body["message"].as_str().unwrap();
     assert!(
         message.starts_with("[Action expired] send_email"),
@@ -59,7 +59,7 @@ async fn a_decision_after_the_deadline_loses_to_it_before_the_expiry_pass_runs()
     assert_eq!(late.error_code(), Some("already_decided"));
     assert!(
         late.error_message()
-            .contains("expired: no response within 1h"),
+            .contains("expired: no response within 1 h"),
         "{}",
         late.error_message()
     );

@@ -517,7 +517,7 @@ async fn an_expired_request_updates_its_prompt() {
     assert!(action_ids(&update).is_empty());
     let shown = update["blocks"].to_string();
     let when =
-        regex::Regex::new(r"⌛ Expired \d{4}-\d\d-\d\d \d\d:\d\d UTC: no response within 3s")
+        regex::Regex::new(r"⌛ Expired \d{4}-\d\d-\d\d \d\d:\d\d UTC: no response within 3 s")
             .unwrap();
     assert!(when.is_match(&shown), "{shown}");
     assert_eq!(status(&app, &id).await["status"], "expired");

@@ -667,7 +667,7 @@ async fn in_chat_review_shows_every_issue_and_asks_again_and_continue_lets_the_a
     );
 
     // Review issues: every issue, then Continue and Stop again.
-    let Answer::Card(review) = memory
+    let Answer::Cards(mut review) = memory
         .press(
             &alice(),
             CHAT,
@@ -676,8 +676,10 @@ async fn in_chat_review_shows_every_issue_and_asks_again_and_continue_lets_the_a
         )
         .await
     else {
-        panic!("review answers with a card")
+        panic!("review answers with its cards")
     };
+    assert_eq!(review.len(), 1, "a few issues fit one message");
+    let review = review.remove(0);
     assert!(
         review.plain().contains("Style issue 6"),
         "{}",
@@ -933,7 +935,7 @@ async fn an_unanswered_check_in_expires_and_counts_as_stop() {
     );
     assert!(
         str_of(&got, &["reason"])
-            .contains("expired: no answer within 1s; an unanswered check-in counts as stop"),
+            .contains("expired: no answer within 1 s; an unanswered check-in counts as stop"),
         "{got}"
     );
     assert_eq!(got["check_in"]["status"], "expired");

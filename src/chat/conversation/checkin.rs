@@ -1255,7 +1255,7 @@ mod tests {
         d.check_in.status = CheckInStatus::Expired;
         assert_eq!(
             outcome_line(&d.check_in),
-            "⌛ Expired 1970-01-01 00:00 UTC: no answer within 1h; the workflow stopped"
+            "⌛ Expired 1970-01-01 00:00 UTC: no answer within 1 h; the workflow stopped"
         );
     }
 

@@ -47,7 +47,6 @@ use crate::client::{Client, ClientError, Response};
 use crate::inbox::output::{self, Line};
 use crate::inbox::wire::{ClaimAnswer, ClaimedView, TaskView};
 use crate::inbox::{tail, TaskStatus};
-use crate::time::format_duration;
 
 /// Progress goes out at most this often (the daemon edits cards less often still).
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
@@ -371,7 +370,7 @@ async fn run_task(
                 let error = format!(
                     "timed out: the run took longer than the {} its intent allows; the worker \
                      stopped the command (SIGTERM, then SIGKILL)\n{}",
-                    format_duration(timeout),
+                    crate::words::span(timeout),
                     tail(o.tail.trim(), 500)
                 );
                 return finish(client, t, Finish::Fail(error, None, o.session_id.clone())).await;

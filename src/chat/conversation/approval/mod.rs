@@ -1226,7 +1226,7 @@ mod tests {
     fn every_outcome_says_when() {
         let mut a = sample();
         a.decided_at = Some(0);
-        a.decision_reason = Some("no response within 1h".into());
+        a.decision_reason = Some("no response within 1 h".into());
         for status in [
             Status::Approved,
             Status::Rejected,
@@ -1243,7 +1243,7 @@ mod tests {
         a.status = Status::Expired;
         assert_eq!(
             outcome_line(&a),
-            "⌛ Expired 1970-01-01 00:00 UTC: no response within 1h"
+            "⌛ Expired 1970-01-01 00:00 UTC: no response within 1 h"
         );
     }
 
