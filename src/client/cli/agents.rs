@@ -7,7 +7,7 @@ use serde_json::json;
 use super::out::outln;
 use super::{encode, expect_ok, listing, pretty, EXIT_GO};
 use crate::client::Client;
-use crate::time::{clock, format_ms};
+use crate::time::clock;
 use crate::trust::evidence::percent;
 use crate::trust::view::{AgentView, AssessOutcome, TierSource};
 use crate::words;
@@ -261,7 +261,7 @@ fn print_view(v: &AgentView) {
                 g.tool,
                 g.scope.words(),
                 g.by.label(),
-                format_ms(g.created_at),
+                clock(g.created_at),
                 g.until_words(now)
             );
         }

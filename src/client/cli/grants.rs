@@ -7,7 +7,6 @@ use serde_json::json;
 use super::out::outln;
 use super::{encode, expect_ok, listing, pretty, EXIT_GO};
 use crate::client::Client;
-use crate::time::format_ms;
 use crate::trust::Grant;
 
 #[derive(Debug, Subcommand)]
@@ -49,7 +48,7 @@ pub(super) async fn list(
             g.tool,
             g.scope.words(),
             g.by.label(),
-            format_ms(g.created_at),
+            crate::time::clock(g.created_at),
             g.until_words(now)
         );
         if let Some(r) = &g.reason {
