@@ -11,6 +11,7 @@ mod audit;
 mod classifier;
 mod cli;
 mod cli_output;
+mod config_errors;
 mod connections;
 mod discovery;
 mod durations;

@@ -179,8 +179,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Validate the config file and explain every error (all of them, each with its
-    /// key path and line, once the file parses).
+    /// Validate the config file and explain every error in one run (each with its key
+    /// path and line, in file order, then how many).
     CheckConfig {
         /// Also ask Telegram who the bot is (getMe): checks the token and the API URL.
         #[arg(long)]
