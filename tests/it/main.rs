@@ -46,6 +46,7 @@ mod trust;
 mod trust_chat;
 mod unconfirmed_posts;
 mod validation;
+mod waits;
 mod worker;
 mod workflow;
 mod workflow_chat;
