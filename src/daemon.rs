@@ -384,7 +384,11 @@ async fn claim_socket(key: &str, path: &Path, mode: u32) -> anyhow::Result<UnixL
             crate::files::describe(&meta)
         ),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => bail!("`{key}`: cannot check {}: {e}", path.display()),
+        Err(e) => bail!(
+            "`{key}`: cannot check {}: {}",
+            path.display(),
+            crate::files::io_words(&e)
+        ),
     }
     let listener = crate::files::bind_unix(path, mode)
         .with_context(|| format!("`{key}`: cannot bind {}", path.display()))?;
@@ -433,14 +437,15 @@ impl Signals {
     }
 }
 
-/// Reloads the config on every SIGHUP; an invalid file is refused and the old config stays.
+/// Reloads the config on every SIGHUP; an invalid file is refused and the old config
+/// stays, with a warning for each of its errors.
 pub async fn reload_on_sighup(
     engine: Arc<Engine>,
     path: PathBuf,
     mut hup: tokio::signal::unix::Signal,
 ) {
     while hup.recv().await.is_some() {
-        match Config::load(&path) {
+        match Config::check(&path) {
             Ok(new) => {
                 for warning in &new.warnings {
                     warn!("{warning}");
@@ -457,7 +462,17 @@ pub async fn reload_on_sighup(
                     Err(e) => warn!(error = %e, "configuration reload failed"),
                 }
             }
-            Err(e) => warn!(error = %e, "new configuration refused; keeping the old one"),
+            // One line per error (each with its line and key), then the verdict.
+            Err(errors) => {
+                for e in &errors {
+                    warn!("new configuration: {e}");
+                }
+                warn!(
+                    config = %path.display(),
+                    "new configuration refused ({}); keeping the old one",
+                    crate::config::count_errors(errors.len())
+                );
+            }
         }
     }
 }

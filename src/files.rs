@@ -45,6 +45,23 @@ pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
     name.into()
 }
 
+/// A failed file operation in words, for a message a person reads: the system's own
+/// sentence ("no such file or directory", "permission denied") without its error
+/// number.
+#[must_use]
+pub fn io_words(e: &io::Error) -> String {
+    let text = e.to_string();
+    let text = match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => &text[..at],
+        _ => &text,
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 /// Mode of a directory gatebot creates for the database: the owner's alone.
 pub const PRIVATE_DIR: u32 = 0o700;
 /// Mode of a directory gatebot creates for a socket: others may reach the socket
@@ -213,6 +230,16 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn a_failed_file_operation_is_said_without_its_error_number() {
+        let e = std::fs::read("/nonexistent/gatebot/bot.toml").unwrap_err();
+        assert_eq!(io_words(&e), "no such file or directory");
+        let e = io::Error::from_raw_os_error(13);
+        assert_eq!(io_words(&e), "permission denied");
+        let e = io::Error::other("Odd thing");
+        assert_eq!(io_words(&e), "odd thing");
     }
 
     #[test]

@@ -37,10 +37,18 @@ async fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(EXIT_ERROR);
         }
     };
-    let config = match Config::load(&path) {
+    // Every error in the file, one a line, then how many (as `check-config` says them).
+    let config = match Config::check(&path) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("error: {e}");
+            }
+            eprintln!(
+                "{}: {}; gatebot did not start",
+                path.display(),
+                gatebot::config::count_errors(errors.len())
+            );
             return ExitCode::from(EXIT_ERROR);
         }
     };

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserializer;
 
 use crate::secret::Secret;
 use crate::time::{parse_duration, Range};
@@ -252,7 +252,11 @@ impl<'a> Resolve<'a> {
                     self.error(
                         table,
                         &format!("{key}_file"),
-                        format!("cannot read `{}`: {e}", f.display()),
+                        format!(
+                            "cannot read `{}`: {}",
+                            f.display(),
+                            crate::files::io_words(&e)
+                        ),
                     )
                 })?
                 .trim()
@@ -370,10 +374,44 @@ pub(crate) fn locate(raw: &str, table: &str, key: &str) -> Option<usize> {
     None
 }
 
+/// Why a pattern is not a regular expression, from the regex crate's error text: its
+/// own sentence ("unclosed group"), without the drawing of the pattern with a caret
+/// under it that comes before.
+pub(crate) fn regex_words(error_text: &str) -> String {
+    if let Some(why) = error_text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+    {
+        return why.trim().to_string();
+    }
+    if error_text.contains("size limit") {
+        return "it is too large to compile".to_string();
+    }
+    error_text
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
 /// A duration as `bot.toml` writes it (`30m`, `24h`), for `deserialize_with`.
 pub(crate) fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let s = String::deserialize(d)?;
-    parse_duration(&s).map_err(serde::de::Error::custom)
+    struct InWords;
+
+    impl serde::de::Visitor<'_> for InWords {
+        type Value = Duration;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a duration in quotes, like \"30m\", \"24h\" or \"7d\"")
+        }
+
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Duration, E> {
+            parse_duration(s).map_err(E::custom)
+        }
+    }
+
+    d.deserialize_str(InWords)
 }
 
 /// A burst larger than this becomes one digest message (see `chat::conversation::digest`).

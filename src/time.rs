@@ -11,14 +11,32 @@
 
 use std::time::Duration;
 
-/// Parses `30s`, `30m`, `24h`, `7d`, `1h 30m`. Zero is refused.
+/// Parses `30s`, `30m`, `24h`, `7d`, `1h 30m`. Zero is refused. The error says what
+/// is wrong in words ("`5x`: `x` is not a unit; …"), never the parser's own text.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| format!("`{s}` is not a duration like 30m, 24h or 7d ({e})"))?;
+    let d = humantime::parse_duration(s.trim()).map_err(|e| not_a_duration(s, &e))?;
     if d.is_zero() {
         return Err(format!("`{s}` must be longer than zero"));
     }
     Ok(d)
+}
+
+/// Why `s` is not a duration, in words.
+fn not_a_duration(s: &str, e: &humantime::DurationError) -> String {
+    use humantime::DurationError as E;
+    const LIKE: &str = "a duration like 30m, 24h or 7d";
+    match e {
+        E::Empty => format!("is empty; write {LIKE}"),
+        E::UnknownUnit { unit, value, .. } if unit.is_empty() => {
+            format!("`{s}` needs a unit: {value}s, {value}m, {value}h or {value}d")
+        }
+        E::UnknownUnit { unit, .. } => format!(
+            "`{s}`: `{unit}` is not a unit of time; use s, m, h or d (seconds, minutes, \
+             hours, days), as in 30m, 24h or 7d"
+        ),
+        E::NumberOverflow => format!("`{s}` is too long to be a duration"),
+        E::InvalidCharacter(_) | E::NumberExpected(_) => format!("`{s}` is not {LIKE}"),
+    }
 }
 
 /// The durations a key, field or flag accepts: from `min` to `max`, both included.
@@ -231,6 +249,48 @@ mod tests {
         assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(604_800));
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("tomorrow").is_err());
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+    }
+
+    #[test]
+    fn a_bad_duration_is_said_in_words_without_the_parsers_text() {
+        let e = |s: &str| parse_duration(s).unwrap_err();
+        assert_eq!(
+            e("tomorrow"),
+            "`tomorrow` is not a duration like 30m, 24h or 7d"
+        );
+        assert_eq!(e("-5m"), "`-5m` is not a duration like 30m, 24h or 7d");
+        assert_eq!(e("30"), "`30` needs a unit: 30s, 30m, 30h or 30d");
+        assert_eq!(
+            e("5x"),
+            "`5x`: `x` is not a unit of time; use s, m, h or d (seconds, minutes, hours, \
+             days), as in 30m, 24h or 7d"
+        );
+        assert_eq!(e("  "), "is empty; write a duration like 30m, 24h or 7d");
+        assert_eq!(e("0s"), "`0s` must be longer than zero");
+        assert!(e("99999999999999999999y").contains("too long"));
+        // None of them carries the parser's own words or byte offsets.
+        for s in [
+            "tomorrow",
+            "-5m",
+            "30",
+            "5x",
+            "",
+            "1h 30",
+            "m5",
+            "99999999999999999999y",
+        ] {
+            let m = e(s);
+            for internal in [
+                " at 0",
+                " at 1",
+                "expected number",
+                "invalid character",
+                "sec or",
+            ] {
+                assert!(!m.contains(internal), "{s}: {m}");
+            }
+        }
         assert_eq!(format_duration(Duration::from_secs(86_400)), "24h");
         assert_eq!(format_duration(Duration::from_secs(604_800)), "7d");
         assert_eq!(format_duration(Duration::from_secs(5400)), "90m");

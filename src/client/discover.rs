@@ -261,7 +261,7 @@ fn look(path: &Path) -> Look {
         Err(e) if e.kind() == ErrorKind::PermissionDenied => {
             Look::Absent("there, but this account may not read it".into())
         }
-        Err(e) => Look::Absent(format!("cannot be read ({e})")),
+        Err(e) => Look::Absent(format!("cannot be read ({})", crate::files::io_words(&e))),
     }
 }
 
@@ -363,7 +363,10 @@ pub fn socket(
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 tried.push((path.display().to_string(), "not there".into()));
             }
-            Err(e) => tried.push((path.display().to_string(), format!("cannot be seen ({e})"))),
+            Err(e) => tried.push((
+                path.display().to_string(),
+                format!("cannot be seen ({})", crate::files::io_words(&e)),
+            )),
         }
     }
     Err(Missing::Nowhere(NotFound {

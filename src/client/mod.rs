@@ -29,7 +29,7 @@ use tokio::net::UnixStream;
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// Nothing listens at the socket (or it cannot be opened).
-    #[error("cannot reach gatebot at {}: {source} (is `gatebot run` running? set --socket or GATEBOT_SOCKET)", path.display())]
+    #[error("cannot reach gatebot at {}: {} (is `gatebot run` running? set --socket or GATEBOT_SOCKET)", path.display(), crate::files::io_words(source))]
     Unreachable {
         path: PathBuf,
         source: std::io::Error,

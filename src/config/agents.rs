@@ -1,9 +1,11 @@
 //! `[agents.NAME]`: each agent's rules and token.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
 use super::inbox::InboxConfig;
 use super::limits::FileLimits;
@@ -21,7 +23,9 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct FileAgent {
-    pub(super) tier: Tier,
+    /// Required: its absence is an error of step 2, so a table with a bad tier is
+    /// still an agent the rest of the file can name.
+    pub(super) tier: Option<Tier>,
     #[serde(default)]
     pub(super) require_approval_for: BTreeSet<String>,
     #[serde(default)]
@@ -44,11 +48,41 @@ pub(super) struct FileAgent {
 }
 
 /// `confidence = "standard"` or `confidence = { preset = "full", ask_human = 0.4 }`.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug)]
 pub(super) enum FileConfidence {
     Preset(ConfidencePreset),
     Custom(FileThresholds),
+}
+
+/// By hand rather than `untagged`, whose error names no form and no mistake: a
+/// preset's name or the table's own key is what is wrong.
+impl<'de> Deserialize<'de> for FileConfidence {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Confidence;
+
+        impl<'de> Visitor<'de> for Confidence {
+            type Value = FileConfidence;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a preset (\"minimal\", \"standard\" or \"full\") or a table like \
+                     { preset = \"full\", ask_human = 0.4 }",
+                )
+            }
+
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<FileConfidence, E> {
+                ConfidencePreset::deserialize(de::value::StrDeserializer::<E>::new(s))
+                    .map(FileConfidence::Preset)
+            }
+
+            fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<FileConfidence, M::Error> {
+                FileThresholds::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(FileConfidence::Custom)
+            }
+        }
+
+        d.deserialize_any(Confidence)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -111,7 +145,9 @@ pub(super) fn token_warnings(
 }
 
 impl Resolve<'_> {
-    /// Every `[agents.NAME]`; an agent with errors (recorded) is left out.
+    /// Every `[agents.NAME]`. An agent with errors (recorded) is still there, with
+    /// what of it could be read, so that what names it (an inbox route) is not an
+    /// error too; a config with errors is not used.
     pub(super) fn agents(
         &self,
         agents: BTreeMap<String, FileAgent>,
@@ -121,9 +157,9 @@ impl Resolve<'_> {
         let mut tokens = HashMap::new();
         agents
             .into_iter()
-            .filter_map(|(name, agent)| {
-                let agent = self.agent(&name, agent, &mut tokens, errors)?;
-                Some((name, agent))
+            .map(|(name, agent)| {
+                let agent = self.agent(&name, agent, &mut tokens, errors);
+                (name, agent)
             })
             .collect()
     }
@@ -134,8 +170,17 @@ impl Resolve<'_> {
         agent: FileAgent,
         tokens: &mut HashMap<String, String>,
         errors: &mut Vec<ConfigError>,
-    ) -> Option<AgentConfig> {
+    ) -> AgentConfig {
         let table = format!("agents.{name}");
+        let tier = agent.tier.unwrap_or_else(|| {
+            errors.push(self.error(
+                &table,
+                "tier",
+                "is missing: every agent needs one: `tier = \"supervised\"` (or \
+                 \"draft_only\", \"semi_autonomous\", \"autonomous\")",
+            ));
+            Tier::Supervised
+        });
         if !valid_agent_name(name) {
             errors.push(self.error(
                 &table,
@@ -170,18 +215,18 @@ impl Resolve<'_> {
             ));
         }
         let confidence = keep(errors, self.confidence(&table, agent.confidence));
-        Some(AgentConfig {
+        AgentConfig {
             rules: AgentRules {
-                tier: agent.tier,
+                tier,
                 require_approval_for: agent.require_approval_for,
                 always_allow: agent.always_allow,
                 deny: agent.deny,
-                confidence: confidence?,
+                confidence: confidence.unwrap_or_else(|| ConfidencePreset::Standard.thresholds()),
                 checkpoint_before: agent.checkpoint_before,
                 read_only_commands: agent.read_only_commands,
             },
-            token: token?,
-        })
+            token: token.flatten(),
+        }
     }
 }
 

@@ -17,11 +17,13 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use regex::RegexSet;
-use serde::Deserialize;
+use serde::de::{self, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 
 use super::{AgentConfig, ConfigError, UnknownAgents};
 use crate::inbox::detect::DEFAULT_FAILURE_PATTERNS;
@@ -131,11 +133,35 @@ pub(crate) struct FileInbox {
 }
 
 /// A route as written: one agent, or agents in order (`["claude-code", "codex"]`).
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug)]
 enum Route {
     One(String),
     Many(Vec<String>),
+}
+
+/// By hand rather than `untagged`, whose error names neither form.
+impl<'de> Deserialize<'de> for Route {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct RouteVisitor;
+
+        impl<'de> Visitor<'de> for RouteVisitor {
+            type Value = Route;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an agent's name, or names in order like [\"claude-code\", \"codex\"]")
+            }
+
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Route, E> {
+                Ok(Route::One(s.to_string()))
+            }
+
+            fn visit_seq<S: SeqAccess<'de>>(self, seq: S) -> Result<Route, S::Error> {
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Route::Many)
+            }
+        }
+
+        d.deserialize_any(RouteVisitor)
+    }
 }
 
 impl Route {
@@ -404,7 +430,10 @@ fn failure_patterns(
             errors.push(r.error(
                 "inbox",
                 "failure_patterns",
-                format!("`{p}` is not a regular expression: {e}"),
+                format!(
+                    "`{p}` is not a regular expression: {}",
+                    crate::settings::regex_words(&e.to_string())
+                ),
             ));
         }
     }

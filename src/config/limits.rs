@@ -236,6 +236,6 @@ mod tests {
             assert!(e.message.contains(says), "{raw}: {}", e.message);
         }
         let e = parse("[limits]\nconnections_typo = \"1/s\"\n").unwrap_err();
-        assert!(e.message.contains("unknown field"), "{e}");
+        assert!(e.message.contains("unknown key"), "{e}");
     }
 }

@@ -1,14 +1,18 @@
 //! `bot.toml`: loading, validation and the resolved configuration.
 //!
 //! Loading happens in two steps:
-//! 1. the file is deserialized into the `File*` structs; type errors, unknown keys,
-//!    bad durations and bad enum values are reported by TOML with the key path, line
-//!    and column;
+//! 1. the file is deserialized into the `File*` structs; TOML syntax, type errors,
+//!    unknown keys, bad durations and bad enum values are reported with the key path
+//!    and line, each entry with an error left out and the rest read on;
 //! 2. the result is resolved into [`Config`]: secrets are read from the environment
 //!    or files, relative paths are anchored at the config file's directory, patterns
 //!    are compiled, and cross-key rules are checked. Errors here also name the key path and, where the
-//!    key is in the file, its line. This step does not stop at the first error:
-//!    [`Config::check`] reports them all (serde stops at the first in step 1).
+//!    key is in the file, its line.
+//!
+//! Neither step stops at the first error: [`Config::check`] reports every one of both,
+//! in file order (`gatebot check-config`, the daemon's start and its reload), except
+//! what step 2 says of an entry step 1 left out. A client command reads only the
+//! sockets ([`Config::sockets`]), so a mistake elsewhere does not stop it.
 //!
 //! Step 1 is `file` (the whole file as written); step 2 is `resolve`, which hands each
 //! section to its module: `queue` (`[store]`, `[queue]`, `[log]`), `policy`
@@ -54,7 +58,7 @@ use crate::secret::Secret;
 use crate::settings::Resolve;
 use crate::settings::{AnySettings, PlatformSettings};
 pub use crate::settings::{ChatSettings, ConfigError};
-use file::parse_file;
+use file::read_file;
 pub use resolve::Sockets;
 
 /// The resolved configuration the daemon runs with.
@@ -171,7 +175,10 @@ pub(crate) fn read(path: &Path) -> Result<String, ConfigError> {
         file: path.to_path_buf(),
         key: String::new(),
         line: None,
-        message: format!("cannot read the config file: {e}"),
+        message: format!(
+            "cannot read the config file: {}",
+            crate::files::io_words(&e)
+        ),
     })
 }
 
@@ -214,28 +221,31 @@ impl Config {
     }
 
     /// Like [`Config::load`], but reports every error it finds, in file order
-    /// (`gatebot check-config`). A file that is not valid TOML for the schema gives
-    /// one error: the deserializer stops there.
+    /// (`gatebot check-config`, the daemon's start and reload).
     pub fn check(path: &Path) -> Result<Config, Vec<ConfigError>> {
-        let raw = std::fs::read_to_string(path).map_err(|e| {
-            vec![ConfigError {
-                file: path.to_path_buf(),
-                key: String::new(),
-                line: None,
-                message: format!("cannot read the config file: {e}"),
-            }]
-        })?;
-        Config::check_text(&raw, path)
+        Config::check_text(&read(path).map_err(|e| vec![e])?, path)
     }
 
-    /// Like [`Config::parse`], but with every error, in file order (never empty on `Err`).
+    /// Like [`Config::parse`], but with every error, in file order (never empty on
+    /// `Err`): TOML's, the schema's (an entry with an error is left out and the rest
+    /// read on, see `file::read_file`) and the checks across keys, except those
+    /// about an entry already reported.
     pub fn check_text(raw: &str, path: &Path) -> Result<Config, Vec<ConfigError>> {
-        let file = parse_file(raw, path).map_err(|e| vec![e])?;
-        let mut errors = Vec::new();
-        match Resolve::new(raw, path).resolve(file, &mut errors) {
+        let mut read = read_file(raw, path);
+        let mut found = Vec::new();
+        let config = read
+            .file
+            .take()
+            .and_then(|file| Resolve::new(raw, path).resolve(file, &mut found));
+        let mut errors = std::mem::take(&mut read.errors);
+        errors.extend(found.into_iter().filter(|e| !read.covers(&e.key)));
+        match config {
             Some(config) if errors.is_empty() => Ok(config),
             _ => {
-                // Errors without a line (none so far) go last.
+                // A value left unresolved is always an error recorded, and one left out
+                // an error reported.
+                debug_assert!(!errors.is_empty());
+                // In file order; errors without a line go last.
                 errors.sort_by_key(|e| e.line.unwrap_or(usize::MAX));
                 Err(errors)
             }
@@ -255,6 +265,16 @@ impl Config {
                 }),
             },
         }
+    }
+}
+
+/// "1 error", "3 errors": how many [`Config::check`] found, for the line after them.
+#[must_use]
+pub fn count_errors(n: usize) -> String {
+    if n == 1 {
+        "1 error".to_string()
+    } else {
+        format!("{n} errors")
     }
 }
 

@@ -80,7 +80,7 @@ impl Resolve<'_> {
     }
 
     /// `[policy.patterns]` compiled; an error names the pattern's key, and says
-    /// "invalid regular expression" unless it is an `internal_domains` entry.
+    /// why it is not a regular expression unless it is an `internal_domains` entry.
     fn patterns(&self, overrides: &PatternOverrides) -> Result<ContentPatterns, ConfigError> {
         ContentPatterns::new(overrides).map_err(|e| {
             self.error(
@@ -89,7 +89,10 @@ impl Resolve<'_> {
                 if e.key == "internal_domains" {
                     e.message
                 } else {
-                    format!("invalid regular expression: {}", e.message)
+                    format!(
+                        "is not a regular expression: {}",
+                        crate::settings::regex_words(&e.message)
+                    )
                 },
             )
         })
@@ -167,6 +170,8 @@ mod tests {
         let e = parse("[policy.patterns]\npricing = \"(unclosed\"\n").unwrap_err();
         assert_eq!(e.key, "policy.patterns.pricing");
         assert_eq!(e.line, Some(2));
+        // The regex crate's sentence, without its drawing of the pattern.
+        assert_eq!(e.message, "is not a regular expression: unclosed group");
     }
 
     #[test]

@@ -449,7 +449,7 @@ mod tests {
                 "[promotion]\nevry = \"1h\"\n",
                 "promotion",
                 2,
-                "unknown field",
+                "unknown key",
             ),
             (
                 "[tools]\nBash = { class = \"write\", command_arg = \"\" }\n",
@@ -461,13 +461,13 @@ mod tests {
                 "[tools]\nBash = { class = \"writ\" }\n",
                 "tools.Bash.class",
                 2,
-                "unknown variant",
+                "is not one of",
             ),
             (
                 "[tools]\nBash = { class = \"write\", arg = \"command\" }\n",
                 "tools.Bash",
                 2,
-                "unknown field",
+                "unknown key",
             ),
             ("[tools]\nBash = 3\n", "tools.Bash", 2, "a class"),
         ];

@@ -459,9 +459,36 @@ mod tests {
         assert_eq!(s.agents, dir.path().join("gatebot.sock"));
         assert_eq!(s.control, Path::new("/run/gatebot/control.sock"));
 
-        // A file that is not a bot.toml is still an error, with its line.
+        // A bad socket key is an error, with its line.
         std::fs::write(&path, "[queue]\nsocket = 5\n").unwrap();
         let e = Config::sockets(&path).unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("queue.socket", Some(2)));
+        // So is TOML that cannot be read at all.
+        std::fs::write(&path, "[queue]\nsocket = \"a.sock\"\n[policy\n").unwrap();
+        let e = Config::sockets(&path).unwrap_err();
+        assert_eq!(e.line, Some(3), "{e}");
+    }
+
+    /// Issue 20: `gatebot pending` failed on a bad `default_ttl`, a key it does not
+    /// read: the whole file was read and checked to find the sockets.
+    #[test]
+    fn sockets_are_read_whatever_the_other_keys_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bot.toml");
+        std::fs::write(
+            &path,
+            "[queue]\nmax_wait = \"forever\"\nsockett = 1\ncontrol_socket = \"ctl.sock\"\n\
+             [policy]\ndefault_ttl = \"tomorrow\"\n[agents.a]\ntier = \"yolo\"\n\
+             [telegram]\napprovers = \"me\"\n[nonsense]\nx = 1\n",
+        )
+        .unwrap();
+        assert!(Config::load(&path).is_err());
+        let s = Config::sockets(&path).unwrap();
+        assert_eq!(s.agents, dir.path().join("gatebot.sock"));
+        assert_eq!(s.control, dir.path().join("ctl.sock"));
+        // `[queue]` that is not a table is wrong for the sockets too.
+        std::fs::write(&path, "queue = \"here\"\n").unwrap();
+        let e = Config::sockets(&path).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("queue", Some(1)));
     }
 }

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::file::{parse_file, FileConfig};
+use super::file::{read_only, FileConfig};
 use super::{Config, ConfigError};
 use crate::settings::Resolve;
 
@@ -21,13 +21,22 @@ pub struct Sockets {
 }
 
 impl Config {
-    /// Only the sockets of the file at `path`, for the client commands. Nothing else is
-    /// resolved: an owner's shell (or an agent's) does not have the daemon's secrets, so
-    /// an agent's unset `token_env` or a `${CREDENTIALS_DIRECTORY}` that only systemd
-    /// sets must not stop `gatebot pending`. The file must still be a valid `bot.toml`.
+    /// Only the sockets of the file at `path`, for the client commands: `[queue]
+    /// socket` and `control_socket`, checked as the daemon checks them, and nothing
+    /// else (`file::read_only`). An owner's shell (or an agent's) does not have the
+    /// daemon's secrets, so an agent's unset `token_env` or a `${CREDENTIALS_DIRECTORY}`
+    /// that only systemd sets must not stop `gatebot pending`, and a mistake in a key
+    /// the command does not read (a bad `default_ttl`, fixed in the file while the
+    /// daemon runs on the old one) is `gatebot check-config`'s to report. TOML that
+    /// cannot be read at all is an error here too (the first).
     pub fn sockets(path: &Path) -> Result<Sockets, ConfigError> {
         let raw = super::read(path)?;
-        let file = parse_file(&raw, path)?;
+        let file = read_only(
+            &raw,
+            path,
+            &[&["queue", "socket"], &["queue", "control_socket"]],
+        )
+        .map_err(|mut errors| errors.swap_remove(0))?;
         let r = Resolve::new(&raw, path);
         Ok(Sockets {
             agents: r.anchor(&file.queue.socket),

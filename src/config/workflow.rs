@@ -18,8 +18,8 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 
 use super::ConfigError;
-use crate::settings::Resolve;
-use crate::time::{format_duration, parse_duration, range};
+use crate::settings::{de_duration, Resolve};
+use crate::time::{format_duration, range};
 use crate::workflow::model::{
     load, AutonomyKeys, Frequency, Limits, OnLimit, PhaseOverride, Settings, Tolerance,
     DEFAULT_AUTONOMY, DEFAULT_LIMITS,
@@ -92,10 +92,7 @@ pub(crate) struct FileOverride {
 }
 
 fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    let s = String::deserialize(d)?;
-    parse_duration(&s)
-        .map(Some)
-        .map_err(serde::de::Error::custom)
+    de_duration(d).map(Some)
 }
 
 impl Resolve<'_> {
@@ -400,21 +397,21 @@ tier = "supervised"
     fn bad_values_are_reported_with_key_path_and_line() {
         // (toml, key path, line, words in the message)
         let cases: &[(&str, &str, usize, &str)] = &[
-            ("[workflow]\nwarning_tolerance = \"lwo\"\n", "workflow.warning_tolerance", 2, "unknown variant"),
+            ("[workflow]\nwarning_tolerance = \"lwo\"\n", "workflow.warning_tolerance", 2, "is not one of"),
             ("[workflow]\ncheck_in_frequency = \"hourly\"\n", "workflow.check_in_frequency", 2, "per-step"),
             ("[workflow]\non_limit_reached = \"panic\"\n", "workflow.on_limit_reached", 2, "truncate"),
             ("[workflow]\n\nmax_total_warnings = 0\n", "workflow.max_total_warnings", 3, "between 1 and"),
             ("[workflow]\nmax_total_errors = -1\n", "workflow.max_total_errors", 2, ""),
             ("[workflow]\ncheck_in_ttl = \"soon\"\n", "workflow.check_in_ttl", 2, "30m"),
             ("[workflow]\ncheck_in_ttl = \"30d\"\n", "workflow.check_in_ttl", 2, "policy.max_ttl"),
-            ("[workflow]\ncheck_in_every = \"step\"\n", "workflow.check_in_every", 2, "unknown field"),
-            ("[workflow.overrides.build]\nwarning_tolerance = \"extreme\"\n", "workflow.overrides.build.warning_tolerance", 2, "unknown variant"),
-            ("[workflow.overrides.build]\nlevel = \"dry-run\"\n", "workflow.overrides.build.level", 2, "unknown field"),
+            ("[workflow]\ncheck_in_every = \"step\"\n", "workflow.check_in_every", 2, "unknown key"),
+            ("[workflow.overrides.build]\nwarning_tolerance = \"extreme\"\n", "workflow.overrides.build.warning_tolerance", 2, "is not one of"),
+            ("[workflow.overrides.build]\nlevel = \"dry-run\"\n", "workflow.overrides.build.level", 2, "unknown key"),
             (
                 "[agents.a]\ntier = \"supervised\"\n[agents.a.workflow]\nerror_tolerance = \"some\"\n",
                 "agents.a.workflow.error_tolerance",
                 4,
-                "unknown variant",
+                "is not one of",
             ),
             (
                 "[agents.a]\ntier = \"supervised\"\n[agents.a.workflow]\nmax_total_errors = 1000000\n",

@@ -335,7 +335,9 @@ async fn check_config_accepts_the_example_and_explains_errors() {
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 3, "{err}");
+    // One line each, then how many (issue 20).
+    assert_eq!(lines.len(), 4, "{err}");
+    assert!(lines[3].ends_with("bot.toml: 3 errors"), "{err}");
     for (line, (at, key)) in lines.iter().zip([
         (":2:", "queue.max_body_bytes"),
         (":5:", "policy.default_ttl"),

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::out::outln;
 use super::EXIT_GO;
-use crate::config::{AgentConfig, Config};
+use crate::config::{AgentConfig, Config, ConfigError};
 use crate::telegram::TelegramConfig;
 use crate::time::format_duration;
 use crate::trust::TierOverride;
@@ -26,14 +26,19 @@ pub(super) async fn run(path: &Path, telegram: bool) -> Result<u8, String> {
 }
 
 fn check(path: &Path) -> Result<Config, String> {
-    // One line per error, each with its file, line and key path.
-    Config::check(path).map_err(|errors| {
-        errors
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\nerror: ")
-    })
+    Config::check(path).map_err(|errors| every_error(path, &errors))
+}
+
+/// One line per error, each with its file, line and key path, in file order, then how
+/// many (the caller writes `error: ` before the first line).
+fn every_error(path: &Path, errors: &[ConfigError]) -> String {
+    let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    format!(
+        "{}\n{}: {}",
+        lines.join("\nerror: "),
+        path.display(),
+        crate::config::count_errors(errors.len())
+    )
 }
 
 /// What a valid config sets up: files, sockets, policy, agents, chat channels.

@@ -82,10 +82,28 @@ struct Owner {
 
 async fn telegram(args: TelegramArgs, path: &Path) -> Result<u8, String> {
     let wait = flag_duration("--wait", &args.wait, range::CLIENT_WAIT)?;
-    let raw = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the config file {}: {e}", path.display()))?;
-    let doc: Doc = toml::from_str(&raw)
-        .map_err(|e| format!("{} is not a valid config file: {e}", path.display()))?;
+    let raw = std::fs::read_to_string(path).map_err(|e| {
+        format!(
+            "cannot read the config file {}: {}",
+            path.display(),
+            crate::files::io_words(&e)
+        )
+    })?;
+    // toml's own text draws the line with a caret under it: the line and its words say it.
+    let doc: Doc = toml::from_str(&raw).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| {
+                let before = &raw.as_bytes()[..s.start.min(raw.len())];
+                format!(":{}", before.iter().filter(|b| **b == b'\n').count() + 1)
+            })
+            .unwrap_or_default();
+        format!(
+            "{}{line}: {} (`gatebot check-config` says every mistake)",
+            path.display(),
+            e.message().trim()
+        )
+    })?;
     let Some(table) = doc.telegram else {
         return Err(format!(
             "{} has no [telegram] table: add one with `gatebot init --telegram` (a new \

@@ -179,8 +179,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Validate the config file and explain every error (all of them, each with its
-    /// key path and line, once the file parses).
+    /// Validate the config file and explain every error in one run (each with its key
+    /// path and line, in file order, then how many).
     CheckConfig {
         /// Also ask Telegram who the bot is (getMe): checks the token and the API URL.
         #[arg(long)]
@@ -615,10 +615,26 @@ fn client(socket: PathBuf) -> Client {
     Client::new(socket).with_timeout(CALL_TIMEOUT)
 }
 
-/// Long-polls in slices until the request settles or `total` passes. A daemon that
-/// cannot be reached or drops the connection (a restart: the request survives it) is
-/// tried again with backoff, within the same `total`.
+/// Long-polls request `path` until it settles or `total` passes ([`long_poll`]).
 async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<ApprovalView, String> {
+    long_poll(client, path, total, |v: &ApprovalView| {
+        v.status != Status::Pending
+    })
+    .await
+}
+
+/// Long-polls `path` (a request, a run, a task) in slices of at most 60 s (the daemon
+/// cuts each to `[queue] max_wait`) until `settled` says its answer is final or `total`
+/// passes, and gives the last answer. A daemon that cannot be reached or drops the
+/// connection (a restart: requests, check-ins and tasks survive it) is tried again with
+/// backoff within the same `total`; stderr says so once ("lost gatebot …;
+/// reconnecting, and still waiting"), and again when it is back.
+async fn long_poll<T: serde::de::DeserializeOwned>(
+    client: &Client,
+    path: &str,
+    total: Duration,
+    settled: impl Fn(&T) -> bool,
+) -> Result<T, String> {
     let start = Instant::now();
     let mut failures = 0u32;
     loop {
@@ -644,9 +660,10 @@ async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<Approv
                     eprintln!("reconnected to gatebot");
                     failures = 0;
                 }
-                let view = view_of(expect_ok(res)?)?;
-                if view.status != Status::Pending || start.elapsed() >= total {
-                    return Ok(view);
+                let answer: T = serde_json::from_value(expect_ok(res)?.body)
+                    .map_err(|e| format!("unexpected answer from gatebot: {e}"))?;
+                if settled(&answer) || start.elapsed() >= total {
+                    return Ok(answer);
                 }
             }
         }

@@ -7,7 +7,6 @@
 //! allow it (it says why); `task answer` 0, 1 when the task asks nothing now.
 
 use std::io::Read;
-use std::time::{Duration, Instant};
 
 use serde_json::json;
 
@@ -65,22 +64,12 @@ pub(super) async fn status(
     let path = format!("/v1/tasks/{}", encode(id));
     let view = match wait {
         None => task_of(expect_ok(client.get(&path).await)?)?,
+        // A restart meanwhile is waited for: the task survives it.
         Some(total) => {
-            let start = Instant::now();
-            loop {
-                let slice = total
-                    .saturating_sub(start.elapsed())
-                    .min(Duration::from_secs(60));
-                let v = task_of(expect_ok(
-                    client
-                        .get(&format!("{path}?wait={:.3}", slice.as_secs_f64()))
-                        .await,
-                )?)?;
-                let busy = matches!(v.status, TaskStatus::Queued | TaskStatus::Running);
-                if !busy || start.elapsed() >= total {
-                    break v;
-                }
-            }
+            super::long_poll(client, &path, total, |v: &TaskView| {
+                !matches!(v.status, TaskStatus::Queued | TaskStatus::Running)
+            })
+            .await?
         }
     };
     print(&view, json);

@@ -5,7 +5,7 @@
 //! 1 stop (the reason on stderr); 2 error; 3 still waiting for the owner when `--wait`
 //! ran out (the check-in stays open; `workflow status RUN --wait D` waits again).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use serde_json::{json, Value};
@@ -283,24 +283,15 @@ pub(super) async fn status(
     Ok(report(&view, json, Some(run)))
 }
 
-/// Long-polls run `path` in slices until it no longer waits, or `total` passes
-/// (`None`: until the check-in is answered or expires).
+/// Long-polls run `path` until it no longer waits, or `total` passes (`None`: until
+/// the check-in is answered or expires); a daemon restarting meanwhile is waited for
+/// within the same wait ([`super::long_poll`]): the check-in survives it.
 async fn wait_run(client: &Client, path: &str, total: Option<Duration>) -> Result<RunView, String> {
     let total = total.unwrap_or(Duration::MAX);
-    let start = Instant::now();
-    loop {
-        let left = total.saturating_sub(start.elapsed());
-        let slice = left.min(Duration::from_secs(60));
-        let res = expect_ok(
-            client
-                .get(&format!("{path}?wait={:.3}", slice.as_secs_f64()))
-                .await,
-        )?;
-        let view: RunView = parse(res.body)?;
-        if view.status != RunStatus::Waiting || start.elapsed() >= total {
-            return Ok(view);
-        }
-    }
+    super::long_poll(client, path, total, |r: &RunView| {
+        r.status != RunStatus::Waiting
+    })
+    .await
 }
 
 /// Prints the run (JSON) and returns the exit code its action means.
