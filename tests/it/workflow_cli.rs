@@ -119,6 +119,11 @@ async fn a_pipeline_reports_waits_for_the_owner_and_exits_by_the_answer() {
         "{}",
         text(&out.stderr)
     );
+    assert!(
+        !text(&out.stderr).contains("?."),
+        "one stop after the check-in's question: {}",
+        text(&out.stderr)
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         (v["action"].as_str(), v["status"].as_str()),

@@ -252,10 +252,16 @@ pub(super) async fn event(client: &Client, a: EventArgs) -> Result<u8, String> {
     }
     if let Some(c) = &answer.check_in {
         let short = c.short_id.as_deref().unwrap_or("?");
+        // The reason is the check-in's own sentence ("… Continue?"): no second stop.
+        let reason = c.reason.trim();
+        let end = if reason.ends_with(['.', '?', '!']) {
+            ""
+        } else {
+            "."
+        };
         eprintln!(
-            "waiting for the owner at check-in {short}: {}. They answer in chat, or with \
-             `gatebot decide {short} continue|stop`.",
-            c.reason
+            "waiting for the owner at check-in {short}: {reason}{end} They answer in chat, or \
+             with `gatebot decide {short} continue|stop`."
         );
     }
     let run = wait_run(client, &format!("/v1/runs/{}", answer.run.id), wait).await?;
