@@ -102,6 +102,41 @@ pub fn config_span(typed: &str) -> String {
     crate::time::parse_duration(typed).map_or_else(|_| typed.to_string(), span)
 }
 
+/// serde's "expected TYPE" said in words: Rust's number types are "a whole number" or
+/// "a number", a sequence "an array", a map or struct `map_word` (`bot.toml` says "a
+/// table", JSON "an object"); anything else is left as it is.
+#[must_use]
+pub fn expected_in_words(message: &str, map_word: &str) -> String {
+    const TYPES: [(&str, &str); 15] = [
+        ("u8", "a whole number"),
+        ("u16", "a whole number"),
+        ("u32", "a whole number"),
+        ("u64", "a whole number"),
+        ("usize", "a whole number"),
+        ("i8", "a whole number"),
+        ("i16", "a whole number"),
+        ("i32", "a whole number"),
+        ("i64", "a whole number"),
+        ("isize", "a whole number"),
+        ("f32", "a number"),
+        ("f64", "a number"),
+        ("a sequence", "an array"),
+        ("a map", "MAP"),
+        ("path string", "a path in quotes"),
+    ];
+    let Some((head, expected)) = message.rsplit_once("expected ") else {
+        return message.to_string();
+    };
+    let said = if let Some((_, name)) = TYPES.iter().find(|(rust, _)| *rust == expected) {
+        name.replace("MAP", map_word)
+    } else if expected.starts_with("struct ") || expected.starts_with("map ") {
+        map_word.to_string()
+    } else {
+        return message.to_string();
+    };
+    format!("{head}expected {said}")
+}
+
 /// "low", "medium", "high", "critical".
 #[must_use]
 pub fn score(s: RiskScore) -> &'static str {

@@ -333,11 +333,25 @@ pub(super) async fn json_body_sized<T: DeserializeOwned>(
         .await
         .map_err(|_| too_large())?;
     let size = bytes.len();
-    let parsed = serde_json::from_slice(&bytes).map_err(|e| {
+    let mut reader = serde_json::Deserializer::from_slice(&bytes);
+    let parsed = serde_path_to_error::deserialize(&mut reader).map_err(|e| {
         use serde_json::error::Category;
+        let (path, e) = (e.path().to_string(), e.into_inner());
         match e.classify() {
+            // What is wrong with a field, named by its path, in words (not Rust's type
+            // names), without the parser's line and column of a one-line body.
             Category::Data => {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", e.to_string())
+                let said = e.to_string();
+                let said = said
+                    .rsplit_once(" at line ")
+                    .map_or(said.as_str(), |(head, _)| head);
+                let said = crate::words::expected_in_words(said, "an object");
+                let message = if path.is_empty() || path == "." {
+                    said
+                } else {
+                    format!("`{path}`: {said}")
+                };
+                ApiError::new(StatusCode::BAD_REQUEST, "invalid_request", message)
             }
             _ => ApiError::new(
                 StatusCode::BAD_REQUEST,

@@ -270,34 +270,7 @@ fn plain(message: &str, value: &str) -> String {
         let value = if value.is_empty() { "this" } else { value };
         return format!("{value} is not {}", words.replace('`', "\""));
     }
-    const TYPES: [(&str, &str); 15] = [
-        ("u8", "a whole number"),
-        ("u16", "a whole number"),
-        ("u32", "a whole number"),
-        ("u64", "a whole number"),
-        ("usize", "a whole number"),
-        ("i8", "a whole number"),
-        ("i16", "a whole number"),
-        ("i32", "a whole number"),
-        ("i64", "a whole number"),
-        ("isize", "a whole number"),
-        ("f32", "a number"),
-        ("f64", "a number"),
-        ("a sequence", "an array"),
-        ("a map", "a table"),
-        ("path string", "a path in quotes"),
-    ];
-    let Some((head, expected)) = message.rsplit_once("expected ") else {
-        return message.to_string();
-    };
-    let said = if let Some((_, name)) = TYPES.iter().find(|(rust, _)| *rust == expected) {
-        (*name).to_string()
-    } else if expected.starts_with("struct ") || expected.starts_with("map ") {
-        "a table".to_string()
-    } else {
-        return message.to_string();
-    };
-    format!("{head}expected {said}")
+    crate::words::expected_in_words(message, "a table")
 }
 
 #[derive(Debug, Default, Deserialize)]

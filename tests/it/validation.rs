@@ -76,7 +76,7 @@ async fn confidences_and_ttls_out_of_range_are_refused_at_the_api() {
         (
             r#""confidence": "NaN""#,
             400,
-            "invalid type: string \"NaN\", expected f64",
+            "`confidence`: invalid type: string \"NaN\", expected a number",
         ),
         (
             r#""confidence": 1.5"#,
