@@ -40,6 +40,40 @@ pub const MAX_LABEL: usize = 75;
 /// Room kept for a "… N more characters of … not shown" note.
 const NOTE_ROOM: usize = 150;
 
+/// The whole of a card as Slack shows it, for review (golden files): each block's
+/// mrkdwn (an actions block as its buttons), then the notification text.
+#[must_use]
+pub fn shown(card: &Card) -> String {
+    let (text, blocks) = render(card);
+    let mut shown = String::new();
+    for b in &blocks {
+        let said = match b["type"].as_str() {
+            Some("actions") => b["elements"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| format!("[ {} ]", e["text"]["text"].as_str().unwrap_or("?")))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Some("section" | "header") => b["text"]["text"].as_str().unwrap_or("?").to_string(),
+            Some("context") => b["elements"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| e["text"].as_str().unwrap_or("?").to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => b.to_string(),
+        };
+        shown.push_str(&format!(
+            "--- {}\n{said}\n",
+            b["type"].as_str().unwrap_or("?")
+        ));
+    }
+    shown.push_str(&format!("--- notification\n{text}\n"));
+    shown
+}
+
 /// A card's fallback text and blocks.
 #[must_use]
 pub fn render(card: &Card) -> (String, Vec<Value>) {
@@ -357,38 +391,7 @@ pub(crate) mod tests {
     fn golden_cards_read_as_kept() {
         let drawn: Vec<(String, String)> = crate::chat::golden::golden_cards()
             .into_iter()
-            .map(|(name, card)| {
-                let (text, blocks) = render(&card);
-                let mut shown = String::new();
-                for b in &blocks {
-                    let said = match b["type"].as_str() {
-                        Some("actions") => b["elements"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .map(|e| format!("[ {} ]", e["text"]["text"].as_str().unwrap_or("?")))
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                        Some("section" | "header") => {
-                            b["text"]["text"].as_str().unwrap_or("?").to_string()
-                        }
-                        Some("context") => b["elements"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .map(|e| e["text"].as_str().unwrap_or("?").to_string())
-                            .collect::<Vec<_>>()
-                            .join(" "),
-                        _ => b.to_string(),
-                    };
-                    shown.push_str(&format!(
-                        "--- {}\n{said}\n",
-                        b["type"].as_str().unwrap_or("?")
-                    ));
-                }
-                shown.push_str(&format!("--- notification\n{text}\n"));
-                (name, shown)
-            })
+            .map(|(name, card)| (name, shown(&card)))
             .collect();
         crate::chat::golden::check("slack", &drawn);
     }

@@ -25,6 +25,19 @@ const NOTE_ROOM: usize = 160;
 /// Telegram's limit on the text of an answer to a button press, in characters.
 pub const MAX_ANSWER: usize = 190;
 
+/// The whole of a card as Telegram shows it, for review (golden files): the message's
+/// HTML, then its buttons, a row a line (`[ ✅ Allow once ] [ ❌ Deny ]`).
+#[must_use]
+pub fn shown(card: &Card) -> String {
+    let (mut shown, keyboard) = render(card);
+    shown.push('\n');
+    for row in &keyboard.inline_keyboard {
+        let labels: Vec<String> = row.iter().map(|b| format!("[ {} ]", b.text)).collect();
+        shown.push_str(&format!("\n{}", labels.join(" ")));
+    }
+    shown + "\n"
+}
+
 /// A card's text and keyboard: HTML, or plain text for a card without formatting
 /// ([`is_plain`]: sent without a parse mode, nothing in it can be markup).
 #[must_use]
@@ -364,17 +377,7 @@ mod tests {
     fn golden_cards_read_as_kept() {
         let drawn: Vec<(String, String)> = crate::chat::golden::golden_cards()
             .into_iter()
-            .map(|(name, card)| {
-                let (text, keyboard) = render(&card);
-                let mut shown = text;
-                shown.push('\n');
-                for row in &keyboard.inline_keyboard {
-                    let labels: Vec<String> =
-                        row.iter().map(|b| format!("[ {} ]", b.text)).collect();
-                    shown.push_str(&format!("\n{}", labels.join(" ")));
-                }
-                (name, shown + "\n")
-            })
+            .map(|(name, card)| (name, shown(&card)))
             .collect();
         crate::chat::golden::check("telegram", &drawn);
     }

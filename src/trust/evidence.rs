@@ -142,7 +142,7 @@ impl Counts {
     #[must_use]
     pub fn words(&self) -> String {
         format!(
-            "{} requests: {} let through without asking a human ({} by an owner's grant), \
+            "{} request(s): {} let through without asking a human ({} by an owner's grant), \
              {} blocked, {} asked ({} approved, {} denied, {} expired, {} cancelled, {} \
              pending); the agent reported {} succeeded and {} failed; {} blocked for low confidence",
             self.requests,
@@ -341,7 +341,7 @@ mod tests {
         );
         assert_eq!(
             c.words(),
-            "260 requests: 205 let through without asking a human (5 by an owner's grant), 0 \
+            "260 request(s): 205 let through without asking a human (5 by an owner's grant), 0 \
              blocked, 55 asked (50 approved, 2 denied, 0 expired, 0 cancelled, 0 pending); the \
              agent reported 204 succeeded and 1 failed; 0 blocked for low confidence"
         );

@@ -69,6 +69,29 @@ pub struct AgentView {
     pub proposal: Option<Proposal>,
 }
 
+impl AgentView {
+    /// Its tier in force and where it comes from, in words: "semi-autonomous (as
+    /// bot.toml sets it)", "supervised (set by alice (CLI) 2026-11-25 09:00 UTC: too many
+    /// denials; bot.toml says semi-autonomous)".
+    #[must_use]
+    pub fn tier_said(&self) -> String {
+        match (&self.source, &self.tier_override) {
+            (TierSource::Override, Some(o)) => format!(
+                "{} (set by {} {}{}; bot.toml says {})",
+                self.tier.words(),
+                o.by.label(),
+                crate::time::clock(o.at),
+                o.reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default(),
+                self.baseline.words()
+            ),
+            _ => format!("{} (as bot.toml sets it)", self.tier.words()),
+        }
+    }
+}
+
 /// What an assessment run did for one agent: `gatebot agent NAME assess`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AssessOutcome {

@@ -916,7 +916,7 @@ async fn agent_commands_set_tiers_pause_and_show_evidence_and_check_config_follo
         .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
-        text(&out.stdout).contains("tier:        supervised (override by"),
+        text(&out.stdout).contains("tier:        supervised (set by"),
         "{}",
         text(&out.stdout)
     );
@@ -953,7 +953,7 @@ async fn agent_commands_set_tiers_pause_and_show_evidence_and_check_config_follo
     }
     let out = d.cli(&["agent", "boss", "tier", "--reset"]).await;
     assert!(
-        text(&out.stdout).contains("tier:        autonomous (bot.toml)"),
+        text(&out.stdout).contains("tier:        autonomous (as bot.toml sets it)"),
         "{}",
         text(&out.stdout)
     );
@@ -1191,10 +1191,10 @@ async fn the_agent_page_shows_what_the_evidence_is_made_of() {
     assert_eq!(
         evidence,
         [
-            "  all time:    3 requests: 3 let through without asking a human (0 by an owner's \
+            "  all time:    3 request(s): 3 let through without asking a human (0 by an owner's \
              grant), 0 blocked, 0 asked (0 approved, 0 denied, 0 expired, 0 cancelled, 0 \
              pending); the agent reported 3 succeeded and 0 failed; 0 blocked for low confidence",
-            "  last 30 days: 3 requests: 3 let through without asking a human (0 by an owner's \
+            "  last 30 days: 3 request(s): 3 let through without asking a human (0 by an owner's \
              grant), 0 blocked, 0 asked (0 approved, 0 denied, 0 expired, 0 cancelled, 0 \
              pending); the agent reported 3 succeeded and 0 failed; 0 blocked for low confidence",
             "  evidence:    0 handled, 0 % went well, 0 % denied, 0 % escalated",

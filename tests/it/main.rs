@@ -20,6 +20,7 @@ mod fake_model;
 mod fake_slack;
 mod fake_telegram;
 mod files;
+mod golden_answers;
 mod helpers;
 mod hooks;
 mod idempotency;

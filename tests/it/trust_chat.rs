@@ -185,7 +185,7 @@ async fn two_taps_pause_a_runaway_agent_and_deny_what_it_queued() {
     let text = card.plain();
     assert!(text.contains("6 agent(s)"), "{text}");
     assert!(
-        text.contains("mailer semi_autonomous (bot.toml) · 2 pending"),
+        text.contains("mailer semi-autonomous (as bot.toml sets it) · 2 pending"),
         "{text}"
     );
     let kill = button(&card, "⛔ Pause mailer + deny 2");
@@ -234,10 +234,10 @@ async fn two_taps_pause_a_runaway_agent_and_deny_what_it_queued() {
     assert_eq!(
         evidence,
         [
-            "All time: 3 requests: 0 let through without asking a human (0 by an owner's grant), \
+            "All time: 3 request(s): 0 let through without asking a human (0 by an owner's grant), \
              1 blocked, 2 asked (0 approved, 2 denied, 0 expired, 0 cancelled, 0 pending); the \
              agent reported 0 succeeded and 0 failed; 0 blocked for low confidence",
-            "Last 30 days: 3 requests: 0 let through without asking a human (0 by an owner's grant), \
+            "Last 30 days: 3 request(s): 0 let through without asking a human (0 by an owner's grant), \
              1 blocked, 2 asked (0 approved, 2 denied, 0 expired, 0 cancelled, 0 pending); the \
              agent reported 0 succeeded and 0 failed; 0 blocked for low confidence",
             "Evidence: 2 handled, 0 % went well, 100 % denied, 0 % escalated",

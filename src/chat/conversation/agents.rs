@@ -25,7 +25,7 @@ use crate::engine::EngineError;
 use crate::names::valid_agent_name;
 use crate::policy::Tier;
 use crate::time::clock;
-use crate::trust::view::{AgentView, TierSource};
+use crate::trust::view::AgentView;
 use crate::trust::Actor as TrustActor;
 
 use super::full_id;
@@ -328,18 +328,18 @@ async fn command(cx: &Context, actor: &Actor, cmd: Command) -> Answer {
                         .map(|o| o.tier)
                         .or_else(|| cx.engine.config().agent(&agent).map(|c| c.rules.tier));
                     let now = match &change.after {
-                        Some(o) => format!("{} (set by {})", o.tier.as_str(), o.by.label()),
+                        Some(o) => format!("{} (set by {})", o.tier.words(), o.by.label()),
                         None => format!(
-                            "{} (bot.toml's)",
+                            "{} (as bot.toml sets it)",
                             cx.engine
                                 .config()
                                 .agent(&agent)
-                                .map_or("?", |c| c.rules.tier.as_str())
+                                .map_or("?", |c| c.rules.tier.words())
                         ),
                     };
                     let mut line = Line::text("🎚 ").code(&agent).and(format!(" is now {now}"));
                     if let Some(from) = from {
-                        line = line.and(format!("; it was {}", from.as_str()));
+                        line = line.and(format!("; it was {}", from.words()));
                     }
                     Answer::Done(Card {
                         blocks: vec![Block::Line(line.and("."))],
@@ -459,19 +459,6 @@ async fn assess(cx: &Context, agent: &str) -> Answer {
     }
 }
 
-/// "supervised (bot.toml)", "autonomous (override by Alice (42) (Telegram))".
-fn tier_words(v: &AgentView) -> String {
-    match (&v.source, &v.tier_override) {
-        (TierSource::Override, Some(o)) => format!(
-            "{} (set by {}; bot.toml says {})",
-            v.tier.as_str(),
-            o.by.label(),
-            v.baseline.as_str()
-        ),
-        _ => format!("{} (bot.toml)", v.tier.as_str()),
-    }
-}
-
 /// The buttons for one agent: pause (and pause + deny pending) or resume.
 async fn buttons(cx: &Context, v: &AgentView, label: bool) -> Result<Vec<Button>, EngineError> {
     let handle = cx.engine.agent_handle(&v.agent).await?;
@@ -516,7 +503,7 @@ async fn list(cx: &Context) -> Answer {
     for v in &views {
         let mut line = Line::default()
             .code(shorten(&v.agent, 40))
-            .and(format!(" {}", tier_words(v)));
+            .and(format!(" {}", v.tier_said()));
         if v.pause.is_some() {
             line = line.and(" · ⏸ paused");
         }
@@ -560,7 +547,7 @@ async fn list(cx: &Context) -> Answer {
 /// One agent in full, as `/agent NAME` shows it: its tier and pause, what it has
 /// pending, its evidence, the assessment, and an open proposal.
 fn agent_fields(v: &AgentView) -> Vec<Field> {
-    let mut fields = vec![Field::new("Tier", Line::text(tier_words(v)))];
+    let mut fields = vec![Field::new("Tier", Line::text(v.tier_said()))];
     if let Some(o) = &v.tier_override {
         let mut since = format!("set {}", clock(o.at));
         if let Some(r) = &o.reason {

@@ -9,7 +9,7 @@ use super::{encode, expect_ok, listing, pretty, EXIT_GO};
 use crate::client::Client;
 use crate::time::clock;
 use crate::trust::evidence::percent;
-use crate::trust::view::{AgentView, AssessOutcome, TierSource};
+use crate::trust::view::{AgentView, AssessOutcome};
 use crate::words;
 
 #[derive(Debug, Subcommand)]
@@ -207,20 +207,7 @@ fn print_view(v: &AgentView) {
             " (not in the config)"
         }
     );
-    let tier = match (&v.source, &v.tier_override) {
-        (TierSource::Override, Some(o)) => format!(
-            "{} (override by {} {}{}; bot.toml says {})",
-            v.tier.as_str(),
-            o.by.label(),
-            clock(o.at),
-            o.reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default(),
-            v.baseline.as_str()
-        ),
-        _ => format!("{} (bot.toml)", v.tier.as_str()),
-    };
+    let tier = v.tier_said();
     outln!("  tier:        {tier}");
     outln!(
         "  paused:      {}",
