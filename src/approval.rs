@@ -167,6 +167,20 @@ pub enum Via {
     System,
 }
 
+/// Who did something, and where, as people read it: "alice on the command line",
+/// "Alice (42) on Telegram", "mailer through the API"; what gatebot did itself, by its
+/// name alone. One set of parentheses at most: a chat's own "(user id)".
+#[must_use]
+pub fn who(by: Option<&str>, via: Option<&Via>) -> String {
+    let by = by.unwrap_or("someone");
+    match via {
+        Some(Via::Chat(p)) => format!("{by} on {}", p.label()),
+        Some(Via::Cli) => format!("{by} on the command line"),
+        Some(Via::Api) => format!("{by} through the API"),
+        Some(Via::System) | None => by.to_string(),
+    }
+}
+
 impl Via {
     #[must_use]
     pub fn as_str(&self) -> &str {
@@ -178,7 +192,7 @@ impl Via {
         }
     }
 
-    /// How the source is named to people ("Approved by alice (Telegram)").
+    /// How the source is named to people ("Approved by alice on Telegram").
     #[must_use]
     pub fn label(&self) -> String {
         match self {
@@ -294,15 +308,10 @@ pub struct Approval {
 }
 
 impl Approval {
-    /// Who decided and where: "alice (Telegram)", "gatebot (gatebot)" for the system.
+    /// Who decided and where: "Alice (42) on Telegram" ([`who`]).
     #[must_use]
     pub fn decider(&self) -> String {
-        let by = self.decided_by.as_deref().unwrap_or("someone");
-        let via = self
-            .decided_via
-            .as_ref()
-            .map_or_else(|| "gatebot".to_string(), Via::label);
-        format!("{by} ({via})")
+        who(self.decided_by.as_deref(), self.decided_via.as_ref())
     }
 
     /// The sentence a model reads about this request; it cannot be mistaken for

@@ -130,7 +130,13 @@ mod tests {
     #[test]
     fn a_sudo_user_must_be_a_plain_user_name() {
         assert_eq!(check_sudo_user("alice.b-2"), Ok("alice.b-2"));
-        for bad in ["", "alice (CLI)", "a\u{200b}lice", "x\ny", &"a".repeat(65)] {
+        for bad in [
+            "",
+            "alice on the command line",
+            "a\u{200b}lice",
+            "x\ny",
+            &"a".repeat(65),
+        ] {
             assert!(check_sudo_user(bad).is_err(), "{bad:?}");
         }
     }

@@ -53,7 +53,7 @@ pub struct Subject {
     pub kind: SubjectKind,
 }
 
-/// Where in a chat a card goes: as a reply to `reply_to` (Telegram), in the thread
+/// Where in a chat a card goes: as a reply to `reply_to` on Telegram, in the thread
 /// `root` starts (Slack, whose threads hang off their first message).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Thread {

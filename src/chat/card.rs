@@ -47,7 +47,7 @@ pub enum Block {
     Code(Code),
     /// A bulleted list.
     List(Vec<Line>),
-    /// The final word on a settled subject ("✅ Approved by alice (Telegram) …"),
+    /// The final word on a settled subject ("✅ Approved by alice on Telegram …"),
     /// shown in bold, cut to fit with a note.
     Outcome(String),
 }
@@ -170,7 +170,7 @@ pub enum Style {
 /// How to answer a card by text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hint {
-    /// Words a reply to the card (Telegram) or in its thread (Slack) may be.
+    /// Words a reply to the card on Telegram or in its thread on Slack may be.
     pub reply_words: Vec<String>,
     /// A command that works anywhere (`/approve k7m2abcd`).
     pub command: Option<String>,

@@ -1,4 +1,4 @@
-//! Reading a chat message as a command: `/name args`, `/name@bot args` (Telegram), and
+//! Reading a chat message as a command: `/name args`, `/name@bot args` on Telegram, and
 //! the plain words allowed in a reply to a card.
 //!
 //! Which names exist and what their arguments mean is up to the conversation kinds

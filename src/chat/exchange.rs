@@ -73,7 +73,7 @@ pub enum Answer {
     /// Nothing: the update was not for gatebot.
     Nothing,
     /// It was done, and the subject's card shows it: said briefly where a press gets
-    /// an answer (Telegram), not at all where it would be chatter (Slack); commands get
+    /// an answer on Telegram, not at all where it would be chatter on Slack; commands get
     /// it as their reply.
     Done(Card),
     /// Something the person needs to know: `alert` for a refusal or a failure.

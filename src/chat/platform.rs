@@ -25,8 +25,8 @@ use crate::chat::card::Card;
 use crate::config::{ChatSettings, Config};
 use crate::engine::Engine;
 
-/// Where in a chat a card goes: as a reply to a message (Telegram), in the thread a
-/// message starts (Slack). Delivery decides it per subject (its home message, or its
+/// Where in a chat a card goes: as a reply to a message on Telegram, in the thread a
+/// message starts on Slack. Delivery decides it per subject (its home message, or its
 /// parent's card); a platform without threads may ignore it.
 use crate::subject::Thread;
 

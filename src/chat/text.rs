@@ -4,8 +4,8 @@
 //!   Slack's mrkdwn, so escaping them keeps agent text from becoming formatting,
 //!   links or mentions in either; hidden characters (bidirectional overrides, no-break
 //!   and zero-width spaces) are written out (`\u202e`) so text shows as what it is.
-//! - [`len16`]: chat limits are counted in UTF-16 code units (Telegram) or characters
-//!   (Slack); UTF-16 units are never fewer than characters, so one measure serves both.
+//! - [`len16`]: chat limits are counted in UTF-16 code units on Telegram or characters
+//!   on Slack; UTF-16 units are never fewer than characters, so one measure serves both.
 //! - [`fit`]: the longest prefix of a text whose *rendered* form (escaped, fenced,
 //!   labelled) passes a limit, with a note saying how much was cut. Every cut in the
 //!   chat layer goes through it, so a cut never splits an entity or a fence.

@@ -50,7 +50,7 @@ pub fn record_request(span: &Span, a: &Approval) {
     span.record("verdict", a.status.as_str());
 }
 
-/// "approved by alice (Telegram)", "expired: no response within 24 h".
+/// "approved by alice on Telegram", "expired: no response within 24 h".
 #[must_use]
 pub fn describe_settled(a: &Approval) -> String {
     let by = a.decider();

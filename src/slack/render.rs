@@ -549,7 +549,7 @@ pub(crate) mod tests {
                 .unwrap()
                 .to_string();
             assert!(
-                outcome.starts_with("*✅ Approved by alice (CLI)"),
+                outcome.starts_with("*✅ Approved by alice on the command line"),
                 "{outcome}"
             );
             assert!(outcome.contains("more characters of the outcome not shown"));

@@ -1220,7 +1220,7 @@ mod tests {
             r2.reason.as_deref(),
             Some(
                 format!(
-                    "check-in {} continued by alice (CLI): ok",
+                    "check-in {} continued by alice on the command line: ok",
                     c.short_id.clone().unwrap()
                 )
                 .as_str()

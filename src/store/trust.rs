@@ -1409,7 +1409,7 @@ mod tests {
             .decision_reason
             .as_deref()
             .unwrap()
-            .contains("paused by alice (CLI)"));
+            .contains("paused by alice on the command line"));
         for id in [&a.id, &b.id] {
             assert_eq!(s.subject(id).unwrap().map(|(_, open)| open), Some(false));
         }

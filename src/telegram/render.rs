@@ -420,7 +420,10 @@ mod tests {
         a.decision_reason = Some("<no>".repeat(5000));
         let t = html(&card(&a));
         assert!(len16(&t) <= MAX_MESSAGE, "{}", len16(&t));
-        assert!(t.contains("<b>❌ Denied by alice (CLI)"), "{t}");
+        assert!(
+            t.contains("<b>❌ Denied by alice on the command line"),
+            "{t}"
+        );
     }
 
     #[test]

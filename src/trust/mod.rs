@@ -38,10 +38,10 @@ pub struct Actor {
 }
 
 impl Actor {
-    /// "alice (CLI)".
+    /// "alice on the command line", "Alice (42) on Telegram".
     #[must_use]
     pub fn label(&self) -> String {
-        format!("{} ({})", self.name, self.via.label())
+        crate::approval::who(Some(&self.name), Some(&self.via))
     }
 }
 
@@ -71,7 +71,7 @@ pub struct Pause {
 }
 
 impl Pause {
-    /// "paused by alice (CLI) at 2026-11-23 12:00 UTC: runaway loop".
+    /// "paused by alice on the command line at 2026-11-23 12:00 UTC: runaway loop".
     #[must_use]
     pub fn describe(&self) -> String {
         let mut s = format!("paused by {} at {}", self.by.label(), clock(self.at));
@@ -309,7 +309,7 @@ mod tests {
         assert_eq!(v.action, Action::Block);
         assert_eq!(
             v.reason,
-            "the agent is paused by alice (CLI) at 1970-01-01 00:00 UTC: runaway loop"
+            "the agent is paused by alice on the command line at 1970-01-01 00:00 UTC: runaway loop"
         );
         assert!(!v.checkpoint && !v.always_allow_offered);
         assert_eq!(v.risk.score, RiskScore::Low);

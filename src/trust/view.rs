@@ -71,7 +71,7 @@ pub struct AgentView {
 
 impl AgentView {
     /// Its tier in force and where it comes from, in words: "semi-autonomous (as
-    /// bot.toml sets it)", "supervised (set by alice (CLI) 2026-11-25 09:00 UTC: too many
+    /// bot.toml sets it)", "supervised (set by alice on the command line 2026-11-25 09:00 UTC: too many
     /// denials; bot.toml says semi-autonomous)".
     #[must_use]
     pub fn tier_said(&self) -> String {

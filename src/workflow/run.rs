@@ -251,15 +251,11 @@ pub struct RunIssue {
 }
 
 impl CheckIn {
-    /// How it was answered, in a sentence's words: "continued by alice (Telegram)",
-    /// "stopped by alice (CLI): not now", "expired: no answer within 1 h".
+    /// How it was answered, in a sentence's words: "continued by alice on Telegram",
+    /// "stopped by alice on the command line: not now", "expired: no answer within 1 h".
     #[must_use]
     pub fn describe_answer(&self) -> String {
-        let by = self.decided_by.as_deref().unwrap_or("someone");
-        let via = self
-            .decided_via
-            .as_ref()
-            .map_or_else(|| "gatebot".to_string(), Via::label);
+        let by = crate::approval::who(self.decided_by.as_deref(), self.decided_via.as_ref());
         let reason = self
             .decision_reason
             .as_deref()
@@ -268,8 +264,8 @@ impl CheckIn {
         match self.status {
             CheckInStatus::Waiting => "waiting for the owner".into(),
             CheckInStatus::Reported => "a report (nothing to answer)".into(),
-            CheckInStatus::Continued => format!("continued by {by} ({via}){reason}"),
-            CheckInStatus::Stopped => format!("stopped by {by} ({via}){reason}"),
+            CheckInStatus::Continued => format!("continued by {by}{reason}"),
+            CheckInStatus::Stopped => format!("stopped by {by}{reason}"),
             CheckInStatus::Expired => format!("expired: {}", expiry_reason(self.ttl_ms)),
         }
     }
@@ -340,7 +336,7 @@ mod tests {
         };
         assert_eq!(
             c.run_reason(),
-            "check-in k7m2abcd stopped by Alice (42) (Telegram): not before Monday"
+            "check-in k7m2abcd stopped by Alice (42) on Telegram: not before Monday"
         );
         c.status = CheckInStatus::Expired;
         assert_eq!(
@@ -350,7 +346,10 @@ mod tests {
         c.status = CheckInStatus::Continued;
         c.decision_reason = None;
         c.decided_via = Some(Via::Cli);
-        assert_eq!(c.describe_answer(), "continued by Alice (42) (CLI)");
+        assert_eq!(
+            c.describe_answer(),
+            "continued by Alice (42) on the command line"
+        );
     }
 
     #[test]

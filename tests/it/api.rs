@@ -424,7 +424,9 @@ async fn a_second_decision_is_refused_and_names_the_first() {
     assert_eq!(second.status, StatusCode::CONFLICT);
     assert_eq!(second.error_code(), Some("already_decided"));
     assert!(
-        second.error_message().contains("denied by alice (CLI): no"),
+        second
+            .error_message()
+            .contains("denied by alice on the command line: no"),
         "{}",
         second.error_message()
     );
@@ -936,7 +938,7 @@ async fn the_loser_of_two_concurrent_decisions_is_told_who_won() {
     assert!(
         loser
             .error_message()
-            .contains(&format!("already approved by {who} (CLI)")),
+            .contains(&format!("already approved by {who} on the command line")),
         "{}",
         loser.error_message()
     );

@@ -873,7 +873,7 @@ async fn a_cli_decision_is_recorded_as_the_callers_account_not_the_daemons_user(
     let again = decide(&id, "deny", None).await;
     assert_eq!(again.status.code(), Some(1));
     assert!(
-        text(&again.stderr).contains(&format!("already approved by {me} (CLI)")),
+        text(&again.stderr).contains(&format!("already approved by {me} on the command line")),
         "{}",
         text(&again.stderr)
     );
@@ -883,7 +883,7 @@ async fn a_cli_decision_is_recorded_as_the_callers_account_not_the_daemons_user(
     let out = ask("intern", "create_contact").wait("1s").run(&d).await;
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let id = d.wait_for_pending().await;
-    let bad = decide(&id, "deny", Some("alice (CLI)")).await;
+    let bad = decide(&id, "deny", Some("alice on the command line")).await;
     assert_eq!(bad.status.code(), Some(2));
     assert!(
         text(&bad.stderr).contains("must be a user name"),
@@ -895,7 +895,7 @@ async fn a_cli_decision_is_recorded_as_the_callers_account_not_the_daemons_user(
     assert_eq!(decided_by(&id).await, "alice");
     let again = decide(&id, "approve", None).await;
     assert!(
-        text(&again.stderr).contains("already denied by alice (CLI)"),
+        text(&again.stderr).contains("already denied by alice on the command line"),
         "{}",
         text(&again.stderr)
     );

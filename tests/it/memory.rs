@@ -95,7 +95,7 @@ async fn a_press_approves_the_waiting_agent_and_the_card_shows_the_outcome() {
     assert_eq!(got["decided_by"], "Alice (42)");
     assert_eq!(got["decided_via"], "memory");
 
-    let done = shows(&memory, &card.id, "Approved by Alice (42) (Memory)").await;
+    let done = shows(&memory, &card.id, "Approved by Alice (42) on Memory").await;
     assert!(done.card.buttons.is_empty(), "buttons gone: {done:?}");
     assert!(!done.card.plain().contains("Expires:"));
     // A second tap is told who won, and changes nothing.
@@ -110,7 +110,7 @@ async fn a_press_approves_the_waiting_agent_and_the_card_shows_the_outcome() {
     assert!(
         again
             .text()
-            .contains("already approved by Alice (42) (Memory)"),
+            .contains("already approved by Alice (42) on Memory"),
         "{again:?}"
     );
     assert_eq!(app.get(&id, 0.0).await.body["status"], "approved");
@@ -172,7 +172,7 @@ async fn deny_asks_why_and_the_reply_to_the_question_reaches_the_agent() {
         .await;
     let got = app.wait_for_status(&id, "rejected").await;
     assert_eq!(got["reason"], "wrong customer, ask Ann first");
-    let done = shows(&memory, &card.id, "Denied by Alice (42) (Memory)").await;
+    let done = shows(&memory, &card.id, "Denied by Alice (42) on Memory").await;
     assert_eq!(
         outcome(&done).map(|o| o.ends_with(": wrong customer, ask Ann first")),
         Some(true)
@@ -241,7 +241,7 @@ async fn replies_commands_and_strangers_go_through_the_same_checks() {
     // A plain-words reply to the card decides it.
     memory.say(&alice(), CHAT, "approve", Some(&card.id)).await;
     app.wait_for_status(&id, "approved").await;
-    shows(&memory, &card.id, "Approved by Alice (42) (Memory)").await;
+    shows(&memory, &card.id, "Approved by Alice (42) on Memory").await;
 
     // A CLI decision and an expiry update the cards too.
     let (id2, short2) = app
@@ -251,7 +251,7 @@ async fn replies_commands_and_strangers_go_through_the_same_checks() {
         .await;
     let card2 = card_of(&memory, &short2).await;
     app.decide_ok(&id2, "deny", Some("not today")).await;
-    shows(&memory, &card2.id, "Denied by alice (CLI)").await;
+    shows(&memory, &card2.id, "Denied by alice on the command line").await;
     let (_, short3) = app
         .submit_pending(json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Ed"}, "ttl": "1s"}))
         .await;

@@ -55,12 +55,13 @@ fn assert_paused(res: &gatebot::client::Response, agent: &str, reason: &str) {
     let e = &res.body["error"];
     assert_eq!(e["code"], "agent_paused", "{e}");
     assert_eq!(e["agent"], agent, "{e}");
-    assert_eq!(e["paused_by"], "alice (CLI)", "{e}");
+    assert_eq!(e["paused_by"], "alice on the command line", "{e}");
     assert_eq!(e["reason"], reason, "{e}");
     let message = e["message"].as_str().unwrap();
     assert!(
-        message.contains(&format!("agent `{agent}` is paused by alice (CLI)"))
-            && message.contains(reason),
+        message.contains(&format!(
+            "agent `{agent}` is paused by alice on the command line"
+        )) && message.contains(reason),
         "{message}"
     );
 }
@@ -276,7 +277,7 @@ async fn a_worker_under_a_paused_agent_stops_waits_says_so_and_picks_up_on_resum
         .said(&format!("task {} stopped", t["short_id"].as_str().unwrap()))
         .await;
     worker
-        .said("agent claude-code is paused by alice (CLI) since")
+        .said("agent claude-code is paused by alice on the command line since")
         .await;
     worker
         .said("runaway loop; waiting until an owner resumes it")

@@ -171,7 +171,7 @@ async fn a_click_on_allow_once_approves_and_the_prompt_loses_its_buttons() {
     assert!(!update["blocks"].to_string().contains("*Expires:*"));
     assert!(update["blocks"]
         .to_string()
-        .contains("Approved by name-U1 (U1) (Slack)"));
+        .contains("Approved by name-U1 (U1) on Slack"));
     // No chatter for the clicker: the prompt itself shows the outcome.
     assert!(ephemerals(&fake, APPROVER).is_empty());
     app.stop().await;
@@ -477,7 +477,9 @@ async fn prompts_follow_cli_decisions_and_a_late_click_is_told_who_won() {
     app.decide_ok(&p.id, "approve", None).await;
     let update = update_of(&fake, &p.ts, "Approved").await;
     assert!(action_ids(&update).is_empty());
-    assert!(update["blocks"].to_string().contains("by alice (CLI)"));
+    assert!(update["blocks"]
+        .to_string()
+        .contains("by alice on the command line"));
 
     fake.send(
         "interactive",
@@ -485,7 +487,10 @@ async fn prompts_follow_cli_decisions_and_a_late_click_is_told_who_won() {
     )
     .await;
     let said = ephemeral_containing(&fake, APPROVER, "already").await;
-    assert!(said.contains("approved by alice (CLI)"), "{said}");
+    assert!(
+        said.contains("approved by alice on the command line"),
+        "{said}"
+    );
     fake.send(
         "interactive",
         click(APPROVER, &p.ts, &encode_button(Button::Approve, &p.id)),
@@ -801,7 +806,7 @@ async fn a_decision_in_telegram_updates_the_slack_prompt() {
     assert!(action_ids(&update).is_empty(), "buttons removed: {update}");
     let shown = update["blocks"].to_string();
     assert!(
-        shown.contains("Approved by Alice (42) (Telegram)"),
+        shown.contains("Approved by Alice (42) on Telegram"),
         "{shown}"
     );
     assert_eq!(status(&app, &p.id).await["decided_via"], "telegram");
@@ -825,7 +830,9 @@ async fn after_a_restart_a_decision_updates_the_prompt_already_posted() {
     app.decide_ok(&p.id, "approve", None).await;
     let update = update_of(&fake, &p.ts, "Approved").await;
     assert!(action_ids(&update).is_empty());
-    assert!(update["blocks"].to_string().contains("by alice (CLI)"));
+    assert!(update["blocks"]
+        .to_string()
+        .contains("by alice on the command line"));
     assert_eq!(
         fake.calls("chat.postMessage").len(),
         1,
@@ -854,7 +861,7 @@ async fn a_long_deny_reason_is_cut_so_the_prompt_still_loses_its_buttons() {
         .unwrap()
         .to_string();
     assert!(
-        outcome.starts_with("*❌ Denied by alice (CLI)"),
+        outcome.starts_with("*❌ Denied by alice on the command line"),
         "{outcome}"
     );
     assert!(

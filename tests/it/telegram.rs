@@ -124,7 +124,7 @@ async fn an_approvers_tap_approves_the_waiting_agent_and_edits_every_copy() {
     assert!(ans["text"].as_str().unwrap().contains("Approved"), "{ans}");
 
     for (chat, msg) in [(CHAT_A, msg_a), (CHAT_B, msg_b)] {
-        let e = final_edit(&fake, chat, msg, "Approved by Alice (42) (Telegram)").await;
+        let e = final_edit(&fake, chat, msg, "Approved by Alice (42) on Telegram").await;
         assert_eq!(
             e["reply_markup"]["inline_keyboard"],
             json!([]),
@@ -188,7 +188,7 @@ async fn deny_asks_for_a_reason_and_the_reply_reaches_the_agent() {
     let got = app.get(&id, 20.0).await;
     assert_eq!(got.body["status"], "rejected", "{:?}", got.body);
     assert_eq!(got.body["reason"], "wrong customer, ask Ann first");
-    final_edit(&fake, CHAT_A, msg, "Denied by Alice (42) (Telegram)").await;
+    final_edit(&fake, CHAT_A, msg, "Denied by Alice (42) on Telegram").await;
 
     // Deny without a reason.
     let (id2, short2) = app
@@ -391,7 +391,7 @@ async fn prompts_are_edited_after_a_cli_decision_and_after_expiry() {
         .await;
     let (msg, _) = prompt(&fake, CHAT_A, &short).await;
     app.decide_ok(&id, "deny", Some("not this week")).await;
-    let e = final_edit(&fake, CHAT_A, msg, "Denied by alice (CLI)").await;
+    let e = final_edit(&fake, CHAT_A, msg, "Denied by alice on the command line").await;
     assert!(e["text"].as_str().unwrap().contains("not this week"));
 
     // Long enough for the prompt to be posted first (an expired request gets none).
@@ -639,12 +639,12 @@ async fn after_a_restart_prompts_are_edited_not_posted_again_and_reason_replies_
     let app = spawn_app_in(dir, &extra).await;
 
     app.decide_ok(&id1, "approve", None).await;
-    final_edit(&fake, GROUP, m1, "Approved by alice (CLI)").await;
+    final_edit(&fake, GROUP, m1, "Approved by alice on the command line").await;
     fake.say(ALICE, GROUP, "not on a Sunday", Some(qid));
     let got = app.get(&id2, 20.0).await;
     assert_eq!(got.body["status"], "rejected", "{:?}", got.body);
     assert_eq!(got.body["reason"], "not on a Sunday");
-    final_edit(&fake, GROUP, m2, "Denied by Alice (42) (Telegram)").await;
+    final_edit(&fake, GROUP, m2, "Denied by Alice (42) on Telegram").await;
     for s in [&s1, &s2] {
         assert_eq!(fake.prompts_of(Some(GROUP), s).len(), 1, "prompt {s}");
     }
@@ -662,7 +662,7 @@ async fn failed_edits_are_retried_and_a_429_is_waited_out() {
     fake.fail_next_edits(&[Failure::RetryAfter(3), Failure::Drop, Failure::ServerError]);
     app.decide_ok(&id, "approve", None).await;
     for (chat, msg) in [(CHAT_A, msg_a), (CHAT_B, msg_b)] {
-        let e = final_edit(&fake, chat, msg, "Approved by alice (CLI)").await;
+        let e = final_edit(&fake, chat, msg, "Approved by alice on the command line").await;
         assert_eq!(e["reply_markup"]["inline_keyboard"], json!([]));
     }
     let edits = fake.calls("editMessageText");

@@ -434,7 +434,8 @@ async fn a_paused_agent_is_blocked_at_once_and_deny_pending_clears_its_queue() {
     assert_eq!(blocked["status"], "blocked");
     let message = blocked["message"].as_str().unwrap();
     assert!(
-        message.contains("the agent is paused by alice (CLI)") && message.contains("runaway loop"),
+        message.contains("the agent is paused by alice on the command line")
+            && message.contains("runaway loop"),
         "{message}"
     );
     // The hook answers deny.
@@ -471,7 +472,7 @@ async fn a_paused_agent_is_blocked_at_once_and_deny_pending_clears_its_queue() {
             r["reason"]
                 .as_str()
                 .unwrap()
-                .contains("paused by alice (CLI)"),
+                .contains("paused by alice on the command line"),
             "{r}"
         );
     }

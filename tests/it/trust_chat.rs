@@ -123,7 +123,7 @@ async fn a_proposal_card_is_approved_by_an_approver_and_refused_to_others() {
         "{done:?}"
     );
     assert_eq!(trust(&app, "intern").await["tier"], "semi_autonomous");
-    let edited = shows(&memory, &card.id, "Approved by Alice (42) (Memory)").await;
+    let edited = shows(&memory, &card.id, "Approved by Alice (42) on Memory").await;
     assert!(edited.card.buttons.is_empty());
     // A second tap is told who answered.
     let late = memory
@@ -145,7 +145,7 @@ async fn a_reply_declines_a_proposal_and_it_is_not_proposed_again() {
     memory
         .say(&alice(), CHAT, "deny not before the audit", Some(&card.id))
         .await;
-    let edited = shows(&memory, &card.id, "Denied by Alice (42) (Memory)").await;
+    let edited = shows(&memory, &card.id, "Denied by Alice (42) on Memory").await;
     assert!(edited
         .card
         .plain()
@@ -209,9 +209,9 @@ async fn two_taps_pause_a_runaway_agent_and_deny_what_it_queued() {
         assert!(got["reason"]
             .as_str()
             .unwrap()
-            .contains("paused by Alice (42) (Memory)"));
+            .contains("paused by Alice (42) on Memory"));
     }
-    message(&memory, "Denied by Alice (42) (Memory)").await;
+    message(&memory, "Denied by Alice (42) on Memory").await;
     let blocked = app.submit_ok("mailer", "send_email", json!({"n": 3})).await;
     assert_eq!(blocked["status"], "blocked");
 
@@ -220,7 +220,7 @@ async fn two_taps_pause_a_runaway_agent_and_deny_what_it_queued() {
     let card = answer_card(&shown).clone();
     assert!(
         card.plain()
-            .contains("Paused: paused by Alice (42) (Memory)"),
+            .contains("Paused: paused by Alice (42) on Memory"),
         "{}",
         card.plain()
     );
@@ -315,7 +315,7 @@ async fn pause_by_command_offers_to_deny_what_is_pending() {
         .await;
     assert!(
         r.text()
-            .contains("mailer is now autonomous (set by Alice (42) (Memory))"),
+            .contains("mailer is now autonomous (set by Alice (42) on Memory)"),
         "{r:?}"
     );
     assert_eq!(trust(&app, "mailer").await["tier"], "autonomous");
@@ -382,7 +382,7 @@ async fn a_shell_prompt_offers_scoped_grants_and_a_revoke_asks_again() {
     let card = answer_card(&list).clone();
     assert!(
         card.plain()
-            .contains("coder may run Bash: commands starting git status · by Alice (42) (Memory)"),
+            .contains("coder may run Bash: commands starting git status · by Alice (42) on Memory"),
         "{}",
         card.plain()
     );
@@ -534,7 +534,7 @@ async fn proposals_through_the_fake_telegram() {
                 && p["text"]
                     .as_str()
                     .unwrap()
-                    .contains("Approved by Alice (42) (Telegram)")
+                    .contains("Approved by Alice (42) on Telegram")
         })
     })
     .await;

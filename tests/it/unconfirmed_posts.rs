@@ -83,7 +83,7 @@ async fn a_reply_before_the_post_is_confirmed_reaches_its_request_and_the_messag
     // The message the reply found is the card: it shows the outcome once delivery
     // moves on, and is not posted again.
     memory.release_answers();
-    shows(&memory, &card.id, "Denied by Alice (42) (Memory)").await;
+    shows(&memory, &card.id, "Denied by Alice (42) on Memory").await;
     assert_eq!(copies(&memory, &short).len(), 1, "posted once");
     let prompted = audited(&app, &id, "prompted").await;
     assert_eq!(prompted.len(), 1, "{prompted:?}");
@@ -112,7 +112,7 @@ async fn a_reply_to_a_copy_whose_answer_was_lost_reaches_its_request() {
     assert_eq!(got["status"], "rejected");
     assert_eq!(got["reason"], "saw it early");
     // The copy gatebot knows shows the outcome.
-    shows(&memory, &both[1].id, "Denied by Alice (42) (Memory)").await;
+    shows(&memory, &both[1].id, "Denied by Alice (42) on Memory").await;
 }
 
 #[tokio::test]
@@ -149,7 +149,7 @@ async fn a_press_before_the_post_is_confirmed_keeps_the_pressed_message_up_to_da
     assert!(matches!(answer, Answer::Done(_)), "{answer:?}");
     memory.release_answers();
     // Without the press, the lost answer would leave this card with live buttons.
-    let done = shows(&memory, &card.id, "Approved by Alice (42) (Memory)").await;
+    let done = shows(&memory, &card.id, "Approved by Alice (42) on Memory").await;
     assert!(done.card.buttons.is_empty());
     assert_eq!(copies(&memory, &short).len(), 1);
 }
@@ -188,7 +188,7 @@ async fn a_press_on_a_list_is_not_taken_for_the_card_in_flight() {
     );
     // The card's own answer comes, and the card shows the outcome.
     memory.release_answers();
-    shows(&memory, &card.id, "Approved by Alice (42) (Memory)").await;
+    shows(&memory, &card.id, "Approved by Alice (42) on Memory").await;
     let prompted = audited(&app, &id, "prompted").await;
     assert_eq!(prompted.len(), 1);
     assert_eq!(prompted[0]["detail"]["message"], card.id.as_str());

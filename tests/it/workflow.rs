@@ -183,7 +183,9 @@ async fn a_low_warning_continues_and_the_phase_end_checks_in_until_the_owner_con
     assert_eq!(got["action"], "continue");
     assert_eq!(
         got["reason"],
-        format!("check-in {short} continued by alice (CLI): fine, fix the lint later")
+        format!(
+            "check-in {short} continued by alice on the command line: fine, fix the lint later"
+        )
     );
     // The first answer wins.
     let again = answer(&app, &cid, "stop", None).await;
@@ -303,7 +305,8 @@ async fn a_medium_warning_under_low_tolerance_stops_the_run_with_the_seeds_reaso
         (Some("stop"), Some("owner"))
     );
     assert!(
-        str_of(&got, &["reason"]).ends_with("stopped by alice (CLI): not before Monday"),
+        str_of(&got, &["reason"])
+            .ends_with("stopped by alice on the command line: not before Monday"),
         "{got}"
     );
 }
@@ -727,7 +730,7 @@ async fn in_chat_review_shows_every_issue_and_asks_again_and_continue_lets_the_a
         (Some("running"), Some("continue"))
     );
     assert_eq!(got["check_in"]["decided_via"], "memory");
-    let edited = shows(&memory, &card.id, "Continued by Alice (42) (Memory)").await;
+    let edited = shows(&memory, &card.id, "Continued by Alice (42) on Memory").await;
     assert!(edited.card.buttons.is_empty(), "buttons gone: {edited:?}");
     app.stop().await;
 }
@@ -826,10 +829,10 @@ async fn in_chat_stop_asks_why_and_the_owners_reason_reaches_the_agent_and_stran
     );
     assert!(
         str_of(&got, &["reason"])
-            .ends_with("stopped by Alice (42) (Memory): wrong branch, use main"),
+            .ends_with("stopped by Alice (42) on Memory: wrong branch, use main"),
         "{got}"
     );
-    shows(&memory, &card.id, "Stopped by Alice (42) (Memory)").await;
+    shows(&memory, &card.id, "Stopped by Alice (42) on Memory").await;
 
     // `/continue` and replies work too, by short id or prefix.
     let id2 = start(&app.agent, "mailer", "Second").await["id"]
@@ -857,7 +860,7 @@ async fn in_chat_stop_asks_why_and_the_owners_reason_reaches_the_agent_and_stran
     let late = memory.say(&alice(), CHAT, "stop", Some(&card2.id)).await;
     assert!(
         late.text()
-            .contains("already continued by Alice (42) (Memory)"),
+            .contains("already continued by Alice (42) on Memory"),
         "{late:?}"
     );
     let unknown = memory.say(&alice(), CHAT, "/continue zzzz9999", None).await;
@@ -899,7 +902,7 @@ async fn a_restart_keeps_a_waiting_check_in_its_deadline_and_its_card() {
     assert_eq!(waiting.body["runs"][0]["check_in"]["id"], cid.as_str());
     // The answer given after the restart edits the card posted before it.
     answer(&app, &cid, "continue", None).await;
-    shows(&memory, &card.id, "Continued by alice (CLI)").await;
+    shows(&memory, &card.id, "Continued by alice on the command line").await;
     let cards = memory
         .messages(CHAT)
         .into_iter()
@@ -995,12 +998,12 @@ async fn a_reply_or_press_on_a_check_in_whose_post_was_never_confirmed_reaches_i
     assert!(matches!(done, Answer::Done(_)), "{done:?}");
     let got = run_after(&app.agent, &id, 0.0).await;
     assert!(
-        str_of(&got, &["reason"]).ends_with("continued by Alice (42) (Memory): saw it early"),
+        str_of(&got, &["reason"]).ends_with("continued by Alice (42) on Memory: saw it early"),
         "{got}"
     );
     // The message the reply found is the card: it shows the outcome, posted once.
     memory.release_answers();
-    shows(&memory, &card.id, "Continued by Alice (42) (Memory)").await;
+    shows(&memory, &card.id, "Continued by Alice (42) on Memory").await;
     let copies = memory
         .messages(CHAT)
         .into_iter()

@@ -171,7 +171,7 @@ async fn telegram_posts_the_check_in_reviews_it_and_continue_reaches_the_agent()
                 && p["text"]
                     .as_str()
                     .unwrap()
-                    .contains("Continued by Alice (42) (Telegram)")
+                    .contains("Continued by Alice (42) on Telegram")
         })
     })
     .await;
@@ -219,7 +219,7 @@ async fn telegram_stop_asks_why_and_the_reply_reaches_the_agent() {
         got["reason"]
             .as_str()
             .unwrap()
-            .ends_with("stopped by Alice (42) (Telegram): wrong branch, use main"),
+            .ends_with("stopped by Alice (42) on Telegram: wrong branch, use main"),
         "{got}"
     );
     app.stop().await;
@@ -305,7 +305,7 @@ async fn slack_posts_the_check_in_and_stop_opens_a_form_whose_reason_reaches_the
         got["reason"]
             .as_str()
             .unwrap()
-            .ends_with("(Slack): not today"),
+            .ends_with("on Slack: not today"),
         "{got}"
     );
     eventually("the card's update", async || {
@@ -313,7 +313,7 @@ async fn slack_posts_the_check_in_and_stop_opens_a_form_whose_reason_reaches_the
             c.ok && c.params["ts"] == ts.as_str()
                 && c.params["blocks"]
                     .to_string()
-                    .contains("Stopped by name-U1 (U1) (Slack)")
+                    .contains("Stopped by name-U1 (U1) on Slack")
         })
     })
     .await;

@@ -478,7 +478,7 @@ pub async fn decide(
     }
 }
 
-/// "Check-in k7m2abcd is already stopped by Alice (42) (Telegram): not now."
+/// "Check-in k7m2abcd is already stopped by Alice (42) on Telegram: not now."
 #[must_use]
 pub fn already_answered(c: &CheckIn) -> Answer {
     let short = c.short_id.as_deref().unwrap_or("-");
@@ -696,11 +696,7 @@ pub fn buttons(c: &CheckIn, suffix: &str, with_review: bool) -> Vec<Button> {
 #[must_use]
 pub fn outcome_line(c: &CheckIn) -> String {
     let when = c.decided_at.map(clock).unwrap_or_default();
-    let by = c.decided_by.as_deref().unwrap_or("someone");
-    let via = c
-        .decided_via
-        .as_ref()
-        .map_or_else(|| "gatebot".to_string(), |v| v.label());
+    let by = crate::approval::who(c.decided_by.as_deref(), c.decided_via.as_ref());
     let reason = c
         .decision_reason
         .as_deref()
@@ -709,8 +705,8 @@ pub fn outcome_line(c: &CheckIn) -> String {
     match c.status {
         CheckInStatus::Waiting => "⏳ Waiting for the owner".into(),
         CheckInStatus::Reported => "📋 Reported; nothing to answer".into(),
-        CheckInStatus::Continued => format!("▶️ Continued by {by} ({via}) {when}{reason}"),
-        CheckInStatus::Stopped => format!("⏹ Stopped by {by} ({via}) {when}{reason}"),
+        CheckInStatus::Continued => format!("▶️ Continued by {by} {when}{reason}"),
+        CheckInStatus::Stopped => format!("⏹ Stopped by {by} {when}{reason}"),
         CheckInStatus::Expired => format!(
             "⌛ Expired {when}: {}; the workflow stopped",
             run::expiry_reason(c.ttl_ms)
@@ -1248,7 +1244,7 @@ mod tests {
         assert_eq!(
             c.blocks.last(),
             Some(&Block::Outcome(
-                "⏹ Stopped by Alice (42) (Telegram) 1970-01-01 00:00 UTC: not now".into()
+                "⏹ Stopped by Alice (42) on Telegram 1970-01-01 00:00 UTC: not now".into()
             ))
         );
         assert!(!c.plain().contains("Expires"));

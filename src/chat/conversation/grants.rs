@@ -282,7 +282,7 @@ mod tests {
         };
         assert_eq!(
             grant_line(&g).plain(),
-            "g7m2abcd coder may run Bash: commands starting git status · by alice (CLI) \
+            "g7m2abcd coder may run Bash: commands starting git status · by alice on the command line \
              1970-01-01 00:00 UTC · until 1970-01-01 01:00 UTC · Always allow on request k7m2abcd"
         );
     }

@@ -609,7 +609,7 @@ impl Action {
 
 impl Command {
     /// Reads a message as a command. `bot_username` is the bot's own username
-    /// (Telegram), used to ignore `/cmd@otherbot`; `in_reply` says the message replies
+    /// on Telegram, used to ignore `/cmd@otherbot`; `in_reply` says the message replies
     /// to (or is in the thread of) a card, which lets a decision omit the id and be
     /// plain words. `None` when the message is not for gatebot.
     #[must_use]

@@ -236,7 +236,7 @@ fn quiet(cx: &Context) -> Duration {
     cx.engine.config().trust.promotion.decline_quiet
 }
 
-/// "approved by Alice (42) (Telegram)", "declined by …", "superseded".
+/// "approved by Alice (42) on Telegram", "declined by …", "superseded".
 fn settled_words(p: &Proposal) -> String {
     let by = p
         .decided_by
@@ -583,7 +583,7 @@ mod tests {
         assert_eq!(
             c.blocks.last(),
             Some(&Block::Outcome(
-                "❌ Denied by alice (CLI) 1970-01-01 00:00 UTC; not proposed again for 30 days"
+                "❌ Denied by alice on the command line 1970-01-01 00:00 UTC; not proposed again for 30 days"
                     .into()
             ))
         );

@@ -655,7 +655,7 @@ async fn finish(client: &Client, t: &ClaimedView, how: Finish) -> Outcome {
     Outcome::Abandoned("gatebot could not be told; the lease will lapse".into())
 }
 
-/// "agent claude-code is paused by alice (CLI) since 2026-…Z: runaway loop; waiting
+/// "agent claude-code is paused by alice on the command line since 2026-…Z: runaway loop; waiting
 /// until an owner resumes it", from an `agent_paused` error.
 fn paused_line(agent: &str, error: &Value) -> String {
     let mut s = format!("agent {agent} is paused");

@@ -463,7 +463,7 @@ pub async fn decide_granting(
     }
 }
 
-/// "Request k7m2abcd is already approved by Alice (42) (Telegram)."
+/// "Request k7m2abcd is already approved by Alice (42) on Telegram."
 #[must_use]
 pub fn already_settled(a: &Approval) -> Answer {
     Answer::Notice {
@@ -908,7 +908,7 @@ pub fn status_word(s: Status) -> &'static str {
 }
 
 /// The line that replaces the buttons once a request is settled:
-/// "✅ Approved by alice (Telegram) 2026-11-23 12:03 UTC".
+/// "✅ Approved by alice on Telegram 2026-11-23 12:03 UTC".
 #[must_use]
 pub fn outcome_line(a: &Approval) -> String {
     let by = a.decider();
@@ -1259,7 +1259,7 @@ mod tests {
         assert_eq!(
             c.blocks.last(),
             Some(&Block::Outcome(
-                "✅ Approved by alice (Slack) 1970-01-01 00:00 UTC".into()
+                "✅ Approved by alice on Slack 1970-01-01 00:00 UTC".into()
             ))
         );
         assert!(!c.plain().contains("Expires"));
