@@ -1021,6 +1021,11 @@ async fn decide_grants_a_prefix_and_grants_revoke_takes_it_back() {
     assert!(
         text(&out.stdout).contains(&short) && text(&out.stdout).contains("commands starting `git`")
     );
+    assert!(
+        text(&out.stdout).lines().all(|l| l.chars().count() <= 80),
+        "80 columns: {}",
+        text(&out.stdout)
+    );
     let out = d.cli(&["grants", "revoke", &short]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let out = d.cli(&["grants", "revoke", &short]).await;

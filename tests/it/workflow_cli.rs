@@ -202,6 +202,10 @@ async fn a_pipeline_reports_waits_for_the_owner_and_exits_by_the_answer() {
         listed.contains("stopped") && listed.contains("Release 2.4"),
         "{listed}"
     );
+    assert!(
+        listed.lines().all(|l| l.chars().count() <= 80),
+        "80 columns: {listed}"
+    );
     let list = d.cli(&["workflows", "--json", "--status", "stopped"]).await;
     let v: Value = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(v["runs"][0]["id"], run.as_str());

@@ -41,12 +41,16 @@ pub(super) async fn list(
     }
     let now = crate::time::now_ms();
     for g in &grants {
+        // Within 80 columns: what it covers, then who granted it and for how long.
         outln!(
-            "{}  {:<16} {:<16} {}  by {} {}  {}",
+            "{:<8}  {:<16} {:<20} {}",
             g.short_id,
-            g.agent,
-            g.tool,
-            g.scope.words(),
+            crate::words::cut(&g.agent, 16),
+            crate::words::cut(&g.tool, 20),
+            g.scope.words()
+        );
+        outln!(
+            "          by {} {}, {}",
             g.by.label(),
             crate::time::clock(g.created_at),
             g.until_words(now)

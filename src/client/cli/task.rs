@@ -136,13 +136,14 @@ pub(super) async fn list(
         outln!("{}", if all { "No tasks." } else { "No open tasks." });
     }
     for t in &tasks {
+        // Within 80 columns: the summary is cut to what is left of the line.
         outln!(
-            "{}  {:<9} {:<13} {:<16} {}",
+            "{:<8}  {:<9} {:<13} {:<16} {}",
             t.short_id,
             t.status.as_str(),
-            t.intent.as_str(),
-            t.agent,
-            t.summary
+            t.intent.label(),
+            crate::words::cut(&t.agent, 16),
+            crate::words::cut(&t.summary, 29)
         );
     }
     Ok(EXIT_GO)

@@ -442,21 +442,20 @@ pub(super) async fn list(client: &Client, a: ListArgs) -> Result<u8, String> {
         outln!("No workflow runs.");
     }
     for r in &runs {
+        // Within 80 columns; the waiting check-in, if any, on a line of its own.
         outln!(
-            "{}  {:<16} {:<9} {:<32} {:<16} {:>3}w {:>3}e{}",
+            "{:<8}  {:<14} {:<9} {:<20} {:<12} {:>3}w {:>3}e",
             r.short_id,
-            r.agent,
+            crate::words::cut(&r.agent, 14),
             r.status.as_str(),
-            r.title,
-            r.phase.as_deref().unwrap_or("-"),
+            crate::words::cut(&r.title, 20),
+            crate::words::cut(r.phase.as_deref().unwrap_or("-"), 12),
             r.totals.warnings,
             r.totals.errors,
-            r.check_in
-                .as_ref()
-                .and_then(|c| c.short_id.as_deref())
-                .map(|s| format!("  check-in {s}"))
-                .unwrap_or_default()
         );
+        if let Some(s) = r.check_in.as_ref().and_then(|c| c.short_id.as_deref()) {
+            outln!("          waits at check-in {s}: gatebot decide {s} continue|stop");
+        }
     }
     if res.body["next"].is_string() {
         outln!("… more runs: narrow with --agent or --status, or raise --limit");
