@@ -18,7 +18,7 @@ use clap::{Args, Subcommand};
 use rand::Rng;
 use serde::Deserialize;
 use teloxide::payloads::GetUpdatesSetters;
-use teloxide::types::{AllowedUpdate, ChatId, UpdateKind};
+use teloxide::types::{AllowedUpdate, ChatId, Update, UpdateKind};
 use teloxide::{ApiError, Bot, RequestError};
 
 use super::flag_duration;
@@ -82,6 +82,54 @@ struct Owner {
 
 async fn telegram(args: TelegramArgs, path: &Path) -> Result<u8, String> {
     let wait = flag_duration("--wait", &args.wait, range::CLIENT_WAIT)?;
+    let (raw, table) = read_table(path)?;
+    let (api, token) = bot(&raw, &table, path)?;
+    let me = api
+        .get_me()
+        .await
+        .map_err(|e| crate::telegram::explain_get_me(&e, token.expose()))?;
+    let bot = me.user.username.clone().unwrap_or_default();
+    let code = code();
+    eprintln!(
+        "Waiting up to {} for you on Telegram. Open https://t.me/{bot}?start={code} and press \
+         Start, or send @{bot} this message:\n  /start {code}",
+        words(wait)
+    );
+    let owner = wait_for_code(&api, &token, &code, wait).await?;
+    let _ = api
+        .send_message(
+            ChatId(owner.chat),
+            format!(
+                "gatebot: found you ({}, user id {}). Once gatebot runs with the new \
+                 settings, its approval requests come here.",
+                owner.name, owner.user
+            ),
+        )
+        .await;
+    let (approvers, chats) = ids_with(&table, &owner);
+    outln!(
+        "Found {}, user id {}, in {}.",
+        owner.name,
+        owner.user,
+        if owner.private {
+            format!("your private chat with @{bot}")
+        } else {
+            format!("the group {}", owner.chat)
+        }
+    );
+    let lines = format!("approvers = {}\nchats = {}", list(&approvers), list(&chats));
+    if !args.write {
+        outln!("For the [telegram] table of {}:\n{lines}", path.display());
+        outln!("(or run this again with --write to have them written there)");
+        return Ok(EXIT_GO);
+    }
+    write_ids(path, &raw, &table, (&approvers, &chats), &lines)?;
+    Ok(EXIT_GO)
+}
+
+/// The config file's text and its `[telegram]` table, read without checking the rest
+/// (a file `gatebot init` just wrote has no approvers yet).
+fn read_table(path: &Path) -> Result<(String, Table), String> {
     let raw = std::fs::read_to_string(path).map_err(|e| {
         format!(
             "cannot read the config file {}: {}",
@@ -104,14 +152,19 @@ async fn telegram(args: TelegramArgs, path: &Path) -> Result<u8, String> {
             e.message().trim()
         )
     })?;
-    let Some(table) = doc.telegram else {
-        return Err(format!(
+    let table = doc.telegram.ok_or_else(|| {
+        format!(
             "{} has no [telegram] table: add one with `gatebot init --telegram` (a new \
              file) or by hand (README, \"Telegram\")",
             path.display()
-        ));
-    };
-    let r = Resolve::new(&raw, path);
+        )
+    })?;
+    Ok((raw, table))
+}
+
+/// The bot the table names: its API (at `api_url`) and its token.
+fn bot(raw: &str, table: &Table, path: &Path) -> Result<(BotApi, Secret), String> {
+    let r = Resolve::new(raw, path);
     let token = r
         .secret(
             "telegram",
@@ -151,30 +204,14 @@ async fn telegram(args: TelegramArgs, path: &Path) -> Result<u8, String> {
         )
         .map_err(|e| e.to_string())?;
     let url = url::Url::parse(&api_url).map_err(|e| format!("telegram.api_url: {e}"))?;
-    let api = BotApi::new(Bot::new(token.expose()).set_api_url(url));
-    let me = api
-        .get_me()
-        .await
-        .map_err(|e| crate::telegram::explain_get_me(&e, token.expose()))?;
-    let bot = me.user.username.clone().unwrap_or_default();
-    let code = code();
-    eprintln!(
-        "Waiting up to {} for you on Telegram. Open https://t.me/{bot}?start={code} and press \
-         Start, or send @{bot} this message:\n  /start {code}",
-        words(wait)
-    );
-    let owner = wait_for_code(&api, &token, &code, wait).await?;
-    let _ = api
-        .send_message(
-            ChatId(owner.chat),
-            format!(
-                "gatebot: found you ({}, user id {}). Once gatebot runs with the new \
-                 settings, its approval requests come here.",
-                owner.name, owner.user
-            ),
-        )
-        .await;
+    Ok((
+        BotApi::new(Bot::new(token.expose()).set_api_url(url)),
+        token,
+    ))
+}
 
+/// The table's approvers and chats with the owner found added.
+fn ids_with(table: &Table, owner: &Owner) -> (Vec<u64>, Vec<i64>) {
     let approvers = merged(
         table.approvers.as_ref().map(|s| s.get_ref().as_slice()),
         owner.user,
@@ -190,24 +227,20 @@ async fn telegram(args: TelegramArgs, path: &Path) -> Result<u8, String> {
     } else {
         merged(Some(&old_chats), owner.chat)
     };
-    outln!(
-        "Found {}, user id {}, in {}.",
-        owner.name,
-        owner.user,
-        if owner.private {
-            format!("your private chat with @{bot}")
-        } else {
-            format!("the group {}", owner.chat)
-        }
-    );
-    let lines = format!("approvers = {}\nchats = {}", list(&approvers), list(&chats));
-    if !args.write {
-        outln!("For the [telegram] table of {}:\n{lines}", path.display());
-        outln!("(or run this again with --write to have them written there)");
-        return Ok(EXIT_GO);
-    }
+    (approvers, chats)
+}
+
+/// Writes the ids into the file's `[telegram]` table in place, then checks the file as
+/// `check-config` does and says what it still finds.
+fn write_ids(
+    path: &Path,
+    raw: &str,
+    table: &Table,
+    (approvers, chats): (&[u64], &[i64]),
+    lines: &str,
+) -> Result<(), String> {
     let file = target(path)?;
-    let edited = set_ids(&raw, &table, &approvers, &chats).map_err(|e| {
+    let edited = set_ids(raw, table, approvers, chats).map_err(|e| {
         format!(
             "{e}; {} was left as it is. The lines:\n{lines}",
             path.display()
@@ -230,7 +263,7 @@ async fn telegram(args: TelegramArgs, path: &Path) -> Result<u8, String> {
             }
         }
     }
-    Ok(EXIT_GO)
+    Ok(())
 }
 
 /// A code to send with `/start`: 8 letters and digits (a deep link's `start` parameter).
@@ -310,34 +343,43 @@ async fn wait_for_code(
                 continue;
             }
         };
-        for u in updates {
-            offset = offset.max(i32::try_from(u.id.0).unwrap_or(i32::MAX).saturating_add(1));
-            let UpdateKind::Message(m) = u.kind else {
-                continue;
-            };
-            let (Some(text), Some(from)) = (m.text(), m.from.as_ref()) else {
-                continue;
-            };
-            let name = match &from.username {
-                Some(u) => format!("{} (@{u})", from.full_name()),
-                None => from.full_name(),
-            };
-            if carries(text, code) {
-                return Ok(Owner {
-                    user: from.id.0,
-                    name,
-                    chat: m.chat.id.0,
-                    private: m.chat.is_private(),
-                });
-            }
-            if text.starts_with("/start") {
-                eprintln!(
-                    "ignored a /start from {name} (user id {}): it does not carry this code",
-                    from.id.0
-                );
-            }
+        if let Some(owner) = owner_in(updates, code, &mut offset) {
+            return Ok(owner);
         }
     }
+}
+
+/// Who sent `/start CODE` in `updates`, if anyone did; a `/start` without the code is
+/// named and ignored. `offset` moves past every update read.
+fn owner_in(updates: Vec<Update>, code: &str, offset: &mut i32) -> Option<Owner> {
+    for u in updates {
+        *offset = (*offset).max(i32::try_from(u.id.0).unwrap_or(i32::MAX).saturating_add(1));
+        let UpdateKind::Message(m) = u.kind else {
+            continue;
+        };
+        let (Some(text), Some(from)) = (m.text(), m.from.as_ref()) else {
+            continue;
+        };
+        let name = match &from.username {
+            Some(u) => format!("{} (@{u})", from.full_name()),
+            None => from.full_name(),
+        };
+        if carries(text, code) {
+            return Some(Owner {
+                user: from.id.0,
+                name,
+                chat: m.chat.id.0,
+                private: m.chat.is_private(),
+            });
+        }
+        if text.starts_with("/start") {
+            eprintln!(
+                "ignored a /start from {name} (user id {}): it does not carry this code",
+                from.id.0
+            );
+        }
+    }
+    None
 }
 
 /// `old` with `id` added (once), in order.

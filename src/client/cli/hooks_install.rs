@@ -522,93 +522,22 @@ fn install(
     env: &Env,
 ) -> Result<u8, String> {
     let client = args.client;
-    if args.mcp && client != Client::ClaudeCode {
-        return Err("--mcp is for Claude Code only (its --permission-prompt-tool)".into());
-    }
-    let event = match (client, args.event) {
-        (Client::Gemini, Some(_)) => {
-            return Err(
-                "--event is for Claude Code and Codex; Gemini CLI's hook is BeforeTool".into(),
-            )
-        }
-        (_, Some(HookEvent::PermissionRequest)) => "PermissionRequest",
-        _ => client.events()[0],
-    };
-    let scope = if args.user {
-        Scope::User
-    } else {
-        let dir = args
-            .project
-            .clone()
-            .unwrap_or_else(|| env.places.cwd.clone());
-        let dir = absolute(&dir, &env.places.cwd);
-        if !dir.is_dir() {
-            return Err(format!("the project {} is not a directory", dir.display()));
-        }
-        Scope::Project(dir)
-    };
-    let agent = args
-        .agent
-        .clone()
-        .unwrap_or_else(|| client.arg().to_string());
-    if !crate::names::valid_agent_name(&agent) {
-        return Err(format!(
-            "`{agent}` is not an agent name gatebot accepts (letters, digits, `-`, `_` and `.`, at most 64)"
-        ));
-    }
+    let event = hook_event(args)?;
+    let scope = install_scope(args, env)?;
+    let agent = agent_name(args)?;
     let reach = reach(&scope, socket, config, env);
     let command = hook_command(client, &agent, &reach);
 
-    // Read and check every file before changing any.
+    // Read and check every file before writing any (the hook is added in memory).
     let mut settings = Settings::read(&client.settings(&scope, env)?)?;
-    let existing = settings.gatebot_hooks()?;
+    let change = add_hook(&mut settings, client, event, &command)?;
     let mcp = if args.mcp {
         Some(McpChange::prepare(&scope, &agent, &reach)?)
     } else {
         None
     };
-    let change = if let Some((_, cmd)) = existing.iter().find(|(e, _)| e == event) {
-        Change::Already(cmd.clone())
-    } else if let Some((other, cmd)) = existing.first() {
-        return Err(format!(
-            "{} already has gatebot's hook under {other} (`{cmd}`): with both, each call \
-             would be asked twice. Remove that one first, or install the same one (--event \
-             {}); the file was left as it is",
-            settings.path.display(),
-            if other == "PermissionRequest" {
-                "permission-request"
-            } else {
-                "pre-tool-use"
-            }
-        ));
-    } else {
-        let hooks = settings
-            .value
-            .entry("hooks", Json::Object(Vec::new()))
-            .expect("settings are an object");
-        let list = hooks
-            .entry(event, Json::Array(Vec::new()))
-            .expect("hooks are an object");
-        if let Json::Array(items) = list {
-            items.push(hook_group(client, &command));
-        }
-        Change::Added
-    };
     if args.mcp {
-        // The MCP tool's calls wait as long as a hook's: Claude Code's MCP timeout must
-        // be longer than gatebot's (docs/integrations.md).
-        let env_table = settings.value.entry("env", Json::Object(Vec::new()));
-        match env_table {
-            Some(t @ Json::Object(_)) => {
-                t.entry("MCP_TOOL_TIMEOUT", Json::String("600000".into()));
-            }
-            _ => {
-                return Err(format!(
-                    "{}: \"env\" is not an object; it was left as it is",
-                    settings.path.display()
-                ))
-            }
-        }
+        set_mcp_timeout(&mut settings)?;
     }
 
     let mut wrote = false;
@@ -652,6 +581,107 @@ fn install(
         outln!("{}", codex_trust(&scope));
     }
     Ok(EXIT_GO)
+}
+
+/// The hook event to install under: the client's first, or PermissionRequest when
+/// asked (not for Gemini CLI, whose one hook is BeforeTool); `--mcp` only for Claude Code.
+fn hook_event(args: &InstallArgs) -> Result<&'static str, String> {
+    let client = args.client;
+    if args.mcp && client != Client::ClaudeCode {
+        return Err("--mcp is for Claude Code only (its --permission-prompt-tool)".into());
+    }
+    Ok(match (client, args.event) {
+        (Client::Gemini, Some(_)) => {
+            return Err(
+                "--event is for Claude Code and Codex; Gemini CLI's hook is BeforeTool".into(),
+            )
+        }
+        (_, Some(HookEvent::PermissionRequest)) => "PermissionRequest",
+        _ => client.events()[0],
+    })
+}
+
+/// The user's settings, or a project's (`--project DIR`, else the current directory).
+fn install_scope(args: &InstallArgs, env: &Env) -> Result<Scope, String> {
+    if args.user {
+        return Ok(Scope::User);
+    }
+    let dir = args
+        .project
+        .clone()
+        .unwrap_or_else(|| env.places.cwd.clone());
+    let dir = absolute(&dir, &env.places.cwd);
+    if !dir.is_dir() {
+        return Err(format!("the project {} is not a directory", dir.display()));
+    }
+    Ok(Scope::Project(dir))
+}
+
+/// The agent the hook asks as: `--agent`, else the client's own name.
+fn agent_name(args: &InstallArgs) -> Result<String, String> {
+    let agent = args
+        .agent
+        .clone()
+        .unwrap_or_else(|| args.client.arg().to_string());
+    if !crate::names::valid_agent_name(&agent) {
+        return Err(format!(
+            "`{agent}` is not an agent name gatebot accepts (letters, digits, `-`, `_` and `.`, at most 64)"
+        ));
+    }
+    Ok(agent)
+}
+
+/// Adds gatebot's hook under `event`, unless it is there already; gatebot's hook under
+/// another event is refused (each call would be asked twice).
+fn add_hook(
+    settings: &mut Settings,
+    client: Client,
+    event: &'static str,
+    command: &str,
+) -> Result<Change, String> {
+    let existing = settings.gatebot_hooks()?;
+    if let Some((_, cmd)) = existing.iter().find(|(e, _)| e == event) {
+        return Ok(Change::Already(cmd.clone()));
+    }
+    if let Some((other, cmd)) = existing.first() {
+        return Err(format!(
+            "{} already has gatebot's hook under {other} (`{cmd}`): with both, each call \
+             would be asked twice. Remove that one first, or install the same one (--event \
+             {}); the file was left as it is",
+            settings.path.display(),
+            if other == "PermissionRequest" {
+                "permission-request"
+            } else {
+                "pre-tool-use"
+            }
+        ));
+    }
+    let hooks = settings
+        .value
+        .entry("hooks", Json::Object(Vec::new()))
+        .expect("settings are an object");
+    let list = hooks
+        .entry(event, Json::Array(Vec::new()))
+        .expect("hooks are an object");
+    if let Json::Array(items) = list {
+        items.push(hook_group(client, command));
+    }
+    Ok(Change::Added)
+}
+
+/// The MCP tool's calls wait as long as a hook's: Claude Code's MCP timeout must be
+/// longer than gatebot's (docs/integrations.md).
+fn set_mcp_timeout(settings: &mut Settings) -> Result<(), String> {
+    match settings.value.entry("env", Json::Object(Vec::new())) {
+        Some(t @ Json::Object(_)) => {
+            t.entry("MCP_TOOL_TIMEOUT", Json::String("600000".into()));
+            Ok(())
+        }
+        _ => Err(format!(
+            "{}: \"env\" is not an object; it was left as it is",
+            settings.path.display()
+        )),
+    }
 }
 
 /// The MCP approval tool for Claude Code: the project's `.mcp.json`; for the user, the

@@ -290,8 +290,28 @@ fn render(p: &Plan) -> String {
         quoted_path(&p.agents_socket),
         quoted_path(&p.control_socket)
     ));
-    s.push_str(
-        "[policy]\n\
+    s.push_str(POLICY_AND_TOOLS);
+    s.push_str(&format!(
+        "# The agent; its name is what its hook sends (`--agent`). Add a table per agent.\n\
+         [agents.{}]\n\
+         # \"draft_only\": only read-only tools run; \"supervised\": every call asks a human;\n\
+         # \"semi_autonomous\": low risk runs, the rest asks; \"autonomous\": runs, except\n\
+         # critical risk and what [policy] holds back. gatebot proposes a change of tier\n\
+         # when the agent's record earns it (docs/trust.md); nothing changes until you agree.\n\
+         tier = {}\n\
+         # A token the agent's requests must carry (its hooks send GATEBOT_TOKEN), so that\n\
+         # no other program on this machine can act as it. Put one in a file (for example\n\
+         # `openssl rand -hex 32 > agent-token`, readable only by the owner) and name it:\n\
+         # token_file = \"agent-token\"\n\n",
+        agent_key(&p.agent),
+        quoted(&p.tier)
+    ));
+    s.push_str(&chat_tables(p));
+    s
+}
+
+/// The `[policy]` and `[tools]` tables every written file starts from.
+const POLICY_AND_TOOLS: &str = "[policy]\n\
          # The rule for the whole organisation, after each agent's lists: \"dangerous\": a\n\
          # destructive tool always asks a human; \"all\": every call a tier would run asks;\n\
          # \"none\": only what the tier and the risk hold back asks.\n\
@@ -322,23 +342,11 @@ fn render(p: &Plan) -> String {
          search_file_content = \"read-only\"\n\
          write_file = \"write\"\n\
          replace = \"write\"\n\
-         run_shell_command = { class = \"write\", command_arg = \"command\" }\n\n",
-    );
-    s.push_str(&format!(
-        "# The agent; its name is what its hook sends (`--agent`). Add a table per agent.\n\
-         [agents.{}]\n\
-         # \"draft_only\": only read-only tools run; \"supervised\": every call asks a human;\n\
-         # \"semi_autonomous\": low risk runs, the rest asks; \"autonomous\": runs, except\n\
-         # critical risk and what [policy] holds back. gatebot proposes a change of tier\n\
-         # when the agent's record earns it (docs/trust.md); nothing changes until you agree.\n\
-         tier = {}\n\
-         # A token the agent's requests must carry (its hooks send GATEBOT_TOKEN), so that\n\
-         # no other program on this machine can act as it. Put one in a file (for example\n\
-         # `openssl rand -hex 32 > agent-token`, readable only by the owner) and name it:\n\
-         # token_file = \"agent-token\"\n\n",
-        agent_key(&p.agent),
-        quoted(&p.tier)
-    ));
+         run_shell_command = { class = \"write\", command_arg = \"command\" }\n\n";
+
+/// The chat platforms' tables the plan has, or the line saying there are none.
+fn chat_tables(p: &Plan) -> String {
+    let mut s = String::new();
     if let Some(t) = &p.telegram {
         let approvers: Vec<String> = t.approvers.iter().map(ToString::to_string).collect();
         s.push_str(&format!(
@@ -540,6 +548,33 @@ fn ask(
                 .map_or(name.to_string(), |d| d.join(name).display().to_string())
         }
     };
+    ask_telegram(&mut q, &mut args, &default_file)?;
+    ask_slack(&mut q, &mut args, &default_file)?;
+    loop {
+        let agent = q.text(
+            "The agent's name (what its hook sends)",
+            args.agent.as_deref().unwrap_or("claude-code"),
+        )?;
+        if crate::names::valid_agent_name(&agent) {
+            args.agent = Some(agent);
+            break;
+        }
+        q.say("An agent's name is letters, digits, -, _ and . (at most 64).")?;
+    }
+    args.tier = Some(q.choose(
+        "Its tier: draft_only, supervised (every call asks), semi_autonomous or autonomous?",
+        &TIERS,
+        args.tier.as_deref().unwrap_or("supervised"),
+    )?);
+    Ok(args)
+}
+
+/// Telegram: whether to ask there, the token's file, and who may decide.
+fn ask_telegram<R: BufRead, W: Write>(
+    q: &mut Questions<'_, R, W>,
+    args: &mut InitArgs,
+    default_file: &dyn Fn(&str) -> String,
+) -> Result<(), String> {
     let telegram_on = args.telegram || args.telegram_token_file.is_some();
     if q.yes_no("Ask owners on Telegram?", telegram_on)? {
         args.telegram = true;
@@ -561,6 +596,15 @@ fn ask(
         args.telegram_token_file = None;
         args.telegram_approvers.clear();
     }
+    Ok(())
+}
+
+/// Slack: whether to ask there, the two tokens' files, the channels and who may decide.
+fn ask_slack<R: BufRead, W: Write>(
+    q: &mut Questions<'_, R, W>,
+    args: &mut InitArgs,
+    default_file: &dyn Fn(&str) -> String,
+) -> Result<(), String> {
     let slack_on = args.slack || args.slack_bot_token_file.is_some();
     if q.yes_no("Ask owners on Slack?", slack_on)? {
         args.slack = true;
@@ -591,23 +635,7 @@ fn ask(
         args.slack_channels.clear();
         args.slack_approvers.clear();
     }
-    loop {
-        let agent = q.text(
-            "The agent's name (what its hook sends)",
-            args.agent.as_deref().unwrap_or("claude-code"),
-        )?;
-        if crate::names::valid_agent_name(&agent) {
-            args.agent = Some(agent);
-            break;
-        }
-        q.say("An agent's name is letters, digits, -, _ and . (at most 64).")?;
-    }
-    args.tier = Some(q.choose(
-        "Its tier: draft_only, supervised (every call asks), semi_autonomous or autonomous?",
-        &TIERS,
-        args.tier.as_deref().unwrap_or("supervised"),
-    )?);
-    Ok(args)
+    Ok(())
 }
 
 struct Questions<'a, R, W> {
