@@ -37,7 +37,7 @@ pub(super) async fn decide(
     ApiPath(id): ApiPath<String>,
     req: Request<Body>,
 ) -> ApiResult<Response> {
-    let actor = owner_of(&req).await?;
+    let actor = owner_of(&state, &req).await?;
     let body: DecisionBody = json_body(&state, req).await?;
     refuse_actor(body.actor.as_ref())?;
     let decision = OwnerDecision {

@@ -7,17 +7,29 @@ use axum::http::{HeaderMap, Request, StatusCode};
 use tracing::info;
 
 use super::error::{ApiError, ApiResult};
+use super::ApiState;
 use crate::peer::{check_sudo_user, Caller, SUDO_USER_HEADER};
 
 /// Who is acting on the control socket ([`decider`]), for every owner's route that
-/// changes something. Takes what it needs from `req` at once, so the request is not
+/// changes something: the person `[people]` names for that account (`unix = …`), else
+/// the account itself. Takes what it needs from `req` at once, so the request is not
 /// held across the lookup (a body is not `Sync`).
 pub(super) fn owner_of(
+    state: &ApiState,
     req: &Request<Body>,
 ) -> impl std::future::Future<Output = ApiResult<String>> + Send + 'static {
     let caller = req.extensions().get::<Caller>().copied();
     let headers = req.headers().clone();
-    async move { decider(caller, &headers).await }
+    let engine = state.engine.clone();
+    async move {
+        let account = decider(caller, &headers).await?;
+        let person = engine
+            .config()
+            .people
+            .named("unix", &account)
+            .map(str::to_string);
+        Ok(person.unwrap_or(account))
+    }
 }
 
 /// Refuses a body that names who acts: gatebot records the caller the kernel names.

@@ -60,7 +60,7 @@ pub(super) async fn create(
     State(state): State<ApiState>,
     req: Request<Body>,
 ) -> ApiResult<Response> {
-    let by = owner_of(&req).await?;
+    let by = owner_of(&state, &req).await?;
     let body: TaskBody = json_body(&state, req).await?;
     let intent = body
         .intent
@@ -203,7 +203,7 @@ async fn owner_step(
     req: Request<Body>,
     step: Step,
 ) -> ApiResult<Json<TaskView>> {
-    let actor = owner_of(&req).await?;
+    let actor = owner_of(state, &req).await?;
     let task = state.engine.task_step(id, step, &actor, &Via::Cli).await?;
     note(&task);
     Ok(Json(TaskView::from(&task)))
@@ -240,7 +240,7 @@ pub(super) async fn answer(
     ApiPath(id): ApiPath<String>,
     req: Request<Body>,
 ) -> ApiResult<Json<TaskView>> {
-    let actor = owner_of(&req).await?;
+    let actor = owner_of(&state, &req).await?;
     let body: AnswerBody = json_body(&state, req).await?;
     let task = state.engine.task(&id).await?;
     let task = state

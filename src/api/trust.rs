@@ -33,8 +33,11 @@ use crate::trust::view::{ActorBody, AgentView, AssessOutcome, PauseBody, TierBod
 use crate::trust::{Actor, Grant, Proposal};
 
 /// The owner acting through `req`, who may not name anyone in its body.
-fn owner(req: &Request<Body>) -> impl std::future::Future<Output = ApiResult<Actor>> + Send {
-    let name = owner_of(req);
+fn owner(
+    state: &ApiState,
+    req: &Request<Body>,
+) -> impl std::future::Future<Output = ApiResult<Actor>> + Send {
+    let name = owner_of(state, req);
     async move {
         Ok(Actor {
             name: name.await?,
@@ -82,7 +85,7 @@ pub(super) async fn tier(
     req: Request<Body>,
 ) -> ApiResult<Json<AgentView>> {
     agent_name(&name)?;
-    let who = owner(&req).await?;
+    let who = owner(&state, &req).await?;
     let body: TierBody = json_body(&state, req).await?;
     refuse_actor(body.actor.as_ref())?;
     let tier = match body.tier.as_deref() {
@@ -111,7 +114,7 @@ pub(super) async fn pause(
     req: Request<Body>,
 ) -> ApiResult<Json<Value>> {
     agent_name(&name)?;
-    let who = owner(&req).await?;
+    let who = owner(&state, &req).await?;
     let body: PauseBody = json_body(&state, req).await?;
     refuse_actor(body.actor.as_ref())?;
     let reason = body.reason.filter(|r| !r.trim().is_empty());
@@ -133,7 +136,7 @@ pub(super) async fn resume(
     req: Request<Body>,
 ) -> ApiResult<Json<Value>> {
     agent_name(&name)?;
-    let who = owner(&req).await?;
+    let who = owner(&state, &req).await?;
     let body: ActorBody = json_body(&state, req).await?;
     refuse_actor(body.actor.as_ref())?;
     let lifted = state.engine.resume(&name, who).await?;
@@ -174,7 +177,7 @@ pub(super) async fn revoke(
     ApiPath(id): ApiPath<String>,
     req: Request<Body>,
 ) -> ApiResult<Json<Grant>> {
-    let who = owner(&req).await?;
+    let who = owner(&state, &req).await?;
     let body: ActorBody = json_body(&state, req).await?;
     refuse_actor(body.actor.as_ref())?;
     Ok(Json(state.engine.revoke_grant(&id, who).await?))

@@ -16,12 +16,18 @@ pub struct Actor {
     pub name: String,
     /// Whether `id` is one of the platform's approvers.
     pub approver: bool,
+    /// The person `[people]` names for `id` on this platform, if any.
+    pub person: Option<String>,
 }
 
 impl Actor {
-    /// How the actor is recorded as `decided_by`: "Alice (12345)".
+    /// How the actor is recorded as `decided_by`: the person `[people]` names for them
+    /// ("alice"), else "Alice (12345)" (an unmapped id is its own person).
     #[must_use]
     pub fn label(&self) -> String {
+        if let Some(person) = &self.person {
+            return person.clone();
+        }
         if self.name.is_empty() || self.name == self.id {
             self.id.clone()
         } else {

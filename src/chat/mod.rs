@@ -81,6 +81,12 @@ impl Context {
             id: id.to_string(),
             name: name.to_string(),
             approver,
+            person: self
+                .engine
+                .config()
+                .people
+                .named(self.platform.as_str(), id)
+                .map(str::to_string),
         }
     }
 

@@ -290,6 +290,7 @@ pub(super) struct FileConfig {
     pub(super) inbox: Option<FileInbox>,
     pub(super) workflow: FileWorkflow,
     pub(super) limits: FileLimits,
+    pub(super) people: BTreeMap<String, super::people::FilePerson>,
 }
 
 impl FileConfig {

@@ -36,6 +36,7 @@ mod agents;
 pub(crate) mod file;
 pub mod inbox;
 pub mod limits;
+pub mod people;
 mod policy;
 pub mod promotion;
 mod queue;
@@ -93,6 +94,8 @@ pub struct Config {
     pub trust: promotion::TrustConfig,
     /// `[limits]` and `[agents.NAME.limits]`: how much each agent may send.
     pub limits: limits::LimitsConfig,
+    /// `[people.NAME]`: each person's identities on each surface.
+    pub people: people::People,
 }
 
 #[derive(Debug, Clone)]

@@ -85,12 +85,14 @@ impl Resolve<'_> {
             promotion,
             grants,
             limits,
+            people,
             // The workflow and the platforms' tables were taken above.
             ..
         } = file;
         let store = self.store(store, errors);
         let queue = self.queue(queue, errors);
         let limits = self.limits(limits, per_agent_limits, queue.max_body_bytes, errors);
+        let people = self.people(people, errors);
         self.socket_paths(&store, &queue, errors);
         self.per_agent_caps(&queue, &mut notes, errors);
         let log = self.log(log, errors);
@@ -120,6 +122,7 @@ impl Resolve<'_> {
             workflow,
             trust,
             limits,
+            people,
         })
     }
 }

@@ -82,6 +82,7 @@ pub fn alice() -> Actor {
         id: "42".into(),
         name: "Alice".into(),
         approver: true,
+        person: None,
     }
 }
 
@@ -91,6 +92,7 @@ pub fn mallory() -> Actor {
         id: "66".into(),
         name: "Mallory".into(),
         approver: false,
+        person: None,
     }
 }
 

@@ -814,3 +814,59 @@ async fn a_burst_arriving_behind_a_single_prompt_still_becomes_a_digest() {
     assert_eq!(posted.len(), 2, "one prompt, then one digest: {posted:?}");
     app.stop().await;
 }
+
+/// `[people]` names who acted: Alice's tap on Telegram and the account `alice` on the
+/// control socket are recorded as the one person `alice`, on the card too; an id no
+/// table names stays its own person.
+#[tokio::test]
+async fn people_name_who_acted_whichever_way_they_did() {
+    let fake = FakeTelegram::start(TOKEN).await;
+    let app = spawn_app(&format!(
+        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [{CHAT_A}]\napprovers = [{}]\n\n\
+         [people.alice]\ntelegram = {}\nunix = \"ali\"\n",
+        fake.url, ALICE.0, ALICE.0
+    ))
+    .await;
+    let (id, short) = app
+        .submit_pending(
+            json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Bo"}}),
+        )
+        .await;
+    let (msg, p) = prompt(&fake, CHAT_A, &short).await;
+    fake.press(ALICE, CHAT_A, msg, &button_data(&p)[0]);
+    let got = app.wait_for_status(&id, "approved").await;
+    assert_eq!(got["decided_by"], "alice", "{got}");
+    assert_eq!(got["decided_via"], "telegram");
+    final_edit(&fake, CHAT_A, msg, "Approved by alice on Telegram").await;
+    // The same person on the control socket (sudo named the account `ali`).
+    let (id2, _) = app
+        .submit_pending(
+            json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Cy"}}),
+        )
+        .await;
+    let res = app
+        .owner_as("ali")
+        .post(
+            &format!("/v1/requests/{id2}/decision"),
+            &json!({"decision": "deny"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.status, 200, "{:?}", res.body);
+    assert_eq!(res.body["decided_by"], "alice", "{:?}", res.body);
+    // An account no table names is recorded as itself.
+    let (id3, _) = app
+        .submit_pending(
+            json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Di"}}),
+        )
+        .await;
+    let res = app
+        .owner_as("bob")
+        .post(
+            &format!("/v1/requests/{id3}/decision"),
+            &json!({"decision": "deny"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.body["decided_by"], "bob", "{:?}", res.body);
+}
