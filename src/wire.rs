@@ -138,7 +138,7 @@ impl ApprovalView {
     pub fn decided_line(&self) -> String {
         format!(
             "{} {} ({} from {})",
-            words::status(self.status),
+            self.status.words(),
             self.short_id,
             self.tool,
             self.agent
@@ -162,7 +162,7 @@ impl ApprovalView {
             self.short_id,
             words::cut(&self.agent, 14),
             words::cut(&self.tool, 20),
-            words::score(self.risk.score),
+            self.risk.score.as_str(),
         )];
         let indent = "          ";
         if let Some(s) = self.summary.as_deref().filter(|s| !s.trim().is_empty()) {
@@ -184,7 +184,7 @@ impl ApprovalView {
         let mut lines = vec![
             format!(
                 "{}  id {} ({})",
-                words::status(self.status),
+                self.status.words(),
                 self.short_id,
                 self.id
             ),

@@ -7,16 +7,16 @@
 //!   "1 h 30 min", "24 h", "3 days" ([`span`]); a deadline relative to now: "in 24 h",
 //!   "3 min ago" ([`relative`]).
 //! - An instant: "2026-11-26 05:48 UTC" ([`clock`]), the same on every surface.
-//! - A tier: "semi-autonomous" ([`tier`]); a tool class: "destructive tool"
-//!   ([`tool_class`]); a risk factor: "first use of this tool" ([`factor`]); a whole
-//!   risk: "high: destructive tool, prices in the text" ([`risk`]).
+//! - A risk factor: "first use of this tool" ([`factor`]); a whole risk: "high:
+//!   destructive tool, prices in the text" ([`risk`]). Tiers, tool classes and a
+//!   request's status say themselves (`Tier::words`, `ToolClass::words`,
+//!   `Status::words`): the domain types own their words.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::approval::Status;
-use crate::policy::{Risk, RiskScore, Tier, ToolClass};
+use crate::policy::Risk;
 
 pub use crate::time::clock;
 
@@ -59,19 +59,6 @@ pub fn deadline(at: i64, now: i64) -> String {
     format!("{} ({})", relative(at, now), clock(at))
 }
 
-/// A tier, as people say it: "draft-only", "supervised", "semi-autonomous",
-/// "autonomous" (the policy's own words, [`Tier::words`]).
-#[must_use]
-pub fn tier(t: Tier) -> &'static str {
-    t.words()
-}
-
-/// "read-only tool", "write tool", "destructive tool" ([`ToolClass::words`]).
-#[must_use]
-pub fn tool_class(c: ToolClass) -> &'static str {
-    c.words()
-}
-
 /// A risk factor (`policy::risk`'s names) in words. A name gatebot does not know (one
 /// a newer version wrote) is shown with spaces for its underscores.
 #[must_use]
@@ -107,7 +94,7 @@ pub fn config_span(typed: &str) -> String {
 /// table", JSON "an object"); anything else is left as it is.
 #[must_use]
 pub fn expected_in_words(message: &str, map_word: &str) -> String {
-    const TYPES: [(&str, &str); 15] = [
+    const TYPES: [(&str, &str); 14] = [
         ("u8", "a whole number"),
         ("u16", "a whole number"),
         ("u32", "a whole number"),
@@ -121,15 +108,15 @@ pub fn expected_in_words(message: &str, map_word: &str) -> String {
         ("f32", "a number"),
         ("f64", "a number"),
         ("a sequence", "an array"),
-        ("a map", "MAP"),
         ("path string", "a path in quotes"),
     ];
     let Some((head, expected)) = message.rsplit_once("expected ") else {
         return message.to_string();
     };
     let said = if let Some((_, name)) = TYPES.iter().find(|(rust, _)| *rust == expected) {
-        name.replace("MAP", map_word)
-    } else if expected.starts_with("struct ") || expected.starts_with("map ") {
+        (*name).to_string()
+    } else if expected == "a map" || expected.starts_with("struct ") || expected.starts_with("map ")
+    {
         map_word.to_string()
     } else {
         return message.to_string();
@@ -137,24 +124,12 @@ pub fn expected_in_words(message: &str, map_word: &str) -> String {
     format!("{head}expected {said}")
 }
 
-/// "low", "medium", "high", "critical".
-#[must_use]
-pub fn score(s: RiskScore) -> &'static str {
-    s.as_str()
-}
-
 /// A whole risk: "high: destructive tool, prices in the text, first use of this tool".
 #[must_use]
 pub fn risk(r: &Risk) -> String {
-    let mut parts = vec![tool_class(r.tool_class).to_string()];
+    let mut parts = vec![r.tool_class.words().to_string()];
     parts.extend(r.factors.iter().map(|f| factor(f)));
-    format!("{}: {}", score(r.score), parts.join(", "))
-}
-
-/// A request's status as people say it ([`Status::words`]).
-#[must_use]
-pub fn status(s: Status) -> &'static str {
-    s.words()
+    format!("{}: {}", r.score.as_str(), parts.join(", "))
 }
 
 /// `s` in at most `max` characters, its end replaced by "…" when cut.
@@ -221,6 +196,7 @@ pub fn key_arguments(args: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::{RiskScore, Tier, ToolClass};
 
     #[test]
     fn durations_are_rounded_to_what_people_say() {
@@ -301,6 +277,6 @@ mod tests {
             risk(&r),
             "high: destructive tool, prices in the text, first use of this tool, custom thing"
         );
-        assert_eq!(tier(Tier::SemiAutonomous), "semi-autonomous");
+        assert_eq!(Tier::SemiAutonomous.words(), "semi-autonomous");
     }
 }

@@ -253,7 +253,7 @@ impl Proposal {
             Direction::Promote => "Promote",
             Direction::Demote => "Demote",
         };
-        format!("{verb} {} to {}?", self.agent, crate::words::tier(self.to))
+        format!("{verb} {} to {}?", self.agent, self.to.words())
     }
 
     /// What an owner's decision did: "approved proposal p7m2abcd: mailer is now
@@ -265,13 +265,13 @@ impl Proposal {
                 "approved proposal {}: {} is now {}",
                 self.short_id,
                 self.agent,
-                crate::words::tier(self.to)
+                self.to.words()
             ),
             _ => format!(
                 "denied proposal {}: {} stays {}",
                 self.short_id,
                 self.agent,
-                crate::words::tier(self.from)
+                self.from.words()
             ),
         }
     }

@@ -258,13 +258,13 @@ fn answered(p: &Proposal, quiet: Duration) -> Card {
             "✅ Approved proposal {}: {} is now {}.",
             p.short_id,
             p.agent,
-            words::tier(p.to)
+            p.to.words()
         )),
         ProposalStatus::Declined => Card::text(format!(
             "❌ Denied proposal {}: {} stays {}; not proposed again for {}.",
             p.short_id,
             p.agent,
-            words::tier(p.from),
+            p.from.words(),
             words::span(quiet)
         )),
         _ => Card::text(format!("Proposal {} is {}.", p.short_id, settled_words(p))),
@@ -290,7 +290,7 @@ pub fn outcome_line(p: &Proposal, quiet: Duration) -> String {
         ProposalStatus::Approved => format!(
             "✅ Approved by {by} {when}: {} is now {}",
             p.agent,
-            words::tier(p.to)
+            p.to.words()
         ),
         ProposalStatus::Declined => format!(
             "❌ Denied by {by} {when}{reason}; not proposed again for {}",
@@ -313,10 +313,10 @@ pub fn card(p: &Proposal, quiet: Duration) -> Card {
     // The agent is named once, in the question; the evidence once, in the figures.
     let title = Line::strong(format!("{verb} "))
         .code(shorten(&p.agent, 40))
-        .and(format!(" to {}?", words::tier(p.to)));
+        .and(format!(" to {}?", p.to.words()));
     let mut fields = vec![Field::new(
         "Tier",
-        Line::text(format!("{} → {}", words::tier(p.from), words::tier(p.to))),
+        Line::text(format!("{} → {}", p.from.words(), p.to.words())),
     )];
     // What the evidence is made of, each figure apart: the agent's own reports are
     // never shown as approvals.

@@ -69,7 +69,7 @@ pub(super) async fn list(client: &Client, json: bool) -> Result<u8, String> {
         outln!(
             "{:<16} {:<16} {:<6}  {:>7}  {:>7}  {:>9}  {:>6}",
             words::cut(&v.agent, 16),
-            words::tier(v.tier),
+            v.tier.words(),
             if v.pause.is_some() { "yes" } else { "-" },
             v.pending,
             m.handled,
