@@ -93,17 +93,6 @@ pub fn not_allowed(actor: &Actor) -> String {
 
 /// Handles one inbound update; see the module docs.
 pub async fn handle(cx: &Context, actor: &Actor, inbound: Inbound) -> Answer {
-    // Whoever acts is recorded as the person `[people]` names for them, if any.
-    let person = cx
-        .engine
-        .config()
-        .people
-        .named(cx.platform.as_str(), &actor.id)
-        .map(str::to_string);
-    let actor = &Actor {
-        person,
-        ..actor.clone()
-    };
     match inbound {
         Inbound::Press { data, at } => {
             cx.engine.metrics.chat_update(&cx.platform, true);

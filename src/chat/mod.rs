@@ -81,13 +81,19 @@ impl Context {
             id: id.to_string(),
             name: name.to_string(),
             approver,
-            person: self
-                .engine
-                .config()
-                .people
-                .named(self.platform.as_str(), id)
-                .map(str::to_string),
+            person: self.person(id),
         }
+    }
+
+    /// The person `[people]` names for user `id` on this platform, if any (re-read each
+    /// time, like the approvers).
+    #[must_use]
+    pub fn person(&self, id: &str) -> Option<String> {
+        self.engine
+            .config()
+            .people
+            .named(self.platform.as_str(), id)
+            .map(str::to_string)
     }
 
     /// The chats cards go to, per the config in force.
