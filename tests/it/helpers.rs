@@ -370,3 +370,23 @@ impl std::io::Write for LogSink {
         Ok(())
     }
 }
+
+/// `gatebot --socket SOCKET ARGS…` as a child process: reading no config and no gatebot
+/// environment, stdin empty, stdout and stderr piped, killed when dropped.
+pub fn gatebot_at(socket: &std::path::Path, args: &[&str]) -> tokio::process::Command {
+    let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_gatebot"));
+    c.arg("--config")
+        .arg("/nonexistent/bot.toml")
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .env_remove("GATEBOT_SOCKET")
+        .env_remove("GATEBOT_TOKEN")
+        .env_remove("GATEBOT_CONFIG")
+        .env_remove("GATEBOT_AGENT")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    c
+}

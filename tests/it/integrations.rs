@@ -12,9 +12,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::helpers::{eventually, spawn_app, spawn_app_in, TestApp};
+use crate::helpers::{eventually, gatebot_at, spawn_app, spawn_app_in, TestApp};
 
-const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
 /// Every call of a supervised agent waits for a human.
 const EXTRA: &str = "[agents.claude-code]\ntier = \"supervised\"\n";
 
@@ -30,22 +29,11 @@ fn sockets(app: &TestApp) -> (PathBuf, PathBuf) {
     (c.queue.socket, c.queue.control_socket)
 }
 
-/// `gatebot --socket SOCKET ARGS…` with piped stdio and no inherited gatebot env.
+/// `gatebot --socket SOCKET ARGS…` ([`gatebot_at`]) with stdin piped too: a hook reads
+/// its event there.
 fn gatebot(socket: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.arg("--config")
-        .arg("/nonexistent/bot.toml")
-        .arg("--socket")
-        .arg(socket)
-        .args(args)
-        .env_remove("GATEBOT_SOCKET")
-        .env_remove("GATEBOT_TOKEN")
-        .env_remove("GATEBOT_CONFIG")
-        .env_remove("GATEBOT_AGENT")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+    let mut c = gatebot_at(socket, args);
+    c.stdin(Stdio::piped());
     c
 }
 

@@ -3,8 +3,6 @@
 //! within their own wait and exit by the owner's answer, as `ask` and `status` do
 //! (`integrations::waiting_clients_survive_a_daemon_restart`).
 
-use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,27 +11,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::cli::text;
-use crate::helpers::{eventually, spawn_app, spawn_app_in, TestApp};
-
-const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
-
-/// `gatebot --socket SOCKET ARGS…`, reading no config and no gatebot environment.
-fn gatebot(socket: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.arg("--config")
-        .arg("/nonexistent/bot.toml")
-        .arg("--socket")
-        .arg(socket)
-        .args(args)
-        .env_remove("GATEBOT_SOCKET")
-        .env_remove("GATEBOT_TOKEN")
-        .env_remove("GATEBOT_CONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    c
-}
+use crate::helpers::{eventually, gatebot_at as gatebot, spawn_app, spawn_app_in, TestApp};
 
 /// Starts `cmd`, collecting its stderr as it comes (`<eof>` marks its end).
 fn spawn(mut cmd: Command) -> (Child, Arc<Mutex<String>>) {
