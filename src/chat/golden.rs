@@ -2,8 +2,8 @@
 //! renderer draws it, kept in `tests/golden/<renderer>/<kind>-<state>.txt`, so a
 //! change of wording or a glitch ("in 86399s", a stray `*`) shows in review as a diff.
 //!
-//! A renderer's test draws every [`golden_cards`] entry and calls [`check`]; it fails
-//! on any difference and names the files. `GATEBOT_BLESS=1 cargo test golden` writes
+//! A renderer's test calls [`check`] with its name and how it shows a card; it fails on
+//! any difference and names the files. `GATEBOT_BLESS=1 cargo test golden` writes
 //! the files anew (then read the diff before committing it).
 
 use std::fmt::Write as _;
@@ -20,15 +20,20 @@ pub fn golden_cards() -> Vec<(String, Card)> {
     crate::time::fixed_now(NOW, crate::chat::conversation::golden_cards)
 }
 
-/// Compares each `(name, text)` drawn by `renderer` with its golden file; with
-/// `GATEBOT_BLESS` set, writes them instead. Panics naming every file that differs.
-pub fn check(renderer: &str, drawn: &[(String, String)]) {
+/// Draws every [`golden_cards`] entry with `shown` (the renderer's whole text of a card)
+/// and compares each with its golden file; with `GATEBOT_BLESS` set, writes them
+/// instead. Panics naming every file that differs.
+pub fn check(renderer: &str, shown: fn(&Card) -> String) {
+    let drawn: Vec<(String, String)> = golden_cards()
+        .into_iter()
+        .map(|(name, card)| (name, shown(&card)))
+        .collect();
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(renderer);
     let bless = std::env::var_os("GATEBOT_BLESS").is_some();
     let mut differ = String::new();
-    for (name, text) in drawn {
+    for (name, text) in &drawn {
         let path = dir.join(format!("{name}.txt"));
         if bless {
             std::fs::create_dir_all(&dir).unwrap();
