@@ -16,7 +16,7 @@
 //! - [`trust`]: agent trust from evidence: the evidence and the promotion assessment,
 //!   proposals, tier overrides, pauses, and grants with their scopes and matching.
 //! - [`words`]: how gatebot says things to people (durations, instants, tiers, risk), the
-//!   one human-text layer cards, the CLI and the dashboard share.
+//!   one human-text layer cards and the CLI share (and the web dashboard will).
 //! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
 //!   accepted; tokens that never reach a log (and the one scrubber); the one backoff.
 //!

@@ -1,7 +1,7 @@
-//! How gatebot says things to people: the one place that turns durations, instants,
-//! tiers, tool classes and risk into words, for chat cards, the `gatebot` command, the
-//! dashboard and mails alike. Machines get the data (RFC 3339, snake_case names in the
-//! JSON); people get these.
+//! How gatebot says things to people: the one place that turns durations, instants and
+//! risk into words, for chat cards and the `gatebot` command alike (and the web
+//! dashboard and mails to come). Machines get the data (RFC 3339, snake_case names in
+//! the JSON); people get these.
 //!
 //! - A duration as people say it, rounded to what matters: "45 s", "59 min",
 //!   "1 h 30 min", "24 h", "3 days" ([`span`]); a deadline relative to now: "in 24 h",

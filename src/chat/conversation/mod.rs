@@ -155,8 +155,9 @@ pub trait Kind {
     }
 
     /// Takes an owner's decision on one of its subjects away from a chat (`gatebot
-    /// decide ID VERB`, the dashboard): the verbs and choices are its own. `id` is the
-    /// subject's full id (or, where [`Kind::DECIDES_UNSHOWN`], the id as typed).
+    /// decide ID VERB`; the web dashboard, when it comes): the verbs and choices are its
+    /// own. `id` is the subject's full id (or, where [`Kind::DECIDES_UNSHOWN`], the id as
+    /// typed).
     fn decide(
         _engine: &Engine,
         _id: &str,
@@ -169,7 +170,8 @@ pub trait Kind {
         }
     }
 
-    /// Its part of `gatebot pending` (and the dashboard's list), if it lists anything.
+    /// Its part of `gatebot pending` (and of the web dashboard's list when it comes), if it
+    /// lists anything.
     fn listed(
         _engine: &Engine,
         _listing: &Listing,

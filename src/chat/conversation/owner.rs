@@ -1,6 +1,6 @@
 //! What owners do away from a chat, kind by kind: `gatebot decide ID VERB` (the API's
-//! decide route) and `gatebot pending` (`GET /v1/pending`), and the dashboard after
-//! them. Each kind with subjects takes its own verbs ([`Kind::decide`]) and lists its
+//! decide route) and `gatebot pending` (`GET /v1/pending`); the web dashboard will take
+//! them too. Each kind with subjects takes its own verbs ([`Kind::decide`]) and lists its
 //! own waiting subjects ([`Kind::listed`]); the surfaces find the kind from the id
 //! through the registry and name none.
 //!
