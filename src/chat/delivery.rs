@@ -489,11 +489,11 @@ impl<P: Platform> ChatWorker<P> {
         if u.subject.kind == SubjectKind::Approval {
             if let Some(a) = self.submitted.get(&u.subject.id) {
                 if a.status.as_str() == u.revision {
-                    return approval::render_request(&self.cx, a).await.map(Some);
+                    return approval::render_request(&self.cx.engine, a).await.map(Some);
                 }
             }
         }
-        conversation::render(&self.cx, &u.subject).await
+        conversation::render(&self.cx.engine, &u.subject).await
     }
 
     /// Posts one digest for the requests `shown` (id and revision; all pending, none
@@ -607,7 +607,7 @@ impl<P: Platform> ChatWorker<P> {
         subject: &crate::subject::Subject,
         message: &str,
     ) -> Result<(), SendError> {
-        let Some(rendered) = conversation::render(&self.cx, subject)
+        let Some(rendered) = conversation::render(&self.cx.engine, subject)
             .await
             .map_err(database)?
         else {

@@ -95,8 +95,8 @@ impl super::Kind for CheckIns {
         parse_words(text)
     }
 
-    async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
-        render(cx, subject).await
+    async fn render(engine: &Engine, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+        render(engine, subject).await
     }
 
     /// The answer to a "why stop?" question: stops with the text as the reason.
@@ -373,14 +373,14 @@ pub struct Detail {
 }
 
 /// Loads check-in `id` with its run and problems; `None` if there is no such check-in.
-pub async fn detail(cx: &Context, id: &str) -> Result<Option<Detail>, EngineError> {
-    let check_in = match cx.engine.check_in(id).await {
+pub async fn detail(engine: &Engine, id: &str) -> Result<Option<Detail>, EngineError> {
+    let check_in = match engine.check_in(id).await {
         Ok(c) => c,
         Err(EngineError::NotFound { .. }) => return Ok(None),
         Err(e) => return Err(e),
     };
-    let run = cx.engine.get_run(&check_in.run_id).await?;
-    let issues = cx.engine.check_in_issues(id).await?;
+    let run = engine.get_run(&check_in.run_id).await?;
+    let issues = engine.check_in_issues(id).await?;
     Ok(Some(Detail {
         check_in,
         run,
@@ -519,7 +519,7 @@ fn answered(c: &CheckIn, run: &Run) -> Card {
 
 /// The "why stop?" question for check-in `id`, if it still waits.
 async fn ask_reason(cx: &Context, id: &str) -> Answer {
-    let d = match detail(cx, id).await {
+    let d = match detail(&cx.engine, id).await {
         Ok(Some(d)) => d,
         Ok(None) => return Answer::alert("This check-in no longer exists."),
         Err(e) => return Answer::alert(failure(&e)),
@@ -556,7 +556,7 @@ async fn ask_reason(cx: &Context, id: &str) -> Answer {
 /// Review issues: every problem the check-in shows, and (while it waits) the buttons
 /// again.
 async fn review(cx: &Context, id: &str) -> Answer {
-    match detail(cx, id).await {
+    match detail(&cx.engine, id).await {
         Ok(Some(d)) => Answer::Cards(review_cards(&d)),
         Ok(None) => Answer::alert("This check-in no longer exists."),
         Err(e) => Answer::alert(failure(&e)),
@@ -918,8 +918,8 @@ pub fn pending_section(list: &[(CheckIn, Run)], total: usize) -> (Vec<Block>, Ve
 }
 
 /// The card of check-in `subject` as things stand, for delivery.
-async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
-    Ok(detail(cx, &subject.id).await?.map(|d| Rendered {
+async fn render(engine: &Engine, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+    Ok(detail(engine, &subject.id).await?.map(|d| Rendered {
         revision: d.check_in.status.as_str().to_string(),
         open: d.check_in.status == CheckInStatus::Waiting,
         card: card(&d),

@@ -118,8 +118,10 @@ pub trait Kind {
     }
 
     /// The card that shows `subject` (of [`Kind::SUBJECT`]) now; `None` if it is gone.
+    /// Drawn from the engine alone, so every surface shows the same card: the chats'
+    /// delivery and the web dashboard.
     fn render(
-        _cx: &Context,
+        _engine: &Engine,
         _subject: &Subject,
     ) -> impl Future<Output = Result<Option<Rendered>, EngineError>> + Send {
         async { Ok(None) }
@@ -462,9 +464,9 @@ macro_rules! kinds {
 
         /// The card that shows `subject` now, drawn by its kind; `None` if the subject
         /// is gone.
-        pub async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+        pub async fn render(engine: &Engine, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
             $(if <$kind as Kind>::SUBJECT == Some(subject.kind) {
-                return <$kind as Kind>::render(cx, subject).await;
+                return <$kind as Kind>::render(engine, subject).await;
             })+
             Ok(None)
         }

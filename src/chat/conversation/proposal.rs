@@ -39,10 +39,10 @@ impl super::Kind for Proposals {
     type Command = Never;
     const SUBJECT: Option<SubjectKind> = Some(SubjectKind::Proposal);
 
-    async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
-        match cx.engine.proposal(&subject.id).await {
+    async fn render(engine: &Engine, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+        match engine.proposal(&subject.id).await {
             Ok(p) => Ok(Some(Rendered {
-                card: card(&p, quiet(cx)),
+                card: card(&p, quiet(engine)),
                 revision: p.status.as_str().to_string(),
                 open: p.status == ProposalStatus::Open,
             })),
@@ -216,7 +216,7 @@ pub async fn decide(
         via: cx.via(),
     };
     match cx.engine.decide_proposal(id, approve, who, reason).await {
-        Ok(ProposalDecided::Done(p)) => Answer::Done(answered(&p, quiet(cx))),
+        Ok(ProposalDecided::Done(p)) => Answer::Done(answered(&p, quiet(&cx.engine))),
         Ok(ProposalDecided::AlreadySettled(p)) => Answer::alert(format!(
             "Proposal {} is already {}.",
             p.short_id,
@@ -232,8 +232,8 @@ pub async fn decide(
     }
 }
 
-fn quiet(cx: &Context) -> Duration {
-    cx.engine.config().trust.promotion.decline_quiet
+fn quiet(engine: &Engine) -> Duration {
+    engine.config().trust.promotion.decline_quiet
 }
 
 /// "approved by Alice (42) on Telegram", "declined by …", "superseded".

@@ -115,8 +115,8 @@ impl super::Kind for Tasks {
         })
     }
 
-    async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
-        render(cx, subject).await
+    async fn render(engine: &Engine, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+        render(engine, subject).await
     }
 
     /// A task waiting for the owner's go, one asking a question, and one done.
@@ -836,8 +836,8 @@ fn answer_buttons(q: &TaskQuestion, by_model: bool) -> Vec<Vec<Button>> {
 }
 
 /// The card of a subject of kind `task` as it is now; `None` if it is gone.
-async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
-    Ok(match cx.engine.task_subject(&subject.id).await? {
+async fn render(engine: &Engine, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+    Ok(match engine.task_subject(&subject.id).await? {
         Some(TaskSubject::Task(t)) => Some(Rendered {
             card: card(&t),
             revision: task_revision(&t),

@@ -90,8 +90,8 @@ impl super::Kind for Approvals {
         parse_words(text)
     }
 
-    async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
-        render(cx, subject).await
+    async fn render(engine: &Engine, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+        render(engine, subject).await
     }
 
     /// Denies the request with the answer to "why deny?" as the reason.
@@ -670,9 +670,9 @@ pub fn card(a: &Approval) -> Card {
 const HEADING_ICON: &str = "🛡";
 
 /// A request's card as things stand, for delivery; `None` if the request is gone.
-async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
-    match cx.engine.get(&subject.id).await {
-        Ok(a) => render_request(cx, &a).await.map(Some),
+async fn render(engine: &Engine, subject: &Subject) -> Result<Option<Rendered>, EngineError> {
+    match engine.get(&subject.id).await {
+        Ok(a) => render_request(engine, &a).await.map(Some),
         Err(EngineError::NotFound { .. }) => Ok(None),
         Err(e) => Err(e),
     }
@@ -680,24 +680,24 @@ async fn render(cx: &Context, subject: &Subject) -> Result<Option<Rendered>, Eng
 
 /// The card of `a`, a request in hand as it stands (one an event just carried, say),
 /// for delivery: what the stored request's card would be, without reading it again.
-pub async fn render_request(cx: &Context, a: &Approval) -> Result<Rendered, EngineError> {
+pub async fn render_request(engine: &Engine, a: &Approval) -> Result<Rendered, EngineError> {
     let pending = a.status == Status::Pending;
     let extras = Extras {
         offer: if pending && a.always_allow_offered {
-            cx.engine.offer(&a.id).await?
+            engine.offer(&a.id).await?
         } else {
             None
         },
-        allow_for: Some(cx.engine.config().trust.grants.allow_for),
+        allow_for: Some(engine.config().trust.grants.allow_for),
         grant: if a.always_allowed {
-            cx.engine.grant_of_approval(&a.id).await?
+            engine.grant_of_approval(&a.id).await?
         } else {
             None
         },
     };
     let mut card = prompt(a, &extras);
     if let Some(id) = &a.task_id {
-        if let Some(crate::engine::TaskSubject::Task(t)) = cx.engine.task_subject(id).await? {
+        if let Some(crate::engine::TaskSubject::Task(t)) = engine.task_subject(id).await? {
             add_task(&mut card, &t);
         }
     }
