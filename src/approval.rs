@@ -164,6 +164,8 @@ pub enum Via {
     Chat(PlatformId),
     Cli,
     Api,
+    /// The web dashboard.
+    Dashboard,
     System,
 }
 
@@ -177,6 +179,7 @@ pub fn who(by: Option<&str>, via: Option<&Via>) -> String {
         Some(Via::Chat(p)) => format!("{by} on {}", p.label()),
         Some(Via::Cli) => format!("{by} on the command line"),
         Some(Via::Api) => format!("{by} through the API"),
+        Some(Via::Dashboard) => format!("{by} on the dashboard"),
         Some(Via::System) | None => by.to_string(),
     }
 }
@@ -188,6 +191,7 @@ impl Via {
             Via::Chat(p) => p.as_str(),
             Via::Cli => "cli",
             Via::Api => "api",
+            Via::Dashboard => "dashboard",
             Via::System => "system",
         }
     }
@@ -199,6 +203,7 @@ impl Via {
             Via::Chat(p) => p.label(),
             Via::Cli => "CLI".into(),
             Via::Api => "API".into(),
+            Via::Dashboard => "the dashboard".into(),
             Via::System => "gatebot".into(),
         }
     }
@@ -216,6 +221,7 @@ impl FromStr for Via {
         match s {
             "cli" => Ok(Via::Cli),
             "api" => Ok(Via::Api),
+            "dashboard" => Ok(Via::Dashboard),
             "system" => Ok(Via::System),
             key if !key.is_empty()
                 && key

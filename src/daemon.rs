@@ -29,7 +29,7 @@ use crate::api::{agent_router, owner_router, ApiState};
 use crate::chat::platform::PlatformRun;
 use crate::config::Config;
 use crate::engine::{Engine, Transport};
-use crate::serve::{Limits, Listener, Timeouts, CONTROL_CONNECTIONS};
+use crate::serve::{Limits, Listener, Timeouts, CONTROL_CONNECTIONS, DASHBOARD_CONNECTIONS};
 use crate::systemd::Activation;
 
 pub struct App {
@@ -91,6 +91,13 @@ impl App {
             ),
             None => None,
         };
+        let dashboard_listener =
+            match &config.dashboard {
+                Some(d) => Some(TcpListener::bind(d.listen).await.with_context(|| {
+                    format!("cannot listen on {} (dashboard.listen)", d.listen)
+                })?),
+                None => None,
+            };
         let (agent_limits, control_limits) = connection_limits(&engine);
         for note in &config.notes {
             info!("{note}");
@@ -109,6 +116,7 @@ impl App {
                 agents: agent_listener,
                 control: control_listener,
                 tcp: tcp_listener,
+                dashboard: dashboard_listener,
                 agent_limits,
                 control_limits,
             },
@@ -128,6 +136,15 @@ impl App {
     #[must_use]
     pub fn engine(&self) -> Arc<Engine> {
         self.engine.clone()
+    }
+
+    /// The web dashboard's address, if `[dashboard] listen` is set.
+    #[must_use]
+    pub fn dashboard_addr(&self) -> Option<std::net::SocketAddr> {
+        self.listeners
+            .dashboard
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
     }
 
     /// The TCP address agents may use, if `[queue] listen` is set.
@@ -160,6 +177,9 @@ impl App {
         for platform in extra_platforms {
             tasks.spawn(platform(engine.clone(), stop.clone()));
         }
+        if let Some(d) = &engine.config().dashboard {
+            info!(url = %d.public_url, "the web dashboard is served; sign in with a link from `gatebot dashboard login`");
+        }
         info!(socket = %socket.display(), control_socket = %control_socket.display(), "gatebot is ready");
         crate::systemd::notify("READY=1");
 
@@ -191,6 +211,7 @@ struct Listeners {
     agents: UnixListener,
     control: UnixListener,
     tcp: Option<TcpListener>,
+    dashboard: Option<TcpListener>,
     agent_limits: Limits,
     control_limits: Limits,
 }
@@ -219,11 +240,26 @@ impl Listeners {
             self.control,
             Listener::Control,
             owner_router(state(Transport::Unix, true)),
-            self.control_limits,
+            self.control_limits.clone(),
             connections.clone(),
             stop.clone(),
             tasks.clone(),
         ));
+        if let Some(listener) = self.dashboard {
+            let limits = Limits {
+                max_connections: DASHBOARD_CONNECTIONS,
+                ..self.control_limits.clone()
+            };
+            tasks.spawn(crate::serve::serve(
+                listener,
+                Listener::Dashboard,
+                crate::dashboard::router(engine.clone(), stop.clone()),
+                limits,
+                connections.clone(),
+                stop.clone(),
+                tasks.clone(),
+            ));
+        }
         if let Some(listener) = self.tcp {
             tasks.spawn(crate::serve::serve(
                 listener,

@@ -41,6 +41,9 @@
 //!   use too: one place per kind), the exchange vocabulary they share with
 //!   the inbound layer, durable delivery, the platform trait, and an in-memory platform
 //!   for tests.
+//! - [`dashboard`]: the web dashboard on its own listener: sign-in links and sessions,
+//!   the pending page (every kind's card, drawn through the registry, its buttons taken
+//!   through the kinds' owner decisions), live updates from the engine's bus.
 //! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates;
 //!   each platform's settings (in `config`) describe it ([`settings::PlatformSettings`]).
 //! - [`platforms`]: the registry, the one list that names the adapters; the daemon
@@ -70,6 +73,7 @@ pub mod chat;
 pub mod client;
 pub mod config;
 pub mod daemon;
+pub mod dashboard;
 pub mod engine;
 pub mod files;
 pub mod guidance;

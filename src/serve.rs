@@ -1,7 +1,7 @@
 //! Serving the API on a listener, so that no client can use up the daemon.
 //!
 //! Each listener (the agents' socket, the owners' control socket, the optional TCP
-//! listener) runs [`serve`]:
+//! listener, the web dashboard's) runs [`serve`]:
 //! 1. Take a permit from the listener's own semaphore, then accept. At the cap, new
 //!    connections wait in the kernel's queue, where they use no file of ours; the
 //!    listener counts the event (`gatebot_connection_cap_reached_total`) and WARNs, at
@@ -49,6 +49,9 @@ pub use crate::peer::Caller;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// Connections the owners' control socket keeps for itself.
 pub const CONTROL_CONNECTIONS: usize = 64;
+/// Connections the web dashboard's listener takes (owners' browsers: each open page
+/// holds one for its live updates).
+pub const DASHBOARD_CONNECTIONS: usize = 64;
 /// Files kept for everything but connections: SQLite's database, WAL and SHM for each
 /// of its connections, chat platforms' HTTPS and websocket connections, the listeners,
 /// stdio, and the runtime's epoll and signal descriptors.
@@ -64,10 +67,16 @@ pub enum Listener {
     Agents,
     Control,
     Tcp,
+    Dashboard,
 }
 
 impl Listener {
-    pub const ALL: [Listener; 3] = [Listener::Agents, Listener::Control, Listener::Tcp];
+    pub const ALL: [Listener; 4] = [
+        Listener::Agents,
+        Listener::Control,
+        Listener::Tcp,
+        Listener::Dashboard,
+    ];
 
     #[must_use]
     pub fn as_str(self) -> &'static str {
@@ -75,6 +84,7 @@ impl Listener {
             Listener::Agents => "agents",
             Listener::Control => "control",
             Listener::Tcp => "tcp",
+            Listener::Dashboard => "dashboard",
         }
     }
 
@@ -84,6 +94,7 @@ impl Listener {
             Listener::Agents => "the agents' socket",
             Listener::Control => "the owners' control socket",
             Listener::Tcp => "the TCP listener",
+            Listener::Dashboard => "the web dashboard's listener",
         }
     }
 }
@@ -126,10 +137,10 @@ impl Timeout {
 /// metrics render them ([`crate::metrics`]).
 #[derive(Debug, Default)]
 pub struct Connections {
-    open: [AtomicU64; 3],
-    cap_reached: [AtomicU64; 3],
+    open: [AtomicU64; 4],
+    cap_reached: [AtomicU64; 4],
     /// Per listener: idle, header.
-    timed_out: [[AtomicU64; 2]; 3],
+    timed_out: [[AtomicU64; 2]; 4],
 }
 
 /// Counts a connection as open while it lives.
@@ -533,7 +544,8 @@ pub fn fit_connections(
     agent_listeners: usize,
     open_files: u64,
 ) -> (usize, bool) {
-    let spare = open_files.saturating_sub(RESERVED_FILES + CONTROL_CONNECTIONS as u64);
+    let spare = open_files
+        .saturating_sub(RESERVED_FILES + (CONTROL_CONNECTIONS + DASHBOARD_CONNECTIONS) as u64);
     let fits = usize::try_from(spare / agent_listeners.max(1) as u64)
         .unwrap_or(usize::MAX)
         .max(1);
@@ -547,15 +559,16 @@ mod tests {
 
     #[test]
     fn caps_fit_the_open_file_limit() {
-        // The usual soft limit: one agents' socket fits 1024 - 256 - 64.
-        assert_eq!(fit_connections(None, 1, 1024), (704, false));
+        // The usual soft limit: one agents' socket fits 1024 - 256 - 64 - 64 (the
+        // files kept, the control socket's and the dashboard's connections).
+        assert_eq!(fit_connections(None, 1, 1024), (640, false));
         // With TCP too, they share it.
-        assert_eq!(fit_connections(None, 2, 1024), (352, false));
+        assert_eq!(fit_connections(None, 2, 1024), (320, false));
         // Raised to a large hard limit: the default, or what was asked for.
         assert_eq!(fit_connections(None, 2, 524_288), (1024, false));
         assert_eq!(fit_connections(Some(5000), 1, 524_288), (5000, false));
         // Asked for more than fits: lowered, and said so.
-        assert_eq!(fit_connections(Some(5000), 1, 1024), (704, true));
+        assert_eq!(fit_connections(Some(5000), 1, 1024), (640, true));
         // A tiny limit still serves someone.
         assert_eq!(fit_connections(Some(10), 1, 100), (1, true));
     }

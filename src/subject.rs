@@ -203,3 +203,29 @@ pub struct Question {
 pub fn task_revision(t: &crate::inbox::Task) -> String {
     format!("{}.{}", t.status, t.revision)
 }
+
+/// Which open subjects an owner lists (the web dashboard's pending page): each filter
+/// absent lists all. Request-only filters (`tool`, `risk_at_least`) leave out the
+/// subjects of other kinds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenFilter {
+    pub kind: Option<SubjectKind>,
+    pub agent: Option<String>,
+    pub tool: Option<String>,
+    pub risk_at_least: Option<crate::policy::RiskScore>,
+    /// The page after this cursor ([`OpenPage::next`]).
+    pub after: Option<String>,
+    pub limit: usize,
+}
+
+/// One page of open subjects, riskiest first and newest first within a level (a
+/// subject of another kind than a request ranks as a high-risk request: a waiting
+/// check-in holds a whole workflow).
+#[derive(Debug, Clone, Default)]
+pub struct OpenPage {
+    pub subjects: Vec<Subject>,
+    /// How many match the filter, on every page.
+    pub total: usize,
+    /// The cursor of the next page, if there is one.
+    pub next: Option<String>,
+}

@@ -97,6 +97,11 @@ pub mod range {
     /// `workflow`, `--timeout` of `hook` and `mcp` (the daemon cuts each long-poll to
     /// `[queue] max_wait`; the command polls again until its own wait is over).
     pub const CLIENT_WAIT: Range = Range::new(SECOND, DAY);
+    /// `[dashboard] login_link_ttl`: how long a sign-in link may be used.
+    pub const LOGIN_LINK: Range = Range::new(minutes(1), DAY);
+    /// `[dashboard] session_idle` and `session_max`: how long a signed-in browser stays
+    /// signed in, unused and at all.
+    pub const SESSION: Range = Range::new(minutes(5), days(90));
     /// `gatebot audit --since`: how far back.
     pub const SINCE: Range = Range::new(SECOND, days(36_500));
 }
@@ -229,6 +234,14 @@ pub fn format_ms(ms: i64) -> String {
     // In range by the clamp: 0 to 253 402 300 799 999.
     let t = std::time::UNIX_EPOCH + Duration::from_millis(ms.unsigned_abs());
     humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// An RFC 3339 instant (as [`format_ms`] writes them) as Unix milliseconds.
+#[must_use]
+pub fn parse_ms(s: &str) -> Option<i64> {
+    let t = humantime::parse_rfc3339(s).ok()?;
+    let ms = t.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
+    i64::try_from(ms).ok()
 }
 
 /// `2026-11-23 21:00 UTC` (clamped like [`format_ms`]).

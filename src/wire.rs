@@ -210,10 +210,7 @@ impl ApprovalView {
 
     /// `expires_at` as Unix milliseconds.
     fn expires_ms(&self) -> Option<i64> {
-        let at = self.expires_at.as_deref()?;
-        let t = humantime::parse_rfc3339(at).ok()?;
-        let ms = t.duration_since(std::time::UNIX_EPOCH).ok()?.as_millis();
-        i64::try_from(ms).ok()
+        crate::time::parse_ms(self.expires_at.as_deref()?)
     }
 }
 

@@ -126,6 +126,7 @@ fn conflict_code(c: &Conflict) -> (StatusCode, &'static str) {
             (StatusCode::CONFLICT, "task_conflict")
         }
         Conflict::LeaseLost { .. } => (StatusCode::CONFLICT, "lease_lost"),
+        Conflict::DashboardOff => (StatusCode::CONFLICT, "dashboard_off"),
         // Answered as a bad request since the API began; kept so clients keep working.
         Conflict::GrantRevoked { .. }
         | Conflict::NotReportable { .. }

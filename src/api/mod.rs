@@ -35,6 +35,7 @@
 mod agents;
 mod audit;
 mod cancel;
+mod dashboard;
 mod decide;
 mod error;
 mod extract;
@@ -127,6 +128,9 @@ pub fn owner_router(state: ApiState) -> Router {
         .route("/v1/grants", get(trust::grants))
         .route("/v1/grants/{id}/revoke", post(trust::revoke))
         .route("/v1/proposals", get(trust::proposals))
+        .route("/v1/dashboard/links", post(dashboard::link))
+        .route("/v1/dashboard/sessions", get(dashboard::sessions))
+        .route("/v1/dashboard/sessions/revoke", post(dashboard::revoke))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)

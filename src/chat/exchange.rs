@@ -149,6 +149,9 @@ impl Answer {
 pub struct Said<'a> {
     /// The chat it was written in.
     pub chat: &'a str,
+    /// Only the writer sees gatebot's answer: a Telegram private chat, a Slack DM, a
+    /// Slack slash command (answered to the one who typed it alone).
+    pub private: bool,
     /// Where an answer that is a new card goes: after the message, in its thread.
     pub origin: Option<&'a Thread>,
     /// The subject of the card the message replies to (or is in the thread of).

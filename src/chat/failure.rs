@@ -68,6 +68,7 @@ fn not_found(what: What, id: &str) -> String {
             "This button names no agent gatebot knows. Use /agents for fresh ones.".into()
         }
         What::Pause => "That pause is over (the agent was resumed); nothing was denied.".into(),
+        What::Session => format!("No dashboard session matches `{id}`."),
     }
 }
 

@@ -63,7 +63,9 @@ pub enum Inbound {
     /// is no command gets the help, instead of being ignored as chatter. `direct` is
     /// true when it was written to gatebot itself (a Telegram private chat with the
     /// bot, a Slack DM or inbox channel): with the inbox on, text that is no command
-    /// there is a task. `origin` is where a card answering it goes: after the message
+    /// there is a task. `private` is true when only the writer sees gatebot's answer (a
+    /// Telegram private chat, a Slack DM, a Slack slash command): what only they may see
+    /// is said there alone. `origin` is where a card answering it goes: after the message
     /// itself, in its thread.
     Text {
         chat: String,
@@ -71,6 +73,7 @@ pub enum Inbound {
         reply_to: Option<Replied>,
         addressed: bool,
         direct: bool,
+        private: bool,
         origin: Option<Thread>,
     },
     /// The answer to a question gatebot asked in a form (Slack's modal), naming the
@@ -119,6 +122,7 @@ pub async fn handle(cx: &Context, actor: &Actor, inbound: Inbound) -> Answer {
             reply_to,
             addressed,
             direct,
+            private,
             origin,
         } => {
             cx.engine.metrics.chat_update(&cx.platform, true);
@@ -128,6 +132,7 @@ pub async fn handle(cx: &Context, actor: &Actor, inbound: Inbound) -> Answer {
                 reply_to: reply_to.as_ref(),
                 addressed,
                 direct,
+                private,
                 origin,
             };
             text_message(cx, actor, m).await
@@ -154,6 +159,7 @@ struct Message<'a> {
     reply_to: Option<&'a Replied>,
     addressed: bool,
     direct: bool,
+    private: bool,
     origin: Option<Thread>,
 }
 
@@ -207,6 +213,7 @@ async fn text_message(cx: &Context, actor: &Actor, m: Message<'_>) -> Answer {
     }
     let said = Said {
         chat: m.chat,
+        private: m.private,
         origin: m.origin.as_ref(),
         replied: replied.as_ref(),
     };

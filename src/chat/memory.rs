@@ -220,6 +220,7 @@ impl Memory {
             }),
             addressed: false,
             direct: false,
+            private: false,
             origin: None,
         };
         let answer = inbound::handle(cx, actor, message).await;
@@ -239,6 +240,7 @@ impl Memory {
             reply_to: None,
             addressed: false,
             direct: true,
+            private: true,
             origin: Some(Thread {
                 reply_to: id.clone(),
                 root: id.clone(),

@@ -291,6 +291,7 @@ pub(super) struct FileConfig {
     pub(super) workflow: FileWorkflow,
     pub(super) limits: FileLimits,
     pub(super) people: BTreeMap<String, super::people::FilePerson>,
+    pub(super) dashboard: Option<super::dashboard::FileDashboard>,
 }
 
 impl FileConfig {

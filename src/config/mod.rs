@@ -33,6 +33,7 @@
 //! Every key is documented in the example `bot.toml` at the top of the repository.
 
 mod agents;
+pub mod dashboard;
 pub(crate) mod file;
 pub mod inbox;
 pub mod limits;
@@ -96,6 +97,8 @@ pub struct Config {
     pub limits: limits::LimitsConfig,
     /// `[people.NAME]`: each person's identities on each surface.
     pub people: people::People,
+    /// `[dashboard]`: `None` when the web dashboard is off.
+    pub dashboard: Option<dashboard::DashboardConfig>,
 }
 
 #[derive(Debug, Clone)]

@@ -44,6 +44,10 @@ impl Config {
             "queue.max_connections",
             new.queue.max_connections != self.queue.max_connections,
         );
+        keep(
+            "dashboard.listen",
+            new.dashboard.as_ref().map(|d| d.listen) != self.dashboard.as_ref().map(|d| d.listen),
+        );
         keep("log.format", new.log.format != self.log.format);
         keep("log.level", new.log.level != self.log.level);
         new.store = self.store.clone();
@@ -53,6 +57,11 @@ impl Config {
         new.queue.metrics = self.queue.metrics;
         new.queue.max_connections = self.queue.max_connections;
         new.log = self.log.clone();
+        // The listener stays as started (or absent); the rest applies at once.
+        match (&mut new.dashboard, &self.dashboard) {
+            (Some(n), Some(old)) => n.listen = old.listen,
+            (n, old) => n.clone_from(old),
+        }
 
         new.platforms = self.platforms_reloaded(&new, &mut restart);
         (new, restart)

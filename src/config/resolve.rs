@@ -86,6 +86,7 @@ impl Resolve<'_> {
             grants,
             limits,
             people,
+            dashboard,
             // The workflow and the platforms' tables were taken above.
             ..
         } = file;
@@ -93,6 +94,7 @@ impl Resolve<'_> {
         let queue = self.queue(queue, errors);
         let limits = self.limits(limits, per_agent_limits, queue.max_body_bytes, errors);
         let people = self.people(people, errors);
+        let dashboard = self.dashboard(dashboard, &mut notes, errors);
         self.socket_paths(&store, &queue, errors);
         self.per_agent_caps(&queue, &mut notes, errors);
         let log = self.log(log, errors);
@@ -123,6 +125,7 @@ impl Resolve<'_> {
             trust,
             limits,
             people,
+            dashboard,
         })
     }
 }

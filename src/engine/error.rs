@@ -26,6 +26,8 @@ pub enum What {
     Agent,
     /// Any subject a chat shows, of whichever kind.
     Subject,
+    /// A signed-in browser of the web dashboard.
+    Session,
 }
 
 impl What {
@@ -42,6 +44,7 @@ impl What {
             What::Pause => "pause",
             What::Agent => "agent",
             What::Subject => "subject",
+            What::Session => "dashboard session",
         }
     }
 
@@ -161,6 +164,12 @@ pub enum Conflict {
          decline it"
     )]
     AgentGone { agent: String, proposal: String },
+    /// The web dashboard is off, so it has no links or sessions.
+    #[error(
+        "the web dashboard is off: set `listen` in the [dashboard] table of bot.toml and \
+         restart gatebot"
+    )]
+    DashboardOff,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -5,6 +5,7 @@
 //!    file is logged (once, at ERROR) when it happens, not at the next call.
 //! 2. Close the windows of refused attempts that have ended, so their counts reach
 //!    the trail and the log within seconds of their minute (see `refusal`).
+//! 3. Forget the dashboard's sign-in links and sessions a day after they ended.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +17,8 @@ use super::Engine;
 
 /// How often [`Engine::run_housekeeping`] runs.
 const HOUSEKEEPING: Duration = Duration::from_secs(5);
+/// How long ended sign-in links and sessions are kept (the audit trail keeps the rest).
+const ENDED_SESSIONS_KEPT: Duration = Duration::from_secs(24 * 3600);
 
 impl Engine {
     /// Runs the housekeeping pass every few seconds until `stop` fires.
@@ -30,6 +33,13 @@ impl Engine {
             }
             if let Err(e) = self.flush_refusals(false).await {
                 warn!(error = %e, "cannot record the counts of refused attempts; retrying");
+            }
+            let keep = ENDED_SESSIONS_KEPT.as_millis() as i64;
+            if let Err(e) = self
+                .blocking(move |s| s.forget_sessions(crate::time::now_ms(), keep))
+                .await
+            {
+                warn!(error = %e, "cannot forget ended dashboard sessions; retrying");
             }
         }
     }

@@ -2,7 +2,8 @@
 //! and holds the config in force; a file per domain holds the steps:
 //! `requests` (submit, decide, cancel, report, wait, expire: the request lifecycle),
 //! `runs` (workflow runs and check-ins), `tasks` (the inbox), `trust` (tiers, pauses,
-//! grants, proposals), `gate` (what an agent may hold open, and its pause), `chat`
+//! grants, proposals), `gate` (what an agent may hold open, and its pause), `sessions` (the web
+//! dashboard's sign-in links and sessions), `chat`
 //! (chat bookkeeping for conversations and delivery), `refusal` and `housekeeping`.
 //! Every change is published on the bus ([`Event`]); long-polls and chats listen.
 //!
@@ -30,6 +31,7 @@ mod gate;
 mod housekeeping;
 mod refusal;
 mod requests;
+mod sessions;
 mod tasks;
 mod trust;
 
@@ -37,6 +39,7 @@ mod runs;
 
 // Domain types the engine's calls take and give, re-exported for the callers that
 // name them beside the call (the engine re-exports nothing of the store's).
+pub use crate::store::{Session, SessionEnd};
 pub use chat::{ChatState, ChatWork, DigestNow, DigestPage, Pressed, RepliedTo};
 pub use error::{Conflict, EngineError, GrantRefused, TokenProblem, What};
 pub use gate::{Acting, Cap, Slot, WaitSlot};
@@ -45,6 +48,7 @@ pub use requests::{
     describe_settled, record_request, GrantChoice, ScopeChoice, Submission, Submitted,
 };
 pub use runs::{EventOutcome, Recorded, RunFilter, RunStart};
+pub use sessions::{token_shaped, SignInLink, SignInRefused, SignedIn};
 pub use tasks::{TaskRequest, TaskSubject};
 pub use trust::{PauseOutcome, ProposalDecided};
 
@@ -341,6 +345,14 @@ impl Engine {
     /// as a request).
     pub async fn identify(&self, typed: &str) -> Result<Subject, EngineError> {
         chat::lookup(&self.store, typed).await
+    }
+
+    /// One page of what waits for owners, of every kind (the web dashboard's list).
+    pub async fn open_subjects(
+        &self,
+        filter: crate::subject::OpenFilter,
+    ) -> Result<crate::subject::OpenPage, EngineError> {
+        self.blocking(move |s| s.open_subjects(&filter)).await
     }
 
     fn publish(&self, event: Event) {

@@ -322,6 +322,8 @@ impl Slack {
             reply_to: None,
             addressed: true,
             direct: false,
+            // A slash command is answered to the one who typed it alone (ephemeral).
+            private: true,
             // A slash command is no message: a task's card goes top-level there.
             origin: None,
         };
@@ -391,6 +393,7 @@ impl Slack {
             reply_to: thread.clone().map(|message| Replied { message, seen }),
             addressed: false,
             direct,
+            private: ev.channel_type.as_deref() == Some("im"),
             origin,
         };
         let answer = inbound::handle(&self.cx, &actor, message).await;

@@ -11,6 +11,7 @@
 //!   where a subject's cards go (its home and parent);
 //! - `tasks`: the inbox's tasks and their questions;
 //! - `runs`: workflow runs, their events and problems, and their check-ins;
+//! - `sessions`: the web dashboard's sign-in links and sessions;
 //! - `trust`: tier overrides, pauses, grants and what prompts offer, proposals, and the
 //!   evidence counted from requests;
 //! - two leaves the others share, which use none of them: `subjects` (the `subjects`
@@ -35,6 +36,7 @@ mod chat;
 mod health;
 mod refusals;
 mod runs;
+mod sessions;
 mod subjects;
 mod tasks;
 mod trust;
@@ -45,6 +47,7 @@ pub use chat::SubjectLookup;
 pub use health::{FaultKind, StorageFault};
 pub use refusals::{Closed, RefusalRow, Refused};
 pub use runs::{EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup};
+pub use sessions::{LinkUse, NewLink, NewSession, Session, SessionEnd};
 pub use tasks::{Changed, NewTask, Reclassified, TaskLookup, TaskStep, Timing};
 pub use trust::{
     peek_trust, NewOffer, NewProposal, ProposalOutcome, Revoked, SubmitFacts, TierChange,
@@ -116,6 +119,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0011_evidence.sql")),
         M::up(include_str!("../../migrations/0012_task_suggestion.sql")),
         M::up(include_str!("../../migrations/0013_content_hash.sql")),
+        M::up(include_str!("../../migrations/0014_dashboard.sql")),
     ])
 }
 

@@ -1,14 +1,16 @@
 //! The `subjects` table's rows, written in the transaction of whatever creates or
 //! changes a subject (a request that asks a human, a task, a check-in, a proposal): its
 //! short id, its revision and whether it is open, its home and parent. The files of
-//! each table call these; chat bookkeeping (`chat`) reads the rows back. A leaf: it uses
-//! no other table's file.
+//! each table call these; chat bookkeeping (`chat`) reads the rows back, and
+//! [`Store::open_subjects`](super::Store::open_subjects) lists the open ones for
+//! owners. A leaf: it uses no other table's file.
 
 use rusqlite::{params, Transaction};
 
-use super::Result;
+use super::{Result, StoreError};
 use crate::approval::new_short_id;
-use crate::subject::{Home, SubjectKind};
+use crate::policy::RiskScore;
+use crate::subject::{Home, OpenFilter, OpenPage, Subject, SubjectKind};
 
 /// A short id no request and no subject has: a request's short id names it in
 /// `gatebot status`, a subject's in `gatebot decide` and chat commands.
@@ -110,4 +112,88 @@ pub(super) fn inherit_home(tx: &Transaction<'_>, id: &str, parent: &str) -> Resu
     )?
     .execute(params![id, parent])?;
     Ok(())
+}
+
+/// A subject's rank in the owners' list: its request's risk (4 critical … 1 low); a
+/// subject of another kind ranks as high.
+const RANK: &str = "CASE a.risk_score WHEN 'critical' THEN 4 WHEN 'high' THEN 3 \
+                    WHEN 'medium' THEN 2 WHEN 'low' THEN 1 ELSE 3 END";
+
+/// The agent a subject is about, whatever its kind.
+const AGENT: &str = "COALESCE(a.agent, \
+    (SELECT p.agent FROM proposals p WHERE p.id = s.id), \
+    (SELECT r.agent FROM check_ins c JOIN runs r ON r.id = c.run_id WHERE c.id = s.id), \
+    (SELECT t.agent FROM tasks t WHERE t.id = s.id), \
+    (SELECT t.agent FROM task_questions q JOIN tasks t ON t.id = q.task WHERE q.id = s.id))";
+
+impl super::Store {
+    /// One page of open subjects as `f` asks ([`OpenFilter`]); the cursor is
+    /// `rank:id` of the page's last subject.
+    pub fn open_subjects(&self, f: &OpenFilter) -> Result<OpenPage> {
+        let conn = self.lock();
+        let filters = format!(
+            "s.open = 1 AND (?1 IS NULL OR s.kind = ?1) AND (?2 IS NULL OR a.tool = ?2) \
+             AND (?3 IS NULL OR (a.id IS NOT NULL AND ({RANK}) >= ?3)) \
+             AND (?4 IS NULL OR {AGENT} = ?4)"
+        );
+        let kind = f.kind.map(SubjectKind::as_str);
+        let risk = f.risk_at_least.map(|r| match r {
+            RiskScore::Low => 1,
+            RiskScore::Medium => 2,
+            RiskScore::High => 3,
+            RiskScore::Critical => 4,
+        });
+        let total: i64 = conn
+            .prepare_cached(&format!(
+                "SELECT COUNT(*) FROM subjects s LEFT JOIN approvals a ON a.id = s.id \
+                 WHERE {filters}"
+            ))?
+            .query_row(params![kind, f.tool, risk, f.agent], |r| r.get(0))?;
+        let (after_rank, after_id) = match f.after.as_deref().and_then(|c| c.split_once(':')) {
+            Some((rank, id)) => (rank.parse::<i64>().ok(), Some(id.to_string())),
+            None => (None, None),
+        };
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT s.id, s.kind, {RANK} AS rank FROM subjects s \
+             LEFT JOIN approvals a ON a.id = s.id \
+             WHERE {filters} AND (?5 IS NULL OR rank < ?5 OR (rank = ?5 AND s.id < ?6)) \
+             ORDER BY rank DESC, s.id DESC LIMIT ?7"
+        ))?;
+        let limit = f.limit.max(1);
+        let rows = stmt.query_map(
+            params![
+                kind,
+                f.tool,
+                risk,
+                f.agent,
+                after_rank,
+                after_id,
+                limit as i64 + 1
+            ],
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            },
+        )?;
+        let mut page = OpenPage {
+            total: usize::try_from(total).unwrap_or(0),
+            ..OpenPage::default()
+        };
+        let mut last = None;
+        for row in rows {
+            let (id, kind, rank) = row?;
+            if page.subjects.len() == limit {
+                page.next = last.take();
+                break;
+            }
+            let kind = SubjectKind::parse(&kind)
+                .ok_or_else(|| StoreError::Corrupt(format!("subject {id} has kind {kind}")))?;
+            last = Some(format!("{rank}:{id}"));
+            page.subjects.push(Subject { id, kind });
+        }
+        Ok(page)
+    }
 }

@@ -325,6 +325,7 @@ impl Handler {
             }),
             addressed: false,
             direct: m.chat.is_private(),
+            private: m.chat.is_private(),
             // Telegram threads are replies: a task's card replies to this message.
             origin: Some(Thread {
                 reply_to: id.clone(),

@@ -396,8 +396,7 @@ async fn sigterm_stops_the_daemon_cleanly_with_exit_0() {
 #[tokio::test]
 async fn the_daemon_starts_on_the_example_config_without_tokens() {
     let dir = tempfile::tempdir().unwrap();
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("bot.toml");
-    std::fs::copy(&example, dir.path().join("bot.toml")).unwrap();
+    let dashboard = crate::helpers::example_config_at(&dir.path().join("bot.toml"));
     let mut child = Command::new(BIN)
         .args(["run", "--config"])
         .arg(dir.path().join("bot.toml"))
@@ -419,6 +418,9 @@ async fn the_daemon_starts_on_the_example_config_without_tokens() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("Nothing is waiting for you."));
+    // The owners' second way in is up too: the dashboard asks for a sign-in link.
+    let page = crate::helpers::http_get(dashboard, "/signin").await;
+    assert!(page.contains("gatebot dashboard login"), "{page}");
     child.start_kill().unwrap();
 }
 

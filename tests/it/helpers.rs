@@ -56,6 +56,8 @@ pub struct TestApp {
     pub agent: Client,
     pub owner: Client,
     pub tcp: Option<std::net::SocketAddr>,
+    /// The web dashboard's address, when `[dashboard] listen` is set.
+    pub dashboard: Option<std::net::SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<anyhow::Result<()>>>,
 }
@@ -130,6 +132,7 @@ pub async fn spawn_app_with(
         app.add_platform(platform);
     }
     let tcp = app.tcp_addr();
+    let dashboard = app.dashboard_addr();
     let engine = app.engine();
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(app.run_until(async {
@@ -142,6 +145,7 @@ pub async fn spawn_app_with(
         agent: Client::new(agent_sock),
         owner: Client::new(owner_sock),
         tcp,
+        dashboard,
         stop: Some(tx),
         task: Some(task),
     }
@@ -389,4 +393,26 @@ pub fn gatebot_at(socket: &std::path::Path, args: &[&str]) -> tokio::process::Co
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     c
+}
+
+/// A port of loopback no one listens on now (for a listener a config names).
+pub fn free_port() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+/// The example `bot.toml`, written to `to`, with its dashboard on a free port of
+/// loopback instead of 8378 (which another test, or the reader's own gatebot, may hold).
+/// Returns the dashboard's address.
+pub fn example_config_at(to: &std::path::Path) -> std::net::SocketAddr {
+    let example =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bot.toml"))
+            .unwrap();
+    let addr = free_port();
+    let listen = "listen = \"127.0.0.1:8378\"";
+    assert!(example.contains(listen), "the example's dashboard moved");
+    std::fs::write(to, example.replace(listen, &format!("listen = \"{addr}\""))).unwrap();
+    addr
 }

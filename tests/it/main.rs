@@ -13,6 +13,7 @@ mod cli;
 mod cli_output;
 mod config_errors;
 mod connections;
+mod dashboard;
 mod discovery;
 mod durations;
 mod failure;

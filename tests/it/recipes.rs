@@ -141,11 +141,7 @@ struct Machine {
 impl Machine {
     async fn start() -> Machine {
         let sandbox = Sandbox::new();
-        std::fs::copy(
-            Path::new(ROOT).join("bot.toml"),
-            sandbox.project().join("bot.toml"),
-        )
-        .unwrap();
+        crate::helpers::example_config_at(&sandbox.project().join("bot.toml"));
         stand_ins(&sandbox);
         let log = std::fs::File::create(sandbox.dir.path().join("daemon.log")).unwrap();
         let mut c = sandbox.gatebot(&["run"]);

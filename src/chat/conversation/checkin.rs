@@ -32,7 +32,7 @@ use crate::workflow::run::{self, CheckIn, CheckInAnswer, CheckInStatus, Run, Run
 use crate::workflow::{EventType, Severity, Why};
 
 use super::full_id;
-use super::owner::{Decided, Listed, Listing, OwnerDecision, Refused};
+use super::owner::{Decided, Listed, Listing, Offered, OwnerDecision, Refused};
 #[cfg(test)]
 use super::EXAMPLE_ID;
 use super::{Rendered, SlashCommand};
@@ -216,6 +216,17 @@ impl super::Press for Action {
 
     fn attempted(&self) -> String {
         format!("check-in {:?}", self.button)
+    }
+
+    fn offered(&self, _config: &crate::config::Config) -> Option<Offered> {
+        let id = self.id.as_str();
+        match self.button {
+            ButtonKind::Continue => Some(Offered::verb(id, "continue")),
+            ButtonKind::Stop => Some(Offered::verb(id, "stop").asking_why()),
+            ButtonKind::StopNoReason => Some(Offered::verb(id, "stop")),
+            // The dashboard shows the whole check-in already.
+            ButtonKind::Review => None,
+        }
     }
 
     fn subject(&self) -> Option<&str> {

@@ -29,6 +29,7 @@ pub mod help;
 pub mod owner;
 pub mod pending;
 pub mod proposal;
+pub mod signin;
 pub mod task;
 
 use std::fmt::Debug;
@@ -226,6 +227,12 @@ pub trait Press: Sized + Clone + Debug + PartialEq + Eq + Send + Sync + 'static 
     fn on_digest(&self) -> bool {
         false
     }
+    /// What it is as an owner's decision away from a chat, if it is one (the web
+    /// dashboard shows the buttons that are; one that only shows something, or asks in
+    /// the chat, is not). `config` is the config in force.
+    fn offered(&self, _config: &crate::config::Config) -> Option<owner::Offered> {
+        None
+    }
     /// Runs it, for someone allowed to take it. `at` is where the pressed button is.
     fn press(self, cx: &Context, actor: &Actor, at: &At) -> impl Future<Output = Answer> + Send;
     /// One of each of its actions, for the registry's tests.
@@ -337,6 +344,12 @@ macro_rules! kinds {
             #[must_use]
             pub fn subject(&self) -> Option<&str> {
                 match self { $(Action::$variant(a) => Press::subject(a)),+ }
+            }
+
+            /// What the button is as an owner's decision ([`Press::offered`]).
+            #[must_use]
+            pub fn offered(&self, config: &crate::config::Config) -> Option<owner::Offered> {
+                match self { $(Action::$variant(a) => Press::offered(a, config)),+ }
             }
 
             /// Whether the button is on a digest ([`Press::on_digest`]).
@@ -587,6 +600,7 @@ kinds! {
     Task => task::Tasks,
     Agents => agents::Agents,
     Grants => grants::Grants,
+    SignIn => signin::SignIn,
     Help => help::Help,
 }
 
@@ -645,6 +659,29 @@ mod tests {
         // More than one, and the first in the list would hide the others; none, and
         // `gatebot decide` on a request that never asked would say "no subject".
         assert_eq!(deciding_unshown(), [("Approval", true)]);
+    }
+
+    #[test]
+    fn a_button_offered_as_an_owners_decision_is_about_its_own_subject() {
+        let config = crate::config::parse_in_etc("").unwrap();
+        let mut offered = Vec::new();
+        for (kind, action) in Action::examples() {
+            if let Some(o) = action.offered(&config) {
+                assert_eq!(
+                    Some(o.subject.as_str()),
+                    action.subject(),
+                    "{kind}: {action:?}"
+                );
+                offered.push(kind);
+            }
+        }
+        // Every kind whose cards wait for an owner offers its decisions off the chat too.
+        for kind in ["Approval", "CheckIn", "Proposal", "Task"] {
+            assert!(
+                offered.contains(&kind),
+                "{kind} offers no decision: {offered:?}"
+            );
+        }
     }
 
     #[test]

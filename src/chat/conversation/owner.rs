@@ -49,6 +49,63 @@ impl OwnerDecision {
     }
 }
 
+/// A button of a kind's card as an owner's decision away from a chat ([`Press::offered`]):
+/// the web dashboard shows the same buttons as the chats and takes each through the
+/// kind's [`Kind::decide`], as `gatebot decide` would.
+///
+/// [`Press::offered`]: super::Press::offered
+/// [`Kind::decide`]: super::Kind::decide
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offered {
+    /// The subject's full id.
+    pub subject: String,
+    /// The verb, as `gatebot decide` takes it.
+    pub verb: &'static str,
+    pub prefix: Option<String>,
+    pub exact: bool,
+    /// A time box, as typed (`1h`).
+    pub for_: Option<String>,
+    /// Whether the button asks why (a deny, a stop): the dashboard offers a field for
+    /// the reason, which the agent reads.
+    pub asks_reason: bool,
+}
+
+impl Offered {
+    /// A plain verb on `subject`.
+    #[must_use]
+    pub fn verb(subject: &str, verb: &'static str) -> Offered {
+        Offered {
+            subject: subject.to_string(),
+            verb,
+            prefix: None,
+            exact: false,
+            for_: None,
+            asks_reason: false,
+        }
+    }
+
+    /// The same, asking why.
+    #[must_use]
+    pub fn asking_why(mut self) -> Offered {
+        self.asks_reason = true;
+        self
+    }
+
+    /// The decision it is, taken by `actor` via `via` with `reason`.
+    #[must_use]
+    pub fn decision(&self, actor: String, via: Via, reason: Option<String>) -> OwnerDecision {
+        OwnerDecision {
+            verb: self.verb.to_string(),
+            reason: reason.filter(|_| self.asks_reason),
+            prefix: self.prefix.clone(),
+            exact: self.exact,
+            for_: self.for_.clone(),
+            actor,
+            via,
+        }
+    }
+}
+
 /// A decision that took effect.
 #[derive(Debug)]
 pub struct Decided {

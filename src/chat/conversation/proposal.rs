@@ -23,7 +23,7 @@ use crate::trust::{Actor as TrustActor, Direction, Proposal, ProposalStatus};
 use crate::words;
 
 use super::full_id;
-use super::owner::{Decided, Listed, Listing, OwnerDecision, Refused};
+use super::owner::{Decided, Listed, Listing, Offered, OwnerDecision, Refused};
 #[cfg(test)]
 use super::EXAMPLE_ID;
 use super::{Never, Rendered};
@@ -125,6 +125,14 @@ impl super::Press for Action {
 
     fn encode(&self) -> String {
         format!("{}:{}", if self.approve { "Pa" } else { "Pd" }, self.id)
+    }
+
+    fn offered(&self, _config: &crate::config::Config) -> Option<Offered> {
+        Some(if self.approve {
+            Offered::verb(&self.id, "approve")
+        } else {
+            Offered::verb(&self.id, "decline").asking_why()
+        })
     }
 
     fn attempted(&self) -> String {

@@ -36,7 +36,7 @@ use crate::subject::{Home, Subject, SubjectKind};
 use crate::time::clock;
 
 use super::full_id;
-use super::owner::{Decided, OwnerDecision, Refused};
+use super::owner::{Decided, Offered, OwnerDecision, Refused};
 #[cfg(test)]
 use super::EXAMPLE_ID;
 use super::{Rendered, SlashCommand, Taken};
@@ -208,6 +208,18 @@ impl super::Press for Action {
                 full_id(id).map(|id| Action::Choice(id, n))
             }
             _ => None,
+        }
+    }
+
+    /// Queue, reject, cancel and retry are decisions; a question's answer is typed in
+    /// the chat (the dashboard's task page will take answers).
+    fn offered(&self, _config: &crate::config::Config) -> Option<Offered> {
+        match self {
+            Action::Queue(id) => Some(Offered::verb(id, "queue")),
+            Action::Reject(id) => Some(Offered::verb(id, "reject")),
+            Action::Cancel(id) => Some(Offered::verb(id, "cancel")),
+            Action::Retry(id) => Some(Offered::verb(id, "retry")),
+            Action::Answer(_) | Action::Choice(..) => None,
         }
     }
 

@@ -13,6 +13,7 @@ mod ask;
 mod audit;
 mod check_config;
 mod connect;
+mod dashboard;
 mod decide;
 mod diff;
 mod grants;
@@ -164,6 +165,11 @@ pub enum Command {
         /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Sign in to the web dashboard (a link for you), or list and end its sessions (owner).
+    Dashboard {
+        #[command(subcommand)]
+        action: dashboard::DashboardAction,
     },
     /// Print the audit trail (owner), or check it with `audit verify`.
     Audit {
@@ -515,6 +521,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             workflow_command(agent, action).await
         }
         Command::Workflows(a) => workflow::list(&owner()?, a).await,
+        Command::Dashboard { action } => dashboard::run(&owner()?, action).await,
         Command::Audit {
             action,
             request,

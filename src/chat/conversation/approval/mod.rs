@@ -36,7 +36,7 @@ use crate::trust::grants::OfferRow;
 use crate::words;
 
 use super::full_id;
-use super::owner::{Decided, Listed, Listing, OwnerDecision, Refused};
+use super::owner::{Decided, Listed, Listing, Offered, OwnerDecision, Refused};
 #[cfg(test)]
 use super::EXAMPLE_ID;
 use super::{Rendered, SlashCommand};
@@ -166,6 +166,28 @@ impl super::Press for Action {
 
     fn subject(&self) -> Option<&str> {
         Some(&self.id)
+    }
+
+    fn offered(&self, config: &crate::config::Config) -> Option<Offered> {
+        let id = self.id.as_str();
+        Some(match self.button {
+            ButtonKind::Approve => Offered::verb(id, "approve"),
+            ButtonKind::ApproveAlways => Offered::verb(id, "approve-always"),
+            ButtonKind::ApproveExact => Offered {
+                exact: true,
+                ..Offered::verb(id, "approve-always")
+            },
+            ButtonKind::ApprovePrefix => Offered {
+                prefix: Some(String::new()),
+                ..Offered::verb(id, "approve-always")
+            },
+            ButtonKind::ApproveFor => Offered {
+                for_: Some(crate::time::format_duration(config.trust.grants.allow_for)),
+                ..Offered::verb(id, "approve")
+            },
+            ButtonKind::Deny => Offered::verb(id, "deny").asking_why(),
+            ButtonKind::DenyNoReason => Offered::verb(id, "deny"),
+        })
     }
 
     async fn press(self, cx: &Context, actor: &Actor, _at: &At) -> Answer {

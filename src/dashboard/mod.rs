@@ -1,0 +1,110 @@
+//! The web dashboard: what waits for owners, of every kind, on a page of its own,
+//! served by the daemon on `[dashboard] listen`.
+//!
+//! - [`signin`]: sign-in links used up by a POST, sessions in the database, the
+//!   [`signin::Signed`] extractor every page takes, signing out.
+//! - [`pending`]: the pending page: every open subject's card, drawn by its kind
+//!   through the registry ([`crate::chat::conversation::render`]), filtered and paged;
+//!   its buttons are the chats' buttons, taken through the kind's owner decision
+//!   ([`crate::chat::conversation::decide`]), as `gatebot decide` takes them.
+//! - [`card`]: a card as HTML (the web's renderer, beside Telegram's and Slack's).
+//! - [`live`]: server-sent events from the engine's bus, so pages follow changes.
+//! - [`page`]: the page shell and the words shared by pages; [`assets`]: the stylesheet
+//!   and the one script, embedded in the binary.
+//!
+//! Every response carries a Content-Security-Policy without inline script or style,
+//! `frame-ancestors 'none'`, no referrer, and `no-store`: pages hold owners' data.
+//! Every state change is a POST with the session's CSRF token. Agent text reaches HTML
+//! only through maud's escaping.
+
+mod assets;
+pub mod card;
+mod live;
+mod page;
+mod pending;
+pub mod signin;
+
+use std::sync::Arc;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::Engine;
+
+/// The most bytes a form may send (a reason, filters, a batch of ids).
+const MAX_FORM_BYTES: usize = 64 * 1024;
+
+/// What every handler of the dashboard has.
+#[derive(Clone)]
+pub struct DashState {
+    pub engine: Arc<Engine>,
+    /// Fires at shutdown: live streams end.
+    pub shutdown: CancellationToken,
+}
+
+/// The dashboard's routes.
+pub fn router(engine: Arc<Engine>, shutdown: CancellationToken) -> Router {
+    Router::new()
+        .route("/", get(pending::page))
+        .route("/pending/list", get(pending::list))
+        .route("/decide", post(pending::decide))
+        .route("/events", get(live::events))
+        .route("/signin", get(signin::signed_out))
+        .route("/login/{token}", get(signin::link_page))
+        .route("/login", post(signin::sign_in))
+        .route("/logout", post(signin::sign_out))
+        .route("/assets/{name}", get(assets::asset))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_FORM_BYTES))
+        .layer(axum::middleware::map_response(secured))
+        .with_state(DashState { engine, shutdown })
+}
+
+/// The headers every answer carries (see the module docs).
+async fn secured(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+             connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    r
+}
+
+async fn not_found() -> Response {
+    page::message(
+        StatusCode::NOT_FOUND,
+        "Not found",
+        "There is no page here.",
+        None,
+    )
+}
+
+/// An answer for a failed step: the engine's words, or a generic line for a fault.
+fn failed(e: &crate::engine::EngineError) -> Response {
+    tracing::warn!(error = %e, "dashboard: a step failed");
+    page::message(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Something went wrong",
+        "gatebot could not do that; its log says why.",
+        None,
+    )
+    .into_response()
+}

@@ -1,0 +1,74 @@
+//! The page shell every page is drawn in, and the one-message pages (signed out, not
+//! found, a refused link).
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use maud::{html, Markup, DOCTYPE};
+
+use crate::engine::Session;
+
+/// Which page of the menu a page is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Menu {
+    Pending,
+    None,
+}
+
+/// A whole page: `title`, the menu for `who` (signed in) and `body`.
+pub(super) fn shell(title: &str, who: Option<&Session>, menu: Menu, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="color-scheme" content="light dark";
+                title { (title) " · gatebot" }
+                link rel="stylesheet" href="/assets/app.css";
+                script src="/assets/app.js" defer {}
+            }
+            body {
+                header.top {
+                    a.brand href="/" { "🛡 gatebot" }
+                    @if let Some(s) = who {
+                        nav {
+                            a href="/" aria-current=[(menu == Menu::Pending).then_some("page")] { "Pending" }
+                        }
+                        form.signout method="post" action="/logout" {
+                            input type="hidden" name="csrf" value=(s.csrf);
+                            span.person { (s.person) }
+                            button type="submit" { "Sign out" }
+                        }
+                    }
+                }
+                main id="main" { (body) }
+            }
+        }
+    }
+}
+
+/// A page that says one thing: `heading`, `text`, and an optional next step.
+pub(super) fn message(
+    status: StatusCode,
+    heading: &str,
+    text: &str,
+    next: Option<Markup>,
+) -> Response {
+    let body = html! {
+        section.message {
+            h1 { (heading) }
+            p { (text) }
+            @if let Some(n) = next { (n) }
+        }
+    };
+    (status, shell(heading, None, Menu::None, body)).into_response()
+}
+
+/// How to get a sign-in link, said wherever a page needs one.
+pub(super) fn how_to_sign_in() -> Markup {
+    html! {
+        p { "To sign in, ask gatebot for a link: send " code { "/login" }
+            " to the bot in a private chat, or run " code { "gatebot dashboard login" }
+            " on the machine gatebot runs on. Each link signs in once and expires after a few minutes." }
+    }
+}

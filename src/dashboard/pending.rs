@@ -1,0 +1,262 @@
+//! The pending page: everything that waits for an owner, of every kind, riskiest and
+//! newest first, filtered by kind, agent, tool and risk (kept in the URL), a page at a
+//! time. Each subject's card is drawn by its kind ([`conversation::render`]), so a new
+//! kind shows here with no code of the dashboard's; its buttons are decided by
+//! [`decide`] through the kind's owner decision, as `gatebot decide` is.
+
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::{Form, Json};
+use maud::{html, Markup};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::page::{shell, Menu};
+use super::signin::Signed;
+use super::DashState;
+use crate::approval::Via;
+use crate::chat::conversation::{self, owner::Refused, Action};
+use crate::engine::EngineError;
+use crate::policy::RiskScore;
+use crate::subject::{OpenFilter, OpenPage, SubjectKind};
+
+/// Subjects on one page.
+pub(super) const PAGE: usize = 50;
+
+/// The filters as the URL has them.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Filters {
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    agent: String,
+    #[serde(default)]
+    tool: String,
+    #[serde(default)]
+    risk: String,
+    #[serde(default)]
+    after: String,
+}
+
+/// The kinds the filter offers, as people call them.
+const KINDS: [(SubjectKind, &str); 4] = [
+    (SubjectKind::Approval, "Requests"),
+    (SubjectKind::CheckIn, "Check-ins"),
+    (SubjectKind::Proposal, "Proposals"),
+    (SubjectKind::Task, "Tasks"),
+];
+
+const RISKS: [(RiskScore, &str); 4] = [
+    (RiskScore::Low, "Any risk"),
+    (RiskScore::Medium, "Medium or higher"),
+    (RiskScore::High, "High or critical"),
+    (RiskScore::Critical, "Critical"),
+];
+
+impl Filters {
+    fn open_filter(&self) -> OpenFilter {
+        let some = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+        OpenFilter {
+            kind: SubjectKind::parse(&self.kind),
+            agent: some(&self.agent),
+            tool: some(&self.tool),
+            risk_at_least: RISKS
+                .iter()
+                .find(|(r, _)| r.as_str() == self.risk && *r != RiskScore::Low)
+                .map(|(r, _)| *r),
+            after: some(&self.after),
+            limit: PAGE,
+        }
+    }
+
+    /// The query string of these filters, without the page cursor.
+    fn query(&self) -> String {
+        let pairs = [
+            ("kind", &self.kind),
+            ("agent", &self.agent),
+            ("tool", &self.tool),
+            ("risk", &self.risk),
+        ];
+        serde_urlencoded::to_string(
+            pairs
+                .iter()
+                .filter(|(_, v)| !v.is_empty())
+                .collect::<Vec<_>>(),
+        )
+        .unwrap_or_default()
+    }
+}
+
+/// `GET /`: the pending page.
+pub(super) async fn page(
+    State(state): State<DashState>,
+    Signed(session): Signed,
+    Query(f): Query<Filters>,
+) -> Response {
+    let list = match list_markup(&state, &session.csrf, &f).await {
+        Ok(m) => m,
+        Err(e) => return super::failed(&e),
+    };
+    let body = html! {
+        h1 { "Pending" }
+        (filters_form(&f))
+        p.keys { "Keys: " kbd{"j"} "/" kbd{"k"} " move, " kbd{"a"} " allow once, "
+            kbd{"d"} " deny (type a reason, then Enter)." }
+        p #said role="status" aria-live="polite" {}
+        div #pending data-query=(f.query()) { (list) }
+    };
+    shell("Pending", Some(&session), Menu::Pending, body).into_response()
+}
+
+/// `GET /pending/list`: the list alone, for the page's live updates.
+pub(super) async fn list(
+    State(state): State<DashState>,
+    Signed(session): Signed,
+    Query(f): Query<Filters>,
+) -> Response {
+    match list_markup(&state, &session.csrf, &f).await {
+        Ok(m) => m.into_response(),
+        Err(e) => super::failed(&e),
+    }
+}
+
+fn filters_form(f: &Filters) -> Markup {
+    html! {
+        form.filters method="get" action="/" {
+            label { "Kind "
+                select name="kind" {
+                    option value="" { "All" }
+                    @for (k, words) in KINDS {
+                        option value=(k.as_str()) selected[f.kind == k.as_str()] { (words) }
+                    }
+                }
+            }
+            label { "Agent " input name="agent" value=(f.agent) size="12"; }
+            label { "Tool " input name="tool" value=(f.tool) size="12"; }
+            label { "Risk "
+                select name="risk" {
+                    @for (r, words) in RISKS {
+                        option value=(r.as_str()) selected[f.risk == r.as_str()] { (words) }
+                    }
+                }
+            }
+            button type="submit" { "Filter" }
+        }
+    }
+}
+
+async fn list_markup(state: &DashState, csrf: &str, f: &Filters) -> Result<Markup, EngineError> {
+    let engine = &state.engine;
+    let page: OpenPage = engine.open_subjects(f.open_filter()).await?;
+    let config = engine.config();
+    let mut cards = Vec::with_capacity(page.subjects.len());
+    for s in &page.subjects {
+        if let Some(r) = conversation::render(engine, s).await? {
+            cards.push((s, super::card::render(&r.card, &config, csrf)));
+        }
+    }
+    let query = f.query();
+    Ok(html! {
+        p.count { (count_words(page.total)) }
+        @for (s, card) in &cards {
+            article.item data-id=(s.id) data-kind=(s.kind.as_str()) tabindex="-1" { (card) }
+        }
+        @if let Some(next) = &page.next {
+            @let sep = if query.is_empty() { "" } else { "&" };
+            a.next href=(format!("/?{query}{sep}after={next}")) { "Next page" }
+        }
+    })
+}
+
+fn count_words(n: usize) -> String {
+    match n {
+        0 => "Nothing is waiting for you.".into(),
+        1 => "1 waits for you.".into(),
+        n => format!("{n} wait for you."),
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct DecideForm {
+    csrf: String,
+    /// The button's data, as on the card.
+    button: String,
+    #[serde(default)]
+    reason: String,
+}
+
+/// `POST /decide`: a card's button, taken as the owner's decision on its subject.
+/// A script asks for JSON (`Accept: application/json`): `{"said": [...]}` or
+/// `{"error": "..."}`; a plain form is sent back to the page.
+pub(super) async fn decide(
+    State(state): State<DashState>,
+    signed: Signed,
+    headers: HeaderMap,
+    Form(form): Form<DecideForm>,
+) -> Response {
+    if let Err(r) = signed.check(&state, &headers, &form.csrf).await {
+        return r;
+    }
+    let wants_json = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/json"));
+    let outcome = take(&state, &signed, &form).await;
+    if wants_json {
+        return match outcome {
+            Ok(said) => Json(json!({"said": said})).into_response(),
+            Err((status, message)) => (status, Json(json!({"error": message}))).into_response(),
+        };
+    }
+    match outcome {
+        Ok(_) => Redirect::to("/").into_response(),
+        Err((status, message)) => super::page::message(
+            status,
+            "Not done",
+            &message,
+            Some(html! { a href="/" { "Back to the pending page" } }),
+        ),
+    }
+}
+
+/// Takes the decision the button stands for; the lines said, or why not.
+async fn take(
+    state: &DashState,
+    signed: &Signed,
+    form: &DecideForm,
+) -> Result<Vec<String>, (StatusCode, String)> {
+    let engine = &state.engine;
+    let config = engine.config();
+    let offered = Action::decode(&form.button)
+        .ok()
+        .and_then(|a| a.offered(&config))
+        .ok_or((
+            StatusCode::BAD_REQUEST,
+            "That button is not one gatebot offers here.".to_string(),
+        ))?;
+    let reason = Some(form.reason.trim().to_string()).filter(|r| !r.is_empty());
+    let decision = offered.decision(signed.0.person.clone(), Via::Dashboard, reason);
+    let subject = engine.identify(&offered.subject).await.ok();
+    match conversation::decide(engine, subject.as_ref(), &offered.subject, decision).await {
+        Ok(d) => Ok(d.said),
+        Err(Refused::Unclear(m)) => Err((StatusCode::BAD_REQUEST, m)),
+        Err(Refused::Settled { message, .. }) => Err((StatusCode::CONFLICT, message)),
+        Err(Refused::Engine(e)) => Err(engine_words(&e)),
+    }
+}
+
+/// An engine error as the page says it.
+fn engine_words(e: &EngineError) -> (StatusCode, String) {
+    match e {
+        EngineError::Store(_) | EngineError::Internal { .. } => {
+            tracing::warn!(error = %e, "dashboard: a decision failed");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "gatebot could not record that; its log says why.".into(),
+            )
+        }
+        EngineError::NotFound { .. } => (StatusCode::NOT_FOUND, e.to_string()),
+        _ => (StatusCode::CONFLICT, e.to_string()),
+    }
+}

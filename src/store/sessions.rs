@@ -1,0 +1,367 @@
+//! The web dashboard's sign-in: single-use links and server-side sessions
+//! (`dashboard_links`, `dashboard_sessions`). Only tokens' SHA-256 are stored; the
+//! engine makes the tokens and hashes them. Signing in uses up its link and starts the
+//! session in one transaction, with its audit row; so does ending sessions.
+
+use rusqlite::{params, OptionalExtension, Row, Transaction};
+use serde_json::json;
+
+use super::audit::audit_tx;
+use super::{Result, Store};
+use crate::approval::{new_short_id, Via};
+
+/// A sign-in link to record.
+#[derive(Debug)]
+pub struct NewLink<'a> {
+    pub token_hash: &'a str,
+    pub person: &'a str,
+    /// Where it was asked for.
+    pub via: &'a Via,
+    pub now: i64,
+    pub expires_at: i64,
+}
+
+/// A session to start when a link is used.
+#[derive(Debug)]
+pub struct NewSession<'a> {
+    pub token_hash: &'a str,
+    pub csrf: &'a str,
+    pub user_agent: Option<&'a str>,
+    pub now: i64,
+    /// When it ends however used (`session_max` after now).
+    pub expires_at: i64,
+}
+
+/// A signed-in browser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// 8 characters, shown by `gatebot dashboard sessions`.
+    pub id: String,
+    pub person: String,
+    /// The token its forms carry.
+    pub csrf: String,
+    pub user_agent: Option<String>,
+    pub created_at: i64,
+    pub last_seen_at: i64,
+    pub expires_at: i64,
+}
+
+/// What using a link came to.
+#[derive(Debug)]
+pub enum LinkUse {
+    /// The link was good: it is used up and this session started.
+    SignedIn(Session),
+    /// No link has this token.
+    Unknown,
+    /// The link was used before (by a sign-in at `at`).
+    Used { person: String },
+    /// The link's time ran out.
+    Expired { person: String },
+}
+
+/// Which sessions to end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// The session with this id.
+    One(String),
+    /// Every session of this person ("sign out everywhere").
+    Person(String),
+    /// Every session.
+    All,
+}
+
+const SESSION_COLUMNS: &str = "id, person, csrf, user_agent, created_at, last_seen_at, expires_at";
+
+fn session_row(r: &Row<'_>) -> rusqlite::Result<Session> {
+    Ok(Session {
+        id: r.get(0)?,
+        person: r.get(1)?,
+        csrf: r.get(2)?,
+        user_agent: r.get(3)?,
+        created_at: r.get(4)?,
+        last_seen_at: r.get(5)?,
+        expires_at: r.get(6)?,
+    })
+}
+
+/// A session's `last_seen_at` is written at most this often (a page load is no write).
+const TOUCH_EVERY_MS: i64 = 60_000;
+
+impl Store {
+    /// Records a sign-in link, with its audit row (`dashboard_link`).
+    pub fn make_link(&self, l: &NewLink<'_>) -> Result<()> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        tx.prepare_cached(
+            "INSERT INTO dashboard_links (token_hash, person, via, created_at, expires_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?
+        .execute(params![
+            l.token_hash,
+            l.person,
+            l.via.as_str(),
+            l.now,
+            l.expires_at
+        ])?;
+        audit_tx(
+            &tx,
+            l.now,
+            None,
+            "dashboard_link",
+            Some(l.person),
+            Some(l.via),
+            &json!({"expires_at": l.expires_at}),
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Uses up the link whose token hashes to `token_hash` and starts a session, if the
+    /// link is good (one transaction, audited as `dashboard_sign_in`); a refused link
+    /// changes nothing (the engine audits the refusal, coalesced).
+    pub fn use_link(&self, token_hash: &str, s: &NewSession<'_>) -> Result<LinkUse> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let link: Option<(String, i64, Option<i64>)> = tx
+            .prepare_cached(
+                "SELECT person, expires_at, used_at FROM dashboard_links WHERE token_hash = ?1",
+            )?
+            .query_row([token_hash], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        let (person, expires_at, used_at) = match link {
+            None => return Ok(LinkUse::Unknown),
+            Some(l) => l,
+        };
+        if used_at.is_some() {
+            return Ok(LinkUse::Used { person });
+        }
+        if s.now >= expires_at {
+            return Ok(LinkUse::Expired { person });
+        }
+        tx.prepare_cached("UPDATE dashboard_links SET used_at = ?2 WHERE token_hash = ?1")?
+            .execute(params![token_hash, s.now])?;
+        let id = start_session(&tx, &person, s)?;
+        audit_tx(
+            &tx,
+            s.now,
+            None,
+            "dashboard_sign_in",
+            Some(&person),
+            Some(&Via::Dashboard),
+            &json!({"session": id, "user_agent": s.user_agent}),
+        )?;
+        let session = tx
+            .prepare_cached(&format!(
+                "SELECT {SESSION_COLUMNS} FROM dashboard_sessions WHERE id = ?1"
+            ))?
+            .query_row([&id], session_row)?;
+        tx.commit()?;
+        Ok(LinkUse::SignedIn(session))
+    }
+
+    /// The live session whose cookie token hashes to `token_hash`: not ended, not past
+    /// its end, and used within `idle_ms`. Notes that it was used now (at most once a
+    /// minute).
+    pub fn session(&self, token_hash: &str, now: i64, idle_ms: i64) -> Result<Option<Session>> {
+        let conn = self.lock();
+        let found = conn
+            .prepare_cached(&format!(
+                "SELECT {SESSION_COLUMNS} FROM dashboard_sessions \
+                 WHERE token_hash = ?1 AND ended_at IS NULL AND expires_at > ?2 \
+                 AND last_seen_at > ?2 - ?3"
+            ))?
+            .query_row(params![token_hash, now, idle_ms], session_row)
+            .optional()?;
+        if let Some(s) = &found {
+            if now - s.last_seen_at >= TOUCH_EVERY_MS {
+                conn.prepare_cached(
+                    "UPDATE dashboard_sessions SET last_seen_at = ?2 WHERE id = ?1",
+                )?
+                .execute(params![s.id, now])?;
+            }
+        }
+        Ok(found)
+    }
+
+    /// Every live session (as [`Store::session`] counts them), newest first.
+    pub fn sessions(&self, now: i64, idle_ms: i64) -> Result<Vec<Session>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM dashboard_sessions \
+             WHERE ended_at IS NULL AND expires_at > ?1 AND last_seen_at > ?1 - ?2 \
+             ORDER BY created_at DESC, id"
+        ))?;
+        let rows = stmt.query_map(params![now, idle_ms], session_row)?;
+        rows.map(|r| Ok(r?)).collect()
+    }
+
+    /// Ends the sessions `which` names that have not ended (signed out, or revoked by
+    /// `by`), audited as `dashboard_sign_out`; returns their ids.
+    pub fn end_sessions(
+        &self,
+        which: &SessionEnd,
+        by: &str,
+        via: &Via,
+        now: i64,
+    ) -> Result<Vec<String>> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let (filter, value) = match which {
+            SessionEnd::One(id) => ("id = ?3", Some(id.as_str())),
+            SessionEnd::Person(p) => ("person = ?3", Some(p.as_str())),
+            SessionEnd::All => ("?3 IS NULL", None),
+        };
+        let ended: Vec<String> = tx
+            .prepare(&format!(
+                "UPDATE dashboard_sessions SET ended_at = ?1, ended_by = ?2 \
+                 WHERE ended_at IS NULL AND {filter} RETURNING id"
+            ))?
+            .query_map(params![now, by, value], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        if !ended.is_empty() {
+            audit_tx(
+                &tx,
+                now,
+                None,
+                "dashboard_sign_out",
+                Some(by),
+                Some(via),
+                &json!({"sessions": ended}),
+            )?;
+        }
+        tx.commit()?;
+        Ok(ended)
+    }
+
+    /// Forgets links and sessions that ended more than `keep_ms` ago (the housekeeping
+    /// pass); returns how many rows went.
+    pub fn forget_sessions(&self, now: i64, keep_ms: i64) -> Result<usize> {
+        let conn = self.lock();
+        let before = now - keep_ms;
+        let links = conn
+            .prepare_cached("DELETE FROM dashboard_links WHERE expires_at < ?1 OR used_at < ?1")?
+            .execute([before])?;
+        let sessions = conn
+            .prepare_cached(
+                "DELETE FROM dashboard_sessions WHERE ended_at < ?1 OR expires_at < ?1",
+            )?
+            .execute([before])?;
+        Ok(links + sessions)
+    }
+}
+
+/// Inserts a session for `person` with an id no session has; returns the id.
+fn start_session(tx: &Transaction<'_>, person: &str, s: &NewSession<'_>) -> Result<String> {
+    loop {
+        let id = new_short_id();
+        let inserted = tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO dashboard_sessions \
+                 (id, token_hash, csrf, person, user_agent, created_at, last_seen_at, expires_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
+            )?
+            .execute(params![
+                id,
+                s.token_hash,
+                s.csrf,
+                person,
+                s.user_agent,
+                s.now,
+                s.expires_at
+            ])?;
+        if inserted == 1 {
+            return Ok(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> Store {
+        Store::open_in_memory().unwrap()
+    }
+
+    fn link(s: &Store, hash: &str, now: i64) {
+        s.make_link(&NewLink {
+            token_hash: hash,
+            person: "alice",
+            via: &Via::Cli,
+            now,
+            expires_at: now + 600_000,
+        })
+        .unwrap();
+    }
+
+    fn new_session(hash: &str, now: i64) -> NewSession<'_> {
+        NewSession {
+            token_hash: hash,
+            csrf: "c",
+            user_agent: Some("test"),
+            now,
+            expires_at: now + 3_600_000,
+        }
+    }
+
+    #[test]
+    fn a_link_signs_in_once_before_it_expires_and_never_after() {
+        let s = store();
+        link(&s, "L1", 1_000);
+        let LinkUse::SignedIn(session) = s.use_link("L1", &new_session("S1", 2_000)).unwrap()
+        else {
+            panic!("first use signs in")
+        };
+        assert_eq!(session.person, "alice");
+        assert!(matches!(
+            s.use_link("L1", &new_session("S2", 3_000)).unwrap(),
+            LinkUse::Used { .. }
+        ));
+        link(&s, "L2", 1_000);
+        assert!(matches!(
+            s.use_link("L2", &new_session("S3", 601_000)).unwrap(),
+            LinkUse::Expired { .. }
+        ));
+        assert!(matches!(
+            s.use_link("nope", &new_session("S4", 2_000)).unwrap(),
+            LinkUse::Unknown
+        ));
+        // Only the good use started a session.
+        assert_eq!(s.sessions(3_000, 3_600_000).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_session_lapses_when_idle_past_its_end_or_ended() {
+        let s = store();
+        link(&s, "L1", 0);
+        s.use_link("L1", &new_session("S1", 0)).unwrap();
+        assert!(s.session("S1", 59_000, 60_000).unwrap().is_some());
+        // Used at 59 s is not written (under a minute); idle from 0 counts.
+        assert!(s.session("S1", 61_000, 60_000).unwrap().is_none());
+        assert!(s.session("S1", 61_000, 120_000).unwrap().is_some());
+        // Used at 61 s was written: idle counts from there.
+        assert!(s.session("S1", 170_000, 120_000).unwrap().is_some());
+        assert!(
+            s.session("S1", 3_600_000, 10_000_000).unwrap().is_none(),
+            "past its end"
+        );
+        link(&s, "L2", 0);
+        let LinkUse::SignedIn(two) = s.use_link("L2", &new_session("S2", 0)).unwrap() else {
+            panic!()
+        };
+        let ended = s
+            .end_sessions(
+                &SessionEnd::Person("alice".into()),
+                "alice",
+                &Via::Dashboard,
+                1,
+            )
+            .unwrap();
+        assert!(ended.contains(&two.id), "{ended:?}");
+        assert!(s.session("S2", 2, 60_000).unwrap().is_none());
+        let rows = s.audit_rows(None, None).unwrap();
+        let events: Vec<&str> = rows.iter().map(|r| r.event.as_str()).collect();
+        assert!(events.contains(&"dashboard_sign_in") && events.contains(&"dashboard_sign_out"));
+        assert!(s.verify_audit().unwrap().problems.is_empty());
+    }
+}

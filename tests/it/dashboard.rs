@@ -1,0 +1,516 @@
+//! The web dashboard over HTTP, as a browser would use it (the real browser's tests
+//! are `tests/browser`): sign-in links used up only by a POST, sessions, CSRF, the
+//! pending page drawing every kind's card with agent text escaped, decisions through
+//! the kinds' owner code, live events, and the headers every answer carries.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::helpers::{alice, eventually, free_port, spawn_app, spawn_app_with_memory, TestApp};
+
+/// A daemon with the dashboard on a free port, and `alice` as a person.
+async fn start() -> TestApp {
+    let app = spawn_app(&config()).await;
+    assert!(app.dashboard.is_some());
+    app
+}
+
+fn config() -> String {
+    format!(
+        "[dashboard]\nlisten = \"{}\"\n\n[people.alice]\nunix = \"alice\"\n",
+        free_port()
+    )
+}
+
+/// An HTTP answer, whole.
+#[derive(Debug)]
+struct Page {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Page {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    }
+
+    /// The page's CSRF token (every signed-in page has the sign-out form).
+    fn csrf(&self) -> String {
+        let at = self
+            .body
+            .find("name=\"csrf\" value=\"")
+            .expect("a form with a token")
+            + 19;
+        self.body[at..at + 64].to_string()
+    }
+}
+
+/// A browser of one: its cookie, if signed in.
+struct Browser {
+    addr: SocketAddr,
+    cookie: Option<String>,
+}
+
+impl Browser {
+    fn new(app: &TestApp) -> Browser {
+        Browser {
+            addr: app.dashboard.unwrap(),
+            cookie: None,
+        }
+    }
+
+    async fn send(&self, method: &str, path: &str, body: &str, extra: &[(&str, &str)]) -> Page {
+        let mut s = tokio::net::TcpStream::connect(self.addr).await.unwrap();
+        let mut req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+            self.addr
+        );
+        if let Some(c) = &self.cookie {
+            req.push_str(&format!("Cookie: gatebot_session={c}\r\n"));
+        }
+        for (k, v) in extra {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if method == "POST" {
+            req.push_str("Content-Type: application/x-www-form-urlencoded\r\n");
+            req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).await.unwrap();
+        let raw = String::from_utf8_lossy(&raw).into_owned();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+        let status = head[9..12].parse().unwrap();
+        Page {
+            status,
+            head: head.to_string(),
+            body: body.to_string(),
+        }
+    }
+
+    async fn get(&self, path: &str) -> Page {
+        self.send("GET", path, "", &[]).await
+    }
+
+    async fn post(&self, path: &str, form: &[(&str, &str)]) -> Page {
+        let body = serde_urlencoded::to_string(form).unwrap();
+        self.send("POST", path, &body, &[]).await
+    }
+
+    /// Signs in with `link` (its path is used: the test's port is the real one).
+    async fn sign_in(&mut self, link: &str) -> Page {
+        let token = link.rsplit('/').next().unwrap();
+        let page = self.post("/login", &[("token", token)]).await;
+        if let Some(c) = page.header("set-cookie") {
+            let value = c
+                .split(';')
+                .next()
+                .unwrap()
+                .trim_start_matches("gatebot_session=");
+            self.cookie = Some(value.to_string());
+        }
+        page
+    }
+}
+
+/// A sign-in link for `person`, as `gatebot dashboard login` asks for it.
+async fn link(app: &TestApp, person: &str) -> String {
+    let res = app
+        .owner_as(person)
+        .post("/v1/dashboard/links", &json!({}))
+        .await
+        .unwrap();
+    assert!(res.status.is_success(), "{:?}", res.body);
+    res.body["url"].as_str().unwrap().to_string()
+}
+
+async fn signed_in(app: &TestApp) -> Browser {
+    let mut b = Browser::new(app);
+    let page = b.sign_in(&link(app, "alice").await).await;
+    assert_eq!(page.status, 303, "{page:?}");
+    b
+}
+
+#[tokio::test]
+async fn opening_a_link_signs_no_one_in_its_post_does_once() {
+    let app = start().await;
+    let b = Browser::new(&app);
+    // Signed out: every page sends you to how to sign in.
+    let page = b.get("/").await;
+    assert_eq!(
+        (page.status, page.header("location").as_deref()),
+        (303, Some("/signin"))
+    );
+    assert!(b
+        .get("/signin")
+        .await
+        .body
+        .contains("gatebot dashboard login"));
+
+    let url = link(&app, "alice").await;
+    assert!(
+        url.starts_with(&format!("http://{}/login/", app.dashboard.unwrap())),
+        "{url}"
+    );
+    let path = url
+        .split_once(&app.dashboard.unwrap().to_string())
+        .unwrap()
+        .1;
+    // A preview fetches the link: a page with a button, no session, the link intact.
+    for _ in 0..2 {
+        let preview = b.get(path).await;
+        assert_eq!(preview.status, 200);
+        assert!(preview.header("set-cookie").is_none());
+        assert!(
+            preview.body.contains("Sign in</button>"),
+            "{}",
+            preview.body
+        );
+    }
+    let mut b = Browser::new(&app);
+    let signed = b.sign_in(&url).await;
+    assert_eq!(
+        (signed.status, signed.header("location").as_deref()),
+        (303, Some("/"))
+    );
+    let cookie = signed.header("set-cookie").unwrap();
+    for attr in ["HttpOnly", "SameSite=Lax", "Path=/", "Max-Age=604800"] {
+        assert!(cookie.contains(attr), "{cookie}");
+    }
+    assert!(!cookie.contains("Secure"), "plain http: {cookie}");
+    let page = b.get("/").await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains(r#"<span class="person">alice</span>"#),
+        "{}",
+        page.body
+    );
+
+    // The same link again, a garbled one, a made-up one: refused, nobody signed in.
+    let mut again = Browser::new(&app);
+    let used = again.sign_in(&url).await;
+    assert_eq!(used.status, 403);
+    assert!(used.body.contains("was used already"), "{}", used.body);
+    assert!(again.cookie.is_none());
+    for token in ["<script>", &"a".repeat(64)] {
+        let page = again.post("/login", &[("token", token)]).await;
+        assert_eq!(page.status, 403);
+        assert!(page.body.contains("not one gatebot made"), "{}", page.body);
+        assert!(!page.body.contains("<script>"));
+    }
+    let rows = app.owner.get("/v1/audit").await.unwrap().body["audit"].clone();
+    let events: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["event"].as_str().unwrap())
+        .collect();
+    assert!(
+        events.contains(&"dashboard_link") && events.contains(&"dashboard_sign_in"),
+        "{events:?}"
+    );
+    let refused: Vec<&Value> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["event"] == "unauthorised_attempt")
+        .collect();
+    assert!(!refused.is_empty(), "refused sign-ins are audited: {rows}");
+    assert_eq!(
+        refused[0]["detail"]["attempted"],
+        "sign in to the dashboard"
+    );
+}
+
+#[tokio::test]
+async fn a_decision_on_the_dashboard_is_the_persons_and_a_second_press_says_who_was_first() {
+    let app = start().await;
+    let b = signed_in(&app).await;
+    let (id, short) = app
+        .submit_pending(json!({
+            "agent": "mailer", "tool": "send_email",
+            "summary": "<img src=x onerror=alert(1)> \u{202e}txt.exe",
+            "args": {"to": "<script>window.pwned=1</script>", "link": "javascript:alert(1)"}
+        }))
+        .await;
+    let page = b.get("/").await;
+    assert!(page.body.contains(&short), "{}", page.body);
+    // Agent text is text: escaped, hidden characters written out, no live markup.
+    assert!(page.body.contains("&lt;img src=x onerror=alert(1)&gt;"));
+    assert!(page.body.contains("\\u202e") && !page.body.contains('\u{202e}'));
+    assert!(!page.body.contains("<script>window") && !page.body.contains("<img"));
+    assert!(!page.body.contains("href=\"javascript"));
+    let csrf = page.csrf();
+    let deny = format!("gb1:d:{id}");
+    let said = b
+        .send(
+            "POST",
+            "/decide",
+            &serde_urlencoded::to_string([
+                ("csrf", csrf.as_str()),
+                ("button", &deny),
+                ("reason", "not today"),
+            ])
+            .unwrap(),
+            &[("Accept", "application/json")],
+        )
+        .await;
+    assert_eq!(said.status, 200, "{said:?}");
+    let said: Value = serde_json::from_str(&said.body).unwrap();
+    assert_eq!(
+        said["said"][0],
+        format!("denied {short} (send_email from mailer)")
+    );
+    let decided = app.wait_for_status(&id, "rejected").await;
+    assert_eq!(decided["decided_by"], "alice");
+    assert_eq!(decided["decided_via"], "dashboard");
+    assert_eq!(decided["reason"], "not today");
+    // A second press (another tab, an old page): nothing changes, and it says who was first.
+    let allow = format!("gb1:a:{id}");
+    let second = b
+        .post("/decide", &[("csrf", &csrf), ("button", &allow)])
+        .await;
+    assert_eq!(second.status, 409, "{second:?}");
+    assert!(
+        second
+            .body
+            .contains("already denied by alice on the dashboard"),
+        "{}",
+        second.body
+    );
+    assert_eq!(app.get(&id, 0.0).await.body["status"], "rejected");
+    // Gone from the list.
+    assert!(!b.get("/").await.body.contains(&short));
+}
+
+#[tokio::test]
+async fn forms_without_the_sessions_token_or_from_another_site_change_nothing() {
+    let app = start().await;
+    let b = signed_in(&app).await;
+    let (id, _) = app
+        .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {}}))
+        .await;
+    let csrf = b.get("/").await.csrf();
+    let allow = format!("gb1:a:{id}");
+    let wrong = b
+        .post("/decide", &[("csrf", &"0".repeat(64)), ("button", &allow)])
+        .await;
+    assert_eq!(wrong.status, 403, "{wrong:?}");
+    let body = serde_urlencoded::to_string([("csrf", csrf.as_str()), ("button", &allow)]).unwrap();
+    let cross = b
+        .send(
+            "POST",
+            "/decide",
+            &body,
+            &[("Origin", "https://evil.example")],
+        )
+        .await;
+    assert_eq!(cross.status, 403, "{cross:?}");
+    // Signed out, with a good token from an old page: nothing either.
+    let stranger = Browser::new(&app);
+    let out = stranger
+        .post("/decide", &[("csrf", &csrf), ("button", &allow)])
+        .await;
+    assert_eq!(out.status, 401);
+    // A button gatebot never drew.
+    let forged = b
+        .post("/decide", &[("csrf", &csrf), ("button", "gb1:zz:nothing")])
+        .await;
+    assert_eq!(forged.status, 400);
+    assert!(
+        forged.body.contains("not one gatebot offers"),
+        "{}",
+        forged.body
+    );
+    assert_eq!(app.get(&id, 0.0).await.body["status"], "pending");
+    let audit = app.owner.get("/v1/audit").await.unwrap().body.to_string();
+    assert!(
+        audit.contains("a dashboard form without its token"),
+        "{audit}"
+    );
+}
+
+#[tokio::test]
+async fn every_answer_forbids_inline_script_framing_caching_and_referrers() {
+    let app = start().await;
+    let b = signed_in(&app).await;
+    for path in ["/", "/signin", "/login/abc", "/nowhere", "/assets/app.js"] {
+        let page = b.get(path).await;
+        let csp = page.header("content-security-policy").unwrap_or_default();
+        assert!(
+            csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
+            "{path}: {csp}"
+        );
+        assert!(!csp.contains("unsafe-inline"), "{csp}");
+        assert_eq!(
+            page.header("referrer-policy").as_deref(),
+            Some("no-referrer"),
+            "{path}"
+        );
+        assert_eq!(
+            page.header("x-content-type-options").as_deref(),
+            Some("nosniff"),
+            "{path}"
+        );
+    }
+    assert_eq!(
+        b.get("/").await.header("cache-control").as_deref(),
+        Some("no-store")
+    );
+    assert!(
+        !b.get("/").await.body.contains("<script>"),
+        "no inline script"
+    );
+    let js = b.get("/assets/app.js").await;
+    assert_eq!(js.status, 200);
+    assert!(js
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/javascript"));
+    assert_eq!(b.get("/nowhere").await.status, 404);
+}
+
+#[tokio::test]
+async fn an_open_page_hears_of_new_requests_and_decisions_made_elsewhere() {
+    let app = start().await;
+    let b = signed_in(&app).await;
+    let mut s = tokio::net::TcpStream::connect(b.addr).await.unwrap();
+    let req = format!(
+        "GET /events HTTP/1.1\r\nHost: x\r\nCookie: gatebot_session={}\r\n\r\n",
+        b.cookie.as_ref().unwrap()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut seen = String::new();
+    // Until `needle` is in what came `times` times (the body is chunked: events are
+    // counted, not matched across chunk boundaries).
+    let mut read_until = async |needle: &str, times: usize| {
+        let mut buf = [0u8; 4096];
+        tokio::time::timeout(Duration::from_secs(20), async {
+            while seen.matches(needle).count() < times {
+                let n = s.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the stream ended: {seen}");
+                seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no {needle} in {seen}"));
+    };
+    read_until("text/event-stream", 1).await;
+    let (id, _) = app
+        .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {}}))
+        .await;
+    read_until(&format!("event: change\ndata: {id}"), 1).await;
+    app.decide_ok(&id, "approve", None).await;
+    // The decision made on the command line is a second change of the same request.
+    read_until(&format!("event: change\ndata: {id}"), 2).await;
+}
+
+#[tokio::test]
+async fn sessions_are_listed_revoked_and_signed_out_everywhere() {
+    let app = start().await;
+    let one = signed_in(&app).await;
+    let two = signed_in(&app).await;
+    let listed = app.owner.get("/v1/dashboard/sessions").await.unwrap().body;
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{listed}");
+    assert!(sessions
+        .iter()
+        .all(|s| s["person"] == "alice" && s.get("csrf").is_none()));
+    let first = sessions[1]["id"].as_str().unwrap().to_string();
+    let res = app
+        .owner_as("alice")
+        .post("/v1/dashboard/sessions/revoke", &json!({"session": first}))
+        .await
+        .unwrap();
+    assert_eq!(res.body["ended"], json!([first]));
+    let stale = app
+        .owner_as("alice")
+        .post(
+            "/v1/dashboard/sessions/revoke",
+            &json!({"session": "zzzzzzzz"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stale.status.as_u16(), 404, "{:?}", stale.body);
+    assert_eq!(one.get("/").await.status, 303, "revoked");
+    assert_eq!(two.get("/").await.status, 200);
+    // "Sign out everywhere" from the page.
+    let three = signed_in(&app).await;
+    let csrf = three.get("/").await.csrf();
+    let out = three
+        .post("/logout", &[("csrf", &csrf), ("everywhere", "1")])
+        .await;
+    assert_eq!(out.status, 200);
+    assert!(out.header("set-cookie").unwrap().contains("Max-Age=0"));
+    assert_eq!(two.get("/").await.status, 303);
+    assert_eq!(three.get("/").await.status, 303);
+    assert!(
+        app.owner.get("/v1/dashboard/sessions").await.unwrap().body["sessions"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn links_are_for_owners_only_and_need_the_dashboard_on() {
+    let app = start().await;
+    // Agents cannot ask for one.
+    let res = app
+        .agent
+        .post("/v1/dashboard/links", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(res.status.as_u16(), 404, "{:?}", res.body);
+    let off = spawn_app("").await;
+    let res = off
+        .owner
+        .post("/v1/dashboard/links", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(res.status.as_u16(), 409);
+    assert_eq!(res.body["error"]["code"], "dashboard_off");
+    assert!(res.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("[dashboard]"));
+}
+
+#[tokio::test]
+async fn login_in_a_private_chat_gives_a_link_and_in_a_group_says_where_to_ask() {
+    let memory = gatebot::chat::memory::Memory::new(&["-100"], 5);
+    let app = spawn_app_with_memory(tempfile::tempdir().unwrap(), &config(), &memory).await;
+    let group = memory.say(&alice(), "-100", "/login", None).await;
+    assert!(group.text().contains("private chat"), "{}", group.text());
+    assert!(!group.text().contains("/login/"));
+    let (_, private) = memory.write(&alice(), "42", "/login").await;
+    let text = private.text();
+    let url = text
+        .split_whitespace()
+        .find(|w| w.contains("/login/"))
+        .unwrap_or_else(|| panic!("{text}"))
+        .to_string();
+    let mut b = Browser::new(&app);
+    assert_eq!(b.sign_in(&url).await.status, 303);
+    let page = b.get("/").await;
+    assert!(page.body.contains("Alice (42)"), "{}", page.body);
+    // Someone who is no approver gets no link.
+    let (_, refused) = memory
+        .write(&crate::helpers::mallory(), "66", "/login")
+        .await;
+    assert!(!refused.text().contains("/login/"), "{}", refused.text());
+    eventually("the refusal in the trail", async || {
+        let audit = app.owner.get("/v1/audit").await.unwrap().body.to_string();
+        audit.contains("login").then_some(())
+    })
+    .await;
+}
