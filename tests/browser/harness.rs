@@ -191,10 +191,31 @@ impl Browser {
         &self.client
     }
 
-    /// Opens `url` and waits until it has loaded.
+    /// Opens `url` and waits until it has loaded (`document.readyState` is `complete`).
+    ///
+    /// WebDriver's own wait is not enough: chromedriver 148 sometimes answers while the
+    /// new document is still `loading`, its body not yet parsed.
     pub async fn goto(&self, url: &str) {
         if let Err(e) = self.client.goto(url).await {
             panic!("cannot open {url}: {e}");
+        }
+        let deadline = Instant::now() + WAIT;
+        loop {
+            // An error is a document going away under the script: the next one is coming.
+            let state = self
+                .client
+                .execute("return document.readyState;", vec![])
+                .await;
+            if state.as_ref().is_ok_and(|s| s == "complete") {
+                return;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "{url} did not finish loading within {WAIT:?} (document.readyState: {state:?}){}",
+                    self.whereabouts().await
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
@@ -253,7 +274,8 @@ impl Browser {
         }
     }
 
-    /// Clicks the element `css` selects, as a user would (it must be visible).
+    /// Clicks the element `css` selects, as a user would (it must be visible). When the
+    /// click loads another page, [`wait_for`](Self::wait_for) something that page shows.
     pub async fn click(&self, css: &str) {
         let element = self.find(css).await;
         if let Err(e) = element.click().await {

@@ -176,12 +176,11 @@ async fn phone_width_scroll_check_and_screenshots() {
     browser.screenshot(&phone).await;
     assert_eq!(png_size(&phone), (PHONE.0, PHONE.1));
 
-    // The check catches a page that is wider than the phone, and names the culprit.
+    // The check catches a page that is wider than the phone, and names the culprit
+    // (checked at once after `goto`: it must not return before the page is parsed).
     browser.goto(&format!("{site}/wide")).await;
-    let overflow = browser
-        .horizontal_overflow()
-        .await
-        .expect("/wide overflows");
+    let overflow = browser.horizontal_overflow().await;
+    let overflow = overflow.expect("/wide is wider than a phone");
     assert!(overflow.contains("pre.args"), "{overflow}");
 
     browser.set_window_size(DESKTOP.0, DESKTOP.1).await;
@@ -203,7 +202,7 @@ async fn phone_width_scroll_check_and_screenshots() {
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter_map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // pid (comm) state ppid pgrp …; comm may hold spaces, not ')'.
+            // pid (comm) state ppid pgrp …: only comm may hold spaces or ')'.
             let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
             let pgrp: i32 = fields.get(2)?.parse().ok()?;
             (pgrp == group || handlers.contains(&pid)).then_some(stat)
