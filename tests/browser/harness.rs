@@ -169,9 +169,9 @@ impl Browser {
                 )
             });
         eprintln!(
-            "browser: chromedriver answered in {:.0?}, Chromium's session opened {:.0?} later",
-            driver_ready,
-            started.elapsed() - driver_ready
+            "browser: chromedriver answered in {} ms, Chromium's session opened {} ms later",
+            driver_ready.as_millis(),
+            (started.elapsed() - driver_ready).as_millis()
         );
         // The crash handlers name their database, in `dir` (XDG_CONFIG_HOME): found
         // while they live, as a zombie has no command line.
