@@ -1,0 +1,8 @@
+//! Browser tests: pages driven in a real headless Chromium over WebDriver ([`harness`]).
+//! Without Chromium and chromedriver (Debian's `chromium` and `chromium-driver`) every
+//! test returns at once and the binary prints one line saying so;
+//! `GATEBOT_BROWSER_TESTS=require` (set by `.ci/run`) makes that a failure instead.
+//! `CHROMIUM` and `CHROMEDRIVER` name other paths than /usr/bin's.
+
+mod harness;
+mod selftest;
