@@ -1,0 +1,398 @@
+//! The web dashboard in a real browser: a daemon started as a process on a config of
+//! its own, an agent waiting on a request, and Chromium signing in from a link and
+//! answering with the keys. `GATEBOT_SCREENSHOTS=DIR` also writes the pending page at
+//! phone and desktop width into DIR (docs/screenshots is made so).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::process::{Child, Command};
+
+use crate::harness::{Browser, DESKTOP, PHONE, WAIT};
+
+const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
+
+/// A gatebot daemon run as a process, with its dashboard on a free port.
+struct Daemon {
+    dir: tempfile::TempDir,
+    base: String,
+    _child: Child,
+}
+
+impl Daemon {
+    async fn start() -> Daemon {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = format!(
+            r#"
+[policy]
+tool_approval_mode = "dangerous"
+
+[tools]
+send_email = "destructive"
+
+[agents.mailer]
+tier = "semi_autonomous"
+
+[agents.claude-code]
+tier = "supervised"
+
+[dashboard]
+listen = "127.0.0.1:{port}"
+
+[people.alice]
+unix = "alice"
+"#
+        );
+        std::fs::write(dir.path().join("bot.toml"), config).unwrap();
+        let log = std::fs::File::create(dir.path().join("daemon.log")).unwrap();
+        let child = Command::new(BIN)
+            .args(["run", "--config"])
+            .arg(dir.path().join("bot.toml"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let d = Daemon {
+            base: format!("http://127.0.0.1:{port}"),
+            dir,
+            _child: child,
+        };
+        for _ in 0..400 {
+            if d.path().join("gatebot-control.sock").exists() {
+                return d;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the daemon did not start: {}", d.log());
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.path().join("daemon.log")).unwrap_or_default()
+    }
+
+    /// `gatebot ARGS --config …`, as alice (the person sudo names for the daemon's own
+    /// account).
+    fn gatebot(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.args(args)
+            .arg("--config")
+            .arg(self.path().join("bot.toml"))
+            .env("SUDO_USER", "alice")
+            .stdin(Stdio::null())
+            .kill_on_drop(true);
+        c
+    }
+
+    async fn run(&self, args: &[&str]) -> String {
+        let out = self.gatebot(args).output().await.unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "gatebot {args:?}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    }
+
+    /// A request as `gatebot status --json` shows it (its exit code says the status).
+    async fn status(&self, id: &str) -> Value {
+        let out = self
+            .gatebot(&["status", id, "--json"])
+            .output()
+            .await
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+    }
+
+    /// A sign-in link for alice.
+    async fn link(&self) -> String {
+        let out = self.run(&["dashboard", "login", "--json"]).await;
+        let v: Value = serde_json::from_str(&out).unwrap();
+        v["url"].as_str().unwrap().to_string()
+    }
+
+    /// An agent's request, waiting for a human: its id and short id.
+    async fn submit(&self, body: Value) -> (String, String) {
+        let client = gatebot::client::Client::new(self.path().join("gatebot.sock"));
+        let res = client.post("/v1/requests", &body).await.unwrap();
+        assert_eq!(res.body["status"], "pending", "{:?}", res.body);
+        (
+            res.body["id"].as_str().unwrap().to_string(),
+            res.body["short_id"].as_str().unwrap().to_string(),
+        )
+    }
+
+    /// An agent that waits for its answer, as `gatebot ask` does.
+    fn ask(&self, args: &str) -> Child {
+        self.gatebot(&[
+            "ask",
+            "--agent",
+            "mailer",
+            "--tool",
+            "send_email",
+            "--args",
+            args,
+            "--wait",
+            "60s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+    }
+}
+
+/// Signs `browser` in from a fresh link, through the page the link opens.
+async fn sign_in(browser: &Browser, daemon: &Daemon) {
+    browser.goto(&daemon.link().await).await;
+    browser.click("form[action='/login'] button").await;
+    browser.wait_for("#pending", WAIT).await;
+    // The page's script is running and listening for changes.
+    browser
+        .wait_until("document.body.dataset.live === 'yes'", WAIT)
+        .await;
+}
+
+fn item(id: &str) -> String {
+    format!("article.item[data-id='{id}']")
+}
+
+#[tokio::test]
+async fn sign_in_from_a_link_once_with_a_cookie_no_script_can_read() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let daemon = Daemon::start().await;
+    let link = daemon.link().await;
+    browser.goto(&link).await;
+    // The link's page signs no one in by itself.
+    assert!(browser.cookie("gatebot_session").await.is_none());
+    browser.click("form[action='/login'] button").await;
+    browser.wait_for("#pending", WAIT).await;
+    assert_eq!(browser.text(".person").await, "alice");
+    let cookie = browser
+        .cookie("gatebot_session")
+        .await
+        .expect("a session cookie");
+    assert_eq!(cookie.http_only(), Some(true));
+    assert_eq!(browser.eval("document.cookie").await, json!(""));
+    // The same link a second time: refused, with what to do.
+    browser.goto(&link).await;
+    browser.click("form[action='/login'] button").await;
+    browser.wait_for("section.message", WAIT).await;
+    assert!(browser
+        .text("section.message")
+        .await
+        .contains("used already"));
+    assert!(browser
+        .text("section.message")
+        .await
+        .contains("gatebot dashboard login"));
+}
+
+#[tokio::test]
+async fn a_request_appears_live_and_a_key_press_approves_it_while_the_agent_waits() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let daemon = Daemon::start().await;
+    sign_in(&browser, &daemon).await;
+    let agent = daemon.ask(r#"{"to": "ann@example.com", "body": "Hi Ann"}"#);
+    // No reload: the page hears of it.
+    let card = browser.wait_for("article.item", WAIT).await;
+    let id = card.attr("data-id").await.unwrap().unwrap();
+    assert!(browser
+        .text(&item(&id))
+        .await
+        .contains("mailer wants to run send_email"));
+    browser.press('j').await;
+    browser
+        .wait_for(&format!("{}.focused", item(&id)), WAIT)
+        .await;
+    browser.press('a').await;
+    browser.wait_until_gone(&item(&id), WAIT).await;
+    assert!(
+        browser.text("#said").await.starts_with("approved "),
+        "{}",
+        browser.text("#said").await
+    );
+    let out = tokio::time::timeout(WAIT, agent.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = daemon.status(&id).await;
+    assert_eq!(
+        (v["decided_by"].as_str(), v["decided_via"].as_str()),
+        (Some("alice"), Some("dashboard"))
+    );
+}
+
+#[tokio::test]
+async fn deny_with_a_reason_by_keys_and_a_decision_made_elsewhere_disappears() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let daemon = Daemon::start().await;
+    let (first, _) = daemon
+        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"n": 1}}))
+        .await;
+    let (second, short) = daemon
+        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"n": 2}}))
+        .await;
+    sign_in(&browser, &daemon).await;
+    browser.wait_for(&item(&first), WAIT).await;
+    // Newest first: `j` focuses the second request; `d` goes to its reason.
+    browser.press('j').await;
+    browser
+        .wait_for(&format!("{}.focused", item(&second)), WAIT)
+        .await;
+    browser.press('d').await;
+    browser
+        .wait_until(
+            "document.activeElement && document.activeElement.name === 'reason'",
+            WAIT,
+        )
+        .await;
+    browser
+        .type_into(
+            &format!("{} input[name='reason']", item(&second)),
+            "not today\n",
+        )
+        .await;
+    browser.wait_until_gone(&item(&second), WAIT).await;
+    let status = daemon.status(&short).await;
+    assert_eq!(
+        (status["status"].as_str(), status["reason"].as_str()),
+        (Some("rejected"), Some("not today"))
+    );
+    // Decided on the command line: gone from the page without a reload.
+    browser.eval("window.__stillHere = true").await;
+    daemon.run(&["decide", &first, "approve"]).await;
+    browser.wait_until_gone(&item(&first), WAIT).await;
+    assert_eq!(
+        browser.eval("window.__stillHere").await,
+        json!(true),
+        "the page was not reloaded"
+    );
+}
+
+#[tokio::test]
+async fn hostile_agent_text_runs_no_script_and_a_phone_needs_no_sideways_scroll() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let daemon = Daemon::start().await;
+    let long = "x".repeat(600);
+    let (id, _) = daemon
+        .submit(json!({
+            "agent": "mailer", "tool": "send_email",
+            "summary": "<img src=x onerror=\"window.__pwned=1\"> \u{202e}fdp.exe <script>window.__pwned=2</script>",
+            "args": {"to": "<a href=\"javascript:window.__pwned=3\">click</a>", "body": long,
+                     "html": "<iframe src=\"javascript:window.top.__pwned=4\"></iframe>"}
+        }))
+        .await;
+    sign_in(&browser, &daemon).await;
+    browser.wait_for(&item(&id), WAIT).await;
+    // Give anything that could run the chance to.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        browser.eval("typeof window.__pwned").await,
+        json!("undefined")
+    );
+    let inside = |tag: &str| format!("document.querySelectorAll(\"article.item {tag}\").length");
+    for tag in ["img", "script", "iframe", "a[href^='javascript']"] {
+        assert_eq!(
+            browser.eval(&inside(tag)).await,
+            json!(0),
+            "{tag} in a card"
+        );
+    }
+    let text = browser.text(&item(&id)).await;
+    assert!(text.contains("<img src=x onerror="), "{text}");
+    assert!(
+        text.contains("\\u202efdp.exe"),
+        "the bidi override is written out: {text}"
+    );
+    browser.set_window_size(PHONE.0, PHONE.1).await;
+    browser.assert_no_horizontal_scroll().await;
+    if let Some(dir) = std::env::var_os("GATEBOT_SCREENSHOTS") {
+        screenshots(&browser, &daemon, PathBuf::from(dir)).await;
+    }
+    browser.set_window_size(DESKTOP.0, DESKTOP.1).await;
+    browser.assert_no_horizontal_scroll().await;
+}
+
+/// The pending page with a few plausible requests, at phone and desktop width.
+async fn screenshots(browser: &Browser, daemon: &Daemon, dir: PathBuf) {
+    let (hostile, _) = daemon
+        .submit(json!({"agent": "claude-code", "tool": "Bash",
+        "summary": "Push the release branch", "args": {"command": "git push origin release/2.4"}}))
+        .await;
+    daemon
+        .submit(json!({"agent": "mailer", "tool": "send_email",
+            "summary": "Reply to Ann's question about the Pro plan's price",
+            "args": {"to": ["ann@example.com"], "subject": "Re: Pro plan",
+                     "body": "Hi Ann, the Pro plan is $49 a month. Best, Mailer"}}))
+        .await;
+    browser.wait_for(&item(&hostile), WAIT).await;
+    std::fs::create_dir_all(&dir).unwrap();
+    browser.set_window_size(PHONE.0, PHONE.1).await;
+    browser.screenshot(&dir.join("dashboard-phone.png")).await;
+    browser.set_window_size(DESKTOP.0, DESKTOP.1).await;
+    browser.screenshot(&dir.join("dashboard-desktop.png")).await;
+}
+
+#[tokio::test]
+async fn a_form_on_another_site_decides_nothing_for_a_signed_in_owner() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let daemon = Daemon::start().await;
+    let (id, short) = daemon
+        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {}}))
+        .await;
+    sign_in(&browser, &daemon).await;
+    // Another site (another port is another origin) with a form aimed at the dashboard.
+    let evil = format!(
+        r#"<!doctype html><form method="post" action="{}/decide">
+<input type="hidden" name="csrf" value="{}"><input type="hidden" name="button" value="gb1:a:{id}">
+<button id="go">Win a prize</button></form>"#,
+        daemon.base,
+        "0".repeat(64)
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let at = listener.local_addr().unwrap();
+    let page = axum::Router::new().route(
+        "/",
+        axum::routing::get(move || async move { axum::response::Html(evil) }),
+    );
+    tokio::spawn(async move { axum::serve(listener, page).await });
+    browser.goto(&format!("http://{at}/")).await;
+    browser.click("#go").await;
+    browser.wait_for("section.message", WAIT).await;
+    assert!(browser
+        .text("section.message")
+        .await
+        .contains("nothing was done"));
+    let status = daemon.status(&short).await;
+    assert_eq!(status["status"], "pending");
+}
