@@ -1,9 +1,11 @@
 //! The page shell every page is drawn in, and the one-message pages (signed out, not
 //! found, a refused link).
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Json;
 use maud::{html, Markup, DOCTYPE};
+use serde_json::json;
 
 use crate::engine::Session;
 
@@ -62,6 +64,30 @@ pub(super) fn message(
         }
     };
     (status, shell(heading, None, Menu::None, body)).into_response()
+}
+
+/// What a step asked by a form came to: the lines said, or why not (a status and words).
+pub(super) type Outcome = Result<Vec<String>, (StatusCode, String)>;
+
+/// The answer to a form's POST: for the page's script (`Accept: application/json`)
+/// `{"said": [...]}` or `{"error": "..."}`; for a plain form, back to `back` when done,
+/// else a page that says why not.
+pub(super) fn answered(headers: &HeaderMap, outcome: Outcome, back: &str) -> Response {
+    let wants_json = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/json"));
+    match (outcome, wants_json) {
+        (Ok(said), true) => Json(json!({"said": said})).into_response(),
+        (Err((status, message)), true) => (status, Json(json!({"error": message}))).into_response(),
+        (Ok(_), false) => Redirect::to(back).into_response(),
+        (Err((status, why)), false) => message(
+            status,
+            "Not done",
+            &why,
+            Some(html! { a href=(back) { "Back" } }),
+        ),
+    }
 }
 
 /// How to get a sign-in link, said wherever a page needs one.

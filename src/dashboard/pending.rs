@@ -5,12 +5,11 @@
 //! [`decide`] through the kind's owner decision, as `gatebot decide` is.
 
 use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
-use axum::{Form, Json};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Form;
 use maud::{html, Markup};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::page::{shell, Menu};
 use super::signin::Signed;
@@ -198,34 +197,12 @@ pub(super) async fn decide(
     if let Err(r) = signed.check(&state, &headers, &form.csrf).await {
         return r;
     }
-    let wants_json = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("application/json"));
     let outcome = take(&state, &signed, &form).await;
-    if wants_json {
-        return match outcome {
-            Ok(said) => Json(json!({"said": said})).into_response(),
-            Err((status, message)) => (status, Json(json!({"error": message}))).into_response(),
-        };
-    }
-    match outcome {
-        Ok(_) => Redirect::to("/").into_response(),
-        Err((status, message)) => super::page::message(
-            status,
-            "Not done",
-            &message,
-            Some(html! { a href="/" { "Back to the pending page" } }),
-        ),
-    }
+    super::page::answered(&headers, outcome, "/")
 }
 
 /// Takes the decision the button stands for; the lines said, or why not.
-async fn take(
-    state: &DashState,
-    signed: &Signed,
-    form: &DecideForm,
-) -> Result<Vec<String>, (StatusCode, String)> {
+async fn take(state: &DashState, signed: &Signed, form: &DecideForm) -> super::page::Outcome {
     let engine = &state.engine;
     let config = engine.config();
     let offered = Action::decode(&form.button)
