@@ -1,7 +1,8 @@
 //! The web dashboard over HTTP, as a browser would use it (the real browser's tests
 //! are `tests/browser`): sign-in links used up only by a POST, sessions, CSRF, the
 //! pending page drawing every kind's card with agent text escaped, decisions through
-//! the kinds' owner code, live events, and the headers every answer carries.
+//! the kinds' owner code, live events, and the headers every answer carries. The
+//! other pages' tests use its [`Browser`] (an HTTP client with a cookie) and [`signed_in`].
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -12,13 +13,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::helpers::{alice, eventually, free_port, spawn_app, spawn_app_with_memory, TestApp};
 
 /// A daemon with the dashboard on a free port, and `alice` as a person.
-async fn start() -> TestApp {
+pub(crate) async fn start() -> TestApp {
     let app = spawn_app(&config()).await;
     assert!(app.dashboard.is_some());
     app
 }
 
-fn config() -> String {
+pub(crate) fn config() -> String {
     format!(
         "[dashboard]\nlisten = \"{}\"\n\n[people.alice]\nunix = \"alice\"\n",
         free_port()
@@ -27,14 +28,14 @@ fn config() -> String {
 
 /// An HTTP answer, whole.
 #[derive(Debug)]
-struct Page {
-    status: u16,
-    head: String,
-    body: String,
+pub(crate) struct Page {
+    pub(crate) status: u16,
+    pub(crate) head: String,
+    pub(crate) body: String,
 }
 
 impl Page {
-    fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.head.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;
             k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
@@ -42,7 +43,7 @@ impl Page {
     }
 
     /// The page's CSRF token (every signed-in page has the sign-out form).
-    fn csrf(&self) -> String {
+    pub(crate) fn csrf(&self) -> String {
         let at = self
             .body
             .find("name=\"csrf\" value=\"")
@@ -53,20 +54,26 @@ impl Page {
 }
 
 /// A browser of one: its cookie, if signed in.
-struct Browser {
-    addr: SocketAddr,
-    cookie: Option<String>,
+pub(crate) struct Browser {
+    pub(crate) addr: SocketAddr,
+    pub(crate) cookie: Option<String>,
 }
 
 impl Browser {
-    fn new(app: &TestApp) -> Browser {
+    pub(crate) fn new(app: &TestApp) -> Browser {
         Browser {
             addr: app.dashboard.unwrap(),
             cookie: None,
         }
     }
 
-    async fn send(&self, method: &str, path: &str, body: &str, extra: &[(&str, &str)]) -> Page {
+    pub(crate) async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: &str,
+        extra: &[(&str, &str)],
+    ) -> Page {
         let mut s = tokio::net::TcpStream::connect(self.addr).await.unwrap();
         let mut req = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
@@ -97,17 +104,17 @@ impl Browser {
         }
     }
 
-    async fn get(&self, path: &str) -> Page {
+    pub(crate) async fn get(&self, path: &str) -> Page {
         self.send("GET", path, "", &[]).await
     }
 
-    async fn post(&self, path: &str, form: &[(&str, &str)]) -> Page {
+    pub(crate) async fn post(&self, path: &str, form: &[(&str, &str)]) -> Page {
         let body = serde_urlencoded::to_string(form).unwrap();
         self.send("POST", path, &body, &[]).await
     }
 
     /// Signs in with `link` (its path is used: the test's port is the real one).
-    async fn sign_in(&mut self, link: &str) -> Page {
+    pub(crate) async fn sign_in(&mut self, link: &str) -> Page {
         let token = link.rsplit('/').next().unwrap();
         let page = self.post("/login", &[("token", token)]).await;
         if let Some(c) = page.header("set-cookie") {
@@ -123,7 +130,7 @@ impl Browser {
 }
 
 /// A sign-in link for `person`, as `gatebot dashboard login` asks for it.
-async fn link(app: &TestApp, person: &str) -> String {
+pub(crate) async fn link(app: &TestApp, person: &str) -> String {
     let res = app
         .owner_as(person)
         .post("/v1/dashboard/links", &json!({}))
@@ -133,7 +140,7 @@ async fn link(app: &TestApp, person: &str) -> String {
     res.body["url"].as_str().unwrap().to_string()
 }
 
-async fn signed_in(app: &TestApp) -> Browser {
+pub(crate) async fn signed_in(app: &TestApp) -> Browser {
     let mut b = Browser::new(app);
     let page = b.sign_in(&link(app, "alice").await).await;
     assert_eq!(page.status, 303, "{page:?}");
