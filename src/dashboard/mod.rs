@@ -7,17 +7,22 @@
 //!   through the registry ([`crate::chat::conversation::render`]), filtered and paged;
 //!   its buttons are the chats' buttons, taken through the kind's owner decision
 //!   ([`crate::chat::conversation::decide`]), as `gatebot decide` takes them.
+//! - [`batch`]: approving or denying several pending requests at once, after a page
+//!   that counts what will happen (never a critical request approved so).
 //! - [`card`]: a card as HTML (the web's renderer, beside Telegram's and Slack's).
 //! - [`live`]: server-sent events from the engine's bus, so pages follow changes.
 //! - [`page`]: the page shell and the words shared by pages; [`assets`]: the stylesheet
 //!   and the one script, embedded in the binary.
 //!
 //! Every response carries a Content-Security-Policy without inline script or style,
-//! `frame-ancestors 'none'`, no referrer, and `no-store`: pages hold owners' data.
+//! `frame-ancestors 'none'`, no referrer to other sites (same-origin: a form's POST
+//! still names its origin, which [`signin::Signed::check`] reads), and `no-store`:
+//! pages hold owners' data.
 //! Every state change is a POST with the session's CSRF token. Agent text reaches HTML
 //! only through maud's escaping.
 
 mod assets;
+mod batch;
 pub mod card;
 mod live;
 mod page;
@@ -52,6 +57,7 @@ pub fn router(engine: Arc<Engine>, shutdown: CancellationToken) -> Router {
         .route("/", get(pending::page))
         .route("/pending/list", get(pending::list))
         .route("/decide", post(pending::decide))
+        .route("/batch", post(batch::batch))
         .route("/events", get(live::events))
         .route("/signin", get(signin::signed_out))
         .route("/login/{token}", get(signin::link_page))
@@ -76,7 +82,7 @@ async fn secured(mut r: Response) -> Response {
     );
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,

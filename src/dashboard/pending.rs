@@ -54,7 +54,18 @@ const RISKS: [(RiskScore, &str); 4] = [
 ];
 
 impl Filters {
-    fn open_filter(&self) -> OpenFilter {
+    /// Sets the filter a form's field `key` names (other fields are not filters).
+    pub(super) fn set(&mut self, key: &str, value: String) {
+        match key {
+            "kind" => self.kind = value,
+            "agent" => self.agent = value,
+            "tool" => self.tool = value,
+            "risk" => self.risk = value,
+            _ => {}
+        }
+    }
+
+    pub(super) fn open_filter(&self) -> OpenFilter {
         let some = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
         OpenFilter {
             kind: SubjectKind::parse(&self.kind),
@@ -101,7 +112,8 @@ pub(super) async fn page(
         h1 { "Pending" }
         (filters_form(&f))
         p.keys { "Keys: " kbd{"j"} "/" kbd{"k"} " move, " kbd{"a"} " allow once, "
-            kbd{"d"} " deny (type a reason, then Enter)." }
+            kbd{"d"} " deny (type a reason, then Enter), " kbd{"x"} " select." }
+        (batch_form(&session.csrf, &f))
         p #said role="status" aria-live="polite" {}
         div #pending data-query=(f.query()) { (list) }
     };
@@ -117,6 +129,23 @@ pub(super) async fn list(
     match list_markup(&state, &session.csrf, &f).await {
         Ok(m) => m.into_response(),
         Err(e) => super::failed(&e),
+    }
+}
+
+/// The batch bar: the ticked requests (their boxes are in the list, `form="batch"`), or
+/// all that the filter shows, approved or denied after a confirmation ([`super::batch`]).
+fn batch_form(csrf: &str, f: &Filters) -> Markup {
+    html! {
+        form #batch.batch method="post" action="/batch" {
+            input type="hidden" name="csrf" value=(csrf);
+            @for (k, v) in [("kind", &f.kind), ("agent", &f.agent), ("tool", &f.tool), ("risk", &f.risk)] {
+                @if !v.is_empty() { input type="hidden" name=(k) value=(v); }
+            }
+            label { input type="checkbox" name="all" value="1"; " all requests this filter shows" }
+            input type="text" name="reason" maxlength="2000" placeholder="Reason for a denial" aria-label="Reason for a denial";
+            button.plain type="submit" name="verb" value="approve" { "Approve selected…" }
+            button.danger type="submit" name="verb" value="deny" { "Deny selected…" }
+        }
     }
 }
 
@@ -159,7 +188,12 @@ async fn list_markup(state: &DashState, csrf: &str, f: &Filters) -> Result<Marku
     Ok(html! {
         p.count { (count_words(page.total)) }
         @for (s, card) in &cards {
-            article.item data-id=(s.id) data-kind=(s.kind.as_str()) tabindex="-1" { (card) }
+            article.item data-id=(s.id) data-kind=(s.kind.as_str()) tabindex="-1" {
+                @if s.kind == SubjectKind::Approval {
+                    label.select { input type="checkbox" name="id" value=(s.id) form="batch"; " select" }
+                }
+                (card)
+            }
         }
         @if let Some(next) = &page.next {
             @let sep = if query.is_empty() { "" } else { "&" };

@@ -396,3 +396,56 @@ async fn a_form_on_another_site_decides_nothing_for_a_signed_in_owner() {
     let status = daemon.status(&short).await;
     assert_eq!(status["status"], "pending");
 }
+
+#[tokio::test]
+async fn a_batch_denial_picked_with_keys_after_a_confirmation_that_counts() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let daemon = Daemon::start().await;
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        ids.push(
+            daemon
+                .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"n": n}}))
+                .await
+                .0,
+        );
+    }
+    sign_in(&browser, &daemon).await;
+    browser.wait_for(&item(&ids[0]), WAIT).await;
+    // Newest first: j, x ticks the newest; j, x the next.
+    for _ in 0..2 {
+        browser.press('j').await;
+        browser.press('x').await;
+    }
+    let ticked = browser
+        .eval("Array.from(document.querySelectorAll('input[name=id]:checked')).map(c => c.value)")
+        .await;
+    assert_eq!(ticked, json!([ids[2], ids[1]]));
+    browser
+        .type_into("#batch input[name='reason']", "duplicates")
+        .await;
+    browser.click("#batch button[value='deny']").await;
+    browser
+        .wait_for("form[action='/batch'] button.danger", WAIT)
+        .await;
+    assert!(
+        browser.text("h1").await.contains("Deny 2 requests?"),
+        "{}",
+        browser.text("h1").await
+    );
+    browser.click("form[action='/batch'] button.danger").await;
+    browser.wait_for("section.message", WAIT).await;
+    assert!(browser
+        .text("section.message")
+        .await
+        .contains("Denied 2 requests."));
+    for (id, want) in [
+        (&ids[0], "pending"),
+        (&ids[1], "rejected"),
+        (&ids[2], "rejected"),
+    ] {
+        assert_eq!(daemon.status(id).await["status"], want, "{id}");
+    }
+}

@@ -347,7 +347,7 @@ async fn forms_without_the_sessions_token_or_from_another_site_change_nothing() 
 }
 
 #[tokio::test]
-async fn every_answer_forbids_inline_script_framing_caching_and_referrers() {
+async fn every_answer_forbids_inline_script_framing_caching_and_referrers_to_other_sites() {
     let app = start().await;
     let b = signed_in(&app).await;
     for path in ["/", "/signin", "/login/abc", "/nowhere", "/assets/app.js"] {
@@ -360,7 +360,7 @@ async fn every_answer_forbids_inline_script_framing_caching_and_referrers() {
         assert!(!csp.contains("unsafe-inline"), "{csp}");
         assert_eq!(
             page.header("referrer-policy").as_deref(),
-            Some("no-referrer"),
+            Some("same-origin"),
             "{path}"
         );
         assert_eq!(
@@ -520,4 +520,129 @@ async fn login_in_a_private_chat_gives_a_link_and_in_a_group_says_where_to_ask()
         audit.contains("login").then_some(())
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_batch_decides_what_its_confirmation_listed_and_never_approves_a_critical_request() {
+    let app = start().await;
+    let b = signed_in(&app).await;
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let (id, _) = app
+            .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {"n": n}}))
+            .await;
+        ids.push(id);
+    }
+    let (critical, _) = app
+        .submit_pending(json!({"agent": "mailer", "tool": "Bash", "args": {"command": "rm -rf /"}}))
+        .await;
+    assert_eq!(
+        app.get(&critical, 0.0).await.body["risk"]["score"],
+        "critical"
+    );
+    let csrf = b.get("/").await.csrf();
+    // Ticked: two of the three and the critical one.
+    let ask = |confirmed: bool, ids: &[&str]| {
+        let mut form = vec![("csrf", csrf.as_str()), ("verb", "approve")];
+        if confirmed {
+            form.push(("confirmed", "1"));
+        }
+        form.extend(ids.iter().map(|id| ("id", *id)));
+        serde_urlencoded::to_string(form).unwrap()
+    };
+    let count = b
+        .send(
+            "POST",
+            "/batch",
+            &ask(false, &[&ids[0], &ids[1], &critical]),
+            &[],
+        )
+        .await;
+    assert_eq!(count.status, 200, "{count:?}");
+    assert!(count.body.contains("Approve 2 requests?"), "{}", count.body);
+    assert!(
+        count
+            .body
+            .contains("1 request of critical risk is left out"),
+        "{}",
+        count.body
+    );
+    // Counting decided nothing.
+    for id in [&ids[0], &ids[1], &critical] {
+        assert_eq!(app.get(id, 0.0).await.body["status"], "pending");
+    }
+    // The confirmation's form names exactly the two; a forged one with the critical
+    // request in it still leaves it out.
+    assert!(!count
+        .body
+        .contains(&format!("name=\"id\" value=\"{critical}\"")));
+    let done = b
+        .send(
+            "POST",
+            "/batch",
+            &ask(true, &[&ids[0], &ids[1], &critical]),
+            &[("Accept", "application/json")],
+        )
+        .await;
+    let said: Value = serde_json::from_str(&done.body).unwrap();
+    assert_eq!(said["said"][0], "Approved 2 requests.", "{said}");
+    for id in [&ids[0], &ids[1]] {
+        let r = app.get(id, 0.0).await.body;
+        assert_eq!(
+            (r["status"].as_str(), r["decided_via"].as_str()),
+            (Some("approved"), Some("dashboard"))
+        );
+    }
+    assert_eq!(app.get(&critical, 0.0).await.body["status"], "pending");
+    assert_eq!(app.get(&ids[2], 0.0).await.body["status"], "pending");
+
+    // Deny all that a filter shows, critical included, with a reason.
+    let form = serde_urlencoded::to_string([
+        ("csrf", csrf.as_str()),
+        ("verb", "deny"),
+        ("all", "1"),
+        ("agent", "mailer"),
+        ("reason", "cleaning up"),
+    ])
+    .unwrap();
+    let count = b.send("POST", "/batch", &form, &[]).await;
+    assert!(count.body.contains("Deny 2 requests?"), "{}", count.body);
+    let confirm: Vec<(String, String)> = count
+        .body
+        .split("<input type=\"hidden\" ")
+        .skip(1)
+        .filter_map(|i| {
+            let name = i.split("name=\"").nth(1)?.split('"').next()?;
+            let value = i.split("value=\"").nth(1)?.split('"').next()?;
+            Some((name.to_string(), value.to_string()))
+        })
+        .collect();
+    let done = b
+        .send(
+            "POST",
+            "/batch",
+            &serde_urlencoded::to_string(&confirm).unwrap(),
+            &[("Accept", "application/json")],
+        )
+        .await;
+    let said: Value = serde_json::from_str(&done.body).unwrap();
+    assert_eq!(said["said"][0], "Denied 2 requests.", "{said}");
+    let r = app.get(&critical, 0.0).await.body;
+    assert_eq!(
+        (r["status"].as_str(), r["reason"].as_str()),
+        (Some("rejected"), Some("cleaning up"))
+    );
+    // Without the token: nothing.
+    let bad = b
+        .post("/batch", &[("csrf", "x"), ("verb", "deny"), ("all", "1")])
+        .await;
+    assert_eq!(bad.status, 403);
+    let junk = b
+        .post(
+            "/batch",
+            &[("csrf", &csrf), ("verb", "deny"), ("id", "<script>")],
+        )
+        .await;
+    assert_eq!(junk.status, 400);
+    assert!(!junk.body.contains("<script>"));
 }

@@ -40,7 +40,12 @@
       const r = await fetch("/pending/list" + (query ? "?" + query : ""), { credentials: "same-origin" });
       if (!r.ok) return;
       const keep = focused && focused.dataset.id;
+      const ticked = Array.from(list.querySelectorAll('input[name="id"]:checked')).map(function (c) { return c.value; });
       list.innerHTML = await r.text();
+      ticked.forEach(function (id) {
+        const box = list.querySelector('input[name="id"][value="' + CSS.escape(id) + '"]');
+        if (box) box.checked = true;
+      });
       const again = keep && list.querySelector('article.item[data-id="' + CSS.escape(keep) + '"]');
       focus(again || null);
       document.body.dataset.refreshed = String(Date.now());
@@ -76,6 +81,9 @@
     else if (e.key === "a" && focused) {
       const f = focused.querySelector('form.decide[data-verb="approve"]');
       if (f) f.requestSubmit();
+    } else if (e.key === "x" && focused) {
+      const box = focused.querySelector('input[name="id"]');
+      if (box) box.checked = !box.checked;
     } else if (e.key === "d" && focused) {
       const f = focused.querySelector('form.decide[data-verb="deny"], form.decide[data-verb="stop"], form.decide[data-verb="decline"]');
       const reason = f && f.querySelector('input[name="reason"]');
