@@ -181,14 +181,18 @@ async fn list_markup(state: &DashState, csrf: &str, f: &Filters) -> Result<Marku
     let mut cards = Vec::with_capacity(page.subjects.len());
     for s in &page.subjects {
         if let Some(r) = conversation::render(engine, s).await? {
-            cards.push((s, super::card::render(&r.card, &config, csrf)));
+            cards.push((s, r.deadline, super::card::render(&r.card, &config, csrf)));
         }
     }
     let query = f.query();
     Ok(html! {
         p.count { (count_words(page.total)) }
-        @for (s, card) in &cards {
+        @for (s, deadline, card) in &cards {
             article.item data-id=(s.id) data-kind=(s.kind.as_str()) tabindex="-1" {
+                @if let Some(at) = deadline {
+                    // Counted down by the page's script; without it, the card's own words.
+                    span.countdown data-deadline=(at) {}
+                }
                 @if s.kind == SubjectKind::Approval {
                     label.select { input type="checkbox" name="id" value=(s.id) form="batch"; " select" }
                 }

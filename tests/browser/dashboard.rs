@@ -218,6 +218,19 @@ async fn a_request_appears_live_and_a_key_press_approves_it_while_the_agent_wait
         .text(&item(&id))
         .await
         .contains("mailer wants to run send_email"));
+    // Its expiry counts down, in gatebot's words (the default TTL is 24 h).
+    let countdown = format!(
+        "document.querySelector(\"{} .countdown\").textContent",
+        item(&id)
+    );
+    let said = browser.wait_until(&countdown, WAIT).await;
+    assert!(
+        matches!(
+            said.as_str(),
+            Some("expires in 24 h" | "expires in 23 h 59 min")
+        ),
+        "{said}"
+    );
     browser.press('j').await;
     browser
         .wait_for(&format!("{}.focused", item(&id)), WAIT)

@@ -933,6 +933,7 @@ async fn render(engine: &Engine, subject: &Subject) -> Result<Option<Rendered>, 
     Ok(detail(engine, &subject.id).await?.map(|d| Rendered {
         revision: d.check_in.status.as_str().to_string(),
         open: d.check_in.status == CheckInStatus::Waiting,
+        deadline: d.check_in.expires_at,
         card: card(&d),
     }))
 }

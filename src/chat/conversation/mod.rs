@@ -644,6 +644,9 @@ impl Command {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendered {
     pub card: Card,
+    /// When the subject stops waiting by itself, if it does (Unix ms): the dashboard
+    /// counts down to it.
+    pub deadline: Option<i64>,
     /// The subject's revision the card shows.
     pub revision: String,
     /// Whether the subject still waits for people (new cards are posted only then).

@@ -45,6 +45,7 @@ impl super::Kind for Proposals {
                 card: card(&p, quiet(engine)),
                 revision: p.status.as_str().to_string(),
                 open: p.status == ProposalStatus::Open,
+                deadline: None,
             })),
             Err(EngineError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),

@@ -854,11 +854,13 @@ async fn render(engine: &Engine, subject: &Subject) -> Result<Option<Rendered>, 
             card: card(&t),
             revision: task_revision(&t),
             open: t.status.is_open(),
+            deadline: None,
         }),
         Some(TaskSubject::Question(q, t)) => Some(Rendered {
             card: question_card(&q, &t),
             revision: q.state.as_str().to_string(),
             open: q.state == QuestionState::Open,
+            deadline: None,
         }),
         None => None,
     })

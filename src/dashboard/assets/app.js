@@ -48,6 +48,7 @@
       });
       const again = keep && list.querySelector('article.item[data-id="' + CSS.escape(keep) + '"]');
       focus(again || null);
+      countdown();
       document.body.dataset.refreshed = String(Date.now());
     }, 50);
   }
@@ -90,6 +91,29 @@
       if (reason) { e.preventDefault(); reason.focus(); } else if (f) f.requestSubmit();
     } else return;
   });
+
+  // A time span as gatebot words it everywhere (words::span): "45 s", "3 min", "2 h 5 min".
+  function span(ms) {
+    const secs = Math.floor(ms / 1000);
+    if (secs < 60) return secs + " s";
+    const minutes = Math.floor((secs + 30) / 60);
+    const days = Math.floor(minutes / 1440), hours = Math.floor(minutes / 60) % 24, mins = minutes % 60;
+    if (days === 0 && hours === 0) return mins + " min";
+    if (days === 0) return mins === 0 ? hours + " h" : hours + " h " + mins + " min";
+    if (days === 1) return (24 + hours) + " h";
+    return hours === 0 ? days + " days" : days + " days " + hours + " h";
+  }
+
+  function countdown() {
+    const now = Date.now();
+    list.querySelectorAll(".countdown[data-deadline]").forEach(function (c) {
+      const left = Number(c.dataset.deadline) - now;
+      c.textContent = left > 0 ? "expires in " + span(left) : "expired";
+      c.classList.toggle("soon", left < 5 * 60 * 1000);
+    });
+  }
+  countdown();
+  setInterval(countdown, 1000);
 
   const events = new EventSource("/events");
   events.addEventListener("change", refresh);

@@ -727,6 +727,7 @@ pub async fn render_request(engine: &Engine, a: &Approval) -> Result<Rendered, E
         card,
         revision: a.status.as_str().to_string(),
         open: pending,
+        deadline: a.expires_at.filter(|_| pending),
     })
 }
 
