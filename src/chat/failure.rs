@@ -69,6 +69,7 @@ fn not_found(what: What, id: &str) -> String {
         }
         What::Pause => "That pause is over (the agent was resumed); nothing was denied.".into(),
         What::Session => format!("No dashboard session matches `{id}`."),
+        What::Draft => format!("No draft matches `{id}`."),
     }
 }
 

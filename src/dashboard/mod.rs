@@ -9,6 +9,7 @@
 //!   ([`crate::chat::conversation::decide`]), as `gatebot decide` takes them.
 //! - [`batch`]: approving or denying several pending requests at once, after a page
 //!   that counts what will happen (never a critical request approved so).
+//! - [`drafts`]: draft-only agents' kept calls, discarded or handed on as tasks.
 //! - [`card`]: a card as HTML (the web's renderer, beside Telegram's and Slack's).
 //! - [`live`]: server-sent events from the engine's bus, so pages follow changes.
 //! - [`page`]: the page shell and the words shared by pages; [`assets`]: the stylesheet
@@ -24,6 +25,7 @@
 mod assets;
 mod batch;
 pub mod card;
+mod drafts;
 mod live;
 mod page;
 mod pending;
@@ -58,6 +60,9 @@ pub fn router(engine: Arc<Engine>, shutdown: CancellationToken) -> Router {
         .route("/pending/list", get(pending::list))
         .route("/decide", post(pending::decide))
         .route("/batch", post(batch::batch))
+        .route("/drafts", get(drafts::page))
+        .route("/drafts/discard", post(drafts::discard))
+        .route("/drafts/hand", post(drafts::hand))
         .route("/events", get(live::events))
         .route("/signin", get(signin::signed_out))
         .route("/login/{token}", get(signin::link_page))

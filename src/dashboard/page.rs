@@ -13,6 +13,7 @@ use crate::engine::Session;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Menu {
     Pending,
+    Drafts,
     None,
 }
 
@@ -35,6 +36,7 @@ pub(super) fn shell(title: &str, who: Option<&Session>, menu: Menu, body: Markup
                     @if let Some(s) = who {
                         nav {
                             a href="/" aria-current=[(menu == Menu::Pending).then_some("page")] { "Pending" }
+                            a href="/drafts" aria-current=[(menu == Menu::Drafts).then_some("page")] { "Drafts" }
                         }
                         form.signout method="post" action="/logout" {
                             input type="hidden" name="csrf" value=(s.csrf);

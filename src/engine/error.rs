@@ -28,6 +28,8 @@ pub enum What {
     Subject,
     /// A signed-in browser of the web dashboard.
     Session,
+    /// A draft-only agent's kept call.
+    Draft,
 }
 
 impl What {
@@ -45,6 +47,7 @@ impl What {
             What::Agent => "agent",
             What::Subject => "subject",
             What::Session => "dashboard session",
+            What::Draft => "draft",
         }
     }
 
@@ -164,6 +167,9 @@ pub enum Conflict {
          decline it"
     )]
     AgentGone { agent: String, proposal: String },
+    /// A draft that is no longer open (`why` says what became of it).
+    #[error("draft {draft} {why}")]
+    Draft { draft: String, why: String },
     /// The web dashboard is off, so it has no links or sessions.
     #[error(
         "the web dashboard is off: set `listen` in the [dashboard] table of bot.toml and \

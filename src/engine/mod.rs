@@ -4,7 +4,8 @@
 //! `runs` (workflow runs and check-ins), `tasks` (the inbox), `trust` (tiers, pauses,
 //! grants, proposals), `gate` (what an agent may hold open, and its pause), `sessions` (the web
 //! dashboard's sign-in links and sessions), `chat`
-//! (chat bookkeeping for conversations and delivery), `refusal` and `housekeeping`.
+//! (chat bookkeeping for conversations and delivery), `drafts` (draft-only agents'
+//! blocked calls, discarded or handed on as tasks), `refusal` and `housekeeping`.
 //! Every change is published on the bus ([`Event`]); long-polls and chats listen.
 //!
 //! Every store call is guarded ([`Store::guarded`]): refused with a storage fault
@@ -26,6 +27,7 @@ use crate::subject::Subject;
 use crate::time::now_ms;
 
 mod chat;
+mod drafts;
 mod error;
 mod gate;
 mod housekeeping;

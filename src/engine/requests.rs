@@ -217,6 +217,7 @@ impl Engine {
             offer: judged.offer,
             // A pause blocks the call, grant or not.
             grant_id: judged.grant_id.filter(|_| status == Status::Allowed),
+            draft: verdict.draft,
         };
         match self.commit(new).await? {
             Inserted::New(a) => Ok(self.announce_submitted(a)),

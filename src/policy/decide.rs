@@ -92,12 +92,17 @@ pub(crate) fn decide(
         && !agent.require_approval_for.contains(tool)
         && risk.score != RiskScore::Critical;
 
+    let draft = action == Action::Block
+        && agent.tier == Tier::DraftOnly
+        && risk.tool_class != ToolClass::ReadOnly
+        && !agent.deny.contains(tool);
     Verdict {
         action,
         risk,
         reason,
         checkpoint,
         always_allow_offered,
+        draft,
     }
 }
 

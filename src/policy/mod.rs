@@ -190,6 +190,9 @@ pub struct Verdict {
     /// Whether "Always allow" can apply to this request if a human is asked
     /// (false when the tool is in require_approval_for or the risk is critical).
     pub always_allow_offered: bool,
+    /// Blocked as a draft-only agent's write or destructive call: kept as a draft for
+    /// its owner to hand on or discard (the dashboard's drafts).
+    pub draft: bool,
 }
 
 /// Confidence thresholds (confidence seed). Below `ask_human` the request is blocked.

@@ -43,6 +43,8 @@ pub struct NewApproval {
     /// The owner's grant that let it through without asking anyone (an allowed
     /// request only): what makes its reported outcome count as evidence.
     pub grant_id: Option<String>,
+    /// Blocked as a draft-only agent's draft: kept for its owner.
+    pub draft: bool,
 }
 
 #[cfg(test)]
@@ -71,6 +73,7 @@ impl NewApproval {
             expires_at,
             offer: None,
             grant_id: None,
+            draft: false,
         }
     }
 }
@@ -548,8 +551,8 @@ fn insert_tx(
         "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
          environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
          policy_reason, checkpoint, always_allow_offered, ttl_ms, created_at, expires_at, \
-         finished_at, task_id, grant_id, content_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
-         ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+         finished_at, task_id, grant_id, content_hash, draft) VALUES (?1, ?2, ?3, ?4, ?5, ?6, \
+         ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
     )?
     .execute(params![
         id,
@@ -577,6 +580,7 @@ fn insert_tx(
             .as_ref()
             .filter(|_| new.status == Status::Allowed),
         new.content_hash,
+        (new.draft && new.status == Status::Blocked).then_some("open"),
     ])?;
     if new.status == Status::Pending {
         // It asks a human: chats show it.

@@ -10,6 +10,7 @@
 //! - `chat`: which chat message shows which subject (cards, digests, questions), and
 //!   where a subject's cards go (its home and parent);
 //! - `tasks`: the inbox's tasks and their questions;
+//! - `drafts`: draft-only agents' blocked calls kept for owners, and what became of them;
 //! - `runs`: workflow runs, their events and problems, and their check-ins;
 //! - `sessions`: the web dashboard's sign-in links and sessions;
 //! - `trust`: tier overrides, pauses, grants and what prompts offer, proposals, and the
@@ -33,6 +34,7 @@ mod approval_row;
 mod approvals;
 mod audit;
 mod chat;
+mod drafts;
 mod health;
 mod refusals;
 mod runs;
@@ -44,6 +46,7 @@ mod trust;
 pub use approvals::{Inserted, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
 pub use chat::SubjectLookup;
+pub use drafts::DraftState;
 pub use health::{FaultKind, StorageFault};
 pub use refusals::{Closed, RefusalRow, Refused};
 pub use runs::{EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup};
@@ -120,6 +123,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0012_task_suggestion.sql")),
         M::up(include_str!("../../migrations/0013_content_hash.sql")),
         M::up(include_str!("../../migrations/0014_dashboard.sql")),
+        M::up(include_str!("../../migrations/0015_drafts.sql")),
     ])
 }
 

@@ -61,6 +61,7 @@ fn new_request() -> NewApproval {
         expires_at: Some(1000),
         offer: None,
         grant_id: None,
+        draft: false,
     }
 }
 

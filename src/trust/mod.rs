@@ -91,6 +91,8 @@ pub fn paused_verdict(mut verdict: Verdict, pause: &Pause) -> Verdict {
     verdict.reason = format!("the agent is {}", pause.describe());
     verdict.checkpoint = false;
     verdict.always_allow_offered = false;
+    // A paused agent's call is no draft: it is not to be sent on.
+    verdict.draft = false;
     verdict
 }
 
@@ -294,6 +296,7 @@ mod tests {
             reason: "runs".into(),
             checkpoint: true,
             always_allow_offered: true,
+            draft: false,
         };
         let pause = Pause {
             id: "01J".into(),

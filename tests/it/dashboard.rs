@@ -646,3 +646,112 @@ async fn a_batch_decides_what_its_confirmation_listed_and_never_approves_a_criti
     assert_eq!(junk.status, 400);
     assert!(!junk.body.contains("<script>"));
 }
+
+#[tokio::test]
+async fn a_draft_only_agents_blocked_sends_are_kept_as_drafts_to_hand_on_or_discard() {
+    let app = spawn_app(&crate::inbox::with_inbox("", &config())).await;
+    let b = signed_in(&app).await;
+    let draft = |n: u32| {
+        json!({"agent": "drafter", "tool": "send_email",
+               "args": {"to": "<img src=x onerror=alert(1)>", "n": n}})
+    };
+    let first = app.submit(draft(1)).await.body;
+    assert_eq!(first["status"], "blocked");
+    let second = app.submit(draft(2)).await.body;
+    // Not drafts: a read-only call it may make, and another agent's blocked call.
+    app.submit_ok("drafter", "query_org_data", json!({})).await;
+    let page = b.get("/drafts").await;
+    assert_eq!(page.status, 200);
+    for d in [&first, &second] {
+        assert!(
+            page.body.contains(d["short_id"].as_str().unwrap()),
+            "{}",
+            page.body
+        );
+    }
+    assert_eq!(page.body.matches("<article").count(), 2, "{}", page.body);
+    assert!(
+        page.body.contains("&lt;img src=x onerror=alert(1)&gt;") && !page.body.contains("<img")
+    );
+    let csrf = page.csrf();
+    let id = first["id"].as_str().unwrap();
+    let json_post = |path: &'static str, form: Vec<(&'static str, String)>| {
+        let body = serde_urlencoded::to_string(form).unwrap();
+        let b = &b;
+        async move {
+            let p = b
+                .send("POST", path, &body, &[("Accept", "application/json")])
+                .await;
+            (
+                p.status,
+                serde_json::from_str::<Value>(&p.body).unwrap_or(Value::Null),
+            )
+        }
+    };
+    // Handed to mailer as a task: it runs under mailer's own tier.
+    let (status, said) = json_post(
+        "/drafts/hand",
+        vec![
+            ("csrf", csrf.clone()),
+            ("id", id.to_string()),
+            ("agent", "mailer".into()),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{said}");
+    assert!(
+        said["said"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("Handed the draft"),
+        "{said}"
+    );
+    let tasks = app.owner.get("/v1/tasks?agent=mailer").await.unwrap().body;
+    let task = &tasks["tasks"][0];
+    assert_eq!(task["agent"], "mailer", "{tasks}");
+    assert!(
+        tasks
+            .to_string()
+            .contains("Send this draft, which drafter wrote"),
+        "{tasks}"
+    );
+    // A second hand (another tab): refused, saying what became of it.
+    let (status, again) = json_post(
+        "/drafts/hand",
+        vec![
+            ("csrf", csrf.clone()),
+            ("id", id.to_string()),
+            ("agent", "mailer".into()),
+        ],
+    )
+    .await;
+    assert_eq!(status, 409, "{again}");
+    assert!(
+        again["error"]
+            .as_str()
+            .unwrap()
+            .contains("handed on already"),
+        "{again}"
+    );
+    // Discarded; without the token nothing happens.
+    let other = second["id"].as_str().unwrap().to_string();
+    let refused = b
+        .post("/drafts/discard", &[("csrf", "nope"), ("id", &other)])
+        .await;
+    assert_eq!(refused.status, 403);
+    let (status, _) = json_post(
+        "/drafts/discard",
+        vec![("csrf", csrf.clone()), ("id", other.clone())],
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(b.get("/drafts").await.body.matches("<article").count(), 0);
+    let audit = app.audit_events(&other).await;
+    assert!(audit.contains(&"draft_discarded".to_string()), "{audit:?}");
+    let (status, unknown) = json_post(
+        "/drafts/discard",
+        vec![("csrf", csrf), ("id", "zzzzzzzz".into())],
+    )
+    .await;
+    assert_eq!(status, 404, "{unknown}");
+}
