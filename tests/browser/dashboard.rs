@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
 
+use crate::fake_telegram::FakeTelegram;
 use crate::harness::{Browser, DESKTOP, PHONE, WAIT};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
@@ -23,6 +24,11 @@ struct Daemon {
 
 impl Daemon {
     async fn start() -> Daemon {
+        Daemon::start_with("").await
+    }
+
+    /// A daemon on the tests' config with `extra` TOML after it.
+    async fn start_with(extra: &str) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -48,6 +54,8 @@ listen = "127.0.0.1:{port}"
 
 [people.alice]
 unix = "alice"
+
+{extra}
 "#
         );
         std::fs::write(dir.path().join("bot.toml"), config).unwrap();
@@ -461,4 +469,43 @@ async fn a_batch_denial_picked_with_keys_after_a_confirmation_that_counts() {
     ] {
         assert_eq!(daemon.status(id).await["status"], want, "{id}");
     }
+}
+
+#[tokio::test]
+async fn a_decision_made_in_telegram_disappears_from_the_page() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let telegram = FakeTelegram::start("123:TEST").await;
+    let daemon = Daemon::start_with(&format!(
+        "[telegram]\ntoken = \"123:TEST\"\napi_url = \"{}\"\nchats = [111]\napprovers = [111]\n",
+        telegram.url
+    ))
+    .await;
+    let (id, short) = daemon
+        .submit(json!({"agent": "mailer", "tool": "send_email", "args": {"to": "ann@example.com"}}))
+        .await;
+    sign_in(&browser, &daemon).await;
+    browser.wait_for(&item(&id), WAIT).await;
+    browser.eval("window.__stillHere = true").await;
+    // The prompt reaches the (fake) Telegram chat; the approver taps Allow once there.
+    let mut prompt = None;
+    for _ in 0..400 {
+        if let Some((chat, message, _)) = telegram.prompts_of(Some(111), &short).into_iter().next()
+        {
+            prompt = Some((chat, message));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (chat, message) =
+        prompt.unwrap_or_else(|| panic!("no prompt in Telegram: {}", daemon.log()));
+    telegram.press((111, "Alice"), chat, message, &format!("gb1:a:{id}"));
+    browser.wait_until_gone(&item(&id), WAIT).await;
+    assert_eq!(
+        browser.eval("window.__stillHere").await,
+        json!(true),
+        "the page was not reloaded"
+    );
+    assert_eq!(daemon.status(&id).await["decided_via"], "telegram");
 }

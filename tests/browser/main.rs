@@ -5,5 +5,10 @@
 //! `CHROMIUM` and `CHROMEDRIVER` name other paths than /usr/bin's.
 
 mod dashboard;
+// The fake Telegram Bot API of the integration tests, to decide in "Telegram" while a
+// page is open; this target uses only part of it.
+#[allow(dead_code)]
+#[path = "../it/fake_telegram.rs"]
+mod fake_telegram;
 mod harness;
 mod selftest;
