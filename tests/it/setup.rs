@@ -50,6 +50,11 @@ fn mode(path: &Path) -> u32 {
 #[tokio::test]
 async fn init_writes_a_users_config_that_passes_check_config() {
     let sandbox = Sandbox::new();
+    let bad = fails(&sandbox, &["init", "--dashboard", "everywhere"]).await;
+    assert!(
+        bad.contains("--dashboard: `everywhere` is not an address"),
+        "{bad}"
+    );
     let said = ok(&sandbox, &["init"]).await;
     let path = sandbox.user_config();
     assert!(
@@ -659,7 +664,14 @@ async fn a_hook_found_only_from_here_names_the_socket_and_gatebot_off_path_by_it
 #[tokio::test]
 async fn init_run_and_hooks_install_put_gatebot_in_front_of_an_agent() {
     let sandbox = Sandbox::new();
-    ok(&sandbox, &["init", "--tier", "autonomous"]).await;
+    // The dashboard on a free port: 8378 may be another test's, or the reader's.
+    let dashboard = crate::helpers::free_port();
+    let port = dashboard.to_string();
+    ok(
+        &sandbox,
+        &["init", "--tier", "autonomous", "--dashboard", &port],
+    )
+    .await;
     let mut daemon = sandbox.gatebot(&["run"]);
     daemon
         .stdout(std::process::Stdio::null())
@@ -673,6 +685,9 @@ async fn init_run_and_hooks_install_put_gatebot_in_front_of_an_agent() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(socket.exists(), "the daemon did not start");
+    // The dashboard init turned on answers, and sends the signed-out to sign in.
+    let page = crate::helpers::http_get(dashboard, "/signin").await;
+    assert!(page.contains("gatebot dashboard login"), "{page}");
     let said = ok(&sandbox, &["hooks", "install", "claude-code"]).await;
     assert!(
         said.contains(&format!(

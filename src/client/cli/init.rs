@@ -73,6 +73,9 @@ pub struct InitArgs {
     /// or autonomous.
     #[arg(long, value_parser = TIERS)]
     pub tier: Option<String>,
+    /// Where the web dashboard listens (default 127.0.0.1:8378), or `off` for none.
+    #[arg(long, value_name = "ADDR")]
+    pub dashboard: Option<String>,
     /// Replace an existing file (the old one is kept as bot.toml.bak).
     #[arg(long)]
     pub force: bool,
@@ -100,6 +103,8 @@ struct Plan {
     slack: Option<Slack>,
     agent: String,
     tier: String,
+    /// The dashboard's address; `None`: no dashboard.
+    dashboard: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,7 +221,15 @@ impl Plan {
                  (at most 64)"
             ));
         }
+        let dashboard = match args.dashboard.as_deref().map(str::trim) {
+            None => Some(DASHBOARD.parse().expect("a socket address")),
+            Some("off") => None,
+            Some(a) => Some(a.parse().map_err(|_| {
+                format!("--dashboard: `{a}` is not an address like 127.0.0.1:8378 (or `off`)")
+            })?),
+        };
         Ok(Plan {
+            dashboard,
             install,
             store: pick(&args.store, &state_dir, "gatebot.db")?,
             agents_socket: pick(&args.agents_socket, &runtime_dir, AGENTS_SOCKET)?,
@@ -252,6 +265,9 @@ fn quoted(s: &str) -> String {
 fn quoted_path(p: &Path) -> String {
     quoted(&p.to_string_lossy())
 }
+
+/// Where the dashboard listens unless `--dashboard` says otherwise.
+const DASHBOARD: &str = "127.0.0.1:8378";
 
 fn strings(items: &[String]) -> String {
     let items: Vec<String> = items.iter().map(|s| quoted(s)).collect();
@@ -290,6 +306,15 @@ fn render(p: &Plan) -> String {
         quoted_path(&p.agents_socket),
         quoted_path(&p.control_socket)
     ));
+    if let Some(addr) = p.dashboard {
+        s.push_str(&format!(
+            "[dashboard]\n\
+             # The web dashboard: what waits for you, live, with the chats' buttons. Sign in\n\
+             # with a link from `gatebot dashboard login`. Plain HTTP: keep it on loopback\n\
+             # (a TLS proxy in front for anything else; docs/dashboard.md).\n\
+             listen = \"{addr}\"\n\n"
+        ));
+    }
     s.push_str(POLICY_AND_TOOLS);
     s.push_str(&format!(
         "# The agent; its name is what its hook sends (`--agent`). Add a table per agent.\n\
