@@ -13,6 +13,9 @@ use crate::engine::Session;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Menu {
     Pending,
+    Agents,
+    Tasks,
+    Runs,
     None,
 }
 
@@ -35,6 +38,9 @@ pub(super) fn shell(title: &str, who: Option<&Session>, menu: Menu, body: Markup
                     @if let Some(s) = who {
                         nav {
                             a href="/" aria-current=[(menu == Menu::Pending).then_some("page")] { "Pending" }
+                            a href="/agents" aria-current=[(menu == Menu::Agents).then_some("page")] { "Agents" }
+                            a href="/tasks" aria-current=[(menu == Menu::Tasks).then_some("page")] { "Tasks" }
+                            a href="/runs" aria-current=[(menu == Menu::Runs).then_some("page")] { "Runs" }
                         }
                         form.signout method="post" action="/logout" {
                             input type="hidden" name="csrf" value=(s.csrf);
