@@ -4,6 +4,7 @@
 //! `GATEBOT_BROWSER_TESTS=require` (set by `.ci/run`) makes that a failure instead.
 //! `CHROMIUM` and `CHROMEDRIVER` name other paths than /usr/bin's.
 
+mod daemon;
 mod dashboard;
 mod harness;
 mod selftest;
