@@ -4,7 +4,10 @@
 //! `GATEBOT_BROWSER_TESTS=require` (set by `.ci/run`) makes that a failure instead.
 //! `CHROMIUM` and `CHROMEDRIVER` name other paths than /usr/bin's.
 
+mod agents;
 mod daemon;
 mod dashboard;
 mod harness;
+mod runs;
 mod selftest;
+mod tasks;
