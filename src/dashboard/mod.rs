@@ -22,14 +22,18 @@
 //! Every state change is a POST with the session's CSRF token. Agent text reaches HTML
 //! only through maud's escaping.
 
+mod agents;
 mod assets;
 mod batch;
 pub mod card;
 mod drafts;
+mod forms;
 mod live;
 mod page;
 mod pending;
+mod runs;
 pub mod signin;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -64,6 +68,18 @@ pub fn router(engine: Arc<Engine>, shutdown: CancellationToken) -> Router {
         .route("/drafts/discard", post(drafts::discard))
         .route("/drafts/hand", post(drafts::hand))
         .route("/events", get(live::events))
+        .route("/agents", get(agents::list))
+        .route("/agents/{name}", get(agents::page))
+        .route("/agents/{name}/tier", post(agents::set_tier))
+        .route("/agents/{name}/pause", post(agents::pause))
+        .route("/agents/{name}/resume", post(agents::resume))
+        .route("/agents/{name}/proposal", post(agents::proposal))
+        .route("/agents/{name}/revoke", post(agents::revoke))
+        .route("/tasks", get(tasks::page).post(tasks::add))
+        .route("/tasks/{id}/cancel", post(tasks::cancel))
+        .route("/tasks/{id}/retry", post(tasks::retry))
+        .route("/runs", get(runs::list))
+        .route("/runs/{id}", get(runs::page))
         .route("/signin", get(signin::signed_out))
         .route("/login/{token}", get(signin::link_page))
         .route("/login", post(signin::sign_in))

@@ -14,6 +14,9 @@ use crate::engine::Session;
 pub(super) enum Menu {
     Pending,
     Drafts,
+    Agents,
+    Tasks,
+    Runs,
     None,
 }
 
@@ -37,6 +40,9 @@ pub(super) fn shell(title: &str, who: Option<&Session>, menu: Menu, body: Markup
                         nav {
                             a href="/" aria-current=[(menu == Menu::Pending).then_some("page")] { "Pending" }
                             a href="/drafts" aria-current=[(menu == Menu::Drafts).then_some("page")] { "Drafts" }
+                            a href="/agents" aria-current=[(menu == Menu::Agents).then_some("page")] { "Agents" }
+                            a href="/tasks" aria-current=[(menu == Menu::Tasks).then_some("page")] { "Tasks" }
+                            a href="/runs" aria-current=[(menu == Menu::Runs).then_some("page")] { "Runs" }
                         }
                         form.signout method="post" action="/logout" {
                             input type="hidden" name="csrf" value=(s.csrf);

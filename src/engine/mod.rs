@@ -26,6 +26,7 @@ use crate::store::{AuditCheck, AuditHead, AuditRow, StorageFault, Store, StoreEr
 use crate::subject::Subject;
 use crate::time::now_ms;
 
+mod activity;
 mod chat;
 mod drafts;
 mod error;
@@ -42,6 +43,7 @@ mod runs;
 // Domain types the engine's calls take and give, re-exported for the callers that
 // name them beside the call (the engine re-exports nothing of the store's).
 pub use crate::store::{Session, SessionEnd};
+pub use activity::{Day, RunEvent, TaskFilter, TaskRequests, Timeline, MAX_TIMELINE_EVENTS};
 pub use chat::{ChatState, ChatWork, DigestNow, DigestPage, Pressed, RepliedTo};
 pub use error::{Conflict, EngineError, GrantRefused, TokenProblem, What};
 pub use gate::{Acting, Cap, Slot, WaitSlot};

@@ -30,6 +30,7 @@ use std::sync::{Mutex, MutexGuard};
 use rusqlite::Connection;
 use rusqlite_migration::{Migrations, M};
 
+mod activity;
 mod approval_row;
 mod approvals;
 mod audit;
@@ -43,6 +44,7 @@ mod subjects;
 mod tasks;
 mod trust;
 
+pub use activity::{Day, RunEvent, TaskFilter, TaskRequests, Timeline};
 pub use approvals::{Inserted, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
 pub use chat::SubjectLookup;

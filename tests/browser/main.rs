@@ -4,6 +4,8 @@
 //! `GATEBOT_BROWSER_TESTS=require` (set by `.ci/run`) makes that a failure instead.
 //! `CHROMIUM` and `CHROMEDRIVER` name other paths than /usr/bin's.
 
+mod agents;
+mod daemon;
 mod dashboard;
 // The fake Telegram Bot API of the integration tests, to decide in "Telegram" while a
 // page is open; this target uses only part of it.
@@ -11,4 +13,6 @@ mod dashboard;
 #[path = "../it/fake_telegram.rs"]
 mod fake_telegram;
 mod harness;
+mod runs;
 mod selftest;
+mod tasks;

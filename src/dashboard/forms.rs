@@ -1,0 +1,82 @@
+//! What the agents, tasks and runs pages share: an engine error in words, the person
+//! signed in as the actor of a change, an instant as a page shows it, a query value
+//! that must be one of a page's words, and a page that says an id names nothing.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use maud::{html, Markup};
+
+use super::page::{shell, Menu};
+use crate::approval::Via;
+use crate::engine::{EngineError, Session};
+use crate::trust::Actor;
+
+/// An engine error as a page says it: its own words, or a generic line (and a log
+/// line) for a fault of the store or the daemon.
+pub(super) fn engine_words(e: &EngineError) -> (StatusCode, String) {
+    match e {
+        EngineError::Store(_) | EngineError::Internal { .. } => {
+            tracing::warn!(error = %e, "dashboard: a step failed");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "gatebot could not do that; its log says why.".into(),
+            )
+        }
+        EngineError::NotFound { .. } | EngineError::UnknownAgent(_) => {
+            (StatusCode::NOT_FOUND, e.to_string())
+        }
+        EngineError::Invalid { .. } | EngineError::Ambiguous { .. } => {
+            (StatusCode::BAD_REQUEST, e.to_string())
+        }
+        _ => (StatusCode::CONFLICT, e.to_string()),
+    }
+}
+
+/// The person signed in, as trust records name who changed something.
+pub(super) fn actor(session: &Session) -> Actor {
+    Actor {
+        name: session.person.clone(),
+        via: Via::Dashboard,
+    }
+}
+
+/// An instant: how long ago (or how soon), with the clock time on hover and for
+/// machines.
+pub(super) fn when(at: i64, now: i64) -> Markup {
+    html! {
+        time datetime=(crate::time::format_ms(at)) title=(crate::time::clock(at)) {
+            (crate::words::relative(at, now))
+        }
+    }
+}
+
+/// A form's text field: trimmed, `None` when blank.
+pub(super) fn given(s: &str) -> Option<String> {
+    Some(s.trim().to_string()).filter(|s| !s.is_empty())
+}
+
+/// The page for an id that names nothing (or a name gatebot does not know).
+pub(super) fn not_found(session: &Session, menu: Menu, why: &str, back: (&str, &str)) -> Response {
+    let body = html! {
+        section.message {
+            h1 { "Not found" }
+            p { (crate::names::visible(why)) }
+            p { a href=(back.0) { (back.1) } }
+        }
+    };
+    (
+        StatusCode::NOT_FOUND,
+        shell("Not found", Some(session), menu, body),
+    )
+        .into_response()
+}
+
+/// A note above a page's list when a filter in the URL is not one of the page's words
+/// (the page shows everything instead; nothing typed is lost: the form keeps it).
+pub(super) fn bad_filter(name: &str, got: &str, allowed: &[&str]) -> String {
+    format!(
+        "The {name} “{}” is not one this page knows ({}); showing all.",
+        crate::names::visible(got),
+        allowed.join(", ")
+    )
+}

@@ -1,0 +1,275 @@
+//! What agents, tasks and runs did, read for the web dashboard's pages beyond what the
+//! tables' own files offer: an agent's human decisions and escalations per day, tasks
+//! by status, the requests made inside tasks, and a run's events in order. Reads only.
+
+use std::collections::HashMap;
+
+use rusqlite::params;
+
+use super::approval_row::{row_to_approval, COLUMNS};
+use super::{Result, Store, StoreError};
+use crate::approval::Approval;
+use crate::inbox::{Task, TaskStatus};
+use crate::workflow::evaluate::IssueKind;
+use crate::workflow::run::{Action, Artifact, CheckIn, RunIssue};
+use crate::workflow::{EventType, Severity};
+
+/// A day in Unix milliseconds.
+const DAY_MS: i64 = 86_400_000;
+
+/// One UTC day of an agent's requests: approved and denied by a human, and escalated
+/// (sent unsure, below its `ask_human` confidence, or nobody decided in time), counted
+/// as the evidence counts them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Day {
+    /// Days since 1970-01-01 (UTC).
+    pub day: i64,
+    pub approved: u64,
+    pub denied: u64,
+    pub escalated: u64,
+}
+
+impl Day {
+    /// The day's first instant, in Unix milliseconds.
+    #[must_use]
+    pub fn start_ms(&self) -> i64 {
+        self.day * DAY_MS
+    }
+
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.approved + self.denied + self.escalated
+    }
+}
+
+/// Which tasks [`Store::task_page`] returns: newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskFilter {
+    /// Only these statuses (empty: any).
+    pub statuses: Vec<TaskStatus>,
+    pub agent: Option<String>,
+    /// The last id of the previous page.
+    pub after: Option<String>,
+    pub limit: usize,
+}
+
+/// The requests made inside a task: the latest few, and how many there are.
+#[derive(Debug, Clone, Default)]
+pub struct TaskRequests {
+    pub shown: Vec<Approval>,
+    pub total: usize,
+}
+
+/// One event of a run, as evaluated, with the problems it reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEvent {
+    /// From 1.
+    pub seq: u32,
+    pub event: EventType,
+    pub phase: String,
+    pub step: Option<String>,
+    pub artifacts: Vec<Artifact>,
+    /// What the agent was told.
+    pub action: Action,
+    pub reason: Option<String>,
+    /// The check-in it made.
+    pub check_in: Option<String>,
+    pub created_at: i64,
+    pub issues: Vec<RunIssue>,
+}
+
+/// A run's events in order (at most the limit asked), and all its check-ins.
+#[derive(Debug, Clone, Default)]
+pub struct Timeline {
+    pub events: Vec<RunEvent>,
+    /// Events beyond the limit, not read.
+    pub more: usize,
+    pub check_ins: Vec<CheckIn>,
+}
+
+fn corrupt(what: &str, id: &str) -> StoreError {
+    StoreError::Corrupt(format!("{what} of run {id}"))
+}
+
+impl Store {
+    /// `agent`'s requests created at or after `since`, per UTC day, oldest first (days
+    /// with none are left out). Escalations are counted as the evidence counts them.
+    pub fn evidence_days(&self, agent: &str, ask_human: f64, since: i64) -> Result<Vec<Day>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT created_at / 86400000 AS d, \
+             COALESCE(SUM(ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed')), 0), \
+             COALESCE(SUM(status = 'rejected'), 0), \
+             COALESCE(SUM(status = 'expired') + SUM(confidence < ?2), 0) \
+             FROM approvals WHERE agent = ?1 AND created_at >= ?3 GROUP BY d ORDER BY d",
+        )?;
+        let rows = stmt.query_map(params![agent, ask_human, since], |r| {
+            let n = |i: usize| -> rusqlite::Result<u64> { Ok(r.get::<_, i64>(i)?.max(0) as u64) };
+            Ok(Day {
+                day: r.get(0)?,
+                approved: n(1)?,
+                denied: n(2)?,
+                escalated: n(3)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// One page of tasks, newest first.
+    pub fn task_page(&self, f: &TaskFilter) -> Result<Vec<Task>> {
+        // The statuses are the enum's own names: nothing typed reaches the SQL.
+        let statuses = f
+            .statuses
+            .iter()
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let only = if statuses.is_empty() {
+            String::new()
+        } else {
+            format!("status IN ({statuses}) AND ")
+        };
+        let ids: Vec<String> = {
+            let conn = self.lock();
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT id FROM tasks WHERE {only}(?1 IS NULL OR agent = ?1) \
+                 AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(params![f.agent, f.after, f.limit as i64], |r| r.get(0))?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        ids.iter()
+            .filter_map(|id| self.get_task(id).transpose())
+            .collect()
+    }
+
+    /// The requests made inside each of `tasks` (full ids): the latest `shown` of each,
+    /// newest first, and how many there are.
+    pub fn requests_of_tasks(
+        &self,
+        tasks: &[String],
+        shown: usize,
+    ) -> Result<HashMap<String, TaskRequests>> {
+        let conn = self.lock();
+        let mut count = conn.prepare_cached("SELECT COUNT(*) FROM approvals WHERE task_id = ?1")?;
+        let mut latest = conn.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM approvals WHERE task_id = ?1 ORDER BY id DESC LIMIT ?2"
+        ))?;
+        let mut out = HashMap::new();
+        for t in tasks {
+            let total: i64 = count.query_row([t], |r| r.get(0))?;
+            if total == 0 {
+                continue;
+            }
+            let rows = latest.query_map(params![t, shown as i64], row_to_approval)?;
+            let shown = rows.collect::<std::result::Result<Result<Vec<_>>, _>>()??;
+            out.insert(
+                t.clone(),
+                TaskRequests {
+                    shown,
+                    total: usize::try_from(total).unwrap_or(0),
+                },
+            );
+        }
+        Ok(out)
+    }
+
+    /// Run `id`'s first `limit` events with their problems, and its check-ins.
+    pub fn run_timeline(&self, id: &str, limit: usize) -> Result<Timeline> {
+        let (mut events, total, check_ins) = {
+            let conn = self.lock();
+            let total: i64 = conn.query_row(
+                "SELECT COUNT(*) FROM run_events WHERE run_id = ?1",
+                [id],
+                |r| r.get(0),
+            )?;
+            let mut stmt = conn.prepare_cached(
+                "SELECT seq, type, phase, step, artifacts, action, reason, check_in, created_at \
+                 FROM run_events WHERE run_id = ?1 ORDER BY seq LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![id, limit as i64], |r| {
+                Ok((
+                    r.get::<_, u32>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, Option<String>>(6)?,
+                    r.get::<_, Option<String>>(7)?,
+                    r.get::<_, i64>(8)?,
+                ))
+            })?;
+            let mut events = Vec::new();
+            for row in rows {
+                let (seq, event, phase, step, artifacts, action, reason, check_in, at) = row?;
+                events.push(RunEvent {
+                    seq,
+                    event: EventType::parse(&event).ok_or_else(|| corrupt("an event type", id))?,
+                    phase,
+                    step,
+                    artifacts: serde_json::from_str(&artifacts)
+                        .map_err(|_| corrupt("artifacts", id))?,
+                    action: Action::parse(&action).ok_or_else(|| corrupt("an action", id))?,
+                    reason,
+                    check_in,
+                    created_at: at,
+                    issues: Vec::new(),
+                });
+            }
+            let last = events.last().map_or(0, |e| e.seq);
+            let mut stmt = conn.prepare_cached(
+                "SELECT seq, kind, text, severity, detected, phase, step, exceeded \
+                 FROM run_issues WHERE run_id = ?1 AND seq <= ?2 ORDER BY seq, n",
+            )?;
+            let rows = stmt.query_map(params![id, last], |r| {
+                Ok((
+                    r.get::<_, u32>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, bool>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, Option<String>>(6)?,
+                    r.get::<_, bool>(7)?,
+                ))
+            })?;
+            let mut by_seq: HashMap<u32, Vec<RunIssue>> = HashMap::new();
+            for row in rows {
+                let (seq, kind, text, severity, detected, phase, step, exceeded) = row?;
+                by_seq.entry(seq).or_default().push(RunIssue {
+                    kind: match kind.as_str() {
+                        "warning" => IssueKind::Warning,
+                        "error" => IssueKind::Error,
+                        _ => return Err(corrupt("an issue kind", id)),
+                    },
+                    text,
+                    severity: Severity::parse(&severity)
+                        .ok_or_else(|| corrupt("a severity", id))?,
+                    detected,
+                    phase,
+                    step,
+                    exceeded,
+                });
+            }
+            for e in &mut events {
+                e.issues = by_seq.remove(&e.seq).unwrap_or_default();
+            }
+            let check_ins: Vec<String> = conn
+                .prepare_cached("SELECT id FROM check_ins WHERE run_id = ?1 ORDER BY id")?
+                .query_map([id], |r| r.get(0))?
+                .collect::<std::result::Result<_, _>>()?;
+            (events, usize::try_from(total).unwrap_or(0), check_ins)
+        };
+        let check_ins = check_ins
+            .iter()
+            .filter_map(|c| self.check_in(c).transpose())
+            .collect::<Result<Vec<_>>>()?;
+        events.shrink_to_fit();
+        Ok(Timeline {
+            more: total.saturating_sub(events.len()),
+            events,
+            check_ins,
+        })
+    }
+}
