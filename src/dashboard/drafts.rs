@@ -4,7 +4,7 @@
 //! then runs under that agent's own tier and gates.
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::Form;
 use maud::html;
@@ -15,7 +15,6 @@ use super::signin::Signed;
 use super::DashState;
 use crate::approval::Via;
 use crate::chat::conversation::approval::render_request;
-use crate::engine::EngineError;
 
 /// Drafts on one page.
 const PAGE: usize = 50;
@@ -120,7 +119,7 @@ pub(super) async fn discard(
             "Discarded the draft {} ({} from {}).",
             a.short_id, a.tool, a.agent
         )]),
-        Err(e) => Err(words(&e)),
+        Err(e) => Err(super::forms::engine_words(&e)),
     };
     super::page::answered(&headers, outcome, "/drafts")
 }
@@ -149,25 +148,7 @@ pub(super) async fn hand(
             "Handed the draft {} to {} as task {}.",
             a.short_id, t.agent, t.short_id
         )]),
-        Err(e) => Err(words(&e)),
+        Err(e) => Err(super::forms::engine_words(&e)),
     };
     super::page::answered(&headers, outcome, "/drafts")
-}
-
-/// An engine error as the page says it.
-fn words(e: &EngineError) -> (StatusCode, String) {
-    match e {
-        EngineError::Store(_) | EngineError::Internal { .. } => {
-            tracing::warn!(error = %e, "dashboard: a draft step failed");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "gatebot could not record that; its log says why.".into(),
-            )
-        }
-        EngineError::NotFound { .. } => (StatusCode::NOT_FOUND, e.to_string()),
-        EngineError::Invalid { .. } | EngineError::UnknownAgent(_) => {
-            (StatusCode::BAD_REQUEST, e.to_string())
-        }
-        _ => (StatusCode::CONFLICT, e.to_string()),
-    }
 }

@@ -1,4 +1,4 @@
-//! What the agents, tasks and runs pages share: an engine error in words, the person
+//! What the pages share: an engine error in words, the person
 //! signed in as the actor of a change, an instant as a page shows it, a query value
 //! that must be one of a page's words, and a page that says an id names nothing.
 

@@ -257,21 +257,6 @@ async fn take(state: &DashState, signed: &Signed, form: &DecideForm) -> super::p
         Ok(d) => Ok(d.said),
         Err(Refused::Unclear(m)) => Err((StatusCode::BAD_REQUEST, m)),
         Err(Refused::Settled { message, .. }) => Err((StatusCode::CONFLICT, message)),
-        Err(Refused::Engine(e)) => Err(engine_words(&e)),
-    }
-}
-
-/// An engine error as the page says it.
-fn engine_words(e: &EngineError) -> (StatusCode, String) {
-    match e {
-        EngineError::Store(_) | EngineError::Internal { .. } => {
-            tracing::warn!(error = %e, "dashboard: a decision failed");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "gatebot could not record that; its log says why.".into(),
-            )
-        }
-        EngineError::NotFound { .. } => (StatusCode::NOT_FOUND, e.to_string()),
-        _ => (StatusCode::CONFLICT, e.to_string()),
+        Err(Refused::Engine(e)) => Err(super::forms::engine_words(&e)),
     }
 }
