@@ -183,78 +183,8 @@ impl Store {
                 [id],
                 |r| r.get(0),
             )?;
-            let mut stmt = conn.prepare_cached(
-                "SELECT seq, type, phase, step, artifacts, action, reason, check_in, created_at \
-                 FROM run_events WHERE run_id = ?1 ORDER BY seq LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![id, limit as i64], |r| {
-                Ok((
-                    r.get::<_, u32>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, Option<String>>(6)?,
-                    r.get::<_, Option<String>>(7)?,
-                    r.get::<_, i64>(8)?,
-                ))
-            })?;
-            let mut events = Vec::new();
-            for row in rows {
-                let (seq, event, phase, step, artifacts, action, reason, check_in, at) = row?;
-                events.push(RunEvent {
-                    seq,
-                    event: EventType::parse(&event).ok_or_else(|| corrupt("an event type", id))?,
-                    phase,
-                    step,
-                    artifacts: serde_json::from_str(&artifacts)
-                        .map_err(|_| corrupt("artifacts", id))?,
-                    action: Action::parse(&action).ok_or_else(|| corrupt("an action", id))?,
-                    reason,
-                    check_in,
-                    created_at: at,
-                    issues: Vec::new(),
-                });
-            }
-            let last = events.last().map_or(0, |e| e.seq);
-            let mut stmt = conn.prepare_cached(
-                "SELECT seq, kind, text, severity, detected, phase, step, exceeded \
-                 FROM run_issues WHERE run_id = ?1 AND seq <= ?2 ORDER BY seq, n",
-            )?;
-            let rows = stmt.query_map(params![id, last], |r| {
-                Ok((
-                    r.get::<_, u32>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, bool>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, Option<String>>(6)?,
-                    r.get::<_, bool>(7)?,
-                ))
-            })?;
-            let mut by_seq: HashMap<u32, Vec<RunIssue>> = HashMap::new();
-            for row in rows {
-                let (seq, kind, text, severity, detected, phase, step, exceeded) = row?;
-                by_seq.entry(seq).or_default().push(RunIssue {
-                    kind: match kind.as_str() {
-                        "warning" => IssueKind::Warning,
-                        "error" => IssueKind::Error,
-                        _ => return Err(corrupt("an issue kind", id)),
-                    },
-                    text,
-                    severity: Severity::parse(&severity)
-                        .ok_or_else(|| corrupt("a severity", id))?,
-                    detected,
-                    phase,
-                    step,
-                    exceeded,
-                });
-            }
-            for e in &mut events {
-                e.issues = by_seq.remove(&e.seq).unwrap_or_default();
-            }
+            let mut events = timeline_events(&conn, id, limit)?;
+            attach_issues(&conn, id, &mut events)?;
             let check_ins: Vec<String> = conn
                 .prepare_cached("SELECT id FROM check_ins WHERE run_id = ?1 ORDER BY id")?
                 .query_map([id], |r| r.get(0))?
@@ -272,4 +202,84 @@ impl Store {
             check_ins,
         })
     }
+}
+
+/// Run `id`'s first `limit` events, without their problems.
+fn timeline_events(conn: &rusqlite::Connection, id: &str, limit: usize) -> Result<Vec<RunEvent>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, type, phase, step, artifacts, action, reason, check_in, created_at \
+         FROM run_events WHERE run_id = ?1 ORDER BY seq LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![id, limit as i64], |r| {
+        Ok((
+            r.get::<_, u32>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, Option<String>>(3)?,
+            r.get::<_, String>(4)?,
+            r.get::<_, String>(5)?,
+            r.get::<_, Option<String>>(6)?,
+            r.get::<_, Option<String>>(7)?,
+            r.get::<_, i64>(8)?,
+        ))
+    })?;
+    let mut events = Vec::new();
+    for row in rows {
+        let (seq, event, phase, step, artifacts, action, reason, check_in, at) = row?;
+        events.push(RunEvent {
+            seq,
+            event: EventType::parse(&event).ok_or_else(|| corrupt("an event type", id))?,
+            phase,
+            step,
+            artifacts: serde_json::from_str(&artifacts).map_err(|_| corrupt("artifacts", id))?,
+            action: Action::parse(&action).ok_or_else(|| corrupt("an action", id))?,
+            reason,
+            check_in,
+            created_at: at,
+            issues: Vec::new(),
+        });
+    }
+    Ok(events)
+}
+
+/// Puts each of `events` with its problems.
+fn attach_issues(conn: &rusqlite::Connection, id: &str, events: &mut [RunEvent]) -> Result<()> {
+    let last = events.last().map_or(0, |e| e.seq);
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, kind, text, severity, detected, phase, step, exceeded \
+         FROM run_issues WHERE run_id = ?1 AND seq <= ?2 ORDER BY seq, n",
+    )?;
+    let rows = stmt.query_map(params![id, last], |r| {
+        Ok((
+            r.get::<_, u32>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, bool>(4)?,
+            r.get::<_, String>(5)?,
+            r.get::<_, Option<String>>(6)?,
+            r.get::<_, bool>(7)?,
+        ))
+    })?;
+    let mut by_seq: HashMap<u32, Vec<RunIssue>> = HashMap::new();
+    for row in rows {
+        let (seq, kind, text, severity, detected, phase, step, exceeded) = row?;
+        by_seq.entry(seq).or_default().push(RunIssue {
+            kind: match kind.as_str() {
+                "warning" => IssueKind::Warning,
+                "error" => IssueKind::Error,
+                _ => return Err(corrupt("an issue kind", id)),
+            },
+            text,
+            severity: Severity::parse(&severity).ok_or_else(|| corrupt("a severity", id))?,
+            detected,
+            phase,
+            step,
+            exceeded,
+        });
+    }
+    for e in events.iter_mut() {
+        e.issues = by_seq.remove(&e.seq).unwrap_or_default();
+    }
+    Ok(())
 }

@@ -221,15 +221,8 @@ impl Plan {
                  (at most 64)"
             ));
         }
-        let dashboard = match args.dashboard.as_deref().map(str::trim) {
-            None => Some(DASHBOARD.parse().expect("a socket address")),
-            Some("off") => None,
-            Some(a) => Some(a.parse().map_err(|_| {
-                format!("--dashboard: `{a}` is not an address like 127.0.0.1:8378 (or `off`)")
-            })?),
-        };
         Ok(Plan {
-            dashboard,
+            dashboard: dashboard(args.dashboard.as_deref())?,
             install,
             store: pick(&args.store, &state_dir, "gatebot.db")?,
             agents_socket: pick(&args.agents_socket, &runtime_dir, AGENTS_SOCKET)?,
@@ -268,6 +261,17 @@ fn quoted_path(p: &Path) -> String {
 
 /// Where the dashboard listens unless `--dashboard` says otherwise.
 const DASHBOARD: &str = "127.0.0.1:8378";
+
+/// `--dashboard ADDR|off` read: the address, or `None` for no dashboard.
+fn dashboard(given: Option<&str>) -> Result<Option<std::net::SocketAddr>, String> {
+    match given.map(str::trim) {
+        None => Ok(Some(DASHBOARD.parse().expect("a socket address"))),
+        Some("off") => Ok(None),
+        Some(a) => a.parse().map(Some).map_err(|_| {
+            format!("--dashboard: `{a}` is not an address like 127.0.0.1:8378 (or `off`)")
+        }),
+    }
+}
 
 fn strings(items: &[String]) -> String {
     let items: Vec<String> = items.iter().map(|s| quoted(s)).collect();
