@@ -10,6 +10,9 @@
 //! - [`batch`]: approving or denying several pending requests at once, after a page
 //!   that counts what will happen (never a critical request approved so).
 //! - [`drafts`]: draft-only agents' kept calls, discarded or handed on as tasks.
+//! - [`agents`], [`tasks`], [`runs`]: each agent's tier, pause, evidence, proposals and
+//!   grants; the inbox's tasks (handed over, cancelled, retried here); workflow runs as
+//!   timelines. [`forms`]: what those pages share (an engine error in words, the actor).
 //! - [`card`]: a card as HTML (the web's renderer, beside Telegram's and Slack's).
 //! - [`live`]: server-sent events from the engine's bus, so pages follow changes.
 //! - [`page`]: the page shell and the words shared by pages; [`assets`]: the stylesheet
@@ -21,6 +24,12 @@
 //! pages hold owners' data.
 //! Every state change is a POST with the session's CSRF token. Agent text reaches HTML
 //! only through maud's escaping.
+//!
+//! To add a page: its module here (a handler taking [`signin::Signed`], drawn with
+//! [`page::shell`]; a POST checks [`signin::Signed::check`] first and answers with
+//! [`page::answered`]), its routes in [`router`], and its entry in `page::Menu` and the
+//! nav: 3 files. A new conversation kind needs none: the pending page draws its cards and
+//! takes its buttons through the registry.
 
 mod agents;
 mod assets;
