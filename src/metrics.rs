@@ -31,6 +31,20 @@ struct ChatCounts {
     ignored: u64,
 }
 
+/// One chat platform's counters as they are now ([`Metrics::chat_counts`]): what
+/// `gatebot_chat_*_total` show for it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ChatCountsNow {
+    /// Failed calls of delivery (429s among them).
+    pub send_errors: u64,
+    /// Calls the platform answered 429, by anyone.
+    pub rate_limited: u64,
+    pub cards: u64,
+    pub digests: u64,
+    pub handled: u64,
+    pub ignored: u64,
+}
+
 #[derive(Debug, Default)]
 pub struct Metrics {
     /// allowed, ask (pending), blocked.
@@ -297,6 +311,26 @@ impl Metrics {
                 c.ignored += 1;
             }
         });
+    }
+
+    /// Each running chat platform's counters since start, by platform key (the web
+    /// dashboard's system page).
+    #[must_use]
+    pub fn chat_counts(&self) -> Vec<(String, ChatCountsNow)> {
+        let chat = self.chat.lock().unwrap_or_else(|e| e.into_inner());
+        chat.iter()
+            .map(|(platform, c)| {
+                let now = ChatCountsNow {
+                    send_errors: c.errors,
+                    rate_limited: c.rate_limited,
+                    cards: c.cards,
+                    digests: c.digests,
+                    handled: c.handled,
+                    ignored: c.ignored,
+                };
+                (platform.clone(), now)
+            })
+            .collect()
     }
 
     /// The exposition text; `pending` is read from the store at scrape time.

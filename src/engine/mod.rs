@@ -3,7 +3,8 @@
 //! `requests` (submit, decide, cancel, report, wait, expire: the request lifecycle),
 //! `runs` (workflow runs and check-ins), `tasks` (the inbox), `trust` (tiers, pauses,
 //! grants, proposals), `gate` (what an agent may hold open, and its pause), `sessions` (the web
-//! dashboard's sign-in links and sessions), `chat`
+//! dashboard's sign-in links and sessions), `history` (requests and the trail searched, a
+//! page at a time, for the dashboard), `chat`
 //! (chat bookkeeping for conversations and delivery), `drafts` (draft-only agents'
 //! blocked calls, discarded or handed on as tasks), `refusal` and `housekeeping`.
 //! Every change is published on the bus ([`Event`]); long-polls and chats listen.
@@ -31,6 +32,7 @@ mod chat;
 mod drafts;
 mod error;
 mod gate;
+mod history;
 mod housekeeping;
 mod refusal;
 mod requests;
@@ -47,6 +49,7 @@ pub use activity::{Day, RunEvent, TaskFilter, TaskRequests, Timeline, MAX_TIMELI
 pub use chat::{ChatState, ChatWork, DigestNow, DigestPage, Pressed, RepliedTo};
 pub use error::{Conflict, EngineError, GrantRefused, TokenProblem, What};
 pub use gate::{Acting, Cap, Slot, WaitSlot};
+pub use history::{AuditFilter, Cursor, HistoryFilter, Page};
 pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};
 pub use requests::{
     describe_settled, record_request, GrantChoice, ScopeChoice, Submission, Submitted,

@@ -13,6 +13,8 @@
 //! - `drafts`: draft-only agents' blocked calls kept for owners, and what became of them;
 //! - `runs`: workflow runs, their events and problems, and their check-ins;
 //! - `sessions`: the web dashboard's sign-in links and sessions;
+//! - `history`: requests searched and the trail filtered, a keyset page at a time (the
+//!   dashboard's history and audit pages);
 //! - `trust`: tier overrides, pauses, grants and what prompts offer, proposals, and the
 //!   evidence counted from requests;
 //! - two leaves the others share, which use none of them: `subjects` (the `subjects`
@@ -37,6 +39,7 @@ mod audit;
 mod chat;
 mod drafts;
 mod health;
+mod history;
 mod refusals;
 mod runs;
 mod sessions;
@@ -50,6 +53,7 @@ pub use audit::{AuditCheck, AuditHead, AuditRow};
 pub use chat::SubjectLookup;
 pub use drafts::DraftState;
 pub use health::{FaultKind, StorageFault};
+pub use history::{AuditFilter, Cursor, HistoryFilter, Page};
 pub use refusals::{Closed, RefusalRow, Refused};
 pub use runs::{EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup};
 pub use sessions::{LinkUse, NewLink, NewSession, Session, SessionEnd};
