@@ -15,6 +15,9 @@
 //!   timelines. [`forms`]: what those pages share (an engine error in words, the actor).
 //! - [`card`]: a card as HTML (the web's renderer, beside Telegram's and Slack's).
 //! - [`live`]: server-sent events from the engine's bus, so pages follow changes.
+//! - [`history`]: every request with its outcome, searched, filtered, paged and
+//!   exported; a request's own page. [`audit`]: the trail and its chain's state.
+//!   [`system`]: storage, chat platforms, version, uptime.
 //! - [`page`]: the page shell and the words shared by pages; [`assets`]: the stylesheet
 //!   and the one script, embedded in the binary.
 //!
@@ -33,15 +36,18 @@
 
 mod agents;
 mod assets;
+mod audit;
 mod batch;
 pub mod card;
 mod drafts;
 mod forms;
+mod history;
 mod live;
 mod page;
 mod pending;
 mod runs;
 pub mod signin;
+mod system;
 mod tasks;
 
 use std::sync::Arc;
@@ -68,6 +74,7 @@ pub struct DashState {
 
 /// The dashboard's routes.
 pub fn router(engine: Arc<Engine>, shutdown: CancellationToken) -> Router {
+    system::mark_start();
     Router::new()
         .route("/", get(pending::page))
         .route("/pending/list", get(pending::list))
@@ -89,6 +96,12 @@ pub fn router(engine: Arc<Engine>, shutdown: CancellationToken) -> Router {
         .route("/tasks/{id}/retry", post(tasks::retry))
         .route("/runs", get(runs::list))
         .route("/runs/{id}", get(runs::page))
+        .route("/history", get(history::page))
+        .route("/history.csv", get(history::csv))
+        .route("/history.json", get(history::json))
+        .route("/requests/{id}", get(history::request))
+        .route("/audit", get(audit::page))
+        .route("/system", get(system::page))
         .route("/signin", get(signin::signed_out))
         .route("/login/{token}", get(signin::link_page))
         .route("/login", post(signin::sign_in))

@@ -17,6 +17,9 @@ pub(super) enum Menu {
     Agents,
     Tasks,
     Runs,
+    History,
+    Audit,
+    System,
     None,
 }
 
@@ -43,6 +46,9 @@ pub(super) fn shell(title: &str, who: Option<&Session>, menu: Menu, body: Markup
                             a href="/agents" aria-current=[(menu == Menu::Agents).then_some("page")] { "Agents" }
                             a href="/tasks" aria-current=[(menu == Menu::Tasks).then_some("page")] { "Tasks" }
                             a href="/runs" aria-current=[(menu == Menu::Runs).then_some("page")] { "Runs" }
+                            a href="/history" aria-current=[(menu == Menu::History).then_some("page")] { "History" }
+                            a href="/audit" aria-current=[(menu == Menu::Audit).then_some("page")] { "Audit" }
+                            a href="/system" aria-current=[(menu == Menu::System).then_some("page")] { "System" }
                         }
                         form.signout method="post" action="/logout" {
                             input type="hidden" name="csrf" value=(s.csrf);
