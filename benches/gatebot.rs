@@ -2,7 +2,7 @@
 //! docs/performance.md explains each figure and records the latest run.
 //!
 //! Sections (run one with `cargo bench -- NAME`): policy, workflow, submit, chat, daemon,
-//! inbox, quotas.
+//! inbox, quotas, dashboard.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -53,6 +53,9 @@ fn main() {
     }
     if wants("quotas") {
         quotas();
+    }
+    if wants("dashboard") {
+        rt.block_on(dashboard());
     }
 }
 
@@ -894,4 +897,359 @@ fn quotas() {
             start.elapsed() / n
         );
     }
+}
+
+/// Requests the dashboard benchmark's database holds besides the pending ones.
+const HISTORY_ROWS: usize = 100_000;
+/// Pending requests in it (the newest).
+const PENDING_ROWS: usize = 1_000;
+
+/// Writes [`HISTORY_ROWS`] settled requests over the last 30 days (ten outcomes, twenty
+/// agents, five tools; one oldest request alone says "zebra") and [`PENDING_ROWS`]
+/// pending ones, each with the subject row the store writes beside a pending request,
+/// straight into the database at `db` (made by the daemon, not running).
+fn seed_history(db: &Path) {
+    let mut conn = rusqlite::Connection::open(db).unwrap();
+    let tx = conn.transaction().unwrap();
+    let now = gatebot::time::now_ms();
+    let tools = [
+        ("send_email", "destructive", "high"),
+        ("Bash", "destructive", "critical"),
+        ("query_org_data", "read-only", "low"),
+        ("create_contact", "write", "medium"),
+        ("Write", "write", "medium"),
+    ];
+    let outcomes = [
+        "allowed",
+        "allowed",
+        "allowed",
+        "allowed",
+        "allowed",
+        "approved",
+        "rejected",
+        "expired",
+        "succeeded",
+        "blocked",
+    ];
+    {
+        let mut approval = tx
+            .prepare(
+                "INSERT INTO approvals (id, short_id, agent, tool, args, summary, status, \
+                 risk_score, tool_class, risk_factors, policy_reason, decided_by, decided_via, \
+                 decision_reason, ttl_ms, created_at, decided_at, expires_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, '[]', 'bench', ?10, ?11, ?12, \
+                 3600000, ?13, ?14, ?15)",
+            )
+            .unwrap();
+        let mut subject = tx
+            .prepare(
+                "INSERT INTO subjects (id, kind, short_id, open, revision, created_at) \
+                 VALUES (?1, 'approval', ?2, 1, 'pending', ?3)",
+            )
+            .unwrap();
+        let total = HISTORY_ROWS + PENDING_ROWS;
+        for i in 0..total {
+            let pending = i >= HISTORY_ROWS;
+            // Spread over 30 days, oldest first; the pending ones in the last minutes.
+            let created = now - 30 * 86_400_000 + (i as i64) * (30 * 86_400_000 / total as i64);
+            let id = ulid::Ulid::from_parts(created as u64, i as u128).to_string();
+            let short = format!("b{i:07}");
+            let (tool, class, risk) = tools[i % tools.len()];
+            let status = if pending {
+                "pending"
+            } else {
+                outcomes[i % outcomes.len()]
+            };
+            let word = if i == 0 { "zebra" } else { "invoice" };
+            let args = json!({"to": format!("customer{i}@example.com"),
+                "subject": format!("Your {word} {i}"),
+                "body": "Hello, please find attached what we discussed. Regards"})
+            .to_string();
+            let decided = matches!(status, "approved" | "rejected" | "expired" | "succeeded");
+            let (by, via, reason) = match status {
+                "expired" => (
+                    Some("gatebot"),
+                    Some("system"),
+                    Some("no response within 1 h"),
+                ),
+                "rejected" => (
+                    Some("alice"),
+                    Some("telegram"),
+                    Some("not to this customer"),
+                ),
+                _ if decided => (Some("alice"), Some("dashboard"), None),
+                _ => (None, None, None),
+            };
+            approval
+                .execute(rusqlite::params![
+                    id,
+                    short,
+                    format!("agent-{}", i % 20),
+                    tool,
+                    args,
+                    format!("Send customer {i} their {word}"),
+                    status,
+                    risk,
+                    class,
+                    by,
+                    via,
+                    reason,
+                    created,
+                    decided.then_some(created + 90_000),
+                    created + 3_600_000,
+                ])
+                .unwrap();
+            if pending {
+                subject
+                    .execute(rusqlite::params![id, short, created])
+                    .unwrap();
+            }
+        }
+    }
+    tx.commit().unwrap();
+}
+
+/// One whole HTTP/1.1 GET of `path` on a new connection, as a browser's first visit
+/// makes it: connect, send, read the answer to its end. Returns the status.
+async fn get_page(addr: std::net::SocketAddr, cookie: &str, path: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nCookie: gatebot_session={cookie}\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::with_capacity(64 * 1024);
+    s.read_to_end(&mut raw).await.unwrap();
+    std::str::from_utf8(&raw[9..12]).unwrap().parse().unwrap()
+}
+
+/// A session cookie for the dashboard at `addr`: a link asked for on the control socket,
+/// used up by the sign-in form's POST.
+async fn dashboard_cookie(control: &Path, addr: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let owner = Client::new(control);
+    let link = owner.post("/v1/dashboard/links", &json!({})).await.unwrap();
+    let url = link.body["url"].as_str().unwrap().to_string();
+    let token = url.rsplit('/').next().unwrap();
+    let body = format!("token={token}");
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!(
+        "POST /login HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).await.unwrap();
+    let at = raw.find("gatebot_session=").expect("a session cookie") + 16;
+    raw[at..].split(';').next().unwrap().to_string()
+}
+
+/// The web dashboard: whole GETs of its pages against an in-process daemon whose
+/// database holds 100 000 settled requests and 1 000 pending, each figure beside the
+/// same server's stylesheet (no database) as the baseline of the run.
+async fn dashboard() {
+    println!(
+        "\n## the web dashboard: whole HTTP GETs, {HISTORY_ROWS} settled and {PENDING_ROWS} pending requests"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let cfg = dir.path().join("bot.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[agents.bench]\ntier = \"supervised\"\n[dashboard]\nlisten = \"127.0.0.1:{port}\"\n"
+        ),
+    )
+    .unwrap();
+    let config = Config::load(&cfg).unwrap();
+    let control = config.queue.control_socket.clone();
+    gatebot::engine::open_database(&config.store.path).unwrap();
+    let t = Instant::now();
+    seed_history(&config.store.path);
+    println!("(seeded in {:.1?})", t.elapsed());
+    let app = App::build(config).await.unwrap();
+    let addr = app.dashboard_addr().unwrap();
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(app.run_until(async {
+        let _ = rx.await;
+    }));
+    let cookie = dashboard_cookie(&control, addr).await;
+    // The daemon's indexer reads the seeded requests into the search index (searches are
+    // right meanwhile, only slower): wait for it, and say how long it took.
+    let db = rusqlite::Connection::open(dir.path().join("gatebot.db")).unwrap();
+    let t = Instant::now();
+    loop {
+        let done: bool = db
+            .query_row(
+                "SELECT indexed_through = (SELECT max(rowid) FROM approvals) \
+                 FROM approvals_search_state",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if done {
+            break;
+        }
+        still_waiting(t, "the search index");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!(
+        "(the search index read the {} requests in {:.1?})",
+        HISTORY_ROWS + PENDING_ROWS,
+        t.elapsed()
+    );
+    let samples = 200;
+    let measure = |path: String| {
+        let cookie = cookie.clone();
+        async move {
+            for _ in 0..10 {
+                assert_eq!(get_page(addr, &cookie, &path).await, 200, "{path}");
+            }
+            let mut lat = Vec::with_capacity(samples);
+            for _ in 0..samples {
+                let t = Instant::now();
+                get_page(addr, &cookie, &path).await;
+                lat.push(t.elapsed());
+            }
+            lat.sort();
+            (percentile(&lat, 0.5), percentile(&lat, 0.99))
+        }
+    };
+    let (base50, base99) = measure("/assets/app.css".into()).await;
+    println!(
+        "{:<58} p50 {base50:>9.2?}  p99 {base99:>9.2?}",
+        "baseline: the stylesheet (no database)"
+    );
+    // The id of a request half-way down the history: a page deep in it.
+    let deep =
+        ulid::Ulid::from_parts((gatebot::time::now_ms() - 15 * 86_400_000) as u64, 0).to_string();
+    for (name, path) in [
+        (
+            "pending page, 1 000 pending (first 50 cards)",
+            "/".to_string(),
+        ),
+        ("history, first page", "/history".to_string()),
+        (
+            "history, a page half-way down (keyset)",
+            format!("/history?after={deep}"),
+        ),
+        (
+            "history search, a word in most rows (invoice)",
+            "/history?q=invoice".to_string(),
+        ),
+        (
+            "history search, a word in one row, the oldest (zebra)",
+            "/history?q=zebra".to_string(),
+        ),
+        (
+            "history search, two words (agent-7 zebra: no row)",
+            "/history?q=agent-7+zebra".to_string(),
+        ),
+        (
+            "history search, a 2-letter word (no index; no row has it)",
+            "/history?q=qz".to_string(),
+        ),
+        (
+            "history search, a common word and filters no row meets",
+            "/history?q=invoice&agent=agent-7&status=rejected".to_string(),
+        ),
+        (
+            "history, one agent's denials",
+            "/history?agent=agent-7&status=rejected".to_string(),
+        ),
+        (
+            "history, high risk or worse in the last 24 h",
+            "/history?risk=high&since=24h".to_string(),
+        ),
+        (
+            "history search in the last hour (customer)",
+            "/history?q=customer&since=1h".to_string(),
+        ),
+        ("audit trail, first page", "/audit".to_string()),
+        ("system page", "/system".to_string()),
+    ] {
+        let (p50, p99) = measure(path).await;
+        println!(
+            "{name:<58} p50 {p50:>9.2?}  p99 {p99:>9.2?}  (p50 {:.1}x the baseline's)",
+            p50.as_secs_f64() / base50.as_secs_f64()
+        );
+    }
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+    search_index_cost();
+}
+
+/// What the history's search index costs: nothing when a request is written (it is
+/// indexed later, in batches); when an indexed request is decided with a reason, the
+/// trigger that marks its entry stale (20 000 decisions, against the same database
+/// without that trigger); and a pass of the indexer, per request.
+fn search_index_cost() {
+    use gatebot::bench_internals::Store;
+    let dir = tempfile::tempdir().unwrap();
+    let mut decided = Vec::new();
+    for stale_trigger in [false, true] {
+        let db = dir.path().join(format!("index-{stale_trigger}.db"));
+        gatebot::engine::open_database(&db).unwrap();
+        let mut conn = rusqlite::Connection::open(&db).unwrap();
+        if !stale_trigger {
+            conn.execute_batch("DROP TRIGGER approvals_search_stale")
+                .unwrap();
+        }
+        let n = 20_000;
+        let tx = conn.transaction().unwrap();
+        for i in 0..n {
+            tx.prepare_cached(
+                "INSERT INTO approvals (id, short_id, agent, tool, args, summary, status, \
+                 risk_score, tool_class, risk_factors, policy_reason, created_at) \
+                 VALUES (?1, ?2, 'mailer', 'send_email', ?3, ?4, 'pending', 'high', \
+                 'destructive', '[]', 'bench', 0)",
+            )
+            .unwrap()
+            .execute(rusqlite::params![
+                ulid::Ulid::from_parts(1, i as u128).to_string(),
+                format!("s{i:07}"),
+                json!({"to": format!("customer{i}@example.com"), "subject": format!("Your invoice {i}"),
+                    "body": "Hello, please find attached what we discussed. Regards"})
+                .to_string(),
+                format!("Send customer {i} their invoice"),
+            ])
+            .unwrap();
+        }
+        tx.commit().unwrap();
+        let store = Store::open(&db).unwrap();
+        let t = Instant::now();
+        assert_eq!(store.index_history(n as usize).unwrap(), n as usize);
+        let pass = t.elapsed() / n;
+        let tx = conn.transaction().unwrap();
+        let t = Instant::now();
+        for i in 0..n {
+            tx.prepare_cached(
+                "UPDATE approvals SET status = 'rejected', decision_reason = 'not to this customer' \
+                 WHERE short_id = ?1",
+            )
+            .unwrap()
+            .execute([format!("s{i:07}")])
+            .unwrap();
+        }
+        decided.push(t.elapsed() / n);
+        tx.commit().unwrap();
+        if stale_trigger {
+            let t = Instant::now();
+            store.index_history(n as usize).unwrap();
+            println!(
+                "search index: a pass indexing 20 000 new requests {pass:>9.2?} per request; \
+                 re-indexing 20 000 decided ones {:>9.2?} per request",
+                t.elapsed() / n
+            );
+        }
+    }
+    println!(
+        "search index: deciding an indexed request {:>9.2?} (without the stale-marking trigger {:>9.2?}); writing a request: nothing",
+        decided[1], decided[0]
+    );
 }

@@ -252,6 +252,32 @@ impl HistoryQuery {
     }
 }
 
+/// Requests the search index reads in one pass.
+const INDEX_BATCH: usize = 5_000;
+
+/// Keeps the history's search index up to date while the dashboard runs: a pass every
+/// two seconds, at once again while requests are left to read. A search never waits for
+/// it (what the index has not read is read directly), so this only keeps searches fast.
+pub(super) async fn keep_index(
+    engine: std::sync::Arc<crate::engine::Engine>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    loop {
+        let pause = match engine.index_history(INDEX_BATCH).await {
+            Ok(n) if n >= INDEX_BATCH => Duration::ZERO,
+            Ok(_) => Duration::from_secs(2),
+            Err(e) => {
+                tracing::warn!(error = %e, "the history's search index could not be brought up to date; will retry");
+                Duration::from_secs(60)
+            }
+        };
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(pause) => {}
+        }
+    }
+}
+
 /// `GET /history`: the page.
 pub(super) async fn page(
     State(state): State<DashState>,

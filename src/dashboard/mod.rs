@@ -75,6 +75,7 @@ pub struct DashState {
 /// The dashboard's routes.
 pub fn router(engine: Arc<Engine>, shutdown: CancellationToken) -> Router {
     system::mark_start();
+    tokio::spawn(history::keep_index(engine.clone(), shutdown.clone()));
     Router::new()
         .route("/", get(pending::page))
         .route("/pending/list", get(pending::list))

@@ -16,6 +16,12 @@ impl Engine {
         self.blocking(move |s| s.history_page(&filter)).await
     }
 
+    /// Brings the history's search index up to date by at most `max` new requests (and
+    /// every request changed since it was indexed); how many new ones it indexed.
+    pub async fn index_history(&self, max: usize) -> Result<usize, EngineError> {
+        self.blocking(move |s| s.index_history(max)).await
+    }
+
     /// One page of the audit trail matching `filter`, newest first.
     pub async fn audit_history(
         &self,

@@ -12,6 +12,7 @@
 //! for longer than one page takes.
 
 use rusqlite::types::Value as Sql;
+use rusqlite::{params, Connection};
 
 use super::approval_row::{row_to_approval, COLUMNS};
 use super::{AuditRow, Result, Store};
@@ -86,6 +87,56 @@ fn containing(s: &str) -> String {
     p
 }
 
+/// Most requests the search index may name for a search to read only those; beyond it,
+/// the requests are read newest first (the words are common: a page of them comes soon).
+const CANDIDATES: usize = 2_000;
+
+/// The search index query (FTS5, trigrams) for `words`: each word of 3 or more
+/// characters as a phrase that must appear. Shorter words cannot be looked up in
+/// trigrams; the LIKE that every word is compared with afterwards still applies to them.
+/// `None` when no word is long enough.
+fn search_index_query(words: &[String]) -> Option<String> {
+    let phrases: Vec<String> = words
+        .iter()
+        .filter(|w| w.chars().count() >= 3)
+        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+        .collect();
+    (!phrases.is_empty()).then(|| phrases.join(" AND "))
+}
+
+/// The requests (rowids) that may hold every word of `query` (the search index's query):
+/// those the index finds, those it has not read yet and those changed since it did.
+/// `None` when there are more than [`CANDIDATES`].
+fn candidates(conn: &Connection, query: &str) -> Result<Option<Vec<i64>>> {
+    let cap = CANDIDATES as i64 + 1;
+    let mut rowids: Vec<i64> = conn
+        .prepare_cached(
+            "SELECT rowid FROM approvals_search WHERE approvals_search MATCH ?1 LIMIT ?2",
+        )?
+        .query_map(params![query, cap], |r| r.get(0))?
+        .collect::<std::result::Result<_, _>>()?;
+    for unread in [
+        "SELECT rowid FROM approvals WHERE rowid > \
+         (SELECT indexed_through FROM approvals_search_state WHERE id = 1) LIMIT ?1",
+        "SELECT approval_rowid FROM approvals_search_stale LIMIT ?1",
+    ] {
+        if rowids.len() > CANDIDATES {
+            break;
+        }
+        let more: Vec<i64> = conn
+            .prepare_cached(unread)?
+            .query_map([cap], |r| r.get(0))?
+            .collect::<std::result::Result<_, _>>()?;
+        rowids.extend(more);
+    }
+    Ok((rowids.len() <= CANDIDATES).then_some(rowids))
+}
+
+/// The text the search index holds for a request of `approvals` (aliased `a`).
+const INDEXED_TEXT: &str = "a.short_id || char(10) || a.agent || char(10) || a.tool || char(10) \
+     || coalesce(a.summary, '') || char(10) || a.args || char(10) \
+     || coalesce(a.decision_reason, '')";
+
 /// The smallest request id made at `ms` or later: ids are ULIDs, whose first ten
 /// characters are the time they were made, and a request's id is made after its
 /// `created_at` is taken. Bounding the id as well as `created_at` lets SQLite stop at
@@ -127,6 +178,60 @@ fn text(s: &str) -> Sql {
 }
 
 impl Store {
+    /// Brings the search index up to date, a batch at a time: re-indexes the requests
+    /// changed since they were indexed, then indexes up to `max` requests written since
+    /// the last pass, in one transaction. Returns how many new requests it indexed (fewer
+    /// than `max`: it has caught up). Each step is one statement: FTS5 flushes what it
+    /// holds at every statement's end, so one statement per batch keeps it cheap.
+    pub fn index_history(&self, max: usize) -> Result<usize> {
+        let mut conn = self.lock();
+        let behind: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM approvals_search_stale) OR EXISTS (SELECT 1 FROM \
+             approvals WHERE rowid > (SELECT indexed_through FROM approvals_search_state))",
+            [],
+            |r| r.get(0),
+        )?;
+        if !behind {
+            return Ok(0);
+        }
+        let tx = conn.transaction()?;
+        tx.execute_batch(&format!(
+            "DELETE FROM approvals_search WHERE rowid IN \
+                 (SELECT approval_rowid FROM approvals_search_stale); \
+             INSERT INTO approvals_search (rowid, text) \
+                 SELECT a.rowid, {INDEXED_TEXT} FROM approvals a \
+                 JOIN approvals_search_stale s ON s.approval_rowid = a.rowid; \
+             DELETE FROM approvals_search_stale;"
+        ))?;
+        let through: i64 = tx.query_row(
+            "SELECT indexed_through FROM approvals_search_state WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )?;
+        let last: Option<i64> = tx.query_row(
+            "SELECT max(rowid) FROM (SELECT rowid FROM approvals WHERE rowid > ?1 \
+             ORDER BY rowid LIMIT ?2)",
+            params![through, max as i64],
+            |r| r.get(0),
+        )?;
+        let mut indexed = 0;
+        if let Some(last) = last {
+            indexed = tx.execute(
+                &format!(
+                    "INSERT INTO approvals_search (rowid, text) SELECT a.rowid, {INDEXED_TEXT} \
+                     FROM approvals a WHERE a.rowid > ?1 AND a.rowid <= ?2"
+                ),
+                params![through, last],
+            )?;
+            tx.execute(
+                "UPDATE approvals_search_state SET indexed_through = ?1 WHERE id = 1",
+                [last],
+            )?;
+        }
+        tx.commit()?;
+        Ok(indexed)
+    }
+
     /// One page of requests matching `filter`, newest first.
     pub fn history_page(&self, filter: &HistoryFilter) -> Result<Page<Approval, String>> {
         let mut w = Where::default();
@@ -182,8 +287,28 @@ impl Store {
         };
         let limit = filter.limit.max(1);
         let conn = self.lock();
+        // Few requests hold the words: read only those (the index found them, or it has
+        // not looked at them yet); many do: reading newest first finds a page soon.
+        let narrowed = match search_index_query(&filter.words) {
+            Some(query) => candidates(&conn, &query)?.map(|rowids| {
+                let list: Vec<String> = rowids.iter().map(i64::to_string).collect();
+                w.and(
+                    &format!("rowid IN ({})", list.join(",")),
+                    std::iter::empty(),
+                );
+            }),
+            None => None,
+        };
         let read = |sql: &str, params: &[Sql]| -> Result<Vec<Approval>> {
-            let mut stmt = conn.prepare_cached(sql)?;
+            // A statement naming its rows is made once: not worth keeping.
+            let (mut plain, mut cached);
+            let stmt: &mut rusqlite::Statement<'_> = if narrowed.is_some() {
+                plain = conn.prepare(sql)?;
+                &mut plain
+            } else {
+                cached = conn.prepare_cached(sql)?;
+                &mut cached
+            };
             let rows = stmt.query_map(rusqlite::params_from_iter(params), row_to_approval)?;
             rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
         };
@@ -303,6 +428,7 @@ mod tests {
     use super::*;
     use crate::approval::Verb;
     use crate::store::tests::{decision, inserted, new};
+    use crate::store::NewApproval;
 
     fn filter() -> HistoryFilter {
         HistoryFilter {
@@ -415,6 +541,63 @@ mod tests {
             }),
             [b.id.as_str(), a.id.as_str()]
         );
+    }
+
+    #[test]
+    fn the_index_catches_up_in_batches_and_what_it_has_not_read_is_found_anyway() {
+        let s = Store::open_in_memory().unwrap();
+        let search = |w: &[&str], limit: usize| {
+            s.history_page(&HistoryFilter {
+                words: w.iter().map(ToString::to_string).collect(),
+                limit,
+                ..HistoryFilter::default()
+            })
+            .unwrap()
+        };
+        let in_index = |q: &str| -> i64 {
+            s.lock()
+                .query_row(
+                    "SELECT count(*) FROM approvals_search WHERE approvals_search MATCH ?1",
+                    [q],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        };
+        let mut a = new("m", "t", None, Some(i64::MAX));
+        a.asked.summary = Some("Quote for Ann".into());
+        let a = inserted(&s, &a);
+        // Not indexed yet: read directly.
+        assert_eq!(ids(&search(&["quote"], 10)), [a.id.as_str()]);
+        assert_eq!(s.index_history(10).unwrap(), 1);
+        assert_eq!(s.index_history(10).unwrap(), 0, "caught up");
+        assert_eq!(in_index("\"quote\""), 1);
+        // Changed after it was indexed: its entry is stale, the row is read directly.
+        let mut d = decision(Verb::Deny, "alice");
+        d.reason = Some("Not to \"ACME\" customers".into());
+        s.decide(&a.id, &d, 0).unwrap();
+        assert_eq!(in_index("\"acme\""), 0);
+        assert_eq!(ids(&search(&["\"acme\""], 10)), [a.id.as_str()]);
+        s.index_history(10).unwrap();
+        assert_eq!((in_index("\"acme\""), in_index("\"quote\"")), (1, 1));
+        assert_eq!(ids(&search(&["acme", "quote"], 10)), [a.id.as_str()]);
+        assert!(search(&["acme", "xyz"], 10).rows.is_empty());
+        // More requests hold the word than the index may name: read newest first.
+        let many: Vec<NewApproval> = (0..CANDIDATES + 5)
+            .map(|i| {
+                let mut n = new("m", "t", None, Some(i64::MAX));
+                n.asked.summary = Some(format!("common word {i}"));
+                n
+            })
+            .collect();
+        s.insert_batch(&many);
+        for indexed in [false, true] {
+            let page = search(&["common"], 3);
+            assert_eq!(page.rows.len(), 3, "indexed: {indexed}");
+            assert_eq!(page.rows[0].summary.as_deref(), Some("common word 2004"));
+            assert!(page.older.is_some());
+            s.index_history(100_000).unwrap();
+        }
+        assert_eq!(in_index("\"common\""), CANDIDATES as i64 + 5);
     }
 
     #[test]

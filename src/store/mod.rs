@@ -130,6 +130,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0013_content_hash.sql")),
         M::up(include_str!("../../migrations/0014_dashboard.sql")),
         M::up(include_str!("../../migrations/0015_drafts.sql")),
+        M::up(include_str!("../../migrations/0016_history_search.sql")),
     ])
 }
 
