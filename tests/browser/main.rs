@@ -13,6 +13,7 @@ mod dashboard;
 #[path = "../it/fake_telegram.rs"]
 mod fake_telegram;
 mod harness;
+mod history;
 mod runs;
 mod selftest;
 mod tasks;
