@@ -24,7 +24,7 @@ use crate::engine::{AuditFilter, Cursor, Engine, EngineError};
 use crate::names::visible;
 use crate::store::{AuditCheck, AuditRow};
 use crate::time::now_ms;
-use crate::words::{clock, relative};
+use crate::words::relative;
 
 /// Rows on one page.
 const PAGE: usize = 100;
@@ -94,34 +94,9 @@ impl AuditQuery {
             None => None,
             Some(typed) => Some(subject_id(engine, &typed, &mut notes).await?),
         };
-        let since = match self.since.trim() {
-            "" => None,
-            s => {
-                let at = super::history::since_ms(s, now);
-                if at.is_none() {
-                    notes.push(format!(
-                        "“{}” is not a time gatebot can read (a span like 24h or 7d, or a \
-                         day like 2026-11-20), so rows of any time are shown.",
-                        visible(s)
-                    ));
-                }
-                at
-            }
-        };
+        let since = super::history::since(&self.since, now, "rows", &mut notes);
         let seq = |s: &str| s.trim().parse::<i64>().ok().filter(|n| *n > 0);
-        let cursor = match (self.after.trim(), self.before.trim()) {
-            ("", "") => Cursor::Newest,
-            (a, "") => seq(a).map_or(Cursor::Newest, Cursor::Older),
-            ("", b) => seq(b).map_or(Cursor::Newest, Cursor::Newer),
-            _ => Cursor::Newest,
-        };
-        if cursor == Cursor::Newest
-            && !(self.after.trim().is_empty() && self.before.trim().is_empty())
-        {
-            notes.push(
-                "The page link was not one gatebot made, so the newest rows are shown.".into(),
-            );
-        }
+        let cursor = super::history::cursor(&self.after, &self.before, seq, "rows", &mut notes);
         Ok((
             AuditFilter {
                 event: some(&self.event),
@@ -292,7 +267,7 @@ fn rows(rows: &[AuditRow], now: i64) -> Markup {
                 @for r in rows {
                     tr {
                         td data-label="When" {
-                            time datetime=(crate::time::format_ms(r.at)) title=(clock(r.at)) { (relative(r.at, now)) }
+                            (super::forms::when(r.at, now))
                             span.seq { "row " (r.seq) }
                         }
                         td data-label="Event" { code { (visible(&r.event)) } }

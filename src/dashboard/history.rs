@@ -9,12 +9,13 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::page::{message, shell, Menu};
+use super::forms::{given, not_found, when};
+use super::page::{shell, Menu};
 use super::signin::Signed;
 use super::DashState;
 use crate::approval::{Approval, Status};
@@ -23,7 +24,7 @@ use crate::names::visible;
 use crate::policy::RiskScore;
 use crate::time::now_ms;
 use crate::wire::ApprovalView;
-use crate::words::{clock, relative, span};
+use crate::words::{clock, span};
 
 /// Requests on one page.
 const PAGE: usize = 50;
@@ -102,6 +103,101 @@ fn cursor_id(s: &str) -> Option<String> {
         .then(|| s.to_string())
 }
 
+/// The search's words, each cut to [`MAX_WORD`] characters, at most [`MAX_WORDS`].
+fn words(q: &str, notes: &mut Vec<String>) -> Vec<String> {
+    let mut words: Vec<String> = q
+        .split_whitespace()
+        .map(|w| w.chars().take(MAX_WORD).collect())
+        .collect();
+    if words.len() > MAX_WORDS {
+        notes.push(format!(
+            "Only the first {MAX_WORDS} words of the search are used."
+        ));
+        words.truncate(MAX_WORDS);
+    }
+    words
+}
+
+/// The statuses an outcome of the filter (or a status's own name) stands for.
+fn outcome(typed: &str, notes: &mut Vec<String>) -> Vec<Status> {
+    let s = typed.trim();
+    if s.is_empty() {
+        return Vec::new();
+    }
+    if let Some((_, _, statuses)) = OUTCOMES.iter().find(|(v, _, _)| *v == s) {
+        return statuses.to_vec();
+    }
+    match s.parse::<Status>() {
+        Ok(status) => vec![status],
+        Err(_) => {
+            notes.push(format!(
+                "“{}” is not an outcome gatebot knows, so requests of every outcome are shown.",
+                visible(s)
+            ));
+            Vec::new()
+        }
+    }
+}
+
+/// The lowest risk a request must have, if any.
+fn risk(typed: &str, notes: &mut Vec<String>) -> Option<RiskScore> {
+    match typed.trim() {
+        "" | "low" => None,
+        r => {
+            let found = RISKS.iter().find(|(s, _)| s.as_str() == r).map(|(s, _)| *s);
+            if found.is_none() {
+                notes.push(format!(
+                    "“{}” is not a risk level (low, medium, high, critical), so requests of \
+                     every risk are shown.",
+                    visible(r)
+                ));
+            }
+            found
+        }
+    }
+}
+
+/// `typed` as an instant ([`since_ms`]), or a note that says it is not one (`what`: the
+/// rows a page shows, "requests").
+pub(super) fn since(typed: &str, now: i64, what: &str, notes: &mut Vec<String>) -> Option<i64> {
+    let s = typed.trim();
+    if s.is_empty() {
+        return None;
+    }
+    let at = since_ms(s, now);
+    if at.is_none() {
+        notes.push(format!(
+            "“{}” is not a time gatebot can read (a span like 24h or 7d, or a day like \
+             2026-11-20), so {what} of any time are shown.",
+            visible(s)
+        ));
+    }
+    at
+}
+
+/// The page a URL's `after` (older than) or `before` (newer than) asks for, keys read by
+/// `key`; the newest, with a note, when neither is one gatebot made.
+pub(super) fn cursor<K: PartialEq>(
+    after: &str,
+    before: &str,
+    key: fn(&str) -> Option<K>,
+    what: &str,
+    notes: &mut Vec<String>,
+) -> Cursor<K> {
+    let cursor = match (after.trim(), before.trim()) {
+        ("", "") => return Cursor::Newest,
+        (a, "") => key(a).map_or(Cursor::Newest, Cursor::Older),
+        ("", b) => key(b).map_or(Cursor::Newest, Cursor::Newer),
+        _ => Cursor::Newest,
+    };
+    if cursor == Cursor::Newest {
+        notes.push(format!(
+            "The page link was not one gatebot made, so the newest {what} are shown."
+        ));
+    }
+    cursor
+}
+
 /// `since` as an instant: a span back from `now` ("24h", "7d"), a day ("2026-11-20",
 /// from its midnight UTC) or an RFC 3339 instant.
 pub(super) fn since_ms(s: &str, now: i64) -> Option<i64> {
@@ -128,84 +224,14 @@ impl HistoryQuery {
     /// page; the rest of the filter still applies).
     fn filter(&self, now: i64) -> (HistoryFilter, Vec<String>) {
         let mut notes = Vec::new();
-        let some = |s: &str| Some(s.trim().to_string()).filter(|s| !s.is_empty());
-        let mut words: Vec<String> = self
-            .q
-            .split_whitespace()
-            .map(|w| w.chars().take(MAX_WORD).collect())
-            .collect();
-        if words.len() > MAX_WORDS {
-            notes.push(format!(
-                "Only the first {MAX_WORDS} words of the search are used."
-            ));
-            words.truncate(MAX_WORDS);
-        }
-        let statuses = match self.status.trim() {
-            "" => Vec::new(),
-            s => match OUTCOMES.iter().find(|(v, _, _)| *v == s) {
-                Some((_, _, statuses)) => statuses.to_vec(),
-                None => match s.parse::<Status>() {
-                    Ok(status) => vec![status],
-                    Err(_) => {
-                        notes.push(format!(
-                            "“{}” is not an outcome gatebot knows, so requests of every \
-                             outcome are shown.",
-                            visible(s)
-                        ));
-                        Vec::new()
-                    }
-                },
-            },
-        };
-        let risk_at_least = match self.risk.trim() {
-            "" | "low" => None,
-            r => match RISKS.iter().find(|(s, _)| s.as_str() == r) {
-                Some((s, _)) => Some(*s),
-                None => {
-                    notes.push(format!(
-                        "“{}” is not a risk level (low, medium, high, critical), so \
-                         requests of every risk are shown.",
-                        visible(r)
-                    ));
-                    None
-                }
-            },
-        };
-        let since = match self.since.trim() {
-            "" => None,
-            s => {
-                let at = since_ms(s, now);
-                if at.is_none() {
-                    notes.push(format!(
-                        "“{}” is not a time gatebot can read (a span like 24h or 7d, or a \
-                         day like 2026-11-20), so requests of any time are shown.",
-                        visible(s)
-                    ));
-                }
-                at
-            }
-        };
-        let cursor = match (self.after.trim(), self.before.trim()) {
-            ("", "") => Cursor::Newest,
-            (after, "") => cursor_id(after).map_or(Cursor::Newest, Cursor::Older),
-            ("", before) => cursor_id(before).map_or(Cursor::Newest, Cursor::Newer),
-            _ => Cursor::Newest,
-        };
-        if cursor == Cursor::Newest
-            && !(self.after.trim().is_empty() && self.before.trim().is_empty())
-        {
-            notes.push(
-                "The page link was not one gatebot made, so the newest requests are shown.".into(),
-            );
-        }
         let filter = HistoryFilter {
-            words,
-            agent: some(&self.agent),
-            tool: some(&self.tool),
-            statuses,
-            risk_at_least,
-            since,
-            cursor,
+            words: words(&self.q, &mut notes),
+            agent: given(&self.agent),
+            tool: given(&self.tool),
+            statuses: outcome(&self.status, &mut notes),
+            risk_at_least: risk(&self.risk, &mut notes),
+            since: since(&self.since, now, "requests", &mut notes),
+            cursor: cursor(&self.after, &self.before, cursor_id, "requests", &mut notes),
             limit: PAGE,
         };
         (filter, notes)
@@ -378,9 +404,7 @@ fn table(rows: &[Approval], now: i64) -> Markup {
                 @for a in rows {
                     tr {
                         td data-label="When" {
-                            time datetime=(crate::time::format_ms(a.created_at)) title=(clock(a.created_at)) {
-                                (relative(a.created_at, now))
-                            }
+                            (when(a.created_at, now))
                         }
                         td data-label="Request" {
                             a href=(format!("/requests/{}", a.id)) { code { (a.short_id) } }
@@ -438,11 +462,11 @@ pub(super) async fn request(
     let a = match engine.lookup(&typed, false).await {
         Ok(a) => a,
         Err(e @ (EngineError::NotFound { .. } | EngineError::Ambiguous { .. })) => {
-            return message(
-                StatusCode::NOT_FOUND,
-                "No such request",
+            return not_found(
+                &session,
+                Menu::History,
                 &e.to_string(),
-                Some(html! { a href="/history" { "History" } }),
+                ("/history", "History"),
             )
         }
         Err(e) => return super::failed(&e),

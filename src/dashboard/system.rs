@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use maud::html;
+use maud::{html, Markup};
 
 use super::page::{shell, Menu};
 use super::signin::Signed;
@@ -20,6 +20,7 @@ use crate::approval::PlatformId;
 use crate::config::Config;
 use crate::metrics::ChatCountsNow;
 use crate::names::visible;
+use crate::store::StorageFault;
 use crate::words::span;
 
 static STARTED: OnceLock<Instant> = OnceLock::new();
@@ -39,7 +40,7 @@ pub(super) async fn page(State(state): State<DashState>, Signed(session): Signed
     } else {
         None
     };
-    let pending = engine.count_pending().await;
+    let pending = engine.count_pending().await.ok();
     // How many browsers are signed in, and whose.
     let signed_in = engine.sessions().await.ok().map(|s| {
         let mut people: Vec<&str> = s.iter().map(|s| s.person.as_str()).collect();
@@ -48,24 +49,43 @@ pub(super) async fn page(State(state): State<DashState>, Signed(session): Signed
         (s.len(), people.join(", "))
     });
     let platforms = platforms(&config, engine.metrics.chat_counts());
-    let up = STARTED.get().map(Instant::elapsed);
     let body = html! {
         h1 { "System" }
+        (storage(fault.as_ref(), held_back.as_deref(), pending))
+        (chats(&platforms))
+        (about(&config, signed_in.as_ref()))
+    };
+    shell("System", Some(&session), Menu::System, body).into_response()
+}
+
+/// Whether the database keeps what it is sent, as `/v1/health` says it.
+fn storage(
+    fault: Option<&StorageFault>,
+    held_back: Option<&str>,
+    pending: Option<usize>,
+) -> Markup {
+    html! {
         section.health.ok[fault.is_none()].broken[fault.is_some()] {
             h2 { "Storage" }
-            @match &fault {
+            @match fault {
                 None => p { "The database keeps what it is sent."
-                    @if let Ok(n) = &pending {
+                    @if let Some(n) = pending {
                         " " (match n { 0 => "Nothing is waiting for an owner.".to_string(),
                                        1 => "1 request waits for an owner.".to_string(),
                                        n => format!("{n} requests wait for an owner.") })
                     } },
                 Some(f) => p { strong { "The database cannot keep what it is sent: " } (f.message) },
             }
-            @if let Some(why) = &held_back {
+            @if let Some(why) = held_back {
                 p { strong { "Agents' requests are refused: " } (why) " Owners can still decide." }
             }
         }
+    }
+}
+
+/// The chat platforms with their counters since start.
+fn chats(platforms: &[(String, String, ChatCountsNow)]) -> Markup {
+    html! {
         section {
             h2 { "Chat platforms" }
             @if platforms.is_empty() {
@@ -79,7 +99,7 @@ pub(super) async fn page(State(state): State<DashState>, Signed(session): Signed
                             th { "Failed calls" } th { "Rate-limited (429)" }
                         } }
                         tbody {
-                            @for (key, setup, c) in &platforms {
+                            @for (key, setup, c) in platforms {
                                 tr {
                                     td data-label="Platform" { (PlatformId::owned(key).label()) }
                                     td data-label="Set up" { (visible(setup)) }
@@ -97,6 +117,13 @@ pub(super) async fn page(State(state): State<DashState>, Signed(session): Signed
                     "and when it retries)." }
             }
         }
+    }
+}
+
+/// gatebot itself: version, uptime, files, the dashboard's address and sessions.
+fn about(config: &Config, signed_in: Option<&(usize, String)>) -> Markup {
+    let up = STARTED.get().map(Instant::elapsed);
+    html! {
         section {
             h2 { "gatebot" }
             dl.fields {
@@ -110,7 +137,7 @@ pub(super) async fn page(State(state): State<DashState>, Signed(session): Signed
                     div { dt { "Dashboard address" } dd { code { (visible(&d.public_url)) } } }
                 }
                 div { dt { "Signed in to the dashboard" } dd {
-                    @match &signed_in {
+                    @match signed_in {
                         Some((n, people)) => {
                             (match n { 1 => "1 browser".to_string(), n => format!("{n} browsers") })
                             @if !people.is_empty() { " (" (visible(people)) ")" }
@@ -122,8 +149,7 @@ pub(super) async fn page(State(state): State<DashState>, Signed(session): Signed
                 } }
             }
         }
-    };
-    shell("System", Some(&session), Menu::System, body).into_response()
+    }
 }
 
 /// The chat platforms: those the config turns on, with what they are set up with,

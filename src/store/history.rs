@@ -177,6 +177,108 @@ fn text(s: &str) -> Sql {
     Sql::Text(s.to_string())
 }
 
+/// What a page is ordered and cut by: a column, how a key is a parameter, a row's key.
+struct Key<T, K> {
+    column: &'static str,
+    param: fn(&K) -> Sql,
+    of: fn(&T) -> K,
+}
+
+/// One page of rows matching `w`, newest first, starting at `cursor`: `read` runs the
+/// statement for a WHERE clause, an order (`DESC` or `ASC`) and a limit. One row more
+/// than a page is read: whether there is another page beyond it.
+fn keyset<T, K>(
+    mut w: Where,
+    cursor: &Cursor<K>,
+    limit: usize,
+    key: &Key<T, K>,
+    read: impl FnOnce(&Where, &str, usize) -> Result<Vec<T>>,
+) -> Result<Page<T, K>> {
+    let limit = limit.max(1);
+    let col = key.column;
+    match cursor {
+        Cursor::Newest | Cursor::Older(_) => {
+            let older_than = if let Cursor::Older(k) = cursor {
+                w.and(&format!("{col} < ?"), [(key.param)(k)]);
+                true
+            } else {
+                false
+            };
+            let mut rows = read(&w, "DESC", limit + 1)?;
+            let more = rows.len() > limit;
+            rows.truncate(limit);
+            Ok(Page {
+                older: more.then(|| rows.last().map(key.of)).flatten(),
+                newer: older_than.then(|| rows.first().map(key.of)).flatten(),
+                rows,
+            })
+        }
+        Cursor::Newer(k) => {
+            w.and(&format!("{col} > ?"), [(key.param)(k)]);
+            let mut rows = read(&w, "ASC", limit + 1)?;
+            let more = rows.len() > limit;
+            rows.truncate(limit);
+            rows.reverse();
+            Ok(Page {
+                older: rows.last().map(key.of),
+                newer: more.then(|| rows.first().map(key.of)).flatten(),
+                rows,
+            })
+        }
+    }
+}
+
+/// The WHERE clause of `filter`'s words and filters (its page cursor aside).
+fn history_where(filter: &HistoryFilter) -> Where {
+    let mut w = Where::default();
+    for word in &filter.words {
+        let p = containing(word);
+        w.and(
+            "(tool LIKE ? ESCAPE '\\' OR agent LIKE ? ESCAPE '\\' \
+             OR summary LIKE ? ESCAPE '\\' OR args LIKE ? ESCAPE '\\' \
+             OR decision_reason LIKE ? ESCAPE '\\' OR short_id LIKE ? ESCAPE '\\')",
+            std::iter::repeat_n(text(&p), 6),
+        );
+    }
+    if let Some(a) = &filter.agent {
+        w.and("agent = ?", [text(a)]);
+    }
+    if let Some(t) = &filter.tool {
+        w.and("tool = ?", [text(t)]);
+    }
+    if !filter.statuses.is_empty() {
+        let marks = vec!["?"; filter.statuses.len()].join(", ");
+        w.and(
+            &format!("status IN ({marks})"),
+            filter.statuses.iter().map(|s| text(s.as_str())),
+        );
+    }
+    if let Some(least) = filter.risk_at_least {
+        let scores: Vec<&str> = [
+            RiskScore::Low,
+            RiskScore::Medium,
+            RiskScore::High,
+            RiskScore::Critical,
+        ]
+        .into_iter()
+        .filter(|s| *s >= least)
+        .map(RiskScore::as_str)
+        .collect();
+        let marks = vec!["?"; scores.len()].join(", ");
+        w.and(
+            &format!("risk_score IN ({marks})"),
+            scores.into_iter().map(text),
+        );
+    }
+    if let Some(since) = filter.since {
+        w.and(
+            "id >= ? AND created_at >= ?",
+            [text(&first_id_at(since)), Sql::Integer(since)],
+        );
+    }
+    w
+}
+
 impl Store {
     /// Brings the search index up to date, a batch at a time: re-indexes the requests
     /// changed since they were indexed, then indexes up to `max` requests written since
@@ -234,58 +336,7 @@ impl Store {
 
     /// One page of requests matching `filter`, newest first.
     pub fn history_page(&self, filter: &HistoryFilter) -> Result<Page<Approval, String>> {
-        let mut w = Where::default();
-        for word in &filter.words {
-            let p = containing(word);
-            w.and(
-                "(tool LIKE ? ESCAPE '\\' OR agent LIKE ? ESCAPE '\\' \
-                 OR summary LIKE ? ESCAPE '\\' OR args LIKE ? ESCAPE '\\' \
-                 OR decision_reason LIKE ? ESCAPE '\\' OR short_id LIKE ? ESCAPE '\\')",
-                std::iter::repeat_n(text(&p), 6),
-            );
-        }
-        if let Some(a) = &filter.agent {
-            w.and("agent = ?", [text(a)]);
-        }
-        if let Some(t) = &filter.tool {
-            w.and("tool = ?", [text(t)]);
-        }
-        if !filter.statuses.is_empty() {
-            let marks = vec!["?"; filter.statuses.len()].join(", ");
-            w.and(
-                &format!("status IN ({marks})"),
-                filter.statuses.iter().map(|s| text(s.as_str())),
-            );
-        }
-        if let Some(least) = filter.risk_at_least {
-            let scores: Vec<RiskScore> = [
-                RiskScore::Low,
-                RiskScore::Medium,
-                RiskScore::High,
-                RiskScore::Critical,
-            ]
-            .into_iter()
-            .filter(|s| *s >= least)
-            .collect();
-            let marks = vec!["?"; scores.len()].join(", ");
-            w.and(
-                &format!("risk_score IN ({marks})"),
-                scores.iter().map(|s| text(s.as_str())),
-            );
-        }
-        if let Some(since) = filter.since {
-            w.and(
-                "id >= ? AND created_at >= ?",
-                [text(&first_id_at(since)), Sql::Integer(since)],
-            );
-        }
-        let select = |w: &Where, order: &str, limit: usize| {
-            format!(
-                "SELECT {COLUMNS} FROM approvals WHERE true{} ORDER BY id {order} LIMIT {limit}",
-                w.sql
-            )
-        };
-        let limit = filter.limit.max(1);
+        let mut w = history_where(filter);
         let conn = self.lock();
         // Few requests hold the words: read only those (the index found them, or it has
         // not looked at them yet); many do: reading newest first finds a page soon.
@@ -299,53 +350,28 @@ impl Store {
             }),
             None => None,
         };
-        let read = |sql: &str, params: &[Sql]| -> Result<Vec<Approval>> {
+        let key = Key {
+            column: "id",
+            param: |id: &String| text(id),
+            of: |a: &Approval| a.id.clone(),
+        };
+        keyset(w, &filter.cursor, filter.limit, &key, |w, order, limit| {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM approvals WHERE true{} ORDER BY id {order} LIMIT {limit}",
+                w.sql
+            );
             // A statement naming its rows is made once: not worth keeping.
             let (mut plain, mut cached);
             let stmt: &mut rusqlite::Statement<'_> = if narrowed.is_some() {
-                plain = conn.prepare(sql)?;
+                plain = conn.prepare(&sql)?;
                 &mut plain
             } else {
-                cached = conn.prepare_cached(sql)?;
+                cached = conn.prepare_cached(&sql)?;
                 &mut cached
             };
-            let rows = stmt.query_map(rusqlite::params_from_iter(params), row_to_approval)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(&w.params), row_to_approval)?;
             rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
-        };
-        // One row more than a page: whether there is another page beyond it.
-        match &filter.cursor {
-            Cursor::Newest | Cursor::Older(_) => {
-                let older_than = match &filter.cursor {
-                    Cursor::Older(id) => {
-                        w.and("id < ?", [text(id)]);
-                        true
-                    }
-                    _ => false,
-                };
-                let mut rows = read(&select(&w, "DESC", limit + 1), &w.params)?;
-                let more = rows.len() > limit;
-                rows.truncate(limit);
-                Ok(Page {
-                    older: more.then(|| rows.last().map(|a| a.id.clone())).flatten(),
-                    newer: older_than
-                        .then(|| rows.first().map(|a| a.id.clone()))
-                        .flatten(),
-                    rows,
-                })
-            }
-            Cursor::Newer(id) => {
-                w.and("id > ?", [text(id)]);
-                let mut rows = read(&select(&w, "ASC", limit + 1), &w.params)?;
-                let more = rows.len() > limit;
-                rows.truncate(limit);
-                rows.reverse();
-                Ok(Page {
-                    older: rows.last().map(|a| a.id.clone()),
-                    newer: more.then(|| rows.first().map(|a| a.id.clone())).flatten(),
-                    rows,
-                })
-            }
-        }
+        })
     }
 
     /// One page of the audit trail matching `filter`, newest first.
@@ -363,18 +389,20 @@ impl Store {
         if let Some(since) = filter.since {
             w.and("at >= ?", [Sql::Integer(since)]);
         }
-        let select = |w: &Where, order: &str, limit: usize| {
-            format!(
+        let conn = self.lock();
+        let key = Key {
+            column: "seq",
+            param: |seq: &i64| Sql::Integer(*seq),
+            of: |r: &AuditRow| r.seq,
+        };
+        keyset(w, &filter.cursor, filter.limit, &key, |w, order, limit| {
+            let sql = format!(
                 "SELECT seq, at, approval_id, event, actor, channel, detail FROM audit \
                  WHERE true{} ORDER BY seq {order} LIMIT {limit}",
                 w.sql
-            )
-        };
-        let limit = filter.limit.max(1);
-        let conn = self.lock();
-        let read = |sql: &str, params: &[Sql]| -> Result<Vec<AuditRow>> {
-            let mut stmt = conn.prepare_cached(sql)?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(params), |r| {
+            );
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(&w.params), |r| {
                 let detail: Option<String> = r.get(6)?;
                 Ok(AuditRow {
                     seq: r.get(0)?,
@@ -389,37 +417,7 @@ impl Store {
                 })
             })?;
             Ok(rows.collect::<std::result::Result<_, _>>()?)
-        };
-        match filter.cursor {
-            Cursor::Newest | Cursor::Older(_) => {
-                let older_than = if let Cursor::Older(seq) = filter.cursor {
-                    w.and("seq < ?", [Sql::Integer(seq)]);
-                    true
-                } else {
-                    false
-                };
-                let mut rows = read(&select(&w, "DESC", limit + 1), &w.params)?;
-                let more = rows.len() > limit;
-                rows.truncate(limit);
-                Ok(Page {
-                    older: more.then(|| rows.last().map(|r| r.seq)).flatten(),
-                    newer: older_than.then(|| rows.first().map(|r| r.seq)).flatten(),
-                    rows,
-                })
-            }
-            Cursor::Newer(seq) => {
-                w.and("seq > ?", [Sql::Integer(seq)]);
-                let mut rows = read(&select(&w, "ASC", limit + 1), &w.params)?;
-                let more = rows.len() > limit;
-                rows.truncate(limit);
-                rows.reverse();
-                Ok(Page {
-                    older: rows.last().map(|r| r.seq),
-                    newer: more.then(|| rows.first().map(|r| r.seq)).flatten(),
-                    rows,
-                })
-            }
-        }
+        })
     }
 }
 
