@@ -246,6 +246,8 @@ impl Listeners {
             tasks.clone(),
         ));
         if let Some(listener) = self.dashboard {
+            // The history page's search index, brought up to date in batches.
+            tasks.spawn(crate::dashboard::keep_index(engine.clone(), stop.clone()));
             let limits = Limits {
                 max_connections: DASHBOARD_CONNECTIONS,
                 ..self.control_limits.clone()

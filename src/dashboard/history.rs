@@ -284,7 +284,7 @@ const INDEX_BATCH: usize = 5_000;
 /// Keeps the history's search index up to date while the dashboard runs: a pass every
 /// two seconds, at once again while requests are left to read. A search never waits for
 /// it (what the index has not read is read directly), so this only keeps searches fast.
-pub(super) async fn keep_index(
+pub async fn keep_index(
     engine: std::sync::Arc<crate::engine::Engine>,
     stop: tokio_util::sync::CancellationToken,
 ) {

@@ -60,6 +60,7 @@ use axum::Router;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
+pub use history::keep_index;
 
 /// The most bytes a form may send (a reason, filters, a batch of ids).
 const MAX_FORM_BYTES: usize = 64 * 1024;
@@ -75,7 +76,6 @@ pub struct DashState {
 /// The dashboard's routes.
 pub fn router(engine: Arc<Engine>, shutdown: CancellationToken) -> Router {
     system::mark_start();
-    tokio::spawn(history::keep_index(engine.clone(), shutdown.clone()));
     Router::new()
         .route("/", get(pending::page))
         .route("/pending/list", get(pending::list))
