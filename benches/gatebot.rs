@@ -1068,6 +1068,7 @@ async fn dashboard() {
     .unwrap();
     let config = Config::load(&cfg).unwrap();
     let control = config.queue.control_socket.clone();
+    let agents = Client::new(config.queue.socket.clone());
     gatebot::engine::open_database(&config.store.path).unwrap();
     let t = Instant::now();
     seed_history(&config.store.path);
@@ -1179,9 +1180,54 @@ async fn dashboard() {
             p50.as_secs_f64() / base50.as_secs_f64()
         );
     }
+    live_update(addr, &cookie, &agents, base50).await;
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
     search_index_cost();
+}
+
+/// An open pending page following a new request: from an agent's submit to the page's
+/// stream carrying its `change` and the list fetched again (as the page's script does),
+/// an upper bound of "event → page update" (the submit's own commit is in it).
+async fn live_update(addr: std::net::SocketAddr, cookie: &str, agents: &Client, base50: Duration) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req =
+        format!("GET /events HTTP/1.1\r\nHost: {addr}\r\nCookie: gatebot_session={cookie}\r\n\r\n");
+    stream.write_all(req.as_bytes()).await.unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 8192];
+    while !seen.contains("text/event-stream") {
+        let n = stream.read(&mut buf).await.unwrap();
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    let mut lat = Vec::new();
+    for n in 0..100 {
+        let t = Instant::now();
+        let res = agents
+            .post(
+                "/v1/requests",
+                &json!({"agent": "bench", "tool": "send_email", "args": {"live": n}}),
+            )
+            .await
+            .unwrap();
+        let id = res.body["id"].as_str().unwrap().to_string();
+        while !seen.contains(&id) {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the event stream ended");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        assert_eq!(get_page(addr, cookie, "/pending/list").await, 200);
+        lat.push(t.elapsed());
+        seen.clear();
+    }
+    lat.sort();
+    let (p50, p99) = (percentile(&lat, 0.5), percentile(&lat, 0.99));
+    println!(
+        "{:<58} p50 {p50:>9.2?}  p99 {p99:>9.2?}  (p50 {:.1}x the baseline's)",
+        "submit → event on the page's stream → list fetched again",
+        p50.as_secs_f64() / base50.as_secs_f64()
+    );
 }
 
 /// What the history's search index costs: nothing when a request is written (it is
