@@ -32,6 +32,9 @@ pub struct Asked {
     pub idempotency_key: Option<String>,
     /// The inbox task the agent is running, if any.
     pub task_id: Option<String>,
+    /// The agent's client takes an edited call back (an owner's edit-then-approve):
+    /// Claude Code's hooks and the MCP permission tool say so.
+    pub accepts_edits: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -311,6 +314,10 @@ pub struct Approval {
     pub finished_at: Option<i64>,
     /// The inbox task the agent was running when it asked, if any.
     pub task_id: Option<String>,
+    /// Its client takes an edited call back ([`Asked::accepts_edits`]).
+    pub accepts_edits: bool,
+    /// The call's arguments as an owner edited and approved them, if so.
+    pub edited_args: Option<serde_json::Value>,
 }
 
 impl Approval {

@@ -38,6 +38,10 @@ pub struct SubmitBody {
     /// request under the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// The client takes an edited call back (an owner's edit-then-approve): the
+    /// answer's `edited_args` then holds what to run instead.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub accepts_edits: bool,
 }
 
 impl From<SubmitBody> for crate::approval::Asked {
@@ -52,6 +56,7 @@ impl From<SubmitBody> for crate::approval::Asked {
             environment: b.environment,
             idempotency_key: b.idempotency_key,
             task_id: b.task_id,
+            accepts_edits: b.accepts_edits,
         }
     }
 }
@@ -130,6 +135,9 @@ pub struct ApprovalView {
     pub expires_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// The call as an owner edited and approved it: what to run instead of `args`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_args: Option<serde_json::Value>,
 }
 
 impl ApprovalView {
@@ -251,6 +259,7 @@ impl From<&Approval> for ApprovalView {
             decided_at: a.decided_at.map(format_ms),
             expires_at: a.expires_at.map(format_ms),
             task_id: a.task_id.clone(),
+            edited_args: a.edited_args.clone(),
         }
     }
 }

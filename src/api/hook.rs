@@ -87,7 +87,10 @@ pub(super) async fn claude_code(State(state): State<ApiState>, req: Request<Body
         agent: &caller.config,
     };
     let budget = Budget::new(caller.wait, started);
-    let verdict = resolve(&gate, &call.submit_body(&caller.agent), budget, |_, _| {}).await;
+    let mut body = call.submit_body(&caller.agent);
+    // Claude Code takes an edited call back (`updatedInput`).
+    body.accepts_edits = true;
+    let verdict = resolve(&gate, &body, budget, |_, _| {}).await;
     Json(claude_code::answer(event, &verdict))
 }
 
@@ -175,6 +178,7 @@ fn deny(event: Option<Event>, message: &str) -> Value {
     let verdict = Verdict {
         allow: false,
         message: message.to_string(),
+        updated_input: None,
     };
     match event {
         Some(e) => claude_code::answer(e, &verdict),

@@ -113,6 +113,9 @@ pub async fn run(h: HookRun, input: &str) -> Result<Option<Value>, String> {
             let budget = Budget::new(total, h.started);
             let mut body = parsed.call.submit_body(&agent);
             body.task_id = h.task_id;
+            // Claude Code takes an edited call back (`updatedInput`); Codex and Gemini CLI
+            // do not.
+            body.accepts_edits = parsed.kind == Kind::ClaudeCode;
             resolve_until_stopped(&gate, &body, budget, |_, _| {}, &h.stop).await
         }
     };

@@ -322,6 +322,8 @@ async fn approve(
             let mut n = 0u64;
             let mut body = call.submit_body(&opts.agent);
             body.task_id = opts.task_id.clone();
+            // The permission tool's answer carries `updatedInput`: an edited call fits.
+            body.accepts_edits = true;
             resolve_until_stopped(
                 &gate,
                 &body,
@@ -358,7 +360,9 @@ async fn approve(
 #[must_use]
 pub fn permission_result(call: &ToolCall, verdict: &Verdict) -> Value {
     if verdict.allow {
-        json!({"behavior": "allow", "updatedInput": call.args})
+        // The call as an owner edited and approved it, else as asked.
+        let input = verdict.updated_input.as_ref().unwrap_or(&call.args);
+        json!({"behavior": "allow", "updatedInput": input})
     } else {
         json!({"behavior": "deny", "message": verdict.message})
     }

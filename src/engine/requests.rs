@@ -359,10 +359,22 @@ impl Engine {
         record_request(&Span::current(), &approval);
         let id = approval.id.clone();
         let d = decision.clone();
-        let (a, expired_now) = match self
+        let transition = self
             .blocking(move |s| s.decide_granting(&id, &d, grant.as_ref(), now_ms()))
-            .await?
-        {
+            .await?;
+        self.settled(typed, &decision, transition).await
+    }
+
+    /// What a decision's transition comes to: the request decided (logged, counted,
+    /// published), or refused as settled (and audited; expired now if its deadline had
+    /// passed).
+    async fn settled(
+        &self,
+        typed: &str,
+        decision: &Decision,
+        transition: Transition,
+    ) -> Result<Approval, EngineError> {
+        let (a, expired_now) = match transition {
             Transition::Done(a) => {
                 info!(
                     id = %a.id, short_id = %a.short_id, agent = %a.agent, tool = %a.tool,
@@ -793,6 +805,101 @@ pub(super) async fn write_batches(store: Arc<Store>, mut rx: mpsc::Receiver<Inse
             }
         }
     }
+}
+
+/// Edit, then approve: an owner approves a pending call with its arguments changed.
+impl Engine {
+    /// How the call `typed` names would be judged with `args` instead (the owner's
+    /// preview): its risk and the policy's reason, as a new request of the agent's now.
+    pub async fn score_edit(
+        &self,
+        typed: &str,
+        args: serde_json::Value,
+    ) -> Result<(Approval, crate::policy::Verdict), EngineError> {
+        let a = self.lookup(typed, true).await?;
+        let edited = edited_args(args, &self.config())?;
+        let config = self.config();
+        let agent = config
+            .agent(&a.agent)
+            .ok_or_else(|| EngineError::UnknownAgent(a.agent.clone()))?;
+        let (name, tool, at) = (a.agent.clone(), a.tool.clone(), now_ms());
+        let facts = self
+            .blocking(move |s| s.submit_facts(&name, &tool, at))
+            .await?;
+        let asked = Asked {
+            agent: a.agent.clone(),
+            tool: a.tool.clone(),
+            args: edited,
+            summary: a.summary.clone(),
+            confidence: a.confidence,
+            environment: a.environment.clone(),
+            ..Asked::default()
+        };
+        Ok((a, judge(&config, &asked, &agent, &facts).verdict))
+    }
+
+    /// Approves the pending call `typed` names as an owner edited it. A client that takes
+    /// an edited call back (`accepts_edits`) gets `edited_args`; any other is denied,
+    /// with the exact edited call in the reason, so nothing runs that the owner did not
+    /// see. Audited with both versions.
+    pub async fn approve_edited(
+        &self,
+        typed: &str,
+        args: serde_json::Value,
+        actor: String,
+        via: crate::approval::Via,
+    ) -> Result<Approval, EngineError> {
+        let a = self.lookup(typed, true).await?;
+        let edited = edited_args(args, &self.config())?;
+        if !a.accepts_edits {
+            let call = serde_json::to_string(&edited).unwrap_or_default();
+            let reason = format!(
+                "an owner approves this call only as edited, and your client cannot take an \
+                 edited call back: to go on, call {} with exactly these arguments instead: {call}",
+                a.tool
+            );
+            let decision = Decision {
+                verb: Verb::Deny,
+                actor,
+                via,
+                reason: Some(reason),
+            };
+            return self.decide(&a.id, decision).await;
+        }
+        let decision = Decision {
+            verb: Verb::Approve,
+            actor,
+            via,
+            reason: None,
+        };
+        let (id, d) = (a.id.clone(), decision.clone());
+        let d_for_settled = decision;
+        let transition = self
+            .blocking(move |s| s.approve_edited(&id, &d, &edited, now_ms()))
+            .await?;
+        self.settled(&a.id, &d_for_settled, transition).await
+    }
+}
+
+/// An owner's edited arguments, checked: a JSON object no larger than a request may be.
+fn edited_args(args: serde_json::Value, config: &Config) -> Result<serde_json::Value, EngineError> {
+    if !args.is_object() {
+        return Err(EngineError::invalid(
+            "args",
+            "the edited arguments must be a JSON object, like the agent's",
+        ));
+    }
+    let size = args.to_string().len();
+    if size > config.queue.max_body_bytes {
+        return Err(EngineError::invalid(
+            "args",
+            format!(
+                "the edited arguments are {size} bytes; a request may hold at most {}",
+                config.queue.max_body_bytes
+            ),
+        ));
+    }
+    Ok(args)
 }
 
 #[cfg(test)]

@@ -71,20 +71,30 @@ pub(crate) fn tool_call(input: &Value) -> Result<ToolCall, String> {
 pub fn answer(event: Event, verdict: &Verdict) -> Value {
     match event {
         Event::PermissionRequest => permission_request_answer(verdict),
-        Event::PreToolUse => json!({
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": if verdict.allow { "allow" } else { "deny" },
-                "permissionDecisionReason": verdict.message,
+        Event::PreToolUse => {
+            let mut out = json!({
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": if verdict.allow { "allow" } else { "deny" },
+                    "permissionDecisionReason": verdict.message,
+                }
+            });
+            if let Some(input) = verdict.updated_input.as_ref().filter(|_| verdict.allow) {
+                out["hookSpecificOutput"]["updatedInput"] = input.clone();
             }
-        }),
+            out
+        }
     }
 }
 
 /// `PermissionRequest` output; Codex reads the same shape (and refuses unknown fields).
 pub(crate) fn permission_request_answer(verdict: &Verdict) -> Value {
     let decision = if verdict.allow {
-        json!({"behavior": "allow"})
+        match &verdict.updated_input {
+            // The call as an owner edited and approved it.
+            Some(input) => json!({"behavior": "allow", "updatedInput": input}),
+            None => json!({"behavior": "allow"}),
+        }
     } else {
         json!({"behavior": "deny", "message": verdict.message})
     };
@@ -113,11 +123,37 @@ mod tests {
         let v = Verdict {
             allow: true,
             message: "[Action allowed] x".into(),
+            updated_input: None,
         };
         assert_eq!(
             answer(Event::PermissionRequest, &v),
             json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
                    "decision": {"behavior": "allow"}}})
         );
+    }
+
+    #[test]
+    fn an_edited_approval_carries_the_edited_input_on_both_events_and_a_denial_never() {
+        let edited = json!({"command": "git status"});
+        let mut v = Verdict {
+            allow: true,
+            message: "[Action approved] Bash".into(),
+            updated_input: Some(edited.clone()),
+        };
+        let pre = answer(Event::PreToolUse, &v);
+        assert_eq!(pre["hookSpecificOutput"]["updatedInput"], edited);
+        let req = answer(Event::PermissionRequest, &v);
+        assert_eq!(
+            req["hookSpecificOutput"]["decision"]["updatedInput"],
+            edited
+        );
+        v.allow = false;
+        assert!(answer(Event::PreToolUse, &v)["hookSpecificOutput"]
+            .get("updatedInput")
+            .is_none());
+        let denied = answer(Event::PermissionRequest, &v);
+        assert!(denied["hookSpecificOutput"]["decision"]
+            .get("updatedInput")
+            .is_none());
     }
 }

@@ -60,6 +60,7 @@ mod tests {
         Verdict {
             allow,
             message: "[Action rejected] Bash: no. The action was not run.".into(),
+            updated_input: None,
         }
     }
 

@@ -144,6 +144,7 @@ impl ToolCall {
             ttl: None,
             idempotency_key: self.idempotency_key.clone(),
             task_id: None,
+            accepts_edits: false,
         }
     }
 }
@@ -190,6 +191,9 @@ fn truncate(s: &str, max: usize) -> String {
 pub struct Verdict {
     pub allow: bool,
     pub message: String,
+    /// What to run instead: the call as an owner edited and approved it, for clients
+    /// that take an edited call back (Claude Code's `updatedInput`, the MCP tool's).
+    pub updated_input: Option<serde_json::Value>,
 }
 
 impl Verdict {
@@ -199,6 +203,7 @@ impl Verdict {
         Verdict {
             allow: v.status.is_go(),
             message: v.message.clone(),
+            updated_input: v.edited_args.clone().filter(|_| v.status.is_go()),
         }
     }
 
@@ -211,6 +216,7 @@ impl Verdict {
                 "[Action not checked] {tool}: gatebot could not be asked ({error}). \
                  The action was not run."
             ),
+            updated_input: None,
         }
     }
 
@@ -234,6 +240,7 @@ impl Verdict {
                  large, the owner must raise max_body_bytes in gatebot's config; until then, \
                  do it in smaller steps or ask the user to do it."
             ),
+            updated_input: None,
         }
     }
 
@@ -255,6 +262,7 @@ impl Verdict {
                 "[Action not decided] {tool}: gatebot's hook was stopped before anyone \
                  decided, {what}. The action was not run."
             ),
+            updated_input: None,
         }
     }
 
@@ -281,6 +289,7 @@ impl Verdict {
         Verdict {
             allow: false,
             message,
+            updated_input: None,
         }
     }
 }

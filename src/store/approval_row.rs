@@ -12,7 +12,8 @@ pub(super) const COLUMNS: &str =
     "id, short_id, agent, tool, args, summary, confidence, environment, \
     idempotency_key, status, risk_score, tool_class, risk_factors, policy_reason, checkpoint, \
     always_allow_offered, decided_by, decided_via, decision_reason, always_allowed, \
-    result_detail, ttl_ms, created_at, decided_at, expires_at, finished_at, task_id";
+    result_detail, ttl_ms, created_at, decided_at, expires_at, finished_at, task_id, \
+    accepts_edits, edited_args";
 
 pub(super) fn get_conn(conn: &Connection, id: &str) -> Result<Option<Approval>> {
     conn.prepare_cached(&format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"))?
@@ -67,6 +68,11 @@ pub(super) fn row_to_approval(r: &Row<'_>) -> rusqlite::Result<Result<Approval>>
             expires_at: r.get(24)?,
             finished_at: r.get(25)?,
             task_id: r.get(26)?,
+            accepts_edits: r.get(27)?,
+            edited_args: r
+                .get::<_, Option<String>>(28)?
+                .map(|e| serde_json::from_str(&e).map_err(|_| corrupt("edited_args")))
+                .transpose()?,
         })
     };
     Ok(parse())

@@ -216,6 +216,30 @@ impl Store {
         grant: Option<&GrantAsk>,
         now: i64,
     ) -> Result<Transition> {
+        self.decide_as(id, decision, grant, None, now)
+    }
+
+    /// Approves `id` with its arguments as an owner edited them (`edited`), recorded
+    /// beside the arguments asked and audited with both; otherwise as
+    /// [`Store::decide_granting`] (no grant).
+    pub fn approve_edited(
+        &self,
+        id: &str,
+        decision: &Decision,
+        edited: &serde_json::Value,
+        now: i64,
+    ) -> Result<Transition> {
+        self.decide_as(id, decision, None, Some(edited), now)
+    }
+
+    fn decide_as(
+        &self,
+        id: &str,
+        decision: &Decision,
+        grant: Option<&GrantAsk>,
+        edited: Option<&serde_json::Value>,
+        now: i64,
+    ) -> Result<Transition> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         let grant = grant.filter(|_| decision.verb != Verb::Deny);
@@ -226,7 +250,7 @@ impl Store {
         let changed = tx.execute(
             "UPDATE approvals SET status = ?2, decided_by = ?3, decided_via = ?4, \
              decision_reason = ?5, always_allowed = ?6, decided_at = ?7, \
-             finished_at = CASE WHEN ?2 = 'rejected' THEN ?7 ELSE NULL END \
+             finished_at = CASE WHEN ?2 = 'rejected' THEN ?7 ELSE NULL END, edited_args = ?8 \
              WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?7)",
             params![
                 id,
@@ -235,13 +259,25 @@ impl Store {
                 decision.via.as_str(),
                 decision.reason,
                 always,
-                now
+                now,
+                edited.map(|e| e.to_string()),
             ],
         )?;
         if changed == 0 {
             return refused(tx, id, now);
         }
         subject_changed(&tx, id, false, status.as_str())?;
+        let approval = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+        let mut detail = json!({
+            "outcome": status.as_str(),
+            "always_allow": always,
+            "reason": decision.reason,
+        });
+        if let Some(e) = edited {
+            // Both versions: what the agent asked, and what the owner approved instead.
+            detail["asked_args"] = approval.args.clone();
+            detail["edited_args"] = e.clone();
+        }
         audit_tx(
             &tx,
             now,
@@ -249,13 +285,8 @@ impl Store {
             "decided",
             Some(&decision.actor),
             Some(&decision.via),
-            &json!({
-                "outcome": status.as_str(),
-                "always_allow": always,
-                "reason": decision.reason,
-            }),
+            &detail,
         )?;
-        let approval = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
         if let Some(ask) = grant {
             grant_tx(&tx, &approval, ask, &decision.actor, &decision.via, now)?;
         }
@@ -551,8 +582,9 @@ fn insert_tx(
         "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
          environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
          policy_reason, checkpoint, always_allow_offered, ttl_ms, created_at, expires_at, \
-         finished_at, task_id, grant_id, content_hash, draft) VALUES (?1, ?2, ?3, ?4, ?5, ?6, \
-         ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+         finished_at, task_id, grant_id, content_hash, draft, accepts_edits) VALUES (?1, ?2, ?3, \
+         ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
+         ?23, ?24, ?25)",
     )?
     .execute(params![
         id,
@@ -581,6 +613,7 @@ fn insert_tx(
             .filter(|_| new.status == Status::Allowed),
         new.content_hash,
         (new.draft && new.status == Status::Blocked).then_some("open"),
+        new.asked.accepts_edits,
     ])?;
     if new.status == Status::Pending {
         // It asks a human: chats show it.

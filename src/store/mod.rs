@@ -131,6 +131,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0014_dashboard.sql")),
         M::up(include_str!("../../migrations/0015_drafts.sql")),
         M::up(include_str!("../../migrations/0016_history_search.sql")),
+        M::up(include_str!("../../migrations/0017_edits.sql")),
     ])
 }
 

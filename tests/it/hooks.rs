@@ -22,6 +22,7 @@ fn allow(tool: &str) -> Verdict {
     Verdict {
         allow: true,
         message: format!("[Action approved] {tool}: approved by alice"),
+        updated_input: None,
     }
 }
 
@@ -29,6 +30,7 @@ fn deny(tool: &str) -> Verdict {
     Verdict {
         allow: false,
         message: format!("[Action rejected] {tool}: not on a Friday. The action was not run."),
+        updated_input: None,
     }
 }
 

@@ -1130,3 +1130,80 @@ async fn a_killed_mcp_server_withdraws_its_waiting_calls() {
         .unwrap();
     assert_eq!(exited.code(), Some(0));
 }
+
+#[tokio::test]
+async fn an_owners_edit_reaches_claude_code_as_updated_input_and_other_clients_as_a_denial() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, _) = sockets(&app);
+    let child = start_hook(
+        &socket,
+        &["hook", "claude-code"],
+        &fixture("claude-code-pre-tool-use.json"),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    let id = req["id"].as_str().unwrap().to_string();
+    // Not an object: refused, nothing decided.
+    let bad = app
+        .engine
+        .approve_edited(
+            &id,
+            json!("rm -rf /"),
+            "alice".into(),
+            gatebot::approval::Via::Cli,
+        )
+        .await;
+    assert!(bad.unwrap_err().to_string().contains("JSON object"));
+    let edited = json!({"command": "git status", "description": "Only look"});
+    let (_, verdict) = app.engine.score_edit(&id, edited.clone()).await.unwrap();
+    // Scored as a new request of the agent's would be (its tier asks for every call).
+    assert!(verdict.reason.contains("supervised"), "{verdict:?}");
+    let a = app
+        .engine
+        .approve_edited(
+            &id,
+            edited.clone(),
+            "alice".into(),
+            gatebot::approval::Via::Cli,
+        )
+        .await
+        .unwrap();
+    assert_eq!(a.status.as_str(), "approved");
+    let (_, answer) = finish(child).await;
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "allow",
+        "{answer}"
+    );
+    assert_eq!(
+        answer["hookSpecificOutput"]["updatedInput"], edited,
+        "{answer}"
+    );
+    // The trail has both versions.
+    let rows = app.audit_rows(&id).await;
+    let decided = rows.iter().find(|r| r["event"] == "decided").unwrap();
+    assert_eq!(decided["detail"]["edited_args"], edited);
+    assert_eq!(decided["detail"]["asked_args"], req["args"]);
+
+    // `gatebot ask` cannot take an edited call back: it is denied with the call to make.
+    let (id, _) = app
+        .submit_pending(
+            json!({"agent": "claude-code", "tool": "Bash", "args": {"command": "git push"}}),
+        )
+        .await;
+    let a = app
+        .engine
+        .approve_edited(
+            &id,
+            json!({"command": "git push --dry-run"}),
+            "alice".into(),
+            gatebot::approval::Via::Cli,
+        )
+        .await
+        .unwrap();
+    assert_eq!(a.status.as_str(), "rejected");
+    let reason = a.decision_reason.unwrap();
+    assert!(
+        reason.contains(r#"{"command":"git push --dry-run"}"#),
+        "{reason}"
+    );
+}

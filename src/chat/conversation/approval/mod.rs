@@ -1000,6 +1000,8 @@ pub(crate) fn sample() -> Approval {
         expires_at: Some(now_ms() + 3_600_000),
         finished_at: None,
         task_id: None,
+        accepts_edits: false,
+        edited_args: None,
     }
 }
 
