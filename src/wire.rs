@@ -96,6 +96,10 @@ pub struct DecisionBody {
     /// long; `approve-always` with it grants for that long instead of for good.
     #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
     pub for_: Option<String>,
+    /// `approve` only: the call's arguments as the owner edited them (a JSON object);
+    /// the request is approved as edited (see the request object's `edited_args`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<serde_json::Value>,
 }
 
 /// A request as the API shows it.

@@ -46,6 +46,7 @@ pub(super) async fn decide(
         prefix: body.prefix,
         exact: body.exact,
         for_: body.for_,
+        args: body.args,
         actor,
         via: Via::Cli,
     };

@@ -634,6 +634,7 @@ pub(super) async fn proposal(
                 prefix: None,
                 exact: false,
                 for_: None,
+                args: None,
                 actor: s.person.clone(),
                 via: Via::Dashboard,
             };

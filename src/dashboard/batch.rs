@@ -224,6 +224,7 @@ async fn decide(state: &DashState, signed: &Signed, asked: &Asked, s: &Sorted) -
             prefix: None,
             exact: false,
             for_: None,
+            args: None,
             actor: signed.0.person.clone(),
             via: Via::Dashboard,
         };

@@ -15,6 +15,9 @@ pub(super) const COLUMNS: &str =
     result_detail, ttl_ms, created_at, decided_at, expires_at, finished_at, task_id, \
     accepts_edits, edited_args";
 
+/// How many columns [`COLUMNS`] names: a query selecting more reads them from here on.
+pub(super) const COLUMN_COUNT: usize = 29;
+
 pub(super) fn get_conn(conn: &Connection, id: &str) -> Result<Option<Approval>> {
     conn.prepare_cached(&format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"))?
         .query_row([id], row_to_approval)
@@ -76,4 +79,12 @@ pub(super) fn row_to_approval(r: &Row<'_>) -> rusqlite::Result<Result<Approval>>
         })
     };
     Ok(parse())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_column_count_is_the_columns_named() {
+        assert_eq!(super::COLUMNS.split(',').count(), super::COLUMN_COUNT);
+    }
 }

@@ -11,7 +11,7 @@
 use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::json;
 
-use super::approval_row::{get_conn, row_to_approval, COLUMNS};
+use super::approval_row::{get_conn, row_to_approval, COLUMNS, COLUMN_COUNT};
 use super::audit::audit_tx;
 use super::subjects::{inherit_home, subject_changed, subject_created, unique_short_id};
 use super::trust::{grant_tx, offer_tx, NewOffer};
@@ -501,7 +501,7 @@ fn repeated(tx: &Transaction<'_>, new: &NewApproval) -> Result<Option<Inserted>>
             "SELECT {COLUMNS}, content_hash FROM approvals WHERE agent = ?1 AND idempotency_key = ?2"
         ))?
         .query_row(params![new.asked.agent, key], |r| {
-            Ok((row_to_approval(r)?, r.get::<_, Option<String>>(27)?))
+            Ok((row_to_approval(r)?, r.get::<_, Option<String>>(COLUMN_COUNT)?))
         })
         .optional()?;
     if let Some((existing, hash)) = existing {

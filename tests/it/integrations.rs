@@ -1207,3 +1207,75 @@ async fn an_owners_edit_reaches_claude_code_as_updated_input_and_other_clients_a
         "{reason}"
     );
 }
+
+#[tokio::test]
+async fn gatebot_decide_approve_with_args_runs_the_edited_call_in_the_waiting_hook() {
+    let app = spawn_app(EXTRA).await;
+    let (socket, control) = sockets(&app);
+    let child = start_hook(
+        &socket,
+        &["hook", "claude-code"],
+        &fixture("claude-code-permission-request.json"),
+    )
+    .await;
+    let req = pending_one(&app).await;
+    let short = req["short_id"].as_str().unwrap().to_string();
+    let file = app.path().join("edited.json");
+    let run = |args: Vec<String>| {
+        let control = control.clone();
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            gatebot(&control, &args).output().await.unwrap()
+        }
+    };
+    let f = file.to_str().unwrap().to_string();
+    // Not JSON, not an object, or with another verb: refused, nothing decided.
+    std::fs::write(&file, "git status").unwrap();
+    let out = run(vec![
+        "decide".into(),
+        short.clone(),
+        "approve".into(),
+        "--args".into(),
+        f.clone(),
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not JSON"),
+        "{out:?}"
+    );
+    std::fs::write(&file, r#"{"command": "git status"}"#).unwrap();
+    let out = run(vec![
+        "decide".into(),
+        short.clone(),
+        "deny".into(),
+        "--args".into(),
+        f.clone(),
+    ])
+    .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--args goes with approve alone"),
+        "{out:?}"
+    );
+    assert_eq!(pending_one(&app).await["short_id"], short.as_str());
+    let out = run(vec![
+        "decide".into(),
+        short.clone(),
+        "approve".into(),
+        "--args".into(),
+        f,
+    ])
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("as edited"),
+        "{out:?}"
+    );
+    let (_, answer) = finish(child).await;
+    assert_eq!(
+        answer["hookSpecificOutput"]["decision"],
+        json!({"behavior": "allow", "updatedInput": {"command": "git status"}}),
+        "{answer}"
+    );
+}

@@ -1029,6 +1029,7 @@ async fn view(engine: &Engine, c: &CheckIn, run: &Run) -> Result<CheckInView, En
 /// An owner's answer to check-in `id` away from a chat. A check-in answered already
 /// (or expired) is shown as it is, under `check_in`.
 async fn decide_as_owner(engine: &Engine, id: &str, d: OwnerDecision) -> Result<Decided, Refused> {
+    d.refuse_request_choices()?;
     let answer = run::Answer::parse(&d.verb).map_err(Refused::Unclear)?;
     let given = CheckInAnswer {
         answer,

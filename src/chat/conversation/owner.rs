@@ -24,6 +24,8 @@ pub struct OwnerDecision {
     pub exact: bool,
     /// A time-boxed grant, as typed (`1h`).
     pub for_: Option<String>,
+    /// The call's arguments as the owner edited them: approve the call as edited.
+    pub args: Option<serde_json::Value>,
     /// Who decided: the caller's account, never what a body claims.
     pub actor: String,
     pub via: Via,
@@ -40,6 +42,17 @@ impl OwnerDecision {
     #[must_use]
     pub fn asks_grant(&self) -> bool {
         self.prefix.is_some() || self.exact || self.for_.is_some()
+    }
+
+    /// Refuses choices only a request takes (a grant's scope or time box, edited
+    /// arguments), for the kinds that are no request.
+    pub fn refuse_request_choices(&self) -> Result<(), Refused> {
+        if self.asks_grant() || self.args.is_some() {
+            return Err(Refused::Unclear(
+                "--prefix, --exact, --for and --args are for requests; this is no request".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// The verb, trimmed and in lower case.
@@ -100,6 +113,7 @@ impl Offered {
             prefix: self.prefix.clone(),
             exact: self.exact,
             for_: self.for_.clone(),
+            args: None,
             actor,
             via,
         }

@@ -384,12 +384,7 @@ pub fn card(p: &Proposal, quiet: Duration) -> Card {
 /// An owner's decision on proposal `id` away from a chat. The view is the proposal,
 /// with `"kind": "proposal"`.
 async fn decide_as_owner(engine: &Engine, id: &str, d: OwnerDecision) -> Result<Decided, Refused> {
-    if d.asks_grant() {
-        return Err(Refused::Unclear(
-            "--prefix, --exact and --for are for requests; a proposal is approved or declined"
-                .into(),
-        ));
-    }
+    d.refuse_request_choices()?;
     let approve = match d.verb().as_str() {
         "decline" | "declined" => false,
         v => match v.parse::<Verb>() {

@@ -76,6 +76,7 @@ impl super::Kind for Tasks {
     /// down; `cancel` and `retry` as on the card. The view is the task, with
     /// `"kind": "task"`.
     async fn decide(engine: &Engine, id: &str, d: OwnerDecision) -> Result<Decided, Refused> {
+        d.refuse_request_choices()?;
         let step = match d.verb().as_str() {
             "queue" | "approve" | "go" => Step::Queue,
             "reject" | "deny" => Step::Reject,

@@ -1,4 +1,4 @@
-//! `gatebot decide ID VERB [--reason R] [--prefix [P] | --exact] [--for D]`: the owner
+//! `gatebot decide ID VERB [--reason R] [--prefix [P] | --exact] [--for D] [--args FILE]`: the owner
 //! decides whatever the id names. The daemon finds its kind, and the kind takes its own
 //! verbs: `approve|approve-always|deny` for a request (with what an approval grants),
 //! `approve|deny` for a tier proposal, `continue|stop` for a workflow check-in,
@@ -17,6 +17,8 @@ pub(super) struct Grant {
     pub prefix: Option<String>,
     pub exact: bool,
     pub for_: Option<String>,
+    /// Edited arguments: a file holding a JSON object (`-`: stdin).
+    pub args: Option<std::path::PathBuf>,
 }
 
 pub(super) async fn run(
@@ -37,6 +39,9 @@ pub(super) async fn run(
     if let Some(d) = &grant.for_ {
         body["for"] = json!(d);
     }
+    if let Some(path) = &grant.args {
+        body["args"] = edited_args(path)?;
+    }
     let res = client
         .post(&format!("/v1/requests/{}/decision", encode(id)), &body)
         .await
@@ -52,6 +57,16 @@ pub(super) async fn run(
     let mut body = expect_ok(Ok(res))?.body;
     print_said(&mut body, json);
     Ok(EXIT_GO)
+}
+
+/// The edited arguments in `path` (`-`: stdin), read as JSON.
+fn edited_args(path: &std::path::Path) -> Result<Value, String> {
+    let text = if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin()).map_err(|e| format!("--args: stdin: {e}"))?
+    } else {
+        std::fs::read_to_string(path).map_err(|e| format!("--args: {}: {e}", path.display()))?
+    };
+    serde_json::from_str(&text).map_err(|e| format!("--args: {} is not JSON: {e}", path.display()))
 }
 
 /// Prints an owner's answer: with `--json` the data (without the lines for people),

@@ -131,6 +131,11 @@ pub enum Command {
         /// for that long.
         #[arg(long = "for", value_name = "DURATION")]
         for_: Option<String>,
+        /// With approve: approve the call with these arguments instead (a file holding
+        /// a JSON object, `-` for stdin); an agent whose client cannot run an edited
+        /// call is told the exact call to make instead.
+        #[arg(long, value_name = "FILE")]
+        args: Option<PathBuf>,
         /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
@@ -498,12 +503,14 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             prefix,
             exact,
             for_,
+            args,
             json,
         } => {
             let grant = decide::Grant {
                 prefix,
                 exact,
                 for_,
+                args,
             };
             decide::run(&owner()?, &id, &decision, reason.as_deref(), grant, json).await
         }

@@ -20,6 +20,9 @@ pub(super) async fn decide(
     d: OwnerDecision,
 ) -> Result<Decided, Refused> {
     let verb: Verb = d.verb.parse().map_err(Refused::Unclear)?;
+    if let Some(args) = d.args.clone() {
+        return approve_edited(engine, typed, verb, args, d).await;
+    }
     let choice = grant_choice(&d)?;
     let decision = Decision {
         verb,
@@ -43,6 +46,40 @@ pub(super) async fn decide(
             view["grant"] = serde_json::to_value(g).unwrap_or_default();
         }
     }
+    Ok(Decided { view, said })
+}
+
+/// Approves the request as the owner edited its arguments (`--args`): only `approve`,
+/// without a grant (what an edited call may do later is asked again).
+async fn approve_edited(
+    engine: &Engine,
+    typed: &str,
+    verb: Verb,
+    args: serde_json::Value,
+    d: OwnerDecision,
+) -> Result<Decided, Refused> {
+    if verb != Verb::Approve || d.asks_grant() {
+        return Err(Refused::Unclear(
+            "--args goes with approve alone: an edited call is approved once, granting nothing"
+                .into(),
+        ));
+    }
+    let result = engine.approve_edited(typed, args, d.actor, d.via).await;
+    if let Err(EngineError::AlreadySettled(a)) = &result {
+        record_request(&Span::current(), a);
+    }
+    let a = result?;
+    let view = ApprovalView::from(&a);
+    let said = vec![if a.edited_args.is_some() {
+        format!("{} as edited", view.decided_line())
+    } else {
+        // Its client cannot take an edited call back: denied with the call to make.
+        format!(
+            "{}: its client cannot take an edited call back, so it was told the exact call to make",
+            view.decided_line()
+        )
+    }];
+    let view = serde_json::to_value(&view).unwrap_or_default();
     Ok(Decided { view, said })
 }
 
