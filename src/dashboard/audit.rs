@@ -58,13 +58,7 @@ impl AuditQuery {
             ("actor", &self.actor),
             ("since", &self.since),
         ];
-        serde_urlencoded::to_string(
-            pairs
-                .iter()
-                .filter(|(_, v)| !v.trim().is_empty())
-                .collect::<Vec<_>>(),
-        )
-        .unwrap_or_default()
+        super::forms::query(&pairs)
     }
 
     fn link(&self, extra: Option<(&str, String)>) -> String {

@@ -55,6 +55,37 @@ pub(super) fn given(s: &str) -> Option<String> {
     Some(s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
+/// An agent filter as typed: the name, `None` when blank, or `None` with a note when it
+/// is no agent name (the page then shows every agent's).
+pub(super) fn agent_given(s: &str, notes: &mut Vec<String>) -> Option<String> {
+    match given(s) {
+        Some(a) if !crate::names::valid_agent_name(&a) => {
+            notes.push(format!(
+                "“{}” is not an agent name (letters, digits, '-', '_' or '.'); showing every agent's.",
+                crate::names::visible(&a)
+            ));
+            None
+        }
+        other => other,
+    }
+}
+
+/// A page cursor as typed: an id (a ULID), or `None` to start from the top.
+pub(super) fn cursor_given(s: &str) -> Option<String> {
+    crate::chat::conversation::full_id(s.trim())
+}
+
+/// The query string of a page's filters: those that are not blank, in order.
+pub(super) fn query(pairs: &[(&str, &String)]) -> String {
+    serde_urlencoded::to_string(
+        pairs
+            .iter()
+            .filter(|(_, v)| !v.trim().is_empty())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap_or_default()
+}
+
 /// The page for an id that names nothing (or a name gatebot does not know).
 pub(super) fn not_found(session: &Session, menu: Menu, why: &str, back: (&str, &str)) -> Response {
     let body = html! {

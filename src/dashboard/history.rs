@@ -247,13 +247,7 @@ impl HistoryQuery {
             ("risk", &self.risk),
             ("since", &self.since),
         ];
-        serde_urlencoded::to_string(
-            pairs
-                .iter()
-                .filter(|(_, v)| !v.trim().is_empty())
-                .collect::<Vec<_>>(),
-        )
-        .unwrap_or_default()
+        super::forms::query(&pairs)
     }
 
     /// `path` with the filters and one more pair (a cursor).

@@ -88,13 +88,7 @@ impl Filters {
             ("tool", &self.tool),
             ("risk", &self.risk),
         ];
-        serde_urlencoded::to_string(
-            pairs
-                .iter()
-                .filter(|(_, v)| !v.is_empty())
-                .collect::<Vec<_>>(),
-        )
-        .unwrap_or_default()
+        super::forms::query(&pairs)
     }
 }
 

@@ -9,12 +9,12 @@ use axum::response::{IntoResponse, Response};
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::forms::{bad_filter, given, not_found, when};
+use super::forms::{agent_given, bad_filter, cursor_given, not_found, when};
 use super::page::{shell, Menu};
 use super::signin::Signed;
 use super::DashState;
 use crate::engine::{EngineError, RunEvent, RunFilter};
-use crate::names::{valid_agent_name, visible};
+use crate::names::visible;
 use crate::workflow::run::{CheckIn, CheckInStatus, Run, RunIssue, RunStatus};
 use crate::workflow::EventType;
 
@@ -51,18 +51,8 @@ impl Filters {
                 None
             }),
         };
-        let agent = match given(&self.agent) {
-            Some(a) if !valid_agent_name(&a) => {
-                notes.push(format!(
-                    "“{}” is not an agent name (letters, digits, '-', '_' or '.'); showing every agent's.",
-                    visible(&a)
-                ));
-                None
-            }
-            other => other,
-        };
-        let after = given(&self.after)
-            .filter(|a| a.len() == 26 && a.bytes().all(|b| b.is_ascii_alphanumeric()));
+        let agent = agent_given(&self.agent, &mut notes);
+        let after = cursor_given(&self.after);
         (
             RunFilter {
                 agent,
@@ -76,13 +66,7 @@ impl Filters {
 
     fn query(&self) -> String {
         let pairs = [("status", &self.status), ("agent", &self.agent)];
-        serde_urlencoded::to_string(
-            pairs
-                .iter()
-                .filter(|(_, v)| !v.is_empty())
-                .collect::<Vec<_>>(),
-        )
-        .unwrap_or_default()
+        super::forms::query(&pairs)
     }
 }
 

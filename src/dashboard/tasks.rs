@@ -12,7 +12,7 @@ use axum::Form;
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::forms::{bad_filter, engine_words, given, when};
+use super::forms::{agent_given, bad_filter, cursor_given, engine_words, given, when};
 use super::page::{answered, shell, Menu};
 use super::signin::Signed;
 use super::DashState;
@@ -21,7 +21,7 @@ use crate::chat::conversation::task::status_word;
 use crate::engine::{TaskFilter, TaskRequest, TaskRequests};
 use crate::inbox::lifecycle::Step;
 use crate::inbox::{Intent, Task, TaskStatus, MAX_TASK_CHARS};
-use crate::names::{valid_agent_name, visible};
+use crate::names::visible;
 
 /// Tasks on one page.
 pub(super) const PAGE: usize = 50;
@@ -90,20 +90,9 @@ impl Filters {
                 ("all", Vec::new())
             }
         };
-        let agent = given(&self.agent);
-        let agent = match agent {
-            Some(a) if !valid_agent_name(&a) => {
-                notes.push(format!(
-                    "“{}” is not an agent name (letters, digits, '-', '_' or '.'); showing every agent's.",
-                    visible(&a)
-                ));
-                None
-            }
-            other => other,
-        };
+        let agent = agent_given(&self.agent, &mut notes);
         // A cursor is a task id (a ULID): anything else starts from the top.
-        let after = given(&self.after)
-            .filter(|a| a.len() == 26 && a.bytes().all(|b| b.is_ascii_alphanumeric()));
+        let after = cursor_given(&self.after);
         (
             TaskFilter {
                 statuses,
@@ -119,13 +108,7 @@ impl Filters {
     /// The query string of these filters, without the page cursor.
     fn query(&self) -> String {
         let pairs = [("status", &self.status), ("agent", &self.agent)];
-        serde_urlencoded::to_string(
-            pairs
-                .iter()
-                .filter(|(_, v)| !v.is_empty())
-                .collect::<Vec<_>>(),
-        )
-        .unwrap_or_default()
+        super::forms::query(&pairs)
     }
 }
 
