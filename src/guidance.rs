@@ -155,7 +155,9 @@ pub fn with_scoped_grants(g: &mut AgentGuidance, rules: &AgentRules, grants: &[G
         .iter()
         .filter(|g| !rules.require_approval_for.contains(&g.tool))
         .filter_map(|g| match &g.scope {
-            Scope::Tool => None,
+            // A call grant lets one edited call through once: the agent's denial
+            // already gave it that call.
+            Scope::Tool | Scope::Call(_) => None,
             Scope::Exact(c) => Some(format!("{} exactly `{c}`", g.tool)),
             Scope::Prefix(p) => Some(format!("{} commands starting `{p}`", g.tool)),
         })
@@ -519,6 +521,7 @@ mod tests {
             expires_at: None,
             revoked: None,
             max_risk: crate::policy::RiskScore::High,
+            uses_left: None,
         };
         let grants = [
             grant(Scope::Prefix("git status".into())),

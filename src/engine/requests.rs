@@ -31,12 +31,14 @@ use crate::approval::{Approval, Asked, Decision, ListFilter, Status, Verb};
 use crate::config::{AgentConfig, Config};
 use crate::names::hidden_character;
 use crate::policy::shell;
-use crate::policy::{Action, AgentRules, History, Request, Tier, Verdict, GRANT_SOURCE};
+use crate::policy::{Action, AgentRules, History, Request, RiskScore, Tier, Verdict, GRANT_SOURCE};
 use crate::store::{
     Inserted, Lookup, NewApproval, NewOffer, Store, StoreError, SubmitFacts, Transition,
 };
 use crate::time::{after, now_ms, range, Range};
-use crate::trust::grants::{check_prefix, command_of, offered_prefix, prefix_to_grant};
+use crate::trust::grants::{
+    canonical_args, check_prefix, command_of, offered_prefix, prefix_to_grant,
+};
 use crate::trust::{paused_verdict, Grant, GrantAsk, Scope};
 use crate::wire::{MAX_KEY_LEN, MAX_SUMMARY_CHARS, MAX_TOOL_LEN};
 
@@ -128,6 +130,10 @@ pub(super) type InsertJob = (NewApproval, oneshot::Sender<Result<Inserted, Store
 /// Most requests committed in one transaction.
 pub(super) const MAX_BATCH: usize = 128;
 
+/// How many times a submit is judged when single-use grants it counted on are used up
+/// by copies of the call committed first (each time, the spent grant is out).
+const SUBMIT_ATTEMPTS: usize = 4;
+
 /// How long the expiry task waits after a failed pass before it tries again.
 const EXPIRY_RETRY: Duration = Duration::from_secs(5);
 
@@ -187,6 +193,39 @@ impl Engine {
         // The gate's order (engine::gate): a pause commits before the facts are read or
         // after this request is stored, never in between.
         let _order = self.submitting().await;
+        // Judged again only when a single-use grant it counted on was used up by a
+        // copy of the call committed first: that grant is then out of the facts.
+        for _ in 0..SUBMIT_ATTEMPTS {
+            let new = self.judged(&sub, agent, task_id.clone(), ttl).await?;
+            return match self.commit(new).await? {
+                Inserted::New(a) => Ok(self.announce_submitted(a)),
+                Inserted::Existing(a) => Ok(Submitted {
+                    approval: a,
+                    created: false,
+                }),
+                Inserted::Conflict(a) => Err(EngineError::IdempotencyConflict {
+                    key: sub.asked.idempotency_key.unwrap_or_default(),
+                    what: What::Request,
+                    id: a.short_id,
+                }),
+                Inserted::GrantSpent => continue,
+            };
+        }
+        Err(EngineError::Store(StoreError::Corrupt(format!(
+            "a request of {} was judged {SUBMIT_ATTEMPTS} times, each under a single-use grant \
+             used up meanwhile",
+            sub.asked.agent
+        ))))
+    }
+
+    /// The request `sub` as the policy judges it now, ready to store.
+    async fn judged(
+        &self,
+        sub: &Submission,
+        agent: &AgentConfig,
+        task_id: Option<String>,
+        ttl: Duration,
+    ) -> Result<NewApproval, EngineError> {
         let config = self.config();
         let (name, tool, at) = (sub.asked.agent.clone(), sub.asked.tool.clone(), now_ms());
         let facts = self
@@ -200,12 +239,12 @@ impl Engine {
             Action::Ask => Status::Pending,
             Action::Block => Status::Blocked,
         };
-        let new = NewApproval {
+        Ok(NewApproval {
             asked: Asked {
                 task_id,
                 ..sub.asked.clone()
             },
-            content_hash: content_hash(&sub),
+            content_hash: content_hash(sub),
             status,
             risk: verdict.risk,
             policy_reason: verdict.reason,
@@ -218,19 +257,7 @@ impl Engine {
             // A pause blocks the call, grant or not.
             grant_id: judged.grant_id.filter(|_| status == Status::Allowed),
             draft: verdict.draft,
-        };
-        match self.commit(new).await? {
-            Inserted::New(a) => Ok(self.announce_submitted(a)),
-            Inserted::Existing(a) => Ok(Submitted {
-                approval: a,
-                created: false,
-            }),
-            Inserted::Conflict(a) => Err(EngineError::IdempotencyConflict {
-                key: sub.asked.idempotency_key.unwrap_or_default(),
-                what: What::Request,
-                id: a.short_id,
-            }),
-        }
+        })
     }
 
     /// Commits a request through the group-commit writer (with fsync) before it
@@ -465,7 +492,7 @@ impl Engine {
             None => None,
         };
         let expires_at = for_.map(|d| after(now_ms(), d));
-        Ok(GrantAsk { scope, expires_at })
+        Ok(GrantAsk::always(scope, expires_at))
     }
 
     /// How many requests are pending (also a health check: the store answers).
@@ -685,11 +712,13 @@ fn judge(config: &Config, asked: &Asked, agent: &AgentConfig, facts: &SubmitFact
     let first_use = !facts.run_before;
     let risk = config.policy.risk(&rules, first_use, &request);
     // A grant covers a call within its scope and up to the risk the owner approved.
-    let in_scope: Vec<_> = facts
+    // A call grant (an owner's edit, for one use) is a decision already made, not a
+    // standing rule: it answers the question the call would ask, whatever the tier.
+    let (calls, in_scope): (Vec<&Grant>, Vec<&Grant>) = facts
         .grants
         .iter()
-        .filter(|g| g.scope.covers(command.as_ref()))
-        .collect();
+        .filter(|g| g.scope.covers(command.as_ref(), &asked.args))
+        .partition(|g| matches!(g.scope, Scope::Call(_)));
     let grant = in_scope.iter().find(|g| risk.score <= g.max_risk).copied();
     let mut verdict = config.policy.decide(
         &rules,
@@ -700,7 +729,8 @@ fn judge(config: &Config, asked: &Asked, agent: &AgentConfig, facts: &SubmitFact
         &request,
         risk,
     );
-    let let_through = name_grant(&mut verdict, grant, in_scope.first().copied());
+    let let_through = name_grant(&mut verdict, grant, in_scope.first().copied())
+        .or_else(|| answer_by_call_grant(&mut verdict, &calls));
     // A shell-like tool's call without a command has nothing a grant could name.
     if command_arg.is_some() && command.is_none() {
         verdict.always_allow_offered = false;
@@ -729,6 +759,25 @@ fn rules_in_force(agent: &AgentConfig, tier: Option<Tier>) -> Cow<'_, AgentRules
         }),
         _ => Cow::Borrowed(&agent.rules),
     }
+}
+
+/// Lets a call that would ask a human through under a call grant (`calls`: those
+/// whose arguments are exactly the call's), the owner's edit of an earlier request,
+/// when its risk is within the grant's and not critical (a critical call always asks).
+/// Returns the grant used; a call the policy blocks or allows anyway uses none.
+fn answer_by_call_grant<'g>(verdict: &mut Verdict, calls: &[&'g Grant]) -> Option<&'g Grant> {
+    if verdict.action != Action::Ask || verdict.risk.score == RiskScore::Critical {
+        return None;
+    }
+    let g = calls.iter().find(|g| verdict.risk.score <= g.max_risk)?;
+    verdict.action = Action::Allow;
+    verdict.always_allow_offered = false;
+    verdict.reason = format!(
+        "an owner approved exactly this call ({}), so it runs once without asking (grant {})",
+        g.reason.as_deref().unwrap_or("as edited"),
+        g.short_id
+    );
+    Some(g)
 }
 
 /// Names in the verdict's reason the grant behind it: `grant`, the one that covers the call
@@ -818,6 +867,16 @@ impl Engine {
     ) -> Result<(Approval, crate::policy::Verdict), EngineError> {
         let a = self.lookup(typed, true).await?;
         let edited = edited_args(args, &self.config())?;
+        let verdict = self.judge_edit(&a, &edited).await?;
+        Ok((a, verdict))
+    }
+
+    /// The verdict on `a`'s call with the arguments `edited`, as if the agent asked now.
+    async fn judge_edit(
+        &self,
+        a: &Approval,
+        edited: &serde_json::Value,
+    ) -> Result<crate::policy::Verdict, EngineError> {
         let config = self.config();
         let agent = config
             .agent(&a.agent)
@@ -829,19 +888,21 @@ impl Engine {
         let asked = Asked {
             agent: a.agent.clone(),
             tool: a.tool.clone(),
-            args: edited,
+            args: edited.clone(),
             summary: a.summary.clone(),
             confidence: a.confidence,
             environment: a.environment.clone(),
             ..Asked::default()
         };
-        Ok((a, judge(&config, &asked, &agent, &facts).verdict))
+        Ok(judge(&config, &asked, &agent, &facts).verdict)
     }
 
     /// Approves the pending call `typed` names as an owner edited it. A client that takes
-    /// an edited call back (`accepts_edits`) gets `edited_args`; any other is denied,
-    /// with the exact edited call in the reason, so nothing runs that the owner did not
-    /// see. Audited with both versions.
+    /// an edited call back (`accepts_edits`) gets `edited_args`. Any other is denied,
+    /// with the exact edited call in the reason, and a single-use grant of that exact
+    /// call for the next [`EDITED_CALL_GRANT`] lets it through when the agent makes it
+    /// (unless the policy would block it or it scores critical: then it is judged like
+    /// any call). Nothing runs that the owner did not see. Audited with both versions.
     pub async fn approve_edited(
         &self,
         typed: &str,
@@ -851,34 +912,58 @@ impl Engine {
     ) -> Result<Approval, EngineError> {
         let a = self.lookup(typed, true).await?;
         let edited = edited_args(args, &self.config())?;
-        if !a.accepts_edits {
-            let call = serde_json::to_string(&edited).unwrap_or_default();
-            let reason = format!(
-                "an owner approves this call only as edited, and your client cannot take an \
-                 edited call back: to go on, call {} with exactly these arguments instead: {call}",
-                a.tool
-            );
+        let now = now_ms();
+        let (decision, grant) = if a.accepts_edits {
+            let decision = Decision {
+                verb: Verb::Approve,
+                actor,
+                via,
+                reason: None,
+            };
+            (decision, None)
+        } else {
+            let verdict = self.judge_edit(&a, &edited).await?;
+            let grant = (verdict.action != Action::Block
+                && verdict.risk.score != RiskScore::Critical)
+                .then(|| GrantAsk {
+                    scope: Scope::Call(canonical_args(&edited)),
+                    expires_at: Some(after(now, EDITED_CALL_GRANT)),
+                    uses: Some(1),
+                    max_risk: Some(verdict.risk.score),
+                });
             let decision = Decision {
                 verb: Verb::Deny,
                 actor,
                 via,
-                reason: Some(reason),
+                reason: Some(edited_call_reason(&a.tool, &edited, grant.is_some())),
             };
-            return self.decide(&a.id, decision).await;
-        }
-        let decision = Decision {
-            verb: Verb::Approve,
-            actor,
-            via,
-            reason: None,
+            (decision, grant)
         };
         let (id, d) = (a.id.clone(), decision.clone());
-        let d_for_settled = decision;
         let transition = self
-            .blocking(move |s| s.approve_edited(&id, &d, &edited, now_ms()))
+            .blocking(move |s| s.approve_edited(&id, &d, &edited, grant.as_ref(), now))
             .await?;
-        self.settled(&a.id, &d_for_settled, transition).await
+        self.settled(&a.id, &decision, transition).await
     }
+}
+
+/// How long the single-use grant of an edited call lasts, for an agent whose client
+/// cannot take the edited call back: it is told the call, and makes it again.
+pub const EDITED_CALL_GRANT: Duration = Duration::from_secs(3600);
+
+/// What an agent whose client cannot take an edited call back is told: the exact call
+/// to make instead, and whether it then runs without asking (`granted`).
+fn edited_call_reason(tool: &str, edited: &serde_json::Value, granted: bool) -> String {
+    let call = serde_json::to_string(edited).unwrap_or_default();
+    let then = if granted {
+        "within the next hour, and it runs once without asking again"
+    } else {
+        "and it is judged again like any call"
+    };
+    format!(
+        "an owner approves this call only as edited, and your client cannot take an edited \
+         call back: call {tool} with exactly these arguments instead, {then}: {call}"
+    )
 }
 
 /// An owner's edited arguments, checked: a JSON object no larger than a request may be.

@@ -87,6 +87,9 @@ pub enum Inserted {
     Existing(Approval),
     /// The agent already used this idempotency key for other content.
     Conflict(Approval),
+    /// Nothing stored: the single-use grant that was to let it through was used up
+    /// meanwhile (by a copy of the call submitted at the same time). Judge it again.
+    GrantSpent,
 }
 
 /// Result of a transition out of `pending`.
@@ -200,10 +203,8 @@ impl Store {
     /// `approve_always` also grants the agent the whole tool (the engine, which knows
     /// the tool's scopes, uses [`Store::decide_granting`]).
     pub fn decide(&self, id: &str, decision: &Decision, now: i64) -> Result<Transition> {
-        let grant = (decision.verb == Verb::ApproveAlways).then_some(GrantAsk {
-            scope: Scope::Tool,
-            expires_at: None,
-        });
+        let grant =
+            (decision.verb == Verb::ApproveAlways).then_some(GrantAsk::always(Scope::Tool, None));
         self.decide_granting(id, decision, grant.as_ref(), now)
     }
 
@@ -216,20 +217,23 @@ impl Store {
         grant: Option<&GrantAsk>,
         now: i64,
     ) -> Result<Transition> {
+        let grant = grant.filter(|_| decision.verb != Verb::Deny);
         self.decide_as(id, decision, grant, None, now)
     }
 
-    /// Approves `id` with its arguments as an owner edited them (`edited`), recorded
-    /// beside the arguments asked and audited with both; otherwise as
-    /// [`Store::decide_granting`] (no grant).
+    /// Decides `id` on the call as an owner edited it (`edited`), recorded beside the
+    /// arguments asked and audited with both: approved as edited, or (for a client that
+    /// cannot take an edited call back) denied with `grant`, the single-use grant of the
+    /// edited call, made in the same transaction.
     pub fn approve_edited(
         &self,
         id: &str,
         decision: &Decision,
         edited: &serde_json::Value,
+        grant: Option<&GrantAsk>,
         now: i64,
     ) -> Result<Transition> {
-        self.decide_as(id, decision, None, Some(edited), now)
+        self.decide_as(id, decision, grant, Some(edited), now)
     }
 
     fn decide_as(
@@ -242,7 +246,6 @@ impl Store {
     ) -> Result<Transition> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        let grant = grant.filter(|_| decision.verb != Verb::Deny);
         let (status, always) = match decision.verb {
             Verb::Approve | Verb::ApproveAlways => (Status::Approved, grant.is_some()),
             Verb::Deny => (Status::Rejected, false),
@@ -576,6 +579,15 @@ fn insert_tx(
         return Ok(repeat);
     }
     super::health::agent_room(watch, tx)?;
+    if let Some(grant) = new
+        .grant_id
+        .as_ref()
+        .filter(|_| new.status == Status::Allowed)
+    {
+        if !super::trust::use_grant(tx, grant)? {
+            return Ok(Inserted::GrantSpent);
+        }
+    }
     let id = super::new_id();
     let short_id = unique_short_id(tx)?;
     tx.prepare_cached(

@@ -132,6 +132,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0015_drafts.sql")),
         M::up(include_str!("../../migrations/0016_history_search.sql")),
         M::up(include_str!("../../migrations/0017_edits.sql")),
+        M::up(include_str!("../../migrations/0018_call_grants.sql")),
     ])
 }
 

@@ -115,7 +115,7 @@ fn corrupt(e: String) -> StoreError {
 }
 
 const GRANT_COLUMNS: &str = "id, short_id, agent, tool, scope, pattern, granted_by, granted_via, \
-    reason, approval_id, created_at, expires_at, revoked_at, revoked_by, revoked_via, max_risk";
+    reason, approval_id, created_at, expires_at, revoked_at, revoked_by, revoked_via, max_risk, uses_left";
 
 fn row_to_grant(r: &Row<'_>) -> rusqlite::Result<Result<Grant>> {
     let scope: String = r.get(4)?;
@@ -125,6 +125,7 @@ fn row_to_grant(r: &Row<'_>) -> rusqlite::Result<Result<Grant>> {
     let revoked_by: Option<String> = r.get(13)?;
     let revoked_via: Option<String> = r.get(14)?;
     let max_risk: String = r.get(15)?;
+    let uses_left: Option<i64> = r.get(16)?;
     let (id, short_id, agent, tool, by, reason, approval, created_at, expires_at) = (
         r.get(0)?,
         r.get(1)?,
@@ -164,6 +165,9 @@ fn row_to_grant(r: &Row<'_>) -> rusqlite::Result<Result<Grant>> {
             revoked,
             max_risk: serde_json::from_value(Value::String(max_risk.clone()))
                 .map_err(|_| corrupt(format!("grant risk {max_risk}")))?,
+            uses_left: uses_left
+                .map(|n| u32::try_from(n).map_err(|_| corrupt(format!("grant uses {n}"))))
+                .transpose()?,
         })
     })())
 }
@@ -307,11 +311,15 @@ pub(super) fn grant_tx(
 ) -> Result<Grant> {
     let id = super::new_id();
     let short_id = unique_short_id_beside(tx, "grants")?;
-    let reason = format!("Always allow on request {}", approval.short_id);
+    let reason = match ask.scope {
+        Scope::Call(_) => format!("the call as edited on request {}", approval.short_id),
+        _ => format!("Always allow on request {}", approval.short_id),
+    };
+    let max_risk = grant_risk(ask.max_risk.unwrap_or(approval.risk.score));
     tx.prepare_cached(
         "INSERT INTO grants (id, short_id, agent, tool, scope, pattern, granted_by, granted_via, \
-         reason, approval_id, created_at, expires_at, max_risk) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+         reason, approval_id, created_at, expires_at, max_risk, uses_left) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         id,
@@ -326,7 +334,8 @@ pub(super) fn grant_tx(
         approval.id,
         now,
         ask.expires_at,
-        grant_risk(approval.risk.score).as_str(),
+        max_risk.as_str(),
+        ask.uses,
     ])?;
     audit_tx(
         tx,
@@ -343,10 +352,29 @@ pub(super) fn grant_tx(
             "scope": ask.scope.kind(),
             "pattern": ask.scope.pattern(),
             "expires_at": ask.expires_at,
-            "max_risk": grant_risk(approval.risk.score).as_str(),
+            "max_risk": max_risk.as_str(),
+            "uses": ask.uses,
         }),
     )?;
     get_grant(tx, &id)?.ok_or_else(|| StoreError::Corrupt(format!("grant {id}")))
+}
+
+/// Takes one use of grant `id` for a call it lets through, in the call's transaction:
+/// `false` when it has none left (a grant without a count has any number).
+pub(super) fn use_grant(tx: &Transaction<'_>, id: &str) -> Result<bool> {
+    let left: Option<Option<i64>> = tx
+        .prepare_cached("SELECT uses_left FROM grants WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
+        .optional()?;
+    match left.flatten() {
+        None => Ok(true),
+        Some(n) if n <= 0 => Ok(false),
+        Some(_) => {
+            tx.prepare_cached("UPDATE grants SET uses_left = uses_left - 1 WHERE id = ?1")?
+                .execute([id])?;
+            Ok(true)
+        }
+    }
 }
 
 fn get_grant(conn: &Connection, id: &str) -> Result<Option<Grant>> {
@@ -477,7 +505,8 @@ impl Store {
                  (SELECT tier FROM tier_overrides WHERE agent = ?1), \
                  EXISTS (SELECT 1 FROM pauses WHERE agent = ?1), \
                  EXISTS (SELECT 1 FROM grants WHERE agent = ?1 AND tool = ?2 AND revoked_at IS NULL \
-                     AND (expires_at IS NULL OR expires_at > ?3))",
+                     AND (expires_at IS NULL OR expires_at > ?3) \
+                     AND (uses_left IS NULL OR uses_left > 0))",
             )?
             .query_row(params![agent, tool, now], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
@@ -491,7 +520,8 @@ impl Store {
             collect_grants(
                 &mut conn.prepare_cached(&format!(
                     "SELECT {GRANT_COLUMNS} FROM grants WHERE agent = ?1 AND tool = ?2 \
-                     AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) ORDER BY id"
+                     AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
+                     AND (uses_left IS NULL OR uses_left > 0) ORDER BY id"
                 ))?,
                 params![agent, tool, now],
             )?
@@ -664,7 +694,8 @@ impl Store {
         let conn = self.lock();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {GRANT_COLUMNS} FROM grants WHERE (?1 IS NULL OR agent = ?1) \
-             AND (?2 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3))) \
+             AND (?2 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
+                         AND (uses_left IS NULL OR uses_left > 0))) \
              ORDER BY id"
         ))?;
         collect_grants(&mut stmt, params![agent, all, now])
@@ -1330,10 +1361,7 @@ mod tests {
         .unwrap();
         s.pause("m", &alice(), Some("loop"), false, 2).unwrap();
         let a = pending(&s, "m", "Bash");
-        let forever = GrantAsk {
-            scope: Scope::Prefix("git status".into()),
-            expires_at: None,
-        };
+        let forever = GrantAsk::always(Scope::Prefix("git status".into()), None);
         s.decide_granting(
             &a.id,
             &decision(Verb::ApproveAlways, "alice"),
@@ -1342,10 +1370,7 @@ mod tests {
         )
         .unwrap();
         let b = pending(&s, "m", "Bash");
-        let brief = GrantAsk {
-            scope: Scope::Exact("npm test".into()),
-            expires_at: Some(100),
-        };
+        let brief = GrantAsk::always(Scope::Exact("npm test".into()), Some(100));
         s.decide_granting(&b.id, &decision(Verb::Approve, "alice"), Some(&brief), 3)
             .unwrap();
         // Another agent's and another tool's grants are not this call's.

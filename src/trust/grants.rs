@@ -7,7 +7,10 @@
 //! - [`Scope::Prefix`]: for a shell-like tool, a command whose words start with the
 //!   prefix's words **and which only reads** (`policy::shell`): `git status` covers
 //!   `git status --short`, not `git statusx`, not `git status; rm -rf ~`, and `git log`
-//!   covers `git log --oneline`, never `git log --output=FILE`.
+//!   covers `git log --oneline`, never `git log --output=FILE`;
+//! - [`Scope::Call`]: for any tool, only a call with exactly these arguments (compared
+//!   as canonical JSON, [`canonical_args`]). An owner's edit-then-approve makes one, for
+//!   one use, when the agent's client cannot take an edited call back.
 //!
 //! Words are the shell's words (`policy::shell::words`: split on spaces and tabs after
 //! quote removal; any other whitespace, an invisible character or a shell
@@ -37,6 +40,8 @@ pub enum Scope {
     Exact(String),
     /// Read-only commands whose words start with these words.
     Prefix(String),
+    /// Only a call with exactly these arguments (canonical JSON, [`canonical_args`]).
+    Call(String),
 }
 
 impl Scope {
@@ -47,16 +52,18 @@ impl Scope {
             Scope::Tool => "the whole tool".into(),
             Scope::Exact(c) => format!("exactly `{c}`"),
             Scope::Prefix(p) => format!("commands starting `{p}`"),
+            Scope::Call(args) => format!("exactly the call with arguments {args}"),
         }
     }
 
-    /// The scope's name as stored: `tool`, `exact`, `prefix`.
+    /// The scope's name as stored: `tool`, `exact`, `prefix`, `call`.
     #[must_use]
     pub fn kind(&self) -> &'static str {
         match self {
             Scope::Tool => "tool",
             Scope::Exact(_) => "exact",
             Scope::Prefix(_) => "prefix",
+            Scope::Call(_) => "call",
         }
     }
 
@@ -65,7 +72,7 @@ impl Scope {
     pub fn pattern(&self) -> Option<&str> {
         match self {
             Scope::Tool => None,
-            Scope::Exact(p) | Scope::Prefix(p) => Some(p),
+            Scope::Exact(p) | Scope::Prefix(p) | Scope::Call(p) => Some(p),
         }
     }
 
@@ -75,16 +82,18 @@ impl Scope {
             ("tool", None) => Ok(Scope::Tool),
             ("exact", Some(p)) => Ok(Scope::Exact(p)),
             ("prefix", Some(p)) => Ok(Scope::Prefix(p)),
+            ("call", Some(p)) => Ok(Scope::Call(p)),
             (k, p) => Err(format!("grant scope {k} with pattern {p:?}")),
         }
     }
 
-    /// Whether a call whose command is `command` (`None`: the call has none, or the
-    /// tool is not shell-like) falls under this scope.
+    /// Whether a call with arguments `args`, whose command is `command` (`None`: the
+    /// call has none, or the tool is not shell-like), falls under this scope.
     #[must_use]
-    pub fn covers(&self, command: Option<&Command<'_>>) -> bool {
+    pub fn covers(&self, command: Option<&Command<'_>>, args: &Value) -> bool {
         match (self, command) {
             (Scope::Tool, _) => true,
+            (Scope::Call(want), _) => canonical_args(args) == *want,
             (Scope::Exact(want), Some(c)) => c.raw.trim_ascii() == want.trim_ascii(),
             (Scope::Prefix(prefix), Some(c)) => prefix_covers(prefix, c),
             (Scope::Exact(_) | Scope::Prefix(_), None) => false,
@@ -99,8 +108,52 @@ impl fmt::Display for Scope {
             Scope::Tool => f.write_str("the whole tool"),
             Scope::Exact(c) => write!(f, "exactly `{}`", crate::names::visible(c)),
             Scope::Prefix(p) => write!(f, "commands starting `{}`", crate::names::visible(p)),
+            Scope::Call(args) => write!(
+                f,
+                "exactly the call with arguments {}",
+                crate::names::visible(args)
+            ),
         }
     }
+}
+
+/// A call's arguments as one string that is the same for the same arguments however
+/// they were written: JSON with every object's keys sorted and no spaces. Numbers keep
+/// their form (`1` and `1.0` differ): a grant covers no call the owner did not see.
+#[must_use]
+pub fn canonical_args(args: &Value) -> String {
+    fn write(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    write(&map[k], out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(args, &mut out);
+    out
 }
 
 /// Whether the prefix grant `prefix` covers `command`: the command only reads, and its
@@ -228,7 +281,7 @@ mod tests {
     use super::*;
 
     fn covers(scope: &Scope, command: &str) -> bool {
-        scope.covers(Some(&Command::read(command)))
+        scope.covers(Some(&Command::read(command)), &Value::Null)
     }
 
     fn offered(command: &str) -> Option<String> {
@@ -336,10 +389,41 @@ mod tests {
         // Only ASCII whitespace is trimmed: a no-break space is part of the command.
         assert!(!covers(&exact, "npm test\u{a0}"));
         assert!(!covers(&exact, "\u{3000}npm test"));
-        assert!(!exact.covers(None));
-        assert!(Scope::Tool.covers(None));
+        assert!(!exact.covers(None, &Value::Null));
+        assert!(Scope::Tool.covers(None, &Value::Null));
         assert!(covers(&Scope::Tool, "anything; at all"));
-        assert!(!Scope::Prefix("ls".into()).covers(None));
+        assert!(!Scope::Prefix("ls".into()).covers(None, &Value::Null));
+    }
+
+    #[test]
+    fn a_call_scope_covers_exactly_the_arguments_however_they_are_written() {
+        let seen =
+            serde_json::json!({"to": "bob@example.com", "body": "hi", "n": [1, {"b": 2, "a": 1}]});
+        let call = Scope::Call(canonical_args(&seen));
+        let same: Value = serde_json::from_str(
+            r#"{ "n": [1, {"a": 1, "b": 2}], "body": "hi",
+                 "to": "bob@example.com" }"#,
+        )
+        .unwrap();
+        assert!(call.covers(None, &same));
+        // Anything else is another call: a changed value, an added or a missing key,
+        // a number written otherwise, the arguments in another order inside a list.
+        for other in [
+            serde_json::json!({"to": "eve@example.com", "body": "hi", "n": [1, {"b": 2, "a": 1}]}),
+            serde_json::json!({"to": "bob@example.com", "body": "hi", "n": [1, {"b": 2, "a": 1}], "cc": "eve"}),
+            serde_json::json!({"to": "bob@example.com", "body": "hi"}),
+            serde_json::json!({"to": "bob@example.com", "body": "hi", "n": [1.0, {"b": 2, "a": 1}]}),
+            serde_json::json!({"to": "bob@example.com", "body": "hi", "n": [{"b": 2, "a": 1}, 1]}),
+            Value::Null,
+        ] {
+            assert!(!call.covers(None, &other), "{other}");
+        }
+        // A shell command under a call scope: the whole arguments still decide.
+        assert!(!call.covers(Some(&Command::read("ls")), &Value::Null));
+        assert_eq!(
+            canonical_args(&serde_json::json!({"b": "\u{202e}x\"", "a": null})),
+            "{\"a\":null,\"b\":\"\u{202e}x\\\"\"}"
+        );
     }
 
     #[test]

@@ -120,24 +120,36 @@ pub struct Grant {
     pub revoked: Option<(i64, Actor)>,
     /// The riskiest call it covers: the risk of the request the owner approved.
     pub max_risk: RiskScore,
+    /// How many more calls it lets through (`None`: any number). A grant an owner's
+    /// edit made for a client that cannot take an edited call back has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uses_left: Option<u32>,
 }
 
 impl Grant {
-    /// In force at `now`: neither revoked nor expired.
+    /// In force at `now`: neither revoked, expired nor used up.
     #[must_use]
     pub fn active(&self, now: i64) -> bool {
-        self.revoked.is_none() && self.expires_at.is_none_or(|at| at > now)
+        self.revoked.is_none()
+            && self.expires_at.is_none_or(|at| at > now)
+            && self.uses_left != Some(0)
     }
 
     /// How long it lasts, seen at `now`: "until 2026-11-23 13:00 UTC", "until
-    /// revoked", "revoked by … at …", "expired …".
+    /// revoked", "revoked by … at …", "expired …", "used", "once, until …".
     #[must_use]
     pub fn until_words(&self, now: i64) -> String {
-        match (&self.revoked, self.expires_at) {
-            (Some((at, by)), _) => format!("revoked by {} {}", by.label(), clock(*at)),
-            (None, Some(at)) if at <= now => format!("expired {}", clock(at)),
+        let until = match (&self.revoked, self.expires_at) {
+            (Some((at, by)), _) => return format!("revoked by {} {}", by.label(), clock(*at)),
+            (None, Some(at)) if at <= now => return format!("expired {}", clock(at)),
             (None, Some(at)) => format!("until {}", clock(at)),
             (None, None) => "until revoked".into(),
+        };
+        match self.uses_left {
+            None => until,
+            Some(0) => "used".into(),
+            Some(1) => format!("once, {until}"),
+            Some(n) => format!("{n} more times, {until}"),
         }
     }
 
@@ -162,6 +174,24 @@ pub struct GrantAsk {
     pub scope: Scope,
     /// Unix milliseconds; `None`: until revoked.
     pub expires_at: Option<i64>,
+    /// How many calls it lets through; `None`: any number.
+    pub uses: Option<u32>,
+    /// The riskiest call it covers; `None`: the request's risk (see the store).
+    pub max_risk: Option<RiskScore>,
+}
+
+impl GrantAsk {
+    /// A grant of `scope` until `expires_at`, for any number of calls up to the
+    /// request's risk: what "Always allow" asks for.
+    #[must_use]
+    pub fn always(scope: Scope, expires_at: Option<i64>) -> GrantAsk {
+        GrantAsk {
+            scope,
+            expires_at,
+            uses: None,
+            max_risk: None,
+        }
+    }
 }
 
 /// What a proposal proposes.
@@ -336,6 +366,7 @@ mod tests {
             expires_at: Some(100),
             revoked: None,
             max_risk: RiskScore::High,
+            uses_left: None,
         };
         assert!(g.active(99));
         assert!(!g.active(100));

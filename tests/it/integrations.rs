@@ -1206,6 +1206,58 @@ async fn an_owners_edit_reaches_claude_code_as_updated_input_and_other_clients_a
         reason.contains(r#"{"command":"git push --dry-run"}"#),
         "{reason}"
     );
+    assert!(
+        reason.contains("runs once without asking again"),
+        "{reason}"
+    );
+    // The denial made a single-use grant of exactly the edited call, audited with it.
+    let grants = app.engine.grants(None, false).await.unwrap();
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert_eq!(grants[0].uses_left, Some(1));
+    assert!(grants[0].expires_at.is_some());
+    let events = app.audit_events(&id).await;
+    assert!(events.contains(&"grant_added".to_string()), "{events:?}");
+
+    // Two copies of the edited call at once (one with its keys written otherwise): the
+    // grant lets exactly one through; the other asks, as does any later copy, and a
+    // call that differs at all never used it.
+    let other = app
+        .submit(json!({"agent": "claude-code", "tool": "Bash",
+                       "args": {"command": "git push --dry-run", "timeout": 5}}))
+        .await;
+    assert_eq!(other.body["status"], "pending", "{:?}", other.body);
+    let call = json!({"agent": "claude-code", "tool": "Bash",
+                      "args": {"command": "git push --dry-run"}});
+    let (first, second) = tokio::join!(app.submit(call.clone()), app.submit(call.clone()));
+    let mut statuses = [
+        first.body["status"].as_str().unwrap().to_string(),
+        second.body["status"].as_str().unwrap().to_string(),
+    ];
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        ["allowed", "pending"],
+        "{:?} {:?}",
+        first.body,
+        second.body
+    );
+    let allowed = if first.body["status"] == "allowed" {
+        &first
+    } else {
+        &second
+    };
+    let why = allowed.body["policy_reason"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("an owner approved exactly this call"),
+        "{}",
+        allowed.body
+    );
+    let again = app.submit(call).await;
+    assert_eq!(again.body["status"], "pending", "{:?}", again.body);
+    assert!(app.engine.grants(None, false).await.unwrap().is_empty());
+    let used = &app.engine.grants(None, true).await.unwrap()[0];
+    assert_eq!(used.uses_left, Some(0));
+    assert!(used.until_words(0).contains("used"));
 }
 
 #[tokio::test]

@@ -243,8 +243,8 @@ fn what_a_prefix_grant_covers_runs_nothing_writes_nothing_and_reads_nothing_outs
             .chain(ordinary.iter().map(|c| (c, true)))
         {
             let command = format!("{prefix} {continuation}");
-            let covered =
-                Scope::Prefix((*prefix).to_string()).covers(Some(&Command::read(&command)));
+            let covered = Scope::Prefix((*prefix).to_string())
+                .covers(Some(&Command::read(&command)), &serde_json::Value::Null);
             assert_eq!(covered, want, "{command:?}");
             if !covered {
                 continue;

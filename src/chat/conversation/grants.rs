@@ -138,6 +138,9 @@ fn scope_line(line: Line, scope: &Scope) -> Line {
         Scope::Tool => line.and("the whole tool"),
         Scope::Exact(c) => line.and("exactly ").code(shorten(c, 200)),
         Scope::Prefix(p) => line.and("commands starting ").code(shorten(p, 200)),
+        Scope::Call(args) => line
+            .and("exactly the call with arguments ")
+            .code(shorten(args, 200)),
     }
 }
 
@@ -156,6 +159,13 @@ pub fn grant_line(g: &Grant) -> Line {
         shorten(&g.by.label(), 80),
         clock(g.created_at)
     ));
+    if let Some(n) = g.uses_left {
+        line = line.and(if n == 1 {
+            " · once".to_string()
+        } else {
+            format!(" · {n} more times")
+        });
+    }
     line = match g.expires_at {
         Some(at) => line.and(format!(" · until {}", clock(at))),
         None => line.and(" · until revoked"),
@@ -279,6 +289,7 @@ mod tests {
             expires_at: Some(3_600_000),
             revoked: None,
             max_risk: crate::policy::RiskScore::Medium,
+            uses_left: None,
         };
         assert_eq!(
             grant_line(&g).plain(),

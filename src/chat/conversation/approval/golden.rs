@@ -67,6 +67,7 @@ pub(super) fn cards() -> Vec<(&'static str, Card)> {
         expires_at: Some(now + 3_540_000),
         revoked: None,
         max_risk: RiskScore::High,
+        uses_left: None,
     };
     let with_grant = Extras {
         grant: Some(grant),

@@ -547,6 +547,14 @@ pub fn grant_words(line: Line, g: &Grant) -> Line {
         Scope::Tool => line.and("every call"),
         Scope::Exact(c) => line.and("exactly ").code(shorten(c, 200)),
         Scope::Prefix(p) => line.and("commands starting ").code(shorten(p, 200)),
+        Scope::Call(args) => line
+            .and("exactly the call with arguments ")
+            .code(shorten(args, 200)),
+    };
+    let line = match g.uses_left {
+        None => line,
+        Some(1) => line.and(", once"),
+        Some(n) => line.and(format!(", {n} more times")),
     };
     match g.expires_at {
         Some(at) => line.and(format!(", until {}", clock(at))),
@@ -909,6 +917,8 @@ fn suggestion_line(a: &Approval, scope: &Scope, streak: u64) -> Line {
         Scope::Tool => line.code(shorten(&a.tool, 60)),
         Scope::Exact(c) => line.and("exactly ").code(shorten(c, 200)),
         Scope::Prefix(p) => line.and("commands starting ").code(shorten(p, 200)),
+        // Never suggested: a call grant is made only by an owner's edit.
+        Scope::Call(args) => line.and("exactly ").code(shorten(args, 200)),
     };
     line.and(format!(
         " approved {streak} times in a row with no denial. Allow it always?"

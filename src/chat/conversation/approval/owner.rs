@@ -70,16 +70,20 @@ async fn approve_edited(
     }
     let a = result?;
     let view = ApprovalView::from(&a);
-    let said = vec![if a.edited_args.is_some() {
-        format!("{} as edited", view.decided_line())
-    } else {
+    let mut said = vec![if a.status == Status::Rejected {
         // Its client cannot take an edited call back: denied with the call to make.
         format!(
             "{}: its client cannot take an edited call back, so it was told the exact call to make",
             view.decided_line()
         )
+    } else {
+        format!("{} as edited", view.decided_line())
     }];
-    let view = serde_json::to_value(&view).unwrap_or_default();
+    let mut view = serde_json::to_value(&view).unwrap_or_default();
+    if let Some(g) = engine.grant_of_approval(&a.id).await? {
+        said.push(g.granted_line(now_ms()));
+        view["grant"] = serde_json::to_value(g).unwrap_or_default();
+    }
     Ok(Decided { view, said })
 }
 
