@@ -16,7 +16,7 @@
 //! - [`trust`]: agent trust from evidence: the evidence and the promotion assessment,
 //!   proposals, tier overrides, pauses, and grants with their scopes and matching.
 //! - [`words`]: how gatebot says things to people (durations, instants, tiers, risk), the
-//!   one human-text layer cards and the CLI share (and the web dashboard will).
+//!   one human-text layer cards, the CLI and the dashboard share.
 //! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
 //!   accepted; tokens that never reach a log (and the one scrubber); the one backoff.
 //!
@@ -43,7 +43,9 @@
 //!   for tests.
 //! - [`dashboard`]: the web dashboard on its own listener: sign-in links and sessions,
 //!   the pending page (every kind's card, drawn through the registry, its buttons taken
-//!   through the kinds' owner decisions), live updates from the engine's bus.
+//!   through the kinds' owner decisions), batch decisions, edit-then-approve, drafts,
+//!   the agents, tasks, runs, history, audit and system pages, live updates from the
+//!   engine's bus.
 //! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates;
 //!   each platform's settings (in `config`) describe it ([`settings::PlatformSettings`]).
 //! - [`platforms`]: the registry, the one list that names the adapters; the daemon
@@ -54,6 +56,7 @@
 //! - [`serve`], [`peer`]: each listener's accept loop (connection caps, timeouts,
 //!   graceful shutdown); who is on the other end of a Unix socket.
 //! - [`files`]: the modes of the files, directories and sockets gatebot creates.
+//! - [`diff`]: a line diff (the set-up commands' `--dry-run`, the dashboard's edit page).
 //! - [`systemd`], [`metrics`], [`telemetry`], [`guidance`]: socket activation and notify;
 //!   Prometheus counters; logging; what an agent's prompt should say about its tier.
 //!
@@ -74,6 +77,7 @@ pub mod client;
 pub mod config;
 pub mod daemon;
 pub mod dashboard;
+pub mod diff;
 pub mod engine;
 pub mod files;
 pub mod guidance;

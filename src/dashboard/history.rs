@@ -487,6 +487,9 @@ pub(super) async fn request(
             div { dt { "Id" } dd { code { (a.id) } } }
         }
         p {
+            @if a.status == crate::approval::Status::Pending {
+                a href=(format!("/requests/{}/edit", a.id)) { "Edit, then approve" } " · "
+            }
             a href=(format!("/audit?request={}", a.id)) { "Its rows in the audit trail" }
             " · " a href="/history" { "History" }
         }

@@ -8,7 +8,8 @@
 //!   its buttons are the chats' buttons, taken through the kind's owner decision
 //!   ([`crate::chat::conversation::decide`]), as `gatebot decide` takes them.
 //! - [`batch`]: approving or denying several pending requests at once, after a page
-//!   that counts what will happen (never a critical request approved so).
+//!   that counts what will happen (never a critical request approved so). [`edit`]: a
+//!   request's arguments edited, the edited call judged and diffed, approved as edited.
 //! - [`drafts`]: draft-only agents' kept calls, discarded or handed on as tasks.
 //! - [`agents`], [`tasks`], [`runs`]: each agent's tier, pause, evidence, proposals and
 //!   grants; the inbox's tasks (handed over, cancelled, retried here); workflow runs as
@@ -40,6 +41,7 @@ mod audit;
 mod batch;
 pub mod card;
 mod drafts;
+mod edit;
 mod forms;
 mod history;
 mod live;
@@ -101,6 +103,12 @@ pub fn router(engine: Arc<Engine>, shutdown: CancellationToken) -> Router {
         .route("/history.csv", get(history::csv))
         .route("/history.json", get(history::json))
         .route("/requests/{id}", get(history::request))
+        .route(
+            "/requests/{id}/edit",
+            get(edit::page)
+                .post(edit::post)
+                .layer(DefaultBodyLimit::max(edit::MAX_FORM_BYTES)),
+        )
         .route("/audit", get(audit::page))
         .route("/system", get(system::page))
         .route("/signin", get(signin::signed_out))

@@ -191,6 +191,9 @@ async fn list_markup(state: &DashState, csrf: &str, f: &Filters) -> Result<Marku
                     label.select { input type="checkbox" name="id" value=(s.id) form="batch"; " select" }
                 }
                 (card)
+                @if s.kind == SubjectKind::Approval {
+                    p.edit { a href=(format!("/requests/{}/edit", s.id)) { "Edit, then approve" } }
+                }
             }
         }
         @if let Some(next) = &page.next {

@@ -347,3 +347,84 @@ async fn a_decision_made_in_telegram_disappears_from_the_page() {
     );
     assert_eq!(daemon.status(&id).await["decided_via"], "telegram");
 }
+
+#[tokio::test]
+async fn edit_then_approve_changes_what_a_waiting_claude_code_hook_prints() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let daemon = Daemon::start().await;
+    sign_in(&browser, &daemon).await;
+    // Claude Code asks to set a discount of 50 %; its hook waits for the answer.
+    let fixture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/hooks/claude-code-pre-tool-use.json"
+    ))
+    .unwrap();
+    let mut hook = daemon
+        .gatebot(&["hook", "claude-code"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = hook.stdin.take().unwrap();
+        stdin.write_all(fixture.as_bytes()).await.unwrap();
+    }
+    let card = browser.wait_for("article.item", WAIT).await;
+    let id = card.attr("data-id").await.unwrap().unwrap();
+    // The owner opens the editor from the keyboard, and makes it 15 %.
+    browser.press('j').await;
+    browser
+        .wait_for(&format!("{}.focused", item(&id)), WAIT)
+        .await;
+    browser.press('e').await;
+    let text = browser.wait_for("form.edit textarea", WAIT).await;
+    assert!(browser
+        .url()
+        .await
+        .ends_with(&format!("/requests/{id}/edit")));
+    text.clear().await.unwrap();
+    let edited = json!({
+        "file_path": "/home/dev/shop/src/pricing.ts",
+        "old_string": "const DISCOUNT = 0.1;",
+        "new_string": "const DISCOUNT = 0.15;"
+    });
+    browser
+        .type_into("form.edit textarea", &edited.to_string())
+        .await;
+    browser.click("form.edit button[type='submit']").await;
+    // The preview: the edited call's risk and what changes, line by line.
+    browser.wait_for("section.preview", WAIT).await;
+    let preview = browser.text("section.preview").await;
+    assert!(preview.contains("Risk"), "{preview}");
+    assert!(
+        preview.contains(r#"-  "new_string": "const DISCOUNT = 0.5;","#)
+            && preview.contains(r#"+  "new_string": "const DISCOUNT = 0.15;","#),
+        "{preview}"
+    );
+    assert!(preview.contains("runs the call as edited"), "{preview}");
+    browser.click("section.preview button").await;
+    browser.wait_for("section.message", WAIT).await;
+    assert!(browser.text("section.message").await.contains("as edited"));
+    // The waiting hook prints the allow, with the edited call for Claude Code to run.
+    let out = tokio::time::timeout(WAIT, hook.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        printed["hookSpecificOutput"]["permissionDecision"], "allow",
+        "{printed}"
+    );
+    assert_eq!(
+        printed["hookSpecificOutput"]["updatedInput"], edited,
+        "{printed}"
+    );
+    let v = daemon.status(&id).await;
+    assert_eq!(v["edited_args"], edited);
+    assert_eq!(v["decided_by"], "alice");
+}

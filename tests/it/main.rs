@@ -16,6 +16,7 @@ mod connections;
 mod dashboard;
 mod dashboard_agents;
 mod dashboard_audit;
+mod dashboard_edit;
 mod dashboard_history;
 mod dashboard_runs;
 mod dashboard_system;

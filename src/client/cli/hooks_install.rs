@@ -22,12 +22,12 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::diff::unified;
 use super::ordered_json::Json;
 use super::out::outln;
 use super::writing::{read_for_edit, target, write_whole};
 use super::EXIT_GO;
 use crate::client::discover::{self, Found, Missing, Places, Which};
+use crate::diff::unified;
 
 #[derive(Debug, Subcommand)]
 pub enum HooksAction {

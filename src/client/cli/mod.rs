@@ -15,7 +15,7 @@ mod check_config;
 mod connect;
 mod dashboard;
 mod decide;
-mod diff;
+
 mod grants;
 mod guidance;
 mod hook;

@@ -82,6 +82,9 @@
     else if (e.key === "a" && focused) {
       const f = focused.querySelector('form.decide[data-verb="approve"]');
       if (f) f.requestSubmit();
+    } else if (e.key === "e" && focused) {
+      const edit = focused.querySelector("p.edit a");
+      if (edit) window.location.assign(edit.href);
     } else if (e.key === "x" && focused) {
       const box = focused.querySelector('input[name="id"]');
       if (box) box.checked = !box.checked;

@@ -1,5 +1,6 @@
 //! A line diff of a file's text before and after a change, in the unified format
-//! (`--- a`, `+++ b`, `@@` hunks with three lines of context), for `--dry-run`.
+//! (`--- a`, `+++ b`, `@@` hunks with three lines of context): what `--dry-run` of the set-up
+//! commands shows, and the dashboard's edit page (a request's arguments as asked and as edited).
 
 use std::fmt::Write as _;
 
