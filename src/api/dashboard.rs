@@ -30,7 +30,7 @@ pub(super) async fn link(
 ) -> ApiResult<Json<Value>> {
     let person = owner_of(&state, &req).await?;
     let _: Value = json_body(&state, req).await?;
-    let link = state.engine.sign_in_link(&person, Via::Cli).await?;
+    let link = state.engine.sign_in_link(&person, Via::Cli, None).await?;
     Ok(Json(json!({
         "url": link.url,
         "person": person,

@@ -103,8 +103,15 @@ impl Engine {
             .ok_or(EngineError::Conflict(super::Conflict::DashboardOff))
     }
 
-    /// Makes a single-use sign-in link for `person`, asked for `via` (audited).
-    pub async fn sign_in_link(&self, person: &str, via: Via) -> Result<SignInLink, EngineError> {
+    /// Makes a single-use sign-in link for `person`, asked for `via` (audited). From a
+    /// chat, `identity` names who asked as the platform knows them (`telegram:111`):
+    /// the session it starts lasts only while they are one of its approvers.
+    pub async fn sign_in_link(
+        &self,
+        person: &str,
+        via: Via,
+        identity: Option<String>,
+    ) -> Result<SignInLink, EngineError> {
         let d = self.dashboard()?;
         let token = new_token();
         let now = now_ms();
@@ -115,6 +122,7 @@ impl Engine {
                 token_hash: &hash,
                 person: &person,
                 via: &via,
+                identity: identity.as_deref(),
                 now,
                 expires_at,
             })
@@ -188,8 +196,48 @@ impl Engine {
         }
         let hash = hashed(cookie);
         let idle = d.session_idle.as_millis() as i64;
-        self.blocking(move |s| s.session(&hash, now_ms(), idle))
-            .await
+        let found = self
+            .blocking(move |s| s.session(&hash, now_ms(), idle))
+            .await?;
+        match found {
+            Some(s) if !self.still_approver(&s) => {
+                self.end_for_approvers(vec![s]).await?;
+                Ok(None)
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// Whether the person of session `s` may still use it: a session from a chat's link
+    /// lasts while its identity is one of that platform's approvers in the config in
+    /// force (a reload that removes them ends it); one from the control socket, while
+    /// its account can reach the socket (the files' modes say who can).
+    fn still_approver(&self, s: &Session) -> bool {
+        let Some((platform, id)) = s.identity.as_deref().and_then(|i| i.split_once(':')) else {
+            return true;
+        };
+        self.config()
+            .chat(&crate::approval::PlatformId::owned(platform))
+            .is_some_and(|c| c.approvers.contains(id))
+    }
+
+    /// Ends `sessions`, whose people are no longer approvers (audited as gatebot's).
+    async fn end_for_approvers(&self, sessions: Vec<Session>) -> Result<(), EngineError> {
+        for s in sessions {
+            tracing::info!(session = %s.id, person = %s.person,
+                "dashboard session ended: its person is no longer an approver");
+            let which = SessionEnd::One(s.id);
+            self.blocking(move |st| {
+                st.end_sessions(
+                    &which,
+                    "gatebot (no longer an approver)",
+                    &Via::System,
+                    now_ms(),
+                )
+            })
+            .await?;
+        }
+        Ok(())
     }
 
     /// Every live session, newest first.
@@ -199,7 +247,11 @@ impl Engine {
             .dashboard
             .as_ref()
             .map_or(0, |d| d.session_idle.as_millis() as i64);
-        self.blocking(move |s| s.sessions(now_ms(), idle)).await
+        let all = self.blocking(move |s| s.sessions(now_ms(), idle)).await?;
+        let (live, gone): (Vec<Session>, Vec<Session>) =
+            all.into_iter().partition(|s| self.still_approver(s));
+        self.end_for_approvers(gone).await?;
+        Ok(live)
     }
 
     /// Ends the sessions `which` names (signing out, or an owner revoking), audited

@@ -133,6 +133,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0016_history_search.sql")),
         M::up(include_str!("../../migrations/0017_edits.sql")),
         M::up(include_str!("../../migrations/0018_call_grants.sql")),
+        M::up(include_str!("../../migrations/0019_session_identity.sql")),
     ])
 }
 

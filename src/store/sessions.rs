@@ -17,6 +17,9 @@ pub struct NewLink<'a> {
     pub person: &'a str,
     /// Where it was asked for.
     pub via: &'a Via,
+    /// Who asked, as their chat platform knows them (`telegram:111`); `None` from the
+    /// control socket.
+    pub identity: Option<&'a str>,
     pub now: i64,
     pub expires_at: i64,
 }
@@ -44,6 +47,9 @@ pub struct Session {
     pub created_at: i64,
     pub last_seen_at: i64,
     pub expires_at: i64,
+    /// Who signed in, as their chat platform knows them (`telegram:111`), when the link
+    /// came from a chat: the session lasts only while that identity is an approver.
+    pub identity: Option<String>,
 }
 
 /// What using a link came to.
@@ -70,7 +76,8 @@ pub enum SessionEnd {
     All,
 }
 
-const SESSION_COLUMNS: &str = "id, person, csrf, user_agent, created_at, last_seen_at, expires_at";
+const SESSION_COLUMNS: &str =
+    "id, person, csrf, user_agent, created_at, last_seen_at, expires_at, identity";
 
 fn session_row(r: &Row<'_>) -> rusqlite::Result<Session> {
     Ok(Session {
@@ -81,6 +88,7 @@ fn session_row(r: &Row<'_>) -> rusqlite::Result<Session> {
         created_at: r.get(4)?,
         last_seen_at: r.get(5)?,
         expires_at: r.get(6)?,
+        identity: r.get(7)?,
     })
 }
 
@@ -93,15 +101,16 @@ impl Store {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
         tx.prepare_cached(
-            "INSERT INTO dashboard_links (token_hash, person, via, created_at, expires_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO dashboard_links (token_hash, person, via, created_at, expires_at, \
+             identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
         .execute(params![
             l.token_hash,
             l.person,
             l.via.as_str(),
             l.now,
-            l.expires_at
+            l.expires_at,
+            l.identity
         ])?;
         audit_tx(
             &tx,
@@ -122,13 +131,17 @@ impl Store {
     pub fn use_link(&self, token_hash: &str, s: &NewSession<'_>) -> Result<LinkUse> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        let link: Option<(String, i64, Option<i64>)> = tx
+        type LinkRow = (String, i64, Option<i64>, Option<String>);
+        let link: Option<LinkRow> = tx
             .prepare_cached(
-                "SELECT person, expires_at, used_at FROM dashboard_links WHERE token_hash = ?1",
+                "SELECT person, expires_at, used_at, identity FROM dashboard_links \
+                 WHERE token_hash = ?1",
             )?
-            .query_row([token_hash], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .query_row([token_hash], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
             .optional()?;
-        let (person, expires_at, used_at) = match link {
+        let (person, expires_at, used_at, identity) = match link {
             None => return Ok(LinkUse::Unknown),
             Some(l) => l,
         };
@@ -140,7 +153,7 @@ impl Store {
         }
         tx.prepare_cached("UPDATE dashboard_links SET used_at = ?2 WHERE token_hash = ?1")?
             .execute(params![token_hash, s.now])?;
-        let id = start_session(&tx, &person, s)?;
+        let id = start_session(&tx, &person, identity.as_deref(), s)?;
         audit_tx(
             &tx,
             s.now,
@@ -251,14 +264,19 @@ impl Store {
 }
 
 /// Inserts a session for `person` with an id no session has; returns the id.
-fn start_session(tx: &Transaction<'_>, person: &str, s: &NewSession<'_>) -> Result<String> {
+fn start_session(
+    tx: &Transaction<'_>,
+    person: &str,
+    identity: Option<&str>,
+    s: &NewSession<'_>,
+) -> Result<String> {
     loop {
         let id = new_short_id();
         let inserted = tx
             .prepare_cached(
                 "INSERT OR IGNORE INTO dashboard_sessions \
-                 (id, token_hash, csrf, person, user_agent, created_at, last_seen_at, expires_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)",
+                 (id, token_hash, csrf, person, user_agent, created_at, last_seen_at, expires_at, \
+                 identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)",
             )?
             .execute(params![
                 id,
@@ -267,7 +285,8 @@ fn start_session(tx: &Transaction<'_>, person: &str, s: &NewSession<'_>) -> Resu
                 person,
                 s.user_agent,
                 s.now,
-                s.expires_at
+                s.expires_at,
+                identity
             ])?;
         if inserted == 1 {
             return Ok(id);
@@ -288,6 +307,7 @@ mod tests {
             token_hash: hash,
             person: "alice",
             via: &Via::Cli,
+            identity: None,
             now,
             expires_at: now + 600_000,
         })

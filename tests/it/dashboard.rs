@@ -506,10 +506,8 @@ async fn login_in_a_private_chat_gives_a_link_and_in_a_group_says_where_to_ask()
         .find(|w| w.contains("/login/"))
         .unwrap_or_else(|| panic!("{text}"))
         .to_string();
-    let mut b = Browser::new(&app);
-    assert_eq!(b.sign_in(&url).await.status, 303);
-    let page = b.get("/").await;
-    assert!(page.body.contains("Alice (42)"), "{}", page.body);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    // Signing in with it: `a_chat_approvers_session_ends_when_a_reload_removes_them`.
     // Someone who is no approver gets no link.
     let (_, refused) = memory
         .write(&crate::helpers::mallory(), "66", "/login")
@@ -754,4 +752,68 @@ async fn a_draft_only_agents_blocked_sends_are_kept_as_drafts_to_hand_on_or_disc
     )
     .await;
     assert_eq!(status, 404, "{unknown}");
+}
+
+#[tokio::test]
+async fn a_chat_approvers_session_ends_when_a_reload_removes_them() {
+    const TOKEN: &str = "424242:AAE-fake-secret-token-for-dashboard";
+    const ALICE: crate::fake_telegram::User = (42, "Alice");
+    let fake = crate::fake_telegram::FakeTelegram::start(TOKEN).await;
+    let telegram = |approvers: &str| {
+        format!(
+            "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [-5001]\napprovers = [{approvers}]\n",
+            fake.url
+        )
+    };
+    let dashboard = config();
+    let app = spawn_app(&format!("{dashboard}\n{}", telegram("42"))).await;
+    // Alice asks for a link in her private chat with the bot, and signs in.
+    fake.say(ALICE, 42, "/login", None);
+    let reply = eventually("the link in Alice's private chat", async || {
+        fake.ok_calls("sendMessage")
+            .into_iter()
+            .find(|p| p["chat_id"] == json!(42) && p["text"].as_str().unwrap().contains("/login/"))
+    })
+    .await;
+    let text = reply["text"].as_str().unwrap();
+    let url = text
+        .split(|c: char| c.is_whitespace() || c == '<' || c == '"')
+        .find(|w| w.contains("/login/"))
+        .unwrap()
+        .to_string();
+    let mut b = Browser::new(&app);
+    assert_eq!(b.sign_in(&url).await.status, 303);
+    let page = b.get("/").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Alice (42)"), "{}", page.body);
+    // An owner removes her from the approvers: her session ends at its next use.
+    std::fs::write(
+        &app.config_path,
+        format!(
+            "{}\n{dashboard}\n{}",
+            crate::helpers::BASE_CONFIG,
+            telegram("43")
+        ),
+    )
+    .unwrap();
+    app.engine
+        .reload(gatebot::config::Config::load(&app.config_path).unwrap())
+        .await
+        .unwrap();
+    let page = b.get("/").await;
+    assert_eq!(page.status, 303, "{page:?}");
+    assert_eq!(page.header("location").as_deref(), Some("/signin"));
+    let page = b.post("/logout", &[("csrf", "x")]).await;
+    assert_eq!(page.status, 401, "{page:?}");
+    let sessions = app.owner.get("/v1/dashboard/sessions").await.unwrap().body;
+    assert_eq!(sessions["sessions"], json!([]), "{sessions}");
+    let audit = app.owner.get("/v1/audit").await.unwrap().body;
+    let ended = audit["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["event"] == "dashboard_sign_out")
+        .cloned()
+        .unwrap_or_else(|| panic!("{audit}"));
+    assert_eq!(ended["actor"], "gatebot (no longer an approver)", "{ended}");
 }

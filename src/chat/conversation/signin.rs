@@ -57,7 +57,12 @@ impl super::Run for Command {
             );
         }
         let via = Via::Chat(cx.platform.clone());
-        match cx.engine.sign_in_link(&actor.label(), via).await {
+        let identity = format!("{}:{}", cx.platform.as_str(), actor.id);
+        match cx
+            .engine
+            .sign_in_link(&actor.label(), via, Some(identity))
+            .await
+        {
             Ok(link) => Answer::Card(card(
                 link.url,
                 &crate::words::relative(link.expires_at, crate::time::now_ms()),
