@@ -132,6 +132,25 @@ fn candidates(conn: &Connection, query: &str) -> Result<Option<Vec<i64>>> {
     Ok((rowids.len() <= CANDIDATES).then_some(rowids))
 }
 
+/// The requests (rowids) that hold every one of `words`, read in the table's order;
+/// `None` when there are more than [`CANDIDATES`].
+fn scanned(conn: &Connection, words: &[String]) -> Result<Option<Vec<i64>>> {
+    let only_words = HistoryFilter {
+        words: words.to_vec(),
+        ..HistoryFilter::default()
+    };
+    let w = history_where(&only_words);
+    let cap = CANDIDATES + 1;
+    let rowids: Vec<i64> = conn
+        .prepare_cached(&format!(
+            "SELECT rowid FROM approvals WHERE true{} LIMIT {cap}",
+            w.sql
+        ))?
+        .query_map(rusqlite::params_from_iter(&w.params), |r| r.get(0))?
+        .collect::<std::result::Result<_, _>>()?;
+    Ok((rowids.len() <= CANDIDATES).then_some(rowids))
+}
+
 /// The text the search index holds for a request of `approvals` (aliased `a`).
 const INDEXED_TEXT: &str = "a.short_id || char(10) || a.agent || char(10) || a.tool || char(10) \
      || coalesce(a.summary, '') || char(10) || a.args || char(10) \
@@ -340,16 +359,21 @@ impl Store {
         let conn = self.lock();
         // Few requests hold the words: read only those (the index found them, or it has
         // not looked at them yet); many do: reading newest first finds a page soon.
-        let narrowed = match search_index_query(&filter.words) {
-            Some(query) => candidates(&conn, &query)?.map(|rowids| {
-                let list: Vec<String> = rowids.iter().map(i64::to_string).collect();
-                w.and(
-                    &format!("rowid IN ({})", list.join(",")),
-                    std::iter::empty(),
-                );
-            }),
+        let found = match search_index_query(&filter.words) {
+            Some(query) => candidates(&conn, &query)?,
+            // Only words too short for the index: one pass over the table in its own
+            // order finds the few requests that hold them far sooner than reading it
+            // newest first (a lookup per request); many: reading newest first is soon.
+            None if !filter.words.is_empty() => scanned(&conn, &filter.words)?,
             None => None,
         };
+        let narrowed = found.map(|rowids| {
+            let list: Vec<String> = rowids.iter().map(i64::to_string).collect();
+            w.and(
+                &format!("rowid IN ({})", list.join(",")),
+                std::iter::empty(),
+            );
+        });
         let key = Key {
             column: "id",
             param: |id: &String| text(id),
