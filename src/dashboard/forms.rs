@@ -111,3 +111,21 @@ pub(super) fn bad_filter(name: &str, got: &str, allowed: &[&str]) -> String {
         allowed.join(", ")
     )
 }
+
+/// The dashboard page a form was sent from (its `Referer`, same origin only: the
+/// dashboard's Referrer-Policy sends it only there), to go back to after a plain form's
+/// step; `None` for another site's or a missing one.
+pub(super) fn referring_page(headers: &axum::http::HeaderMap) -> Option<String> {
+    use axum::http::header;
+    let referer = headers.get(header::REFERER)?.to_str().ok()?;
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let rest = referer
+        .strip_prefix("http://")
+        .or_else(|| referer.strip_prefix("https://"))?;
+    let path = rest.strip_prefix(host)?;
+    let ours = path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.contains('#')
+        && path.bytes().all(|b| b.is_ascii_graphic());
+    ours.then(|| path.to_string())
+}

@@ -97,6 +97,7 @@ pub fn router(engine: Arc<Engine>, shutdown: CancellationToken) -> Router {
         .route("/tasks", get(tasks::page).post(tasks::add))
         .route("/tasks/{id}/cancel", post(tasks::cancel))
         .route("/tasks/{id}/retry", post(tasks::retry))
+        .route("/tasks/{id}/answer", post(tasks::answer))
         .route("/runs", get(runs::list))
         .route("/runs/{id}", get(runs::page))
         .route("/history", get(history::page))

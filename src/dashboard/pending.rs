@@ -172,13 +172,27 @@ async fn list_markup(state: &DashState, csrf: &str, f: &Filters) -> Result<Marku
     let engine = &state.engine;
     let page: OpenPage = engine.open_subjects(f.open_filter()).await?;
     let config = engine.config();
+    let query = f.query();
+    let back = if query.is_empty() {
+        "/".to_string()
+    } else {
+        format!("/?{query}")
+    };
     let mut cards = Vec::with_capacity(page.subjects.len());
     for s in &page.subjects {
         if let Some(r) = conversation::render(engine, s).await? {
-            cards.push((s, r.deadline, super::card::render(&r.card, &config, csrf)));
+            let mut card = super::card::render(&r.card, &config, csrf);
+            if s.kind == SubjectKind::Task {
+                // A question its agent asks takes words: answered here, as in the chat.
+                if let Ok(t) = engine.task(&s.id).await {
+                    if t.status == crate::inbox::TaskStatus::Waiting && t.question.is_some() {
+                        card = html! { (card) (super::tasks::answer_form(&t, csrf, &back)) };
+                    }
+                }
+            }
+            cards.push((s, r.deadline, card));
         }
     }
-    let query = f.query();
     Ok(html! {
         p.count { (count_words(page.total)) }
         @for (s, deadline, card) in &cards {
@@ -233,7 +247,9 @@ pub(super) async fn decide(
         return r;
     }
     let outcome = take(&state, &signed, &form).await;
-    super::page::answered(&headers, outcome, "/")
+    // Back to the page the button was on: the pending page, or a request's own.
+    let back = super::forms::referring_page(&headers).unwrap_or_else(|| "/".into());
+    super::page::answered(&headers, outcome, &back)
 }
 
 /// Takes the decision the button stands for; the lines said, or why not.

@@ -20,7 +20,7 @@ use crate::approval::Via;
 use crate::chat::conversation::task::status_word;
 use crate::engine::{TaskFilter, TaskRequest, TaskRequests};
 use crate::inbox::lifecycle::Step;
-use crate::inbox::{Intent, Task, TaskStatus, MAX_TASK_CHARS};
+use crate::inbox::{Intent, Task, TaskStatus, MAX_ANSWER_CHARS, MAX_TASK_CHARS};
 use crate::names::visible;
 
 /// Tasks on one page.
@@ -265,7 +265,7 @@ fn task_item(t: &Task, requests: Option<TaskRequests>, csrf: &str, back: &str, n
                     @if !q.choices.is_empty() {
                         p { "Choices: " (visible(&q.choices.join(" | "))) }
                     }
-                    p { a href="/?kind=task" { "Answer it on the Pending page" } " (or in its chat thread)." }
+                    (answer_form(t, csrf, back))
                 }
             }
             @if t.status == TaskStatus::Pending {
@@ -325,6 +325,64 @@ fn steps(t: &Task, csrf: &str, back: &str) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// The form that answers the question task `t` waits on, as `gatebot task answer`
+/// does; `back` is the page to return to.
+pub(super) fn answer_form(t: &Task, csrf: &str, back: &str) -> Markup {
+    html! {
+        form.answer method="post" action=(format!("/tasks/{}/answer", t.id)) {
+            input type="hidden" name="csrf" value=(csrf);
+            input type="hidden" name="back" value=(back);
+            input type="text" name="text" required maxlength=(MAX_ANSWER_CHARS)
+                placeholder="Your answer (the agent reads it)" aria-label="Your answer";
+            " "
+            button.primary type="submit" { "Answer" }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct AnswerForm {
+    csrf: String,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    back: String,
+}
+
+/// `POST /tasks/{id}/answer`: answers the question the task waits on, as
+/// `gatebot task answer ID WORDS` does.
+pub(super) async fn answer(
+    State(state): State<DashState>,
+    signed: Signed,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Form(form): Form<AnswerForm>,
+) -> Response {
+    if let Err(r) = signed.check(&state, &headers, &form.csrf).await {
+        return r;
+    }
+    let outcome = state
+        .engine
+        .answer_task(&id, &form.text, &signed.0.person, &Via::Dashboard)
+        .await
+        .map(|t| vec![format!("task {}: {}", t.short_id, status_word(&t))])
+        .map_err(|e| engine_words(&e));
+    answered(&headers, outcome, return_to(&form.back))
+}
+
+/// Where a task's form returns: the page it was sent from (the tasks page or the
+/// pending page, as filtered), never another site.
+fn return_to(back: &str) -> &str {
+    let ours = ["/tasks", "/"]
+        .iter()
+        .any(|p| back == *p || back.starts_with(&format!("{p}?")));
+    if ours && back.bytes().all(|b| b.is_ascii_graphic()) {
+        back
+    } else {
+        "/tasks"
     }
 }
 
@@ -419,14 +477,7 @@ async fn step(
     if let Err(r) = signed.check(&state, &headers, &form.csrf).await {
         return r;
     }
-    // Back only to this page (never another site).
-    let back = if (form.back == "/tasks" || form.back.starts_with("/tasks?"))
-        && form.back.bytes().all(|b| b.is_ascii_graphic())
-    {
-        form.back.as_str()
-    } else {
-        "/tasks"
-    };
+    let back = return_to(&form.back);
     let outcome = state
         .engine
         .task_step(&id, step, &signed.0.person, &Via::Dashboard)

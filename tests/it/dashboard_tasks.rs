@@ -248,3 +248,96 @@ async fn without_the_inbox_the_page_says_how_to_turn_it_on() {
     assert_ne!(p.status, 303);
     assert!(p.body.contains("inbox is off"), "{}", p.body);
 }
+
+#[tokio::test]
+async fn a_tasks_question_is_answered_on_the_pending_page_and_the_tasks_page() {
+    let app = start().await;
+    let b = signed_in(&app).await;
+    let ask = async |text: &str| {
+        let t = crate::inbox::add_ok(&app, text).await;
+        let id = t["id"].as_str().unwrap().to_string();
+        let c = claim(&app, "claude-code", 0.0).await;
+        let res = report(
+            &app,
+            "claude-code",
+            &id,
+            "needs-input",
+            json!({"lease": c["lease"], "questions": [format!("Which team? {HOSTILE}")]}),
+        )
+        .await;
+        assert_eq!(res.body["status"], "waiting", "{:?}", res.body);
+        id
+    };
+    let first = ask("say hello to the team").await;
+    // On the pending page: its card, and a field for the answer.
+    let page = b.get("/?kind=task").await;
+    let form = format!("action=\"/tasks/{first}/answer\"");
+    assert!(page.body.contains(&form), "{}", page.body);
+    assert!(page.body.contains("Which team? &lt;img"), "{}", page.body);
+    let csrf = page.csrf();
+    // An empty answer, or another site's form: refused, nothing answered.
+    let empty = b
+        .post(
+            &format!("/tasks/{first}/answer"),
+            &[
+                ("csrf", csrf.as_str()),
+                ("text", "  "),
+                ("back", "/?kind=task"),
+            ],
+        )
+        .await;
+    assert_eq!(empty.status, 400, "{empty:?}");
+    let forged = b
+        .post(
+            &format!("/tasks/{first}/answer"),
+            &[("csrf", "nope"), ("text", "ops"), ("back", "/")],
+        )
+        .await;
+    assert_eq!(forged.status, 403, "{forged:?}");
+    let res = b
+        .post(
+            &format!("/tasks/{first}/answer"),
+            &[
+                ("csrf", csrf.as_str()),
+                ("text", "the ops team"),
+                ("back", "https://evil.example/?kind=task"),
+            ],
+        )
+        .await;
+    // Back to the dashboard's own page whatever the form says.
+    assert_eq!(res.status, 303, "{res:?}");
+    assert_eq!(res.header("location").as_deref(), Some("/tasks"));
+    let c = claim(&app, "claude-code", 0.0).await;
+    assert_eq!(c["input"], "the ops team");
+    let rows = audited(&app, "task_answered").await;
+    assert_eq!(by(&rows[0]), ("alice", "dashboard"), "{rows:?}");
+    // A second answer to a question answered already says so.
+    let again = b
+        .post(
+            &format!("/tasks/{first}/answer"),
+            &[("csrf", csrf.as_str()), ("text", "again"), ("back", "/")],
+        )
+        .await;
+    assert_eq!(again.status, 409, "{again:?}");
+    // On the tasks page too, back to the page as filtered.
+    let second = ask("post the notes").await;
+    let page = b.get("/tasks?status=waiting").await;
+    assert!(page
+        .body
+        .contains(&format!("action=\"/tasks/{second}/answer\"")));
+    let res = b
+        .post(
+            &format!("/tasks/{second}/answer"),
+            &[
+                ("csrf", csrf.as_str()),
+                ("text", "#ops"),
+                ("back", "/tasks?status=waiting"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        res.header("location").as_deref(),
+        Some("/tasks?status=waiting")
+    );
+    assert_eq!(audited(&app, "task_answered").await.len(), 2);
+}
