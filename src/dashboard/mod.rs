@@ -156,8 +156,20 @@ async fn not_found() -> Response {
     )
 }
 
-/// An answer for a failed step: the engine's words, or a generic line for a fault.
+/// An answer for a failed step: the engine's words, or a generic line for a fault. A
+/// storage fault (the database deleted, replaced or full) says what it is and what to
+/// do, on every page: it is what an owner must act on (the sign-in check meets it first).
 fn failed(e: &crate::engine::EngineError) -> Response {
+    if let crate::engine::EngineError::Store(store) = e {
+        if let Some(fault) = store.fault() {
+            return page::message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The database cannot keep what it is sent",
+                &fault.message,
+                None,
+            );
+        }
+    }
     tracing::warn!(error = %e, "dashboard: a step failed");
     page::message(
         StatusCode::INTERNAL_SERVER_ERROR,

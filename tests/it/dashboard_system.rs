@@ -53,3 +53,23 @@ async fn a_running_chat_platform_shows_with_its_counters() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_deleted_database_is_said_on_every_page_with_what_to_do() {
+    let app = start().await;
+    let b = signed_in(&app).await;
+    let db = app.path().join("gatebot.db");
+    std::fs::remove_file(&db).unwrap();
+    for path in ["/", "/system", "/history"] {
+        let page = b.get(path).await;
+        assert_eq!(page.status, 503, "{path}: {page:?}");
+        assert!(
+            page.body
+                .contains("The database cannot keep what it is sent")
+                && page.body.contains("was deleted")
+                && page.body.contains("restart gatebot"),
+            "{path}: {}",
+            page.body
+        );
+    }
+}
