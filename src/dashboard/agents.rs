@@ -137,7 +137,7 @@ pub(super) async fn page(
         (tier_section(&view, &session.csrf))
         @if let Some(p) = &view.proposal { (proposal_section(&view.agent, p, &session.csrf, now)) }
         (pause_section(&view, &session.csrf))
-        (evidence_section(&view, &days, now))
+        (evidence_section(&view, &days, now, &session.csrf))
         (grants_section(&view, &session.csrf, now))
     };
     shell(&view.agent, Some(&session), Menu::Agents, body).into_response()
@@ -246,7 +246,7 @@ fn pause_section(v: &AgentView, csrf: &str) -> Markup {
     }
 }
 
-fn evidence_section(v: &AgentView, days: &[Day], now: i64) -> Markup {
+fn evidence_section(v: &AgentView, days: &[Day], now: i64, csrf: &str) -> Markup {
     let m = &v.evidence.measures;
     html! {
         section.panel #evidence {
@@ -257,6 +257,12 @@ fn evidence_section(v: &AgentView, days: &[Day], now: i64) -> Markup {
                 div { dt { "Last " (words::config_span(&v.evidence.window)) } dd { (v.evidence.recent.words()) } }
                 div { dt { "Assessment" } dd { (visible(&v.assessment.reason)) } }
                 @if let Some(d) = &v.demotion { div { dt { "Denials" } dd { (visible(&d.reason)) } } }
+            }
+            // gatebot assesses every agent on its schedule; this runs it now.
+            form.inline method="post" action=(format!("{}/assess", href(&v.agent))) {
+                input type="hidden" name="csrf" value=(csrf);
+                button type="submit" { "Assess now" }
+                " " span.note { "An eligible agent gets a proposal; nothing changes until you approve it." }
             }
             h3 { "Per day, the last " (CHART_DAYS) " days" }
             (chart(days, now))
@@ -421,6 +427,30 @@ where
     };
     let outcome = step(signed.0.clone()).await;
     answered(headers, outcome, &back)
+}
+
+/// `POST /agents/{name}/assess`: as `gatebot agent NAME assess`, the promotion
+/// assessment now: a proposal it makes shows on the page, as does the assessment.
+pub(super) async fn assess(
+    State(state): State<DashState>,
+    signed: Signed,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let engine = state.engine.clone();
+    changed(
+        &state,
+        &signed,
+        &headers,
+        &form.csrf,
+        &name.clone(),
+        |_| async move {
+            let o = engine.assess(&name).await.map_err(|e| engine_words(&e))?;
+            Ok(vec![o.note])
+        },
+    )
+    .await
 }
 
 #[derive(Deserialize)]

@@ -93,6 +93,7 @@ pub fn router(engine: Arc<Engine>, shutdown: CancellationToken) -> Router {
         .route("/agents/{name}/pause", post(agents::pause))
         .route("/agents/{name}/resume", post(agents::resume))
         .route("/agents/{name}/proposal", post(agents::proposal))
+        .route("/agents/{name}/assess", post(agents::assess))
         .route("/agents/{name}/revoke", post(agents::revoke))
         .route("/tasks", get(tasks::page).post(tasks::add))
         .route("/tasks/{id}/cancel", post(tasks::cancel))

@@ -344,3 +344,33 @@ async fn a_grant_is_listed_and_revoked_here_and_the_agent_asks_again() {
         again.body
     );
 }
+
+#[tokio::test]
+async fn assess_now_runs_the_assessment_as_the_cli_does_and_its_proposal_shows() {
+    let app = start().await;
+    let b = signed_in(&app).await;
+    for i in 0..3 {
+        let (id, _) = app
+            .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {"n": i}}))
+            .await;
+        app.decide_ok(&id, "deny", Some("wrong recipient")).await;
+    }
+    let page = agent_page(&b, "mailer").await;
+    assert!(page.body.contains("Assess now"), "{}", page.body);
+    assert!(!page.body.contains("Demote mailer to supervised?"));
+    let csrf = page.csrf();
+    let forged = b.post("/agents/mailer/assess", &[("csrf", "nope")]).await;
+    assert_eq!(forged.status, 403, "{forged:?}");
+    let unknown = b.post("/agents/nobody/assess", &[("csrf", &csrf)]).await;
+    assert_eq!(unknown.status, 404, "{unknown:?}");
+    let done = b.post("/agents/mailer/assess", &[("csrf", &csrf)]).await;
+    assert_eq!(done.status, 303, "{done:?}");
+    assert_eq!(done.header("location").as_deref(), Some("/agents/mailer"));
+    let page = agent_page(&b, "mailer").await;
+    assert!(
+        page.body.contains("Demote mailer to supervised?"),
+        "{}",
+        page.body
+    );
+    assert_eq!(audited(&app, "proposal_created").await.len(), 1);
+}
