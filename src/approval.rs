@@ -318,6 +318,8 @@ pub struct Approval {
     pub accepts_edits: bool,
     /// The call's arguments as an owner edited and approved them, if so.
     pub edited_args: Option<serde_json::Value>,
+    /// What the approval rule that matched it asks (who, how many), if one did.
+    pub route: Option<crate::votes::Route>,
 }
 
 impl Approval {

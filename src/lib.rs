@@ -15,6 +15,8 @@
 //!   and the pure evaluation of each event.
 //! - [`trust`]: agent trust from evidence: the evidence and the promotion assessment,
 //!   proposals, tier overrides, pauses, and grants with their scopes and matching.
+//! - [`votes`]: team approvals: the approval rule stored with a routed request, who may
+//!   vote on it, where its votes leave it (N of M, deny wins), and its progress in words.
 //! - [`words`]: how gatebot says things to people (durations, instants, tiers, risk), the
 //!   one human-text layer cards, the CLI and the dashboard share.
 //! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
@@ -101,6 +103,7 @@ pub mod telegram;
 pub mod telemetry;
 pub mod time;
 pub mod trust;
+pub mod votes;
 pub mod wire;
 pub mod words;
 pub mod workflow;

@@ -57,6 +57,16 @@ impl From<EngineError> for ApiError {
             EngineError::UnknownAgent(_) => {
                 ApiError::new(StatusCode::FORBIDDEN, "unknown_agent", message)
             }
+            EngineError::VoteRefused { ref why, .. } => {
+                let code = match why {
+                    crate::votes::VoteRefused::NotAsked { .. } => "not_asked",
+                    crate::votes::VoteRefused::OwnTask { .. } => "own_task",
+                };
+                ApiError::new(StatusCode::FORBIDDEN, code, message)
+            }
+            EngineError::VotedAlready { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "voted_already", message)
+            }
             EngineError::Unauthorized { .. } => {
                 ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
             }

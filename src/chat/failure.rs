@@ -26,6 +26,7 @@ pub fn failure(e: &EngineError) -> String {
             shorten(a)
         ),
         EngineError::Invalid { problem, .. } => problem.clone(),
+        EngineError::VoteRefused { .. } | EngineError::VotedAlready { .. } => e.to_string(),
         EngineError::Grant(g) => grant(g),
         EngineError::Conflict(
             c

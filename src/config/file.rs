@@ -292,6 +292,8 @@ pub(super) struct FileConfig {
     pub(super) limits: FileLimits,
     pub(super) people: BTreeMap<String, super::people::FilePerson>,
     pub(super) dashboard: Option<super::dashboard::FileDashboard>,
+    pub(super) groups: BTreeMap<String, super::teams::FileGroup>,
+    pub(super) approval_rules: Vec<super::teams::FileRule>,
 }
 
 impl FileConfig {

@@ -44,6 +44,7 @@ mod queue;
 mod reload;
 pub(crate) mod resolve;
 pub mod slack;
+pub mod teams;
 pub mod telegram;
 pub mod workflow;
 
@@ -99,6 +100,8 @@ pub struct Config {
     pub people: people::People,
     /// `[dashboard]`: `None` when the web dashboard is off.
     pub dashboard: Option<dashboard::DashboardConfig>,
+    /// `[groups.NAME]` and `[[approval_rules]]`: who is asked about which requests.
+    pub teams: teams::Teams,
 }
 
 #[derive(Debug, Clone)]

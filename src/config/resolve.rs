@@ -87,6 +87,8 @@ impl Resolve<'_> {
             limits,
             people,
             dashboard,
+            groups,
+            approval_rules,
             // The workflow and the platforms' tables were taken above.
             ..
         } = file;
@@ -105,8 +107,9 @@ impl Resolve<'_> {
         let agents = self.agents(agents, errors);
         let inbox =
             inbox.and_then(|i| i.resolve(self, &agents, unknown_agents, &mut notes, errors));
-        let warnings =
+        let mut warnings =
             super::agents::token_warnings(&agents, inbox.as_ref(), queue.listen.as_deref());
+        let teams = self.teams(groups, approval_rules, &people, &mut warnings, errors);
         Some(Config {
             source: self.file().to_path_buf(),
             store,
@@ -126,6 +129,7 @@ impl Resolve<'_> {
             limits,
             people,
             dashboard,
+            teams,
         })
     }
 }

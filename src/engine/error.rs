@@ -182,6 +182,15 @@ pub enum Conflict {
 pub enum EngineError {
     #[error("unknown agent `{0}`: add an [agents.{0}] table to the config")]
     UnknownAgent(String),
+    /// A person's vote on a request its approval rule does not let them cast.
+    #[error("{}", why.words(request))]
+    VoteRefused {
+        request: String,
+        why: crate::votes::VoteRefused,
+    },
+    /// The person voted on this request already; their first vote stands.
+    #[error("You voted on request {request} already ({}); your first vote stands.", if *approved { "approve" } else { "deny" })]
+    VotedAlready { request: String, approved: bool },
     /// The client may not act as `agent`.
     #[error("{}", describe_token(agent, *problem))]
     Unauthorized {

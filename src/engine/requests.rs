@@ -33,7 +33,7 @@ use crate::names::hidden_character;
 use crate::policy::shell;
 use crate::policy::{Action, AgentRules, History, Request, RiskScore, Tier, Verdict, GRANT_SOURCE};
 use crate::store::{
-    Inserted, Lookup, NewApproval, NewOffer, Store, StoreError, SubmitFacts, Transition,
+    Inserted, Lookup, NewApproval, NewOffer, Store, StoreError, SubmitFacts, Transition, Voted,
 };
 use crate::time::{after, now_ms, range, Range};
 use crate::trust::grants::{
@@ -239,6 +239,19 @@ impl Engine {
             Action::Ask => Status::Pending,
             Action::Block => Status::Blocked,
         };
+        let route = if status == Status::Pending && !config.teams.rules.is_empty() {
+            let tier = rules_in_force(agent, facts.tier).tier;
+            self.route(
+                &config,
+                &sub.asked,
+                tier,
+                verdict.risk.score,
+                task_id.as_deref(),
+            )
+            .await?
+        } else {
+            None
+        };
         Ok(NewApproval {
             asked: Asked {
                 task_id,
@@ -257,7 +270,45 @@ impl Engine {
             // A pause blocks the call, grant or not.
             grant_id: judged.grant_id.filter(|_| status == Status::Allowed),
             draft: verdict.draft,
+            route,
         })
+    }
+
+    /// What the first approval rule that matches a request asks (`[[approval_rules]]`),
+    /// with the people of its groups and who handed over the request's task.
+    async fn route(
+        &self,
+        config: &Config,
+        asked: &Asked,
+        tier: Tier,
+        risk: RiskScore,
+        task_id: Option<&str>,
+    ) -> Result<Option<crate::votes::Route>, EngineError> {
+        let task = match task_id {
+            Some(id) => match self.task_subject(id).await? {
+                Some(crate::engine::TaskSubject::Task(t)) => Some(t),
+                _ => None,
+            },
+            None => None,
+        };
+        let facts = crate::config::teams::RuleFacts {
+            agent: &asked.agent,
+            tool: &asked.tool,
+            risk,
+            tier,
+            intent: task.as_ref().map(|t| t.intent),
+        };
+        let Some(rule) = config.teams.rule_for(&facts) else {
+            return Ok(None);
+        };
+        Ok(Some(crate::votes::Route {
+            rule: rule.name.clone(),
+            asked: config.teams.asked(rule),
+            approvals: rule.approvals,
+            denials: rule.denials,
+            self_approval: rule.self_approval,
+            handed_by: task.map(|t| t.created_by),
+        }))
     }
 
     /// Commits a request through the group-commit writer (with fsync) before it
@@ -384,12 +435,88 @@ impl Engine {
             None
         };
         record_request(&Span::current(), &approval);
+        if let Some(route) = approval
+            .route
+            .clone()
+            .filter(|_| approval.status == Status::Pending)
+        {
+            return self.vote(typed, &approval, &route, decision, grant).await;
+        }
         let id = approval.id.clone();
         let d = decision.clone();
         let transition = self
             .blocking(move |s| s.decide_granting(&id, &d, grant.as_ref(), now_ms()))
             .await?;
         self.settled(typed, &decision, transition).await
+    }
+
+    /// A person's decision on a request an approval rule routes: their vote, taken
+    /// only from someone the rule asks (and, for an approval, not from whoever handed
+    /// over its task when the rule says so). The request settles when the vote reaches
+    /// the rule's approvals or denials; until then it is returned still pending.
+    async fn vote(
+        &self,
+        typed: &str,
+        a: &Approval,
+        route: &crate::votes::Route,
+        decision: Decision,
+        grant: Option<GrantAsk>,
+    ) -> Result<Approval, EngineError> {
+        let approve = decision.verb != Verb::Deny;
+        if let Err(why) = route.may_vote(&decision.actor, approve) {
+            let detail = json!({"attempted": decision.verb, "refused": why.words(&a.short_id)});
+            let (id, actor, via) = (a.id.clone(), decision.actor.clone(), decision.via.clone());
+            self.blocking(move |s| {
+                s.audit(
+                    now_ms(),
+                    Some(&id),
+                    "vote_refused",
+                    Some(&actor),
+                    Some(&via),
+                    &detail,
+                )
+            })
+            .await?;
+            return Err(EngineError::VoteRefused {
+                request: a.short_id.clone(),
+                why,
+            });
+        }
+        let now = now_ms();
+        let vote = crate::votes::Vote {
+            person: decision.actor.clone(),
+            via: decision.via.clone(),
+            approve,
+            reason: decision.reason.clone(),
+            at: now,
+        };
+        let (id, d) = (a.id.clone(), decision.clone());
+        let voted = self
+            .blocking(move |s| s.vote(&id, &vote, &d, grant.as_ref(), now))
+            .await?;
+        match voted {
+            Voted::Settled(transition) => self.settled(typed, &decision, transition).await,
+            Voted::Counted(a, votes) => {
+                info!(
+                    id = %a.id, short_id = %a.short_id, by = %decision.actor,
+                    via = decision.via.as_str(), approve, votes = votes.len(),
+                    "vote counted; the request waits for more"
+                );
+                // Its cards (and open dashboards) show who has voted.
+                self.publish(Event::Subject(a.id.clone()));
+                Ok(a)
+            }
+            Voted::Again(a, first) => Err(EngineError::VotedAlready {
+                request: a.short_id,
+                approved: first.approve,
+            }),
+        }
+    }
+
+    /// The votes cast on request `id`, in order.
+    pub async fn votes(&self, id: &str) -> Result<Vec<crate::votes::Vote>, EngineError> {
+        let id = id.to_string();
+        self.blocking(move |s| s.votes(&id)).await
     }
 
     /// What a decision's transition comes to: the request decided (logged, counted,

@@ -45,6 +45,8 @@ pub struct NewApproval {
     pub grant_id: Option<String>,
     /// Blocked as a draft-only agent's draft: kept for its owner.
     pub draft: bool,
+    /// What the approval rule that matched it asks (a pending request only).
+    pub route: Option<crate::votes::Route>,
 }
 
 #[cfg(test)]
@@ -74,6 +76,7 @@ impl NewApproval {
             offer: None,
             grant_id: None,
             draft: false,
+            route: None,
         }
     }
 }
@@ -246,6 +249,26 @@ impl Store {
     ) -> Result<Transition> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
+        match Store::decide_tx(&tx, id, decision, grant, edited, now)? {
+            Some(approval) => {
+                tx.commit()?;
+                Ok(Transition::Done(approval))
+            }
+            None => refused(tx, id, now),
+        }
+    }
+
+    /// Decides `id` inside `tx` (see [`Store::decide_granting`]): the approval as decided,
+    /// or `None` when it was not pending (or its deadline had passed), leaving `tx` for
+    /// the caller to answer with [`refused`].
+    pub(super) fn decide_tx(
+        tx: &Transaction<'_>,
+        id: &str,
+        decision: &Decision,
+        grant: Option<&GrantAsk>,
+        edited: Option<&serde_json::Value>,
+        now: i64,
+    ) -> Result<Option<Approval>> {
         let (status, always) = match decision.verb {
             Verb::Approve | Verb::ApproveAlways => (Status::Approved, grant.is_some()),
             Verb::Deny => (Status::Rejected, false),
@@ -267,10 +290,10 @@ impl Store {
             ],
         )?;
         if changed == 0 {
-            return refused(tx, id, now);
+            return Ok(None);
         }
-        subject_changed(&tx, id, false, status.as_str())?;
-        let approval = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+        subject_changed(tx, id, false, status.as_str())?;
+        let approval = get_tx(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
         let mut detail = json!({
             "outcome": status.as_str(),
             "always_allow": always,
@@ -282,7 +305,7 @@ impl Store {
             detail["edited_args"] = e.clone();
         }
         audit_tx(
-            &tx,
+            tx,
             now,
             Some(id),
             "decided",
@@ -291,10 +314,9 @@ impl Store {
             &detail,
         )?;
         if let Some(ask) = grant {
-            grant_tx(&tx, &approval, ask, &decision.actor, &decision.via, now)?;
+            grant_tx(tx, &approval, ask, &decision.actor, &decision.via, now)?;
         }
-        tx.commit()?;
-        Ok(Transition::Done(approval))
+        Ok(Some(approval))
     }
 
     /// Expires pending requests whose deadline is at or before `now`, earliest first, at
@@ -594,9 +616,9 @@ fn insert_tx(
         "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
          environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
          policy_reason, checkpoint, always_allow_offered, ttl_ms, created_at, expires_at, \
-         finished_at, task_id, grant_id, content_hash, draft, accepts_edits) VALUES (?1, ?2, ?3, \
-         ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, \
-         ?23, ?24, ?25)",
+         finished_at, task_id, grant_id, content_hash, draft, accepts_edits, route) VALUES (?1, \
+         ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
+         ?21, ?22, ?23, ?24, ?25, ?26)",
     )?
     .execute(params![
         id,
@@ -626,6 +648,10 @@ fn insert_tx(
         new.content_hash,
         (new.draft && new.status == Status::Blocked).then_some("open"),
         new.asked.accepts_edits,
+        new.route
+            .as_ref()
+            .filter(|_| new.status == Status::Pending)
+            .map(|r| serde_json::to_string(r).unwrap_or_default()),
     ])?;
     if new.status == Status::Pending {
         // It asks a human: chats show it.
@@ -653,7 +679,7 @@ fn insert_tx(
 /// Why a transition out of `pending` changed nothing: the request is gone, has
 /// already left `pending`, or is still pending past its deadline. In the last case
 /// it is expired here, in the caller's transaction, which this commits.
-fn refused(tx: Transaction<'_>, id: &str, now: i64) -> Result<Transition> {
+pub(super) fn refused(tx: Transaction<'_>, id: &str, now: i64) -> Result<Transition> {
     let Some(a) = get_tx(&tx, id)? else {
         return Ok(Transition::NotFound);
     };
@@ -705,7 +731,7 @@ fn expire_tx(
     get_tx(tx, id)
 }
 
-fn get_tx(tx: &Transaction<'_>, id: &str) -> Result<Option<Approval>> {
+pub(super) fn get_tx(tx: &Transaction<'_>, id: &str) -> Result<Option<Approval>> {
     get_conn(tx, id)
 }
 

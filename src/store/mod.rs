@@ -46,6 +46,7 @@ mod sessions;
 mod subjects;
 mod tasks;
 mod trust;
+mod votes;
 
 pub use activity::{Day, RunEvent, TaskFilter, TaskRequests, Timeline};
 pub use approvals::{Inserted, Lookup, NewApproval, Transition};
@@ -61,6 +62,7 @@ pub use tasks::{Changed, NewTask, Reclassified, TaskLookup, TaskStep, Timing};
 pub use trust::{
     peek_trust, NewOffer, NewProposal, ProposalOutcome, Revoked, SubmitFacts, TierChange,
 };
+pub use votes::Voted;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -134,6 +136,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0017_edits.sql")),
         M::up(include_str!("../../migrations/0018_call_grants.sql")),
         M::up(include_str!("../../migrations/0019_session_identity.sql")),
+        M::up(include_str!("../../migrations/0020_votes.sql")),
     ])
 }
 

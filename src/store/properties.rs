@@ -62,6 +62,7 @@ fn new_request() -> NewApproval {
         offer: None,
         grant_id: None,
         draft: false,
+        route: None,
     }
 }
 

@@ -50,6 +50,7 @@ mod slack;
 mod startup;
 mod storage;
 mod systemd;
+mod teams;
 mod telegram;
 mod telegram_faults;
 mod trust;

@@ -46,10 +46,18 @@ pub(super) async fn run(
         .post(&format!("/v1/requests/{}/decision", encode(id)), &body)
         .await
         .map_err(|e| e.to_string())?;
-    // Someone decided first: exit 1 and say who, as for a rejection, not 2 (an error).
+    // Someone decided first, or the rule does not take this vote: exit 1 and say why, as
+    // for a rejection, not 2 (an error).
     if matches!(
         res.error_code(),
-        Some("already_decided" | "task_conflict" | "task_cancelled")
+        Some(
+            "already_decided"
+                | "task_conflict"
+                | "task_cancelled"
+                | "own_task"
+                | "not_asked"
+                | "voted_already"
+        )
     ) {
         eprintln!("{}", res.error_message());
         return Ok(EXIT_NO);

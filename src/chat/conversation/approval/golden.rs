@@ -43,6 +43,7 @@ pub(super) fn cards() -> Vec<(&'static str, Card)> {
         offer: Some(OfferRow::default()),
         allow_for: Some(std::time::Duration::from_secs(3600)),
         grant: None,
+        votes: Vec::new(),
     };
     let mut approved = request();
     approved.status = Status::Approved;
@@ -84,8 +85,28 @@ pub(super) fn cards() -> Vec<(&'static str, Card)> {
     other.tool = "delete_contact".into();
     other.risk.score = RiskScore::Critical;
     other.expires_at = Some(now + 3_599_000);
+    let mut routed = request();
+    routed.route = Some(crate::votes::Route {
+        rule: "deploys".into(),
+        asked: vec!["alice".into(), "bob".into(), "carol".into()],
+        approvals: 2,
+        denials: 1,
+        self_approval: false,
+        handed_by: None,
+    });
+    let one_vote = Extras {
+        votes: vec![crate::votes::Vote {
+            person: "alice".into(),
+            via: Via::Chat(crate::approval::PlatformId::new("telegram")),
+            approve: true,
+            reason: None,
+            at: now - 30_000,
+        }],
+        ..extras.clone()
+    };
     vec![
         ("pending", prompt(&pending, &extras)),
+        ("pending-votes", prompt(&routed, &one_vote)),
         ("list", super::pending_card(&[pending.clone(), other], 2)),
         ("approved-for-a-while", prompt(&approved, &with_grant)),
         ("denied", prompt(&denied, &extras)),

@@ -472,6 +472,11 @@ pub async fn decide_granting(
         reason,
     };
     match cx.engine.decide_granting(typed, decision, choice).await {
+        Ok(a) if a.status == Status::Pending => {
+            // A vote under an approval rule: the request waits for more.
+            let votes = cx.engine.votes(&a.id).await.unwrap_or_default();
+            Answer::Done(Card::text(format!("🗳 {}", vote_counted(&a, &votes))))
+        }
         Ok(a) => {
             let grant = if a.always_allowed {
                 cx.engine.grant_of_approval(&a.id).await.ok().flatten()
@@ -483,6 +488,17 @@ pub async fn decide_granting(
         Err(EngineError::AlreadySettled(a)) => already_settled(&a),
         Err(e) => Answer::alert(crate::chat::failure::failure(&e)),
     }
+}
+
+/// "Vote counted on k7m2abcd: 1 of 2 approvals: alice ✓. Waiting for bob or carol."
+#[must_use]
+pub fn vote_counted(a: &Approval, votes: &[crate::votes::Vote]) -> String {
+    let progress = a
+        .route
+        .as_ref()
+        .map(|r| r.progress(votes))
+        .unwrap_or_default();
+    format!("Vote counted on {}: {progress}", a.short_id)
 }
 
 /// "Request k7m2abcd is already approved by Alice (42) on Telegram."
@@ -724,6 +740,16 @@ pub async fn render_request(engine: &Engine, a: &Approval) -> Result<Rendered, E
         } else {
             None
         },
+        votes: if a.route.is_some() {
+            engine.votes(&a.id).await?
+        } else {
+            Vec::new()
+        },
+    };
+    let revision = if pending && a.route.is_some() {
+        crate::votes::pending_revision(extras.votes.len())
+    } else {
+        a.status.as_str().to_string()
     };
     let mut card = prompt(a, &extras);
     if let Some(id) = &a.task_id {
@@ -733,7 +759,7 @@ pub async fn render_request(engine: &Engine, a: &Approval) -> Result<Rendered, E
     }
     Ok(Rendered {
         card,
-        revision: a.status.as_str().to_string(),
+        revision,
         open: pending,
         deadline: a.expires_at.filter(|_| pending),
     })
@@ -816,6 +842,8 @@ pub struct Extras {
     pub allow_for: Option<std::time::Duration>,
     /// The grant the decision made, once approved with one.
     pub grant: Option<Grant>,
+    /// The votes cast on it, when an approval rule routes it.
+    pub votes: Vec<crate::votes::Vote>,
 }
 
 /// A request's own prompt: [`card`], with the grants it offers while pending (scoped
@@ -824,6 +852,16 @@ pub struct Extras {
 #[must_use]
 pub fn prompt(a: &Approval, x: &Extras) -> Card {
     let mut card = card(a);
+    if let Some(r) = &a.route {
+        let line = votes_line(a.status == Status::Pending, r, &x.votes);
+        if a.status == Status::Pending {
+            card.blocks.push(Block::Line(line));
+        } else if !x.votes.is_empty() {
+            // Before the outcome line.
+            let at = card.blocks.len().saturating_sub(1);
+            card.blocks.insert(at, Block::Line(line));
+        }
+    }
     if a.status != Status::Pending {
         if let Some(g) = &x.grant {
             // Before the outcome line.
@@ -892,6 +930,20 @@ pub fn prompt(a: &Approval, x: &Extras) -> Card {
         card.buttons.push(extra);
     }
     card
+}
+
+/// "👥 1 of 2 approvals: alice ✓. Waiting for bob or carol. (approval rule “deploys”)"
+/// while a routed request waits; "👥 Votes: alice ✓, bob ✓" once it is settled.
+fn votes_line(pending: bool, r: &crate::votes::Route, votes: &[crate::votes::Vote]) -> Line {
+    if pending {
+        return Line::text(format!("👥 {} ", r.progress(votes)))
+            .and(format!("(approval rule “{}”)", shorten(&r.rule, 80)));
+    }
+    let cast: Vec<String> = votes
+        .iter()
+        .map(|v| format!("{} {}", v.person, if v.approve { "✓" } else { "✗" }))
+        .collect();
+    Line::text(format!("👥 Votes: {}", cast.join(", ")))
 }
 
 /// "♾️ Grant g7m2abcd: `mailer` may run `send_email` without asking: …", on a request
@@ -1012,6 +1064,7 @@ pub(crate) fn sample() -> Approval {
         task_id: None,
         accepts_edits: false,
         edited_args: None,
+        route: None,
     }
 }
 

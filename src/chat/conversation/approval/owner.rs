@@ -38,6 +38,15 @@ pub(super) async fn decide(
     }
     let a = result?;
     let view = ApprovalView::from(&a);
+    if a.status == Status::Pending {
+        // A vote under an approval rule: the request waits for more.
+        let votes = engine.votes(&a.id).await?;
+        let said = vec![super::vote_counted(&a, &votes)];
+        return Ok(Decided {
+            view: serde_json::to_value(&view).unwrap_or_default(),
+            said,
+        });
+    }
     let mut said = vec![view.decided_line()];
     let mut view = serde_json::to_value(&view).unwrap_or_default();
     if a.always_allowed {

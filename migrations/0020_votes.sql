@@ -1,0 +1,16 @@
+-- Team approvals (docs/teams.md): a request an approval rule routes keeps what the rule
+-- asked when it was made (`route`, JSON: the rule's name, the people asked, how many
+-- approvals and denials settle it, whether the task's owner may approve), and each
+-- person's vote on it, once per person. The vote that settles a request is recorded in
+-- the transaction that settles it.
+ALTER TABLE approvals ADD COLUMN route TEXT;   -- NULL: no rule; the first answer decides
+
+CREATE TABLE votes (
+    approval_id TEXT NOT NULL,
+    person      TEXT NOT NULL,               -- a [people] name
+    via         TEXT NOT NULL,               -- where: telegram, slack, cli, dashboard
+    approve     INTEGER NOT NULL CHECK (approve IN (0, 1)),
+    reason      TEXT,
+    at          INTEGER NOT NULL,            -- Unix milliseconds
+    PRIMARY KEY (approval_id, person)
+) WITHOUT ROWID;

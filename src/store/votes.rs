@@ -1,0 +1,143 @@
+//! Votes on requests an approval rule routes (`votes`): each person's once, audited
+//! as a `vote` row; the vote that settles a request settles it in the same
+//! transaction (the `decided` row as for any decision), so two people casting the last
+//! needed vote at once give exactly one outcome.
+
+use rusqlite::{params, OptionalExtension, Transaction};
+use serde_json::json;
+
+use super::approvals::{get_tx, refused};
+use super::audit::audit_tx;
+use super::subjects::subject_changed;
+use super::{Result, Store, StoreError, Transition};
+use crate::approval::{Approval, Decision};
+use crate::trust::GrantAsk;
+use crate::votes::{pending_revision, Standing, Vote};
+
+/// What a vote came to.
+#[derive(Debug, Clone)]
+pub enum Voted {
+    /// Counted; the request still waits for more (as it is now, with every vote).
+    Counted(Approval, Vec<Vote>),
+    /// This person had voted on it already (their first vote, which stands).
+    Again(Approval, Vote),
+    /// The request settled with this vote, or had settled (or expired) before it.
+    Settled(Transition),
+}
+
+fn votes_tx(tx: &Transaction<'_>, id: &str) -> Result<Vec<Vote>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT person, via, approve, reason, at FROM votes WHERE approval_id = ?1 ORDER BY at, person",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, bool>(2)?,
+            r.get::<_, Option<String>>(3)?,
+            r.get::<_, i64>(4)?,
+        ))
+    })?;
+    rows.map(|row| {
+        let (person, via, approve, reason, at) = row?;
+        Ok(Vote {
+            person,
+            via: via
+                .parse()
+                .map_err(|_| StoreError::Corrupt(format!("vote via {via}")))?,
+            approve,
+            reason,
+            at,
+        })
+    })
+    .collect()
+}
+
+impl Store {
+    /// Records `vote` on the pending request `id` and, when it settles the request
+    /// under its route, decides it as `decision` says (with `grant`, for an approval)
+    /// in the same transaction.
+    pub fn vote(
+        &self,
+        id: &str,
+        vote: &Vote,
+        decision: &Decision,
+        grant: Option<&GrantAsk>,
+        now: i64,
+    ) -> Result<Voted> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        let open = tx
+            .prepare_cached(
+                "SELECT 1 FROM approvals WHERE id = ?1 AND status = 'pending' \
+                 AND (expires_at IS NULL OR expires_at > ?2)",
+            )?
+            .query_row(params![id, now], |_| Ok(()))
+            .optional()?
+            .is_some();
+        if !open {
+            return Ok(Voted::Settled(refused(tx, id, now)?));
+        }
+        let added = tx
+            .prepare_cached(
+                "INSERT INTO votes (approval_id, person, via, approve, reason, at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
+            )?
+            .execute(params![
+                id,
+                vote.person,
+                vote.via.as_str(),
+                vote.approve,
+                vote.reason,
+                vote.at
+            ])?;
+        let approval = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+        let votes = votes_tx(&tx, id)?;
+        if added == 0 {
+            let first = votes
+                .iter()
+                .find(|v| v.person == vote.person)
+                .cloned()
+                .ok_or_else(|| StoreError::Corrupt(format!("vote of {}", vote.person)))?;
+            return Ok(Voted::Again(approval, first));
+        }
+        audit_tx(
+            &tx,
+            now,
+            Some(id),
+            "vote",
+            Some(&vote.person),
+            Some(&vote.via),
+            &json!({"approve": vote.approve, "reason": vote.reason, "factor": false}),
+        )?;
+        let route = approval
+            .route
+            .as_ref()
+            .ok_or_else(|| StoreError::Corrupt(format!("approval {id}: a vote without a rule")))?;
+        match route.standing(&votes) {
+            Standing::Open => {
+                // Its cards say who voted: they change.
+                subject_changed(&tx, id, true, &pending_revision(votes.len()))?;
+                tx.commit()?;
+                Ok(Voted::Counted(approval, votes))
+            }
+            Standing::Approved | Standing::Denied => {
+                let grant = grant.filter(|_| vote.approve);
+                match Store::decide_tx(&tx, id, decision, grant, None, now)? {
+                    Some(a) => {
+                        tx.commit()?;
+                        Ok(Voted::Settled(Transition::Done(a)))
+                    }
+                    None => Ok(Voted::Settled(refused(tx, id, now)?)),
+                }
+            }
+        }
+    }
+
+    /// Every vote on request `id`, in the order they were cast.
+    pub fn votes(&self, id: &str) -> Result<Vec<Vote>> {
+        let mut conn = self.lock();
+        let tx = conn.transaction()?;
+        votes_tx(&tx, id)
+    }
+}

@@ -1,0 +1,236 @@
+//! Team approvals: `[groups]` and `[[approval_rules]]` route a request to the people
+//! they ask; each person votes once, on any surface; N approvals approve, and a deny
+//! from the rule's number ends it (deny wins); whoever handed over the task cannot
+//! approve its requests when the rule says so. Votes are audited; the deciding vote
+//! settles the request in its own transaction.
+
+use gatebot::chat::exchange::Actor;
+use gatebot::chat::memory::Memory;
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app, spawn_app_with_memory, TestApp};
+
+const TEAM: &str = r#"
+[people.alice]
+unix = "alice"
+telegram = 42
+
+[people.bob]
+unix = "bob"
+
+[people.carol]
+unix = "carol"
+
+[people.dave]
+unix = "dave"
+
+[groups.oncall]
+people = ["alice", "bob"]
+
+[groups.leads]
+people = ["carol"]
+
+[[approval_rules]]
+name = "mail"
+tool = "send_email"
+ask = ["oncall", "leads"]
+approvals = 2
+"#;
+
+fn mail(n: u32) -> Value {
+    json!({"agent": "mailer", "tool": "send_email", "args": {"to": "ann@example.com", "n": n}})
+}
+
+async fn vote(
+    app: &TestApp,
+    person: &str,
+    id: &str,
+    decision: &str,
+    reason: Option<&str>,
+) -> gatebot::client::Response {
+    app.owner_as(person)
+        .post(
+            &format!("/v1/requests/{id}/decision"),
+            &json!({"decision": decision, "reason": reason}),
+        )
+        .await
+        .unwrap()
+}
+
+async fn events(app: &TestApp, id: &str, event: &str) -> Vec<Value> {
+    app.audit_rows(id)
+        .await
+        .into_iter()
+        .filter(|r| r["event"] == event)
+        .collect()
+}
+
+#[tokio::test]
+async fn two_of_three_approve_only_on_the_second_distinct_person() {
+    let app = spawn_app(TEAM).await;
+    let (id, short) = app.submit_pending(mail(1)).await;
+    let first = vote(&app, "alice", &id, "approve", None).await;
+    assert_eq!(first.status, 200, "{:?}", first.body);
+    assert_eq!(
+        first.body["said"][0],
+        format!("Vote counted on {short}: 1 of 2 approvals: alice ✓. Waiting for bob or carol."),
+        "{:?}",
+        first.body
+    );
+    assert_eq!(app.get(&id, 0.0).await.body["status"], "pending");
+    // The same person again: their first vote stands, nothing changes.
+    let again = vote(&app, "alice", &id, "approve", None).await;
+    assert_eq!(again.status, 409, "{:?}", again.body);
+    assert_eq!(again.error_code(), Some("voted_already"));
+    // Someone the rule does not ask: refused, audited.
+    let dave = vote(&app, "dave", &id, "approve", None).await;
+    assert_eq!(dave.status, 403, "{:?}", dave.body);
+    assert_eq!(dave.error_code(), Some("not_asked"));
+    assert!(
+        dave.error_message().contains("asks alice, bob or carol"),
+        "{:?}",
+        dave.body
+    );
+    assert_eq!(events(&app, &id, "vote_refused").await.len(), 1);
+    // The second distinct person approves it.
+    let second = vote(&app, "carol", &id, "approve", None).await;
+    assert_eq!(second.status, 200, "{:?}", second.body);
+    let done = app.wait_for_status(&id, "approved").await;
+    assert_eq!(done["decided_by"], "carol");
+    let votes = events(&app, &id, "vote").await;
+    assert_eq!(votes.len(), 2, "{votes:?}");
+    assert_eq!(votes[0]["actor"], "alice");
+    assert_eq!(votes[1]["actor"], "carol");
+    assert_eq!(events(&app, &id, "decided").await.len(), 1);
+}
+
+#[tokio::test]
+async fn one_deny_ends_it_and_the_agent_reads_the_deniers_reason() {
+    let app = spawn_app(TEAM).await;
+    let (id, _) = app.submit_pending(mail(2)).await;
+    assert_eq!(vote(&app, "alice", &id, "approve", None).await.status, 200);
+    let denied = vote(&app, "bob", &id, "deny", Some("not to customers today")).await;
+    assert_eq!(denied.status, 200, "{:?}", denied.body);
+    let done = app.wait_for_status(&id, "rejected").await;
+    assert_eq!(done["decided_by"], "bob");
+    assert_eq!(done["reason"], "not to customers today");
+    // A vote after it settled is a decision on a settled request, as ever.
+    let late = vote(&app, "carol", &id, "approve", None).await;
+    assert_eq!(
+        late.error_code(),
+        Some("already_decided"),
+        "{:?}",
+        late.body
+    );
+}
+
+#[tokio::test]
+async fn alice_on_a_chat_and_on_the_command_line_is_one_vote() {
+    let memory = Memory::new(&["-100"], 5);
+    let app = spawn_app_with_memory(tempfile::tempdir().unwrap(), TEAM, &memory).await;
+    let (id, short) = app.submit_pending(mail(3)).await;
+    let alice = Actor {
+        id: "42".into(),
+        name: "Alice".into(),
+        approver: true,
+        person: Some("alice".into()),
+    };
+    let said = memory
+        .say(&alice, "-100", &format!("/approve {short}"), None)
+        .await;
+    assert!(
+        said.text().contains("Vote counted") && said.text().contains("alice ✓"),
+        "{}",
+        said.text()
+    );
+    let cli = vote(&app, "alice", &id, "approve", None).await;
+    assert_eq!(cli.error_code(), Some("voted_already"), "{:?}", cli.body);
+    assert_eq!(app.get(&id, 0.0).await.body["status"], "pending");
+    assert_eq!(vote(&app, "bob", &id, "approve", None).await.status, 200);
+    app.wait_for_status(&id, "approved").await;
+}
+
+#[tokio::test]
+async fn the_last_vote_cast_by_two_people_at_once_gives_one_outcome() {
+    let app = spawn_app(TEAM).await;
+    for n in 0..50 {
+        let (id, _) = app.submit_pending(mail(100 + n)).await;
+        assert_eq!(vote(&app, "alice", &id, "approve", None).await.status, 200);
+        let (bob, carol) = tokio::join!(
+            vote(&app, "bob", &id, "approve", None),
+            vote(&app, "carol", &id, "deny", Some("no")),
+        );
+        let won = [&bob, &carol].iter().filter(|r| r.status == 200).count();
+        assert_eq!(won, 1, "{:?} {:?}", bob.body, carol.body);
+        let lost = if bob.status == 200 { &carol } else { &bob };
+        assert_eq!(
+            lost.error_code(),
+            Some("already_decided"),
+            "{:?}",
+            lost.body
+        );
+        assert_eq!(events(&app, &id, "decided").await.len(), 1);
+        let status = app.get(&id, 0.0).await.body["status"].clone();
+        let want = if bob.status == 200 {
+            "approved"
+        } else {
+            "rejected"
+        };
+        assert_eq!(status, want);
+    }
+}
+
+#[tokio::test]
+async fn whoever_handed_over_the_task_cannot_approve_its_requests_but_can_deny_them() {
+    let config = crate::inbox::with_inbox(
+        "",
+        &format!(
+            "{TEAM}\n[[approval_rules]]\nname = \"in tasks\"\nin_task = true\nask = \"oncall\"\n\
+             self_approval = false\n"
+        ),
+    );
+    // The first rule ("mail") is about send_email; this one is about the rest, in tasks.
+    let app = spawn_app(&config).await;
+    let task = crate::inbox::add_ok(&app, "tidy the changelog").await;
+    let task_id = task["id"].as_str().unwrap().to_string();
+    let claimed = crate::inbox::claim(&app, "claude-code", 5.0).await;
+    assert_eq!(claimed["id"], task_id.as_str());
+    let asked = app
+        .submit(json!({"agent": "claude-code", "tool": "Write", "args": {"file_path": "CHANGELOG.md"}, "task_id": task_id}))
+        .await;
+    assert_eq!(asked.body["status"], "pending", "{:?}", asked.body);
+    let id = asked.body["id"].as_str().unwrap().to_string();
+    // alice handed it over (crate::inbox::add asks as alice).
+    let own = vote(&app, "alice", &id, "approve", None).await;
+    assert_eq!(own.status, 403, "{:?}", own.body);
+    assert_eq!(own.error_code(), Some("own_task"));
+    assert!(own.error_message().contains("a deny from you counts"));
+    // On the command line it exits 1 with the same words.
+    let socket = gatebot::config::Config::load(&app.config_path)
+        .unwrap()
+        .queue
+        .control_socket;
+    let out = crate::helpers::gatebot_at(&socket, &["decide", &id, "approve"])
+        .env("SUDO_USER", "alice")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("you cannot approve it"),
+        "{out:?}"
+    );
+    assert_eq!(events(&app, &id, "vote_refused").await.len(), 2);
+    // Her deny counts.
+    let deny = vote(&app, "alice", &id, "deny", Some("not that file")).await;
+    assert_eq!(deny.status, 200, "{:?}", deny.body);
+    app.wait_for_status(&id, "rejected").await;
+    // A request no rule matches is decided by the first answer, as before.
+    let (free, _) = app
+        .submit_pending(
+            json!({"agent": "claude-code", "tool": "Write", "args": {"file_path": "x"}}),
+        )
+        .await;
+    assert_eq!(vote(&app, "dave", &free, "approve", None).await.status, 200);
+    app.wait_for_status(&free, "approved").await;
+}
