@@ -57,6 +57,195 @@ fn main() {
     if wants("dashboard") {
         rt.block_on(dashboard());
     }
+    if wants("teams") {
+        teams();
+    }
+}
+
+/// Team approvals: finding a request's approval rule (a typical three-rule file, and 200
+/// rules none of which matches, the worst a submit meets), as a ratio to the policy's own
+/// evaluation of the same request; and a vote's durable commit, as a ratio to a plain
+/// decision's in the same database.
+fn teams() {
+    use gatebot::approval::{Decision, Verb, Via};
+    use gatebot::bench_internals::{Inserted, NewApproval, Store, Voted};
+    use gatebot::config::teams::RuleFacts;
+    use gatebot::policy::{AgentRules, History, Request, RiskScore, Tier};
+    let people = "[people.alice]\nunix = \"alice\"\n[people.bob]\nunix = \"bob\"\n\
+                  [people.carol]\nunix = \"carol\"\n[groups.oncall]\npeople = [\"alice\", \"bob\"]\n\
+                  [groups.leads]\npeople = [\"carol\"]\n";
+    let typical = format!(
+        "{people}[[approval_rules]]\nname = \"critical\"\nrisk_at_least = \"critical\"\n\
+         ask = [\"oncall\", \"leads\"]\napprovals = 2\n\
+         [[approval_rules]]\nname = \"deploys\"\nagent = \"deployer\"\nask = \"oncall\"\n\
+         [[approval_rules]]\nname = \"mail\"\ntool = [\"send_email\", \"post\"]\nask = \"oncall\"\n"
+    );
+    let many: String = (0..200)
+        .map(|i| {
+            format!(
+                "[[approval_rules]]\nname = \"r{i}\"\nagent = \"agent-{i}\"\ntool = \"tool-{i}\"\n\
+                 ask = \"oncall\"\n"
+            )
+        })
+        .collect();
+    let parse = |toml: &str| gatebot::config::Config::parse(toml, Path::new("bench.toml")).unwrap();
+    let (typical, many) = (parse(&typical), parse(&format!("{people}{many}")));
+    let args =
+        json!({"to": ["ann@example.com"], "subject": "Your quote", "body": "Hi Ann, $49 a seat."});
+    let request = Request {
+        tool: "send_email",
+        args: &args,
+        confidence: Some(0.8),
+        environment: None,
+        command: None,
+    };
+    let rules = AgentRules::with_tier(Tier::SemiAutonomous);
+    let history = History {
+        always_allowed: false,
+        first_use: false,
+    };
+    let facts = RuleFacts {
+        agent: "mailer",
+        tool: "send_email",
+        risk: RiskScore::High,
+        tier: Tier::SemiAutonomous,
+        intent: None,
+    };
+    let time = |f: &dyn Fn()| {
+        for _ in 0..1_000 {
+            f();
+        }
+        let n = 100_000;
+        let start = Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        start.elapsed() / n
+    };
+    println!("\n## team approvals: finding a request's approval rule");
+    let baseline = time(&|| {
+        std::hint::black_box(typical.policy.evaluate(&rules, history, &request));
+    });
+    println!("baseline: the policy's evaluation of the request   {baseline:>10.2?}");
+    for (name, config) in [
+        ("3 rules, the third matches", &typical),
+        ("200 rules, none matches", &many),
+    ] {
+        let per = time(&|| {
+            let t = &config.teams;
+            if let Some(rule) = t.rule_for(std::hint::black_box(&facts)) {
+                std::hint::black_box(t.asked(rule));
+            }
+        });
+        println!(
+            "{name:<48} {per:>10.2?}  ({:.2}x the baseline)",
+            per.as_secs_f64() / baseline.as_secs_f64()
+        );
+    }
+
+    println!("\n## team approvals: a vote's durable commit (SQLite in a temp dir)");
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("gatebot.db")).unwrap();
+    let route = gatebot::approval::votes::Route {
+        rule: "critical".into(),
+        asked: vec!["alice".into(), "bob".into(), "carol".into()],
+        approvals: 2,
+        denials: 1,
+        self_approval: true,
+        handed_by: None,
+    };
+    let n: u32 = 500;
+    let pending = |routed: bool| -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                let mut new = NewApproval::sample("mailer", "send_email", None);
+                new.created_at = gatebot::time::now_ms() + i64::from(i);
+                new.route = routed.then(|| route.clone());
+                match store.insert(&new).unwrap() {
+                    Inserted::New(a) => a.id,
+                    other => panic!("{other:?}"),
+                }
+            })
+            .collect()
+    };
+    let decision = |who: &str, verb| Decision {
+        verb,
+        actor: who.into(),
+        via: Via::Cli,
+        reason: None,
+    };
+    let vote = |who: &str| gatebot::approval::votes::Vote {
+        person: who.into(),
+        via: Via::Cli,
+        approve: true,
+        reason: None,
+        at: gatebot::time::now_ms(),
+    };
+    let plain = pending(false);
+    let routed = pending(true);
+    let timed = |f: &mut dyn FnMut(&str)| {
+        let mut times: Vec<Duration> = Vec::new();
+        for id in &plain {
+            let start = Instant::now();
+            f(id);
+            times.push(start.elapsed());
+        }
+        times.sort();
+        times
+    };
+    let base = timed(&mut |id| {
+        store
+            .decide(
+                id,
+                &decision("alice", Verb::Approve),
+                gatebot::time::now_ms(),
+            )
+            .unwrap();
+    });
+    let mut ids = routed.iter();
+    let first = timed(&mut |_| {
+        let id = ids.next().unwrap();
+        let v = store
+            .vote(
+                id,
+                &vote("alice"),
+                &decision("alice", Verb::Approve),
+                None,
+                gatebot::time::now_ms(),
+            )
+            .unwrap();
+        assert!(matches!(v, Voted::Counted(..)));
+    });
+    let mut ids = routed.iter();
+    let last = timed(&mut |_| {
+        let id = ids.next().unwrap();
+        let v = store
+            .vote(
+                id,
+                &vote("bob"),
+                &decision("bob", Verb::Approve),
+                None,
+                gatebot::time::now_ms(),
+            )
+            .unwrap();
+        assert!(matches!(v, Voted::Settled(..)));
+    });
+    let b50 = percentile(&base, 0.5);
+    println!(
+        "baseline: a plain decision                       p50 {b50:>9.2?}  p99 {:>9.2?}",
+        percentile(&base, 0.99)
+    );
+    for (name, times) in [
+        ("a vote that is counted (1 of 2)", &first),
+        ("the vote that settles it (2 of 2)", &last),
+    ] {
+        let p50 = percentile(times, 0.5);
+        println!(
+            "{name:<48} p50 {p50:>9.2?}  p99 {:>9.2?}  ({:.2}x the baseline's p50)",
+            percentile(times, 0.99),
+            p50.as_secs_f64() / b50.as_secs_f64()
+        );
+    }
 }
 
 /// The keyword classifier: intent, summary, prompt and clarify rules, per task.

@@ -2,7 +2,9 @@
 //!
 //! # Layout
 //! The domain, pure and shared:
-//! - [`approval`]: the approval record, its statuses, verbs and where a decision came from.
+//! - [`approval`]: the approval record, its statuses, verbs and where a decision came from;
+//!   `approval::votes`, team approvals: the approval rule stored with a routed request, who
+//!   may vote on it, where its votes leave it (N of M, deny wins), its progress in words.
 //! - [`policy`]: pure risk scoring and the allow / ask / block decision; `policy::shell`
 //!   reads shell commands as bash does and knows which only read.
 //! - [`wire`]: the API's JSON shapes and limits, shared by the daemon and its clients.
@@ -15,8 +17,6 @@
 //!   and the pure evaluation of each event.
 //! - [`trust`]: agent trust from evidence: the evidence and the promotion assessment,
 //!   proposals, tier overrides, pauses, and grants with their scopes and matching.
-//! - [`votes`]: team approvals: the approval rule stored with a routed request, who may
-//!   vote on it, where its votes leave it (N of M, deny wins), and its progress in words.
 //! - [`words`]: how gatebot says things to people (durations, instants, tiers, risk), the
 //!   one human-text layer cards, the CLI and the dashboard share.
 //! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
@@ -103,7 +103,7 @@ pub mod telegram;
 pub mod telemetry;
 pub mod time;
 pub mod trust;
-pub mod votes;
+
 pub mod wire;
 pub mod words;
 pub mod workflow;
@@ -112,5 +112,7 @@ pub mod workflow;
 /// transaction, the content hash). Not an API: only the engine uses the store.
 #[doc(hidden)]
 pub mod bench_internals {
-    pub use crate::store::{content_hash, NewEvent, NewRun, Recorded, RunInserted, Store};
+    pub use crate::store::{
+        content_hash, Inserted, NewApproval, NewEvent, NewRun, Recorded, RunInserted, Store, Voted,
+    };
 }

@@ -59,8 +59,8 @@ impl From<EngineError> for ApiError {
             }
             EngineError::VoteRefused { ref why, .. } => {
                 let code = match why {
-                    crate::votes::VoteRefused::NotAsked { .. } => "not_asked",
-                    crate::votes::VoteRefused::OwnTask { .. } => "own_task",
+                    crate::approval::votes::VoteRefused::NotAsked { .. } => "not_asked",
+                    crate::approval::votes::VoteRefused::OwnTask { .. } => "own_task",
                 };
                 ApiError::new(StatusCode::FORBIDDEN, code, message)
             }

@@ -186,7 +186,7 @@ pub enum EngineError {
     #[error("{}", why.words(request))]
     VoteRefused {
         request: String,
-        why: crate::votes::VoteRefused,
+        why: crate::approval::votes::VoteRefused,
     },
     /// The person voted on this request already; their first vote stands.
     #[error("You voted on request {request} already ({}); your first vote stands.", if *approved { "approve" } else { "deny" })]

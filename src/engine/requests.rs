@@ -283,7 +283,7 @@ impl Engine {
         tier: Tier,
         risk: RiskScore,
         task_id: Option<&str>,
-    ) -> Result<Option<crate::votes::Route>, EngineError> {
+    ) -> Result<Option<crate::approval::votes::Route>, EngineError> {
         let task = match task_id {
             Some(id) => match self.task_subject(id).await? {
                 Some(crate::engine::TaskSubject::Task(t)) => Some(t),
@@ -301,7 +301,7 @@ impl Engine {
         let Some(rule) = config.teams.rule_for(&facts) else {
             return Ok(None);
         };
-        Ok(Some(crate::votes::Route {
+        Ok(Some(crate::approval::votes::Route {
             rule: rule.name.clone(),
             asked: config.teams.asked(rule),
             approvals: rule.approvals,
@@ -458,7 +458,7 @@ impl Engine {
         &self,
         typed: &str,
         a: &Approval,
-        route: &crate::votes::Route,
+        route: &crate::approval::votes::Route,
         decision: Decision,
         grant: Option<GrantAsk>,
     ) -> Result<Approval, EngineError> {
@@ -483,7 +483,7 @@ impl Engine {
             });
         }
         let now = now_ms();
-        let vote = crate::votes::Vote {
+        let vote = crate::approval::votes::Vote {
             person: decision.actor.clone(),
             via: decision.via.clone(),
             approve,
@@ -514,7 +514,7 @@ impl Engine {
     }
 
     /// The votes cast on request `id`, in order.
-    pub async fn votes(&self, id: &str) -> Result<Vec<crate::votes::Vote>, EngineError> {
+    pub async fn votes(&self, id: &str) -> Result<Vec<crate::approval::votes::Vote>, EngineError> {
         let id = id.to_string();
         self.blocking(move |s| s.votes(&id)).await
     }

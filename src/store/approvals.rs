@@ -46,13 +46,15 @@ pub struct NewApproval {
     /// Blocked as a draft-only agent's draft: kept for its owner.
     pub draft: bool,
     /// What the approval rule that matched it asks (a pending request only).
-    pub route: Option<crate::votes::Route>,
+    pub route: Option<crate::approval::votes::Route>,
 }
 
-#[cfg(test)]
 impl NewApproval {
-    /// A pending request for unit tests: high risk, destructive, a one-second ttl.
-    pub(crate) fn sample(agent: &str, tool: &str, expires_at: Option<i64>) -> NewApproval {
+    /// A pending request for unit tests and the benchmarks: high risk, destructive, a
+    /// one-second ttl.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn sample(agent: &str, tool: &str, expires_at: Option<i64>) -> NewApproval {
         NewApproval {
             asked: Asked {
                 agent: agent.into(),

@@ -10,9 +10,9 @@ use super::approvals::{get_tx, refused};
 use super::audit::audit_tx;
 use super::subjects::subject_changed;
 use super::{Result, Store, StoreError, Transition};
+use crate::approval::votes::{pending_revision, Standing, Vote};
 use crate::approval::{Approval, Decision};
 use crate::trust::GrantAsk;
-use crate::votes::{pending_revision, Standing, Vote};
 
 /// What a vote came to.
 #[derive(Debug, Clone)]

@@ -685,7 +685,14 @@ async fn init_run_and_hooks_install_put_gatebot_in_front_of_an_agent() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     assert!(socket.exists(), "the daemon did not start");
-    // The dashboard init turned on answers, and sends the signed-out to sign in.
+    // The dashboard init turned on answers (it is bound just after the sockets), and
+    // sends the signed-out to sign in.
+    for _ in 0..400 {
+        if tokio::net::TcpStream::connect(dashboard).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
     let page = crate::helpers::http_get(dashboard, "/signin").await;
     assert!(page.contains("gatebot dashboard login"), "{page}");
     let said = ok(&sandbox, &["hooks", "install", "claude-code"]).await;

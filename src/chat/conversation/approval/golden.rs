@@ -86,7 +86,7 @@ pub(super) fn cards() -> Vec<(&'static str, Card)> {
     other.risk.score = RiskScore::Critical;
     other.expires_at = Some(now + 3_599_000);
     let mut routed = request();
-    routed.route = Some(crate::votes::Route {
+    routed.route = Some(crate::approval::votes::Route {
         rule: "deploys".into(),
         asked: vec!["alice".into(), "bob".into(), "carol".into()],
         approvals: 2,
@@ -95,7 +95,7 @@ pub(super) fn cards() -> Vec<(&'static str, Card)> {
         handed_by: None,
     });
     let one_vote = Extras {
-        votes: vec![crate::votes::Vote {
+        votes: vec![crate::approval::votes::Vote {
             person: "alice".into(),
             via: Via::Chat(crate::approval::PlatformId::new("telegram")),
             approve: true,

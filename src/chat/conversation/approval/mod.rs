@@ -492,7 +492,7 @@ pub async fn decide_granting(
 
 /// "Vote counted on k7m2abcd: 1 of 2 approvals: alice ✓. Waiting for bob or carol."
 #[must_use]
-pub fn vote_counted(a: &Approval, votes: &[crate::votes::Vote]) -> String {
+pub fn vote_counted(a: &Approval, votes: &[crate::approval::votes::Vote]) -> String {
     let progress = a
         .route
         .as_ref()
@@ -747,7 +747,7 @@ pub async fn render_request(engine: &Engine, a: &Approval) -> Result<Rendered, E
         },
     };
     let revision = if pending && a.route.is_some() {
-        crate::votes::pending_revision(extras.votes.len())
+        crate::approval::votes::pending_revision(extras.votes.len())
     } else {
         a.status.as_str().to_string()
     };
@@ -843,7 +843,7 @@ pub struct Extras {
     /// The grant the decision made, once approved with one.
     pub grant: Option<Grant>,
     /// The votes cast on it, when an approval rule routes it.
-    pub votes: Vec<crate::votes::Vote>,
+    pub votes: Vec<crate::approval::votes::Vote>,
 }
 
 /// A request's own prompt: [`card`], with the grants it offers while pending (scoped
@@ -934,7 +934,11 @@ pub fn prompt(a: &Approval, x: &Extras) -> Card {
 
 /// "👥 1 of 2 approvals: alice ✓. Waiting for bob or carol. (approval rule “deploys”)"
 /// while a routed request waits; "👥 Votes: alice ✓, bob ✓" once it is settled.
-fn votes_line(pending: bool, r: &crate::votes::Route, votes: &[crate::votes::Vote]) -> Line {
+fn votes_line(
+    pending: bool,
+    r: &crate::approval::votes::Route,
+    votes: &[crate::approval::votes::Vote],
+) -> Line {
     if pending {
         return Line::text(format!("👥 {} ", r.progress(votes)))
             .and(format!("(approval rule “{}”)", shorten(&r.rule, 80)));

@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::policy::Risk;
 
+pub mod votes;
+
 /// What an agent asks to do, as it sent it: the fields a request keeps from its
 /// submission. `wire::SubmitBody` brings them in (`From`), the engine's `Submission` and
 /// the store's new row carry them whole, and [`Approval`] holds them once stored.
@@ -319,7 +321,7 @@ pub struct Approval {
     /// The call's arguments as an owner edited and approved them, if so.
     pub edited_args: Option<serde_json::Value>,
     /// What the approval rule that matched it asks (who, how many), if one did.
-    pub route: Option<crate::votes::Route>,
+    pub route: Option<crate::approval::votes::Route>,
 }
 
 impl Approval {
