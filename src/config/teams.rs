@@ -135,6 +135,85 @@ impl Teams {
     }
 }
 
+impl ApprovalRule {
+    /// Whether it matches on the tool, the task's intent or being in a task, which a
+    /// request's agent, tier and risk do not tell.
+    fn conditional(&self) -> bool {
+        !self.tools.is_empty() || !self.intents.is_empty() || self.in_task.is_some()
+    }
+
+    /// "\"deploys\": 2 approvals of alice, bob or carol".
+    fn said(&self, teams: &Teams) -> String {
+        let asked = teams.asked(self);
+        let many = match self.approvals {
+            1 => "1 approval".to_string(),
+            n => format!("{n} approvals"),
+        };
+        let mut s = format!("\"{}\": {many} of {}", self.name, asked.join(", "));
+        if self.denials > 1 {
+            s.push_str(&format!(", {} denials deny", self.denials));
+        }
+        if !self.self_approval {
+            s.push_str(", not by whoever handed over the task");
+        }
+        s
+    }
+
+    /// What it matches besides agent, tier and risk: "send_email, post", "in a task".
+    fn condition(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.tools.is_empty() {
+            parts.push(self.tools.join(", "));
+        }
+        if !self.intents.is_empty() {
+            let i: Vec<&str> = self.intents.iter().map(|i| i.as_str()).collect();
+            parts.push(format!("tasks of intent {}", i.join(", ")));
+        }
+        match self.in_task {
+            Some(true) if self.intents.is_empty() => parts.push("in a task".into()),
+            Some(false) => parts.push("outside tasks".into()),
+            _ => {}
+        }
+        parts.join(", ")
+    }
+}
+
+impl Teams {
+    /// Who decides an agent's requests at `risk` under `tier`, in words: the rules that
+    /// match only some tools or tasks (each with what it matches), then the one that
+    /// matches the rest, or the first answer of any approver.
+    #[must_use]
+    pub fn effective(&self, agent: &str, tier: Tier, risk: RiskScore) -> String {
+        let mut said = Vec::new();
+        for r in &self.rules {
+            let facts = RuleFacts {
+                agent,
+                tool: "",
+                risk,
+                tier,
+                intent: None,
+            };
+            let general = ApprovalRule {
+                tools: Vec::new(),
+                intents: Vec::new(),
+                in_task: None,
+                ..r.clone()
+            };
+            if !general.matches(&facts) {
+                continue;
+            }
+            if r.conditional() {
+                said.push(format!("for {}: {}", r.condition(), r.said(self)));
+            } else {
+                said.push(r.said(self));
+                return said.join("; otherwise ");
+            }
+        }
+        said.push("the first answer of any approver".into());
+        said.join("; otherwise ")
+    }
+}
+
 /// A value or a list of them (`agent = "mailer"`, `agent = ["mailer", "intern"]`).
 #[derive(Debug)]
 pub(crate) struct OneOrMany<T>(pub(crate) Vec<T>);

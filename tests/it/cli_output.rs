@@ -262,3 +262,31 @@ async fn check_config_prints_one_line_per_platform_that_is_on() {
         "{stdout}"
     );
 }
+
+/// Issue 23: check-config says who decides each agent's requests at each risk level,
+/// and names what can never apply.
+#[tokio::test]
+async fn check_config_shows_the_rule_for_each_agent_and_risk() {
+    let out = check_config(
+        "[agents.mailer]\ntier = \"semi_autonomous\"\n[agents.deployer]\ntier = \"autonomous\"\n\
+         [people.alice]\nunix = \"alice\"\n[people.bob]\nunix = \"bob\"\n\
+         [groups.oncall]\npeople = [\"alice\", \"bob\"]\n[groups.nobody]\n\
+         [[approval_rules]]\nname = \"critical\"\nrisk_at_least = \"critical\"\nask = \"oncall\"\napprovals = 2\n\
+         [[approval_rules]]\nname = \"mail\"\ntool = \"send_email\"\nask = \"oncall\"\n\
+         [[approval_rules]]\nname = \"deploys\"\nagent = \"deployer\"\nask = \"oncall\"\nself_approval = false\n\
+         [[approval_rules]]\nname = \"late\"\nagent = \"deployer\"\nrisk_at_least = \"high\"\nask = \"oncall\"\n",
+        &[],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    for line in [
+        "mailer, low to high risk: for send_email: \"mail\": 1 approval of alice, bob; otherwise the first answer of any approver",
+        "mailer, critical risk: \"critical\": 2 approvals of alice, bob",
+        "deployer, low to high risk: for send_email: \"mail\": 1 approval of alice, bob; otherwise \"deploys\": 1 approval of alice, bob, not by whoever handed over the task",
+        "warning: approval rule \"late\" never applies: \"deploys\" comes before it",
+        "warning: [groups.nobody] has nobody in it",
+    ] {
+        assert!(shown.contains(line), "{line}\n in {shown}");
+    }
+}

@@ -5,6 +5,7 @@ use std::path::Path;
 use super::out::outln;
 use super::EXIT_GO;
 use crate::config::{AgentConfig, Config, ConfigError};
+use crate::policy::RiskScore;
 use crate::telegram::TelegramConfig;
 use crate::time::format_duration;
 use crate::trust::TierOverride;
@@ -60,6 +61,7 @@ fn print_summary(path: &Path, c: &Config) {
     );
     outln!("  workflow:        {}", workflow(&c.workflow.default));
     print_agents(c);
+    print_rules(c);
     for (tool, arg) in &c.trust.shell_tools {
         outln!("  shell-like tool {tool}: its command is in `{arg}` (scoped grants)");
     }
@@ -118,6 +120,39 @@ fn print_agents(c: &Config) {
             "  agent {name}: {tier}{paused}{}{own}",
             if a.token.is_some() { ", token set" } else { "" }
         );
+    }
+}
+
+/// Who decides each agent's requests at each risk level under `[[approval_rules]]`
+/// (bot.toml's tiers), risks with the same answer on one line.
+fn print_rules(c: &Config) {
+    if c.teams.rules.is_empty() {
+        return;
+    }
+    outln!("  approval rules (the first that matches decides who is asked):");
+    let risks = [
+        RiskScore::Low,
+        RiskScore::Medium,
+        RiskScore::High,
+        RiskScore::Critical,
+    ];
+    for (name, a) in &c.agents {
+        let mut lines: Vec<(Vec<RiskScore>, String)> = Vec::new();
+        for risk in risks {
+            let said = c.teams.effective(name, a.rules.tier, risk);
+            match lines.last_mut() {
+                Some((rs, last)) if *last == said => rs.push(risk),
+                _ => lines.push((vec![risk], said)),
+            }
+        }
+        for (rs, said) in lines {
+            let span = match rs.as_slice() {
+                [one] => one.as_str().to_string(),
+                [first, .., last] => format!("{} to {}", first.as_str(), last.as_str()),
+                [] => continue,
+            };
+            outln!("    {name}, {span} risk: {said}");
+        }
     }
 }
 
