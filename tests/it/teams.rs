@@ -234,3 +234,139 @@ async fn whoever_handed_over_the_task_cannot_approve_its_requests_but_can_deny_t
     assert_eq!(vote(&app, "dave", &free, "approve", None).await.status, 200);
     app.wait_for_status(&free, "approved").await;
 }
+
+/// `gatebot decide --agent A approve|deny` as `person` (SUDO_USER), stdin not a terminal.
+async fn batch(app: &TestApp, person: &str, args: &[&str]) -> std::process::Output {
+    let socket = gatebot::config::Config::load(&app.config_path)
+        .unwrap()
+        .queue
+        .control_socket;
+    crate::helpers::gatebot_at(&socket, args)
+        .env("SUDO_USER", person)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap()
+}
+
+fn out(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[tokio::test]
+async fn a_batch_is_one_vote_per_request_under_its_rule_and_never_approves_a_critical_one() {
+    let app = spawn_app(TEAM).await;
+    let mut mails = Vec::new();
+    for n in 0..3 {
+        mails.push(app.submit_pending(mail(200 + n)).await.0);
+    }
+    let (critical, critical_short) = app
+        .submit_pending(json!({"agent": "mailer", "tool": "Bash", "args": {"command": "rm -rf /"}}))
+        .await;
+    let (other, _) = app
+        .submit_pending(json!({"agent": "intern", "tool": "send_email", "args": {"n": 1}}))
+        .await;
+    // Without a terminal and without --yes: nothing is decided.
+    let asked = batch(&app, "alice", &["decide", "--agent", "mailer", "approve"]).await;
+    assert_eq!(asked.status.code(), Some(2), "{}", out(&asked));
+    assert!(out(&asked).contains("add --yes"), "{}", out(&asked));
+    assert_eq!(app.get(&mails[0], 0.0).await.body["status"], "pending");
+    // Bad words: refused before anything is read.
+    let bad = batch(
+        &app,
+        "alice",
+        &["decide", "--agent", "mailer", "approve-always", "--yes"],
+    )
+    .await;
+    assert_eq!(bad.status.code(), Some(2), "{}", out(&bad));
+    let bad = batch(
+        &app,
+        "alice",
+        &[
+            "decide",
+            "--agent",
+            "mailer",
+            "approve",
+            "--risk-at-most",
+            "huge",
+            "--yes",
+        ],
+    )
+    .await;
+    assert!(
+        out(&bad).contains("low, medium, high or critical"),
+        "{}",
+        out(&bad)
+    );
+    // alice's batch: one vote each on the three mails (their rule needs two people);
+    // the critical request is left out, the intern's is not hers to batch.
+    let first = batch(
+        &app,
+        "alice",
+        &["decide", "--agent", "mailer", "approve", "--yes"],
+    )
+    .await;
+    let said = out(&first);
+    assert_eq!(first.status.code(), Some(0), "{said}");
+    assert!(said.contains("Approve 3 requests of mailer:"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "Left out: 1 request of critical risk ({critical_short})"
+        )),
+        "{said}"
+    );
+    assert!(said.contains("3 requests a vote counted"), "{said}");
+    for id in &mails {
+        assert_eq!(app.get(id, 0.0).await.body["status"], "pending");
+    }
+    // bob's batch settles them; the critical one and the intern's still wait.
+    let second = batch(
+        &app,
+        "bob",
+        &[
+            "decide",
+            "--agent",
+            "mailer",
+            "approve",
+            "--yes",
+            "--tool",
+            "send_email",
+        ],
+    )
+    .await;
+    assert!(
+        out(&second).contains("3 requests approved"),
+        "{}",
+        out(&second)
+    );
+    for id in &mails {
+        assert_eq!(app.get(id, 0.0).await.body["status"], "approved");
+    }
+    assert_eq!(app.get(&critical, 0.0).await.body["status"], "pending");
+    assert_eq!(app.get(&other, 0.0).await.body["status"], "pending");
+    // A batch deny includes the critical request, with one reason.
+    let deny = batch(
+        &app,
+        "alice",
+        &[
+            "decide",
+            "--agent",
+            "mailer",
+            "deny",
+            "--reason",
+            "not today",
+            "--yes",
+        ],
+    )
+    .await;
+    assert!(out(&deny).contains("1 request denied"), "{}", out(&deny));
+    let v = app.get(&critical, 0.0).await.body;
+    assert_eq!(
+        (v["status"].as_str(), v["reason"].as_str()),
+        (Some("rejected"), Some("not today"))
+    );
+}

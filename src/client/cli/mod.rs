@@ -11,6 +11,7 @@
 mod agents;
 mod ask;
 mod audit;
+mod batch;
 mod check_config;
 mod connect;
 mod dashboard;
@@ -110,11 +111,26 @@ pub enum Command {
     /// Decide a pending request, answer a tier proposal or a workflow check-in, or
     /// queue / reject a task that waits for your go (owner).
     Decide {
-        /// Full id, short id, or a unique prefix of at least 4 characters.
-        id: String,
-        /// approve, approve-always or deny (a request); approve or deny (a proposal);
-        /// continue or stop (a check-in); queue, reject, cancel or retry (a task).
-        decision: String,
+        /// ID DECISION: the id (full, short, or a unique prefix of at least 4
+        /// characters) and approve, approve-always or deny (a request); approve or deny
+        /// (a proposal); continue or stop (a check-in); queue, reject, cancel or retry
+        /// (a task). With --agent: the DECISION alone, approve or deny.
+        #[arg(num_args = 1..=2, required = true, value_names = ["ID", "DECISION"])]
+        what: Vec<String>,
+        /// Decide every pending request of this agent at once (with --tool and
+        /// --risk-at-most to narrow it): what will be decided is listed first and
+        /// asked on the terminal; a critical request is never approved so.
+        #[arg(long, value_name = "AGENT")]
+        agent: Option<String>,
+        /// With --agent: only this tool's requests.
+        #[arg(long, requires = "agent")]
+        tool: Option<String>,
+        /// With --agent: only requests of this risk or less (low, medium, high, critical).
+        #[arg(long = "risk-at-most", value_name = "RISK", requires = "agent")]
+        risk_at_most: Option<String>,
+        /// With --agent: decide without asking (for scripts).
+        #[arg(long, requires = "agent")]
+        yes: bool,
         /// Why; reaches the agent (most useful with deny).
         #[arg(long)]
         reason: Option<String>,
@@ -497,23 +513,47 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             json,
         } => pending::run(&owner()?, agent.as_deref(), limit, after.as_deref(), json).await,
         Command::Decide {
-            id,
-            decision,
+            what,
+            agent,
+            tool,
+            risk_at_most,
+            yes,
             reason,
             prefix,
             exact,
             for_,
             args,
             json,
-        } => {
-            let grant = decide::Grant {
-                prefix,
-                exact,
-                for_,
-                args,
-            };
-            decide::run(&owner()?, &id, &decision, reason.as_deref(), grant, json).await
-        }
+        } => match (agent, what.as_slice()) {
+            (Some(agent), [verb]) => {
+                if prefix.is_some() || exact || for_.is_some() || args.is_some() || json {
+                    return Err("a batch (--agent) approves or denies once each; grants,                          edits and --json are for one request at a time"
+                        .into());
+                }
+                let b = batch::Batch {
+                    agent,
+                    tool,
+                    risk_at_most,
+                    verb: verb.clone(),
+                    reason,
+                    yes,
+                };
+                batch::run(&owner()?, b).await
+            }
+            (Some(_), _) => Err("with --agent, give the decision alone:                  gatebot decide --agent A approve|deny"
+                .into()),
+            (None, [id, decision]) => {
+                let grant = decide::Grant {
+                    prefix,
+                    exact,
+                    for_,
+                    args,
+                };
+                decide::run(&owner()?, id, decision, reason.as_deref(), grant, json).await
+            }
+            (None, _) => Err("give the id and the decision: gatebot decide ID approve|deny|…,                  or decide many with gatebot decide --agent A approve|deny"
+                .into()),
+        },
         Command::Agents { json } => agents::list(&owner()?, json).await,
         Command::Agent { name, action, json } => agents::run(&owner()?, &name, action, json).await,
         Command::Grants {
