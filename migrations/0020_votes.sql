@@ -14,3 +14,14 @@ CREATE TABLE votes (
     at          INTEGER NOT NULL,            -- Unix milliseconds
     PRIMARY KEY (approval_id, person)
 ) WITHOUT ROWID;
+
+-- Where a routed request's prompts go: the chats of the groups its rule asks (a group's
+-- own chat or channel, else each of its people's private chat with the bot). A subject
+-- with rows here is shown in those chats only, not in the platform's usual ones.
+CREATE TABLE subject_audience (
+    subject  TEXT NOT NULL,
+    platform TEXT NOT NULL,
+    chat     TEXT NOT NULL,
+    PRIMARY KEY (subject, platform, chat)
+) WITHOUT ROWID;
+CREATE INDEX subject_audience_chat ON subject_audience (platform, chat);

@@ -155,14 +155,19 @@ async fn run<P: Platform>(
             ev = events.recv() => match ev {
                 Ok(ev) => {
                     let Some(id) = ev.subject() else { continue };
-                    // A subject at home in a chat without a worker gets one there.
+                    // A subject at home in a chat (or shown to a routed request's
+                    // people there) without a worker gets one there.
                     let homed = match &ev {
                         Event::Subject(_) => true,
-                        other => other.approval().is_some_and(|a| a.task_id.is_some()),
+                        other => other
+                            .approval()
+                            .is_some_and(|a| a.task_id.is_some() || a.route.is_some()),
                     };
                     if homed {
-                        if let Ok(Some(chat)) = cx.engine.chat().home_on(id, &cx.platform).await {
-                            workers.home(chat);
+                        if let Ok(chats) = cx.engine.chat().chats_on(id, &cx.platform).await {
+                            for chat in chats {
+                                workers.home(chat);
+                            }
                         }
                     }
                     match &ev {

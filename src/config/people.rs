@@ -40,6 +40,15 @@ impl People {
             .get(&(surface.to_string(), id.to_string()))
             .map(String::as_str)
     }
+
+    /// `person`'s identity on `surface` (a platform's key), if their table names one.
+    #[must_use]
+    pub fn identity(&self, person: &str, surface: &str) -> Option<&str> {
+        self.by_identity
+            .iter()
+            .find(|((s, _), p)| s == surface && p.as_str() == person)
+            .map(|((_, id), _)| id.as_str())
+    }
 }
 
 /// A `[people.NAME]` table as written.

@@ -45,6 +45,9 @@ pub struct Teams {
 pub struct Group {
     /// Names of `[people]`, sorted, each once.
     pub people: Vec<String>,
+    /// Where its prompts go on each platform (`telegram` → a chat id, `slack` → a
+    /// channel id); on a platform without one, each of its people's private chat.
+    pub chats: BTreeMap<String, String>,
 }
 
 /// One `[[approval_rules]]` entry.
@@ -116,6 +119,28 @@ impl ApprovalRule {
 }
 
 impl Teams {
+    /// Where `rule`'s prompts go on `platform`: each asked group's own chat there, or
+    /// its people's private chats (their identity on the platform, which is the chat
+    /// id of their private chat with the bot); sorted, each once.
+    #[must_use]
+    pub fn chats(&self, rule: &ApprovalRule, platform: &str, people: &People) -> Vec<String> {
+        let mut chats = BTreeSet::new();
+        for g in rule.ask.iter().filter_map(|g| self.groups.get(g)) {
+            match g.chats.get(platform) {
+                Some(chat) => {
+                    chats.insert(chat.clone());
+                }
+                None => chats.extend(
+                    g.people
+                        .iter()
+                        .filter_map(|p| people.identity(p, platform))
+                        .map(str::to_string),
+                ),
+            }
+        }
+        chats.into_iter().collect()
+    }
+
     /// The first rule that matches `facts`, if any.
     #[must_use]
     pub fn rule_for(&self, facts: &RuleFacts<'_>) -> Option<&ApprovalRule> {
@@ -257,6 +282,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
 #[serde(default, deny_unknown_fields)]
 pub(crate) struct FileGroup {
     people: Vec<String>,
+    telegram_chat: Option<i64>,
+    slack_channel: Option<String>,
 }
 
 /// `[[approval_rules]]` as written.
@@ -338,10 +365,35 @@ impl Resolve<'_> {
                      approved; add people = [...]"
                 ));
             }
+            let mut chats = BTreeMap::new();
+            if let Some(chat) = g.telegram_chat {
+                chats.insert("telegram".to_string(), chat.to_string());
+            }
+            if let Some(channel) = g.slack_channel.map(|c| c.trim().to_string()) {
+                let ok = channel.len() >= 2
+                    && channel.len() <= 32
+                    && matches!(channel.as_bytes()[0], b'C' | b'G')
+                    && channel
+                        .bytes()
+                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+                if ok {
+                    chats.insert("slack".to_string(), channel);
+                } else {
+                    errors.push(self.error(
+                        &table,
+                        "slack_channel",
+                        format!(
+                            "`{}` is not a Slack channel id (like C0123ABCD)",
+                            crate::names::visible(&channel)
+                        ),
+                    ));
+                }
+            }
             teams.groups.insert(
                 name,
                 Group {
                     people: members.into_iter().collect(),
+                    chats,
                 },
             );
         }

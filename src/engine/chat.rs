@@ -139,6 +139,22 @@ impl ChatState {
         Ok(home.filter(|(hp, _)| *hp == p).map(|(_, chat)| chat))
     }
 
+    /// The chats on `platform` a subject lives in besides the destinations: its home
+    /// chat there, and its audience's chats there (a routed request's).
+    pub async fn chats_on(&self, subject: &str, platform: &PlatformId) -> Result<Vec<String>> {
+        let (id, p) = (subject.to_string(), platform.to_string());
+        self.run(move |s| {
+            let mut chats = s.audience_on(&id, &p)?;
+            if let Some((hp, chat)) = s.home_of(&id)? {
+                if hp == p {
+                    chats.push(chat);
+                }
+            }
+            Ok(chats)
+        })
+        .await
+    }
+
     /// Records, before posting, that `subjects` (id, revision shown) are about to be
     /// shown in `chat` by one message, in the thread `thread` starts if any.
     /// `repost`: an earlier post of them has an unknown outcome and they are posted

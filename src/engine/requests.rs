@@ -239,7 +239,7 @@ impl Engine {
             Action::Ask => Status::Pending,
             Action::Block => Status::Blocked,
         };
-        let route = if status == Status::Pending && !config.teams.rules.is_empty() {
+        let (route, audience) = if status == Status::Pending && !config.teams.rules.is_empty() {
             let tier = rules_in_force(agent, facts.tier).tier;
             self.route(
                 &config,
@@ -249,8 +249,9 @@ impl Engine {
                 task_id.as_deref(),
             )
             .await?
+            .map_or((None, Vec::new()), |(r, a)| (Some(r), a))
         } else {
-            None
+            (None, Vec::new())
         };
         Ok(NewApproval {
             asked: Asked {
@@ -271,11 +272,13 @@ impl Engine {
             grant_id: judged.grant_id.filter(|_| status == Status::Allowed),
             draft: verdict.draft,
             route,
+            audience,
         })
     }
 
     /// What the first approval rule that matches a request asks (`[[approval_rules]]`),
-    /// with the people of its groups and who handed over the request's task.
+    /// with the people of its groups and who handed over the request's task, and where
+    /// its prompts go on each chat platform that is on.
     async fn route(
         &self,
         config: &Config,
@@ -283,7 +286,7 @@ impl Engine {
         tier: Tier,
         risk: RiskScore,
         task_id: Option<&str>,
-    ) -> Result<Option<crate::approval::votes::Route>, EngineError> {
+    ) -> Result<Option<(crate::approval::votes::Route, Vec<(String, String)>)>, EngineError> {
         let task = match task_id {
             Some(id) => match self.task_subject(id).await? {
                 Some(crate::engine::TaskSubject::Task(t)) => Some(t),
@@ -301,14 +304,27 @@ impl Engine {
         let Some(rule) = config.teams.rule_for(&facts) else {
             return Ok(None);
         };
-        Ok(Some(crate::approval::votes::Route {
+        let audience = config
+            .platforms
+            .iter()
+            .flat_map(|p| {
+                let key = p.key();
+                config
+                    .teams
+                    .chats(rule, key, &config.people)
+                    .into_iter()
+                    .map(move |chat| (key.to_string(), chat))
+            })
+            .collect();
+        let route = crate::approval::votes::Route {
             rule: rule.name.clone(),
             asked: config.teams.asked(rule),
             approvals: rule.approvals,
             denials: rule.denials,
             self_approval: rule.self_approval,
             handed_by: task.map(|t| t.created_by),
-        }))
+        };
+        Ok(Some((route, audience)))
     }
 
     /// Commits a request through the group-commit writer (with fsync) before it

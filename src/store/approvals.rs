@@ -47,6 +47,9 @@ pub struct NewApproval {
     pub draft: bool,
     /// What the approval rule that matched it asks (a pending request only).
     pub route: Option<crate::approval::votes::Route>,
+    /// Where its prompts go under that rule (platform, chat); empty: where every
+    /// request's go.
+    pub audience: Vec<(String, String)>,
 }
 
 impl NewApproval {
@@ -79,6 +82,7 @@ impl NewApproval {
             grant_id: None,
             draft: false,
             route: None,
+            audience: Vec::new(),
         }
     }
 }
@@ -668,6 +672,14 @@ fn insert_tx(
         if let Some(task) = &new.asked.task_id {
             // Shown where its task is, under the task's card.
             inherit_home(tx, &id, task)?;
+        }
+        for (platform, chat) in &new.audience {
+            // Shown to the people its approval rule asks, there only.
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO subject_audience (subject, platform, chat) \
+                 VALUES (?1, ?2, ?3)",
+            )?
+            .execute(params![id, platform, chat])?;
         }
         if let Some(offer) = &new.offer {
             offer_tx(tx, &id, &new.asked.agent, &new.asked.tool, offer)?;

@@ -109,11 +109,15 @@ type HomeRow = (
 );
 
 /// Whether a subject `s` belongs in `chat` (`?1` platform, `?2` chat, and the numbered
-/// parameter saying whether the chat is a destination): its home chat, or any
-/// destination chat when it has no home.
+/// parameter saying whether the chat is a destination): one of its audience's chats
+/// when it has an audience (a request an approval rule routes), else its home chat, or
+/// any destination chat when it has no home.
 fn belongs(destination_param: usize) -> String {
     format!(
-        "(CASE WHEN s.home_platform IS NULL THEN ?{destination_param} \
+        "(CASE WHEN EXISTS (SELECT 1 FROM subject_audience a WHERE a.subject = s.id) \
+              THEN EXISTS (SELECT 1 FROM subject_audience a WHERE a.subject = s.id \
+                           AND a.platform = ?1 AND a.chat = ?2) \
+         WHEN s.home_platform IS NULL THEN ?{destination_param} \
          ELSE (s.home_platform = ?1 AND s.home_chat = ?2) END)"
     )
 }
@@ -554,9 +558,21 @@ impl Store {
         let mut stmt = conn.prepare_cached(
             "SELECT DISTINCT s.home_chat FROM subjects s WHERE s.home_platform = ?1 AND \
              (s.open = 1 OR EXISTS (SELECT 1 FROM cards c WHERE c.subject = s.id \
-              AND c.platform = ?1 AND c.revision != s.revision)) ORDER BY 1",
+              AND c.platform = ?1 AND c.revision != s.revision)) \
+             UNION SELECT a.chat FROM subject_audience a JOIN subjects s ON s.id = a.subject \
+             WHERE a.platform = ?1 AND s.open = 1 ORDER BY 1",
         )?;
         let rows = stmt.query_map([platform], |r| r.get(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// The chats on `platform` a subject's audience names (a routed request's).
+    pub fn audience_on(&self, subject: &str, platform: &str) -> Result<Vec<String>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT chat FROM subject_audience WHERE subject = ?1 AND platform = ?2 ORDER BY chat",
+        )?;
+        let rows = stmt.query_map([subject, platform], |r| r.get(0))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 

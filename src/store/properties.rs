@@ -63,6 +63,7 @@ fn new_request() -> NewApproval {
         grant_id: None,
         draft: false,
         route: None,
+        audience: Vec::new(),
     }
 }
 

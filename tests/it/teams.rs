@@ -370,3 +370,67 @@ async fn a_batch_is_one_vote_per_request_under_its_rule_and_never_approves_a_cri
         (Some("rejected"), Some("not today"))
     );
 }
+
+/// A routed request's prompt goes to the chats of the groups its rule asks (a group's
+/// own chat, else each person's private chat with the bot), not to the usual chats; a
+/// vote there edits every copy with the count.
+#[tokio::test]
+async fn prompts_go_where_the_rule_asks_and_a_vote_there_edits_them() {
+    use crate::fake_telegram::{FakeTelegram, User};
+    const TOKEN: &str = "424242:AAE-fake-secret-token-for-teams";
+    const ALICE: User = (42, "Alice");
+    let fake = FakeTelegram::start(TOKEN).await;
+    let config = format!(
+        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [7001]\napprovers = [42, 43]\n\
+         [people.alice]\ntelegram = 42\n[people.bob]\ntelegram = 43\n\
+         [groups.oncall]\npeople = [\"alice\", \"bob\"]\ntelegram_chat = -5001\n\
+         [groups.solo]\npeople = [\"alice\"]\n\
+         [[approval_rules]]\nname = \"mail\"\ntool = \"send_email\"\nask = \"oncall\"\napprovals = 2\n\
+         [[approval_rules]]\nname = \"contacts\"\ntool = \"create_contact\"\nask = \"solo\"\n",
+        fake.url
+    );
+    let app = spawn_app(&config).await;
+    let (mail_id, mail) = app.submit_pending(mail(1)).await;
+    let (_, contact) = app
+        .submit_pending(
+            json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Bo"}}),
+        )
+        .await;
+    let (_, free) = app
+        .submit_pending(json!({"agent": "intern", "tool": "delete_contact", "args": {"id": 7}}))
+        .await;
+    let posted = |short: String, chat: i64| {
+        let fake = &fake;
+        async move {
+            crate::helpers::eventually(&format!("{short} in {chat}"), async || {
+                fake.prompts_of(Some(chat), &short).pop()
+            })
+            .await
+        }
+    };
+    let (_, message, params) = posted(mail.clone(), -5001).await;
+    posted(contact.clone(), 42).await;
+    posted(free.clone(), 7001).await;
+    // Nowhere else.
+    assert!(fake.prompts_of(Some(7001), &mail).is_empty());
+    assert!(fake.prompts_of(Some(7001), &contact).is_empty());
+    assert!(fake.prompts_of(Some(-5001), &free).is_empty());
+    // alice approves in the group: a vote; the card there says so.
+    let data = params["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(data, format!("gb1:a:{mail_id}"));
+    fake.press(ALICE, -5001, message, &data);
+    crate::helpers::eventually("the card edited with alice's vote", async || {
+        fake.ok_calls("editMessageText").into_iter().find(|p| {
+            p["chat_id"] == json!(-5001)
+                && p["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("1 of 2 approvals: alice ✓. Waiting for bob.")
+        })
+    })
+    .await;
+    assert_eq!(app.get(&mail_id, 0.0).await.body["status"], "pending");
+}
