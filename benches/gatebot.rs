@@ -153,6 +153,7 @@ fn teams() {
         denials: 1,
         self_approval: true,
         handed_by: None,
+        deadline_ms: None,
     };
     let n: u32 = 500;
     let pending = |routed: bool| -> Vec<String> {

@@ -414,6 +414,13 @@ pub(crate) fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D
     d.deserialize_str(InWords)
 }
 
+/// [`de_duration`] for an optional key (`#[serde(default, deserialize_with = …)]`).
+pub(crate) fn de_duration_opt<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Duration>, D::Error> {
+    de_duration(d).map(Some)
+}
+
 /// A burst larger than this becomes one digest message (see `chat::conversation::digest`).
 pub(crate) const DEFAULT_DIGEST_AFTER: usize = 5;
 

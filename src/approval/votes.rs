@@ -24,6 +24,10 @@ pub struct Route {
     /// Who handed over the task the request belongs to, if it belongs to one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handed_by: Option<String>,
+    /// The rule's deadline, in milliseconds from the request's creation: unanswered by
+    /// then, it is denied ("no one answered within …").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<i64>,
 }
 
 /// One person's vote on a request.
@@ -182,6 +186,7 @@ mod tests {
             denials,
             self_approval: false,
             handed_by: Some("carol".into()),
+            deadline_ms: None,
         }
     }
 

@@ -109,7 +109,14 @@ impl Resolve<'_> {
             inbox.and_then(|i| i.resolve(self, &agents, unknown_agents, &mut notes, errors));
         let mut warnings =
             super::agents::token_warnings(&agents, inbox.as_ref(), queue.listen.as_deref());
-        let teams = self.teams(groups, approval_rules, &people, &mut warnings, errors);
+        let teams = self.teams(
+            groups,
+            approval_rules,
+            &people,
+            max_ttl,
+            &mut warnings,
+            errors,
+        );
         Some(Config {
             source: self.file().to_path_buf(),
             store,

@@ -70,6 +70,8 @@ pub struct ApprovalRule {
     pub denials: u32,
     /// Whether the person who handed over a request's task may approve it.
     pub self_approval: bool,
+    /// Unanswered this long after it was made, a request is denied.
+    pub deadline: Option<std::time::Duration>,
 }
 
 /// What a rule is matched on: the request as it is asked.
@@ -309,6 +311,8 @@ pub(crate) struct FileRule {
     denials: i64,
     #[serde(default = "yes")]
     self_approval: bool,
+    #[serde(default, deserialize_with = "crate::settings::de_duration_opt")]
+    deadline: Option<std::time::Duration>,
 }
 
 fn one() -> i64 {
@@ -327,6 +331,7 @@ impl Resolve<'_> {
         groups: BTreeMap<String, FileGroup>,
         rules: Vec<FileRule>,
         people: &People,
+        max_ttl: std::time::Duration,
         warnings: &mut Vec<String>,
         errors: &mut Vec<ConfigError>,
     ) -> Teams {
@@ -398,7 +403,7 @@ impl Resolve<'_> {
             );
         }
         for (i, r) in rules.into_iter().enumerate() {
-            if let Some(rule) = self.rule(i, r, &teams, errors) {
+            if let Some(rule) = self.rule(i, r, &teams, max_ttl, errors) {
                 teams.rules.push(rule);
             }
         }
@@ -420,6 +425,7 @@ impl Resolve<'_> {
         i: usize,
         r: FileRule,
         teams: &Teams,
+        max_ttl: std::time::Duration,
         errors: &mut Vec<ConfigError>,
     ) -> Option<ApprovalRule> {
         let name = r
@@ -463,6 +469,19 @@ impl Resolve<'_> {
                 ));
             }
         }
+        if let Some(d) = r.deadline {
+            if d < std::time::Duration::from_secs(1) || d > max_ttl {
+                errors.push(self.error(
+                    &table,
+                    "deadline",
+                    format!(
+                    "must be from 1s to the longest a request may wait ([policy] max_ttl, {}): \
+                     a routed request waits for its deadline, then is denied",
+                    crate::time::format_duration(max_ttl)
+                ),
+                ));
+            }
+        }
         let mut rule = ApprovalRule {
             name,
             agents: r.agent.0,
@@ -475,6 +494,7 @@ impl Resolve<'_> {
             approvals: 1,
             denials: 1,
             self_approval: r.self_approval,
+            deadline: r.deadline,
         };
         let asked = teams.asked(&rule).len() as i64;
         for (key, n) in [("approvals", r.approvals), ("denials", r.denials)] {

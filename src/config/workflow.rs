@@ -15,10 +15,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 use super::ConfigError;
-use crate::settings::{de_duration, Resolve};
+use crate::settings::Resolve;
 use crate::time::{format_duration, range};
 use crate::workflow::model::{
     load, AutonomyKeys, Frequency, Limits, OnLimit, PhaseOverride, Settings, Tolerance,
@@ -77,7 +77,7 @@ pub(crate) struct FileWorkflow {
     max_total_warnings: Option<u32>,
     max_total_errors: Option<u32>,
     on_limit_reached: Option<OnLimit>,
-    #[serde(deserialize_with = "de_opt_duration")]
+    #[serde(deserialize_with = "crate::settings::de_duration_opt")]
     check_in_ttl: Option<Duration>,
     overrides: BTreeMap<String, FileOverride>,
 }
@@ -89,10 +89,6 @@ pub(crate) struct FileOverride {
     check_in_frequency: Option<Frequency>,
     warning_tolerance: Option<Tolerance>,
     error_tolerance: Option<Tolerance>,
-}
-
-fn de_opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    de_duration(d).map(Some)
 }
 
 impl Resolve<'_> {

@@ -253,6 +253,7 @@ impl Engine {
         } else {
             (None, Vec::new())
         };
+        let deadline = route.as_ref().and_then(|r| r.deadline_ms);
         Ok(NewApproval {
             asked: Asked {
                 task_id,
@@ -264,9 +265,11 @@ impl Engine {
             policy_reason: verdict.reason,
             checkpoint: verdict.checkpoint,
             always_allow_offered: verdict.always_allow_offered,
-            ttl_ms: (status == Status::Pending).then_some(ttl.as_millis() as i64),
+            // A routed request waits until its rule's deadline, then is denied.
+            ttl_ms: (status == Status::Pending).then(|| deadline.unwrap_or(ttl.as_millis() as i64)),
             created_at: now,
-            expires_at: (status == Status::Pending).then_some(after(now, ttl)),
+            expires_at: (status == Status::Pending)
+                .then(|| deadline.map_or_else(|| after(now, ttl), |d| now.saturating_add(d))),
             offer: judged.offer,
             // A pause blocks the call, grant or not.
             grant_id: judged.grant_id.filter(|_| status == Status::Allowed),
@@ -323,6 +326,7 @@ impl Engine {
             denials: rule.denials,
             self_approval: rule.self_approval,
             handed_by: task.map(|t| t.created_by),
+            deadline_ms: rule.deadline.map(|d| d.as_millis() as i64),
         };
         Ok(Some((route, audience)))
     }

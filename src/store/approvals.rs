@@ -717,6 +717,16 @@ fn expire_tx(
     ttl_ms: Option<i64>,
     now: i64,
 ) -> Result<Option<Approval>> {
+    // A request its approval rule gives a deadline is denied at it: never approved by
+    // silence, and never merely expired.
+    let deadline: Option<i64> = tx
+        .prepare_cached("SELECT json_extract(route, '$.deadline_ms') FROM approvals WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
+        .optional()?
+        .flatten();
+    if let Some(ms) = deadline {
+        return deny_at_deadline(tx, id, ms, now);
+    }
     let reason = format!(
         "no response within {}",
         crate::words::span(std::time::Duration::from_millis(
@@ -741,6 +751,35 @@ fn expire_tx(
         Some("gatebot"),
         Some(&Via::System),
         &json!({"reason": reason}),
+    )?;
+    get_tx(tx, id)
+}
+
+/// Denies a routed request nobody settled within its rule's deadline (`ms`), with the
+/// `decided` row a decision gets.
+fn deny_at_deadline(tx: &Transaction<'_>, id: &str, ms: i64, now: i64) -> Result<Option<Approval>> {
+    let reason = format!(
+        "no one answered within {}",
+        crate::words::span(std::time::Duration::from_millis(ms.max(0) as u64))
+    );
+    let changed = tx.execute(
+        "UPDATE approvals SET status = 'rejected', decided_by = 'gatebot', \
+         decided_via = 'system', decision_reason = ?2, decided_at = ?3, finished_at = ?3 \
+         WHERE id = ?1 AND status = 'pending'",
+        params![id, reason, now],
+    )?;
+    if changed == 0 {
+        return Ok(None);
+    }
+    subject_changed(tx, id, false, Status::Rejected.as_str())?;
+    audit_tx(
+        tx,
+        now,
+        Some(id),
+        "decided",
+        Some("gatebot"),
+        Some(&Via::System),
+        &json!({"outcome": "rejected", "reason": reason, "deadline": true}),
     )?;
     get_tx(tx, id)
 }

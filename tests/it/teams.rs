@@ -434,3 +434,46 @@ async fn prompts_go_where_the_rule_asks_and_a_vote_there_edits_them() {
     .await;
     assert_eq!(app.get(&mail_id, 0.0).await.body["status"], "pending");
 }
+
+/// A rule's deadline denies an unanswered request ("no answer"), never approves it by
+/// silence and never leaves it merely expired; the waiting agent reads why.
+#[tokio::test]
+async fn the_deadline_denies_what_no_one_settled_in_time() {
+    let app = spawn_app(&format!(
+        "{TEAM}\n[[approval_rules]]\nname = \"quick\"\ntool = \"create_contact\"\nask = \"oncall\"\n\
+         approvals = 2\ndeadline = \"1s\"\n"
+    ))
+    .await;
+    let (id, _) = app
+        .submit_pending(
+            json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Bo"}}),
+        )
+        .await;
+    assert_eq!(vote(&app, "alice", &id, "approve", None).await.status, 200);
+    // The agent waits; one vote of two is not an approval.
+    let waited = app.get(&id, 10.0).await.body;
+    assert_eq!(waited["status"], "rejected", "{waited}");
+    assert_eq!(waited["reason"], "no one answered within 1 s", "{waited}");
+    assert_eq!(waited["decided_by"], "gatebot");
+    let decided = events(&app, &id, "decided").await;
+    assert_eq!(decided.len(), 1, "{decided:?}");
+    assert_eq!(decided[0]["detail"]["deadline"], true);
+    assert!(events(&app, &id, "expired").await.is_empty());
+}
+
+#[test]
+fn a_deadline_past_the_longest_wait_is_refused() {
+    let e = gatebot::config::Config::check_text(
+        &format!(
+            "{TEAM}\n[[approval_rules]]\nname = \"slow\"\nask = \"oncall\"\ndeadline = \"30d\"\n"
+        ),
+        std::path::Path::new("/etc/gatebot/bot.toml"),
+    )
+    .unwrap_err();
+    let said: Vec<String> = e.iter().map(ToString::to_string).collect();
+    assert!(
+        said.iter()
+            .any(|s| s.contains("deadline") && s.contains("max_ttl")),
+        "{said:?}"
+    );
+}

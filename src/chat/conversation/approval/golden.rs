@@ -93,6 +93,7 @@ pub(super) fn cards() -> Vec<(&'static str, Card)> {
         denials: 1,
         self_approval: false,
         handed_by: None,
+        deadline_ms: None,
     });
     let one_vote = Extras {
         votes: vec![crate::approval::votes::Vote {

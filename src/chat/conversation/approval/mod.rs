@@ -595,9 +595,16 @@ pub fn fields(a: &Approval) -> Vec<Field> {
         ),
     ];
     if let (Status::Pending, Some(at)) = (a.status, a.expires_at) {
+        // Under an approval rule's deadline, silence is a denial, not an expiry.
+        let routed = a.route.as_ref().is_some_and(|r| r.deadline_ms.is_some());
+        let (label, prefix) = if routed {
+            ("Deadline", "denied if unanswered ")
+        } else {
+            ("Expires", "")
+        };
         fields.push(Field::new(
-            "Expires",
-            Line::text(words::deadline(at, now_ms())),
+            label,
+            Line::text(format!("{prefix}{}", words::deadline(at, now_ms()))),
         ));
     }
     fields
