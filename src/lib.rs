@@ -3,6 +3,8 @@
 //! # Layout
 //! The domain, pure and shared:
 //! - [`approval`]: the approval record, its statuses, verbs and where a decision came from.
+//! - [`budget`]: spend limits (credit gating): the day and month in the budget's time
+//!   zone, the check a declared cost must pass, the warnings, their words.
 //! - [`policy`]: pure risk scoring and the allow / ask / block decision; `policy::shell`
 //!   reads shell commands as bash does and knows which only read.
 //! - [`wire`]: the API's JSON shapes and limits, shared by the daemon and its clients.
@@ -72,6 +74,7 @@
 
 pub mod api;
 pub mod approval;
+pub mod budget;
 pub mod chat;
 pub mod client;
 pub mod config;

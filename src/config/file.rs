@@ -292,6 +292,7 @@ pub(super) struct FileConfig {
     pub(super) limits: FileLimits,
     pub(super) people: BTreeMap<String, super::people::FilePerson>,
     pub(super) dashboard: Option<super::dashboard::FileDashboard>,
+    pub(super) budgets: Option<super::budgets::FileBudgets>,
 }
 
 impl FileConfig {

@@ -33,6 +33,7 @@
 //! Every key is documented in the example `bot.toml` at the top of the repository.
 
 mod agents;
+mod budgets;
 pub mod dashboard;
 pub(crate) mod file;
 pub mod inbox;
@@ -99,6 +100,8 @@ pub struct Config {
     pub people: people::People,
     /// `[dashboard]`: `None` when the web dashboard is off.
     pub dashboard: Option<dashboard::DashboardConfig>,
+    /// `[budgets]`: `None` when there are no spend limits.
+    pub budgets: Option<Arc<crate::budget::Budgets>>,
 }
 
 #[derive(Debug, Clone)]

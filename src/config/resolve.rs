@@ -87,6 +87,7 @@ impl Resolve<'_> {
             limits,
             people,
             dashboard,
+            budgets,
             // The workflow and the platforms' tables were taken above.
             ..
         } = file;
@@ -103,6 +104,9 @@ impl Resolve<'_> {
         let trust = self.trust(promotion, grants, &tools, errors);
         let policy = self.policy(policy, tools, errors);
         let agents = self.agents(agents, errors);
+        let budgets = self
+            .budgets(budgets, &agents, errors)
+            .map(std::sync::Arc::new);
         let inbox =
             inbox.and_then(|i| i.resolve(self, &agents, unknown_agents, &mut notes, errors));
         let warnings =
@@ -126,6 +130,7 @@ impl Resolve<'_> {
             limits,
             people,
             dashboard,
+            budgets,
         })
     }
 }
