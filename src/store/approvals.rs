@@ -105,6 +105,9 @@ pub enum Transition {
     /// also announce the expiry, since the expiry task will not see it.
     Expired(Approval),
     NotFound,
+    /// Approving it would overdraw a budget (why, with the figures): it stays pending,
+    /// and the refusal is audited.
+    OverBudget(Approval, String),
 }
 
 /// Result of resolving an id typed by a person.
@@ -121,8 +124,10 @@ impl Store {
     /// returns the earlier request with the same `(agent, idempotency_key)`.
     pub fn insert(&self, new: &NewApproval) -> Result<Inserted> {
         let mut conn = self.lock();
+        // Read under the lock: `set_budgets` changes them under it.
+        let budgets = self.budgets();
         let tx = conn.transaction()?;
-        let inserted = insert_tx(&tx, new, self.watch.as_ref())?;
+        let inserted = insert_tx(&tx, new, self.watch.as_ref(), budgets.as_deref())?;
         tx.commit()?;
         Ok(inserted)
     }
@@ -135,10 +140,11 @@ impl Store {
     pub fn insert_batch(&self, news: &[NewApproval]) -> Vec<Result<Inserted>> {
         let attempt = || -> Result<Vec<Result<Inserted>>> {
             let mut conn = self.lock();
+            let budgets = self.budgets();
             let tx = conn.transaction()?;
             let mut out = Vec::with_capacity(news.len());
             for n in news {
-                match insert_tx(&tx, n, self.watch.as_ref()) {
+                match insert_tx(&tx, n, self.watch.as_ref(), budgets.as_deref()) {
                     Err(e) if e.held_back() => out.push(Err(e)),
                     other => out.push(Ok(other?)),
                 }
@@ -250,6 +256,15 @@ impl Store {
             Verb::Approve | Verb::ApproveAlways => (Status::Approved, grant.is_some()),
             Verb::Deny => (Status::Rejected, false),
         };
+        if status == Status::Approved {
+            let budgets = self.budgets();
+            let refused =
+                super::budgets::approval_refused_tx(&tx, budgets.as_deref(), id, decision, now)?;
+            if let Some((approval, why)) = refused {
+                tx.commit()?;
+                return Ok(Transition::OverBudget(approval, why));
+            }
+        }
         let changed = tx.execute(
             "UPDATE approvals SET status = ?2, decided_by = ?3, decided_via = ?4, \
              decision_reason = ?5, always_allowed = ?6, decided_at = ?7, \
@@ -270,6 +285,10 @@ impl Store {
             return refused(tx, id, now);
         }
         subject_changed(&tx, id, false, status.as_str())?;
+        if status == Status::Approved {
+            let budgets = self.budgets();
+            super::budgets::reserve_tx(&tx, budgets.as_deref(), id, now)?;
+        }
         let approval = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
         let mut detail = json!({
             "outcome": status.as_str(),
@@ -574,11 +593,15 @@ fn insert_tx(
     tx: &Transaction<'_>,
     new: &NewApproval,
     watch: Option<&super::health::Watch>,
+    budgets: Option<&crate::budget::Budgets>,
 ) -> Result<Inserted> {
     if let Some(repeat) = repeated(tx, new)? {
         return Ok(repeat);
     }
     super::health::agent_room(watch, tx)?;
+    // A declared cost that does not fit what is left of a budget blocks the request.
+    let over_budget = super::budgets::admit_tx(tx, budgets, new)?;
+    let new = over_budget.as_ref().unwrap_or(new);
     if let Some(grant) = new
         .grant_id
         .as_ref()
@@ -645,6 +668,7 @@ fn insert_tx(
             offer_tx(tx, &id, &new.asked.agent, &new.asked.tool, offer)?;
         }
     }
+    super::budgets::record_cost_tx(tx, budgets, &id, new)?;
     audit_submitted(tx, new, &id, &short_id)?;
     let approval = get_tx(tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
     Ok(Inserted::New(approval))

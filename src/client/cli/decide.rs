@@ -47,9 +47,10 @@ pub(super) async fn run(
         .await
         .map_err(|e| e.to_string())?;
     // Someone decided first: exit 1 and say who, as for a rejection, not 2 (an error).
+    // So for an approval a budget refuses (the request stays pending).
     if matches!(
         res.error_code(),
-        Some("already_decided" | "task_conflict" | "task_cancelled")
+        Some("already_decided" | "task_conflict" | "task_cancelled" | "over_budget")
     ) {
         eprintln!("{}", res.error_message());
         return Ok(EXIT_NO);
