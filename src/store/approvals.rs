@@ -600,7 +600,25 @@ fn insert_tx(
     }
     super::health::agent_room(watch, tx)?;
     // A declared cost that does not fit what is left of a budget blocks the request.
-    let over_budget = super::budgets::admit_tx(tx, budgets, new)?;
+    let over_budget = super::budgets::over_budget_tx(
+        tx,
+        budgets,
+        &new.asked.agent,
+        new.status,
+        new.asked.cost,
+        new.created_at,
+    )?
+    .map(|why| NewApproval {
+        status: Status::Blocked,
+        policy_reason: why,
+        ttl_ms: None,
+        expires_at: None,
+        offer: None,
+        grant_id: None,
+        always_allow_offered: false,
+        draft: false,
+        ..new.clone()
+    });
     let new = over_budget.as_ref().unwrap_or(new);
     if let Some(grant) = new
         .grant_id
@@ -668,7 +686,14 @@ fn insert_tx(
             offer_tx(tx, &id, &new.asked.agent, &new.asked.tool, offer)?;
         }
     }
-    super::budgets::record_cost_tx(tx, budgets, &id, new)?;
+    super::budgets::record_cost_tx(
+        tx,
+        budgets,
+        &id,
+        &new.asked.agent,
+        new.asked.cost,
+        (new.status == Status::Allowed).then_some(new.created_at),
+    )?;
     audit_submitted(tx, new, &id, &short_id)?;
     let approval = get_tx(tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
     Ok(Inserted::New(approval))

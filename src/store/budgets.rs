@@ -21,7 +21,6 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde_json::json;
 
 use super::approval_row::get_conn;
-use super::approvals::NewApproval;
 use super::audit::audit_tx;
 use super::{Result, Store};
 use crate::approval::{Approval, Decision, Status, Via};
@@ -124,36 +123,28 @@ fn recount_tx(tx: &Transaction<'_>, b: &Budgets, now: i64) -> Result<()> {
     Ok(())
 }
 
-/// `new` as it must be stored under the budgets in force: a request whose declared
-/// cost does not fit what is left is blocked, the figures in its reason (`Some`), never
-/// queued for a human to approve into overdraft; `None` when it fits (or declares no
-/// cost, or no budget applies).
-pub(super) fn admit_tx(
+/// Why a new request of `agent` (with `status` as the policy judged it) whose declared
+/// cost is `cost` must be blocked under the budgets in force: its cost does not fit
+/// what is left (the figures), so it is never queued for a human to approve into
+/// overdraft. `None` when it fits, declares no cost, or no budget applies.
+pub(super) fn over_budget_tx(
     tx: &Transaction<'_>,
     budgets: Option<&Budgets>,
-    new: &NewApproval,
-) -> Result<Option<NewApproval>> {
-    let (Some(b), Some(cost)) = (budgets, new.asked.cost) else {
+    agent: &str,
+    status: Status,
+    cost: Option<f64>,
+    at: i64,
+) -> Result<Option<String>> {
+    let (Some(b), Some(cost)) = (budgets, cost) else {
         return Ok(None);
     };
-    if !matches!(new.status, Status::Allowed | Status::Pending) || !b.apply_to(&new.asked.agent) {
+    if !matches!(status, Status::Allowed | Status::Pending) || !b.apply_to(agent) {
         return Ok(None);
     }
-    let spend = spend_conn(tx, &new.asked.agent, &b.periods(new.created_at))?;
-    let Err(over) = b.check(&new.asked.agent, &spend, cost) else {
-        return Ok(None);
-    };
-    Ok(Some(NewApproval {
-        status: Status::Blocked,
-        policy_reason: over_budget(&over),
-        ttl_ms: None,
-        expires_at: None,
-        offer: None,
-        grant_id: None,
-        always_allow_offered: false,
-        draft: false,
-        ..new.clone()
-    }))
+    let spend = spend_conn(tx, agent, &b.periods(at))?;
+    Ok(b.check(agent, &spend, cost)
+        .err()
+        .map(|over| over_budget(&over)))
 }
 
 /// A refusal's reason: "over budget: it would cost …".
@@ -161,21 +152,23 @@ fn over_budget(over: &Overdraft) -> String {
     format!("over budget: {over}")
 }
 
-/// Keeps a new request's declared cost; an allowed one counts from now.
+/// Keeps the declared `cost` of `agent`'s new request `id`; an allowed one counts
+/// from its creation (`allowed_at`).
 pub(super) fn record_cost_tx(
     tx: &Transaction<'_>,
     budgets: Option<&Budgets>,
     id: &str,
-    new: &NewApproval,
+    agent: &str,
+    cost: Option<f64>,
+    allowed_at: Option<i64>,
 ) -> Result<()> {
-    let Some(cost) = new.asked.cost else {
+    let Some(cost) = cost else {
         return Ok(());
     };
-    let spent_at = (new.status == Status::Allowed).then_some(new.created_at);
     tx.prepare_cached("UPDATE approvals SET cost = ?2, spent_at = ?3 WHERE id = ?1")?
-        .execute(params![id, cost, spent_at])?;
-    if let Some(at) = spent_at {
-        add_spend_tx(tx, budgets, &new.asked.agent, at, cost)?;
+        .execute(params![id, cost, allowed_at])?;
+    if let Some(at) = allowed_at {
+        add_spend_tx(tx, budgets, agent, at, cost)?;
     }
     Ok(())
 }
