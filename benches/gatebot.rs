@@ -1,8 +1,8 @@
 //! `cargo bench` — prints gatebot's performance figures (no assertions).
 //! docs/performance.md explains each figure and records the latest run.
 //!
-//! Sections (run one with `cargo bench -- NAME`): policy, workflow, submit, chat, daemon,
-//! inbox, quotas, dashboard.
+//! Sections (run one with `cargo bench -- NAME`): policy, workflow, submit, budgets, chat,
+//! daemon, inbox, quotas, dashboard.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -40,6 +40,9 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     if wants("submit") {
         rt.block_on(submit());
+    }
+    if wants("budgets") {
+        rt.block_on(budgets());
     }
     if wants("chat") {
         rt.block_on(chat());
@@ -636,6 +639,85 @@ fn raw_sqlite_inserts(dir: &Path, n: usize) -> f64 {
         .unwrap();
     }
     n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// `agents` agents submitting `per_agent` allowed calls each (declaring `cost`, if
+/// given) to `run`: the rate, p50 and p99.
+async fn submit_load(
+    run: &Running,
+    agents: usize,
+    per_agent: usize,
+    cost: Option<f64>,
+) -> (f64, Duration, Duration) {
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for a in 0..agents {
+        let client = Client::new(&run.agent);
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::with_capacity(per_agent);
+            for i in 0..per_agent {
+                let mut body = json!({"agent": "bench", "tool": "query_org_data",
+                    "args": {"q": format!("contacts in Berlin {a}-{i}")}});
+                if let Some(c) = cost {
+                    body["cost"] = json!(c);
+                }
+                let t = Instant::now();
+                let res = client.post("/v1/requests", &body).await.unwrap();
+                assert!(res.status.is_success());
+                assert_eq!(res.body["status"], "allowed", "{:?}", res.body);
+                lat.push(t.elapsed());
+            }
+            lat
+        }));
+    }
+    let mut lat = Vec::new();
+    for t in tasks {
+        lat.extend(t.await.unwrap());
+    }
+    let rate = lat.len() as f64 / start.elapsed().as_secs_f64();
+    lat.sort();
+    (rate, percentile(&lat, 0.50), percentile(&lat, 0.99))
+}
+
+/// A submit with budgets off and on: the on case checks the declared cost against the
+/// day's and the month's spend (summed from SQLite in the insert's transaction), fresh
+/// and with 10 000 costed requests already this month.
+async fn budgets() {
+    println!("\n## submit with budgets off and on (allowed calls, through the Unix socket)");
+    const AGENT: &str =
+        "[tools]\nquery_org_data = \"read-only\"\n[limits]\nrequests = \"1000000/min\"\n\
+         [agents.bench]\ntier = \"semi_autonomous\"\n";
+    let on = format!(
+        "{AGENT}[budgets]\ndaily = 1000000\nmonthly = 10000000\n[budgets.agents.bench]\n\
+         daily = 1000000\nmonthly = 10000000\n"
+    );
+    for round in 1..=2 {
+        for (name, config, cost, seed) in [
+            ("off, no cost declared", AGENT.to_string(), None, 0),
+            ("off, cost declared", AGENT.to_string(), Some(0.01), 0),
+            ("on, cost declared", on.clone(), Some(0.01), 0),
+            (
+                "on, cost declared, 10 000 costed this month",
+                on.clone(),
+                Some(0.01),
+                10_000,
+            ),
+        ] {
+            let run = spawn(&config).await;
+            if seed > 0 {
+                submit_load(&run, 8, seed / 8, cost).await;
+            }
+            for agents in [1usize, 8] {
+                let (rate, p50, p99) = submit_load(&run, agents, 1_000 / agents, cost).await;
+                println!(
+                    "round {round}, budgets {name:<45} {agents} agent(s): {rate:>7.0} submits/s  \
+                     p50 {p50:>9.2?}  p99 {p99:>9.2?}"
+                );
+            }
+            run.stop.send(()).unwrap();
+            run.task.await.unwrap().unwrap();
+        }
+    }
 }
 
 async fn submit() {

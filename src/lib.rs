@@ -5,6 +5,8 @@
 //! - [`approval`]: the approval record, its statuses, verbs and where a decision came from;
 //!   `approval::votes`, team approvals: the approval rule stored with a routed request, who
 //!   may vote on it, where its votes leave it (N of M, deny wins), its progress in words.
+//! - [`budget`]: spend limits (credit gating): the day and month in the budget's time
+//!   zone, the check a declared cost must pass, the warnings, their words.
 //! - [`policy`]: pure risk scoring and the allow / ask / block decision; `policy::shell`
 //!   reads shell commands as bash does and knows which only read.
 //! - [`wire`]: the API's JSON shapes and limits, shared by the daemon and its clients.
@@ -74,6 +76,7 @@
 
 pub mod api;
 pub mod approval;
+pub mod budget;
 pub mod chat;
 pub mod client;
 pub mod config;

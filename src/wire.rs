@@ -42,6 +42,10 @@ pub struct SubmitBody {
     /// answer's `edited_args` then holds what to run instead.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub accepts_edits: bool,
+    /// What the call costs, in the currency of `[budgets]`: a number from 0 to
+    /// [`crate::budget::MAX_COST`]. Checked against what is left of the agent's budgets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 impl From<SubmitBody> for crate::approval::Asked {
@@ -57,6 +61,7 @@ impl From<SubmitBody> for crate::approval::Asked {
             idempotency_key: b.idempotency_key,
             task_id: b.task_id,
             accepts_edits: b.accepts_edits,
+            cost: b.cost,
         }
     }
 }
@@ -71,6 +76,10 @@ pub struct ResultBody {
     pub executing: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// What the call cost, in the currency of `[budgets]`: it takes the place of the
+    /// cost the request declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 /// `POST /v1/requests/{id}/decision` (control socket only).
@@ -142,6 +151,9 @@ pub struct ApprovalView {
     /// The call as an owner edited and approved it: what to run instead of `args`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_args: Option<serde_json::Value>,
+    /// What the call costs, as the agent declared it (`[budgets]`' currency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 impl ApprovalView {
@@ -264,6 +276,7 @@ impl From<&Approval> for ApprovalView {
             expires_at: a.expires_at.map(format_ms),
             task_id: a.task_id.clone(),
             edited_args: a.edited_args.clone(),
+            cost: a.cost,
         }
     }
 }

@@ -138,6 +138,7 @@ fn conflict_code(c: &Conflict) -> (StatusCode, &'static str) {
         Conflict::LeaseLost { .. } => (StatusCode::CONFLICT, "lease_lost"),
         Conflict::DashboardOff => (StatusCode::CONFLICT, "dashboard_off"),
         Conflict::Draft { .. } => (StatusCode::CONFLICT, "draft_settled"),
+        Conflict::OverBudget { .. } => (StatusCode::CONFLICT, "over_budget"),
         // Answered as a bad request since the API began; kept so clients keep working.
         Conflict::GrantRevoked { .. }
         | Conflict::NotReportable { .. }

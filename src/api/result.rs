@@ -35,7 +35,12 @@ pub(super) async fn report(
             ))
         }
     };
-    let a = state.engine.report(&approval.id, to, body.detail).await?;
+    // A bad cost is refused before anything is recorded.
+    let cost = body.cost.map(crate::engine::check_cost).transpose()?;
+    let mut a = state.engine.report(&approval.id, to, body.detail).await?;
+    if let Some(cost) = cost {
+        a = state.engine.report_cost(&a.id, cost).await?;
+    }
     note(&a);
     Ok(Json(ApprovalView::from(&a)))
 }

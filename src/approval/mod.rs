@@ -37,6 +37,8 @@ pub struct Asked {
     /// The agent's client takes an edited call back (an owner's edit-then-approve):
     /// Claude Code's hooks and the MCP permission tool say so.
     pub accepts_edits: bool,
+    /// What the call costs, as the agent declares it (in the currency of `[budgets]`).
+    pub cost: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -322,6 +324,8 @@ pub struct Approval {
     pub edited_args: Option<serde_json::Value>,
     /// What the approval rule that matched it asks (who, how many), if one did.
     pub route: Option<crate::approval::votes::Route>,
+    /// What the call costs, as its agent declared it ([`Asked::cost`]).
+    pub cost: Option<f64>,
 }
 
 impl Approval {

@@ -14,7 +14,10 @@
 //!    (a settled request loses its buttons and shows its outcome), and digests move on
 //!    to the next pending request or close;
 //! 3. messages the conversations ask for ([`Handle::redraw`]: a digest an approver
-//!    navigated) are drawn again.
+//!    navigated) are drawn again;
+//! 4. notices ([`Event::Notice`]: a budget's warning) are posted in each destination
+//!    chat before anything else, retried like a card; they are not recorded, so one
+//!    in flight when gatebot stops is not posted again.
 //!
 //! A worker makes one call per pass, the most urgent first (a digest for a burst, a
 //! card, an edit, a redraw), and weighs what arrived meanwhile before the next. Calls
@@ -84,6 +87,8 @@ enum Work {
     Submitted(Arc<Approval>),
     /// A message must be drawn again.
     Redraw(String),
+    /// Words for the owners, posted once (a budget's warning).
+    Notice(Arc<str>),
     /// Look for everything out of date (start, missed events).
     Rescan,
 }
@@ -153,6 +158,10 @@ async fn run<P: Platform>(
                 workers.follow(&destinations);
             }
             ev = events.recv() => match ev {
+                Ok(Event::Notice(text)) => {
+                    let destinations = platform.settings(&config.borrow()).destinations;
+                    workers.notice(&destinations, &text);
+                }
                 Ok(ev) => {
                     let Some(id) = ev.subject() else { continue };
                     // A subject at home in a chat (or shown to a routed request's
@@ -230,6 +239,15 @@ impl<P: Platform> Workers<P> {
         self.chats.insert(chat, tx);
     }
 
+    /// Posts `text` once in each of `destinations` (their workers pace and retry it).
+    fn notice(&self, destinations: &[String], text: &Arc<str>) {
+        for chat in destinations {
+            if let Some(tx) = self.chats.get(chat) {
+                let _ = tx.send(Work::Notice(text.clone()));
+            }
+        }
+    }
+
     fn all(&self, make: &dyn Fn() -> Work) {
         for tx in self.chats.values() {
             let _ = tx.send(make());
@@ -249,6 +267,8 @@ struct ChatWorker<P> {
     submitted: HashMap<String, Arc<Approval>>,
     /// Messages to draw again.
     redraws: BTreeSet<String>,
+    /// Notices to post here, oldest first.
+    notices: std::collections::VecDeque<Arc<str>>,
     rescan: bool,
     /// When the last call started, for pacing.
     last_call: Option<Instant>,
@@ -266,6 +286,7 @@ impl<P: Platform> ChatWorker<P> {
             subjects: BTreeSet::new(),
             submitted: HashMap::new(),
             redraws: BTreeSet::new(),
+            notices: std::collections::VecDeque::new(),
             rescan: false,
             last_call: None,
             hold_until: None,
@@ -285,12 +306,16 @@ impl<P: Platform> ChatWorker<P> {
             Work::Redraw(m) => {
                 self.redraws.insert(m);
             }
+            Work::Notice(text) => self.notices.push_back(text),
             Work::Rescan => self.rescan = true,
         }
     }
 
     fn idle(&self) -> bool {
-        self.subjects.is_empty() && self.redraws.is_empty() && !self.rescan
+        self.subjects.is_empty()
+            && self.redraws.is_empty()
+            && self.notices.is_empty()
+            && !self.rescan
     }
 
     /// When the next call may start.
@@ -381,6 +406,19 @@ impl<P: Platform> ChatWorker<P> {
     /// while a call is paced is weighed before the next (a burst that builds up behind
     /// a single card still becomes a digest). On error, the work stays queued.
     async fn pass(&mut self, stop: &CancellationToken) -> Result<(), SendError> {
+        // 0. A notice: nothing to decide, so it goes first and is not recorded.
+        if let Some(text) = self.notices.pop_front() {
+            let card = crate::chat::card::Card::text(text.to_string());
+            let (platform, chat) = (self.platform.clone(), self.chat.clone());
+            let posted = self
+                .call(stop, async move { platform.post(&chat, &card, None).await })
+                .await;
+            if let Err(e) = posted {
+                self.notices.push_front(text);
+                return Err(e);
+            }
+            return Ok(());
+        }
         let state = self.cx.engine.chat();
         let platform = self.cx.platform.clone();
         let settings = self.platform.settings(&self.cx.engine.config());

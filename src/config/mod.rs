@@ -33,6 +33,7 @@
 //! Every key is documented in the example `bot.toml` at the top of the repository.
 
 mod agents;
+mod budgets;
 pub mod dashboard;
 pub(crate) mod file;
 pub mod inbox;
@@ -102,6 +103,8 @@ pub struct Config {
     pub dashboard: Option<dashboard::DashboardConfig>,
     /// `[groups.NAME]` and `[[approval_rules]]`: who is asked about which requests.
     pub teams: teams::Teams,
+    /// `[budgets]`: `None` when there are no spend limits.
+    pub budgets: Option<Arc<crate::budget::Budgets>>,
 }
 
 #[derive(Debug, Clone)]

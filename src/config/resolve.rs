@@ -89,6 +89,7 @@ impl Resolve<'_> {
             dashboard,
             groups,
             approval_rules,
+            budgets,
             // The workflow and the platforms' tables were taken above.
             ..
         } = file;
@@ -105,6 +106,9 @@ impl Resolve<'_> {
         let trust = self.trust(promotion, grants, &tools, errors);
         let policy = self.policy(policy, tools, errors);
         let agents = self.agents(agents, errors);
+        let budgets = self
+            .budgets(budgets, &agents, errors)
+            .map(std::sync::Arc::new);
         let inbox =
             inbox.and_then(|i| i.resolve(self, &agents, unknown_agents, &mut notes, errors));
         let mut warnings =
@@ -137,6 +141,7 @@ impl Resolve<'_> {
             people,
             dashboard,
             teams,
+            budgets,
         })
     }
 }

@@ -60,6 +60,7 @@ pub(super) async fn list(State(state): State<DashState>, Signed(session): Signed
                     @if let Some(p) = &v.pause { div { dt { "Paused" } dd { (visible(&p.describe())) } } }
                     div { dt { "Pending" } dd { (pending_words(v.pending)) } }
                     div { dt { "Evidence" } dd { (v.evidence.measures.brief()) } }
+                    @if !v.spend.is_empty() { div { dt { "Spend" } dd { (v.spend.join("; ")) } } }
                     div { dt { "Grants" } dd { (v.grants.len()) " in force" } }
                     @if let Some(p) = &v.proposal {
                         div { dt { "Proposal" } dd { (visible(&p.question())) " " a href=(href(&v.agent)) { "Answer it" } } }
@@ -257,6 +258,7 @@ fn evidence_section(v: &AgentView, days: &[Day], now: i64, csrf: &str) -> Markup
                 div { dt { "Last " (words::config_span(&v.evidence.window)) } dd { (v.evidence.recent.words()) } }
                 div { dt { "Assessment" } dd { (visible(&v.assessment.reason)) } }
                 @if let Some(d) = &v.demotion { div { dt { "Denials" } dd { (visible(&d.reason)) } } }
+                @for line in &v.spend { div { dt { "Spend" } dd { (line) } } }
             }
             // gatebot assesses every agent on its schedule; this runs it now.
             form.inline method="post" action=(format!("{}/assess", href(&v.agent))) {

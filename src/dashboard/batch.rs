@@ -235,6 +235,10 @@ async fn decide(state: &DashState, signed: &Signed, asked: &Asked, s: &Sorted) -
             Err(Refused::Engine(EngineError::AlreadySettled(x))) => {
                 first.push(format!("request {} was decided already", x.short_id));
             }
+            // Over a budget: it stays pending, and the others go on.
+            Err(Refused::Engine(
+                e @ EngineError::Conflict(crate::engine::Conflict::OverBudget { .. }),
+            )) => first.push(e.to_string()),
             Err(Refused::Engine(e)) => {
                 tracing::warn!(error = %e, "dashboard: a batch decision failed");
                 return Err((

@@ -170,6 +170,10 @@ pub enum Conflict {
     /// A draft that is no longer open (`why` says what became of it).
     #[error("draft {draft} {why}")]
     Draft { draft: String, why: String },
+    /// Approving the request would overdraw a budget (`why` gives the figures); it stays
+    /// pending.
+    #[error("request {request} cannot be approved, and stays pending: {why}")]
+    OverBudget { request: String, why: String },
     /// The web dashboard is off, so it has no links or sessions.
     #[error(
         "the web dashboard is off: set `listen` in the [dashboard] table of bot.toml and \

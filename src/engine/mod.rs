@@ -28,6 +28,7 @@ use crate::subject::Subject;
 use crate::time::now_ms;
 
 mod activity;
+mod budgets;
 mod chat;
 mod drafts;
 mod error;
@@ -46,6 +47,7 @@ mod runs;
 // name them beside the call (the engine re-exports nothing of the store's).
 pub use crate::store::{Session, SessionEnd};
 pub use activity::{Day, RunEvent, TaskFilter, TaskRequests, Timeline, MAX_TIMELINE_EVENTS};
+pub use budgets::{check_cost, AgentSpend};
 pub use chat::{ChatState, ChatWork, DigestNow, DigestPage, Pressed, RepliedTo};
 pub use error::{Conflict, EngineError, GrantRefused, TokenProblem, What};
 pub use gate::{Acting, Cap, Slot, WaitSlot};
@@ -111,6 +113,9 @@ pub enum Event {
     /// A subject of another kind (not a request) was created or changed: its cards in
     /// chats need a look.
     Subject(String),
+    /// Words for the owners, posted once in every destination chat (a budget's
+    /// warning); not a subject: nothing to decide, no card to keep up to date.
+    Notice(Arc<str>),
 }
 
 impl Event {
@@ -119,7 +124,7 @@ impl Event {
     pub fn approval(&self) -> Option<&Approval> {
         match self {
             Event::Submitted(a) | Event::Settled(a) => Some(a),
-            Event::Subject(_) => None,
+            Event::Subject(_) | Event::Notice(_) => None,
         }
     }
 
@@ -132,6 +137,7 @@ impl Event {
             Event::Submitted(_) => None,
             Event::Settled(a) => Some(&a.id),
             Event::Subject(id) => Some(id),
+            Event::Notice(_) => None,
         }
     }
 }
@@ -213,6 +219,10 @@ impl Engine {
     pub fn new(store: Store, config: Config) -> Arc<Engine> {
         let (events, _) = broadcast::channel(4096);
         let store = Arc::new(store);
+        if let Err(e) = store.set_budgets(config.budgets.clone(), now_ms()) {
+            // The budgets still hold against the days as they were last counted.
+            warn!(error = %e, "cannot count the budgets' days again");
+        }
         let (inserts, rx) = mpsc::channel(4 * requests::MAX_BATCH);
         tokio::spawn(requests::write_batches(store.clone(), rx));
         Arc::new(Engine {
@@ -303,6 +313,9 @@ impl Engine {
             *current = Arc::new(applied);
             restart = keys;
         });
+        let budgets = self.config().budgets.clone();
+        self.blocking(move |s| s.set_budgets(budgets, now_ms()))
+            .await?;
         for key in &restart {
             warn!(
                 key,

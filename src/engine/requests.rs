@@ -166,6 +166,17 @@ impl Engine {
                 ));
             }
         }
+        if let Some(c) = sub.asked.cost {
+            if !crate::budget::valid_cost(c) {
+                return Err(EngineError::invalid(
+                    "cost",
+                    format!(
+                        "`cost` must be a number from 0 to {:.0}, got {c}",
+                        crate::budget::MAX_COST
+                    ),
+                ));
+            }
+        }
         if let Some(k) = &sub.asked.idempotency_key {
             if k.is_empty() || k.len() > MAX_KEY_LEN {
                 return Err(EngineError::invalid(
@@ -198,7 +209,14 @@ impl Engine {
         for _ in 0..SUBMIT_ATTEMPTS {
             let new = self.judged(&sub, agent, task_id.clone(), ttl).await?;
             return match self.commit(new).await? {
-                Inserted::New(a) => Ok(self.announce_submitted(a)),
+                Inserted::New(a) => {
+                    let counted = a.status == Status::Allowed && sub.asked.cost.is_some();
+                    let submitted = self.announce_submitted(a);
+                    if counted {
+                        self.spent(&submitted.approval.agent);
+                    }
+                    Ok(submitted)
+                }
                 Inserted::Existing(a) => Ok(Submitted {
                     approval: a,
                     created: false,
@@ -563,9 +581,22 @@ impl Engine {
                 );
                 self.deadlines_changed.notify_one();
                 self.publish(Event::Settled(Arc::new(a.clone())));
+                if a.status == Status::Approved {
+                    self.spent(&a.agent);
+                }
                 return Ok(a);
             }
             Transition::NotFound => return Err(EngineError::not_found(What::Request, typed)),
+            Transition::OverBudget(a, why) => {
+                info!(
+                    id = %a.id, agent = %a.agent, by = %decision.actor,
+                    "approval refused: over budget"
+                );
+                return Err(EngineError::Conflict(Conflict::OverBudget {
+                    request: a.short_id,
+                    why,
+                }));
+            }
             Transition::AlreadySettled(a) => (a, false),
             Transition::Expired(a) => (a, true),
         };
@@ -696,7 +727,9 @@ impl Engine {
                 self.deadlines_changed.notify_one();
                 Err(EngineError::AlreadySettled(Box::new(a)))
             }
-            Transition::AlreadySettled(a) => Err(EngineError::AlreadySettled(Box::new(a))),
+            Transition::AlreadySettled(a) | Transition::OverBudget(a, _) => {
+                Err(EngineError::AlreadySettled(Box::new(a)))
+            }
             Transition::NotFound => Err(EngineError::not_found(What::Request, id)),
         }
     }
@@ -738,12 +771,12 @@ impl Engine {
                 self.publish(Event::Settled(Arc::new(a.clone())));
                 Ok(a)
             }
-            Transition::AlreadySettled(a) | Transition::Expired(a) => {
-                Err(EngineError::Conflict(Conflict::NotReportable {
-                    request: a.short_id,
-                    status: a.status,
-                }))
-            }
+            Transition::AlreadySettled(a)
+            | Transition::Expired(a)
+            | Transition::OverBudget(a, _) => Err(EngineError::Conflict(Conflict::NotReportable {
+                request: a.short_id,
+                status: a.status,
+            })),
             Transition::NotFound => Err(EngineError::not_found(What::Request, id)),
         }
     }
@@ -958,7 +991,7 @@ fn name_grant<'g>(
 fn content_hash(sub: &Submission) -> Option<String> {
     let a = &sub.asked;
     a.idempotency_key.as_ref().map(|_| {
-        crate::store::content_hash(&json!({
+        let mut content = json!({
             "tool": a.tool,
             "args": a.args,
             "summary": a.summary,
@@ -966,7 +999,12 @@ fn content_hash(sub: &Submission) -> Option<String> {
             "environment": a.environment,
             "ttl_ms": sub.ttl.map(|t| t.as_millis() as u64),
             "task_id": a.task_id,
-        }))
+        });
+        // Only when declared, so the hashes of requests without a cost stay as they were.
+        if let Some(cost) = a.cost {
+            content["cost"] = json!(cost);
+        }
+        crate::store::content_hash(&content)
     })
 }
 

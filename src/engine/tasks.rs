@@ -620,6 +620,15 @@ impl Engine {
             info!(id = %t.id, short_id = %t.short_id, agent = %t.agent, status = %t.status, "task reported");
         }
         self.withdraw_requests(&t).await;
+        if let Report::Complete {
+            cost_usd: Some(_), ..
+        }
+        | Report::Fail {
+            cost_usd: Some(_), ..
+        } = &report
+        {
+            self.spent(&t.agent);
+        }
         Ok(t)
     }
 

@@ -115,6 +115,11 @@ impl Engine {
             None => (baseline, TierSource::Config),
         };
         let measures = all_time.measures();
+        let spend = self
+            .agent_spend(agent)
+            .await?
+            .map(|s| s.lines(agent))
+            .unwrap_or_default();
         Ok(AgentView {
             agent: agent.to_string(),
             configured,
@@ -134,6 +139,7 @@ impl Engine {
             assessment: assess(agent, tier, &measures, declined, &rules),
             demotion: demotion(agent, tier, &latest, &rules),
             proposal,
+            spend,
         })
     }
 

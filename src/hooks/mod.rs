@@ -145,6 +145,8 @@ impl ToolCall {
             idempotency_key: self.idempotency_key.clone(),
             task_id: None,
             accepts_edits: false,
+            // No hook payload (Claude Code's, Codex's) carries what a call costs.
+            cost: None,
         }
     }
 }

@@ -13,10 +13,10 @@ pub(super) const COLUMNS: &str =
     idempotency_key, status, risk_score, tool_class, risk_factors, policy_reason, checkpoint, \
     always_allow_offered, decided_by, decided_via, decision_reason, always_allowed, \
     result_detail, ttl_ms, created_at, decided_at, expires_at, finished_at, task_id, \
-    accepts_edits, edited_args, route";
+    accepts_edits, edited_args, route, cost";
 
 /// How many columns [`COLUMNS`] names: a query selecting more reads them from here on.
-pub(super) const COLUMN_COUNT: usize = 30;
+pub(super) const COLUMN_COUNT: usize = 31;
 
 pub(super) fn get_conn(conn: &Connection, id: &str) -> Result<Option<Approval>> {
     conn.prepare_cached(&format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"))?
@@ -80,6 +80,7 @@ pub(super) fn row_to_approval(r: &Row<'_>) -> rusqlite::Result<Result<Approval>>
                 .get::<_, Option<String>>(29)?
                 .map(|e| serde_json::from_str(&e).map_err(|_| corrupt("route")))
                 .transpose()?,
+            cost: r.get(30)?,
         })
     };
     Ok(parse())

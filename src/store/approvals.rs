@@ -114,6 +114,19 @@ pub enum Transition {
     /// also announce the expiry, since the expiry task will not see it.
     Expired(Approval),
     NotFound,
+    /// Approving it would overdraw a budget (why, with the figures): it stays pending,
+    /// and the refusal is audited.
+    OverBudget(Approval, String),
+}
+
+/// What [`Store::decide_tx`] did in its caller's transaction.
+#[derive(Debug)]
+pub(super) enum TxDecided {
+    Done(Approval),
+    /// Approving it would overdraw a budget: nothing changed but the refusal's audit row.
+    OverBudget(Approval, String),
+    /// It was not pending, or its deadline had passed.
+    NotPending,
 }
 
 /// Result of resolving an id typed by a person.
@@ -130,8 +143,10 @@ impl Store {
     /// returns the earlier request with the same `(agent, idempotency_key)`.
     pub fn insert(&self, new: &NewApproval) -> Result<Inserted> {
         let mut conn = self.lock();
+        // Read under the lock: `set_budgets` changes them under it.
+        let budgets = self.budgets();
         let tx = conn.transaction()?;
-        let inserted = insert_tx(&tx, new, self.watch.as_ref())?;
+        let inserted = insert_tx(&tx, new, self.watch.as_ref(), budgets.as_deref())?;
         tx.commit()?;
         Ok(inserted)
     }
@@ -144,10 +159,11 @@ impl Store {
     pub fn insert_batch(&self, news: &[NewApproval]) -> Vec<Result<Inserted>> {
         let attempt = || -> Result<Vec<Result<Inserted>>> {
             let mut conn = self.lock();
+            let budgets = self.budgets();
             let tx = conn.transaction()?;
             let mut out = Vec::with_capacity(news.len());
             for n in news {
-                match insert_tx(&tx, n, self.watch.as_ref()) {
+                match insert_tx(&tx, n, self.watch.as_ref(), budgets.as_deref()) {
                     Err(e) if e.held_back() => out.push(Err(e)),
                     other => out.push(Ok(other?)),
                 }
@@ -255,30 +271,44 @@ impl Store {
     ) -> Result<Transition> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        match Store::decide_tx(&tx, id, decision, grant, edited, now)? {
-            Some(approval) => {
+        match self.decide_tx(&tx, id, decision, grant, edited, now)? {
+            TxDecided::Done(approval) => {
                 tx.commit()?;
                 Ok(Transition::Done(approval))
             }
-            None => refused(tx, id, now),
+            TxDecided::OverBudget(approval, why) => {
+                // Its refusal's audit row is kept; the request stays pending.
+                tx.commit()?;
+                Ok(Transition::OverBudget(approval, why))
+            }
+            TxDecided::NotPending => refused(tx, id, now),
         }
     }
 
     /// Decides `id` inside `tx` (see [`Store::decide_granting`]): the approval as decided,
-    /// or `None` when it was not pending (or its deadline had passed), leaving `tx` for
-    /// the caller to answer with [`refused`].
+    /// refused as over budget, or not pending (or its deadline had passed), which leaves
+    /// `tx` for the caller to answer with [`refused`]. The caller commits.
     pub(super) fn decide_tx(
+        &self,
         tx: &Transaction<'_>,
         id: &str,
         decision: &Decision,
         grant: Option<&GrantAsk>,
         edited: Option<&serde_json::Value>,
         now: i64,
-    ) -> Result<Option<Approval>> {
+    ) -> Result<TxDecided> {
         let (status, always) = match decision.verb {
             Verb::Approve | Verb::ApproveAlways => (Status::Approved, grant.is_some()),
             Verb::Deny => (Status::Rejected, false),
         };
+        if status == Status::Approved {
+            let budgets = self.budgets();
+            let refused =
+                super::budgets::approval_refused_tx(tx, budgets.as_deref(), id, decision, now)?;
+            if let Some((approval, why)) = refused {
+                return Ok(TxDecided::OverBudget(approval, why));
+            }
+        }
         let changed = tx.execute(
             "UPDATE approvals SET status = ?2, decided_by = ?3, decided_via = ?4, \
              decision_reason = ?5, always_allowed = ?6, decided_at = ?7, \
@@ -296,9 +326,13 @@ impl Store {
             ],
         )?;
         if changed == 0 {
-            return Ok(None);
+            return Ok(TxDecided::NotPending);
         }
         subject_changed(tx, id, false, status.as_str())?;
+        if status == Status::Approved {
+            let budgets = self.budgets();
+            super::budgets::reserve_tx(tx, budgets.as_deref(), id, now)?;
+        }
         let approval = get_tx(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
         let mut detail = json!({
             "outcome": status.as_str(),
@@ -322,7 +356,7 @@ impl Store {
         if let Some(ask) = grant {
             grant_tx(tx, &approval, ask, &decision.actor, &decision.via, now)?;
         }
-        Ok(Some(approval))
+        Ok(TxDecided::Done(approval))
     }
 
     /// Expires pending requests whose deadline is at or before `now`, earliest first, at
@@ -602,11 +636,33 @@ fn insert_tx(
     tx: &Transaction<'_>,
     new: &NewApproval,
     watch: Option<&super::health::Watch>,
+    budgets: Option<&crate::budget::Budgets>,
 ) -> Result<Inserted> {
     if let Some(repeat) = repeated(tx, new)? {
         return Ok(repeat);
     }
     super::health::agent_room(watch, tx)?;
+    // A declared cost that does not fit what is left of a budget blocks the request.
+    let over_budget = super::budgets::over_budget_tx(
+        tx,
+        budgets,
+        &new.asked.agent,
+        new.status,
+        new.asked.cost,
+        new.created_at,
+    )?
+    .map(|why| NewApproval {
+        status: Status::Blocked,
+        policy_reason: why,
+        ttl_ms: None,
+        expires_at: None,
+        offer: None,
+        grant_id: None,
+        always_allow_offered: false,
+        draft: false,
+        ..new.clone()
+    });
+    let new = over_budget.as_ref().unwrap_or(new);
     if let Some(grant) = new
         .grant_id
         .as_ref()
@@ -685,6 +741,14 @@ fn insert_tx(
             offer_tx(tx, &id, &new.asked.agent, &new.asked.tool, offer)?;
         }
     }
+    super::budgets::record_cost_tx(
+        tx,
+        budgets,
+        &id,
+        &new.asked.agent,
+        new.asked.cost,
+        (new.status == Status::Allowed).then_some(new.created_at),
+    )?;
     audit_submitted(tx, new, &id, &short_id)?;
     let approval = get_tx(tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
     Ok(Inserted::New(approval))

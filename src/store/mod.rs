@@ -15,6 +15,8 @@
 //! - `sessions`: the web dashboard's sign-in links and sessions;
 //! - `history`: requests searched and the trail filtered, a keyset page at a time (the
 //!   dashboard's history and audit pages);
+//! - `budgets`: what requests and tasks cost, summed per day and month, the check a
+//!   request's cost passes when it is let through, and the warnings given;
 //! - `trust`: tier overrides, pauses, grants and what prompts offer, proposals, and the
 //!   evidence counted from requests;
 //! - two leaves the others share, which use none of them: `subjects` (the `subjects`
@@ -36,6 +38,7 @@ mod activity;
 mod approval_row;
 mod approvals;
 mod audit;
+mod budgets;
 mod chat;
 mod drafts;
 mod health;
@@ -137,6 +140,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0018_call_grants.sql")),
         M::up(include_str!("../../migrations/0019_session_identity.sql")),
         M::up(include_str!("../../migrations/0020_votes.sql")),
+        M::up(include_str!("../../migrations/0021_budgets.sql")),
     ])
 }
 
@@ -212,6 +216,9 @@ pub struct Store {
     conn: Mutex<Connection>,
     /// The database's files, for [`Store::storage_fault`]; `None` in memory.
     watch: Option<health::Watch>,
+    /// The budgets in force ([`Store::set_budgets`]), checked in the transactions that
+    /// let requests through.
+    budgets: budgets::InForce,
 }
 
 impl std::fmt::Debug for Store {
@@ -251,6 +258,7 @@ impl Store {
         Ok(Store {
             conn: Mutex::new(conn),
             watch: Some(watch),
+            budgets: budgets::InForce::default(),
         })
     }
 
@@ -261,6 +269,7 @@ impl Store {
         Ok(Store {
             conn: Mutex::new(conn),
             watch: None,
+            budgets: budgets::InForce::default(),
         })
     }
 

@@ -99,7 +99,9 @@ proptest! {
                             first = Some(Status::Expired);
                         }
                         Transition::AlreadySettled(_) => prop_assert!(first.is_some()),
-                        Transition::NotFound => prop_assert!(false, "lost the request"),
+                        Transition::NotFound | Transition::OverBudget(..) => {
+                            prop_assert!(false, "lost the request")
+                        }
                     }
                 }
                 Op::Expire => {
@@ -122,7 +124,7 @@ proptest! {
                         first = Some(Status::Expired);
                     }
                     Transition::AlreadySettled(_) => prop_assert!(first.is_some()),
-                    Transition::NotFound => prop_assert!(false),
+                    Transition::NotFound | Transition::OverBudget(..) => prop_assert!(false),
                 },
                 Op::Report(ok) => {
                     let to = if *ok { Status::Succeeded } else { Status::Failed };

@@ -6,7 +6,7 @@
 use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::json;
 
-use super::approvals::{get_tx, refused};
+use super::approvals::{get_tx, refused, TxDecided};
 use super::audit::audit_tx;
 use super::subjects::subject_changed;
 use super::{Result, Store, StoreError, Transition};
@@ -123,12 +123,31 @@ impl Store {
             }
             Standing::Approved | Standing::Denied => {
                 let grant = grant.filter(|_| vote.approve);
-                match Store::decide_tx(&tx, id, decision, grant, None, now)? {
-                    Some(a) => {
+                match self.decide_tx(&tx, id, decision, grant, None, now)? {
+                    TxDecided::Done(a) => {
                         tx.commit()?;
                         Ok(Voted::Settled(Transition::Done(a)))
                     }
-                    None => Ok(Voted::Settled(refused(tx, id, now)?)),
+                    TxDecided::OverBudget(..) => {
+                        // The approving vote cannot be taken: it would overdraw a
+                        // budget. Nothing of it is kept (the request stays pending, its
+                        // vote uncast) but the refusal's audit row, committed on its own.
+                        drop(tx);
+                        let tx = conn.transaction()?;
+                        let refusal = self.decide_tx(&tx, id, decision, grant, None, now)?;
+                        tx.commit()?;
+                        match refusal {
+                            TxDecided::OverBudget(a, why) => {
+                                Ok(Voted::Settled(Transition::OverBudget(a, why)))
+                            }
+                            TxDecided::Done(a) => Ok(Voted::Settled(Transition::Done(a))),
+                            TxDecided::NotPending => {
+                                let tx = conn.transaction()?;
+                                Ok(Voted::Settled(refused(tx, id, now)?))
+                            }
+                        }
+                    }
+                    TxDecided::NotPending => Ok(Voted::Settled(refused(tx, id, now)?)),
                 }
             }
         }

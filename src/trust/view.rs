@@ -67,6 +67,10 @@ pub struct AgentView {
     /// Its open proposal, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proposal: Option<Proposal>,
+    /// Its spend against each budget that applies to it, in words ("3.20 USD of 5.00
+    /// USD today"); empty without budgets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spend: Vec<String>,
 }
 
 impl AgentView {

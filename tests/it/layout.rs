@@ -188,7 +188,7 @@ fn no_module_imports_one_that_imports_it_back() {
 #[test]
 fn the_domain_imports_nothing_of_the_daemon() {
     const DOMAIN: &[&str] = &[
-        "approval", "policy", "trust", "workflow", "inbox", "subject",
+        "approval", "policy", "trust", "workflow", "inbox", "subject", "budget",
     ];
     const DAEMON: &[&str] = &[
         "engine",

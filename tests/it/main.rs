@@ -8,6 +8,7 @@
 
 mod api;
 mod audit;
+mod budgets;
 mod classifier;
 mod cli;
 mod cli_output;

@@ -477,3 +477,30 @@ fn a_deadline_past_the_longest_wait_is_refused() {
         "{said:?}"
     );
 }
+
+/// The vote that would approve a routed request into overdraft is refused like any
+/// approval: the request stays pending and the vote is not kept.
+#[tokio::test]
+async fn a_vote_into_overdraft_is_refused_and_not_kept() {
+    let app = spawn_app(&format!(
+        "{TEAM}\n[budgets]\ncurrency = \"USD\"\ndaily = 5\n\
+         [[approval_rules]]\nname = \"contacts\"\ntool = \"create_contact\"\nask = \"oncall\"\n"
+    ))
+    .await;
+    let ask =
+        |n: u32| json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}, "cost": 3});
+    let (first, _) = app.submit_pending(ask(1)).await;
+    let (second, _) = app.submit_pending(ask(2)).await;
+    assert_eq!(
+        vote(&app, "alice", &first, "approve", None).await.status,
+        200
+    );
+    app.wait_for_status(&first, "approved").await;
+    let over = vote(&app, "alice", &second, "approve", None).await;
+    assert_eq!(over.error_code(), Some("over_budget"), "{:?}", over.body);
+    assert_eq!(app.get(&second, 0.0).await.body["status"], "pending");
+    assert!(events(&app, &second, "vote").await.is_empty());
+    // Her deny is still hers to cast: the refused approval was not kept as a vote.
+    assert_eq!(vote(&app, "alice", &second, "deny", None).await.status, 200);
+    app.wait_for_status(&second, "rejected").await;
+}

@@ -77,6 +77,9 @@ pub(super) async fn list(client: &Client, json: bool) -> Result<u8, String> {
             v.grants.len(),
         );
         outln!("  evidence: {}", m.brief());
+        if !v.spend.is_empty() {
+            outln!("  spend: {}", v.spend.join("; "));
+        }
         if let Some(p) = &v.pause {
             outln!("  {}", p.describe());
         }
@@ -214,6 +217,9 @@ fn print_view(v: &AgentView) {
         v.pause.as_ref().map_or("no".to_string(), |p| p.describe())
     );
     outln!("  pending:     {}", v.pending);
+    for (i, line) in v.spend.iter().enumerate() {
+        outln!("  {:<13}{line}", if i == 0 { "spend:" } else { "" });
+    }
     outln!("  all time:    {}", v.evidence.all_time.words());
     // At least one space after the label, however long the window's words.
     outln!(

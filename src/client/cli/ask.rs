@@ -23,6 +23,7 @@ pub(super) async fn run(client: Client, a: AskArgs) -> Result<u8, String> {
         ("confidence", a.confidence.map(Value::from)),
         ("environment", a.environment.map(Value::from)),
         ("ttl", a.ttl.map(Value::from)),
+        ("cost", a.cost.map(Value::from)),
         ("idempotency_key", a.idempotency_key.map(Value::from)),
         (
             "task_id",
@@ -75,6 +76,18 @@ pub(super) fn parse_confidence(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(c) if (0.0..=1.0).contains(&c) => Ok(c),
         _ => Err(format!("`{s}` is not a number from 0.0 to 1.0")),
+    }
+}
+
+/// `--cost`: a number from 0 to [`crate::budget::MAX_COST`] (`NaN` and `inf` refused,
+/// as for `--confidence`).
+pub(super) fn parse_cost(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(c) if crate::budget::valid_cost(c) => Ok(c),
+        _ => Err(format!(
+            "`{s}` is not a cost: write a number from 0 to {:.0}",
+            crate::budget::MAX_COST
+        )),
     }
 }
 

@@ -46,8 +46,8 @@ pub(super) async fn run(
         .post(&format!("/v1/requests/{}/decision", encode(id)), &body)
         .await
         .map_err(|e| e.to_string())?;
-    // Someone decided first, or the rule does not take this vote: exit 1 and say why, as
-    // for a rejection, not 2 (an error).
+    // Someone decided first, the rule does not take this vote, or a budget refuses the
+    // approval (the request stays pending): exit 1 and say why, as for a rejection, not 2.
     if matches!(
         res.error_code(),
         Some(
@@ -57,6 +57,7 @@ pub(super) async fn run(
                 | "own_task"
                 | "not_asked"
                 | "voted_already"
+                | "over_budget"
         )
     ) {
         eprintln!("{}", res.error_message());

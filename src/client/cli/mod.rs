@@ -429,6 +429,10 @@ pub struct AskArgs {
     /// How long the request may wait for a human, e.g. 30m (default: policy.default_ttl).
     #[arg(long)]
     pub ttl: Option<String>,
+    /// What the call costs, in the currency of [budgets] (e.g. 2.50): a cost over what
+    /// is left of a budget blocks it.
+    #[arg(long, value_parser = ask::parse_cost)]
+    pub cost: Option<f64>,
     /// How long to wait for the decision (default: until it is decided or expires).
     #[arg(long)]
     pub wait: Option<String>,

@@ -759,6 +759,9 @@ pub async fn render_request(engine: &Engine, a: &Approval) -> Result<Rendered, E
         a.status.as_str().to_string()
     };
     let mut card = prompt(a, &extras);
+    if let Some(cost) = a.cost {
+        add_cost(&mut card, cost, engine.config().budgets.as_deref());
+    }
     if let Some(id) = &a.task_id {
         if let Some(crate::engine::TaskSubject::Task(t)) = engine.task_subject(id).await? {
             add_task(&mut card, &t);
@@ -825,6 +828,21 @@ pub fn pending_card(list: &[Approval], total: usize) -> Card {
             .collect(),
         hint: None,
         fallback: format!("{total} pending request(s)"),
+    }
+}
+
+/// Shows what the request costs on its card, after its risk: "2.50 USD" in the
+/// currency of `[budgets]` (without budgets, the bare figure).
+pub fn add_cost(card: &mut Card, cost: f64, budgets: Option<&crate::budget::Budgets>) {
+    let said = match budgets {
+        Some(b) => crate::budget::money(cost, &b.currency),
+        None => format!("{cost:.2}"),
+    };
+    for b in &mut card.blocks {
+        if let Block::Fields(fields) = b {
+            fields.insert(1, Field::new("Cost", Line::text(said)));
+            return;
+        }
     }
 }
 
@@ -1076,6 +1094,7 @@ pub(crate) fn sample() -> Approval {
         accepts_edits: false,
         edited_args: None,
         route: None,
+        cost: None,
     }
 }
 
