@@ -137,7 +137,7 @@ fn teams() {
         let per = time(&|| {
             let t = &config.teams;
             if let Some(rule) = t.rule_for(std::hint::black_box(&facts)) {
-                std::hint::black_box(t.asked(rule));
+                std::hint::black_box(t.asked(&rule.ask));
             }
         });
         println!(
@@ -157,6 +157,8 @@ fn teams() {
         self_approval: true,
         handed_by: None,
         deadline_ms: None,
+        levels: Vec::new(),
+        escalated: 0,
     };
     let n: u32 = 500;
     let pending = |routed: bool| -> Vec<String> {

@@ -28,6 +28,43 @@ pub struct Route {
     /// then, it is denied ("no one answered within …").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<i64>,
+    /// The rule's escalation levels, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<Level>,
+    /// How many of them were reached (their people are in `asked` now).
+    #[serde(default)]
+    pub escalated: usize,
+}
+
+/// An escalation level as stored with a request: when, who, and where they are asked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Level {
+    /// Milliseconds from the request's creation.
+    pub after_ms: i64,
+    pub asked: Vec<String>,
+    /// (platform, chat) the level's prompts go to.
+    pub chats: Vec<(String, String)>,
+}
+
+impl Route {
+    /// The next level to reach, if any.
+    #[must_use]
+    pub fn next_level(&self) -> Option<&Level> {
+        self.levels.get(self.escalated)
+    }
+
+    /// Reaches the next level: its people are asked too. Returns it.
+    pub fn escalate(&mut self) -> Option<Level> {
+        let level = self.levels.get(self.escalated)?.clone();
+        for p in &level.asked {
+            if !self.asked.contains(p) {
+                self.asked.push(p.clone());
+            }
+        }
+        self.asked.sort();
+        self.escalated += 1;
+        Some(level)
+    }
 }
 
 /// One person's vote on a request.
@@ -142,14 +179,15 @@ fn either(names: &[&str]) -> String {
     }
 }
 
-/// The revision of a pending routed request's cards after `votes` votes (a vote changes
-/// what its cards say, so delivery edits them).
+/// The revision of a pending routed request's cards after `votes` votes and
+/// `escalated` escalation levels (each changes what its cards say, so delivery edits
+/// them).
 #[must_use]
-pub fn pending_revision(votes: usize) -> String {
-    if votes == 0 {
-        "pending".into()
-    } else {
-        format!("pending-{votes}")
+pub fn pending_revision(votes: usize, escalated: usize) -> String {
+    match (votes, escalated) {
+        (0, 0) => "pending".into(),
+        (v, 0) => format!("pending-{v}"),
+        (v, e) => format!("pending-{v}-{e}"),
     }
 }
 
@@ -187,6 +225,8 @@ mod tests {
             self_approval: false,
             handed_by: Some("carol".into()),
             deadline_ms: None,
+            levels: Vec::new(),
+            escalated: 0,
         }
     }
 

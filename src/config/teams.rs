@@ -72,6 +72,16 @@ pub struct ApprovalRule {
     pub self_approval: bool,
     /// Unanswered this long after it was made, a request is denied.
     pub deadline: Option<std::time::Duration>,
+    /// More groups asked as time passes, in order of `after`.
+    pub escalation: Vec<Escalation>,
+}
+
+/// One `[[approval_rules.escalation]]` level: unsettled `after` this long from the
+/// request's creation, it is put to `ask`'s groups too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Escalation {
+    pub after: std::time::Duration,
+    pub ask: Vec<String>,
 }
 
 /// What a rule is matched on: the request as it is asked.
@@ -121,13 +131,13 @@ impl ApprovalRule {
 }
 
 impl Teams {
-    /// Where `rule`'s prompts go on `platform`: each asked group's own chat there, or
+    /// Where prompts to `groups` go on `platform`: each group's own chat there, or
     /// its people's private chats (their identity on the platform, which is the chat
     /// id of their private chat with the bot); sorted, each once.
     #[must_use]
-    pub fn chats(&self, rule: &ApprovalRule, platform: &str, people: &People) -> Vec<String> {
+    pub fn chats(&self, groups: &[String], platform: &str, people: &People) -> Vec<String> {
         let mut chats = BTreeSet::new();
-        for g in rule.ask.iter().filter_map(|g| self.groups.get(g)) {
+        for g in groups.iter().filter_map(|g| self.groups.get(g)) {
             match g.chats.get(platform) {
                 Some(chat) => {
                     chats.insert(chat.clone());
@@ -149,11 +159,11 @@ impl Teams {
         self.rules.iter().find(|r| r.matches(facts))
     }
 
-    /// The people `rule` asks: every person of its groups, sorted, each once.
+    /// The people of `groups` (a rule's `ask`, or an escalation level's): every person
+    /// of them, sorted, each once.
     #[must_use]
-    pub fn asked(&self, rule: &ApprovalRule) -> Vec<String> {
-        let people: BTreeSet<&String> = rule
-            .ask
+    pub fn asked(&self, groups: &[String]) -> Vec<String> {
+        let people: BTreeSet<&String> = groups
             .iter()
             .filter_map(|g| self.groups.get(g))
             .flat_map(|g| &g.people)
@@ -171,7 +181,7 @@ impl ApprovalRule {
 
     /// "\"deploys\": 2 approvals of alice, bob or carol".
     fn said(&self, teams: &Teams) -> String {
-        let asked = teams.asked(self);
+        let asked = teams.asked(&self.ask);
         let many = match self.approvals {
             1 => "1 approval".to_string(),
             n => format!("{n} approvals"),
@@ -313,6 +323,17 @@ pub(crate) struct FileRule {
     self_approval: bool,
     #[serde(default, deserialize_with = "crate::settings::de_duration_opt")]
     deadline: Option<std::time::Duration>,
+    #[serde(default)]
+    escalation: Vec<FileEscalation>,
+}
+
+/// `[[approval_rules.escalation]]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileEscalation {
+    #[serde(deserialize_with = "crate::settings::de_duration")]
+    after: std::time::Duration,
+    ask: OneOrMany<String>,
 }
 
 fn one() -> i64 {
@@ -324,6 +345,69 @@ fn yes() -> bool {
 }
 
 impl Resolve<'_> {
+    /// A rule's escalation levels, checked: groups that exist, each level later than the
+    /// one before it and sooner than the deadline.
+    fn escalation(
+        &self,
+        table: &str,
+        levels: Vec<FileEscalation>,
+        deadline: Option<std::time::Duration>,
+        teams: &Teams,
+        errors: &mut Vec<ConfigError>,
+    ) -> Vec<Escalation> {
+        let mut out: Vec<Escalation> = Vec::new();
+        for (n, l) in levels.into_iter().enumerate() {
+            let key = format!("escalation[{}]", n + 1);
+            let before = out.last().map(|e| e.after);
+            if l.after < std::time::Duration::from_secs(1)
+                || before.is_some_and(|b| l.after <= b)
+                || deadline.is_some_and(|d| l.after >= d)
+            {
+                errors.push(self.error(
+                    table,
+                    &key,
+                    format!(
+                    "`after` ({}) must be at least 1s, later than the level before it and sooner \
+                     than the rule's deadline",
+                    crate::time::format_duration(l.after)
+                ),
+                ));
+                continue;
+            }
+            if l.ask.0.is_empty() {
+                errors.push(self.error(
+                    table,
+                    &key,
+                    "asks nobody: name the groups, like ask = [\"leads\"]",
+                ));
+                continue;
+            }
+            let missing: Vec<&String> = l
+                .ask
+                .0
+                .iter()
+                .filter(|g| !teams.groups.contains_key(*g))
+                .collect();
+            if let Some(g) = missing.first() {
+                errors.push(self.error(
+                    table,
+                    &key,
+                    format!(
+                        "there is no group `{}`: add a [groups.{}] table with its people",
+                        crate::names::visible(g),
+                        crate::names::visible(g)
+                    ),
+                ));
+                continue;
+            }
+            out.push(Escalation {
+                after: l.after,
+                ask: l.ask.0,
+            });
+        }
+        out
+    }
+
     /// `[groups]` and `[[approval_rules]]`, checked against `[people]`; what can never
     /// apply (an empty group, a rule an earlier one always wins over) is a warning.
     pub(super) fn teams(
@@ -495,8 +579,9 @@ impl Resolve<'_> {
             denials: 1,
             self_approval: r.self_approval,
             deadline: r.deadline,
+            escalation: self.escalation(&table, r.escalation, r.deadline, teams, errors),
         };
-        let asked = teams.asked(&rule).len() as i64;
+        let asked = teams.asked(&rule.ask).len() as i64;
         for (key, n) in [("approvals", r.approvals), ("denials", r.denials)] {
             if n < 1 {
                 errors.push(self.error(&table, key, "must be at least 1"));
@@ -556,7 +641,7 @@ mod tests {
             (deploys.approvals, deploys.denials, deploys.self_approval),
             (2, 1, false)
         );
-        assert_eq!(t.asked(deploys), ["alice", "bob", "carol"]);
+        assert_eq!(t.asked(&deploys.ask), ["alice", "bob", "carol"]);
         assert_eq!(t.rules[1].name, "rule 2");
         let facts = |agent, tool, risk| super::RuleFacts {
             agent,

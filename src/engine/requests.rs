@@ -332,19 +332,40 @@ impl Engine {
                 let key = p.key();
                 config
                     .teams
-                    .chats(rule, key, &config.people)
+                    .chats(&rule.ask, key, &config.people)
                     .into_iter()
                     .map(move |chat| (key.to_string(), chat))
             })
             .collect();
         let route = crate::approval::votes::Route {
             rule: rule.name.clone(),
-            asked: config.teams.asked(rule),
+            asked: config.teams.asked(&rule.ask),
             approvals: rule.approvals,
             denials: rule.denials,
             self_approval: rule.self_approval,
             handed_by: task.map(|t| t.created_by),
             deadline_ms: rule.deadline.map(|d| d.as_millis() as i64),
+            levels: rule
+                .escalation
+                .iter()
+                .map(|e| crate::approval::votes::Level {
+                    after_ms: e.after.as_millis() as i64,
+                    asked: config.teams.asked(&e.ask),
+                    chats: config
+                        .platforms
+                        .iter()
+                        .flat_map(|p| {
+                            let key = p.key();
+                            config
+                                .teams
+                                .chats(&e.ask, key, &config.people)
+                                .into_iter()
+                                .map(move |chat| (key.to_string(), chat))
+                        })
+                        .collect(),
+                })
+                .collect(),
+            escalated: 0,
         };
         Ok(Some((route, audience)))
     }

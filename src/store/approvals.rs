@@ -729,13 +729,12 @@ fn insert_tx(
             // Shown where its task is, under the task's card.
             inherit_home(tx, &id, task)?;
         }
-        for (platform, chat) in &new.audience {
-            // Shown to the people its approval rule asks, there only.
-            tx.prepare_cached(
-                "INSERT OR IGNORE INTO subject_audience (subject, platform, chat) \
-                 VALUES (?1, ?2, ?3)",
-            )?
-            .execute(params![id, platform, chat])?;
+        // Shown to the people its approval rule asks, there only; asked more widely as
+        // its escalation levels come due.
+        super::votes::add_audience(tx, &id, &new.audience)?;
+        if let Some(level) = new.route.as_ref().and_then(|r| r.next_level()) {
+            tx.prepare_cached("UPDATE approvals SET next_escalation_at = ?2 WHERE id = ?1")?
+                .execute(params![id, new.created_at.saturating_add(level.after_ms)])?;
         }
         if let Some(offer) = &new.offer {
             offer_tx(tx, &id, &new.asked.agent, &new.asked.tool, offer)?;

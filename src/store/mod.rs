@@ -141,6 +141,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0019_session_identity.sql")),
         M::up(include_str!("../../migrations/0020_votes.sql")),
         M::up(include_str!("../../migrations/0021_budgets.sql")),
+        M::up(include_str!("../../migrations/0022_escalation.sql")),
     ])
 }
 

@@ -53,7 +53,98 @@ fn votes_tx(tx: &Transaction<'_>, id: &str) -> Result<Vec<Vote>> {
     .collect()
 }
 
+/// Adds `chats` (platform, chat) to where subject `id` is shown.
+pub(super) fn add_audience(
+    tx: &Transaction<'_>,
+    id: &str,
+    chats: &[(String, String)],
+) -> Result<()> {
+    for (platform, chat) in chats {
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO subject_audience (subject, platform, chat) VALUES (?1, ?2, ?3)",
+        )?
+        .execute(params![id, platform, chat])?;
+    }
+    Ok(())
+}
+
+/// Most requests one escalation pass moves on.
+const ESCALATION_BATCH: i64 = 100;
+
 impl Store {
+    /// Reaches every escalation level due at `now` of pending routed requests: the
+    /// level's people are asked too (the stored route grows, the level's chats join the
+    /// audience, the cards' revision changes), audited as `escalated`, and the request's
+    /// next level is set, each in one transaction. Returns the requests escalated.
+    pub fn escalate_due(&self, now: i64) -> Result<Vec<Approval>> {
+        let mut conn = self.lock();
+        let due: Vec<String> = conn
+            .prepare_cached(
+                "SELECT id FROM approvals WHERE next_escalation_at <= ?1 ORDER BY next_escalation_at \
+                 LIMIT ?2",
+            )?
+            .query_map(params![now, ESCALATION_BATCH], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut out = Vec::new();
+        for id in due {
+            let tx = conn.transaction()?;
+            let a = get_tx(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+            let route = a
+                .route
+                .clone()
+                .filter(|_| a.status == crate::approval::Status::Pending);
+            let Some(mut route) = route else {
+                // Settled meanwhile: nothing is due any more.
+                tx.execute(
+                    "UPDATE approvals SET next_escalation_at = NULL WHERE id = ?1",
+                    [&id],
+                )?;
+                tx.commit()?;
+                continue;
+            };
+            let Some(level) = route.escalate() else {
+                tx.execute(
+                    "UPDATE approvals SET next_escalation_at = NULL WHERE id = ?1",
+                    [&id],
+                )?;
+                tx.commit()?;
+                continue;
+            };
+            let next = route
+                .next_level()
+                .map(|l| a.created_at.saturating_add(l.after_ms));
+            tx.prepare_cached(
+                "UPDATE approvals SET route = ?2, next_escalation_at = ?3 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                serde_json::to_string(&route).unwrap_or_default(),
+                next
+            ])?;
+            add_audience(&tx, &id, &level.chats)?;
+            let votes = votes_tx(&tx, &id)?;
+            subject_changed(
+                &tx,
+                &id,
+                true,
+                &pending_revision(votes.len(), route.escalated),
+            )?;
+            audit_tx(
+                &tx,
+                now,
+                Some(&id),
+                "escalated",
+                Some("gatebot"),
+                Some(&crate::approval::Via::System),
+                &json!({"level": route.escalated, "asked": level.asked, "rule": route.rule}),
+            )?;
+            let a = get_tx(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+            tx.commit()?;
+            out.push(a);
+        }
+        Ok(out)
+    }
+
     /// Records `vote` on the pending request `id` and, when it settles the request
     /// under its route, decides it as `decision` says (with `grant`, for an approval)
     /// in the same transaction.
@@ -117,7 +208,12 @@ impl Store {
         match route.standing(&votes) {
             Standing::Open => {
                 // Its cards say who voted: they change.
-                subject_changed(&tx, id, true, &pending_revision(votes.len()))?;
+                subject_changed(
+                    &tx,
+                    id,
+                    true,
+                    &pending_revision(votes.len(), route.escalated),
+                )?;
                 tx.commit()?;
                 Ok(Voted::Counted(approval, votes))
             }

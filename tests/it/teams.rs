@@ -504,3 +504,70 @@ async fn a_vote_into_overdraft_is_refused_and_not_kept() {
     assert_eq!(vote(&app, "alice", &second, "deny", None).await.status, 200);
     app.wait_for_status(&second, "rejected").await;
 }
+
+/// An escalation level, once due, asks its groups too: their chats get the prompt, their
+/// people may vote, and the card says who is asked now. Audited once.
+#[tokio::test]
+async fn an_escalation_level_asks_more_people_when_it_is_due() {
+    use crate::fake_telegram::FakeTelegram;
+    const TOKEN: &str = "424242:AAE-fake-secret-token-for-escalation";
+    let fake = FakeTelegram::start(TOKEN).await;
+    let config = format!(
+        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [7001]\napprovers = [42, 43]\n\
+         [people.alice]\ntelegram = 42\nunix = \"alice\"\n[people.bob]\ntelegram = 43\nunix = \"bob\"\n\
+         [groups.oncall]\npeople = [\"alice\"]\n[groups.leads]\npeople = [\"bob\"]\n\
+         [[approval_rules]]\nname = \"mail\"\ntool = \"send_email\"\nask = \"oncall\"\n\
+         [[approval_rules.escalation]]\nafter = \"1s\"\nask = \"leads\"\n",
+        fake.url
+    );
+    let app = spawn_app(&config).await;
+    let (id, short) = app.submit_pending(mail(1)).await;
+    crate::helpers::eventually("the prompt in alice's chat", async || {
+        fake.prompts_of(Some(42), &short).pop()
+    })
+    .await;
+    // bob is not asked yet.
+    let early = vote(&app, "bob", &id, "approve", None).await;
+    if early.status == 403 {
+        assert_eq!(early.error_code(), Some("not_asked"));
+        // Once the level is due, bob's private chat gets the prompt, and it says so.
+        let (_, _, params) = crate::helpers::eventually("the prompt in bob's chat", async || {
+            fake.prompts_of(Some(43), &short).pop()
+        })
+        .await;
+        let text = params["text"].as_str().unwrap();
+        assert!(text.contains("Waiting for alice or bob."), "{text}");
+        assert_eq!(vote(&app, "bob", &id, "approve", None).await.status, 200);
+    } else {
+        // The level came due before bob's first try (a slow machine): his vote counted.
+        assert_eq!(early.status, 200, "{:?}", early.body);
+    }
+    app.wait_for_status(&id, "approved").await;
+    assert_eq!(events(&app, &id, "escalated").await.len(), 1);
+    assert!(fake.prompts_of(Some(7001), &short).is_empty());
+}
+
+#[test]
+fn an_escalation_level_must_come_before_the_deadline_and_ask_a_group() {
+    for (level, want) in [
+        (
+            "after = \"2h\"\nask = \"leads\"\n",
+            "sooner than the rule's deadline",
+        ),
+        (
+            "after = \"10m\"\nask = \"nobody\"\n",
+            "there is no group `nobody`",
+        ),
+    ] {
+        let e = gatebot::config::Config::check_text(
+            &format!(
+                "{TEAM}\n[[approval_rules]]\nname = \"x\"\nask = \"oncall\"\ndeadline = \"1h\"\n\
+                 [[approval_rules.escalation]]\n{level}"
+            ),
+            std::path::Path::new("/etc/gatebot/bot.toml"),
+        )
+        .unwrap_err();
+        let said: Vec<String> = e.iter().map(ToString::to_string).collect();
+        assert!(said.iter().any(|s| s.contains(want)), "{said:?}");
+    }
+}

@@ -94,6 +94,8 @@ pub(super) fn cards() -> Vec<(&'static str, Card)> {
         self_approval: false,
         handed_by: None,
         deadline_ms: None,
+        levels: Vec::new(),
+        escalated: 0,
     });
     let one_vote = Extras {
         votes: vec![crate::approval::votes::Vote {

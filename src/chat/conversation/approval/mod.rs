@@ -754,7 +754,10 @@ pub async fn render_request(engine: &Engine, a: &Approval) -> Result<Rendered, E
         },
     };
     let revision = if pending && a.route.is_some() {
-        crate::approval::votes::pending_revision(extras.votes.len())
+        crate::approval::votes::pending_revision(
+            extras.votes.len(),
+            a.route.as_ref().map_or(0, |r| r.escalated),
+        )
     } else {
         a.status.as_str().to_string()
     };
