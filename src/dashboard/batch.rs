@@ -215,7 +215,7 @@ fn requests(n: usize) -> String {
 async fn decide(state: &DashState, signed: &Signed, asked: &Asked, s: &Sorted) -> Outcome {
     let engine = &state.engine;
     let verb = if asked.approve { "approve" } else { "deny" };
-    let (mut done, mut first) = (0, Vec::new());
+    let (mut done, mut counted, mut first) = (0, 0, Vec::new());
     for a in &s.decided {
         let subject = engine.identify(&a.id).await.ok();
         let decision = OwnerDecision {
@@ -229,15 +229,20 @@ async fn decide(state: &DashState, signed: &Signed, asked: &Asked, s: &Sorted) -
             via: Via::Dashboard,
         };
         match conversation::decide(engine, subject.as_ref(), &a.id, decision).await {
+            // Under an approval rule, a vote that leaves the request waiting for more.
+            Ok(d) if d.view["status"] == "pending" => counted += 1,
             Ok(_) => done += 1,
             Err(Refused::Settled { message, .. }) => first.push(message),
             Err(Refused::Unclear(m)) => return Err((StatusCode::BAD_REQUEST, m)),
             Err(Refused::Engine(EngineError::AlreadySettled(x))) => {
                 first.push(format!("request {} was decided already", x.short_id));
             }
-            // Over a budget: it stays pending, and the others go on.
+            // Over a budget, or not this person's vote to cast: it stays pending, and the
+            // others go on.
             Err(Refused::Engine(
-                e @ EngineError::Conflict(crate::engine::Conflict::OverBudget { .. }),
+                e @ (EngineError::Conflict(crate::engine::Conflict::OverBudget { .. })
+                | EngineError::VoteRefused { .. }
+                | EngineError::VotedAlready { .. }),
             )) => first.push(e.to_string()),
             Err(Refused::Engine(e)) => {
                 tracing::warn!(error = %e, "dashboard: a batch decision failed");
@@ -253,6 +258,13 @@ async fn decide(state: &DashState, signed: &Signed, asked: &Asked, s: &Sorted) -
         if asked.approve { "Approved" } else { "Denied" },
         requests(done)
     )];
+    if counted > 0 {
+        said.push(format!(
+            "Your vote counted on {}: more people must answer (their approval rules ask \
+             for them).",
+            requests(counted)
+        ));
+    }
     said.extend(first);
     let left = s.critical.len() + s.settled.len() + s.unknown;
     if left > 0 {

@@ -1118,6 +1118,27 @@ impl Engine {
     ) -> Result<Approval, EngineError> {
         let a = self.lookup(typed, true).await?;
         let edited = edited_args(args, &self.config())?;
+        if let Some(route) = a.route.as_ref().filter(|_| a.status == Status::Pending) {
+            // Under an approval rule an edit is decided by one person: only someone the
+            // rule asks, and only when one approval is enough.
+            if let Err(why) = route.may_vote(&actor, true) {
+                return Err(EngineError::VoteRefused {
+                    request: a.short_id.clone(),
+                    why,
+                });
+            }
+            if route.approvals > 1 {
+                return Err(EngineError::invalid(
+                    "args",
+                    format!(
+                        "request {} needs {} approvals under approval rule \"{}\": an edited \
+                         call cannot be voted on; approve it as asked, or deny it and tell the \
+                         agent what to send instead",
+                        a.short_id, route.approvals, route.rule
+                    ),
+                ));
+            }
+        }
         let now = now_ms();
         let (decision, grant) = if a.accepts_edits {
             let decision = Decision {

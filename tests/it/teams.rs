@@ -571,3 +571,89 @@ fn an_escalation_level_must_come_before_the_deadline_and_ask_a_group() {
         assert!(said.iter().any(|s| s.contains(want)), "{said:?}");
     }
 }
+
+/// An edit is decided by one person: under a rule that needs more, it is refused (approve
+/// as asked, or deny); under a one-approval rule, only someone the rule asks may make it.
+#[tokio::test]
+async fn an_edited_approval_needs_a_rule_one_asked_person_can_settle() {
+    let app = spawn_app(&format!(
+        "{TEAM}\n[[approval_rules]]\nname = \"contacts\"\ntool = \"create_contact\"\nask = \"oncall\"\n"
+    ))
+    .await;
+    let edit = |id: String, who: &'static str| {
+        let engine = app.engine.clone();
+        async move {
+            engine
+                .approve_edited(
+                    &id,
+                    json!({"to": "bob@example.com"}),
+                    who.into(),
+                    gatebot::approval::Via::Cli,
+                )
+                .await
+        }
+    };
+    let (two, _) = app.submit_pending(mail(9)).await;
+    let refused = edit(two.clone(), "alice").await.unwrap_err().to_string();
+    assert!(refused.contains("needs 2 approvals"), "{refused}");
+    assert_eq!(app.get(&two, 0.0).await.body["status"], "pending");
+    let (one, _) = app
+        .submit_pending(
+            json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Bo"}}),
+        )
+        .await;
+    let outsider = edit(one.clone(), "carol").await.unwrap_err().to_string();
+    assert!(outsider.contains("not asked"), "{outsider}");
+    let done = edit(one.clone(), "bob").await.unwrap();
+    assert_eq!(
+        done.status.as_str(),
+        "rejected",
+        "gatebot ask cannot take an edit: {done:?}"
+    );
+    assert_eq!(done.decided_by.as_deref(), Some("bob"));
+}
+
+/// The dashboard's batch, under approval rules: each is one vote, said as such; a request
+/// the person is not asked about is left out with why, and the others go on.
+#[tokio::test]
+async fn a_dashboard_batch_under_rules_counts_votes_and_skips_what_is_not_yours() {
+    let app = spawn_app(&format!(
+        "[dashboard]\nlisten = \"{}\"\n{TEAM}\n[groups.solo]\npeople = [\"bob\"]\n\
+         [[approval_rules]]\nname = \"bobs\"\ntool = \"create_contact\"\nask = \"solo\"\n",
+        crate::helpers::free_port()
+    ))
+    .await;
+    let b = crate::dashboard::signed_in(&app).await;
+    let (m1, _) = app.submit_pending(mail(31)).await;
+    let (m2, _) = app.submit_pending(mail(32)).await;
+    let (bobs, _) = app
+        .submit_pending(
+            json!({"agent": "intern", "tool": "create_contact", "args": {"name": "Bo"}}),
+        )
+        .await;
+    let csrf = b.get("/").await.csrf();
+    let form = serde_urlencoded::to_string([
+        ("csrf", csrf.as_str()),
+        ("verb", "approve"),
+        ("confirmed", "1"),
+        ("id", m1.as_str()),
+        ("id", m2.as_str()),
+        ("id", bobs.as_str()),
+    ])
+    .unwrap();
+    let page = b.send("POST", "/batch", &form, &[]).await;
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(
+        page.body.contains("Your vote counted on 2 requests"),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("You are not asked about request"),
+        "{}",
+        page.body
+    );
+    for id in [&m1, &m2, &bobs] {
+        assert_eq!(app.get(id, 0.0).await.body["status"], "pending");
+    }
+}
