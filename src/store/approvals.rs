@@ -731,7 +731,7 @@ fn insert_tx(
         }
         // Shown to the people its approval rule asks, there only; asked more widely as
         // its escalation levels come due.
-        super::votes::add_audience(tx, &id, &new.audience)?;
+        super::subjects::add_audience(tx, &id, &new.audience)?;
         if let Some(level) = new.route.as_ref().and_then(|r| r.next_level()) {
             tx.prepare_cached("UPDATE approvals SET next_escalation_at = ?2 WHERE id = ?1")?
                 .execute(params![id, new.created_at.saturating_add(level.after_ms)])?;

@@ -197,3 +197,18 @@ impl super::Store {
         Ok(page)
     }
 }
+
+/// Adds `chats` (platform, chat) to where subject `id` is shown.
+pub(super) fn add_audience(
+    tx: &Transaction<'_>,
+    id: &str,
+    chats: &[(String, String)],
+) -> Result<()> {
+    for (platform, chat) in chats {
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO subject_audience (subject, platform, chat) VALUES (?1, ?2, ?3)",
+        )?
+        .execute(params![id, platform, chat])?;
+    }
+    Ok(())
+}

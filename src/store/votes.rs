@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::approvals::{get_tx, refused, TxDecided};
 use super::audit::audit_tx;
-use super::subjects::subject_changed;
+use super::subjects::{add_audience, subject_changed};
 use super::{Result, Store, StoreError, Transition};
 use crate::approval::votes::{pending_revision, Standing, Vote};
 use crate::approval::{Approval, Decision};
@@ -51,21 +51,6 @@ fn votes_tx(tx: &Transaction<'_>, id: &str) -> Result<Vec<Vote>> {
         })
     })
     .collect()
-}
-
-/// Adds `chats` (platform, chat) to where subject `id` is shown.
-pub(super) fn add_audience(
-    tx: &Transaction<'_>,
-    id: &str,
-    chats: &[(String, String)],
-) -> Result<()> {
-    for (platform, chat) in chats {
-        tx.prepare_cached(
-            "INSERT OR IGNORE INTO subject_audience (subject, platform, chat) VALUES (?1, ?2, ?3)",
-        )?
-        .execute(params![id, platform, chat])?;
-    }
-    Ok(())
 }
 
 /// Most requests one escalation pass moves on.
