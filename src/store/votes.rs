@@ -241,3 +241,74 @@ impl Store {
         votes_tx(&tx, id)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::approval::votes::{Level, Route};
+    use crate::store::{Inserted, NewApproval};
+
+    fn routed(store: &Store, created_at: i64) -> String {
+        let mut new = NewApproval::sample("mailer", "send_email", None);
+        new.created_at = created_at;
+        new.route = Some(Route {
+            rule: "mail".into(),
+            asked: vec!["alice".into()],
+            approvals: 1,
+            denials: 1,
+            self_approval: true,
+            handed_by: None,
+            deadline_ms: None,
+            levels: vec![
+                Level {
+                    after_ms: 1_000,
+                    asked: vec!["bob".into()],
+                    chats: vec![("telegram".into(), "43".into())],
+                },
+                Level {
+                    after_ms: 2_000,
+                    asked: vec!["carol".into()],
+                    chats: vec![],
+                },
+            ],
+            escalated: 0,
+        });
+        match store.insert(&new).unwrap() {
+            Inserted::New(a) => a.id,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_level_is_reached_once_in_order_even_across_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gatebot.db");
+        let id = {
+            let store = Store::open(&path).unwrap();
+            let id = routed(&store, 10_000);
+            // Not due yet; then the first level, once.
+            assert!(store.escalate_due(10_999).unwrap().is_empty());
+            let first = store.escalate_due(11_000).unwrap();
+            assert_eq!(first.len(), 1);
+            let route = first[0].route.clone().unwrap();
+            assert_eq!(
+                (route.escalated, route.asked.clone()),
+                (1, vec!["alice".into(), "bob".into()])
+            );
+            assert!(store.escalate_due(11_500).unwrap().is_empty());
+            assert_eq!(store.audience_on(&id, "telegram").unwrap(), ["43"]);
+            id
+        };
+        // Reopened (a restart): what was reached stays reached; the next level comes due.
+        let store = Store::open(&path).unwrap();
+        assert!(store.escalate_due(11_900).unwrap().is_empty());
+        let second = store.escalate_due(12_000).unwrap();
+        assert_eq!(
+            second[0].route.as_ref().unwrap().asked,
+            ["alice", "bob", "carol"]
+        );
+        assert!(store.escalate_due(99_000).unwrap().is_empty());
+        let rows = store.audit_rows(Some(&id), None).unwrap();
+        assert_eq!(rows.iter().filter(|r| r.event == "escalated").count(), 2);
+    }
+}
