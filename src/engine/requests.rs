@@ -325,18 +325,22 @@ impl Engine {
         let Some(rule) = config.teams.rule_for(&facts) else {
             return Ok(None);
         };
-        let audience = config
-            .platforms
-            .iter()
-            .flat_map(|p| {
-                let key = p.key();
-                config
-                    .teams
-                    .chats(&rule.ask, key, &config.people)
-                    .into_iter()
-                    .map(move |chat| (key.to_string(), chat))
-            })
-            .collect();
+        // Where prompts to some groups go: (platform, chat) on every platform that is on.
+        let chats_of = |groups: &[String]| -> Vec<(String, String)> {
+            config
+                .platforms
+                .iter()
+                .flat_map(|p| {
+                    let key = p.key();
+                    config
+                        .teams
+                        .chats(groups, key, &config.people)
+                        .into_iter()
+                        .map(move |chat| (key.to_string(), chat))
+                })
+                .collect()
+        };
+        let audience = chats_of(&rule.ask);
         let route = crate::approval::votes::Route {
             rule: rule.name.clone(),
             asked: config.teams.asked(&rule.ask),
@@ -351,18 +355,7 @@ impl Engine {
                 .map(|e| crate::approval::votes::Level {
                     after_ms: e.after.as_millis() as i64,
                     asked: config.teams.asked(&e.ask),
-                    chats: config
-                        .platforms
-                        .iter()
-                        .flat_map(|p| {
-                            let key = p.key();
-                            config
-                                .teams
-                                .chats(&e.ask, key, &config.people)
-                                .into_iter()
-                                .map(move |chat| (key.to_string(), chat))
-                        })
-                        .collect(),
+                    chats: chats_of(&e.ask),
                 })
                 .collect(),
             escalated: 0,

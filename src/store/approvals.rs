@@ -364,20 +364,21 @@ impl Store {
     pub fn expire_due(&self, now: i64) -> Result<Vec<Approval>> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        let due: Vec<(String, Option<i64>)> = {
+        let due: Vec<(String, Option<i64>, Option<i64>)> = {
             // Bounded, so a mass expiry holds the writer only briefly per pass; the
             // expiry task comes straight back while deadlines are still due.
             let mut stmt = tx.prepare(
-                "SELECT id, ttl_ms FROM approvals WHERE status = 'pending' AND expires_at <= ?1 \
-                 ORDER BY expires_at LIMIT ?2",
+                "SELECT id, ttl_ms, json_extract(route, '$.deadline_ms') FROM approvals \
+                 WHERE status = 'pending' AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2",
             )?;
-            let rows =
-                stmt.query_map(params![now, EXPIRE_BATCH], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let rows = stmt.query_map(params![now, EXPIRE_BATCH], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?;
             rows.collect::<std::result::Result<_, _>>()?
         };
         let mut expired = Vec::with_capacity(due.len());
-        for (id, ttl_ms) in due {
-            match expire_tx(&tx, &id, ttl_ms, now) {
+        for (id, ttl_ms, deadline_ms) in due {
+            match expire_tx(&tx, &id, ttl_ms, deadline_ms, now) {
                 Ok(Some(a)) => expired.push(a),
                 Ok(None) => {}
                 // Expired and audited, but the row does not read back (a hand-edited
@@ -764,7 +765,8 @@ pub(super) fn refused(tx: Transaction<'_>, id: &str, now: i64) -> Result<Transit
     if !overdue {
         return Ok(Transition::AlreadySettled(a));
     }
-    let expired = expire_tx(&tx, id, a.ttl_ms, now)?;
+    let deadline_ms = a.route.as_ref().and_then(|r| r.deadline_ms);
+    let expired = expire_tx(&tx, id, a.ttl_ms, deadline_ms, now)?;
     tx.commit()?;
     Ok(match expired {
         Some(a) => Transition::Expired(a),
@@ -772,77 +774,52 @@ pub(super) fn refused(tx: Transaction<'_>, id: &str, now: i64) -> Result<Transit
     })
 }
 
-/// Expires one pending request with its `expired` audit row; `None` if it was no
-/// longer pending. The reason names the request's own ttl.
+/// Ends one pending request whose time is up; `None` if it was no longer pending. It
+/// expires, with its `expired` audit row and a reason naming its own ttl; or, when its
+/// approval rule gives it a deadline (`deadline_ms`), it is denied, with the `decided`
+/// row a decision gets: never approved by silence, and never merely expired.
 fn expire_tx(
     tx: &Transaction<'_>,
     id: &str,
     ttl_ms: Option<i64>,
+    deadline_ms: Option<i64>,
     now: i64,
 ) -> Result<Option<Approval>> {
-    // A request its approval rule gives a deadline is denied at it: never approved by
-    // silence, and never merely expired.
-    let deadline: Option<i64> = tx
-        .prepare_cached("SELECT json_extract(route, '$.deadline_ms') FROM approvals WHERE id = ?1")?
-        .query_row([id], |r| r.get(0))
-        .optional()?
-        .flatten();
-    if let Some(ms) = deadline {
-        return deny_at_deadline(tx, id, ms, now);
-    }
-    let reason = format!(
-        "no response within {}",
-        crate::words::span(std::time::Duration::from_millis(
-            ttl_ms.unwrap_or(0).max(0) as u64
-        ))
-    );
+    let span = |ms: i64| crate::words::span(std::time::Duration::from_millis(ms.max(0) as u64));
+    let (status, event, reason) = match deadline_ms {
+        Some(ms) => (
+            Status::Rejected,
+            "decided",
+            format!("no one answered within {}", span(ms)),
+        ),
+        None => (
+            Status::Expired,
+            "expired",
+            format!("no response within {}", span(ttl_ms.unwrap_or(0))),
+        ),
+    };
     let changed = tx.execute(
-        "UPDATE approvals SET status = 'expired', decided_by = 'gatebot', \
+        "UPDATE approvals SET status = ?4, decided_by = 'gatebot', \
          decided_via = 'system', decision_reason = ?2, decided_at = ?3, finished_at = ?3 \
          WHERE id = ?1 AND status = 'pending'",
-        params![id, reason, now],
+        params![id, reason, now, status.as_str()],
     )?;
     if changed == 0 {
         return Ok(None);
     }
-    subject_changed(tx, id, false, Status::Expired.as_str())?;
+    subject_changed(tx, id, false, status.as_str())?;
+    let detail = match deadline_ms {
+        Some(_) => json!({"outcome": "rejected", "reason": reason, "deadline": true}),
+        None => json!({"reason": reason}),
+    };
     audit_tx(
         tx,
         now,
         Some(id),
-        "expired",
+        event,
         Some("gatebot"),
         Some(&Via::System),
-        &json!({"reason": reason}),
-    )?;
-    get_tx(tx, id)
-}
-
-/// Denies a routed request nobody settled within its rule's deadline (`ms`), with the
-/// `decided` row a decision gets.
-fn deny_at_deadline(tx: &Transaction<'_>, id: &str, ms: i64, now: i64) -> Result<Option<Approval>> {
-    let reason = format!(
-        "no one answered within {}",
-        crate::words::span(std::time::Duration::from_millis(ms.max(0) as u64))
-    );
-    let changed = tx.execute(
-        "UPDATE approvals SET status = 'rejected', decided_by = 'gatebot', \
-         decided_via = 'system', decision_reason = ?2, decided_at = ?3, finished_at = ?3 \
-         WHERE id = ?1 AND status = 'pending'",
-        params![id, reason, now],
-    )?;
-    if changed == 0 {
-        return Ok(None);
-    }
-    subject_changed(tx, id, false, Status::Rejected.as_str())?;
-    audit_tx(
-        tx,
-        now,
-        Some(id),
-        "decided",
-        Some("gatebot"),
-        Some(&Via::System),
-        &json!({"outcome": "rejected", "reason": reason, "deadline": true}),
+        &detail,
     )?;
     get_tx(tx, id)
 }
