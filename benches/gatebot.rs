@@ -157,8 +157,11 @@ fn teams() {
         self_approval: true,
         handed_by: None,
         deadline_ms: None,
+        places: Vec::new(),
+        remind_after_ms: None,
         levels: Vec::new(),
         escalated: 0,
+        handled_ms: 0,
     };
     let n: u32 = 500;
     let pending = |routed: bool| -> Vec<String> {

@@ -28,12 +28,32 @@ pub struct Route {
     /// then, it is denied ("no one answered within …").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<i64>,
+    /// Where the rule's groups are asked, and who of them in each place.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub places: Vec<Place>,
+    /// When the people asked are reminded, in milliseconds from the request's creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remind_after_ms: Option<i64>,
     /// The rule's escalation levels, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub levels: Vec<Level>,
     /// How many of them were reached (their people are in `asked` now).
     #[serde(default)]
     pub escalated: usize,
+    /// The route's timers (reminders, levels, repeats) are handled up to this many
+    /// milliseconds from the request's creation: each is acted on once.
+    #[serde(default)]
+    pub handled_ms: i64,
+}
+
+/// A chat where some of a request's people are asked: a group's chat or channel, or
+/// one person's private chat with the bot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Place {
+    pub platform: String,
+    pub chat: String,
+    /// The people asked there, sorted.
+    pub people: Vec<String>,
 }
 
 /// An escalation level as stored with a request: when, who, and where they are asked.
@@ -42,28 +62,117 @@ pub struct Level {
     /// Milliseconds from the request's creation.
     pub after_ms: i64,
     pub asked: Vec<String>,
-    /// (platform, chat) the level's prompts go to.
-    pub chats: Vec<(String, String)>,
+    pub places: Vec<Place>,
+    /// Once reached, its people are reminded this often (milliseconds) until the
+    /// deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_ms: Option<i64>,
+}
+
+/// A reminder waiting to be posted: in one chat, to the people asked there who had
+/// not voted when it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reminder {
+    pub id: i64,
+    pub approval_id: String,
+    pub platform: String,
+    pub chat: String,
+    pub people: Vec<String>,
+    /// Whether its request still waits (a settled request's reminder is dropped).
+    pub open: bool,
+}
+
+/// What a route's timers due by some time call for ([`Route::advance`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Due {
+    /// Levels reached: their people are asked too, in their places.
+    pub levels: Vec<Level>,
+    /// Places whose people are reminded (those of them who have not voted).
+    pub reminders: Vec<Place>,
 }
 
 impl Route {
-    /// The next level to reach, if any.
+    /// The first timer after `handled_ms`, in milliseconds from the request's
+    /// creation: the reminder, a level, or a reached level's repeat (before the
+    /// deadline). `None`: nothing more will happen until the deadline.
     #[must_use]
-    pub fn next_level(&self) -> Option<&Level> {
-        self.levels.get(self.escalated)
+    pub fn next_due(&self) -> Option<i64> {
+        let t = self.handled_ms;
+        let before_deadline = |x: i64| self.deadline_ms.is_none_or(|d| x < d);
+        let mut next: Option<i64> = None;
+        let mut consider = |x: i64| {
+            if x > t && before_deadline(x) {
+                next = Some(next.map_or(x, |n| n.min(x)));
+            }
+        };
+        if let Some(r) = self.remind_after_ms {
+            consider(r);
+        }
+        for l in &self.levels {
+            consider(l.after_ms);
+            if let Some(r) = l.repeat_ms.filter(|r| *r > 0) {
+                // The first repeat after `t`: after + k·repeat, k ≥ 1.
+                let k = if t < l.after_ms + r {
+                    1
+                } else {
+                    (t - l.after_ms) / r + 1
+                };
+                consider(l.after_ms.saturating_add(k.saturating_mul(r)));
+            }
+        }
+        next
     }
 
-    /// Reaches the next level: its people are asked too. Returns it.
-    pub fn escalate(&mut self) -> Option<Level> {
-        let level = self.levels.get(self.escalated)?.clone();
-        for p in &level.asked {
-            if !self.asked.contains(p) {
-                self.asked.push(p.clone());
+    /// Acts on every timer due by `at_ms` (from the request's creation) not yet acted
+    /// on: levels reached (their people join `asked`), and one reminder per place due
+    /// one however many repeats fell due meanwhile (gatebot was down, or busy).
+    pub fn advance(&mut self, at_ms: i64) -> Due {
+        let from = self.handled_ms;
+        let due = |x: i64| x > from && x <= at_ms && self.deadline_ms.is_none_or(|d| x < d);
+        let mut out = Due::default();
+        // A level reached now posts its prompt: no reminder of it on top.
+        let reached_before = self.escalated;
+        if self.remind_after_ms.is_some_and(due) {
+            out.reminders.extend(self.places.iter().cloned());
+        }
+        for (i, l) in self.levels.iter().enumerate() {
+            if i == self.escalated && due(l.after_ms) {
+                out.levels.push(l.clone());
+                self.escalated += 1;
+            }
+        }
+        for l in &self.levels[..reached_before] {
+            let Some(r) = l.repeat_ms.filter(|r| *r > 0) else {
+                continue;
+            };
+            // The last repeat point at or before `at_ms`.
+            if at_ms < l.after_ms + r {
+                continue;
+            }
+            let last = l.after_ms + (at_ms - l.after_ms) / r * r;
+            if due(last) {
+                out.reminders.extend(l.places.iter().cloned());
+            }
+        }
+        for l in &out.levels {
+            for p in &l.asked {
+                if !self.asked.contains(p) {
+                    self.asked.push(p.clone());
+                }
             }
         }
         self.asked.sort();
-        self.escalated += 1;
-        Some(level)
+        self.handled_ms = self.handled_ms.max(at_ms);
+        out
+    }
+
+    /// Every place asked so far: the rule's, then the levels' reached.
+    #[must_use]
+    pub fn places_asked(&self) -> Vec<&Place> {
+        self.places
+            .iter()
+            .chain(self.levels[..self.escalated].iter().flat_map(|l| &l.places))
+            .collect()
     }
 }
 
@@ -225,9 +334,90 @@ mod tests {
             self_approval: false,
             handed_by: Some("carol".into()),
             deadline_ms: None,
+            places: Vec::new(),
+            remind_after_ms: None,
             levels: Vec::new(),
             escalated: 0,
+            handled_ms: 0,
         }
+    }
+
+    fn place(chat: &str, people: &[&str]) -> Place {
+        Place {
+            platform: "telegram".into(),
+            chat: chat.into(),
+            people: people.iter().map(|p| (*p).to_string()).collect(),
+        }
+    }
+
+    /// A rule reminding at 10 s, escalating to carol at 20 s (repeated every 15 s)
+    /// and to dave at 60 s, denying at 90 s.
+    fn timed() -> Route {
+        Route {
+            asked: vec!["alice".into(), "bob".into()],
+            places: vec![place("-100", &["alice", "bob"])],
+            remind_after_ms: Some(10_000),
+            deadline_ms: Some(90_000),
+            levels: vec![
+                Level {
+                    after_ms: 20_000,
+                    asked: vec!["carol".into()],
+                    places: vec![place("3", &["carol"])],
+                    repeat_ms: Some(15_000),
+                },
+                Level {
+                    after_ms: 60_000,
+                    asked: vec!["dave".into()],
+                    places: vec![place("4", &["dave"])],
+                    repeat_ms: None,
+                },
+            ],
+            ..route(1, 1)
+        }
+    }
+
+    #[test]
+    fn timers_fire_once_each_in_order_and_repeats_stop_at_the_deadline() {
+        let mut r = timed();
+        let mut fired = Vec::new();
+        while let Some(t) = r.next_due() {
+            let due = r.advance(t);
+            let chats = |ps: &[Place]| ps.iter().map(|p| p.chat.clone()).collect::<Vec<_>>();
+            let levels: Vec<String> = due.levels.iter().flat_map(|l| chats(&l.places)).collect();
+            fired.push((t / 1000, levels, chats(&due.reminders)));
+        }
+        let s = |v: &[&str]| v.iter().map(|x| (*x).to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            fired,
+            vec![
+                (10, s(&[]), s(&["-100"])),
+                (20, s(&["3"]), s(&[])),
+                (35, s(&[]), s(&["3"])),
+                (50, s(&[]), s(&["3"])),
+                (60, s(&["4"]), s(&[])),
+                (65, s(&[]), s(&["3"])),
+                (80, s(&[]), s(&["3"])),
+            ]
+        );
+        assert_eq!(r.asked, ["alice", "bob", "carol", "dave"]);
+        assert_eq!(r.places_asked().len(), 3);
+    }
+
+    #[test]
+    fn timers_missed_while_down_act_once_and_nothing_acts_twice() {
+        let mut r = timed();
+        // Down from 5 s to 58 s: the reminder, the level and two repeats fell due.
+        r.advance(5_000);
+        let due = r.advance(58_000);
+        assert_eq!(due.levels.len(), 1);
+        // The first reminder; the level reached now is prompted, not reminded.
+        assert_eq!(due.reminders.len(), 1, "{due:?}");
+        assert_eq!(r.advance(58_000), Due::default());
+        assert_eq!(r.next_due(), Some(60_000));
+        // Serialised and read back (a restart), the route goes on where it was.
+        let mut back: Route = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back.advance(59_000), Due::default());
+        assert_eq!(back.advance(60_000).levels.len(), 1);
     }
 
     fn vote(person: &str, approve: bool) -> Vote {

@@ -141,6 +141,10 @@ pub enum Span {
     Strong(String),
     /// Italic.
     Em(String),
+    /// A person gatebot calls on (a reminder): their identity on the platform (a
+    /// Telegram user id, a Slack user id) and the name shown. Where the identity is not
+    /// one the platform can mention, the name is shown as text.
+    Mention { id: String, name: String },
 }
 
 /// `Label: value`.
@@ -196,6 +200,16 @@ impl Line {
         self
     }
 
+    /// Appends a mention of a person ([`Span::Mention`]).
+    #[must_use]
+    pub fn mention(mut self, id: impl Into<String>, name: impl Into<String>) -> Line {
+        self.0.push(Span::Mention {
+            id: id.into(),
+            name: name.into(),
+        });
+        self
+    }
+
     /// Appends inline code.
     #[must_use]
     pub fn code(mut self, s: impl Into<String>) -> Line {
@@ -221,7 +235,8 @@ impl Line {
         self.0
             .iter()
             .map(|s| match s {
-                Span::Text(t) | Span::Code(t) | Span::Strong(t) | Span::Em(t) => t.as_str(),
+                Span::Text(t) | Span::Code(t) | Span::Strong(t) | Span::Em(t) => t.clone(),
+                Span::Mention { name, .. } => format!("@{name}"),
             })
             .collect()
     }

@@ -15,12 +15,17 @@
 //!    to the next pending request or close;
 //! 3. messages the conversations ask for ([`Handle::redraw`]: a digest an approver
 //!    navigated) are drawn again;
-//! 4. notices ([`Event::Notice`]: a budget's warning) are posted in each destination
+//! 4. reminders of routed requests (docs/teams.md), written by the approval rules'
+//!    timers, are posted as replies to the request's card there, calling on the people
+//!    asked there who have not voted. Each is taken from the database before its post
+//!    starts, so a restart never posts one twice (one in flight is lost, not repeated);
+//!    one the platform refused without posting (429, unreachable) is put back;
+//! 5. notices ([`Event::Notice`]: a budget's warning) are posted in each destination
 //!    chat before anything else, retried like a card; they are not recorded, so one
 //!    in flight when gatebot stops is not posted again.
 //!
 //! A worker makes one call per pass, the most urgent first (a digest for a burst, a
-//! card, an edit, a redraw), and weighs what arrived meanwhile before the next. Calls
+//! card, a reminder, an edit, a redraw), and weighs what arrived meanwhile before the next. Calls
 //! in one chat are spaced by the platform's pace, and a failure holds up only that
 //! chat: it waits out the server's `retry_after` or backs off (1 s, 2 s, 4 s … up to a
 //! minute), then retries whatever is still out of date. Work is driven by engine events
@@ -47,6 +52,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
+use crate::approval::votes::Reminder;
 use crate::approval::Approval;
 use crate::chat::conversation::{self, approval, digest, Rendered};
 use crate::chat::platform::{Platform, SendError};
@@ -428,7 +434,11 @@ impl<P: Platform> ChatWorker<P> {
         // still edited below.
         let destination = settings.destinations.contains(&self.chat);
         let known: Vec<String> = self.subjects.iter().cloned().collect();
-        let ChatWork { unposted, stale } = state
+        let ChatWork {
+            unposted,
+            stale,
+            reminders,
+        } = state
             .work(&platform, &self.chat, &known, destination, self.rescan)
             .await
             .map_err(database)?;
@@ -465,7 +475,16 @@ impl<P: Platform> ChatWorker<P> {
             return self.post_card(stop, u).await;
         }
 
-        // 2. Edits. Subjects shown by a digest need no call of their own: their digest
+        // 2. Reminders, once their request's card is here to reply to.
+        for r in reminders {
+            if r.open {
+                return self.remind(stop, r).await;
+            }
+            // Settled since it was written: nothing to remind of.
+            state.take_reminder(r.id).await.map_err(database)?;
+        }
+
+        // 3. Edits. Subjects shown by a digest need no call of their own: their digest
         // is drawn again (below) once they are marked.
         let mut edit = None;
         for (shown, current) in stale {
@@ -484,7 +503,7 @@ impl<P: Platform> ChatWorker<P> {
             return self.draw_card(stop, &shown.subject, &shown.message).await;
         }
 
-        // 3. Redraws.
+        // 4. Redraws.
         if let Some(message) = self.redraws.pop_first() {
             if let Err(e) = self.redraw(stop, &message).await {
                 self.redraws.insert(message);
@@ -492,6 +511,59 @@ impl<P: Platform> ChatWorker<P> {
             }
         }
         Ok(())
+    }
+
+    /// Posts reminder `r` as a reply to its request's card here: taken first, so a
+    /// restart during the call never posts it twice; put back only when the platform
+    /// said it did nothing.
+    async fn remind(&mut self, stop: &CancellationToken, r: Reminder) -> Result<(), SendError> {
+        let engine = self.cx.engine.clone();
+        let state = engine.chat();
+        let a = engine.get(&r.approval_id).await.map_err(database)?;
+        let votes = engine.votes(&a.id).await.map_err(database)?;
+        let config = engine.config();
+        let key = self.cx.platform.to_string();
+        let people: Vec<(String, Option<String>)> = r
+            .people
+            .iter()
+            .map(|p| {
+                (
+                    p.clone(),
+                    config.people.identity(p, &key).map(str::to_string),
+                )
+            })
+            .collect();
+        let card = conversation::approval::reminder(&a, &votes, &people, crate::time::now_ms());
+        let thread = state
+            .shown_in(&a.id, &self.cx.platform, &self.chat)
+            .await
+            .map_err(database)?;
+        if !state.take_reminder(r.id).await.map_err(database)? {
+            return Ok(());
+        }
+        let (platform, chat) = (self.platform.clone(), self.chat.clone());
+        let posted = self
+            .call(stop, async move {
+                platform.post(&chat, &card, thread.as_ref()).await
+            })
+            .await;
+        match posted {
+            Ok(_) => {
+                info!(platform = %self.cx.platform, chat = %self.chat, id = %a.id, "reminder posted");
+                Ok(())
+            }
+            Err(e) => {
+                if matches!(e, SendError::RetryAfter(_) | SendError::Transient(_)) {
+                    state.put_back_reminder(r).await.map_err(database)?;
+                } else {
+                    warn!(
+                        platform = %self.cx.platform, chat = %self.chat, id = %a.id, error = %e,
+                        "a reminder may not have been posted; it is not tried again"
+                    );
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Posts one subject's card, in its thread where it has one here.

@@ -33,6 +33,9 @@ use crate::inbox::Intent;
 use crate::policy::{RiskScore, Tier};
 use crate::settings::Resolve;
 
+/// The shortest `repeat` of an escalation level.
+const MIN_REPEAT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// `[groups]` and `[[approval_rules]]`, resolved.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Teams {
@@ -72,6 +75,9 @@ pub struct ApprovalRule {
     pub self_approval: bool,
     /// Unanswered this long after it was made, a request is denied.
     pub deadline: Option<std::time::Duration>,
+    /// Unsettled this long after it was made, the people asked who have not voted are
+    /// reminded where they were asked.
+    pub remind_after: Option<std::time::Duration>,
     /// More groups asked as time passes, in order of `after`.
     pub escalation: Vec<Escalation>,
 }
@@ -82,6 +88,8 @@ pub struct ApprovalRule {
 pub struct Escalation {
     pub after: std::time::Duration,
     pub ask: Vec<String>,
+    /// Once reached, its people are reminded this often until the deadline.
+    pub repeat: Option<std::time::Duration>,
 }
 
 /// What a rule is matched on: the request as it is asked.
@@ -131,26 +139,37 @@ impl ApprovalRule {
 }
 
 impl Teams {
-    /// Where prompts to `groups` go on `platform`: each group's own chat there, or
-    /// its people's private chats (their identity on the platform, which is the chat
-    /// id of their private chat with the bot); sorted, each once.
+    /// Where prompts to `groups` go on `platform`, and who of them is asked in each
+    /// chat: each group's own chat there, or its people's private chats (their identity
+    /// on the platform, which is the chat id of their private chat with the bot);
+    /// sorted by chat, each chat once with its people sorted.
     #[must_use]
-    pub fn chats(&self, groups: &[String], platform: &str, people: &People) -> Vec<String> {
-        let mut chats = BTreeSet::new();
+    pub fn places(
+        &self,
+        groups: &[String],
+        platform: &str,
+        people: &People,
+    ) -> BTreeMap<String, BTreeSet<String>> {
+        let mut places: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for g in groups.iter().filter_map(|g| self.groups.get(g)) {
             match g.chats.get(platform) {
-                Some(chat) => {
-                    chats.insert(chat.clone());
+                Some(chat) => places
+                    .entry(chat.clone())
+                    .or_default()
+                    .extend(g.people.iter().cloned()),
+                None => {
+                    for p in &g.people {
+                        if let Some(chat) = people.identity(p, platform) {
+                            places
+                                .entry(chat.to_string())
+                                .or_default()
+                                .insert(p.clone());
+                        }
+                    }
                 }
-                None => chats.extend(
-                    g.people
-                        .iter()
-                        .filter_map(|p| people.identity(p, platform))
-                        .map(str::to_string),
-                ),
             }
         }
-        chats.into_iter().collect()
+        places
     }
 
     /// The first rule that matches `facts`, if any.
@@ -323,6 +342,8 @@ pub(crate) struct FileRule {
     self_approval: bool,
     #[serde(default, deserialize_with = "crate::settings::de_duration_opt")]
     deadline: Option<std::time::Duration>,
+    #[serde(default, deserialize_with = "crate::settings::de_duration_opt")]
+    remind_after: Option<std::time::Duration>,
     #[serde(default)]
     escalation: Vec<FileEscalation>,
 }
@@ -334,6 +355,8 @@ pub(crate) struct FileEscalation {
     #[serde(deserialize_with = "crate::settings::de_duration")]
     after: std::time::Duration,
     ask: OneOrMany<String>,
+    #[serde(default, deserialize_with = "crate::settings::de_duration_opt")]
+    repeat: Option<std::time::Duration>,
 }
 
 fn one() -> i64 {
@@ -400,9 +423,23 @@ impl Resolve<'_> {
                 ));
                 continue;
             }
+            if let Some(r) = l.repeat {
+                if r < MIN_REPEAT {
+                    errors.push(self.error(
+                        table,
+                        &format!("{key}.repeat"),
+                        format!(
+                            "must be at least {}: the level's people are reminded this often",
+                            crate::time::format_duration(MIN_REPEAT)
+                        ),
+                    ));
+                    continue;
+                }
+            }
             out.push(Escalation {
                 after: l.after,
                 ask: l.ask.0,
+                repeat: l.repeat,
             });
         }
         out
@@ -566,6 +603,30 @@ impl Resolve<'_> {
                 ));
             }
         }
+        if let Some(remind) = r.remind_after {
+            let first_level = r.escalation.first().map(|l| l.after);
+            if remind < std::time::Duration::from_secs(1)
+                || r.deadline.is_some_and(|d| remind >= d)
+                || remind > max_ttl
+            {
+                errors.push(self.error(
+                    &table,
+                    "remind_after",
+                    format!(
+                        "must be at least 1s and sooner than the rule's deadline (and than the \
+                         longest a request may wait, {})",
+                        crate::time::format_duration(max_ttl)
+                    ),
+                ));
+            } else if first_level.is_some_and(|f| remind >= f) {
+                errors.push(self.error(
+                    &table,
+                    "remind_after",
+                    "must be sooner than the first escalation level's `after`: the people \
+                     first asked are reminded before more are asked",
+                ));
+            }
+        }
         let mut rule = ApprovalRule {
             name,
             agents: r.agent.0,
@@ -579,6 +640,7 @@ impl Resolve<'_> {
             denials: 1,
             self_approval: r.self_approval,
             deadline: r.deadline,
+            remind_after: r.remind_after,
             escalation: self.escalation(&table, r.escalation, r.deadline, teams, errors),
         };
         let asked = teams.asked(&rule.ask).len() as i64;
@@ -738,5 +800,37 @@ mod tests {
         );
         assert!(!w.contains("\"risky anything\" never"), "{w}");
         assert!(w.contains("[groups.empty] has nobody in it"), "{w}");
+    }
+
+    #[test]
+    fn reminders_come_before_the_first_level_and_the_deadline_and_repeats_are_read() {
+        let base = "[groups.oncall]\npeople = [\"alice\"]\n[groups.leads]\npeople = [\"bob\"]\n\
+                    [[approval_rules]]\nname = \"x\"\nask = \"oncall\"\ndeadline = \"1h\"\n";
+        let level = "[[approval_rules.escalation]]\nafter = \"10m\"\nask = \"leads\"\n";
+        let c = parse(&format!(
+            "{PEOPLE}{base}remind_after = \"5m\"\n{level}repeat = \"15m\"\n"
+        ))
+        .unwrap();
+        let r = &c.teams.rules[0];
+        assert_eq!(r.remind_after, Some(std::time::Duration::from_secs(300)));
+        assert_eq!(
+            r.escalation[0].repeat,
+            Some(std::time::Duration::from_secs(900))
+        );
+        for (extra, said) in [
+            ("remind_after = \"2h\"\n", "sooner than the rule's deadline"),
+            ("remind_after = \"0s\"\n", "longer than zero"),
+            (
+                &format!("remind_after = \"20m\"\n{level}") as &str,
+                "sooner than the first escalation level",
+            ),
+            (
+                &format!("{level}repeat = \"0s\"\n") as &str,
+                "longer than zero",
+            ),
+        ] {
+            let e = errors(&format!("{base}{extra}"));
+            assert!(e.contains(said), "{extra}: {e}");
+        }
     }
 }

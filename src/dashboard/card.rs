@@ -56,6 +56,7 @@ fn line(l: &Line) -> Markup {
                 Span::Code(t) => code { (visible(t)) },
                 Span::Strong(t) => strong { (visible(t)) },
                 Span::Em(t) => em { (visible(t)) },
+                Span::Mention { name, .. } => strong { (visible(name)) },
             }
         }
     }

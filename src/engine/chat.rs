@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::{blocking, EngineError, What};
+use crate::approval::votes::Reminder;
 use crate::approval::{Approval, PlatformId, Status};
 use crate::store::{Store, SubjectLookup};
 use crate::subject::{
@@ -23,6 +24,8 @@ pub struct ChatWork {
     pub unposted: Vec<Unposted>,
     /// Messages showing a subject at an older revision, with the revision now.
     pub stale: Vec<(Shown, String)>,
+    /// Reminders to post there, oldest first.
+    pub reminders: Vec<Reminder>,
 }
 
 /// What a digest message shows now ([`ChatState::digest`]).
@@ -109,6 +112,7 @@ impl ChatState {
             Ok(ChatWork {
                 unposted: s.unposted(&p, &c, &ids, destination)?,
                 stale: s.stale_cards(&p, &c, &ids)?,
+                reminders: s.reminders_in(&p, &c)?,
             })
         })
         .await
@@ -124,6 +128,28 @@ impl ChatState {
     ) -> Result<Option<Thread>> {
         let (id, p, c) = (subject.to_string(), platform.to_string(), chat.to_string());
         self.run(move |s| s.anchor(&id, &p, &c)).await
+    }
+
+    /// The thread of the message showing `subject` in `chat`, if one is posted there.
+    pub async fn shown_in(
+        &self,
+        subject: &str,
+        platform: &PlatformId,
+        chat: &str,
+    ) -> Result<Option<Thread>> {
+        let (id, p, c) = (subject.to_string(), platform.to_string(), chat.to_string());
+        self.run(move |s| s.shown_in(&id, &p, &c)).await
+    }
+
+    /// Takes reminder `id` to post it now (`false`: taken already); from then on it
+    /// is never posted again unless [`ChatState::put_back_reminder`] returns it.
+    pub async fn take_reminder(&self, id: i64) -> Result<bool> {
+        self.run(move |s| s.take_reminder(id)).await
+    }
+
+    /// Returns a taken reminder the platform refused without posting it.
+    pub async fn put_back_reminder(&self, r: Reminder) -> Result<()> {
+        self.run(move |s| s.put_back_reminder(&r)).await
     }
 
     /// The home chats on `platform` of subjects that need work.

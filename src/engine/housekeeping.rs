@@ -21,23 +21,6 @@ const HOUSEKEEPING: Duration = Duration::from_secs(5);
 const ENDED_SESSIONS_KEPT: Duration = Duration::from_secs(24 * 3600);
 
 impl Engine {
-    /// Reaches the escalation levels now due (`[[approval_rules.escalation]]`): their
-    /// people are asked too, and the cards go to their chats.
-    async fn escalate_due(&self) {
-        match self
-            .blocking(move |s| s.escalate_due(crate::time::now_ms()))
-            .await
-        {
-            Ok(escalated) => {
-                for a in escalated {
-                    tracing::info!(id = %a.id, short_id = %a.short_id, "request escalated: more people are asked");
-                    self.publish(super::Event::Subject(a.id.clone()));
-                }
-            }
-            Err(e) => warn!(error = %e, "cannot escalate the requests due; retrying"),
-        }
-    }
-
     /// Runs the housekeeping pass every few seconds until `stop` fires.
     pub async fn run_housekeeping(self: Arc<Self>, stop: CancellationToken) {
         loop {
@@ -48,7 +31,6 @@ impl Engine {
             if self.storage_fault().await.is_some() {
                 continue;
             }
-            self.escalate_due().await;
             if let Err(e) = self.flush_refusals(false).await {
                 warn!(error = %e, "cannot record the counts of refused attempts; retrying");
             }

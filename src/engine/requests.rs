@@ -10,8 +10,9 @@
 //!    that arrives after the deadline loses to it: the store expires the request
 //!    then and there, and the engine publishes that expiry.
 //! 3. [`Engine::run_expiry`] sleeps until the earliest deadline (not a coarse
-//!    poll) and expires what is due, requests and workflow check-ins alike; deadlines
-//!    live in SQLite, so a restart picks them up again.
+//!    poll) and expires what is due, requests and workflow check-ins alike, and acts
+//!    on the approval rules' timers (reminders, escalation levels: docs/teams.md);
+//!    deadlines and timers live in SQLite, so a restart picks them up again.
 //! 4. Every change is published as [`Event::Settled`]; long-polling agents
 //!    ([`Engine::wait`]) and chat channels listen on the bus.
 
@@ -325,8 +326,9 @@ impl Engine {
         let Some(rule) = config.teams.rule_for(&facts) else {
             return Ok(None);
         };
-        // Where prompts to some groups go: (platform, chat) on every platform that is on.
-        let chats_of = |groups: &[String]| -> Vec<(String, String)> {
+        // Where prompts to some groups go on every platform that is on, and who is asked
+        // in each chat.
+        let places_of = |groups: &[String]| -> Vec<crate::approval::votes::Place> {
             config
                 .platforms
                 .iter()
@@ -334,13 +336,22 @@ impl Engine {
                     let key = p.key();
                     config
                         .teams
-                        .chats(groups, key, &config.people)
+                        .places(groups, key, &config.people)
                         .into_iter()
-                        .map(move |chat| (key.to_string(), chat))
+                        .map(move |(chat, people)| crate::approval::votes::Place {
+                            platform: key.to_string(),
+                            chat,
+                            people: people.into_iter().collect(),
+                        })
                 })
                 .collect()
         };
-        let audience = chats_of(&rule.ask);
+        let places = places_of(&rule.ask);
+        let audience = places
+            .iter()
+            .map(|p| (p.platform.clone(), p.chat.clone()))
+            .collect();
+        let millis = |d: std::time::Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
         let route = crate::approval::votes::Route {
             rule: rule.name.clone(),
             asked: config.teams.asked(&rule.ask),
@@ -348,17 +359,21 @@ impl Engine {
             denials: rule.denials,
             self_approval: rule.self_approval,
             handed_by: task.map(|t| t.created_by),
-            deadline_ms: rule.deadline.map(|d| d.as_millis() as i64),
+            deadline_ms: rule.deadline.map(millis),
+            places,
+            remind_after_ms: rule.remind_after.map(millis),
             levels: rule
                 .escalation
                 .iter()
                 .map(|e| crate::approval::votes::Level {
-                    after_ms: e.after.as_millis() as i64,
+                    after_ms: millis(e.after),
                     asked: config.teams.asked(&e.ask),
-                    chats: chats_of(&e.ask),
+                    places: places_of(&e.ask),
+                    repeat_ms: e.repeat.map(millis),
                 })
                 .collect(),
             escalated: 0,
+            handled_ms: 0,
         };
         Ok(Some((route, audience)))
     }
@@ -833,7 +848,14 @@ impl Engine {
     pub async fn run_expiry(self: Arc<Self>, stop: CancellationToken) {
         loop {
             let expired = match self
-                .blocking(|s| Ok((s.expire_due(now_ms())?, s.expire_check_ins_due(now_ms())?)))
+                .blocking(|s| {
+                    let now = now_ms();
+                    Ok((
+                        s.expire_due(now)?,
+                        s.expire_check_ins_due(now)?,
+                        s.route_timers_due(now)?,
+                    ))
+                })
                 .await
             {
                 Ok(v) => v,
@@ -850,17 +872,27 @@ impl Engine {
                     continue;
                 }
             };
-            let (requests, check_ins) = expired;
+            let (requests, check_ins, timed) = expired;
             for a in requests {
                 self.announce_expired(&a);
             }
             for (c, run) in check_ins {
                 self.announce_check_in_expired(&c, &run);
             }
+            for a in timed {
+                // Escalated (its cards change, new chats get them) or reminded (its
+                // chats post the reminders): either way its chats have work.
+                info!(id = %a.id, short_id = %a.short_id, "request's approval rule timers acted on");
+                self.publish(Event::Subject(a.id.clone()));
+            }
             let next = self
                 .blocking(|s| {
-                    let (a, c) = (s.next_deadline()?, s.next_check_in_deadline()?);
-                    Ok(a.into_iter().chain(c).min())
+                    let (a, c, t) = (
+                        s.next_deadline()?,
+                        s.next_check_in_deadline()?,
+                        s.next_route_timer()?,
+                    );
+                    Ok(a.into_iter().chain(c).chain(t).min())
                 })
                 .await
                 .unwrap_or(None);

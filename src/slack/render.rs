@@ -127,8 +127,8 @@ pub fn render(card: &Card) -> (String, Vec<Value>) {
             "elements": row.iter().map(button).collect::<Vec<_>>(),
         }));
     }
-    if let Some(h) = &card.hint {
-        blocks.push(json!({"type": "context", "elements": [mrkdwn(hint(h))]}));
+    if let Some(h) = card.hint.as_ref().map(hint).filter(|h| !h.is_empty()) {
+        blocks.push(json!({"type": "context", "elements": [mrkdwn(h)]}));
     }
     blocks.truncate(MAX_BLOCKS);
     let (fallback, _) = text::fit(&card.fallback, "the text", |p| len16(p) <= MAX_TEXT);
@@ -162,6 +162,18 @@ pub fn line(l: &Line) -> String {
             Span::Code(t) => inline_code(t),
             Span::Strong(t) => marked('*', t),
             Span::Em(t) => marked('_', t),
+            Span::Mention { id, name } => {
+                let user = id.len() >= 2
+                    && matches!(id.as_bytes()[0], b'U' | b'W')
+                    && id
+                        .bytes()
+                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+                if user {
+                    format!("<@{id}>")
+                } else {
+                    escape(name)
+                }
+            }
         })
         .collect()
 }
@@ -266,6 +278,8 @@ fn hint(h: &Hint) -> String {
         .collect::<Vec<_>>()
         .join(" or ");
     match &h.command {
+        Some(c) if words.is_empty() => format!("Use {}.", inline_code(c)),
+        None if words.is_empty() => String::new(),
         Some(c) => format!(
             "Reply in this thread with {words}, or use {}.",
             inline_code(c)

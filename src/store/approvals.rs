@@ -403,6 +403,17 @@ impl Store {
         )?)
     }
 
+    /// When the next route timer is due (a reminder, an escalation level or its
+    /// repeat: [`Store::route_timers_due`]), if any.
+    pub fn next_route_timer(&self) -> Result<Option<i64>> {
+        let conn = self.lock();
+        Ok(conn.query_row(
+            "SELECT MIN(route_due_at) FROM approvals WHERE route_due_at IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Cancels a pending request on behalf of its agent, if its deadline has not
     /// passed (past it, the request is expired instead: [`Transition::Expired`]).
     pub fn cancel(&self, id: &str, agent: &str, now: i64) -> Result<Transition> {
@@ -731,11 +742,11 @@ fn insert_tx(
             inherit_home(tx, &id, task)?;
         }
         // Shown to the people its approval rule asks, there only; asked more widely as
-        // its escalation levels come due.
+        // its escalation levels come due (its timers: `store::votes`).
         super::subjects::add_audience(tx, &id, &new.audience)?;
-        if let Some(level) = new.route.as_ref().and_then(|r| r.next_level()) {
-            tx.prepare_cached("UPDATE approvals SET next_escalation_at = ?2 WHERE id = ?1")?
-                .execute(params![id, new.created_at.saturating_add(level.after_ms)])?;
+        if let Some(due) = new.route.as_ref().and_then(|r| r.next_due()) {
+            tx.prepare_cached("UPDATE approvals SET route_due_at = ?2 WHERE id = ?1")?
+                .execute(params![id, new.created_at.saturating_add(due)])?;
         }
         if let Some(offer) = &new.offer {
             offer_tx(tx, &id, &new.asked.agent, &new.asked.tool, offer)?;

@@ -122,6 +122,28 @@ fn belongs(destination_param: usize) -> String {
     )
 }
 
+/// Under the message showing `subject` in `chat`: as a reply to it, in its thread.
+fn card_thread(
+    conn: &rusqlite::Connection,
+    subject: &str,
+    platform: &str,
+    chat: &str,
+) -> Result<Option<Thread>> {
+    let card: Option<(String, Option<String>)> = conn
+        .prepare_cached(
+            "SELECT message, thread FROM cards WHERE subject = ?1 AND platform = ?2 \
+             AND chat = ?3 AND message IS NOT NULL",
+        )?
+        .query_row(params![subject, platform, chat], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    Ok(card.map(|(message, thread)| Thread {
+        root: thread.unwrap_or_else(|| message.clone()),
+        reply_to: message,
+    }))
+}
+
 impl Store {
     /// Every subject whose presence in `chat` needs work: open ones without a posted
     /// message, and those whose message shows an older revision. Used at start and
@@ -514,19 +536,13 @@ impl Store {
         let Some(parent) = parent else {
             return Ok(None);
         };
-        let card: Option<(String, Option<String>)> = conn
-            .prepare_cached(
-                "SELECT message, thread FROM cards WHERE subject = ?1 AND platform = ?2 \
-                 AND chat = ?3 AND message IS NOT NULL",
-            )?
-            .query_row(params![parent, platform, chat], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()?;
-        Ok(card.map(|(message, thread)| Thread {
-            root: thread.unwrap_or_else(|| message.clone()),
-            reply_to: message,
-        }))
+        card_thread(&conn, &parent, platform, chat)
+    }
+
+    /// The thread of the message showing `subject` in `chat` (its card, or the digest
+    /// that shows it), to reply under it; `None` if none is posted there.
+    pub fn shown_in(&self, subject: &str, platform: &str, chat: &str) -> Result<Option<Thread>> {
+        card_thread(&self.lock(), subject, platform, chat)
     }
 
     /// The subject whose home thread `root` starts in `chat` (a task written as a chat

@@ -10,7 +10,7 @@ use super::approvals::{get_tx, refused, TxDecided};
 use super::audit::audit_tx;
 use super::subjects::{add_audience, subject_changed};
 use super::{Result, Store, StoreError, Transition};
-use crate::approval::votes::{pending_revision, Standing, Vote};
+use crate::approval::votes::{pending_revision, Reminder, Standing, Vote};
 use crate::approval::{Approval, Decision};
 use crate::trust::GrantAsk;
 
@@ -23,6 +23,105 @@ pub enum Voted {
     Again(Approval, Vote),
     /// The request settled with this vote, or had settled (or expired) before it.
     Settled(Transition),
+}
+
+/// Acts on request `id`'s route timers due at `now` ([`Store::route_timers_due`]);
+/// `None` if it had nothing to do (settled meanwhile, or no timer left).
+fn route_timers_tx(tx: &Transaction<'_>, id: &str, now: i64) -> Result<Option<Approval>> {
+    let a = get_tx(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+    let route = a
+        .route
+        .clone()
+        .filter(|_| a.status == crate::approval::Status::Pending);
+    let Some(mut route) = route else {
+        // Settled meanwhile: nothing is due any more.
+        tx.execute(
+            "UPDATE approvals SET route_due_at = NULL WHERE id = ?1",
+            [id],
+        )?;
+        return Ok(None);
+    };
+    let due = route.advance(now.saturating_sub(a.created_at));
+    let next = route.next_due().map(|t| a.created_at.saturating_add(t));
+    tx.prepare_cached("UPDATE approvals SET route = ?2, route_due_at = ?3 WHERE id = ?1")?
+        .execute(params![
+            id,
+            serde_json::to_string(&route).unwrap_or_default(),
+            next
+        ])?;
+    let votes = votes_tx(tx, id)?;
+    for (n, level) in due.levels.iter().enumerate() {
+        let chats: Vec<(String, String)> = level
+            .places
+            .iter()
+            .map(|p| (p.platform.clone(), p.chat.clone()))
+            .collect();
+        add_audience(tx, id, &chats)?;
+        audit_tx(
+            tx,
+            now,
+            Some(id),
+            "escalated",
+            Some("gatebot"),
+            Some(&crate::approval::Via::System),
+            &json!({
+                "level": route.escalated - due.levels.len() + n + 1,
+                "asked": level.asked,
+                "rule": route.rule,
+            }),
+        )?;
+    }
+    if !due.levels.is_empty() {
+        subject_changed(
+            tx,
+            id,
+            true,
+            &pending_revision(votes.len(), route.escalated),
+        )?;
+    }
+    let mut reminded = std::collections::BTreeSet::new();
+    for place in &due.reminders {
+        // Those asked there who have not voted (nor been asked elsewhere and voted).
+        let waiting: Vec<&String> = place
+            .people
+            .iter()
+            .filter(|p| !votes.iter().any(|v| &v.person == *p))
+            .collect();
+        if waiting.is_empty() {
+            continue;
+        }
+        // A reminder there still waiting to be posted stands for this one too.
+        let written = tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO reminders (approval_id, platform, chat, people, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                id,
+                place.platform,
+                place.chat,
+                serde_json::to_string(&waiting).unwrap_or_default(),
+                now
+            ])?;
+        if written == 1 {
+            reminded.extend(waiting.into_iter().cloned());
+        }
+    }
+    if !reminded.is_empty() {
+        audit_tx(
+            tx,
+            now,
+            Some(id),
+            "reminded",
+            Some("gatebot"),
+            Some(&crate::approval::Via::System),
+            &json!({"people": reminded, "rule": route.rule}),
+        )?;
+    }
+    if due.levels.is_empty() && reminded.is_empty() {
+        return Ok(None);
+    }
+    get_tx(tx, id)
 }
 
 fn votes_tx(tx: &Transaction<'_>, id: &str) -> Result<Vec<Vote>> {
@@ -53,81 +152,93 @@ fn votes_tx(tx: &Transaction<'_>, id: &str) -> Result<Vec<Vote>> {
     .collect()
 }
 
-/// Most requests one escalation pass moves on.
-const ESCALATION_BATCH: i64 = 100;
+/// Most requests one pass of the route timers moves on.
+const TIMER_BATCH: i64 = 100;
 
 impl Store {
-    /// Reaches every escalation level due at `now` of pending routed requests: the
-    /// level's people are asked too (the stored route grows, the level's chats join the
-    /// audience, the cards' revision changes), audited as `escalated`, and the request's
-    /// next level is set, each in one transaction. Returns the requests escalated.
-    pub fn escalate_due(&self, now: i64) -> Result<Vec<Approval>> {
+    /// Acts on every route timer due at `now` of pending routed requests, each request
+    /// in one transaction: escalation levels reached (their people are asked too: the
+    /// stored route grows, their chats join the audience, the cards' revision changes;
+    /// audited as `escalated`), reminders written for delivery to post (to the people
+    /// asked in each place who have not voted; audited as `reminded`), and the time of
+    /// the next timer. Returns the requests acted on.
+    pub fn route_timers_due(&self, now: i64) -> Result<Vec<Approval>> {
         let mut conn = self.lock();
         let due: Vec<String> = conn
             .prepare_cached(
-                "SELECT id FROM approvals WHERE next_escalation_at <= ?1 ORDER BY next_escalation_at \
-                 LIMIT ?2",
+                "SELECT id FROM approvals WHERE route_due_at <= ?1 ORDER BY route_due_at LIMIT ?2",
             )?
-            .query_map(params![now, ESCALATION_BATCH], |r| r.get(0))?
+            .query_map(params![now, TIMER_BATCH], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         let mut out = Vec::new();
         for id in due {
             let tx = conn.transaction()?;
-            let a = get_tx(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
-            let route = a
-                .route
-                .clone()
-                .filter(|_| a.status == crate::approval::Status::Pending);
-            let Some(mut route) = route else {
-                // Settled meanwhile: nothing is due any more.
-                tx.execute(
-                    "UPDATE approvals SET next_escalation_at = NULL WHERE id = ?1",
-                    [&id],
-                )?;
-                tx.commit()?;
-                continue;
-            };
-            let Some(level) = route.escalate() else {
-                tx.execute(
-                    "UPDATE approvals SET next_escalation_at = NULL WHERE id = ?1",
-                    [&id],
-                )?;
-                tx.commit()?;
-                continue;
-            };
-            let next = route
-                .next_level()
-                .map(|l| a.created_at.saturating_add(l.after_ms));
-            tx.prepare_cached(
-                "UPDATE approvals SET route = ?2, next_escalation_at = ?3 WHERE id = ?1",
-            )?
-            .execute(params![
-                id,
-                serde_json::to_string(&route).unwrap_or_default(),
-                next
-            ])?;
-            add_audience(&tx, &id, &level.chats)?;
-            let votes = votes_tx(&tx, &id)?;
-            subject_changed(
-                &tx,
-                &id,
-                true,
-                &pending_revision(votes.len(), route.escalated),
-            )?;
-            audit_tx(
-                &tx,
-                now,
-                Some(&id),
-                "escalated",
-                Some("gatebot"),
-                Some(&crate::approval::Via::System),
-                &json!({"level": route.escalated, "asked": level.asked, "rule": route.rule}),
-            )?;
-            let a = get_tx(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+            if let Some(a) = route_timers_tx(&tx, &id, now)? {
+                out.push(a);
+            }
             tx.commit()?;
-            out.push(a);
         }
         Ok(out)
+    }
+
+    /// The reminders waiting to be posted in `chat` on `platform`, oldest first.
+    pub fn reminders_in(&self, platform: &str, chat: &str) -> Result<Vec<Reminder>> {
+        let conn = self.lock();
+        let mut stmt = conn.prepare_cached(
+            "SELECT r.id, r.approval_id, r.people, a.status = 'pending' FROM reminders r \
+             JOIN approvals a ON a.id = r.approval_id \
+             WHERE r.platform = ?1 AND r.chat = ?2 ORDER BY r.id",
+        )?;
+        let rows = stmt.query_map(params![platform, chat], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, bool>(3)?,
+            ))
+        })?;
+        rows.map(|row| {
+            let (id, approval_id, people, open) = row?;
+            Ok(Reminder {
+                id,
+                approval_id,
+                open,
+                platform: platform.to_string(),
+                chat: chat.to_string(),
+                people: serde_json::from_str(&people)
+                    .map_err(|_| StoreError::Corrupt(format!("reminder {id} people")))?,
+            })
+        })
+        .collect()
+    }
+
+    /// Takes reminder `id` to post it now: `false` if it is gone (taken already). Once
+    /// taken it is never posted again unless [`Store::put_back_reminder`] returns it.
+    pub fn take_reminder(&self, id: i64) -> Result<bool> {
+        let conn = self.lock();
+        let taken = conn
+            .prepare_cached("DELETE FROM reminders WHERE id = ?1")?
+            .execute([id])?;
+        Ok(taken == 1)
+    }
+
+    /// Returns a taken reminder whose post the platform refused without doing anything
+    /// (it asked to wait, or could not be reached), to be posted later.
+    pub fn put_back_reminder(&self, r: &Reminder) -> Result<()> {
+        let conn = self.lock();
+        conn.prepare_cached(
+            "INSERT OR IGNORE INTO reminders (id, approval_id, platform, chat, people, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(params![
+            r.id,
+            r.approval_id,
+            r.platform,
+            r.chat,
+            serde_json::to_string(&r.people).unwrap_or_default(),
+            crate::time::now_ms()
+        ])?;
+        Ok(())
     }
 
     /// Records `vote` on the pending request `id` and, when it settles the request
@@ -245,8 +356,16 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::approval::votes::{Level, Route};
+    use crate::approval::votes::{Level, Place, Route};
     use crate::store::{Inserted, NewApproval};
+
+    fn place(chat: &str, person: &str) -> Place {
+        Place {
+            platform: "telegram".into(),
+            chat: chat.into(),
+            people: vec![person.into()],
+        }
+    }
 
     fn routed(store: &Store, created_at: i64) -> String {
         let mut new = NewApproval::sample("mailer", "send_email", None);
@@ -259,19 +378,24 @@ mod tests {
             self_approval: true,
             handed_by: None,
             deadline_ms: None,
+            places: vec![place("42", "alice")],
+            remind_after_ms: Some(500),
             levels: vec![
                 Level {
                     after_ms: 1_000,
                     asked: vec!["bob".into()],
-                    chats: vec![("telegram".into(), "43".into())],
+                    places: vec![place("43", "bob")],
+                    repeat_ms: Some(400),
                 },
                 Level {
                     after_ms: 2_000,
                     asked: vec!["carol".into()],
-                    chats: vec![],
+                    places: vec![],
+                    repeat_ms: None,
                 },
             ],
             escalated: 0,
+            handled_ms: 0,
         });
         match store.insert(&new).unwrap() {
             Inserted::New(a) => a.id,
@@ -280,35 +404,55 @@ mod tests {
     }
 
     #[test]
-    fn each_level_is_reached_once_in_order_even_across_a_reopen() {
+    fn each_timer_acts_once_in_order_even_across_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("gatebot.db");
+        let waiting = |store: &Store, chat: &str| -> Vec<Vec<String>> {
+            let r = store.reminders_in("telegram", chat).unwrap();
+            r.into_iter().map(|r| r.people).collect()
+        };
         let id = {
             let store = Store::open(&path).unwrap();
             let id = routed(&store, 10_000);
-            // Not due yet; then the first level, once.
-            assert!(store.escalate_due(10_999).unwrap().is_empty());
-            let first = store.escalate_due(11_000).unwrap();
-            assert_eq!(first.len(), 1);
+            assert_eq!(store.next_route_timer().unwrap(), Some(10_500));
+            // Not due yet; then the reminder, in alice's chat, once.
+            assert!(store.route_timers_due(10_499).unwrap().is_empty());
+            assert_eq!(store.route_timers_due(10_500).unwrap().len(), 1);
+            assert_eq!(waiting(&store, "42"), [vec!["alice".to_string()]]);
+            assert!(store.route_timers_due(10_900).unwrap().is_empty());
+            // Posted (taken): a second take finds nothing.
+            let r = store.reminders_in("telegram", "42").unwrap().remove(0);
+            assert!(store.take_reminder(r.id).unwrap());
+            assert!(!store.take_reminder(r.id).unwrap());
+            // The first level, once.
+            let first = store.route_timers_due(11_000).unwrap();
             let route = first[0].route.clone().unwrap();
             assert_eq!(
                 (route.escalated, route.asked.clone()),
                 (1, vec!["alice".into(), "bob".into()])
             );
-            assert!(store.escalate_due(11_500).unwrap().is_empty());
+            assert!(store.route_timers_due(11_100).unwrap().is_empty());
             assert_eq!(store.audience_on(&id, "telegram").unwrap(), ["43"]);
+            assert!(
+                waiting(&store, "43").is_empty(),
+                "a level is prompted, not reminded"
+            );
             id
         };
-        // Reopened (a restart): what was reached stays reached; the next level comes due.
+        // Reopened (a restart): what was done stays done; the level's repeat comes due,
+        // and one not yet posted stands for the next.
         let store = Store::open(&path).unwrap();
-        assert!(store.escalate_due(11_900).unwrap().is_empty());
-        let second = store.escalate_due(12_000).unwrap();
+        assert!(store.route_timers_due(11_399).unwrap().is_empty());
+        assert_eq!(store.route_timers_due(11_400).unwrap().len(), 1);
+        assert!(store.route_timers_due(11_800).unwrap().is_empty());
+        assert_eq!(waiting(&store, "43"), [vec!["bob".to_string()]]);
+        let second = store.route_timers_due(12_000).unwrap();
         assert_eq!(
             second[0].route.as_ref().unwrap().asked,
             ["alice", "bob", "carol"]
         );
-        assert!(store.escalate_due(99_000).unwrap().is_empty());
         let rows = store.audit_rows(Some(&id), None).unwrap();
-        assert_eq!(rows.iter().filter(|r| r.event == "escalated").count(), 2);
+        let count = |e: &str| rows.iter().filter(|r| r.event == e).count();
+        assert_eq!((count("escalated"), count("reminded")), (2, 2));
     }
 }

@@ -89,6 +89,11 @@ pub fn line(l: &Line) -> String {
             Span::Code(t) => format!("<code>{}</code>", escape(t)),
             Span::Strong(t) => format!("<b>{}</b>", escape(t)),
             Span::Em(t) => format!("<i>{}</i>", escape(t)),
+            // Telegram mentions a user by id with a link (no username needed).
+            Span::Mention { id, name } if id.parse::<i64>().is_ok_and(|n| n > 0) => {
+                format!("<a href=\"tg://user?id={id}\">{}</a>", escape(name))
+            }
+            Span::Mention { name, .. } => escape(name),
         })
         .collect()
 }
@@ -129,7 +134,8 @@ pub fn html(card: &Card) -> String {
     let hint = card
         .hint
         .as_ref()
-        .map(|h| hint(h, !card.buttons.is_empty()));
+        .map(|h| hint(h, !card.buttons.is_empty()))
+        .filter(|h| !h.is_empty());
     // The outcome and the hint live in the room kept back, so a prompt and its final
     // edit give the agent's text (nearly) the same room.
     let fixed: usize = parts
@@ -237,6 +243,14 @@ fn hint(h: &Hint, buttons: bool) -> String {
         .map(|w| format!("<code>{}</code>", escape(w)))
         .collect::<Vec<_>>()
         .join(" or ");
+    if words.is_empty() {
+        // Nothing to reply: the command alone (a reminder).
+        return match (&h.command, buttons) {
+            (Some(c), _) => format!("Send <code>{}</code>.", escape(c)),
+            (None, true) => "Tap a button.".to_string(),
+            (None, false) => String::new(),
+        };
+    }
     if buttons {
         format!("Tap a button, or reply to this message with {words}.")
     } else {

@@ -234,6 +234,20 @@ impl FakeTelegram {
         self.with(|i| i.edit_failures.extend(failures.iter().copied()));
     }
 
+    /// The messages posted in `chat` that mention users (`<a href="tg://user?id=N">`):
+    /// (message id, the message it replies to, the users mentioned), oldest first.
+    pub fn mentions(&self, chat: i64) -> Vec<(i64, Option<i64>, Vec<i64>)> {
+        self.calls("sendMessage")
+            .into_iter()
+            .filter(|c| c.ok && c.params["chat_id"].as_i64() == Some(chat))
+            .filter_map(|c| {
+                let users = mentioned(c.params["text"].as_str().unwrap_or_default())?;
+                let reply_to = c.params["reply_parameters"]["message_id"].as_i64();
+                (!users.is_empty()).then(|| (c.message_id.unwrap(), reply_to, users))
+            })
+            .collect()
+    }
+
     /// Answer sends beyond Telegram's documented limits with 429.
     pub fn enforce_limits(&self) {
         self.with(|i| i.limits = true);
@@ -508,6 +522,15 @@ async fn handle(
         "getupdates" => get_updates(&s, &params, record).await,
         "sendmessage" => {
             let chat = params["chat_id"].as_i64().unwrap();
+            // Telegram refuses a text whose mention links it cannot read.
+            if mentioned(params["text"].as_str().unwrap_or_default()).is_none() {
+                record(false);
+                return fail(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: can't parse entities: wrong user mention",
+                    json!({}),
+                );
+            }
             // The guard stays in this block: the handler's future must be Send.
             let stored = {
                 let mut inner = s.inner.lock().unwrap();
@@ -649,4 +672,21 @@ async fn get_updates(s: &Shared, params: &Value, record: impl Fn(bool)) -> Respo
         }
         let _ = tokio::time::timeout_at(deadline, news).await;
     }
+}
+
+/// The users a message's text mentions by id (`<a href="tg://user?id=N">name</a>`, in
+/// HTML parse mode), or `None` if a mention link is malformed (Telegram refuses the
+/// message: "can't parse entities").
+fn mentioned(text: &str) -> Option<Vec<i64>> {
+    const LINK: &str = "<a href=\"tg://user?id=";
+    let mut users = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(LINK) {
+        rest = &rest[at + LINK.len()..];
+        let end = rest.find("\">")?;
+        let id: i64 = rest[..end].parse().ok().filter(|n| *n > 0)?;
+        rest[end..].find("</a>")?;
+        users.push(id);
+    }
+    Some(users)
 }

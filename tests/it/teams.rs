@@ -657,3 +657,92 @@ async fn a_dashboard_batch_under_rules_counts_votes_and_skips_what_is_not_yours(
         assert_eq!(app.get(id, 0.0).await.body["status"], "pending");
     }
 }
+
+/// A routed request's timers, end to end on the fake Telegram (which refuses malformed
+/// mentions and enforces its rate limits): the people first asked are reminded once,
+/// with mentions, as a reply to the card in their group; gatebot restarts between the
+/// reminder and the escalation and repeats nothing; two escalation levels each prompt
+/// their people (the first repeating its reminder); the deadline denies, edits every
+/// copy, and tells the agent no one answered.
+#[tokio::test]
+async fn reminders_and_two_levels_then_the_deadline_across_a_restart() {
+    use crate::fake_telegram::FakeTelegram;
+    const TOKEN: &str = "424242:AAE-fake-secret-token-for-reminders";
+    const GROUP: i64 = -1_007_001;
+    let fake = FakeTelegram::start(TOKEN).await;
+    fake.enforce_limits();
+    let config = format!(
+        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [7001]\n\
+         approvers = [42, 43, 44, 45]\n\
+         [people.alice]\ntelegram = 42\n[people.bob]\ntelegram = 43\n\
+         [people.carol]\ntelegram = 44\n[people.dave]\ntelegram = 45\nunix = \"dave\"\n\
+         [groups.oncall]\npeople = [\"alice\", \"bob\"]\ntelegram_chat = {GROUP}\n\
+         [groups.leads]\npeople = [\"carol\"]\n[groups.heads]\npeople = [\"dave\"]\n\
+         [[approval_rules]]\nname = \"mail\"\ntool = \"send_email\"\nask = \"oncall\"\n\
+         approvals = 2\nremind_after = \"2s\"\ndeadline = \"9s\"\n\
+         [[approval_rules.escalation]]\nafter = \"4s\"\nask = \"leads\"\nrepeat = \"2s\"\n\
+         [[approval_rules.escalation]]\nafter = \"6s\"\nask = \"heads\"\n",
+        fake.url
+    );
+    let app = spawn_app(&config).await;
+    let (id, short) = app.submit_pending(mail(1)).await;
+    let (_, card, _) = crate::helpers::eventually("the prompt in the group", async || {
+        fake.prompts_of(Some(GROUP), &short).pop()
+    })
+    .await;
+    // The reminder: a reply to the card, mentioning both (neither has voted).
+    let reminders = crate::helpers::eventually("the reminder in the group", async || {
+        Some(fake.mentions(GROUP)).filter(|m| !m.is_empty())
+    })
+    .await;
+    assert_eq!(reminders, [(reminders[0].0, Some(card), vec![42, 43])]);
+    // A restart before the escalation.
+    let dir = app.stop().await;
+    let app = crate::helpers::spawn_app_in(dir, &config).await;
+    // Both levels prompt their people in their private chats.
+    for chat in [44, 45] {
+        crate::helpers::eventually("a level's prompt", async || {
+            fake.prompts_of(Some(chat), &short).pop()
+        })
+        .await;
+    }
+    // The deadline denies; the agent reads why.
+    let done = app.get(&id, 15.0).await.body;
+    assert_eq!(done["status"], "rejected", "{done}");
+    assert_eq!(done["reason"], "no one answered within 9 s", "{done}");
+    // Nothing was posted twice: one reminder in the group, one prompt per chat, and
+    // carol's level reminded her (its repeat) by mention in her chat.
+    assert_eq!(fake.mentions(GROUP).len(), 1, "{:?}", fake.mentions(GROUP));
+    for chat in [GROUP, 44, 45] {
+        assert_eq!(fake.prompts_of(Some(chat), &short).len(), 1, "chat {chat}");
+    }
+    let carol = fake.mentions(44);
+    assert!(
+        (1..=2).contains(&carol.len()) && carol.iter().all(|(_, _, u)| u == &[44]),
+        "{carol:?}"
+    );
+    assert!(fake.mentions(45).is_empty(), "dave's level does not repeat");
+    // Every copy is edited to the outcome.
+    crate::helpers::eventually("every copy edited", async || {
+        let edited: Vec<i64> = fake
+            .ok_calls("editMessageText")
+            .iter()
+            .filter(|p| {
+                p["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("no one answered")
+            })
+            .filter_map(|p| p["chat_id"].as_i64())
+            .collect();
+        [GROUP, 44, 45]
+            .iter()
+            .all(|c| edited.contains(c))
+            .then_some(())
+    })
+    .await;
+    assert_eq!(fake.rate_limited(), 0, "reminders provoked a 429");
+    let reminded = events(&app, &id, "reminded").await;
+    assert!((2..=3).contains(&reminded.len()), "{reminded:?}");
+    assert_eq!(events(&app, &id, "escalated").await.len(), 2);
+}

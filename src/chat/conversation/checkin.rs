@@ -1222,7 +1222,10 @@ mod tests {
             for s in &l.0 {
                 match s {
                     Span::Code(t) => seen.push(t.clone()),
-                    Span::Text(t) | Span::Strong(t) | Span::Em(t) => {
+                    Span::Text(t)
+                    | Span::Strong(t)
+                    | Span::Em(t)
+                    | Span::Mention { name: t, .. } => {
                         for a in agent_text {
                             assert!(!t.contains(a), "{a} outside code: {t}");
                         }

@@ -93,10 +93,23 @@ pub(super) fn cards() -> Vec<(&'static str, Card)> {
         denials: 1,
         self_approval: false,
         handed_by: None,
-        deadline_ms: None,
-        levels: Vec::new(),
+        deadline_ms: Some(3_600_000),
+        places: Vec::new(),
+        remind_after_ms: Some(600_000),
+        levels: vec![crate::approval::votes::Level {
+            after_ms: 900_000,
+            asked: vec!["carol".into()],
+            places: Vec::new(),
+            repeat_ms: None,
+        }],
         escalated: 0,
+        handled_ms: 0,
     });
+    let mut escalated = routed.clone();
+    if let Some(r) = escalated.route.as_mut() {
+        r.asked.retain(|p| p != "carol");
+        r.advance(900_000);
+    }
     let one_vote = Extras {
         votes: vec![crate::approval::votes::Vote {
             person: "alice".into(),
@@ -110,6 +123,20 @@ pub(super) fn cards() -> Vec<(&'static str, Card)> {
     vec![
         ("pending", prompt(&pending, &extras)),
         ("pending-votes", prompt(&routed, &one_vote)),
+        ("pending-escalated", prompt(&escalated, &one_vote)),
+        (
+            "reminder",
+            super::reminder(
+                &escalated,
+                &one_vote.votes,
+                &[
+                    ("bob".into(), Some("43".into())),
+                    ("carol".into(), Some("U0CAROL".into())),
+                    ("<dave>".into(), None),
+                ],
+                now,
+            ),
+        ),
         ("list", super::pending_card(&[pending.clone(), other], 2)),
         ("approved-for-a-while", prompt(&approved, &with_grant)),
         ("denied", prompt(&denied, &extras)),

@@ -968,7 +968,19 @@ fn votes_line(
     votes: &[crate::approval::votes::Vote],
 ) -> Line {
     if pending {
-        return Line::text(format!("👥 {} ", r.progress(votes)))
+        // Who was asked later, and when: the levels reached so far.
+        let later: String = r.levels[..r.escalated.min(r.levels.len())]
+            .iter()
+            .map(|l| {
+                let after = std::time::Duration::from_millis(l.after_ms.max(0).unsigned_abs());
+                format!(
+                    " Asked after {}: {}.",
+                    words::span(after),
+                    l.asked.join(", ")
+                )
+            })
+            .collect();
+        return Line::text(format!("👥 {}{later} ", r.progress(votes)))
             .and(format!("(approval rule “{}”)", shorten(&r.rule, 80)));
     }
     let cast: Vec<String> = votes
@@ -976,6 +988,67 @@ fn votes_line(
         .map(|v| format!("{} {}", v.person, if v.approve { "✓" } else { "✗" }))
         .collect();
     Line::text(format!("👥 Votes: {}", cast.join(", ")))
+}
+
+/// Most people one reminder calls on by name; the rest are counted.
+const MOST_MENTIONED: usize = 20;
+
+/// A reminder of the pending routed request `a`, posted in a chat where some of its
+/// people were asked, as a reply to its card there: it calls on `people` (each with
+/// their identity on the platform, if they have one there), says what waits and how it
+/// stands, and when silence denies it.
+#[must_use]
+pub fn reminder(
+    a: &Approval,
+    votes: &[crate::approval::votes::Vote],
+    people: &[(String, Option<String>)],
+    now: i64,
+) -> Card {
+    let mut call = Line::text("⏰ ");
+    for (n, (name, id)) in people.iter().take(MOST_MENTIONED).enumerate() {
+        if n > 0 {
+            call = call.and(", ");
+        }
+        call = match id {
+            Some(id) => call.mention(id, name),
+            None => call.and(name.clone()),
+        };
+    }
+    if people.len() > MOST_MENTIONED {
+        call = call.and(format!(" and {} more", people.len() - MOST_MENTIONED));
+    }
+    let call = call
+        .and(": request ")
+        .code(&a.short_id)
+        .and(" still waits for your answer.");
+    let mut blocks = vec![Block::Line(call), Block::Line(asks(a))];
+    if let Some(r) = &a.route {
+        blocks.push(Block::Line(Line::text(format!("👥 {}", r.progress(votes)))));
+    }
+    if let Some(at) = a.expires_at {
+        let routed = a.route.as_ref().is_some_and(|r| r.deadline_ms.is_some());
+        let what = if routed {
+            "Denied if unanswered"
+        } else {
+            "Expires"
+        };
+        blocks.push(Block::Line(Line::text(format!(
+            "{what} {}.",
+            words::deadline(at, now)
+        ))));
+    }
+    Card {
+        blocks,
+        buttons: Vec::new(),
+        hint: Some(Hint {
+            reply_words: Vec::new(),
+            command: Some(format!("/approve {}", a.short_id)),
+        }),
+        fallback: format!(
+            "Reminder: request {} still waits for your answer",
+            a.short_id
+        ),
+    }
 }
 
 /// "♾️ Grant g7m2abcd: `mailer` may run `send_email` without asking: …", on a request
