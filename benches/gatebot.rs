@@ -155,6 +155,7 @@ fn teams() {
         approvals: 2,
         denials: 1,
         self_approval: true,
+        step_up: false,
         handed_by: None,
         deadline_ms: None,
         places: Vec::new(),
@@ -182,6 +183,7 @@ fn teams() {
         actor: who.into(),
         via: Via::Cli,
         reason: None,
+        factor: false,
     };
     let vote = |who: &str| gatebot::approval::votes::Vote {
         person: who.into(),
@@ -189,6 +191,7 @@ fn teams() {
         approve: true,
         reason: None,
         at: gatebot::time::now_ms(),
+        factor: false,
     };
     let plain = pending(false);
     let routed = pending(true);

@@ -19,6 +19,8 @@
 //!   and the pure evaluation of each event.
 //! - [`trust`]: agent trust from evidence: the evidence and the promotion assessment,
 //!   proposals, tier overrides, pauses, and grants with their scopes and matching.
+//! - [`factor`]: second factors for step-up approvals: TOTP secrets, their `otpauth://`
+//!   URI and QR code, checking a code.
 //! - [`words`]: how gatebot says things to people (durations, instants, tiers, risk), the
 //!   one human-text layer cards, the CLI and the dashboard share.
 //! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
@@ -48,8 +50,8 @@
 //! - [`dashboard`]: the web dashboard on its own listener: sign-in links and sessions,
 //!   the pending page (every kind's card, drawn through the registry, its buttons taken
 //!   through the kinds' owner decisions), batch decisions, edit-then-approve, drafts,
-//!   the agents, tasks, runs, history, audit and system pages, live updates from the
-//!   engine's bus.
+//!   the agents, tasks, runs, history, audit and system pages, second factors and the
+//!   step-up confirm page, live updates from the engine's bus.
 //! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates;
 //!   each platform's settings (in `config`) describe it ([`settings::PlatformSettings`]).
 //! - [`platforms`]: the registry, the one list that names the adapters; the daemon
@@ -84,6 +86,7 @@ pub mod daemon;
 pub mod dashboard;
 pub mod diff;
 pub mod engine;
+pub mod factor;
 pub mod files;
 pub mod guidance;
 pub mod hooks;

@@ -109,6 +109,10 @@ pub struct DecisionBody {
     /// the request is approved as edited (see the request object's `edited_args`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<serde_json::Value>,
+    /// A code from the decider's authenticator app, for an approval that needs a second
+    /// factor (step-up): a right one opens their step-up window on the CLI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// A request as the API shows it.

@@ -25,6 +25,10 @@ use super::owner::{owner_of, refuse_actor};
 use super::ApiState;
 use crate::approval::Via;
 use crate::chat::conversation::{self, owner::OwnerDecision, owner::Refused};
+use crate::engine::EngineError;
+
+/// Where the control socket's step-up window is kept (one per person).
+const STEP_UP_SURFACE: &str = "cli";
 use crate::wire::DecisionBody;
 
 /// Decides whatever `id` names, through its kind in the registry: an owner answers
@@ -40,7 +44,17 @@ pub(super) async fn decide(
     let actor = owner_of(&state, &req).await?;
     let body: DecisionBody = json_body(&state, req).await?;
     refuse_actor(body.actor.as_ref())?;
-    let decision = OwnerDecision {
+    // A code confirms the person's second factor (and opens their window on the CLI).
+    let factor = match &body.code {
+        Some(code) => {
+            state
+                .engine
+                .step_up(&actor, STEP_UP_SURFACE, Some(code), Via::Cli)
+                .await?
+        }
+        None => false,
+    };
+    let mut decision = OwnerDecision {
         verb: body.decision,
         reason: body.reason,
         prefix: body.prefix,
@@ -49,11 +63,26 @@ pub(super) async fn decide(
         args: body.args,
         actor,
         via: Via::Cli,
+        factor,
     };
     // An id that names no subject (a request that never asked a human) is still
     // looked up, and refused as already settled, by the kind that decides such ids.
     let subject = state.engine.identify(&id).await.ok();
-    match conversation::decide(&state.engine, subject.as_ref(), &id, decision).await {
+    let mut result =
+        conversation::decide(&state.engine, subject.as_ref(), &id, decision.clone()).await;
+    // An approval that needs a second factor, without a code: within the person's
+    // step-up window on the CLI it stands confirmed (and the window is renewed).
+    if let Err(Refused::Engine(EngineError::StepUpRequired { enrolled: true, .. })) = &result {
+        if state
+            .engine
+            .step_up(&decision.actor, STEP_UP_SURFACE, None, Via::Cli)
+            .await?
+        {
+            decision.factor = true;
+            result = conversation::decide(&state.engine, subject.as_ref(), &id, decision).await;
+        }
+    }
+    match result {
         Ok(decided) => {
             note(&decided.view);
             let mut view = decided.view;

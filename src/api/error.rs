@@ -67,6 +67,24 @@ impl From<EngineError> for ApiError {
             EngineError::VotedAlready { .. } => {
                 ApiError::new(StatusCode::CONFLICT, "voted_already", message)
             }
+            EngineError::StepUpRequired { enrolled, .. } => {
+                let code = if enrolled {
+                    "step_up_required"
+                } else {
+                    "no_factor"
+                };
+                ApiError::new(StatusCode::FORBIDDEN, code, message)
+            }
+            EngineError::CodeRefused { ref refused } => {
+                let (status, code) = match refused {
+                    crate::store::CodeCheck::Locked { .. } => {
+                        (StatusCode::TOO_MANY_REQUESTS, "codes_locked")
+                    }
+                    crate::store::CodeCheck::NoFactor => (StatusCode::FORBIDDEN, "no_factor"),
+                    _ => (StatusCode::FORBIDDEN, "wrong_code"),
+                };
+                ApiError::new(status, code, message)
+            }
             EngineError::Unauthorized { .. } => {
                 ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
             }

@@ -6,8 +6,8 @@
 //!   the agent's own pending requests. It has no route that decides a request.
 //! - the **owner API** ([`owner_router`]), served only on the control socket (mode
 //!   0600): everything above for any agent, plus decisions and the audit trail,
-//!   handing over, cancelling and retrying inbox tasks, and agents' trust (evidence,
-//!   tiers, pauses, grants, proposals).
+//!   handing over, cancelling and retrying inbox tasks, agents' trust (evidence,
+//!   tiers, pauses, grants, proposals), and the caller's second factors.
 //!
 //! Both serve the inbox's agent routes: claiming a task and reporting on it
 //! (`tasks`); on the agents' socket, the owners' task routes and the trust routes
@@ -27,7 +27,9 @@
 //! with the same token rules as requests.
 //!
 //! One file per route (`submit`, `get`, `list`, `result`, `cancel`, `decide`, `audit`,
-//! `metrics`, `health`, `agents`, `hook`, `runs`), one for the inbox's (`tasks`), and `trust` for the trust routes; what they share is in `error` (the error
+//! `metrics`, `health`, `agents`, `hook`, `runs`), one for the inbox's (`tasks`), `trust`
+//! for the trust routes, `factors` for people's second factors (step-up) and
+//! `dashboard` for the dashboard's links and sessions; what they share is in `error` (the error
 //! body and the engine's errors mapped onto it) and `extract` (reading requests,
 //! authentication, span notes). This file holds the routers: which routes each socket
 //! serves is the API's access control, so it stays in one place.
@@ -39,6 +41,7 @@ mod dashboard;
 mod decide;
 mod error;
 mod extract;
+mod factors;
 mod get;
 mod health;
 mod hook;
@@ -128,6 +131,9 @@ pub fn owner_router(state: ApiState) -> Router {
         .route("/v1/grants", get(trust::grants))
         .route("/v1/grants/{id}/revoke", post(trust::revoke))
         .route("/v1/proposals", get(trust::proposals))
+        .route("/v1/factors", get(factors::list).post(factors::enroll))
+        .route("/v1/factors/{id}/confirm", post(factors::confirm))
+        .route("/v1/factors/{id}/remove", post(factors::remove))
         .route("/v1/dashboard/links", post(dashboard::link))
         .route("/v1/dashboard/sessions", get(dashboard::sessions))
         .route("/v1/dashboard/sessions/revoke", post(dashboard::revoke))

@@ -286,6 +286,9 @@ pub struct Decision {
     pub actor: String,
     pub via: Via,
     pub reason: Option<String>,
+    /// Whether the surface confirmed the decider's second factor for it (a fresh code,
+    /// or their step-up window there): approvals that need one are refused without.
+    pub factor: bool,
 }
 
 /// One request and everything that happened to it.

@@ -21,6 +21,9 @@ pub struct Route {
     pub denials: u32,
     /// Whether the person who handed over the request's task may approve it.
     pub self_approval: bool,
+    /// Whether approving needs a second factor (step-up; denying never does).
+    #[serde(default)]
+    pub step_up: bool,
     /// Who handed over the task the request belongs to, if it belongs to one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handed_by: Option<String>,
@@ -185,6 +188,9 @@ pub struct Vote {
     pub reason: Option<String>,
     /// Unix milliseconds.
     pub at: i64,
+    /// Whether the person confirmed it with a second factor (step-up).
+    #[serde(default)]
+    pub factor: bool,
 }
 
 /// Where a routed request stands after its votes.
@@ -332,6 +338,7 @@ mod tests {
             approvals,
             denials,
             self_approval: false,
+            step_up: false,
             handed_by: Some("carol".into()),
             deadline_ms: None,
             places: Vec::new(),
@@ -427,6 +434,7 @@ mod tests {
             approve,
             reason: None,
             at: 0,
+            factor: false,
         }
     }
 

@@ -46,6 +46,9 @@ pub struct At {
     /// gatebot has no record of (its post unconfirmed) is told from another message
     /// with the same buttons (a `/pending` list).
     pub text: Option<String>,
+    /// Whether the chat is the presser's private chat with the bot (where a link for
+    /// them alone may be posted).
+    pub private: bool,
 }
 
 /// A question gatebot asks someone, for a subject, in the platform's way: Telegram

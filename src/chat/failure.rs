@@ -26,7 +26,10 @@ pub fn failure(e: &EngineError) -> String {
             shorten(a)
         ),
         EngineError::Invalid { problem, .. } => problem.clone(),
-        EngineError::VoteRefused { .. } | EngineError::VotedAlready { .. } => e.to_string(),
+        EngineError::VoteRefused { .. }
+        | EngineError::VotedAlready { .. }
+        | EngineError::StepUpRequired { .. }
+        | EngineError::CodeRefused { .. } => e.to_string(),
         EngineError::Grant(g) => grant(g),
         EngineError::Conflict(
             c
@@ -70,6 +73,7 @@ fn not_found(what: What, id: &str) -> String {
         }
         What::Pause => "That pause is over (the agent was resumed); nothing was denied.".into(),
         What::Session => format!("No dashboard session matches `{id}`."),
+        What::Factor => format!("You have no second factor `{id}`."),
         What::Draft => format!("No draft matches `{id}`."),
     }
 }

@@ -189,6 +189,8 @@ impl Memory {
             chat: chat.to_string(),
             message: Some(message.to_string()),
             text: self.message(chat, message).map(|m| m.card.plain()),
+            // The in-memory platform's private chats are named after their person.
+            private: chat == actor.id,
         };
         let press = Inbound::Press {
             data: data.to_string(),

@@ -294,6 +294,7 @@ pub(super) struct FileConfig {
     pub(super) dashboard: Option<super::dashboard::FileDashboard>,
     pub(super) groups: BTreeMap<String, super::teams::FileGroup>,
     pub(super) approval_rules: Vec<super::teams::FileRule>,
+    pub(super) step_up: super::teams::FileStepUp,
     pub(super) budgets: Option<super::budgets::FileBudgets>,
 }
 

@@ -89,6 +89,7 @@ impl Resolve<'_> {
             dashboard,
             groups,
             approval_rules,
+            step_up,
             budgets,
             // The workflow and the platforms' tables were taken above.
             ..
@@ -114,8 +115,7 @@ impl Resolve<'_> {
         let mut warnings =
             super::agents::token_warnings(&agents, inbox.as_ref(), queue.listen.as_deref());
         let teams = self.teams(
-            groups,
-            approval_rules,
+            (groups, approval_rules, step_up),
             &people,
             max_ttl,
             &mut warnings,

@@ -41,7 +41,14 @@ const MIN_REPEAT: std::time::Duration = std::time::Duration::from_secs(1);
 pub struct Teams {
     pub groups: BTreeMap<String, Group>,
     pub rules: Vec<ApprovalRule>,
+    /// `[step_up] window`: after a confirmed code, how long a person approves requests
+    /// that need a second factor on the same surface without another (each use
+    /// renews it).
+    pub step_up_window: std::time::Duration,
 }
+
+/// `[step_up] window`'s default.
+pub const STEP_UP_WINDOW: std::time::Duration = std::time::Duration::from_secs(5 * 60);
 
 /// A group of people asked together.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -80,6 +87,8 @@ pub struct ApprovalRule {
     pub remind_after: Option<std::time::Duration>,
     /// More groups asked as time passes, in order of `after`.
     pub escalation: Vec<Escalation>,
+    /// Whether approving needs a second factor.
+    pub step_up: StepUp,
 }
 
 /// One `[[approval_rules.escalation]]` level: unsettled `after` this long from the
@@ -90,6 +99,16 @@ pub struct Escalation {
     pub ask: Vec<String>,
     /// Once reached, its people are reminded this often until the deadline.
     pub repeat: Option<std::time::Duration>,
+}
+
+/// Whether approving a rule's requests needs a second factor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StepUp {
+    /// Critical risk does, once anyone has enrolled a factor.
+    #[default]
+    Critical,
+    Always,
+    Never,
 }
 
 /// What a rule is matched on: the request as it is asked.
@@ -346,6 +365,23 @@ pub(crate) struct FileRule {
     remind_after: Option<std::time::Duration>,
     #[serde(default)]
     escalation: Vec<FileEscalation>,
+    step_up: Option<bool>,
+}
+
+/// `[step_up]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct FileStepUp {
+    #[serde(deserialize_with = "crate::settings::de_duration")]
+    window: std::time::Duration,
+}
+
+impl Default for FileStepUp {
+    fn default() -> Self {
+        FileStepUp {
+            window: STEP_UP_WINDOW,
+        }
+    }
 }
 
 /// `[[approval_rules.escalation]]` as written.
@@ -449,14 +485,23 @@ impl Resolve<'_> {
     /// apply (an empty group, a rule an earlier one always wins over) is a warning.
     pub(super) fn teams(
         &self,
-        groups: BTreeMap<String, FileGroup>,
-        rules: Vec<FileRule>,
+        (groups, rules, step_up): (BTreeMap<String, FileGroup>, Vec<FileRule>, FileStepUp),
         people: &People,
         max_ttl: std::time::Duration,
         warnings: &mut Vec<String>,
         errors: &mut Vec<ConfigError>,
     ) -> Teams {
-        let mut teams = Teams::default();
+        let mut teams = Teams {
+            step_up_window: step_up.window,
+            ..Teams::default()
+        };
+        if step_up.window > std::time::Duration::from_secs(24 * 3600) {
+            errors.push(self.error(
+                "step_up",
+                "window",
+                "must be at most 24h: a confirmed code stands in for a fresh one only briefly",
+            ));
+        }
         for (name, g) in groups {
             let table = format!("groups.{name}");
             if !crate::names::valid_agent_name(&name) {
@@ -641,6 +686,11 @@ impl Resolve<'_> {
             self_approval: r.self_approval,
             deadline: r.deadline,
             remind_after: r.remind_after,
+            step_up: match r.step_up {
+                None => StepUp::Critical,
+                Some(true) => StepUp::Always,
+                Some(false) => StepUp::Never,
+            },
             escalation: self.escalation(&table, r.escalation, r.deadline, teams, errors),
         };
         let asked = teams.asked(&rule.ask).len() as i64;

@@ -669,6 +669,7 @@ pub(super) async fn proposal(
                 args: None,
                 actor: s.person.clone(),
                 via: Via::Dashboard,
+                factor: false,
             };
             let subject = engine.identify(&p.id).await.ok();
             match conversation::decide(&engine, subject.as_ref(), &p.id, decision).await {

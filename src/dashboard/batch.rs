@@ -227,6 +227,7 @@ async fn decide(state: &DashState, signed: &Signed, asked: &Asked, s: &Sorted) -
             args: None,
             actor: signed.0.person.clone(),
             via: Via::Dashboard,
+            factor: false,
         };
         match conversation::decide(engine, subject.as_ref(), &a.id, decision).await {
             // Under an approval rule, a vote that leaves the request waiting for more.
@@ -242,7 +243,8 @@ async fn decide(state: &DashState, signed: &Signed, asked: &Asked, s: &Sorted) -
             Err(Refused::Engine(
                 e @ (EngineError::Conflict(crate::engine::Conflict::OverBudget { .. })
                 | EngineError::VoteRefused { .. }
-                | EngineError::VotedAlready { .. }),
+                | EngineError::VotedAlready { .. }
+                | EngineError::StepUpRequired { .. }),
             )) => first.push(e.to_string()),
             Err(Refused::Engine(e)) => {
                 tracing::warn!(error = %e, "dashboard: a batch decision failed");

@@ -156,6 +156,7 @@ async fn approve(state: &DashState, session: &Session, a: &Approval, edited: Val
         args: Some(edited),
         actor: session.person.clone(),
         via: Via::Dashboard,
+        factor: false,
     };
     let subject = engine.identify(&a.id).await.ok();
     match conversation::decide(engine, subject.as_ref(), &a.id, decision).await {

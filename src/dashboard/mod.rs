@@ -42,6 +42,7 @@ mod batch;
 pub mod card;
 mod drafts;
 mod edit;
+mod factors;
 mod forms;
 mod history;
 mod live;
@@ -111,6 +112,13 @@ pub fn router(engine: Arc<Engine>, shutdown: CancellationToken) -> Router {
                 .post(edit::post)
                 .layer(DefaultBodyLimit::max(edit::MAX_FORM_BYTES)),
         )
+        .route(
+            "/requests/{id}/confirm",
+            get(factors::confirm_page).post(factors::confirm_post),
+        )
+        .route("/factors", get(factors::page).post(factors::add))
+        .route("/factors/{id}/confirm", post(factors::confirm))
+        .route("/factors/{id}/remove", post(factors::remove))
         .route("/audit", get(audit::page))
         .route("/system", get(system::page))
         .route("/signin", get(signin::signed_out))

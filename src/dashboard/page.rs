@@ -20,6 +20,7 @@ pub(super) enum Menu {
     History,
     Audit,
     System,
+    Factors,
     None,
 }
 
@@ -49,6 +50,7 @@ pub(super) fn shell(title: &str, who: Option<&Session>, menu: Menu, body: Markup
                             a href="/history" aria-current=[(menu == Menu::History).then_some("page")] { "History" }
                             a href="/audit" aria-current=[(menu == Menu::Audit).then_some("page")] { "Audit" }
                             a href="/system" aria-current=[(menu == Menu::System).then_some("page")] { "System" }
+                            a href="/factors" aria-current=[(menu == Menu::Factors).then_some("page")] { "Factors" }
                         }
                         form.signout method="post" action="/logout" {
                             input type="hidden" name="csrf" value=(s.csrf);
@@ -101,6 +103,20 @@ pub(super) fn answered(headers: &HeaderMap, outcome: Outcome, back: &str) -> Res
             &why,
             Some(html! { a href=(back) { "Back" } }),
         ),
+    }
+}
+
+/// The answer to a form's POST whose next step is another page (`go`): for the page's
+/// script `{"go": "…"}`, for a plain form a redirect.
+pub(super) fn go_to(headers: &HeaderMap, go: &str) -> Response {
+    let wants_json = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/json"));
+    if wants_json {
+        Json(json!({"go": go})).into_response()
+    } else {
+        Redirect::to(go).into_response()
     }
 }
 

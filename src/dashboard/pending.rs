@@ -246,14 +246,36 @@ pub(super) async fn decide(
     if let Err(r) = signed.check(&state, &headers, &form.csrf).await {
         return r;
     }
-    let outcome = take(&state, &signed, &form).await;
+    let outcome = match take(&state, &signed, &form).await {
+        // An approval that needs the person's second factor: its confirm page asks for a
+        // code (the page's script goes there; a plain form is sent there).
+        Err(Taken::StepUp(request)) => {
+            let go = format!("/requests/{request}/confirm");
+            return super::page::go_to(&headers, &go);
+        }
+        Err(Taken::Refused(why)) => Err(why),
+        Ok(said) => Ok(said),
+    };
     // Back to the page the button was on: the pending page, or a request's own.
     let back = super::forms::referring_page(&headers).unwrap_or_else(|| "/".into());
     super::page::answered(&headers, outcome, &back)
 }
 
+/// Why a button's decision was not taken.
+enum Taken {
+    /// It needs the person's second factor, on this request's confirm page.
+    StepUp(String),
+    Refused((StatusCode, String)),
+}
+
+impl From<(StatusCode, String)> for Taken {
+    fn from(why: (StatusCode, String)) -> Taken {
+        Taken::Refused(why)
+    }
+}
+
 /// Takes the decision the button stands for; the lines said, or why not.
-async fn take(state: &DashState, signed: &Signed, form: &DecideForm) -> super::page::Outcome {
+async fn take(state: &DashState, signed: &Signed, form: &DecideForm) -> Result<Vec<String>, Taken> {
     let engine = &state.engine;
     let config = engine.config();
     let offered = Action::decode(&form.button)
@@ -268,8 +290,12 @@ async fn take(state: &DashState, signed: &Signed, form: &DecideForm) -> super::p
     let subject = engine.identify(&offered.subject).await.ok();
     match conversation::decide(engine, subject.as_ref(), &offered.subject, decision).await {
         Ok(d) => Ok(d.said),
-        Err(Refused::Unclear(m)) => Err((StatusCode::BAD_REQUEST, m)),
-        Err(Refused::Settled { message, .. }) => Err((StatusCode::CONFLICT, message)),
-        Err(Refused::Engine(e)) => Err(super::forms::engine_words(&e)),
+        Err(Refused::Unclear(m)) => Err((StatusCode::BAD_REQUEST, m).into()),
+        Err(Refused::Settled { message, .. }) => Err((StatusCode::CONFLICT, message).into()),
+        Err(Refused::Engine(EngineError::StepUpRequired {
+            request,
+            enrolled: true,
+        })) => Err(Taken::StepUp(request)),
+        Err(Refused::Engine(e)) => Err(super::forms::engine_words(&e).into()),
     }
 }

@@ -177,7 +177,12 @@ pub(super) async fn sign_in(
                 d.session_max.as_secs(),
                 if d.https() { "; Secure" } else { "" }
             );
-            let mut r = Redirect::to("/").into_response();
+            // A link may lead to one page of the dashboard (a step-up's confirm page).
+            let to = signed
+                .next
+                .filter(|n| n.starts_with('/') && !n.starts_with("//"))
+                .unwrap_or_else(|| "/".to_string());
+            let mut r = Redirect::to(&to).into_response();
             if let Ok(v) = HeaderValue::from_str(&cookie) {
                 r.headers_mut().insert(header::SET_COOKIE, v);
             }

@@ -30,6 +30,8 @@ pub enum What {
     Session,
     /// A draft-only agent's kept call.
     Draft,
+    /// A person's second factor.
+    Factor,
 }
 
 impl What {
@@ -48,6 +50,7 @@ impl What {
             What::Subject => "subject",
             What::Session => "dashboard session",
             What::Draft => "draft",
+            What::Factor => "second factor",
         }
     }
 
@@ -192,6 +195,13 @@ pub enum EngineError {
         request: String,
         why: crate::approval::votes::VoteRefused,
     },
+    /// Approving this request needs the person's second factor, which the surface did
+    /// not confirm (chat never does: it links to the dashboard's confirm page).
+    #[error("{}", step_up_words(request, *enrolled))]
+    StepUpRequired { request: String, enrolled: bool },
+    /// A code for a second factor was not accepted.
+    #[error("{}", code_words(refused))]
+    CodeRefused { refused: crate::store::CodeCheck },
     /// The person voted on this request already; their first vote stands.
     #[error("You voted on request {request} already ({}); your first vote stands.", if *approved { "approve" } else { "deny" })]
     VotedAlready { request: String, approved: bool },
@@ -319,6 +329,57 @@ fn describe_token(agent: &str, problem: TokenProblem) -> String {
         TokenProblem::NoneConfigured => {
             format!("a bearer token was sent, but agent `{agent}` has none configured")
         }
+    }
+}
+
+/// What a person is told when approving `request` needs their second factor.
+fn step_up_words(request: &str, enrolled: bool) -> String {
+    if enrolled {
+        format!(
+            "Approving request {request} needs your second factor: enter a code from your \
+             authenticator app (a deny needs none)."
+        )
+    } else {
+        format!(
+            "Approving request {request} needs a second factor, and you have none: enroll one \
+             with `gatebot factor enroll` or on the dashboard's Factors page first. A deny from \
+             you counts without one."
+        )
+    }
+}
+
+/// Why a code was refused, in words.
+fn code_words(refused: &crate::store::CodeCheck) -> String {
+    use crate::store::CodeCheck;
+    match refused {
+        CodeCheck::Wrong { left } if *left > 0 => format!(
+            "That code is not right (or too old): check your authenticator app's clock. {left} \
+             more wrong code{} and codes are refused for {}.",
+            if *left == 1 { "" } else { "s" },
+            crate::words::span(std::time::Duration::from_millis(
+                crate::store::LOCKED_FOR_MS.unsigned_abs()
+            ))
+        ),
+        CodeCheck::Wrong { .. } => format!(
+            "That code is not right, and that was one wrong code too many: codes are refused \
+             for {}.",
+            crate::words::span(std::time::Duration::from_millis(
+                crate::store::LOCKED_FOR_MS.unsigned_abs()
+            ))
+        ),
+        CodeCheck::Reused => {
+            "That code was used already: a code works once; wait for the next one.".to_string()
+        }
+        CodeCheck::Locked { until } => format!(
+            "Too many wrong codes: codes are refused until {}.",
+            crate::time::clock(*until)
+        ),
+        CodeCheck::NoFactor => {
+            "You have no second factor: enroll one with `gatebot factor enroll` or on the \
+             dashboard's Factors page."
+                .to_string()
+        }
+        CodeCheck::Accepted { .. } => "The code was accepted.".to_string(),
     }
 }
 

@@ -32,6 +32,7 @@ mod budgets;
 mod chat;
 mod drafts;
 mod error;
+mod factors;
 mod gate;
 mod history;
 mod housekeeping;
@@ -45,11 +46,13 @@ mod runs;
 
 // Domain types the engine's calls take and give, re-exported for the callers that
 // name them beside the call (the engine re-exports nothing of the store's).
+pub use crate::store::{CodeCheck, FactorRow};
 pub use crate::store::{Session, SessionEnd};
 pub use activity::{Day, RunEvent, TaskFilter, TaskRequests, Timeline, MAX_TIMELINE_EVENTS};
 pub use budgets::{check_cost, AgentSpend};
 pub use chat::{ChatState, ChatWork, DigestNow, DigestPage, Pressed, RepliedTo};
 pub use error::{Conflict, EngineError, GrantRefused, TokenProblem, What};
+pub use factors::Enrolment;
 pub use gate::{Acting, Cap, Slot, WaitSlot};
 pub use history::{AuditFilter, Cursor, HistoryFilter, Page};
 pub use refusal::{cut, Refusal, ECHO_CHARS, REFUSAL_WINDOW};

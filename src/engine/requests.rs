@@ -347,6 +347,13 @@ impl Engine {
                 .collect()
         };
         let places = places_of(&rule.ask);
+        let step_up = match rule.step_up {
+            crate::config::teams::StepUp::Always => true,
+            crate::config::teams::StepUp::Never => false,
+            crate::config::teams::StepUp::Critical => {
+                risk == RiskScore::Critical && self.blocking(|s| s.any_factor()).await?
+            }
+        };
         let audience = places
             .iter()
             .map(|p| (p.platform.clone(), p.chat.clone()))
@@ -358,6 +365,7 @@ impl Engine {
             approvals: rule.approvals,
             denials: rule.denials,
             self_approval: rule.self_approval,
+            step_up,
             handed_by: task.map(|t| t.created_by),
             deadline_ms: rule.deadline.map(millis),
             places,
@@ -549,6 +557,9 @@ impl Engine {
                 why,
             });
         }
+        if approve && route.step_up && !decision.factor {
+            return Err(self.step_up_required(a, &decision.actor).await?);
+        }
         let now = now_ms();
         let vote = crate::approval::votes::Vote {
             person: decision.actor.clone(),
@@ -556,6 +567,7 @@ impl Engine {
             approve,
             reason: decision.reason.clone(),
             at: now,
+            factor: decision.factor,
         };
         let (id, d) = (a.id.clone(), decision.clone());
         let voted = self
@@ -1140,6 +1152,7 @@ impl Engine {
         args: serde_json::Value,
         actor: String,
         via: crate::approval::Via,
+        factor: bool,
     ) -> Result<Approval, EngineError> {
         let a = self.lookup(typed, true).await?;
         let edited = edited_args(args, &self.config())?;
@@ -1151,6 +1164,9 @@ impl Engine {
                     request: a.short_id.clone(),
                     why,
                 });
+            }
+            if route.step_up && !factor {
+                return Err(self.step_up_required(&a, &actor).await?);
             }
             if route.approvals > 1 {
                 return Err(EngineError::invalid(
@@ -1171,6 +1187,7 @@ impl Engine {
                 actor,
                 via,
                 reason: None,
+                factor,
             };
             (decision, None)
         } else {
@@ -1188,6 +1205,7 @@ impl Engine {
                 actor,
                 via,
                 reason: Some(edited_call_reason(&a.tool, &edited, grant.is_some())),
+                factor,
             };
             (decision, grant)
         };

@@ -59,6 +59,8 @@ impl SignInRefused {
 pub struct SignedIn {
     pub session: Session,
     pub cookie: String,
+    /// The dashboard page the link leads to (a path), if not the front page.
+    pub next: Option<String>,
 }
 
 /// A new random token: 32 bytes, as 64 hex digits.
@@ -112,6 +114,19 @@ impl Engine {
         via: Via,
         identity: Option<String>,
     ) -> Result<SignInLink, EngineError> {
+        self.sign_in_link_to(person, via, identity, None).await
+    }
+
+    /// [`Engine::sign_in_link`] leading to `next`, a dashboard page (a path starting
+    /// with `/`), once used.
+    pub async fn sign_in_link_to(
+        &self,
+        person: &str,
+        via: Via,
+        identity: Option<String>,
+        next: Option<String>,
+    ) -> Result<SignInLink, EngineError> {
+        let next = next.filter(|n| n.starts_with('/') && !n.starts_with("//"));
         let d = self.dashboard()?;
         let token = new_token();
         let now = now_ms();
@@ -125,6 +140,7 @@ impl Engine {
                 identity: identity.as_deref(),
                 now,
                 expires_at,
+                next: next.as_deref(),
             })
         })
         .await?;
@@ -164,7 +180,13 @@ impl Engine {
                 })
                 .await?;
             match used {
-                LinkUse::SignedIn(session) => return Ok(Ok(SignedIn { session, cookie })),
+                LinkUse::SignedIn(session, next) => {
+                    return Ok(Ok(SignedIn {
+                        session,
+                        cookie,
+                        next,
+                    }))
+                }
                 LinkUse::Unknown => (SignInRefused::Unknown, None),
                 LinkUse::Used { person } => (SignInRefused::Used, Some(person)),
                 LinkUse::Expired { person } => (SignInRefused::Expired, Some(person)),

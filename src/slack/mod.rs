@@ -222,6 +222,8 @@ impl Slack {
                 message: p.message_ts(),
                 // Its heading, which names a card's subject.
                 text: p.message.as_ref().and_then(payload::MessageRef::shown),
+                // A direct message with the app (Slack's DM channel ids start with D).
+                private: channel.starts_with('D'),
             };
             let press = Inbound::Press {
                 data: action.data().to_string(),

@@ -824,6 +824,7 @@ mod tests {
             actor: "alice".into(),
             via: Via::Cli,
             reason: None,
+            factor: false,
         };
         s.decide(id, &d, 5).unwrap();
     }

@@ -41,6 +41,7 @@ mod audit;
 mod budgets;
 mod chat;
 mod drafts;
+mod factors;
 mod health;
 mod history;
 mod refusals;
@@ -56,6 +57,7 @@ pub use approvals::{Inserted, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
 pub use chat::SubjectLookup;
 pub use drafts::DraftState;
+pub use factors::{CodeCheck, FactorRow, LOCKED_FOR_MS};
 pub use health::{FaultKind, StorageFault};
 pub use history::{AuditFilter, Cursor, HistoryFilter, Page};
 pub use refusals::{Closed, RefusalRow, Refused};
@@ -143,6 +145,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0021_budgets.sql")),
         M::up(include_str!("../../migrations/0022_escalation.sql")),
         M::up(include_str!("../../migrations/0023_reminders.sql")),
+        M::up(include_str!("../../migrations/0024_factors.sql")),
     ])
 }
 
@@ -325,6 +328,7 @@ mod tests {
             actor: actor.into(),
             via: Via::Cli,
             reason: None,
+            factor: false,
         }
     }
 

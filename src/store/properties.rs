@@ -85,7 +85,7 @@ proptest! {
             let now = 10 + step as i64;
             match op {
                 Op::Decide(verb, who, late) => {
-                    let d = Decision { verb: *verb, actor: format!("owner{who}"), via: Via::Cli, reason: None };
+                    let d = Decision { verb: *verb, actor: format!("owner{who}"), via: Via::Cli, reason: None, factor: false };
                     let at = if *late { 10_000 + now } else { now };
                     match store.decide(&a.id, &d, at).unwrap() {
                         Transition::Done(x) => {

@@ -22,6 +22,8 @@ pub struct NewLink<'a> {
     pub identity: Option<&'a str>,
     pub now: i64,
     pub expires_at: i64,
+    /// The dashboard page it leads to once used (a path); `None`: the front page.
+    pub next: Option<&'a str>,
 }
 
 /// A session to start when a link is used.
@@ -55,8 +57,9 @@ pub struct Session {
 /// What using a link came to.
 #[derive(Debug)]
 pub enum LinkUse {
-    /// The link was good: it is used up and this session started.
-    SignedIn(Session),
+    /// The link was good: it is used up and this session started; the page it leads
+    /// to, if not the front page.
+    SignedIn(Session, Option<String>),
     /// No link has this token.
     Unknown,
     /// The link was used before (by a sign-in at `at`).
@@ -102,7 +105,7 @@ impl Store {
         let tx = conn.transaction()?;
         tx.prepare_cached(
             "INSERT INTO dashboard_links (token_hash, person, via, created_at, expires_at, \
-             identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+             identity, next) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
         .execute(params![
             l.token_hash,
@@ -110,7 +113,8 @@ impl Store {
             l.via.as_str(),
             l.now,
             l.expires_at,
-            l.identity
+            l.identity,
+            l.next
         ])?;
         audit_tx(
             &tx,
@@ -131,17 +135,17 @@ impl Store {
     pub fn use_link(&self, token_hash: &str, s: &NewSession<'_>) -> Result<LinkUse> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
-        type LinkRow = (String, i64, Option<i64>, Option<String>);
+        type LinkRow = (String, i64, Option<i64>, Option<String>, Option<String>);
         let link: Option<LinkRow> = tx
             .prepare_cached(
-                "SELECT person, expires_at, used_at, identity FROM dashboard_links \
+                "SELECT person, expires_at, used_at, identity, next FROM dashboard_links \
                  WHERE token_hash = ?1",
             )?
             .query_row([token_hash], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
             })
             .optional()?;
-        let (person, expires_at, used_at, identity) = match link {
+        let (person, expires_at, used_at, identity, next) = match link {
             None => return Ok(LinkUse::Unknown),
             Some(l) => l,
         };
@@ -169,7 +173,7 @@ impl Store {
             ))?
             .query_row([&id], session_row)?;
         tx.commit()?;
-        Ok(LinkUse::SignedIn(session))
+        Ok(LinkUse::SignedIn(session, next))
     }
 
     /// The live session whose cookie token hashes to `token_hash`: not ended, not past
@@ -310,6 +314,7 @@ mod tests {
             identity: None,
             now,
             expires_at: now + 600_000,
+            next: None,
         })
         .unwrap();
     }
@@ -328,7 +333,7 @@ mod tests {
     fn a_link_signs_in_once_before_it_expires_and_never_after() {
         let s = store();
         link(&s, "L1", 1_000);
-        let LinkUse::SignedIn(session) = s.use_link("L1", &new_session("S1", 2_000)).unwrap()
+        let LinkUse::SignedIn(session, _) = s.use_link("L1", &new_session("S1", 2_000)).unwrap()
         else {
             panic!("first use signs in")
         };
@@ -366,7 +371,7 @@ mod tests {
             "past its end"
         );
         link(&s, "L2", 0);
-        let LinkUse::SignedIn(two) = s.use_link("L2", &new_session("S2", 0)).unwrap() else {
+        let LinkUse::SignedIn(two, _) = s.use_link("L2", &new_session("S2", 0)).unwrap() else {
             panic!()
         };
         let ended = s

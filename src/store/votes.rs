@@ -126,7 +126,8 @@ fn route_timers_tx(tx: &Transaction<'_>, id: &str, now: i64) -> Result<Option<Ap
 
 fn votes_tx(tx: &Transaction<'_>, id: &str) -> Result<Vec<Vote>> {
     let mut stmt = tx.prepare_cached(
-        "SELECT person, via, approve, reason, at FROM votes WHERE approval_id = ?1 ORDER BY at, person",
+        "SELECT person, via, approve, reason, at, factor FROM votes WHERE approval_id = ?1 \
+         ORDER BY at, person",
     )?;
     let rows = stmt.query_map([id], |r| {
         Ok((
@@ -135,10 +136,11 @@ fn votes_tx(tx: &Transaction<'_>, id: &str) -> Result<Vec<Vote>> {
             r.get::<_, bool>(2)?,
             r.get::<_, Option<String>>(3)?,
             r.get::<_, i64>(4)?,
+            r.get::<_, bool>(5)?,
         ))
     })?;
     rows.map(|row| {
-        let (person, via, approve, reason, at) = row?;
+        let (person, via, approve, reason, at, factor) = row?;
         Ok(Vote {
             person,
             via: via
@@ -147,6 +149,7 @@ fn votes_tx(tx: &Transaction<'_>, id: &str) -> Result<Vec<Vote>> {
             approve,
             reason,
             at,
+            factor,
         })
     })
     .collect()
@@ -267,8 +270,8 @@ impl Store {
         }
         let added = tx
             .prepare_cached(
-                "INSERT INTO votes (approval_id, person, via, approve, reason, at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
+                "INSERT INTO votes (approval_id, person, via, approve, reason, at, factor) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
             )?
             .execute(params![
                 id,
@@ -276,7 +279,8 @@ impl Store {
                 vote.via.as_str(),
                 vote.approve,
                 vote.reason,
-                vote.at
+                vote.at,
+                vote.factor
             ])?;
         let approval = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
         let votes = votes_tx(&tx, id)?;
@@ -295,7 +299,7 @@ impl Store {
             "vote",
             Some(&vote.person),
             Some(&vote.via),
-            &json!({"approve": vote.approve, "reason": vote.reason, "factor": false}),
+            &json!({"approve": vote.approve, "reason": vote.reason, "factor": vote.factor}),
         )?;
         let route = approval
             .route
@@ -376,6 +380,7 @@ mod tests {
             approvals: 1,
             denials: 1,
             self_approval: true,
+            step_up: false,
             handed_by: None,
             deadline_ms: None,
             places: vec![place("42", "alice")],

@@ -169,11 +169,13 @@ impl Handler {
                     MaybeInaccessibleMessage::Regular(m) => m.text().map(str::to_string),
                     MaybeInaccessibleMessage::Inaccessible(_) => None,
                 },
+                private: m.chat().is_private(),
             },
             None => At {
                 chat: String::new(),
                 message: None,
                 text: None,
+                private: false,
             },
         };
         let answer = inbound::handle(&self.cx, &actor, Inbound::Press { data, at }).await;

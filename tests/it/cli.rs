@@ -41,7 +41,9 @@ impl Daemon {
             .args(["run", "--config"])
             .arg(dir.path().join("bot.toml"))
             .envs(env.iter().copied())
-            .env("RUST_LOG", "debug")
+            // Not the migrations' SQL (tens of KB at each start): the log is read only at
+            // the end, and a full pipe would stall the daemon.
+            .env("RUST_LOG", "debug,rusqlite_migration=info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .kill_on_drop(true)

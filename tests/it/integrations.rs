@@ -1151,6 +1151,7 @@ async fn an_owners_edit_reaches_claude_code_as_updated_input_and_other_clients_a
             json!("rm -rf /"),
             "alice".into(),
             gatebot::approval::Via::Cli,
+            false,
         )
         .await;
     assert!(bad.unwrap_err().to_string().contains("JSON object"));
@@ -1165,6 +1166,7 @@ async fn an_owners_edit_reaches_claude_code_as_updated_input_and_other_clients_a
             edited.clone(),
             "alice".into(),
             gatebot::approval::Via::Cli,
+            false,
         )
         .await
         .unwrap();
@@ -1197,6 +1199,7 @@ async fn an_owners_edit_reaches_claude_code_as_updated_input_and_other_clients_a
             json!({"command": "git push --dry-run"}),
             "alice".into(),
             gatebot::approval::Via::Cli,
+            false,
         )
         .await
         .unwrap();

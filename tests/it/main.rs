@@ -49,6 +49,7 @@ mod sandbox;
 mod setup;
 mod slack;
 mod startup;
+mod step_up;
 mod storage;
 mod systemd;
 mod teams;

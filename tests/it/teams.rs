@@ -589,6 +589,7 @@ async fn an_edited_approval_needs_a_rule_one_asked_person_can_settle() {
                     json!({"to": "bob@example.com"}),
                     who.into(),
                     gatebot::approval::Via::Cli,
+                    false,
                 )
                 .await
         }

@@ -29,6 +29,8 @@ pub struct OwnerDecision {
     /// Who decided: the caller's account, never what a body claims.
     pub actor: String,
     pub via: Via,
+    /// Whether the surface confirmed the person's second factor for it (step-up).
+    pub factor: bool,
 }
 
 impl OwnerDecision {
@@ -116,6 +118,7 @@ impl Offered {
             args: None,
             actor,
             via,
+            factor: false,
         }
     }
 }

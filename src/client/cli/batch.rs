@@ -182,7 +182,7 @@ async fn decide_all(client: &Client, b: &Batch, list: &[&Pending]) -> Result<u8,
         }
         match res.error_code() {
             Some("already_decided") => settled += 1,
-            Some("not_asked" | "own_task" | "voted_already") => {
+            Some("not_asked" | "own_task" | "voted_already" | "step_up_required" | "no_factor") => {
                 refused += 1;
                 said.push(res.error_message());
             }

@@ -19,6 +19,9 @@ pub(super) struct Grant {
     pub for_: Option<String>,
     /// Edited arguments: a file holding a JSON object (`-`: stdin).
     pub args: Option<std::path::PathBuf>,
+    /// A code from the owner's authenticator app, for an approval that needs a second
+    /// factor (asked on the terminal when it is needed and not given).
+    pub code: Option<String>,
 }
 
 pub(super) async fn run(
@@ -42,10 +45,18 @@ pub(super) async fn run(
     if let Some(path) = &grant.args {
         body["args"] = edited_args(path)?;
     }
-    let res = client
-        .post(&format!("/v1/requests/{}/decision", encode(id)), &body)
-        .await
-        .map_err(|e| e.to_string())?;
+    if let Some(code) = &grant.code {
+        body["code"] = json!(code);
+    }
+    let path = format!("/v1/requests/{}/decision", encode(id));
+    let mut res = client.post(&path, &body).await.map_err(|e| e.to_string())?;
+    // An approval that needs the owner's second factor: ask for a code on a terminal.
+    if res.error_code() == Some("step_up_required") && grant.code.is_none() {
+        if let Some(code) = code_from_terminal(&res.error_message())? {
+            body["code"] = json!(code);
+            res = client.post(&path, &body).await.map_err(|e| e.to_string())?;
+        }
+    }
     // Someone decided first, the rule does not take this vote, or a budget refuses the
     // approval (the request stays pending): exit 1 and say why, as for a rejection, not 2.
     if matches!(
@@ -58,6 +69,10 @@ pub(super) async fn run(
                 | "not_asked"
                 | "voted_already"
                 | "over_budget"
+                | "step_up_required"
+                | "no_factor"
+                | "wrong_code"
+                | "codes_locked"
         )
     ) {
         eprintln!("{}", res.error_message());
@@ -66,6 +81,22 @@ pub(super) async fn run(
     let mut body = expect_ok(Ok(res))?.body;
     print_said(&mut body, json);
     Ok(EXIT_GO)
+}
+
+/// A code typed on the terminal after `why`, or `None` without a terminal (the caller
+/// then says why and exits 1; a script passes --code).
+pub(super) fn code_from_terminal(why: &str) -> Result<Option<String>, String> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        return Ok(None);
+    }
+    eprintln!("{why}");
+    eprint!("Code: ");
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| format!("cannot read the code: {e}"))?;
+    Ok(Some(line.trim().to_string()).filter(|c| !c.is_empty()))
 }
 
 /// The edited arguments in `path` (`-`: stdin), read as JSON.

@@ -16,6 +16,7 @@ mod check_config;
 mod connect;
 mod dashboard;
 mod decide;
+mod factor;
 
 mod grants;
 mod guidance;
@@ -152,9 +153,19 @@ pub enum Command {
         /// call is told the exact call to make instead.
         #[arg(long, value_name = "FILE")]
         args: Option<PathBuf>,
+        /// A code from your authenticator app, for an approval that needs your second
+        /// factor (asked on the terminal when needed; see `gatebot factor`).
+        #[arg(long, value_name = "CODE")]
+        code: Option<String>,
         /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Enroll, list or remove your second factors: an authenticator app's codes confirm
+    /// approvals that need one (owner).
+    Factor {
+        #[command(subcommand)]
+        action: factor::FactorAction,
     },
     /// List every agent with its tier (configured and in force), pause, grants and
     /// evidence (owner).
@@ -527,10 +538,17 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             exact,
             for_,
             args,
+            code,
             json,
         } => match (agent, what.as_slice()) {
             (Some(agent), [verb]) => {
-                if prefix.is_some() || exact || for_.is_some() || args.is_some() || json {
+                if prefix.is_some()
+                    || exact
+                    || for_.is_some()
+                    || args.is_some()
+                    || code.is_some()
+                    || json
+                {
                     return Err("a batch (--agent) approves or denies once each; grants,                          edits and --json are for one request at a time"
                         .into());
                 }
@@ -552,6 +570,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
                     exact,
                     for_,
                     args,
+                    code,
                 };
                 decide::run(&owner()?, id, decision, reason.as_deref(), grant, json).await
             }
@@ -573,6 +592,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
         }
         Command::Workflows(a) => workflow::list(&owner()?, a).await,
         Command::Dashboard { action } => dashboard::run(&owner()?, action).await,
+        Command::Factor { action } => factor::run(&owner()?, action).await,
         Command::Audit {
             action,
             request,

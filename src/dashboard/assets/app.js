@@ -66,6 +66,7 @@
     });
     let answer = {};
     try { answer = await r.json(); } catch (_) { answer = { error: "gatebot did not answer." }; }
+    if (answer.go) { window.location.assign(answer.go); return; }
     if (answer.error) tell([answer.error], true); else tell(answer.said || [], false);
     refresh();
   });

@@ -92,6 +92,7 @@ pub(super) fn cards() -> Vec<(&'static str, Card)> {
         approvals: 2,
         denials: 1,
         self_approval: false,
+        step_up: false,
         handed_by: None,
         deadline_ms: Some(3_600_000),
         places: Vec::new(),
@@ -117,6 +118,7 @@ pub(super) fn cards() -> Vec<(&'static str, Card)> {
             approve: true,
             reason: None,
             at: now - 30_000,
+            factor: false,
         }],
         ..extras.clone()
     };

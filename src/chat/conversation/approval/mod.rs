@@ -190,8 +190,8 @@ impl super::Press for Action {
         })
     }
 
-    async fn press(self, cx: &Context, actor: &Actor, _at: &At) -> Answer {
-        press(cx, actor, self).await
+    async fn press(self, cx: &Context, actor: &Actor, at: &At) -> Answer {
+        press(cx, actor, self, at.private).await
     }
 
     #[cfg(test)]
@@ -228,7 +228,7 @@ impl super::Run for Command {
         // `/approve <id>` and replies answer a proposal when they name one.
         match super::proposal::named(cx, self.id.as_deref(), replied).await {
             Some(id) => super::proposal::command(cx, actor, self.verb, self.reason, &id).await,
-            None => command(cx, actor, self, replied).await,
+            None => command(cx, actor, self, replied, said.private).await,
         }
     }
 }
@@ -404,8 +404,8 @@ fn deny(rest: &str, in_reply: bool) -> Command {
     }
 }
 
-/// Runs a press on a prompt's button.
-pub async fn press(cx: &Context, actor: &Actor, action: Action) -> Answer {
+/// Runs a press on a prompt's button (`private`: in the presser's private chat).
+pub async fn press(cx: &Context, actor: &Actor, action: Action, private: bool) -> Answer {
     let choice = match action.button {
         ButtonKind::Deny => return reason::ask(cx, &action.id).await,
         ButtonKind::ApproveExact => GrantChoice {
@@ -424,7 +424,8 @@ pub async fn press(cx: &Context, actor: &Actor, action: Action) -> Answer {
             GrantChoice::default()
         }
     };
-    decide_granting(cx, actor, action.verb(), &action.id, None, choice).await
+    let d = (action.verb(), action.id.as_str(), None);
+    decide_in(cx, actor, d, choice, private).await
 }
 
 /// Runs a typed decision. `replied` is the subject of the card the message replies to.
@@ -433,6 +434,7 @@ pub async fn command(
     actor: &Actor,
     cmd: Command,
     replied: Option<&Subject>,
+    private: bool,
 ) -> Answer {
     let typed = match (cmd.id, replied) {
         (Some(id), _) => id,
@@ -441,7 +443,8 @@ pub async fn command(
             return Answer::note("Which request? Use /approve <id>, or reply to the prompt.")
         }
     };
-    decide(cx, actor, cmd.verb, &typed, cmd.reason).await
+    let d = (cmd.verb, typed.as_str(), cmd.reason);
+    decide_in(cx, actor, d, GrantChoice::default(), private).await
 }
 
 /// Applies `actor`'s decision on the request `typed` names (id, short id or prefix).
@@ -465,11 +468,25 @@ pub async fn decide_granting(
     reason: Option<String>,
     choice: GrantChoice,
 ) -> Answer {
+    decide_in(cx, actor, (verb, typed, reason), choice, false).await
+}
+
+/// [`decide_granting`] in a private chat with the person, or not: an approval that
+/// needs their second factor gets a link to the dashboard's confirm page there only.
+async fn decide_in(
+    cx: &Context,
+    actor: &Actor,
+    (verb, typed, reason): (Verb, &str, Option<String>),
+    choice: GrantChoice,
+    private: bool,
+) -> Answer {
     let decision = Decision {
         verb,
         actor: actor.label(),
         via: cx.via(),
         reason,
+        // Chat never confirms a second factor: it links to the dashboard's confirm page.
+        factor: false,
     };
     match cx.engine.decide_granting(typed, decision, choice).await {
         Ok(a) if a.status == Status::Pending => {
@@ -486,6 +503,55 @@ pub async fn decide_granting(
             Answer::Done(decided(&a, grant.as_ref()))
         }
         Err(EngineError::AlreadySettled(a)) => already_settled(&a),
+        Err(EngineError::StepUpRequired {
+            request,
+            enrolled: true,
+        }) => step_up_link(cx, actor, &request, private).await,
+        Err(e) => Answer::alert(crate::chat::failure::failure(&e)),
+    }
+}
+
+/// The answer to an approval that needs `actor`'s second factor: in their private
+/// chat, a single-use sign-in link to the dashboard's confirm page for `request`
+/// (where a code decides it); anywhere else, where to ask for one (a link posted in a
+/// group could be used by anyone in it).
+async fn step_up_link(cx: &Context, actor: &Actor, request: &str, private: bool) -> Answer {
+    if !private {
+        return Answer::alert(format!(
+            "Approving request {request} needs your second factor. Send /approve {request} to \
+             me in a private chat for a link to confirm it with a code, or run gatebot decide \
+             {request} approve on gatebot's machine. A deny needs no code."
+        ));
+    }
+    let identity = format!("{}:{}", cx.platform.as_str(), actor.id);
+    let next = format!("/requests/{request}/confirm");
+    match cx
+        .engine
+        .sign_in_link_to(&actor.label(), cx.via(), Some(identity), Some(next))
+        .await
+    {
+        Ok(link) => Answer::Card(Card {
+            blocks: vec![
+                Block::Line(Line::text(format!(
+                    "🔐 Approving request {request} needs your second factor. Confirm it with a \
+                     code from your authenticator app here:"
+                ))),
+                Block::Line(Line::text(link.url)),
+                Block::Line(Line::text(format!(
+                    "The link signs you in once and expires {}; don't share it.",
+                    words::relative(link.expires_at, now_ms())
+                ))),
+            ],
+            fallback: format!("Confirm request {request} with your second factor"),
+            ..Card::default()
+        }),
+        Err(EngineError::Conflict(crate::engine::Conflict::DashboardOff)) => {
+            Answer::alert(format!(
+                "Approving request {request} needs your second factor, confirmed on the web \
+                 dashboard, which is off: run gatebot decide {request} approve on gatebot's \
+                 machine (it asks for a code)."
+            ))
+        }
         Err(e) => Answer::alert(crate::chat::failure::failure(&e)),
     }
 }

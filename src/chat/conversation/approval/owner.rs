@@ -29,6 +29,7 @@ pub(super) async fn decide(
         reason: d.reason(),
         actor: d.actor,
         via: d.via,
+        factor: d.factor,
     };
     let result = engine.decide_granting(typed, decision, choice).await;
     // The surface's span (the API call) names a request decided before, too (one
@@ -73,7 +74,9 @@ async fn approve_edited(
                 .into(),
         ));
     }
-    let result = engine.approve_edited(typed, args, d.actor, d.via).await;
+    let result = engine
+        .approve_edited(typed, args, d.actor, d.via, d.factor)
+        .await;
     if let Err(EngineError::AlreadySettled(a)) = &result {
         record_request(&Span::current(), a);
     }
