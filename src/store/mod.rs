@@ -9,6 +9,8 @@
 //! - `refusals`: refused attempts, coalesced per key and minute into the trail;
 //! - `chat`: which chat message shows which subject (cards, digests, questions), and
 //!   where a subject's cards go (its home and parent);
+//! - `batches`: the batches asked in chats (the requests a confirmation listed, and
+//!   whether it was confirmed), and pending requests counted per agent;
 //! - `tasks`: the inbox's tasks and their questions;
 //! - `drafts`: draft-only agents' blocked calls kept for owners, and what became of them;
 //! - `runs`: workflow runs, their events and problems, and their check-ins;
@@ -38,6 +40,7 @@ mod activity;
 mod approval_row;
 mod approvals;
 mod audit;
+mod batches;
 mod budgets;
 mod chat;
 mod drafts;
@@ -54,6 +57,7 @@ mod votes;
 pub use activity::{Day, RunEvent, TaskFilter, TaskRequests, Timeline};
 pub use approvals::{Inserted, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
+pub use batches::{Batch, BatchEnd, BatchState, Ended, NewBatch};
 pub use chat::SubjectLookup;
 pub use drafts::DraftState;
 pub use health::{FaultKind, StorageFault};
@@ -142,6 +146,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0020_votes.sql")),
         M::up(include_str!("../../migrations/0021_budgets.sql")),
         M::up(include_str!("../../migrations/0022_escalation.sql")),
+        M::up(include_str!("../../migrations/0023_chat_batches.sql")),
     ])
 }
 
