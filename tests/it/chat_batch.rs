@@ -247,6 +247,11 @@ async fn a_typed_approval_takes_a_risk_cap_and_a_cancel_decides_nothing() {
         nobody.text(),
         "Nothing to deny of mailer: no pending request."
     );
+    let unknown = memory.say(&alice(), CHAT, "/deny_all nosuch", None).await;
+    assert!(
+        unknown.text().contains("No agent `nosuch` in the config"),
+        "{unknown:?}"
+    );
     let stranger = memory
         .say(&mallory(), CHAT, "/approve_all intern", None)
         .await;

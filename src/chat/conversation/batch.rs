@@ -470,6 +470,10 @@ async fn offer(
     };
     c.reason = reason;
     if c.requests.is_empty() {
+        // An agent no longer in the config may still have requests waiting.
+        if c.critical + c.above == 0 && cx.engine.config().agent(agent).is_none() {
+            return Answer::alert(failure(&EngineError::UnknownAgent(agent.to_string())));
+        }
         return nothing_to_decide(&c);
     }
     let now = now_ms();
