@@ -146,7 +146,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0020_votes.sql")),
         M::up(include_str!("../../migrations/0021_budgets.sql")),
         M::up(include_str!("../../migrations/0022_escalation.sql")),
-        M::up(include_str!("../../migrations/0023_chat_batches.sql")),
+        M::up(include_str!("../../migrations/0025_chat_batches.sql")),
     ])
 }
 

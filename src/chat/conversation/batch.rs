@@ -988,6 +988,20 @@ pub fn outcome(b: &Batch, t: &Tally) -> Card {
     }
 }
 
+/// A rule that asks alice and bob, two approvals needed (read as stored, so the
+/// fields a route gains later keep their defaults).
+#[cfg(test)]
+fn two_person_rule() -> crate::approval::votes::Route {
+    serde_json::from_value(serde_json::json!({
+        "rule": "deploys",
+        "asked": ["alice", "bob"],
+        "approvals": 2,
+        "denials": 1,
+        "self_approval": true,
+    }))
+    .expect("a route as stored")
+}
+
 /// The golden cards: an approval's confirmation (more requests than lines, a critical
 /// one left out, a rule that asks two people), a denial's with its reason, and what a
 /// confirmed batch came to.
@@ -1011,17 +1025,7 @@ fn golden() -> Vec<(&'static str, Card)> {
             sample(n, tool, risk)
         })
         .collect();
-    list[0].route = Some(crate::approval::votes::Route {
-        rule: "deploys".into(),
-        asked: vec!["alice".into(), "bob".into()],
-        approvals: 2,
-        denials: 1,
-        self_approval: true,
-        handed_by: None,
-        deadline_ms: None,
-        levels: Vec::new(),
-        escalated: 0,
-    });
+    list[0].route = Some(two_person_rule());
     let approve = Confirmation {
         batch: "01JD3X4Y5Z6A7B8C9D0E1F2G3H".into(),
         agent: "deployer".into(),
@@ -1306,17 +1310,7 @@ mod tests {
     #[test]
     fn a_rule_that_asks_two_people_is_said_to_take_one_vote() {
         let mut l = list(2);
-        l[1].route = Some(crate::approval::votes::Route {
-            rule: "deploys".into(),
-            asked: vec!["alice".into(), "bob".into()],
-            approvals: 2,
-            denials: 1,
-            self_approval: true,
-            handed_by: None,
-            deadline_ms: None,
-            levels: Vec::new(),
-            escalated: 0,
-        });
+        l[1].route = Some(two_person_rule());
         let c = Confirmation {
             approve: true,
             requests: l,
