@@ -153,6 +153,27 @@ pub struct DigestSummary {
     pub groups: Vec<DigestGroup>,
     /// The earliest deadline among the pending ones.
     pub next_expiry: Option<i64>,
+    /// The agents with several requests pending in it, each with all its pending
+    /// requests counted (what deciding them together would cover), largest first.
+    pub agents: Vec<AgentPending>,
+}
+
+/// Most agents a digest or `/pending` offers to decide together.
+pub const BATCH_AGENTS_SHOWN: usize = 5;
+
+/// An agent's pending requests, counted for deciding them together ("Approve all 3
+/// from deployer"): all of them, and those an approval may cover (every one but the
+/// critical ones).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentPending {
+    pub agent: String,
+    /// The handle chat buttons name the agent by (a ULID: any name fits in 64 bytes).
+    pub handle: String,
+    pub pending: usize,
+    /// Those below critical risk.
+    pub approvable: usize,
+    /// The highest risk among those, if any.
+    pub approvable_risk: Option<RiskScore>,
 }
 
 /// Why gatebot asked a question: what its answer is for.
@@ -166,6 +187,9 @@ pub enum Purpose {
     NeedsInput,
     /// "Why stop?": the answer is the reason a workflow check-in is stopped.
     StopReason,
+    /// "Why deny these?": the answer is the one reason of a batch of denials (the
+    /// question's subject is the batch's id).
+    BatchDenyReason,
 }
 
 impl Purpose {
@@ -176,6 +200,7 @@ impl Purpose {
             Purpose::Clarify => "task_clarify",
             Purpose::NeedsInput => "task_input",
             Purpose::StopReason => "stop_reason",
+            Purpose::BatchDenyReason => "batch_deny_reason",
         }
     }
 
@@ -186,6 +211,7 @@ impl Purpose {
             "task_clarify" => Some(Purpose::Clarify),
             "task_input" => Some(Purpose::NeedsInput),
             "stop_reason" => Some(Purpose::StopReason),
+            "batch_deny_reason" => Some(Purpose::BatchDenyReason),
             _ => None,
         }
     }

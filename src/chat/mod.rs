@@ -11,8 +11,8 @@
 //!   subject a card shows (written in one form, read back by one parser); [`text`]: the
 //!   one escape, measure and fit every renderer uses; [`command`]: reading `/name args`.
 //! - [`conversation`]: the kinds of conversation (the approval prompt with its "why
-//!   deny?" question, the digest, `/pending`, `/help`, check-ins, tasks, proposals,
-//!   agents, grants), each a type implementing [`conversation::Kind`], listed once in
+//!   deny?" question, batches of an agent's requests, the digest, `/pending`, `/help`,
+//!   check-ins, tasks, proposals, agents, grants), each a type implementing [`conversation::Kind`], listed once in
 //!   its registry: what cards it draws, which actions it offers, who may take them, and
 //!   what each does through the engine.
 //! - [`exchange`]: what the inbound layer and the kinds share: who acts

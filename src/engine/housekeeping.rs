@@ -5,7 +5,8 @@
 //!    file is logged (once, at ERROR) when it happens, not at the next call.
 //! 2. Close the windows of refused attempts that have ended, so their counts reach
 //!    the trail and the log within seconds of their minute (see `refusal`).
-//! 3. Forget the dashboard's sign-in links and sessions a day after they ended.
+//! 3. Forget the dashboard's sign-in links and sessions a day after they ended, and the
+//!    batches asked in chats a day after they expired.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +18,8 @@ use super::Engine;
 
 /// How often [`Engine::run_housekeeping`] runs.
 const HOUSEKEEPING: Duration = Duration::from_secs(5);
-/// How long ended sign-in links and sessions are kept (the audit trail keeps the rest).
+/// How long ended sign-in links and sessions, and expired chat batches, are kept (the
+/// audit trail keeps the rest).
 const ENDED_SESSIONS_KEPT: Duration = Duration::from_secs(24 * 3600);
 
 impl Engine {
@@ -40,6 +42,12 @@ impl Engine {
                 .await
             {
                 warn!(error = %e, "cannot forget ended dashboard sessions; retrying");
+            }
+            if let Err(e) = self
+                .blocking(move |s| s.forget_batches(crate::time::now_ms(), keep))
+                .await
+            {
+                warn!(error = %e, "cannot forget the batches chats asked for; retrying");
             }
         }
     }

@@ -5,7 +5,8 @@
 //! grants, proposals), `gate` (what an agent may hold open, and its pause), `sessions` (the web
 //! dashboard's sign-in links and sessions), `history` (requests and the trail searched, a
 //! page at a time, for the dashboard), `chat`
-//! (chat bookkeeping for conversations and delivery), `drafts` (draft-only agents'
+//! (chat bookkeeping for conversations and delivery), `batches` (the batches asked in
+//! chats, and pending requests counted per agent), `drafts` (draft-only agents'
 //! blocked calls, discarded or handed on as tasks), `refusal` and `housekeeping`.
 //! Every change is published on the bus ([`Event`]); long-polls and chats listen.
 //!
@@ -28,6 +29,7 @@ use crate::subject::Subject;
 use crate::time::now_ms;
 
 mod activity;
+mod batches;
 mod budgets;
 mod chat;
 mod drafts;
@@ -46,8 +48,8 @@ mod runs;
 
 // Domain types the engine's calls take and give, re-exported for the callers that
 // name them beside the call (the engine re-exports nothing of the store's).
+pub use crate::store::{Batch, BatchEnd, BatchState, Ended, NewBatch, Session, SessionEnd};
 pub use crate::store::{CodeCheck, FactorRow};
-pub use crate::store::{Session, SessionEnd};
 pub use activity::{Day, RunEvent, TaskFilter, TaskRequests, Timeline, MAX_TIMELINE_EVENTS};
 pub use budgets::{check_cost, AgentSpend};
 pub use chat::{ChatState, ChatWork, DigestNow, DigestPage, Pressed, RepliedTo};

@@ -657,8 +657,15 @@ impl Store {
         self.summarize(&ids)
     }
 
-    /// Counts the requests `ids` by outcome, and by agent and tool.
+    /// Counts the requests `ids` by outcome, and by agent and tool; and the agents with
+    /// several pending among them, each counted over all its pending requests.
     pub fn summarize(&self, ids: &[String]) -> Result<DigestSummary> {
+        let mut summary = self.count_outcomes(ids)?;
+        summary.agents = self.pending_agents(Some(ids), 2, crate::subject::BATCH_AGENTS_SHOWN)?;
+        Ok(summary)
+    }
+
+    fn count_outcomes(&self, ids: &[String]) -> Result<DigestSummary> {
         let conn = self.lock();
         let ids = ids_json(ids);
         let mut summary = DigestSummary::default();

@@ -9,6 +9,8 @@
 //! - `refusals`: refused attempts, coalesced per key and minute into the trail;
 //! - `chat`: which chat message shows which subject (cards, digests, questions), and
 //!   where a subject's cards go (its home and parent);
+//! - `batches`: the batches asked in chats (the requests a confirmation listed, and
+//!   whether it was confirmed), and pending requests counted per agent;
 //! - `tasks`: the inbox's tasks and their questions;
 //! - `drafts`: draft-only agents' blocked calls kept for owners, and what became of them;
 //! - `runs`: workflow runs, their events and problems, and their check-ins;
@@ -38,6 +40,7 @@ mod activity;
 mod approval_row;
 mod approvals;
 mod audit;
+mod batches;
 mod budgets;
 mod chat;
 mod drafts;
@@ -55,6 +58,7 @@ mod votes;
 pub use activity::{Day, RunEvent, TaskFilter, TaskRequests, Timeline};
 pub use approvals::{Inserted, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
+pub use batches::{Batch, BatchEnd, BatchState, Ended, NewBatch};
 pub use chat::SubjectLookup;
 pub use drafts::DraftState;
 pub use factors::{CodeCheck, FactorRow, LOCKED_FOR_MS};
@@ -146,6 +150,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0022_escalation.sql")),
         M::up(include_str!("../../migrations/0023_reminders.sql")),
         M::up(include_str!("../../migrations/0024_factors.sql")),
+        M::up(include_str!("../../migrations/0025_chat_batches.sql")),
     ])
 }
 

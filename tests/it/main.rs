@@ -9,6 +9,7 @@
 mod api;
 mod audit;
 mod budgets;
+mod chat_batch;
 mod classifier;
 mod cli;
 mod cli_output;

@@ -709,7 +709,13 @@ async fn a_burst_becomes_one_digest_that_an_approver_reviews_one_by_one() {
         text.contains("intern · create_contact × 12 (12 pending, up to high risk)"),
         "{text}"
     );
-    assert_eq!(button_data(&digest), ["gb1:v:r"]);
+    // Review one by one; or the intern's twelve together, after a confirmation.
+    let data = button_data(&digest);
+    assert_eq!(data[0], "gb1:v:r");
+    assert!(
+        data[1].starts_with("gb1:Ba:h:") && data[2].starts_with("gb1:Bd:"),
+        "{data:?}"
+    );
     let dmsg = fake.message_id(CHAT_A, &digest["text"]).unwrap();
     let shows = |needle: String| {
         let fake = fake.clone();

@@ -5,7 +5,8 @@
 //! owner in messages or run into the platform's rate limits). A digest has three
 //! views, kept in SQLite:
 //! 1. **summary**: how many requests, by agent and tool with their highest risk, and a
-//!    "Review one by one" button;
+//!    "Review one by one" button; for each agent with several pending, the buttons
+//!    that decide them together after a confirmation ([`super::batch`]);
 //! 2. **review**: one pending request in full (the same card as its own prompt) with
 //!    its decision buttons, plus "Next" and "Summary". When the request shown is
 //!    settled (here or anywhere else), the view moves on to the next pending one; a
@@ -183,12 +184,17 @@ pub fn card(view: &View) -> Card {
             blocks.push(Block::Line(Line::text(
                 "Review them here one by one, or use /pending.",
             )));
+            let mut buttons = vec![vec![Button::new(
+                "📋 Review one by one",
+                super::Action::Digest(Nav::Review).encode(),
+            )]];
+            if let Some((line, rows)) = super::batch::offers(&s.agents) {
+                blocks.push(line);
+                buttons.extend(rows);
+            }
             Card {
                 blocks,
-                buttons: vec![vec![Button::new(
-                    "📋 Review one by one",
-                    super::Action::Digest(Nav::Review).encode(),
-                )]],
+                buttons,
                 hint: None,
                 fallback: title(s),
             }
@@ -259,6 +265,22 @@ impl super::Kind for Digests {
                 group("coder", "Bash", 10, crate::policy::RiskScore::Medium),
             ],
             next_expiry: Some(crate::time::now_ms() + 86_399_000),
+            agents: vec![
+                crate::subject::AgentPending {
+                    agent: "mailer".into(),
+                    handle: "01JD3X4Y5Z6A7B8C9D0E1F2G4M".into(),
+                    pending: 30,
+                    approvable: 30,
+                    approvable_risk: Some(crate::policy::RiskScore::High),
+                },
+                crate::subject::AgentPending {
+                    agent: "coder".into(),
+                    handle: "01JD3X4Y5Z6A7B8C9D0E1F2G4C".into(),
+                    pending: 10,
+                    approvable: 10,
+                    approvable_risk: Some(crate::policy::RiskScore::Medium),
+                },
+            ],
             ..DigestSummary::default()
         };
         vec![("summary", card(&View::Summary(summary)))]
@@ -280,6 +302,16 @@ impl super::Kind for Digests {
             approved: 1000,
             groups: vec![group; 50],
             next_expiry: Some(0),
+            agents: vec![
+                crate::subject::AgentPending {
+                    agent: "<".repeat(64),
+                    handle: super::EXAMPLE_ID.into(),
+                    pending: 19_000,
+                    approvable: 18_999,
+                    approvable_risk: Some(crate::policy::RiskScore::Medium),
+                };
+                crate::subject::BATCH_AGENTS_SHOWN
+            ],
             ..DigestSummary::default()
         };
         let mut approval = approval::sample();

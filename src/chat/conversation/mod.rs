@@ -22,6 +22,7 @@
 
 pub mod agents;
 pub mod approval;
+pub mod batch;
 pub mod checkin;
 pub mod digest;
 pub mod grants;
@@ -593,6 +594,7 @@ macro_rules! kinds {
 
 kinds! {
     Approval => approval::Approvals,
+    Batch => batch::Batches,
     Digest => digest::Digests,
     Pending => pending::Pending,
     CheckIn => checkin::CheckIns,
@@ -691,7 +693,7 @@ mod tests {
     fn every_action_of_every_kind_round_trips_through_the_one_decoder() {
         let all = Action::examples();
         for kind in [
-            "Approval", "Digest", "CheckIn", "Proposal", "Task", "Agents", "Grants",
+            "Approval", "Batch", "Digest", "CheckIn", "Proposal", "Task", "Agents", "Grants",
         ] {
             assert!(
                 all.iter().any(|(k, _)| *k == kind),
