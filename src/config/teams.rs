@@ -231,6 +231,14 @@ impl ApprovalRule {
         if !self.self_approval {
             s.push_str(", not by whoever handed over the task");
         }
+        match self.step_up {
+            StepUp::Always => s.push_str(", each with a second factor"),
+            StepUp::Never => {}
+            StepUp::Critical if self.risk_at_least == Some(RiskScore::Critical) => {
+                s.push_str(", each with a second factor once anyone has one");
+            }
+            StepUp::Critical => {}
+        }
         s
     }
 

@@ -747,3 +747,211 @@ async fn reminders_and_two_levels_then_the_deadline_across_a_restart() {
     assert!((2..=3).contains(&reminded.len()), "{reminded:?}");
     assert_eq!(events(&app, &id, "escalated").await.len(), 2);
 }
+
+/// Three people on two platforms plus the CLI and the dashboard: alice on Telegram and
+/// on Slack is one vote; bob's on the dashboard and carol's on the CLI make three.
+#[tokio::test]
+async fn three_people_on_two_platforms_the_cli_and_the_dashboard_each_vote_once() {
+    use crate::fake_slack::{click_in, FakeSlack};
+    use crate::fake_telegram::{FakeTelegram, User};
+    const TOKEN: &str = "424242:AAE-fake-secret-token-for-two-platforms";
+    const ALICE: User = (42, "Alice");
+    let telegram = FakeTelegram::start(TOKEN).await;
+    let slack = FakeSlack::start().await;
+    let config = format!(
+        "[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [7001]\napprovers = [42]\n\
+         {}\
+         [dashboard]\nlisten = \"{}\"\n\
+         [people.alice]\ntelegram = 42\nslack = \"U1\"\n[people.bob]\nunix = \"bob\"\n\
+         [people.carol]\nunix = \"carol\"\n\
+         [groups.team]\npeople = [\"alice\", \"bob\", \"carol\"]\ntelegram_chat = -5001\n\
+         slack_channel = \"C1\"\n\
+         [[approval_rules]]\nname = \"mail\"\ntool = \"send_email\"\nask = \"team\"\napprovals = 3\n",
+        telegram.url,
+        slack.config(),
+        crate::helpers::free_port()
+    );
+    let app = spawn_app(&config).await;
+    let (id, short) = app.submit_pending(mail(7)).await;
+    let (_, message, params) = crate::helpers::eventually("the Telegram prompt", async || {
+        telegram.prompts_of(Some(-5001), &short).pop()
+    })
+    .await;
+    let post = crate::helpers::eventually("the Slack prompt", async || {
+        slack.calls("chat.postMessage").into_iter().find(|c| {
+            c.ts.is_some() && c.params["channel"] == "C1" && c.params.to_string().contains(&id)
+        })
+    })
+    .await;
+    // alice on Telegram: a vote.
+    let data = params["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    telegram.press(ALICE, -5001, message, &data);
+    crate::helpers::eventually("alice's vote", async || {
+        (events(&app, &id, "vote").await.len() == 1).then_some(())
+    })
+    .await;
+    // alice again on Slack: the same person, so it does not count.
+    slack
+        .send(
+            "interactive",
+            click_in("U1", "C1", post.ts.as_ref().unwrap(), &data),
+        )
+        .await;
+    let told = crate::helpers::eventually("alice told she voted", async || {
+        slack
+            .answers("U1")
+            .iter()
+            .map(|a| a.text())
+            .find(|t| t.contains("already"))
+    })
+    .await;
+    assert!(told.contains("your first vote stands"), "{told}");
+    assert_eq!(events(&app, &id, "vote").await.len(), 1);
+    // bob on the dashboard, carol on the CLI.
+    let mut b = crate::dashboard::Browser::new(&app);
+    b.sign_in(&crate::dashboard::link(&app, "bob").await).await;
+    let csrf = b.get("/").await.csrf();
+    let page = b
+        .post(
+            "/decide",
+            &[("csrf", &csrf), ("button", &format!("gb1:a:{id}"))],
+        )
+        .await;
+    assert_eq!(page.status, 303, "{page:?}");
+    assert_eq!(app.get(&id, 0.0).await.body["status"], "pending");
+    assert_eq!(vote(&app, "carol", &id, "approve", None).await.status, 200);
+    let done = app.wait_for_status(&id, "approved").await;
+    assert_eq!(done["decided_by"], "carol");
+    let votes = events(&app, &id, "vote").await;
+    let by: Vec<(String, String)> = votes
+        .iter()
+        .map(|v| {
+            (
+                v["actor"].as_str().unwrap_or_default().to_string(),
+                v["channel"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by,
+        [
+            ("alice".to_string(), "telegram".to_string()),
+            ("bob".to_string(), "dashboard".to_string()),
+            ("carol".to_string(), "cli".to_string()),
+        ],
+        "{votes:?}"
+    );
+}
+
+/// `bot.toml`'s team example, uncommented: the lines from its first `# [groups.` to
+/// the blank line after the rules.
+fn example_teams() -> String {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/bot.toml")).unwrap();
+    let start = text.find("# [groups.").expect("bot.toml's team example");
+    let block = &text[start..text[start..].find("\n\n").map_or(text.len(), |e| start + e)];
+    block
+        .lines()
+        .map(|l| l.strip_prefix("# ").unwrap_or(l.trim_start_matches('#')))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every rule of `bot.toml`'s example, uncommented, is valid, warns of nothing, decides
+/// some request (no earlier rule takes all of its own), and a daemon running it routes
+/// requests by it.
+#[tokio::test]
+async fn every_rule_in_bot_toml_s_example_is_exercised() {
+    use gatebot::config::teams::RuleFacts;
+    use gatebot::inbox::Intent;
+    use gatebot::policy::{RiskScore, Tier};
+    let example = example_teams();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/bot.toml")).unwrap();
+    // The example appended to the file it is commented out in.
+    let whole = format!("{text}\n# the example, uncommented\n{example}\n");
+    let config =
+        gatebot::config::Config::check_text(&whole, std::path::Path::new("/etc/gatebot/bot.toml"))
+            .unwrap_or_else(|e| panic!("{e:?}\n{example}"));
+    let teams = &config.teams;
+    assert!(teams.rules.len() >= 2, "{example}");
+    for w in &config.warnings {
+        assert!(
+            !w.contains("approval rule") && !w.contains("[groups."),
+            "the example warns: {w}"
+        );
+    }
+    let risks = [
+        RiskScore::Low,
+        RiskScore::Medium,
+        RiskScore::High,
+        RiskScore::Critical,
+    ];
+    let tiers = [
+        Tier::DraftOnly,
+        Tier::Supervised,
+        Tier::SemiAutonomous,
+        Tier::Autonomous,
+    ];
+    for (n, rule) in teams.rules.iter().enumerate() {
+        let agent = rule.agents.first().map_or("some-agent", String::as_str);
+        let tool = rule.tools.first().map_or("some_tool", String::as_str);
+        let intents: Vec<Option<Intent>> = std::iter::once(None)
+            .chain(Intent::ALL.into_iter().map(Some))
+            .collect();
+        let decides = risks.iter().any(|&risk| {
+            tiers.iter().any(|&tier| {
+                intents.iter().any(|&intent| {
+                    let facts = RuleFacts {
+                        agent,
+                        tool,
+                        risk,
+                        tier,
+                        intent,
+                    };
+                    teams
+                        .rule_for(&facts)
+                        .is_some_and(|r| std::ptr::eq(r, &teams.rules[n]))
+                })
+            })
+        });
+        assert!(decides, "rule \"{}\" decides no request", rule.name);
+    }
+    // A daemon on the example: a critical request is the "critical" rule's, which asks
+    // the owner (the example's person) only, with a second factor.
+    let app = spawn_app(&format!(
+        "[people.owner]\nunix = \"owner\"\n[people.mallory]\nunix = \"mallory\"\n\
+         {}\n",
+        example
+            .lines()
+            .filter(|l| !l.starts_with("telegram_chat") && !l.starts_with("slack_channel"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    ))
+    .await;
+    let (id, _) = app
+        .submit_pending(json!({"agent": "mailer", "tool": "Bash", "args": {"command": "rm -rf /"}}))
+        .await;
+    let stranger = vote(&app, "mallory", &id, "approve", None).await;
+    assert_eq!(
+        stranger.error_code(),
+        Some("not_asked"),
+        "{:?}",
+        stranger.body
+    );
+    assert!(
+        stranger
+            .error_message()
+            .contains("approval rule \"critical\" asks owner"),
+        "{}",
+        stranger.error_message()
+    );
+    let owner = vote(&app, "owner", &id, "approve", None).await;
+    assert_eq!(owner.error_code(), Some("no_factor"), "{:?}", owner.body);
+    assert_eq!(
+        vote(&app, "owner", &id, "deny", Some("no")).await.status,
+        200
+    );
+    app.wait_for_status(&id, "rejected").await;
+}
