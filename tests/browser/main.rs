@@ -7,6 +7,7 @@
 mod agents;
 mod daemon;
 mod dashboard;
+mod factors;
 // The fake Telegram Bot API of the integration tests, to decide in "Telegram" while a
 // page is open; this target uses only part of it.
 #[allow(dead_code)]

@@ -154,6 +154,34 @@ impl FakeSlack {
         )
     }
 
+    /// The messages posted in `channel` that mention users (`<@U…>` in their blocks):
+    /// (the thread they were posted in, the users mentioned), oldest first. A mention
+    /// Slack would not read (escaped, or not a user id) is not one.
+    pub fn mentions(&self, channel: &str) -> Vec<(Option<String>, Vec<String>)> {
+        self.calls("chat.postMessage")
+            .into_iter()
+            .filter(|c| c.ok && c.params["channel"] == channel)
+            .filter_map(|c| {
+                let text = c.params["blocks"].to_string();
+                let users: Vec<String> = text
+                    .split("<@")
+                    .skip(1)
+                    .filter_map(|rest| {
+                        let id = &rest[..rest.find('>')?];
+                        let user = id.len() >= 2
+                            && matches!(id.as_bytes()[0], b'U' | b'W')
+                            && id
+                                .bytes()
+                                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+                        user.then(|| id.to_string())
+                    })
+                    .collect();
+                let thread = c.params["thread_ts"].as_str().map(str::to_string);
+                (!users.is_empty()).then_some((thread, users))
+            })
+            .collect()
+    }
+
     pub fn calls(&self, method: &str) -> Vec<Call> {
         let calls = self.inner.calls.lock().unwrap();
         calls

@@ -955,3 +955,39 @@ async fn every_rule_in_bot_toml_s_example_is_exercised() {
     );
     app.wait_for_status(&id, "rejected").await;
 }
+
+/// On Slack, a reminder goes in the card's thread and mentions the people who have not
+/// answered as Slack reads mentions (`<@U…>`).
+#[tokio::test]
+async fn a_reminder_on_slack_mentions_who_has_not_answered_in_the_cards_thread() {
+    use crate::fake_slack::FakeSlack;
+    let slack = FakeSlack::start().await;
+    let config = format!(
+        "{}[people.alice]\nslack = \"U1\"\nunix = \"alice\"\n[people.bob]\nslack = \"U2\"\n\
+         [groups.oncall]\npeople = [\"alice\", \"bob\"]\nslack_channel = \"C1\"\n\
+         [[approval_rules]]\nname = \"mail\"\ntool = \"send_email\"\nask = \"oncall\"\n\
+         approvals = 2\nremind_after = \"2s\"\n",
+        slack.config()
+    );
+    let app = spawn_app(&config).await;
+    let (id, _) = app.submit_pending(mail(9)).await;
+    // alice votes at once, well before the reminder: only bob is called on.
+    assert_eq!(vote(&app, "alice", &id, "approve", None).await.status, 200);
+    let card = crate::helpers::eventually("the card", async || {
+        slack
+            .calls("chat.postMessage")
+            .into_iter()
+            .find(|c| c.ts.is_some() && c.params.to_string().contains(&id))
+    })
+    .await;
+    let reminders = crate::helpers::eventually("the reminder", async || {
+        Some(slack.mentions("C1")).filter(|m| !m.is_empty())
+    })
+    .await;
+    assert_eq!(
+        reminders,
+        [(card.ts.clone(), vec!["U2".to_string()])],
+        "{reminders:?}"
+    );
+    assert_eq!(events(&app, &id, "reminded").await.len(), 1);
+}
