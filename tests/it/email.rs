@@ -70,6 +70,21 @@ async fn a_request_is_mailed_with_escaped_text_and_a_link_that_signs_in_once_to_
     let again = Browser::new(&app).sign_in(&link).await;
     assert_eq!(again.status, 403, "a link signs in once");
     assert_eq!(app.get(&id, 0.0).await.body["status"], "pending");
+    // On its page she approves it: the agent's request is approved by her.
+    let page = b.get(&format!("/requests/{short}")).await;
+    assert_eq!(page.status, 200, "{page:?}");
+    let decided = b
+        .post(
+            "/decide",
+            &[("csrf", &page.csrf()), ("button", &format!("gb1:a:{id}"))],
+        )
+        .await;
+    assert_eq!(decided.status, 303, "{decided:?}");
+    let done = app.wait_for_status(&id, "approved").await;
+    assert_eq!(
+        (done["decided_by"].as_str(), done["decided_via"].as_str()),
+        (Some("alice"), Some("dashboard"))
+    );
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     assert_eq!(smtp.to(ALICE).len(), 1, "mailed once");
 }
