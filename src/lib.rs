@@ -52,6 +52,8 @@
 //!   through the kinds' owner decisions), batch decisions, edit-then-approve, drafts,
 //!   the agents, tasks, runs, history, audit and system pages, second factors and the
 //!   step-up confirm page, live updates from the engine's bus.
+//! - [`email`]: prompts by e-mail, a platform with no inbound side: a mail per card
+//!   with a single-use sign-in link into the dashboard, where the person answers.
 //! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates;
 //!   each platform's settings (in `config`) describe it ([`settings::PlatformSettings`]).
 //! - [`platforms`]: the registry, the one list that names the adapters; the daemon
@@ -85,6 +87,7 @@ pub mod config;
 pub mod daemon;
 pub mod dashboard;
 pub mod diff;
+pub mod email;
 pub mod engine;
 pub mod factor;
 pub mod files;

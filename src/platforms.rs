@@ -30,10 +30,14 @@ pub fn configured(
         stop,
     };
     // A new platform adds its adapter's `run` here.
-    [start.on(crate::telegram::run), start.on(crate::slack::run)]
-        .into_iter()
-        .flatten()
-        .collect()
+    [
+        start.on(crate::telegram::run),
+        start.on(crate::slack::run),
+        start.on(crate::email::run),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// What starting a platform takes.

@@ -287,6 +287,7 @@ pub(super) struct FileConfig {
     // A chat platform's table: its field here and its line in `platforms` below.
     pub(super) telegram: Option<FileTelegram>,
     pub(super) slack: Option<FileSlack>,
+    pub(super) email: Option<super::email::FileEmail>,
     pub(super) inbox: Option<FileInbox>,
     pub(super) workflow: FileWorkflow,
     pub(super) limits: FileLimits,
@@ -310,6 +311,7 @@ impl FileConfig {
         [
             resolve_table(self.telegram.take(), r, notes, errors),
             resolve_table(self.slack.take(), r, notes, errors),
+            resolve_table(self.email.take(), r, notes, errors),
         ]
         .into_iter()
         .flatten()

@@ -126,11 +126,26 @@ impl Engine {
         identity: Option<String>,
         next: Option<String>,
     ) -> Result<SignInLink, EngineError> {
+        let ttl = self.dashboard()?.login_link_ttl;
+        self.sign_in_link_for(person, via, identity, next, ttl)
+            .await
+    }
+
+    /// [`Engine::sign_in_link_to`] working for `ttl` (a mailed link, read later than a
+    /// chat's).
+    pub async fn sign_in_link_for(
+        &self,
+        person: &str,
+        via: Via,
+        identity: Option<String>,
+        next: Option<String>,
+        ttl: std::time::Duration,
+    ) -> Result<SignInLink, EngineError> {
         let next = next.filter(|n| n.starts_with('/') && !n.starts_with("//"));
         let d = self.dashboard()?;
         let token = new_token();
         let now = now_ms();
-        let expires_at = now + d.login_link_ttl.as_millis() as i64;
+        let expires_at = now + i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2);
         let (hash, person) = (hashed(&token), person.to_string());
         self.blocking(move |s| {
             s.make_link(&NewLink {
