@@ -2,7 +2,7 @@
 //! docs/performance.md explains each figure and records the latest run.
 //!
 //! Sections (run one with `cargo bench -- NAME`): policy, workflow, submit, budgets, chat,
-//! daemon, inbox, quotas, dashboard.
+//! email, daemon, inbox, quotas, dashboard, teams.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -20,6 +20,11 @@ use serde_json::{json, Value};
 mod fake_telegram;
 
 use fake_telegram::{FakeTelegram, User};
+
+// The fake SMTP server of the integration tests.
+#[allow(dead_code)]
+#[path = "../tests/it/fake_smtp.rs"]
+mod fake_smtp;
 
 fn main() {
     let filter: Vec<String> = std::env::args()
@@ -46,6 +51,9 @@ fn main() {
     }
     if wants("chat") {
         rt.block_on(chat());
+    }
+    if wants("email") {
+        rt.block_on(email());
     }
     if wants("daemon") {
         rt.block_on(daemon());
@@ -938,6 +946,80 @@ async fn prompt_arrives(fake: &FakeTelegram, chat: i64, short_id: &str) -> i64 {
         still_waiting(since, "a prompt at the fake Telegram");
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
+}
+
+/// E-mail: submit → the mail accepted by a fake SMTP server on loopback, as a ratio to
+/// one mail sent straight to the same server with the same SMTP client (lettre), in the
+/// same run: what gatebot adds (the store, delivery, a sign-in link, rendering).
+async fn email() {
+    use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+    println!("\n## e-mail, against a fake SMTP server on loopback");
+    let smtp = fake_smtp::FakeSmtp::start().await;
+    let samples = 20;
+    // The baseline: a bare SMTP transaction with lettre.
+    let mailer = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1")
+        .port(smtp.port)
+        .build();
+    let mut bare = Vec::new();
+    for i in 0..samples {
+        let m = Message::builder()
+            .from("gatebot <gatebot@example.com>".parse().unwrap())
+            .to("base@example.com".parse().unwrap())
+            .subject(format!("baseline {i}"))
+            .body(String::from("a line of text"))
+            .unwrap();
+        let t = Instant::now();
+        mailer.send(m).await.unwrap();
+        bare.push(t.elapsed());
+    }
+    let run = spawn(&format!(
+        "[agents.bench]\ntier = \"supervised\"\n{}",
+        smtp.config(&["owner@example.com"])
+    ))
+    .await;
+    let client = Client::new(&run.agent);
+    let mut to_mail = Vec::new();
+    for i in 0..samples {
+        let t = Instant::now();
+        let res = client
+            .post(
+                "/v1/requests",
+                &json!({"agent": "bench", "tool": "send_email", "args": {"n": i}}),
+            )
+            .await
+            .unwrap();
+        let short = res.body["short_id"].as_str().unwrap().to_string();
+        let since = Instant::now();
+        loop {
+            let arrived = smtp.to("owner@example.com").iter().any(|m| {
+                m.header("Subject")
+                    .is_some_and(|s| s.contains(short.as_str()))
+            });
+            if arrived {
+                break;
+            }
+            still_waiting(since, "a mail at the fake SMTP server");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        to_mail.push(t.elapsed());
+        // Past the pace of one mail a second per address.
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+    bare.sort();
+    to_mail.sort();
+    let (b50, m50, m99) = (
+        percentile(&bare, 0.5),
+        percentile(&to_mail, 0.5),
+        percentile(&to_mail, 0.99),
+    );
+    println!("one bare SMTP send (baseline, {samples}):         p50 {b50:>9.2?}");
+    println!(
+        "submit -> mail at the fake SMTP ({samples} requests): p50 {m50:>9.2?}  p99 {m99:>9.2?}  \
+         ({:.1}x the bare send at p50)",
+        m50.as_secs_f64() / b50.as_secs_f64()
+    );
+    run.stop.send(()).unwrap();
+    run.task.await.unwrap().unwrap();
 }
 
 async fn chat() {
