@@ -28,7 +28,8 @@
 //!
 //! The daemon:
 //! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section,
-//!   each chat platform's table among them (`config::telegram`, `config::slack`).
+//!   each chat platform's table among them (`config::telegram`, `config::slack`,
+//!   `config::sms`).
 //! - [`settings`]: what reading any table of `bot.toml` takes (the error naming a key
 //!   and its line, secrets, paths, ranges), shared by `config`'s sections and the
 //!   platforms' tables; it uses neither.
@@ -52,8 +53,9 @@
 //!   through the kinds' owner decisions), batch decisions, edit-then-approve, drafts,
 //!   the agents, tasks, runs, history, audit and system pages, second factors and the
 //!   step-up confirm page, live updates from the engine's bus.
-//! - [`telegram`], [`slack`]: platform adapters: rendering cards, translating updates;
-//!   each platform's settings (in `config`) describe it ([`settings::PlatformSettings`]).
+//! - [`telegram`], [`slack`], [`sms`]: platform adapters: rendering cards, translating
+//!   updates; each platform's settings (in `config`) describe it
+//!   ([`settings::PlatformSettings`]). `sms` sends through a gateway trait (Twilio first).
 //! - [`platforms`]: the registry, the one list that names the adapters; the daemon
 //!   starts the platforms `bot.toml` turns on from it.
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
@@ -102,6 +104,7 @@ pub mod secret;
 pub mod serve;
 pub mod settings;
 pub mod slack;
+pub mod sms;
 pub(crate) mod store;
 pub mod subject;
 pub mod systemd;

@@ -24,6 +24,7 @@ use super::policy::FilePolicy;
 use super::promotion::{FileGrants, FilePromotion, FileTool};
 use super::queue::{FileLog, FileQueue, FileStore};
 use super::slack::FileSlack;
+use super::sms::FileSms;
 use super::telegram::FileTelegram;
 use super::workflow::FileWorkflow;
 use super::ConfigError;
@@ -287,6 +288,7 @@ pub(super) struct FileConfig {
     // A chat platform's table: its field here and its line in `platforms` below.
     pub(super) telegram: Option<FileTelegram>,
     pub(super) slack: Option<FileSlack>,
+    pub(super) sms: Option<FileSms>,
     pub(super) inbox: Option<FileInbox>,
     pub(super) workflow: FileWorkflow,
     pub(super) limits: FileLimits,
@@ -310,6 +312,7 @@ impl FileConfig {
         [
             resolve_table(self.telegram.take(), r, notes, errors),
             resolve_table(self.slack.take(), r, notes, errors),
+            resolve_table(self.sms.take(), r, notes, errors),
         ]
         .into_iter()
         .flatten()
