@@ -195,7 +195,14 @@ impl<G: Gateway> Texts<G> {
         }
         let actor = self.cx.actor(from, from);
         if !actor.approver {
-            let refused = inbound::refuse(&self.cx, &actor, None, "text message").await;
+            // The request the text names, if it names one, for the audit row.
+            let first = body.split_whitespace().next().unwrap_or_default();
+            let named = if looks_like_id(first) {
+                self.cx.engine.chat().lookup(first).await.ok().map(|s| s.id)
+            } else {
+                None
+            };
+            let refused = inbound::refuse(&self.cx, &actor, named, "text message").await;
             return shown(&refused);
         }
         let message = match self.read(id, from, body).await {
