@@ -251,3 +251,108 @@ async fn sms_a_send_whose_answer_was_lost_is_sent_again_once_and_audited() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(fake.sent_to(OWNER, &short).len(), 2);
 }
+
+#[tokio::test]
+async fn sms_a_check_in_is_texted_and_continued_by_text() {
+    let (app, fake) = setup().await;
+    let run = app
+        .agent
+        .post(
+            "/v1/runs",
+            &json!({"agent": "mailer", "title": "Release 2.4"}),
+        )
+        .await
+        .unwrap()
+        .body["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let res = app
+        .agent
+        .post(
+            &format!("/v1/runs/{run}/events"),
+            &json!({"type": "phase_complete", "phase": "build", "warnings": [
+                {"text": "Style issue", "severity": "low"}
+            ]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(res.body["action"], "wait", "{:?}", res.body);
+    let short = res.body["check_in"]["short_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let waiting = app
+        .agent
+        .get(&format!("/v1/runs/{run}"))
+        .await
+        .unwrap()
+        .body;
+    assert_eq!(waiting["status"], "waiting", "{waiting}");
+    let sent = eventually("the check-in text", async || {
+        fake.sent_to(OWNER, &short).into_iter().next()
+    })
+    .await;
+    assert!(
+        sent.body.contains(&format!("\"{short} continue\"")),
+        "{}",
+        sent.body
+    );
+    let (_, answer) = fake.text(OWNER, &format!("{short} continue")).await;
+    assert!(answer.contains("<Message>"), "{answer}");
+    eventually("the run to go on", async || {
+        let body = app
+            .agent
+            .get(&format!("/v1/runs/{run}?wait=1"))
+            .await
+            .unwrap()
+            .body;
+        (body["status"] == "running").then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sms_a_proposal_is_texted_and_approved_by_text() {
+    // The history behind the proposal is made before SMS is on (50 texts otherwise).
+    let fake = FakeTwilio::start().await;
+    let app = spawn_app("").await;
+    crate::trust::seed(&app, "intern", 50, 0).await;
+    let dir = app.stop().await;
+    let app = spawn_app_in(dir, &fake.config()).await;
+    let o = crate::trust::assess(&app, "intern").await;
+    let short = o["proposal"]["short_id"].as_str().unwrap().to_string();
+    let sent = eventually("the proposal text", async || {
+        fake.sent_to(OWNER, &short).into_iter().next()
+    })
+    .await;
+    assert!(sent.body.contains("Promote intern"), "{}", sent.body);
+    fake.text(STRANGER, &format!("{short} yes")).await;
+    assert_eq!(
+        crate::trust::trust(&app, "intern").await["tier"],
+        "supervised"
+    );
+    fake.text(OWNER, &format!("{short} yes")).await;
+    eventually("the tier to change", async || {
+        (crate::trust::trust(&app, "intern").await["tier"] == "semi_autonomous").then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sms_a_task_card_is_texted() {
+    let fake = FakeTwilio::start().await;
+    let app = spawn_app(&crate::inbox::with_inbox("", &fake.config())).await;
+    let task = crate::inbox::add_ok(&app, "research competitor pricing").await;
+    let short = task["short_id"]
+        .as_str()
+        .or(task["task"]["short_id"].as_str())
+        .unwrap_or_else(|| panic!("{task}"))
+        .to_string();
+    let sent = eventually("the task text", async || {
+        fake.sent_to(OWNER, &short).into_iter().next()
+    })
+    .await;
+    assert!(sent.body.contains("gatebot: task"), "{}", sent.body);
+    assert!(sent.body.chars().count() <= 306, "{}", sent.body);
+}
