@@ -34,6 +34,7 @@ pub fn configured(
         start.on(crate::telegram::run),
         start.on(crate::slack::run),
         start.on(crate::email::run),
+        start.on(crate::sms::run),
     ]
     .into_iter()
     .flatten()
@@ -76,18 +77,30 @@ mod tests {
         let raw =
             "[telegram]\ntoken = \"1:A\"\napprovers = [1]\napi_url = \"http://127.0.0.1:9\"\n\
                    [slack]\nbot_token = \"xoxb-1\"\napp_token = \"xapp-1\"\n\
-                   channels = [\"C1\"]\napprovers = [\"U1\"]\napi_url = \"http://127.0.0.1:9\"\n";
+                   channels = [\"C1\"]\napprovers = [\"U1\"]\napi_url = \"http://127.0.0.1:9\"\n\
+                   [email]\nsmtp_host = \"127.0.0.1\"\nsecurity = \"none\"\nfrom = \"g@example.com\"\n\
+                   [sms]\naccount_sid = \"AC00000000000000000000000000000001\"\n\
+                   auth_token = \"t\"\nfrom = \"+15005550006\"\n\
+                   approvers = [\"+15551234567\"]\napi_url = \"http://127.0.0.1:9\"\n";
         let dir = tempfile::tempdir().unwrap();
         let config = Config::parse(raw, &dir.path().join("bot.toml")).unwrap();
         let on: Vec<&str> = config.platforms.iter().map(|p| p.key()).collect();
-        assert_eq!(on, ["telegram", "slack"]);
+        assert_eq!(on, ["telegram", "slack", "email", "sms"]);
         let engine = Engine::open(config.clone()).await.unwrap();
         let stop = CancellationToken::new();
         let started: Vec<PlatformId> = configured(&config, &engine, &stop)
             .into_iter()
             .map(|(id, _)| id)
             .collect();
-        assert_eq!(started, [crate::telegram::PLATFORM, crate::slack::PLATFORM]);
+        assert_eq!(
+            started,
+            [
+                crate::telegram::PLATFORM,
+                crate::slack::PLATFORM,
+                crate::email::platform::PLATFORM,
+                crate::sms::PLATFORM
+            ]
+        );
         let none = Config::parse("", Path::new("/nonexistent/bot.toml")).unwrap();
         assert!(configured(&none, &engine, &stop).is_empty());
     }

@@ -24,6 +24,7 @@ use super::policy::FilePolicy;
 use super::promotion::{FileGrants, FilePromotion, FileTool};
 use super::queue::{FileLog, FileQueue, FileStore};
 use super::slack::FileSlack;
+use super::sms::FileSms;
 use super::telegram::FileTelegram;
 use super::workflow::FileWorkflow;
 use super::ConfigError;
@@ -288,6 +289,7 @@ pub(super) struct FileConfig {
     pub(super) telegram: Option<FileTelegram>,
     pub(super) slack: Option<FileSlack>,
     pub(super) email: Option<super::email::FileEmail>,
+    pub(super) sms: Option<FileSms>,
     pub(super) inbox: Option<FileInbox>,
     pub(super) workflow: FileWorkflow,
     pub(super) limits: FileLimits,
@@ -312,6 +314,7 @@ impl FileConfig {
             resolve_table(self.telegram.take(), r, notes, errors),
             resolve_table(self.slack.take(), r, notes, errors),
             resolve_table(self.email.take(), r, notes, errors),
+            resolve_table(self.sms.take(), r, notes, errors),
         ]
         .into_iter()
         .flatten()

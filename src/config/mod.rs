@@ -46,6 +46,7 @@ mod queue;
 mod reload;
 pub(crate) mod resolve;
 pub mod slack;
+pub mod sms;
 pub mod teams;
 pub mod telegram;
 pub mod workflow;
