@@ -366,7 +366,7 @@ fn the_package_holds_the_binary_units_user_config_pages_completions_and_docs() {
     // lintian: no error and no warning (those the package keeps are overridden in
     // packaging/debian/lintian-overrides, each with why).
     let lint = Command::new("lintian")
-        .args(["--fail-on", "error,warning", "--no-tag-display-limit"])
+        .args(["--fail-on", "error,warning", "--tag-display-limit", "0"])
         .arg(deb)
         .output()
         .unwrap();
