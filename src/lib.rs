@@ -73,7 +73,8 @@
 //! The client side:
 //! - [`client`]: everything that talks to the daemon over its sockets: the socket client,
 //!   where every command finds the daemon, the `gatebot` command line (a file per command,
-//!   `gatebot worker` and the set-up commands among them), the hook process, the MCP tool.
+//!   `gatebot worker` and the set-up commands among them; its shell completion and man
+//!   pages, made from the same definitions), the hook process, the MCP tool.
 //!
 //! [`api`] and [`client`] both build on [`hooks`], [`wire`] and [`inbox`], and none of those uses
 //! the daemon's modules, so the client side cannot depend on the daemon's insides.

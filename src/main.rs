@@ -2,14 +2,21 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use gatebot::client::cli::{run_client, Cli, Command, EXIT_ERROR};
+use gatebot::client::cli::{complete_if_asked, run_client, Cli, Command, EXIT_ERROR};
 use gatebot::client::discover::{self, Places};
 use gatebot::config::Config;
 use gatebot::daemon::{reload_on_sighup, App, Signals};
 use gatebot::systemd::Activation;
 
+fn main() -> ExitCode {
+    // A completion script asking for the words at the cursor: answered and exited here,
+    // before any runtime starts (`decide`'s ids need one of their own).
+    complete_if_asked();
+    start()
+}
+
 #[tokio::main]
-async fn main() -> ExitCode {
+async fn start() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run => run(cli).await,

@@ -43,6 +43,7 @@ mod integrations;
 mod layout;
 mod lifecycle;
 mod memory;
+mod packaging;
 mod pause;
 mod prefix_grants;
 mod properties;

@@ -647,6 +647,7 @@ fn no_owner_facing_text_names_where_a_rule_came_from() {
             "slack/manifest.yml",
             "systemd/gatebot.service",
             "systemd/gatebot.socket",
+            "systemd/gatebot-control.socket",
         ]
         .map(String::from),
     );

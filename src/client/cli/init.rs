@@ -296,6 +296,13 @@ fn render(p: &Plan) -> String {
          # like \"30m\", \"24h\", \"7d\".\n\n",
         p.path.display()
     ));
+    let who = match p.install {
+        Install::User => "only\n# the account gatebot runs as (and root) may open it",
+        // systemd/gatebot-control.socket holds it, 0660 for group `gatebot`.
+        Install::System => {
+            "members\n# of the group `gatebot` may open it (sudo usermod -aG gatebot YOU, then log in\n# again), and root"
+        }
+    };
     s.push_str(&format!(
         "[store]\n\
          # The database: every request, decision and the audit trail (created 0600).\n\
@@ -303,8 +310,7 @@ fn render(p: &Plan) -> String {
          [queue]\n\
          # The agents' socket: their hooks, `gatebot mcp`, `ask` and `worker` connect here.\n\
          socket = {}\n\
-         # The owners' socket: `gatebot pending`, `decide`, `status` … connect here; only\n\
-         # the account gatebot runs as (and root) may open it.\n\
+         # The owners' socket: `gatebot pending`, `decide`, `status` … connect here; {who}.\n\
          control_socket = {}\n\n",
         quoted_path(&p.store),
         quoted_path(&p.agents_socket),

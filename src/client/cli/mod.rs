@@ -13,6 +13,7 @@ mod ask;
 mod audit;
 mod batch;
 mod check_config;
+mod complete;
 mod connect;
 mod dashboard;
 mod decide;
@@ -23,6 +24,7 @@ mod guidance;
 mod hook;
 mod hooks_install;
 mod init;
+mod man;
 mod mcp;
 mod ordered_json;
 mod out;
@@ -45,8 +47,19 @@ use crate::approval::Status;
 use crate::client::discover::{self, Places, Which};
 use crate::retry::reconnect_delay;
 use crate::wire::ApprovalView;
+pub use complete::{complete_if_asked, Shell};
+pub use man::pages as man_pages;
 use out::outln;
 pub use workflow::{EventArgs, ListArgs, StartArgs, WorkflowCommand};
+
+/// What `gatebot --version` says: the version and the commit it was built from
+/// (`build.rs`; `unknown` for a build without git).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (rev ",
+    env!("GATEBOT_GIT_COMMIT"),
+    ")"
+);
 
 /// Exit code: allowed or approved.
 pub const EXIT_GO: u8 = 0;
@@ -60,7 +73,7 @@ pub const EXIT_PENDING: u8 = 3;
 #[derive(Debug, Parser)]
 #[command(
     name = "gatebot",
-    version,
+    version = VERSION,
     about = "Human approval for AI agents' risky actions"
 )]
 pub struct Cli {
@@ -116,7 +129,8 @@ pub enum Command {
         /// characters) and approve, approve-always or deny (a request); approve or deny
         /// (a proposal); continue or stop (a check-in); queue, reject, cancel or retry
         /// (a task). With --agent: the DECISION alone, approve or deny.
-        #[arg(num_args = 1..=2, required = true, value_names = ["ID", "DECISION"])]
+        #[arg(num_args = 1..=2, required = true, value_names = ["ID", "DECISION"],
+              add = clap_complete::ArgValueCompleter::new(complete::decide_words))]
         what: Vec<String>,
         /// Decide every pending request of this agent at once (with --tool and
         /// --risk-at-most to narrow it): what will be decided is listed first and
@@ -283,6 +297,20 @@ pub enum Command {
         /// The agent's token, needed with --socket on the agents' socket.
         #[arg(long, env = "GATEBOT_TOKEN", hide_env_values = true)]
         token: Option<String>,
+    },
+    /// Print the shell completion script for bash, zsh, fish or powershell: load it
+    /// with `source <(gatebot completions bash)` (the Debian package installs it);
+    /// `decide` then completes the ids that wait.
+    Completions {
+        /// The shell.
+        shell: Shell,
+    },
+    /// Print the gatebot(1) man page, or write every page (one per command) to a
+    /// directory.
+    Man {
+        /// Write gatebot.1 and a page per command here.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
     },
 }
 
@@ -503,6 +531,8 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
         }
         Command::Hook { agent } => hook::run(agent, flag, config).await,
         Command::Init(args) => init::run(args, config),
+        Command::Completions { shell } => complete::script(shell),
+        Command::Man { dir } => man::run(dir.as_deref()),
         Command::Connect { platform } => connect::run(platform, &config_file(config)?).await,
         Command::Hooks { action } => hooks_install::run(action, flag.as_deref(), config),
         Command::Mcp(args) => mcp::run(args, flag, config).await,
