@@ -107,8 +107,9 @@ pub(super) async fn post(
     }
 }
 
-/// The pending request `typed` names, or the page that says why there is none to edit.
-async fn pending_request(
+/// The pending request `typed` names, or the page that says why there is none to act on
+/// (this page and the step-up confirm page).
+pub(super) async fn pending_request(
     state: &DashState,
     session: &Session,
     typed: &str,
@@ -146,7 +147,6 @@ fn parse(text: &str) -> Result<Value, String> {
 
 /// Approves `a` as edited, through the request kind's owner decision.
 async fn approve(state: &DashState, session: &Session, a: &Approval, edited: Value) -> Response {
-    let engine = &state.engine;
     let decision = OwnerDecision {
         verb: "approve".into(),
         reason: None,
@@ -158,6 +158,19 @@ async fn approve(state: &DashState, session: &Session, a: &Approval, edited: Val
         via: Via::Dashboard,
         factor: false,
     };
+    decide_page(state, session, a, decision).await
+}
+
+/// Takes `decision` on the pending request `a` through the request kind's owner
+/// decision, and answers with a page saying what it came to (this page's approval as
+/// edited, and the step-up confirm page's).
+pub(super) async fn decide_page(
+    state: &DashState,
+    session: &Session,
+    a: &Approval,
+    decision: OwnerDecision,
+) -> Response {
+    let engine = &state.engine;
     let subject = engine.identify(&a.id).await.ok();
     match conversation::decide(engine, subject.as_ref(), &a.id, decision).await {
         Ok(d) => {

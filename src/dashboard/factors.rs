@@ -17,13 +17,13 @@ use axum::Form;
 use maud::{html, Markup, PreEscaped};
 use serde::Deserialize;
 
-use super::forms::{engine_words, not_found};
+use super::edit::pending_request;
+use super::forms::engine_words;
 use super::page::{shell, Menu};
 use super::signin::Signed;
 use super::DashState;
-use crate::approval::{Approval, Status, Via};
-use crate::chat::conversation::owner::{OwnerDecision, Refused};
-use crate::chat::conversation::{self};
+use crate::approval::{Approval, Via};
+use crate::chat::conversation::owner::OwnerDecision;
 use crate::engine::{EngineError, Session};
 use crate::names::visible;
 
@@ -257,7 +257,7 @@ pub(super) async fn confirm_page(
     Signed(session): Signed,
     Path(typed): Path<String>,
 ) -> Response {
-    match pending(&state, &session, &typed).await {
+    match pending_request(&state, &session, &typed).await {
         Ok(a) => draw_confirm(&session, &a, None, StatusCode::OK),
         Err(r) => r,
     }
@@ -276,7 +276,7 @@ pub(super) async fn confirm_post(
         return r;
     }
     let session = &signed.0;
-    let a = match pending(&state, session, &typed).await {
+    let a = match pending_request(&state, session, &typed).await {
         Ok(a) => a,
         Err(r) => return r,
     };
@@ -307,48 +307,7 @@ pub(super) async fn confirm_post(
         via: Via::Dashboard,
         factor,
     };
-    let subject = engine.identify(&a.id).await.ok();
-    let (status, heading, lines) =
-        match conversation::decide(engine, subject.as_ref(), &a.id, decision).await {
-            Ok(d) => (StatusCode::OK, "Done", d.said),
-            Err(Refused::Unclear(m)) => (StatusCode::BAD_REQUEST, "Not done", vec![m]),
-            Err(Refused::Settled { message, .. }) => {
-                (StatusCode::CONFLICT, "Not done", vec![message])
-            }
-            Err(Refused::Engine(e)) => {
-                let (status, why) = engine_words(&e);
-                (status, "Not done", vec![why])
-            }
-        };
-    let body = html! {
-        section.message {
-            h1 { (heading) }
-            ul { @for l in &lines { li { (visible(l)) } } }
-            p {
-                a href="/" { "Back to the pending page" }
-                " · " a href=(format!("/requests/{}", a.id)) { "The request" }
-            }
-        }
-    };
-    (status, shell(heading, Some(session), Menu::Pending, body)).into_response()
-}
-
-/// The pending request `typed` names, or the page that says why there is none.
-async fn pending(state: &DashState, session: &Session, typed: &str) -> Result<Approval, Response> {
-    let back = ("/", "The pending page");
-    match state.engine.lookup(typed, false).await {
-        Ok(a) if a.status == Status::Pending => Ok(a),
-        Ok(a) => Err(not_found(
-            session,
-            Menu::Pending,
-            &EngineError::AlreadySettled(Box::new(a)).to_string(),
-            back,
-        )),
-        Err(e @ (EngineError::NotFound { .. } | EngineError::Ambiguous { .. })) => {
-            Err(not_found(session, Menu::Pending, &e.to_string(), back))
-        }
-        Err(e) => Err(super::failed(&e)),
-    }
+    super::edit::decide_page(&state, session, &a, decision).await
 }
 
 /// The confirm page: what is approved, and the code field.
