@@ -137,3 +137,34 @@ impl<P: Platform> ReadBack for P {
 /// runs it until shutdown.
 pub type PlatformRun =
     Box<dyn FnOnce(Arc<Engine>, CancellationToken) -> BoxFuture<'static, ()> + Send>;
+
+/// The listener for a platform's webhooks (Slack's HTTP mode, SMS gateways) on
+/// `listen`: bound, or tried again with backoff while the address is taken, until
+/// `stop` (then `None`). `platform` names it in the log.
+pub async fn webhook_listener(
+    platform: &str,
+    listen: &str,
+    stop: &CancellationToken,
+) -> Option<tokio::net::TcpListener> {
+    let mut failures = 0;
+    loop {
+        match tokio::net::TcpListener::bind(listen).await {
+            Ok(l) => {
+                tracing::info!(platform, listen, "listening for the platform's webhooks");
+                return Some(l);
+            }
+            Err(e) => {
+                let wait = crate::retry::backoff(failures);
+                failures += 1;
+                tracing::warn!(
+                    platform, listen, error = %e, retry_in = ?wait,
+                    "cannot listen for the platform's webhooks; will retry"
+                );
+                tokio::select! {
+                    _ = stop.cancelled() => return None,
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        }
+    }
+}

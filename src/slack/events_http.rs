@@ -20,12 +20,10 @@ use axum::Json;
 use serde_json::{json, Value};
 use slack_morphism::prelude::SlackSigningSecret;
 use slack_morphism::signature_verifier::SlackEventSignatureVerifier;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::{Received, Slack, SlackConfig};
-use crate::retry::backoff;
 
 #[derive(Clone)]
 struct HttpState {
@@ -43,22 +41,10 @@ pub async fn run(slack: Arc<Slack>, config: &SlackConfig, stop: CancellationToke
         slack,
         verifier: SlackEventSignatureVerifier::new(&SlackSigningSecret(secret.expose().into())),
     };
-    let mut failures = 0;
-    let listener = loop {
-        match TcpListener::bind(listen).await {
-            Ok(l) => break l,
-            Err(e) => {
-                let wait = backoff(failures);
-                failures += 1;
-                warn!(listen, error = %e, retry_in = ?wait, "slack: cannot listen for Slack's requests");
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(wait) => {}
-                }
-            }
-        }
+    let Some(listener) = crate::chat::platform::webhook_listener("slack", listen, &stop).await
+    else {
+        return;
     };
-    info!(listen, "slack: listening for Slack's HTTP requests");
     let router = axum::Router::new().fallback(receive).with_state(state);
     if let Err(e) = axum::serve(listener, router)
         .with_graceful_shutdown(stop.cancelled_owned())

@@ -15,35 +15,20 @@ use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 use super::provider::{Gateway, Params, Webhook};
 use super::Texts;
-use crate::retry::backoff;
 
 /// The largest webhook body read.
 const MAX_BODY: usize = 64 * 1024;
 
 /// Serves the gateway's webhooks on `listen` until `stop` fires.
 pub async fn run<G: Gateway>(texts: Arc<Texts<G>>, listen: &str, stop: CancellationToken) {
-    let mut failures = 0;
-    let listener = loop {
-        match TcpListener::bind(listen).await {
-            Ok(l) => break l,
-            Err(e) => {
-                let wait = backoff(failures);
-                failures += 1;
-                warn!(listen, error = %e, retry_in = ?wait, "sms: cannot listen for webhooks");
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(wait) => {}
-                }
-            }
-        }
+    let Some(listener) = crate::chat::platform::webhook_listener("sms", listen, &stop).await else {
+        return;
     };
-    info!(listen, "sms: listening for webhooks");
     let router = axum::Router::new()
         .fallback(receive::<G>)
         .layer(DefaultBodyLimit::max(MAX_BODY))
