@@ -428,3 +428,11 @@ pub(crate) const DEFAULT_DIGEST_AFTER: usize = 5;
 pub(crate) fn default_digest_after() -> usize {
     DEFAULT_DIGEST_AFTER
 }
+
+/// Whether `n` is a phone number as E.164 writes it (SMS, WhatsApp, `[people] phone`): `+`, then 8 to 15 digits.
+#[must_use]
+pub fn is_e164(n: &str) -> bool {
+    n.strip_prefix('+').is_some_and(|d| {
+        (8..=15).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()) && !d.starts_with('0')
+    })
+}

@@ -8,7 +8,8 @@ use serde::Deserialize;
 
 use crate::secret::Secret;
 use crate::settings::{
-    default_digest_after, keep, ChatSettings, ConfigError, PlatformSettings, PlatformTable, Resolve,
+    default_digest_after, is_e164, keep, ChatSettings, ConfigError, PlatformSettings,
+    PlatformTable, Resolve,
 };
 
 #[derive(Debug, Clone)]
@@ -56,14 +57,6 @@ pub(crate) struct FileSms {
 
 fn default_twilio_api() -> String {
     "https://api.twilio.com".into()
-}
-
-/// Whether `n` is a phone number as E.164 writes it: `+`, then 8 to 15 digits.
-#[must_use]
-pub fn is_e164(n: &str) -> bool {
-    n.strip_prefix('+').is_some_and(|d| {
-        (8..=15).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()) && !d.starts_with('0')
-    })
 }
 
 impl PlatformSettings for SmsConfig {
@@ -245,8 +238,9 @@ impl PlatformTable for FileSms {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_e164, SmsConfig};
+    use super::SmsConfig;
     use crate::config::parse_in_etc as parse;
+    use crate::settings::is_e164;
 
     const SID: &str = "AC00000000000000000000000000000001";
 
