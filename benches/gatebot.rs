@@ -2,7 +2,7 @@
 //! docs/performance.md explains each figure and records the latest run.
 //!
 //! Sections (run one with `cargo bench -- NAME`): policy, workflow, submit, budgets, chat,
-//! email, daemon, inbox, quotas, dashboard, teams.
+//! email, platforms, daemon, inbox, quotas, dashboard, teams.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -25,6 +25,17 @@ use fake_telegram::{FakeTelegram, User};
 #[allow(dead_code)]
 #[path = "../tests/it/fake_smtp.rs"]
 mod fake_smtp;
+
+// The other platforms' fakes, and the waits they use (the tests' `helpers` has them).
+#[allow(dead_code)]
+#[path = "../tests/it/fake_slack.rs"]
+mod fake_slack;
+#[allow(dead_code)]
+#[path = "../tests/it/fake_twilio.rs"]
+mod fake_twilio;
+#[allow(dead_code)]
+#[path = "../tests/it/wait.rs"]
+mod helpers;
 
 fn main() {
     let filter: Vec<String> = std::env::args()
@@ -54,6 +65,9 @@ fn main() {
     }
     if wants("email") {
         rt.block_on(email());
+    }
+    if wants("platforms") {
+        rt.block_on(platforms());
     }
     if wants("daemon") {
         rt.block_on(daemon());
@@ -1020,6 +1034,87 @@ async fn email() {
     );
     run.stop.send(()).unwrap();
     run.task.await.unwrap().unwrap();
+}
+
+/// Submit → prompt at each platform's fake on loopback (Telegram's is in `chat`,
+/// e-mail's in `email`), as a ratio to one HTTP round trip to the same fake in the same
+/// run: what gatebot adds between an agent's request and the platform's API.
+async fn platforms() {
+    println!("\n## submit -> prompt, per platform, against each one's fake on loopback");
+    println!("(ratio: to one bare HTTP round trip to the same fake, p50)");
+    let agents = "[agents.bench]\ntier = \"supervised\"\n";
+
+    let slack = fake_slack::FakeSlack::start().await;
+    let run = spawn(&format!("{agents}{}", slack.config())).await;
+    let base = slack.api_url.trim_end_matches("/api").to_string();
+    to_prompt("Slack", &run, &base, |short| {
+        !slack.stored("C1", short).is_empty()
+    })
+    .await;
+    run.stop.send(()).unwrap();
+    run.task.await.unwrap().unwrap();
+
+    let twilio = fake_twilio::FakeTwilio::start().await;
+    let run = spawn(&format!("{agents}{}", twilio.config())).await;
+    let base = format!("http://{}", twilio.api);
+    to_prompt("SMS (Twilio)", &run, &base, |short| {
+        !twilio.sent_to(fake_twilio::OWNER, short).is_empty()
+    })
+    .await;
+    run.stop.send(()).unwrap();
+    run.task.await.unwrap().unwrap();
+}
+
+/// Times `samples` submits until `arrived(short id)` at a platform's fake, each past the
+/// platform's pace, and prints them beside a bare round trip to `base` (a 404).
+async fn to_prompt(name: &str, run: &Running, base: &str, arrived: impl Fn(&str) -> bool) {
+    use http_body_util::{BodyExt, Empty};
+    use hyper::body::Bytes;
+    let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Empty<Bytes>>();
+    let uri: hyper::Uri = format!("{base}/bench-baseline").parse().unwrap();
+    let mut bare = Vec::new();
+    for _ in 0..51 {
+        let t = Instant::now();
+        let res = http.get(uri.clone()).await.unwrap();
+        res.into_body().collect().await.unwrap();
+        bare.push(t.elapsed());
+    }
+    bare.remove(0); // the connection's setup
+    let client = Client::new(&run.agent);
+    let samples = 15;
+    let mut times = Vec::new();
+    for i in 0..samples {
+        let t = Instant::now();
+        let res = client
+            .post(
+                "/v1/requests",
+                &json!({"agent": "bench", "tool": "send_email", "args": {"n": i}}),
+            )
+            .await
+            .unwrap();
+        let short = res.body["short_id"].as_str().unwrap().to_string();
+        let since = Instant::now();
+        while !arrived(&short) {
+            still_waiting(since, &format!("a prompt at the fake {name}"));
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        times.push(t.elapsed());
+        // Past each platform's pace in one chat (Slack, Twilio: about a call a second).
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+    bare.sort();
+    times.sort();
+    let (b50, p50, p99) = (
+        percentile(&bare, 0.5),
+        percentile(&times, 0.5),
+        percentile(&times, 0.99),
+    );
+    println!(
+        "{name:<14} submit -> prompt ({samples}): p50 {p50:>9.2?}  p99 {p99:>9.2?}  \
+         round trip p50 {b50:>8.2?}  ({:.1}x)",
+        p50.as_secs_f64() / b50.as_secs_f64()
+    );
 }
 
 async fn chat() {

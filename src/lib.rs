@@ -23,8 +23,9 @@
 //!   URI and QR code, checking a code.
 //! - [`words`]: how gatebot says things to people (durations, instants, tiers, risk), the
 //!   one human-text layer cards, the CLI and the dashboard share.
-//! - [`time`], [`names`], [`secret`], [`retry`]: durations and timestamps; which names are
-//!   accepted; tokens that never reach a log (and the one scrubber); the one backoff.
+//! - [`time`], [`names`], [`secret`], [`retry`], [`https`]: durations and timestamps; which
+//!   names are accepted; tokens that never reach a log (and the one scrubber); the one
+//!   backoff; the one connector outbound API clients build on.
 //!
 //! The daemon:
 //! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section,
@@ -96,6 +97,7 @@ pub mod factor;
 pub mod files;
 pub mod guidance;
 pub mod hooks;
+pub mod https;
 pub mod inbox;
 pub mod limits;
 pub mod metrics;

@@ -105,14 +105,8 @@ fn client() -> Result<&'static HttpClient, String> {
     static CLIENT: OnceLock<Result<HttpClient, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            // Both ring and aws-lc-rs are linked in; rustls needs one chosen.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let https = hyper_rustls::HttpsConnectorBuilder::new()
-                .with_native_roots()
-                .map_err(|e| format!("cannot load the system's TLS roots: {e}"))?
-                .https_or_http()
-                .enable_http1()
-                .build();
+            let https = crate::https::connector()
+                .map_err(|e| format!("cannot load the system's TLS roots: {e}"))?;
             Ok(Client::builder(TokioExecutor::new()).build(https))
         })
         .as_ref()

@@ -8,7 +8,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper_rustls::HttpsConnectorBuilder;
 use serde_json::Value;
 use slack_morphism::errors::SlackClientError;
 use slack_morphism::prelude::*;
@@ -63,11 +62,7 @@ impl SlackApi {
     /// tests); Slack itself is `https://`.
     pub fn new(config: &SlackConfig) -> anyhow::Result<SlackApi> {
         install_crypto_provider();
-        let https = HttpsConnectorBuilder::new()
-            .with_native_roots()?
-            .https_or_http()
-            .enable_http1()
-            .build();
+        let https = crate::https::connector()?;
         let connector = SlackClientHyperConnector::with_connector(https)
             .with_slack_api_url(config.api_url.trim_end_matches('/'));
         let token = |s: &str| SlackApiToken::new(SlackApiTokenValue(s.to_string()));

@@ -62,12 +62,7 @@ pub struct Twilio {
 impl Twilio {
     /// A client for `config.api_url`. Plain `http://` is accepted (tests).
     pub fn new(config: &SmsConfig, metrics: Arc<Metrics>) -> anyhow::Result<Twilio> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()?
-            .https_or_http()
-            .enable_http1()
-            .build();
+        let https = crate::https::connector()?;
         Ok(Twilio {
             client: Client::builder(TokioExecutor::new()).build(https),
             url: format!(

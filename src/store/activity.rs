@@ -95,7 +95,7 @@ impl Store {
     /// `agent`'s requests created at or after `since`, per UTC day, oldest first (days
     /// with none are left out). Escalations are counted as the evidence counts them.
     pub fn evidence_days(&self, agent: &str, ask_human: f64, since: i64) -> Result<Vec<Day>> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(
             "SELECT created_at / 86400000 AS d, \
              COALESCE(SUM(ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed')), 0), \
@@ -130,7 +130,7 @@ impl Store {
             format!("status IN ({statuses}) AND ")
         };
         let ids: Vec<String> = {
-            let conn = self.lock();
+            let conn = self.read();
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT id FROM tasks WHERE {only}(?1 IS NULL OR agent = ?1) \
                  AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
@@ -150,7 +150,7 @@ impl Store {
         tasks: &[String],
         shown: usize,
     ) -> Result<HashMap<String, TaskRequests>> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut count = conn.prepare_cached("SELECT COUNT(*) FROM approvals WHERE task_id = ?1")?;
         let mut latest = conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM approvals WHERE task_id = ?1 ORDER BY id DESC LIMIT ?2"
@@ -177,7 +177,7 @@ impl Store {
     /// Run `id`'s first `limit` events with their problems, and its check-ins.
     pub fn run_timeline(&self, id: &str, limit: usize) -> Result<Timeline> {
         let (mut events, total, check_ins) = {
-            let conn = self.lock();
+            let conn = self.read();
             let total: i64 = conn.query_row(
                 "SELECT COUNT(*) FROM run_events WHERE run_id = ?1",
                 [id],

@@ -516,7 +516,7 @@ impl Store {
 
     /// How many requests are pending.
     pub fn count_pending(&self) -> Result<usize> {
-        let conn = self.lock();
+        let conn = self.read();
         let n: i64 = conn.query_row(
             "SELECT COUNT(*) FROM approvals WHERE status = 'pending'",
             [],
@@ -542,7 +542,7 @@ impl Store {
     /// One page of requests matching `filter`: pending ones oldest first, others newest
     /// first; `after` is the last id of the previous page.
     pub fn list_page(&self, filter: &ListFilter) -> Result<Vec<Approval>> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut sql = format!("SELECT {COLUMNS} FROM approvals WHERE true");
         let mut p: Vec<String> = Vec::new();
         if let Some(s) = filter.status {

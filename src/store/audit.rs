@@ -150,7 +150,7 @@ impl Store {
         until: i64,
         limit: i64,
     ) -> Result<Vec<AuditRow>> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(
             "SELECT seq, at, approval_id, event, actor, channel, detail FROM audit \
              WHERE (?1 IS NULL OR approval_id = ?1) AND (?2 IS NULL OR at >= ?2) \
@@ -254,7 +254,7 @@ impl Store {
 
     /// Up to `limit` rows with `after < seq <= until`, oldest first, with their hashes.
     fn audit_chain_page(&self, after: i64, until: i64, limit: i64) -> Result<Vec<ChainRow>> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(
             "SELECT seq, at, approval_id, event, actor, channel, detail, prev_hash, hash \
              FROM audit WHERE seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3",

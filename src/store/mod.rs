@@ -1,8 +1,11 @@
 //! SQLite persistence: approvals, the audit trail, the chat channels' bookkeeping,
 //! workflow runs, inbox tasks and agents' trust (tiers, pauses, grants, proposals).
 //!
-//! One connection behind a mutex; callers run store methods on a blocking thread
-//! (see `Engine`). Every state change is one transaction that also writes its audit
+//! One connection that writes, behind a mutex; callers run store methods on a blocking
+//! thread (see `Engine`). Views and scans that only read (an agent's evidence, the
+//! dashboard's pages, the audit trail) take a connection of their own ([`Store::read`]):
+//! in WAL mode they read while the writer commits, so no view holds up a submit. Every
+//! state change is one transaction that also writes its audit
 //! row. `Store` is one type whose methods live beside the tables they serve:
 //! - `approvals`: requests, their transitions out of `pending`, lookup, expiry, lists;
 //! - `audit`: the hash-chained, append-only audit trail and its verification;
@@ -227,6 +230,9 @@ pub(crate) use crate::files::sibling;
 
 pub struct Store {
     conn: Mutex<Connection>,
+    /// Connections that only read; `None` in memory (one database per connection
+    /// there, so reads take the writer's).
+    readers: Option<Readers>,
     /// The database's files, for [`Store::storage_fault`]; `None` in memory.
     watch: Option<health::Watch>,
     /// The budgets in force ([`Store::set_budgets`]), checked in the transactions that
@@ -270,6 +276,10 @@ impl Store {
         let watch = health::Watch::new(path).map_err(|e| io("cannot look at", e))?;
         Ok(Store {
             conn: Mutex::new(conn),
+            readers: Some(Readers {
+                path: path.to_path_buf(),
+                idle: Mutex::default(),
+            }),
             watch: Some(watch),
             budgets: budgets::InForce::default(),
         })
@@ -281,6 +291,7 @@ impl Store {
         Self::prepare(&mut conn)?;
         Ok(Store {
             conn: Mutex::new(conn),
+            readers: None,
             watch: None,
             budgets: budgets::InForce::default(),
         })
@@ -299,6 +310,84 @@ impl Store {
         // A panic while holding the lock leaves SQLite consistent (transactions roll
         // back on drop), so a poisoned lock is safe to keep using.
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A connection for reading only, apart from the writer's: what it reads is what
+    /// was committed when its statement began. Falls back to the writer's connection
+    /// in memory, or when a reader cannot be opened (logged).
+    fn read(&self) -> Reader<'_> {
+        let Some(readers) = &self.readers else {
+            return Reader::Writer(self.lock());
+        };
+        let idle = readers.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let conn = match idle {
+            Some(c) => Ok(c),
+            None => readers.open(),
+        };
+        match conn {
+            Ok(conn) => Reader::Own {
+                conn: Some(conn),
+                home: readers,
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot open a reading connection; reading on the writer's");
+                Reader::Writer(self.lock())
+            }
+        }
+    }
+}
+
+/// The reading connections of a database file, kept for the next read.
+struct Readers {
+    path: std::path::PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+/// How many idle reading connections are kept (a few views at once are the most a
+/// dashboard and a CLI make).
+const IDLE_READERS: usize = 4;
+
+impl Readers {
+    fn open(&self) -> rusqlite::Result<Connection> {
+        use rusqlite::OpenFlags;
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        Ok(conn)
+    }
+}
+
+/// A connection to read on: one of the readers (given back when dropped), or the
+/// writer's.
+enum Reader<'a> {
+    Own {
+        conn: Option<Connection>,
+        home: &'a Readers,
+    },
+    Writer(MutexGuard<'a, Connection>),
+}
+
+impl std::ops::Deref for Reader<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        match self {
+            Reader::Own { conn, .. } => conn.as_ref().expect("held until dropped"),
+            Reader::Writer(guard) => guard,
+        }
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        if let Reader::Own { conn, home } = self {
+            let mut idle = home.idle.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.len() < IDLE_READERS {
+                idle.extend(conn.take());
+            }
+        }
     }
 }
 
@@ -328,6 +417,41 @@ mod tests {
             Inserted::New(a) => a,
             other => panic!("expected new, got {other:?}"),
         }
+    }
+
+    /// A view reads on a connection of its own while the writer is busy (a long
+    /// transaction, a batch of submits), and sees what was committed.
+    #[test]
+    fn reads_never_wait_for_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("gatebot.db")).unwrap();
+        inserted(&s, &new("a", "send_email", None, None));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            // Dropped as the closure unwinds, so a failure cannot hang the scope.
+            let writer = s.lock();
+            scope.spawn(|| {
+                let counts = s.evidence("a", 0.5, 0).map(|c| c.requests);
+                let page = s.list(None, 10).map(|l| l.len());
+                let _ = tx.send((counts.unwrap(), page.unwrap()));
+            });
+            let read = rx.recv_timeout(std::time::Duration::from_secs(30));
+            assert_eq!(read, Ok((1, 1)), "the view waited for the writer");
+            drop(writer);
+        });
+        // Readers are kept for the next view, a few at most.
+        let held: Vec<_> = (0..IDLE_READERS + 2).map(|_| s.read()).collect();
+        assert!(held.iter().all(|r| matches!(r, Reader::Own { .. })));
+        drop(held);
+        assert_eq!(
+            s.readers.as_ref().unwrap().idle.lock().unwrap().len(),
+            IDLE_READERS
+        );
+        // In memory every connection is its own database: reads take the writer's.
+        assert!(matches!(
+            Store::open_in_memory().unwrap().read(),
+            Reader::Writer(_)
+        ));
     }
 
     pub(super) fn decision(verb: Verb, actor: &str) -> Decision {

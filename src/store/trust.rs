@@ -681,7 +681,7 @@ impl Store {
     /// Pending requests of `agent`.
     pub fn count_pending_of(&self, agent: &str) -> Result<usize> {
         let n: i64 = self
-            .lock()
+            .read()
             .prepare_cached(
                 "SELECT COUNT(*) FROM approvals WHERE agent = ?1 AND status = 'pending'",
             )?
@@ -845,7 +845,7 @@ impl Store {
             COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded')) \
                 OR (ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'succeeded')), 0) \
             FROM approvals WHERE agent = ?1 AND created_at >= ?3";
-        let conn = self.lock();
+        let conn = self.read();
         let counts =
             conn.prepare_cached(SQL)?
                 .query_row(params![agent, ask_human, since], |r| {
@@ -878,7 +878,7 @@ impl Store {
 
     /// `agent`'s latest `n` human decisions, newest first: `true` for a denial.
     pub fn latest_decisions(&self, agent: &str, n: usize) -> Result<Vec<bool>> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(
             "SELECT status = 'rejected' FROM approvals WHERE agent = ?1 AND ttl_ms IS NOT NULL \
              AND decided_at IS NOT NULL \

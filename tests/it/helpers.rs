@@ -15,6 +15,8 @@ use tempfile::TempDir;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub use crate::wait::{eventually, eventually_within, free_port};
+
 /// Agents every test can use, on top of what a test adds.
 pub const BASE_CONFIG: &str = r#"
 [policy]
@@ -299,34 +301,6 @@ impl TestApp {
     }
 }
 
-/// How long [`eventually`] waits.
-const EVENTUALLY: Duration = Duration::from_secs(30);
-
-/// Polls `f` until it returns `Some`, for at most 30 s; panics naming `what`.
-/// `f` may be an async closure (`async || …`), so it can call the daemon too.
-pub async fn eventually<T>(what: &str, f: impl AsyncFnMut() -> Option<T>) -> T {
-    eventually_within(what, EVENTUALLY, f).await
-}
-
-/// [`eventually`] with its own limit, for the few waits that take minutes (chaos tests).
-pub async fn eventually_within<T>(
-    what: &str,
-    limit: Duration,
-    mut f: impl AsyncFnMut() -> Option<T>,
-) -> T {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// What the log capture records: everything at debug, as `[log] level = "debug"` does,
 /// so a token in any library's debug line shows. reqwest is capped at info as the
 /// daemon caps it (`telemetry::init`): it logs Telegram's URLs, token included.
@@ -393,14 +367,6 @@ pub fn gatebot_at(socket: &std::path::Path, args: &[&str]) -> tokio::process::Co
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     c
-}
-
-/// A port of loopback no one listens on now (for a listener a config names).
-pub fn free_port() -> std::net::SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
 }
 
 /// The example `bot.toml`, written to `to`, with its dashboard on a free port of

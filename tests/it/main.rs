@@ -65,6 +65,7 @@ mod trust;
 mod trust_chat;
 mod unconfirmed_posts;
 mod validation;
+mod wait;
 mod waits;
 mod worker;
 mod workflow;
