@@ -255,7 +255,7 @@ impl Inbox {
             ),
             Said::QuickReply(p) => match platform::read_payload(&p) {
                 Some(("show", short)) => {
-                    self.show(&from, id, short).await;
+                    self.show(&from, context.as_deref().unwrap_or(id), short).await;
                     return;
                 }
                 Some((verb, short)) => (self.typed(&from, &format!("/{verb} {short}"), None), true),
@@ -295,7 +295,7 @@ impl Inbox {
     }
 
     /// The full card of subject `short`, after its template's "show" (the window is open
-    /// now): as a reply to the message that asked.
+    /// now): as a reply to the template.
     async fn show(&self, to: &str, reply_to: &str, short: &str) {
         let engine = &self.cx.engine;
         let card = match engine.chat().lookup(short).await {

@@ -86,6 +86,12 @@ async fn whatsapp_an_owner_approves_with_a_button_and_the_outcome_replies_once()
     fake.text(SECOND, &format!("/deny {short} we never mail Bob")).await;
     let done = app.wait_for_status(&id, "rejected").await;
     assert_eq!(done["reason"], "we never mail Bob", "{done}");
+
+    // Words in reply to a card (`context.id`) decide it, like on every platform.
+    let (id, _, card) = prompted(&app, &fake, json!({"to": ["cy@example.com"]})).await;
+    fake.reply(OWNER, &card.id, "deny not to Cy").await;
+    let done = app.wait_for_status(&id, "rejected").await;
+    assert_eq!(done["reason"], "not to Cy", "{done}");
 }
 
 #[tokio::test]
@@ -304,8 +310,17 @@ async fn whatsapp_hostile_agent_text_is_shown_as_data_and_cut_within_limits() {
     assert!(body.contains("\\u202e") && !body.contains('\u{202e}'), "{body}");
     assert_eq!(body.matches("```").count() % 2, 0, "spans stay closed: {body}");
     assert!(body.contains("ˋˋˋ"), "agent backticks cannot close a span: {body}");
-    assert!(!body.lines().any(|l| l.starts_with("Risk: low")), "{body}");
-    assert!(!body.contains("\n*Approved*"), "{body}");
+    // Wherever the agent wrote "Risk: low" or "*Approved*", it is inside a monospace
+    // span, where WhatsApp formats nothing.
+    for needle in ["Risk: low", "*Approved*", "*urgent*"] {
+        for (at, _) in body.match_indices(needle) {
+            assert_eq!(
+                body[..at].matches("```").count() % 2,
+                1,
+                "{needle} at {at} is outside a span: {body}"
+            );
+        }
+    }
 }
 
 #[tokio::test]
