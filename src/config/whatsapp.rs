@@ -360,11 +360,15 @@ mod tests {
         .unwrap_err();
         assert_eq!((e.key.as_str(), e.line), ("whatsapp.approvers", Some(4)));
         assert!(e.message.contains("E.164"), "{e}");
-        let ok = format!("{base}phone_number_id = \"106540352242922\"\napprovers = [\"+15551234567\"]\n");
+        let ok = format!(
+            "{base}phone_number_id = \"106540352242922\"\napprovers = [\"+15551234567\"]\n"
+        );
         let e = parse(&format!("{ok}listen = \"127.0.0.1:3002\"\n")).unwrap_err();
         assert_eq!(e.key, "whatsapp.app_secret");
-        let e = parse(&format!("{ok}listen = \"127.0.0.1:3002\"\napp_secret = \"s\"\n"))
-            .unwrap_err();
+        let e = parse(&format!(
+            "{ok}listen = \"127.0.0.1:3002\"\napp_secret = \"s\"\n"
+        ))
+        .unwrap_err();
         assert_eq!(e.key, "whatsapp.verify_token");
         let e = parse(&format!("{ok}template = \"Gatebot Prompt\"\n")).unwrap_err();
         assert_eq!(e.key, "whatsapp.template");
@@ -377,7 +381,11 @@ mod tests {
         assert_eq!(s.template_language, "en_US");
         assert_eq!(
             s.template_buttons,
-            [TemplateButton::Show, TemplateButton::Approve, TemplateButton::Deny]
+            [
+                TemplateButton::Show,
+                TemplateButton::Approve,
+                TemplateButton::Deny
+            ]
         );
         let off = parse("[whatsapp]\naccess_token_env = \"GATEBOT_TEST_NO_SUCH_VAR\"\n").unwrap();
         assert!(off.platform::<WhatsAppConfig>().is_none());

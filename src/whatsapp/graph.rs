@@ -122,7 +122,9 @@ impl Graph {
             .body(Full::new(Bytes::from(message.to_string())))
             .map_err(|e| SendError::Permanent(e.to_string()))?;
         let res = match tokio::time::timeout(CALL_TIMEOUT, self.client.request(req)).await {
-            Err(_) => return Err(SendError::Unknown("no answer from WhatsApp in time".into()).into()),
+            Err(_) => {
+                return Err(SendError::Unknown("no answer from WhatsApp in time".into()).into())
+            }
             Ok(Err(e)) if e.is_connect() => {
                 return Err(SendError::Transient(format!("cannot reach WhatsApp: {e}")).into())
             }
@@ -256,14 +258,21 @@ mod tests {
         assert!(!verify("jefe", b"what do ya want for nothing?", &sig));
         assert!(!verify("Jefe", b"what do ya want for nothing!", &sig));
         assert!(!verify("Jefe", b"what do ya want for nothing?", &sig[7..]));
-        assert!(!verify("Jefe", b"what do ya want for nothing?", "sha256=zz"));
+        assert!(!verify(
+            "Jefe",
+            b"what do ya want for nothing?",
+            "sha256=zz"
+        ));
     }
 
     /// RFC 4231 test case 6: a key longer than the block is hashed first.
     #[test]
     fn a_long_key_is_hashed_first() {
         let key = [0xaa_u8; 131];
-        let mac = hmac_sha256(&key, b"Test Using Larger Than Block-Size Key - Hash Key First");
+        let mac = hmac_sha256(
+            &key,
+            b"Test Using Larger Than Block-Size Key - Hash Key First",
+        );
         assert_eq!(
             sign_bytes(&mac),
             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"

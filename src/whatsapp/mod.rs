@@ -186,7 +186,10 @@ impl Inbox {
         if status == "failed" {
             let code = s["errors"][0]["code"].as_i64();
             let title = s["errors"][0]["title"].as_str().unwrap_or_default();
-            warn!(message = id, to, code, title, "whatsapp: a message was not delivered");
+            warn!(
+                message = id,
+                to, code, title, "whatsapp: a message was not delivered"
+            );
             self.cx.engine.metrics.chat_error(&PLATFORM);
         } else {
             debug!(message = id, to, status, "whatsapp: delivery status");
@@ -229,7 +232,9 @@ impl Inbox {
                 ),
                 Said::QuickReply(p) => (
                     match platform::read_payload(p) {
-                        Some((_, short)) => self.cx.engine.chat().lookup(short).await.ok().map(|s| s.id),
+                        Some((_, short)) => {
+                            self.cx.engine.chat().lookup(short).await.ok().map(|s| s.id)
+                        }
                         None => None,
                     },
                     "template button",
@@ -255,7 +260,8 @@ impl Inbox {
             ),
             Said::QuickReply(p) => match platform::read_payload(&p) {
                 Some(("show", short)) => {
-                    self.show(&from, context.as_deref().unwrap_or(id), short).await;
+                    self.show(&from, context.as_deref().unwrap_or(id), short)
+                        .await;
                     return;
                 }
                 Some((verb, short)) => (self.typed(&from, &format!("/{verb} {short}"), None), true),
@@ -338,8 +344,7 @@ impl Inbox {
         }
         let Some(sent) = self.send(message).await else {
             // It could not be asked: answer without text.
-            let answer =
-                conversation::answer(&self.cx, actor, &q.subject, q.purpose, None).await;
+            let answer = conversation::answer(&self.cx, actor, &q.subject, q.purpose, None).await;
             self.answer(to, reply_to, answer, false).await;
             return;
         };
@@ -371,7 +376,9 @@ impl Inbox {
         for attempt in 0..ANSWER_ATTEMPTS {
             match self.graph.send(message.clone()).await {
                 Ok(id) => return Some(id),
-                Err(r) => match r.error.retry_in(attempt, ANSWER_ATTEMPTS, Duration::from_secs(10))
+                Err(r) => match r
+                    .error
+                    .retry_in(attempt, ANSWER_ATTEMPTS, Duration::from_secs(10))
                 {
                     Some(wait) => tokio::time::sleep(wait).await,
                     None => {
@@ -427,13 +434,13 @@ mod tests {
         assert_eq!(read(&button), Said::Button("gb1:a:x".into()));
         let quick = json!({"from": "16505551234", "id": "wamid.2", "type": "button",
             "button": {"payload": "gatebot show k7m2abcd", "text": "Show"}});
-        assert_eq!(read(&quick), Said::QuickReply("gatebot show k7m2abcd".into()));
+        assert_eq!(
+            read(&quick),
+            Said::QuickReply("gatebot show k7m2abcd".into())
+        );
         let text = json!({"from": "16505551234", "id": "wamid.3", "type": "text",
             "text": {"body": "/pending"}});
         assert_eq!(read(&text), Said::Text("/pending".into()));
-        assert_eq!(
-            read(&json!({"type": "image"})),
-            Said::Other("image".into())
-        );
+        assert_eq!(read(&json!({"type": "image"})), Said::Other("image".into()));
     }
 }

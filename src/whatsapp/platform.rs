@@ -109,7 +109,10 @@ impl WhatsApp {
             .contact(&PLATFORM, chat)
             .await
             .map_err(|e| SendError::Transient(format!("database: {e}")))?;
-        Ok(within_window(contact.last_inbound_at, crate::time::now_ms()))
+        Ok(within_window(
+            contact.last_inbound_at,
+            crate::time::now_ms(),
+        ))
     }
 
     /// The template message for `card` to `chat`.
@@ -150,7 +153,10 @@ impl WhatsApp {
                 "components": components,
             },
         });
-        info!(chat, "whatsapp: outside the 24-hour window; sending the template");
+        info!(
+            chat,
+            "whatsapp: outside the 24-hour window; sending the template"
+        );
         self.graph.send(message).await.map_err(|r| r.error)
     }
 

@@ -108,7 +108,10 @@ pub fn outcome(card: &Card) -> Option<String> {
         .blocks
         .iter()
         .find(|b| matches!(b, Block::Heading { .. }));
-    let outcome = card.blocks.iter().find(|b| matches!(b, Block::Outcome(_)))?;
+    let outcome = card
+        .blocks
+        .iter()
+        .find(|b| matches!(b, Block::Outcome(_)))?;
     let short = Card {
         blocks: heading.into_iter().chain([outcome]).cloned().collect(),
         ..Card::default()
@@ -215,7 +218,11 @@ fn body(card: &Card, rest: &[&Button], max: usize) -> String {
             labels.join(", ")
         ));
     }
-    if let Some(h) = card.hint.as_ref().map(|h| hint(h, !card.buttons.is_empty())) {
+    if let Some(h) = card
+        .hint
+        .as_ref()
+        .map(|h| hint(h, !card.buttons.is_empty()))
+    {
         if !h.is_empty() {
             tail.push(h);
         }
@@ -419,7 +426,9 @@ pub fn shown(card: &Card) -> String {
     }
     out.push_str(&format!("\n--- {} characters", len16(message.body())));
     if let Some((one, two)) = variables(card) {
-        out.push_str(&format!("\n--- outside 24 h, the template with {{{{1}}}} = {one} and {{{{2}}}} = {two}"));
+        out.push_str(&format!(
+            "\n--- outside 24 h, the template with {{{{1}}}} = {one} and {{{{2}}}} = {two}"
+        ));
     }
     if let Some(o) = outcome(card) {
         out.push_str(&format!("\n--- its outcome, as a reply to the card:\n{o}"));
@@ -480,14 +489,23 @@ mod tests {
         assert!(len16(&body) <= MAX_BODY, "{}", len16(&body));
         // Agent text never closes its span: every ``` is gatebot's, in pairs.
         assert_eq!(body.matches("```").count() % 2, 0, "{body}");
-        assert!(body.contains("```*bold* _it_ ~gone~ ˋˋˋxˋˋˋ evil\\u202e Risk: low```"), "{body}");
+        assert!(
+            body.contains("```*bold* _it_ ~gone~ ˋˋˋxˋˋˋ evil\\u202e Risk: low```"),
+            "{body}"
+        );
         assert!(!body.contains('\u{202e}'));
         assert!(!body.lines().any(|l| l.starts_with("Risk: low")), "{body}");
-        assert!(body.contains("more characters of arguments not shown"), "{body}");
+        assert!(
+            body.contains("more characters of arguments not shown"),
+            "{body}"
+        );
         assert_eq!(buttons.len(), 3);
         assert!(buttons.iter().all(|b| b.title.chars().count() <= MAX_TITLE));
         assert_eq!(buttons[1].title, "♾\u{fe0f} Always allow thi…");
-        assert!(body.contains("⏱ Allow for 1 h"), "the fourth is named: {body}");
+        assert!(
+            body.contains("⏱ Allow for 1 h"),
+            "the fourth is named: {body}"
+        );
         assert!(body.contains("/approve k7m2abcd"), "{body}");
     }
 
@@ -512,7 +530,11 @@ mod tests {
         for (kind, card) in cards {
             match render(&card) {
                 Message::Interactive { body, buttons } => {
-                    assert!(!body.is_empty() && len16(&body) <= MAX_BODY, "{kind}: {}", len16(&body));
+                    assert!(
+                        !body.is_empty() && len16(&body) <= MAX_BODY,
+                        "{kind}: {}",
+                        len16(&body)
+                    );
                     assert!((1..=MAX_BUTTONS).contains(&buttons.len()), "{kind}");
                     for b in &buttons {
                         assert!(b.title.chars().count() <= MAX_TITLE, "{kind}: {}", b.title);
@@ -533,7 +555,10 @@ mod tests {
             }
             assert_eq!(render(&card).body().matches("```").count() % 2, 0, "{kind}");
             if let Some((one, two)) = variables(&card) {
-                assert!(len16(&one) <= MAX_VARIABLE && len16(&two) <= MAX_VARIABLE, "{kind}");
+                assert!(
+                    len16(&one) <= MAX_VARIABLE && len16(&two) <= MAX_VARIABLE,
+                    "{kind}"
+                );
                 assert!(!one.contains('\n') && !two.contains('\n'), "{kind}");
             }
             if let Some(o) = outcome(&card) {

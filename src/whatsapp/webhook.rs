@@ -90,12 +90,7 @@ async fn receive(
 /// The answer to Meta's verification `GET`.
 fn handshake(inbox: &Inbox, query: &str) -> Response {
     let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
-    let get = |k: &str| {
-        params
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.as_str())
-    };
+    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let token = get("hub.verify_token").unwrap_or_default();
     if get("hub.mode") == Some("subscribe")
         && same(token.as_bytes(), inbox.verify_token.expose().as_bytes())

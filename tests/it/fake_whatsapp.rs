@@ -236,7 +236,13 @@ impl FakeWhatsApp {
     }
 
     /// A message with the given id (Meta retries a webhook with the same one).
-    pub async fn message_as(&self, id: &str, from: &str, mut m: Value, context: Option<&str>) -> u16 {
+    pub async fn message_as(
+        &self,
+        id: &str,
+        from: &str,
+        mut m: Value,
+        context: Option<&str>,
+    ) -> u16 {
         m["from"] = wa_id(from).into();
         m["id"] = id.into();
         m["timestamp"] = (now_ms() / 1000).to_string().into();
@@ -253,7 +259,9 @@ impl FakeWhatsApp {
             "messages": [m],
         }));
         let signature = sign(APP_SECRET, body.as_bytes());
-        self.webhook("POST", "/whatsapp", &body, Some(&signature)).await.0
+        self.webhook("POST", "/whatsapp", &body, Some(&signature))
+            .await
+            .0
     }
 
     /// A text from `from` whose signature is made with the wrong key (or absent).
@@ -264,14 +272,20 @@ impl FakeWhatsApp {
                 "type": "text", "text": {"body": body}}],
         }));
         let signature = sign("not-the-app-secret", body.as_bytes());
-        self.webhook("POST", "/whatsapp", &body, signed.then_some(signature.as_str()))
-            .await
-            .0
+        self.webhook(
+            "POST",
+            "/whatsapp",
+            &body,
+            signed.then_some(signature.as_str()),
+        )
+        .await
+        .0
     }
 
     /// A status callback for message `id`: `failed` carries Meta's error `code`.
     pub async fn status(&self, id: &str, to: &str, status: &str, code: i64) -> u16 {
-        let mut s = json!({"id": id, "status": status, "timestamp": "1", "recipient_id": wa_id(to)});
+        let mut s =
+            json!({"id": id, "status": status, "timestamp": "1", "recipient_id": wa_id(to)});
         if status == "failed" {
             s["errors"] = json!([{"code": code, "title": "Re-engagement message",
                 "message": "Re-engagement message",
@@ -279,7 +293,9 @@ impl FakeWhatsApp {
         }
         let body = envelope(json!({"statuses": [s]}));
         let signature = sign(APP_SECRET, body.as_bytes());
-        self.webhook("POST", "/whatsapp", &body, Some(&signature)).await.0
+        self.webhook("POST", "/whatsapp", &body, Some(&signature))
+            .await
+            .0
     }
 
     /// Meta's verification `GET`: (status, body).
@@ -290,11 +306,18 @@ impl FakeWhatsApp {
             ("hub.challenge", challenge),
         ])
         .unwrap();
-        self.webhook("GET", &format!("/whatsapp?{q}"), "", None).await
+        self.webhook("GET", &format!("/whatsapp?{q}"), "", None)
+            .await
     }
 
     /// A request to gatebot's listener (as the TLS proxy forwards it).
-    async fn webhook(&self, method: &str, path: &str, body: &str, signature: Option<&str>) -> (u16, String) {
+    async fn webhook(
+        &self,
+        method: &str,
+        path: &str,
+        body: &str,
+        signature: Option<&str>,
+    ) -> (u16, String) {
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nHost: gatebot.example.com\r\nConnection: close\r\n\
              Content-Type: application/json\r\nContent-Length: {}\r\n",
@@ -372,16 +395,31 @@ async fn messages(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     if auth != Some(format!("Bearer {TOKEN}").as_str()) {
-        return error(&st, StatusCode::UNAUTHORIZED, 190, "Invalid OAuth access token");
+        return error(
+            &st,
+            StatusCode::UNAUTHORIZED,
+            190,
+            "Invalid OAuth access token",
+        );
     }
     if version != VERSION || phone != PHONE_NUMBER_ID {
-        return error(&st, StatusCode::BAD_REQUEST, 100, "Unsupported post request");
+        return error(
+            &st,
+            StatusCode::BAD_REQUEST,
+            100,
+            "Unsupported post request",
+        );
     }
     let Ok(m) = serde_json::from_slice::<Value>(&body) else {
         return error(&st, StatusCode::BAD_REQUEST, 100, "Invalid JSON");
     };
     if m["messaging_product"] != "whatsapp" {
-        return error(&st, StatusCode::BAD_REQUEST, 100, "messaging_product is required");
+        return error(
+            &st,
+            StatusCode::BAD_REQUEST,
+            100,
+            "messaging_product is required",
+        );
     }
     let Some(to) = m["to"].as_str().map(str::to_string) else {
         return error(&st, StatusCode::BAD_REQUEST, 100, "to is required");
@@ -392,16 +430,29 @@ async fn messages(
         "text" => {
             let body = m["text"]["body"].as_str().unwrap_or_default();
             if body.is_empty() || too_long(body, 4096) {
-                return error(&st, StatusCode::BAD_REQUEST, 100, "text.body: 1 to 4096 characters");
+                return error(
+                    &st,
+                    StatusCode::BAD_REQUEST,
+                    100,
+                    "text.body: 1 to 4096 characters",
+                );
             }
             (body.to_string(), Vec::new())
         }
         "interactive" => {
             let i = &m["interactive"];
             let body = i["body"]["text"].as_str().unwrap_or_default();
-            let buttons = i["action"]["buttons"].as_array().cloned().unwrap_or_default();
+            let buttons = i["action"]["buttons"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
             if i["type"] != "button" || body.is_empty() || too_long(body, 1024) {
-                return error(&st, StatusCode::BAD_REQUEST, 131009, "body: 1 to 1024 characters");
+                return error(
+                    &st,
+                    StatusCode::BAD_REQUEST,
+                    131009,
+                    "body: 1 to 1024 characters",
+                );
             }
             if buttons.is_empty() || buttons.len() > 3 {
                 return error(&st, StatusCode::BAD_REQUEST, 131009, "buttons: 1 to 3");
@@ -412,10 +463,20 @@ async fn messages(
                 let id = b["reply"]["id"].as_str().unwrap_or_default();
                 let title = b["reply"]["title"].as_str().unwrap_or_default();
                 if b["type"] != "reply" || id.is_empty() || too_long(id, 256) {
-                    return error(&st, StatusCode::BAD_REQUEST, 131009, "button id: 1 to 256 characters");
+                    return error(
+                        &st,
+                        StatusCode::BAD_REQUEST,
+                        131009,
+                        "button id: 1 to 256 characters",
+                    );
                 }
                 if title.is_empty() || too_long(title, 20) || seen.contains(&title) {
-                    return error(&st, StatusCode::BAD_REQUEST, 131009, "button title: 1 to 20 characters, unique");
+                    return error(
+                        &st,
+                        StatusCode::BAD_REQUEST,
+                        131009,
+                        "button title: 1 to 20 characters, unique",
+                    );
                 }
                 seen.push(title);
                 out.push((id.to_string(), title.to_string()));
@@ -425,7 +486,12 @@ async fn messages(
         "template" => {
             let t = &m["template"];
             if t["name"] != TEMPLATE || t["language"]["code"] != LANGUAGE {
-                return error(&st, StatusCode::NOT_FOUND, 132001, "Template name does not exist in the translation");
+                return error(
+                    &st,
+                    StatusCode::NOT_FOUND,
+                    132001,
+                    "Template name does not exist in the translation",
+                );
             }
             let mut vars = Vec::new();
             let mut payloads = Vec::new();
@@ -437,10 +503,22 @@ async fn messages(
                         }
                     }
                     Some("button") => {
-                        let index: usize = c["index"].as_str().and_then(|i| i.parse().ok()).unwrap_or(99);
+                        let index: usize = c["index"]
+                            .as_str()
+                            .and_then(|i| i.parse().ok())
+                            .unwrap_or(99);
                         let payload = c["parameters"][0]["payload"].as_str().unwrap_or_default();
-                        if c["sub_type"] != "quick_reply" || index > 2 || payload.is_empty() || too_long(payload, 1000) {
-                            return error(&st, StatusCode::BAD_REQUEST, 132000, "button parameters do not match");
+                        if c["sub_type"] != "quick_reply"
+                            || index > 2
+                            || payload.is_empty()
+                            || too_long(payload, 1000)
+                        {
+                            return error(
+                                &st,
+                                StatusCode::BAD_REQUEST,
+                                132000,
+                                "button parameters do not match",
+                            );
                         }
                         payloads.push((payload.to_string(), String::new()));
                     }
@@ -448,7 +526,12 @@ async fn messages(
                 }
             }
             if vars.len() != 2 {
-                return error(&st, StatusCode::BAD_REQUEST, 132000, "Number of parameters does not match the expected number of params");
+                return error(
+                    &st,
+                    StatusCode::BAD_REQUEST,
+                    132000,
+                    "Number of parameters does not match the expected number of params",
+                );
             }
             if vars.iter().any(|v| bad_variable(v)) {
                 return error(&st, StatusCode::BAD_REQUEST, 132018, "Param text cannot have new-line/tab characters or more than 4 consecutive spaces");
@@ -461,7 +544,12 @@ async fn messages(
     if kind != "template" {
         let last = st.last_inbound.lock().unwrap().get(&to).copied();
         if !last.is_some_and(|t| now_ms() - t < 24 * 3_600_000) {
-            return error(&st, StatusCode::BAD_REQUEST, 131047, "Re-engagement message");
+            return error(
+                &st,
+                StatusCode::BAD_REQUEST,
+                131047,
+                "Re-engagement message",
+            );
         }
     }
     {
@@ -469,12 +557,22 @@ async fn messages(
         if f.fail > 0 {
             f.fail -= 1;
             drop(f);
-            return error(&st, StatusCode::INTERNAL_SERVER_ERROR, 131000, "Something went wrong");
+            return error(
+                &st,
+                StatusCode::INTERNAL_SERVER_ERROR,
+                131000,
+                "Something went wrong",
+            );
         }
         if f.pair_limit > 0 {
             f.pair_limit -= 1;
             drop(f);
-            return error(&st, StatusCode::BAD_REQUEST, 131056, "(Business Account, Consumer Account) pair rate limit hit");
+            return error(
+                &st,
+                StatusCode::BAD_REQUEST,
+                131056,
+                "(Business Account, Consumer Account) pair rate limit hit",
+            );
         }
     }
     let id = format!("wamid.OUT{:020}", st.next.fetch_add(1, Ordering::SeqCst));

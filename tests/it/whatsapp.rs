@@ -4,9 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::fake_whatsapp::{
-    FakeWhatsApp, Sent, OWNER, QUIET, SECOND, STRANGER, VERIFY_TOKEN,
-};
+use crate::fake_whatsapp::{FakeWhatsApp, Sent, OWNER, QUIET, SECOND, STRANGER, VERIFY_TOKEN};
 use crate::helpers::{eventually, spawn_app, spawn_app_in, TestApp};
 
 async fn setup() -> (TestApp, FakeWhatsApp) {
@@ -55,16 +53,30 @@ async fn whatsapp_an_owner_approves_with_a_button_and_the_outcome_replies_once()
     .await;
     assert_eq!(card.kind, "interactive", "{card:?}");
     for needle in ["mailer", "send_email", "Risk:", &format!("id {short}")] {
-        assert!(card.body.contains(needle), "{needle} missing from {}", card.body);
+        assert!(
+            card.body.contains(needle),
+            "{needle} missing from {}",
+            card.body
+        );
     }
     assert_eq!(card.buttons.len(), 3, "{card:?}");
     // The fourth button is offered in words.
     assert!(card.body.contains("Allow for"), "{}", card.body);
-    assert_eq!(fake.press(OWNER, &card.id, &card.button("Allow once")).await, 200);
+    assert_eq!(
+        fake.press(OWNER, &card.id, &card.button("Allow once"))
+            .await,
+        200
+    );
     let done = app.wait_for_status(&id, "approved").await;
     assert!(
-        done["decided_by"].as_str().unwrap_or_default().contains("Owner Person")
-            || done["decided_by"].as_str().unwrap_or_default().contains(OWNER),
+        done["decided_by"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Owner Person")
+            || done["decided_by"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(OWNER),
         "{done}"
     );
     let outcome = eventually("the outcome as a reply to the card", async || {
@@ -83,7 +95,8 @@ async fn whatsapp_an_owner_approves_with_a_button_and_the_outcome_replies_once()
     // A denial typed as a command by the second approver, whose window is open too.
     open_window(&fake, SECOND).await;
     let (id, short, _) = prompted(&app, &fake, json!({"to": ["bob@example.com"]})).await;
-    fake.text(SECOND, &format!("/deny {short} we never mail Bob")).await;
+    fake.text(SECOND, &format!("/deny {short} we never mail Bob"))
+        .await;
     let done = app.wait_for_status(&id, "rejected").await;
     assert_eq!(done["reason"], "we never mail Bob", "{done}");
 
@@ -100,7 +113,11 @@ async fn whatsapp_outside_the_window_the_template_goes_and_its_quick_replies_act
     // The owner never wrote: only the template may reach them.
     let (id, short, template) = prompted(&app, &fake, json!({"to": ["ann@example.com"]})).await;
     assert_eq!(template.kind, "template", "{template:?}");
-    assert!(template.body.contains(&format!("id {short}")), "{}", template.body);
+    assert!(
+        template.body.contains(&format!("id {short}")),
+        "{}",
+        template.body
+    );
     let payloads: Vec<&str> = template.buttons.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(
         payloads,
@@ -125,7 +142,8 @@ async fn whatsapp_outside_the_window_the_template_goes_and_its_quick_replies_act
     })
     .await;
     assert!(card.body.contains("send_email"), "{}", card.body);
-    fake.press(OWNER, &card.id, &card.button("Allow once")).await;
+    fake.press(OWNER, &card.id, &card.button("Allow once"))
+        .await;
     app.wait_for_status(&id, "approved").await;
     // The card's message is the template's: the outcome replies to it, once.
     let replies = settled_replies(&fake, &template.id).await;
@@ -140,7 +158,11 @@ async fn whatsapp_outside_the_window_the_template_goes_and_its_quick_replies_act
     fake.expire(OWNER);
     let (id, short, sent) = prompted(&app, &fake, json!({"to": ["bob@example.com"]})).await;
     assert_eq!(sent.kind, "template", "{sent:?}");
-    assert!(fake.refused().contains(&(400, 131047)), "{:?}", fake.refused());
+    assert!(
+        fake.refused().contains(&(400, 131047)),
+        "{:?}",
+        fake.refused()
+    );
     // "Deny" on the template decides at once.
     fake.quick_reply(OWNER, &sent.id, &format!("gatebot deny {short}"))
         .await;
@@ -163,7 +185,9 @@ async fn whatsapp_forged_webhooks_are_refused_and_audited() {
     open_window(&fake, OWNER).await;
     let (id, short, _) = prompted(&app, &fake, json!({"to": ["ann@example.com"]})).await;
     for signed in [true, false] {
-        let status = fake.forged(OWNER, &format!("/approve {short}"), signed).await;
+        let status = fake
+            .forged(OWNER, &format!("/approve {short}"), signed)
+            .await;
         assert_eq!(status, 403);
     }
     tokio::time::sleep(QUIET).await;
@@ -180,7 +204,11 @@ async fn whatsapp_a_number_that_is_no_approver_is_refused_and_audited() {
     let (app, fake) = setup().await;
     open_window(&fake, OWNER).await;
     let (id, _, card) = prompted(&app, &fake, json!({"to": ["ann@example.com"]})).await;
-    assert_eq!(fake.press(STRANGER, &card.id, &card.button("Allow once")).await, 200);
+    assert_eq!(
+        fake.press(STRANGER, &card.id, &card.button("Allow once"))
+            .await,
+        200
+    );
     let answer = eventually("the refusal", async || {
         fake.sent_to(STRANGER, "not allowed").into_iter().next()
     })
@@ -201,15 +229,25 @@ async fn whatsapp_a_webhook_delivered_twice_decides_once_also_after_a_restart() 
     let (id, short, _) = prompted(&app, &fake, json!({"to": ["ann@example.com"]})).await;
     let inbound = "wamid.TWICE0000000000000001";
     let deny = json!({"type": "text", "text": {"body": format!("/deny {short} not now")}});
-    assert_eq!(fake.message_as(inbound, OWNER, deny.clone(), None).await, 200);
-    assert_eq!(fake.message_as(inbound, OWNER, deny.clone(), None).await, 200);
+    assert_eq!(
+        fake.message_as(inbound, OWNER, deny.clone(), None).await,
+        200
+    );
+    assert_eq!(
+        fake.message_as(inbound, OWNER, deny.clone(), None).await,
+        200
+    );
     app.wait_for_status(&id, "rejected").await;
     assert_eq!(settled_replies(&fake, inbound).await.len(), 1, "one answer");
     // The id is remembered across a restart too.
     let dir = app.stop().await;
     let app = spawn_app_in(dir, &fake.config()).await;
     assert_eq!(fake.message_as(inbound, OWNER, deny, None).await, 200);
-    assert_eq!(settled_replies(&fake, inbound).await.len(), 1, "after a restart");
+    assert_eq!(
+        settled_replies(&fake, inbound).await.len(),
+        1,
+        "after a restart"
+    );
     let events = app.audit_events(&id).await;
     assert_eq!(
         events
@@ -256,7 +294,8 @@ async fn whatsapp_after_a_restart_no_card_and_no_outcome_is_sent_twice() {
     let app = spawn_app_in(dir, &fake.config()).await;
     tokio::time::sleep(QUIET).await;
     assert_eq!(fake.sent_to(OWNER, &short).len(), 1, "{:?}", fake.sent());
-    fake.press(OWNER, &card.id, &card.button("Allow once")).await;
+    fake.press(OWNER, &card.id, &card.button("Allow once"))
+        .await;
     app.wait_for_status(&id, "approved").await;
     eventually("the outcome", async || {
         fake.replies_to(&card.id).into_iter().next()
@@ -265,11 +304,18 @@ async fn whatsapp_after_a_restart_no_card_and_no_outcome_is_sent_twice() {
     let dir = app.stop().await;
     let app = spawn_app_in(dir, &fake.config()).await;
     app.agent
-        .post(&format!("/v1/requests/{id}/result"), &json!({"executing": true}))
+        .post(
+            &format!("/v1/requests/{id}/result"),
+            &json!({"executing": true}),
+        )
         .await
         .unwrap();
     assert_eq!(settled_replies(&fake, &card.id).await.len(), 1);
-    assert_eq!(fake.sent_to(OWNER, &short).len(), 2, "the card and its outcome");
+    assert_eq!(
+        fake.sent_to(OWNER, &short).len(),
+        2,
+        "the card and its outcome"
+    );
 }
 
 #[tokio::test]
@@ -307,9 +353,19 @@ async fn whatsapp_hostile_agent_text_is_shown_as_data_and_cut_within_limits() {
     .await;
     let body = &sent.body;
     assert!(body.chars().count() <= 1024, "{}", body.chars().count());
-    assert!(body.contains("\\u202e") && !body.contains('\u{202e}'), "{body}");
-    assert_eq!(body.matches("```").count() % 2, 0, "spans stay closed: {body}");
-    assert!(body.contains("ˋˋˋ"), "agent backticks cannot close a span: {body}");
+    assert!(
+        body.contains("\\u202e") && !body.contains('\u{202e}'),
+        "{body}"
+    );
+    assert_eq!(
+        body.matches("```").count() % 2,
+        0,
+        "spans stay closed: {body}"
+    );
+    assert!(
+        body.contains("ˋˋˋ"),
+        "agent backticks cannot close a span: {body}"
+    );
     // Wherever the agent wrote "Risk: low" or "*Approved*", it is inside a monospace
     // span, where WhatsApp formats nothing.
     for needle in ["Risk: low", "*Approved*", "*urgent*"] {
@@ -329,7 +385,10 @@ async fn whatsapp_a_check_in_is_a_card_continued_with_its_button() {
     open_window(&fake, OWNER).await;
     let run = app
         .agent
-        .post("/v1/runs", &json!({"agent": "mailer", "title": "Release 2.4"}))
+        .post(
+            "/v1/runs",
+            &json!({"agent": "mailer", "title": "Release 2.4"}),
+        )
         .await
         .unwrap()
         .body["id"]
@@ -347,7 +406,10 @@ async fn whatsapp_a_check_in_is_a_card_continued_with_its_button() {
         .await
         .unwrap();
     assert_eq!(res.body["action"], "wait", "{:?}", res.body);
-    let short = res.body["check_in"]["short_id"].as_str().unwrap().to_string();
+    let short = res.body["check_in"]["short_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let card = eventually("the check-in card", async || {
         fake.sent_to(OWNER, &short).into_iter().next()
     })
