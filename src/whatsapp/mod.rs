@@ -37,16 +37,14 @@ use tracing::{debug, error, info, warn};
 pub use crate::config::whatsapp::WhatsAppConfig;
 
 use crate::approval::PlatformId;
-use crate::chat::card::Card;
+use crate::chat::card::{Block, Card};
 use crate::chat::conversation::{self, Action};
 use crate::chat::exchange::{Actor, Answer, At, Question};
 use crate::chat::inbound::{self, Inbound, Replied, Seen};
-use crate::chat::platform::SendError;
 use crate::chat::Context;
 use crate::engine::Engine;
 use crate::settings::PlatformSettings;
 use graph::Graph;
-use render::Message;
 
 /// The platform's key.
 pub const PLATFORM: PlatformId = PlatformId::new(<WhatsAppConfig as PlatformSettings>::KEY);
@@ -259,6 +257,7 @@ impl Inbox {
                 true,
             ),
             Said::QuickReply(p) => match platform::read_payload(&p) {
+                Some(("show", platform::PENDING)) => (self.typed(&from, "/pending", None), false),
                 Some(("show", short)) => {
                     self.show(&from, context.as_deref().unwrap_or(id), short)
                         .await;
@@ -326,22 +325,17 @@ impl Inbox {
     /// Asks `q` as a reply to the message that asked for it, with its skip button, and
     /// records it so that a reply to it is its answer (also after a restart).
     async fn ask(&self, to: &str, reply_to: &str, actor: &Actor, q: Question) {
-        let text = crate::chat::card::Line(q.text.capitalised().0);
-        let mut card = Card {
-            blocks: vec![crate::chat::card::Block::Line(text)],
+        let line = q
+            .text
+            .clone()
+            .capitalised()
+            .and(" Reply to this message with your answer.");
+        let card = Card {
+            blocks: vec![Block::Line(line)],
+            buttons: q.skip.iter().map(|b| vec![b.clone()]).collect(),
             ..Card::default()
         };
-        if let Some(skip) = &q.skip {
-            card.buttons = vec![vec![skip.clone()]];
-        }
-        let mut message = platform::message_json(to, &render::render(&card), Some(reply_to));
-        if let Message::Text { .. } = render::render(&card) {
-            message["text"]["body"] = format!(
-                "{} Reply to this message with your answer.",
-                render::render(&card).body()
-            )
-            .into();
-        }
+        let message = platform::message_json(to, &render::render(&card), Some(reply_to));
         let Some(sent) = self.send(message).await else {
             // It could not be asked: answer without text.
             let answer = conversation::answer(&self.cx, actor, &q.subject, q.purpose, None).await;
@@ -384,10 +378,7 @@ impl Inbox {
                     None => {
                         self.cx.engine.metrics.chat_error(&PLATFORM);
                         warn!(error = %r.error, "whatsapp: cannot send an answer");
-                        return match r.error {
-                            SendError::Unknown(_) => None,
-                            _ => None,
-                        };
+                        return None;
                     }
                 },
             }

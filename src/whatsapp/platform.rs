@@ -5,7 +5,7 @@
 //!    hours (the engine's contacts: `ChatState::contact`, noted by every inbound
 //!    message); otherwise, and whenever Meta answers 131047 (the window closed), as the
 //!    configured template, whose quick-reply buttons carry the action and the id (see
-//!    [`payload`]). Its message id is the card's.
+//!    [`payload`]; a digest's carry "show pending"). Its message id is the card's.
 //! 2. A message cannot be edited. Delivery edits a card when its subject changes: while
 //!    the subject is open nothing is sent; once it shows an outcome, the outcome goes
 //!    as a reply to the card (`context.message_id`), once per card: whether it went is
@@ -37,6 +37,9 @@ pub const WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 const WINDOW_MARGIN: Duration = Duration::from_secs(60);
 /// Where the outcome replies already sent are noted, by the card's message id.
 pub const OUTCOMES: PlatformId = PlatformId::new("whatsapp-outcomes");
+/// What a template's "show" names for a message of no one subject (a digest): the
+/// `/pending` list.
+pub const PENDING: &str = "pending";
 /// The pace of calls in one chat (Meta's pair rate limit allows bursts, then about
 /// one message every six seconds; 131056 is waited out when it comes).
 pub const CHAT_PACE: Duration = Duration::from_secs(1);
@@ -124,14 +127,8 @@ impl WhatsApp {
                     .into(),
             ));
         };
-        let (Some((one, two)), Some((kind, short))) = (render::variables(card), subject(card))
-        else {
-            return Err(SendError::Permanent(
-                "this person has not written to the business number in 24 hours; only prompts \
-                 go by template, so this message is not sent"
-                    .into(),
-            ));
-        };
+        let (one, two) = render::variables(card);
+        let subject = subject(card);
         let mut components = vec![json!({
             "type": "body",
             "parameters": [{"type": "text", "text": one}, {"type": "text", "text": two}],
@@ -141,7 +138,11 @@ impl WhatsApp {
                 "type": "button",
                 "sub_type": "quick_reply",
                 "index": i.to_string(),
-                "parameters": [{"type": "payload", "payload": payload(*b, kind, &short)}],
+                "parameters": [{"type": "payload", "payload": match &subject {
+                    Some((kind, short)) => payload(*b, *kind, short),
+                    // A digest, a notice: what waits is listed by /pending.
+                    None => format!("gatebot show {PENDING}"),
+                }}],
             }));
         }
         let message = json!({

@@ -119,37 +119,37 @@ pub fn outcome(card: &Card) -> Option<String> {
     Some(body(&short, &[], MAX_TEXT))
 }
 
-/// The template's two body variables for `card`: `{{1}}` what it is with its id
-/// (gatebot's words), `{{2}}` its first line (who wants what) or first two fields;
-/// `None` for a card of
-/// no subject (a notice, a list), which has nothing to show later.
+/// The template's two body variables for `card`: `{{1}}` what it is (its heading, with
+/// the subject's id where it shows one), `{{2}}` its first line (who wants what) or
+/// first two fields.
 #[must_use]
-pub fn variables(card: &Card) -> Option<(String, String)> {
-    let (title, short) = card.blocks.iter().find_map(|b| match b {
-        Block::Heading {
-            title,
-            tag: Some(Tag::Subject { short, .. }),
-            ..
-        } => Some((title.clone(), short.clone())),
+pub fn variables(card: &Card) -> (String, String) {
+    let heading = card.blocks.iter().find_map(|b| match b {
+        Block::Heading { title, tag, .. } => Some(match tag {
+            Some(Tag::Subject { short, .. }) => format!("{} · id {short}", ours(title)),
+            Some(Tag::Label(l)) => format!("{} · {}", ours(title), line(l)),
+            None => ours(title),
+        }),
         _ => None,
-    })?;
+    });
     // The first block after the heading: who wants what, or the first fields.
-    let first = card
-        .blocks
-        .iter()
-        .find_map(|b| match b {
-            Block::Line(l) => Some(line(l)),
-            Block::Fields(fs) => Some(
-                fs.iter()
-                    .take(2)
-                    .map(|f| format!("{}: {}", ours(&f.label), line(&f.value)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ),
-            _ => None,
-        })
-        .unwrap_or_else(|| "waits for your answer".into());
-    Some((variable(&format!("{title} · id {short}")), variable(&first)))
+    let mut rest = card.blocks.iter().filter_map(|b| match b {
+        Block::Line(l) => Some(line(l)),
+        Block::Fields(fs) => Some(
+            fs.iter()
+                .take(2)
+                .map(|f| format!("{}: {}", ours(&f.label), line(&f.value)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        _ => None,
+    });
+    let (one, two) = match heading {
+        Some(h) => (h, rest.next()),
+        None => (rest.next().unwrap_or_else(|| "gatebot".into()), rest.next()),
+    };
+    let two = two.unwrap_or_else(|| "It waits for your answer".into());
+    (variable(&one), variable(&two))
 }
 
 /// The id of the subject `card` shows (its heading's tag).
@@ -167,7 +167,7 @@ pub fn subject_short(card: &Card) -> Option<String> {
 /// A template variable: one line, no runs of spaces, within [`MAX_VARIABLE`].
 fn variable(s: &str) -> String {
     let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let (kept, note) = text::fit(&one, "text", |p| len16(p) < MAX_VARIABLE);
+    let (kept, note) = text::fit(&one, "text", |p| len16(p) + 4 <= MAX_VARIABLE);
     match note {
         Some(_) => format!("{}…", balance(kept.trim_end())),
         None => one,
@@ -425,11 +425,10 @@ pub fn shown(card: &Card) -> String {
         out.push_str(&format!("\n{}", titles.join(" ")));
     }
     out.push_str(&format!("\n--- {} characters", len16(message.body())));
-    if let Some((one, two)) = variables(card) {
-        out.push_str(&format!(
-            "\n--- outside 24 h, the template with {{{{1}}}} = {one} and {{{{2}}}} = {two}"
-        ));
-    }
+    let (one, two) = variables(card);
+    out.push_str(&format!(
+        "\n--- outside 24 h, the template with {{{{1}}}} = {one} and {{{{2}}}} = {two}"
+    ));
     if let Some(o) = outcome(card) {
         out.push_str(&format!("\n--- its outcome, as a reply to the card:\n{o}"));
     }
@@ -517,10 +516,10 @@ mod tests {
 
     #[test]
     fn template_variables_are_one_line_and_short() {
-        let (one, two) = variables(&hostile_card()).unwrap();
+        let (one, two) = variables(&hostile_card());
         assert_eq!(one, "gatebot: request · id k7m2abcd");
         assert!(!two.contains('\n') && !two.contains("     ") && len16(&two) <= MAX_VARIABLE);
-        assert!(variables(&Card::text("hello")).is_none());
+        assert_eq!(variables(&Card::text("hello")).0, "hello");
     }
 
     #[test]
@@ -554,13 +553,13 @@ mod tests {
                 }
             }
             assert_eq!(render(&card).body().matches("```").count() % 2, 0, "{kind}");
-            if let Some((one, two)) = variables(&card) {
-                assert!(
-                    len16(&one) <= MAX_VARIABLE && len16(&two) <= MAX_VARIABLE,
-                    "{kind}"
-                );
-                assert!(!one.contains('\n') && !two.contains('\n'), "{kind}");
-            }
+            let (one, two) = variables(&card);
+            assert!(
+                len16(&one) <= MAX_VARIABLE && len16(&two) <= MAX_VARIABLE,
+                "{kind}"
+            );
+            assert!(!one.contains('\n') && !two.contains('\n'), "{kind}");
+            assert!(!one.contains("     ") && !two.contains("     "), "{kind}");
             if let Some(o) = outcome(&card) {
                 assert!(len16(&o) <= MAX_TEXT, "{kind}");
             }

@@ -543,7 +543,7 @@ async fn messages(
     // The 24-hour customer service window.
     if kind != "template" {
         let last = st.last_inbound.lock().unwrap().get(&to).copied();
-        if !last.is_some_and(|t| now_ms() - t < 24 * 3_600_000) {
+        if last.is_none_or(|t| now_ms() - t >= 24 * 3_600_000) {
             return error(
                 &st,
                 StatusCode::BAD_REQUEST,

@@ -469,3 +469,56 @@ async fn whatsapp_a_task_card_is_sent() {
     assert!(card.body.contains("gatebot: task"), "{}", card.body);
     assert!(card.body.chars().count() <= 4096);
 }
+
+#[tokio::test]
+async fn whatsapp_deny_asks_why_and_the_reply_to_the_question_is_the_reason() {
+    let (app, fake) = setup().await;
+    open_window(&fake, OWNER).await;
+    let (id, _, card) = prompted(&app, &fake, json!({"to": ["ann@example.com"]})).await;
+    let before = fake.sent().len();
+    fake.press(OWNER, &card.id, &card.button("Deny")).await;
+    let question = eventually("the question", async || {
+        fake.sent()
+            .into_iter()
+            .skip(before)
+            .find(|s| s.to == OWNER && s.kind == "interactive")
+    })
+    .await;
+    assert!(question.body.to_lowercase().contains("why"), "{question:?}");
+    assert_eq!(app.get(&id, 0.0).await.body["status"], "pending");
+    fake.reply(OWNER, &question.id, "too risky today").await;
+    let done = app.wait_for_status(&id, "rejected").await;
+    assert_eq!(done["reason"], "too risky today", "{done}");
+}
+
+#[tokio::test]
+async fn whatsapp_a_digest_outside_the_window_goes_by_template_and_show_lists_what_waits() {
+    let fake = FakeWhatsApp::start().await;
+    let app = spawn_app(&format!("{}digest_after = 1\n", fake.config())).await;
+    // A burst: after the first card, the rest wait together and become a digest.
+    let submits = ["a@x", "b@x", "c@x", "d@x"].map(|to| {
+        app.submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {"to": [to]}}))
+    });
+    let shorts: Vec<String> = futures_util::future::join_all(submits)
+        .await
+        .into_iter()
+        .map(|(_, short)| short)
+        .collect();
+    let template = eventually("a template for the digest", async || {
+        fake.sent().into_iter().find(|s| {
+            s.kind == "template" && s.buttons.iter().any(|(p, _)| p == "gatebot show pending")
+        })
+    })
+    .await;
+    fake.quick_reply(OWNER, &template.id, "gatebot show pending")
+        .await;
+    let list = eventually("the pending list", async || {
+        fake.sent().into_iter().find(|s| {
+            s.to == OWNER
+                && s.kind != "template"
+                && shorts.iter().all(|id| s.body.contains(id.as_str()))
+        })
+    })
+    .await;
+    assert!(list.body.chars().count() <= 4096, "{list:?}");
+}
