@@ -16,7 +16,8 @@
 //!    full card, or approve or deny by id); text, a reply to a card when it quotes one
 //!    (`context.id`), read like a command or reply on every platform.
 //! 4. gatebot's answer goes back as a message (the window is open: they just wrote).
-//!    Delivery statuses that failed are logged and counted.
+//!    Delivery statuses that failed are logged and counted; a card that failed because
+//!    the window had closed (131047, reported after Meta took it) goes as the template.
 //!
 //! Approvers are phone numbers (`[whatsapp] approvers`, E.164, re-read on every message
 //! so a reload applies); WhatsApp's `wa_id` is the number without its `+`. The numbers
@@ -71,6 +72,7 @@ pub async fn run(engine: Arc<Engine>, config: WhatsAppConfig, stop: Cancellation
         numbers = config.chat.destinations.len(),
         "whatsapp: starting"
     );
+    let sender = platform.clone();
     crate::chat::run(engine, platform, None, stop.clone(), |cx| async move {
         let (Some(listen), Some(secret), Some(verify)) = (
             config.listen.clone(),
@@ -84,6 +86,7 @@ pub async fn run(engine: Arc<Engine>, config: WhatsAppConfig, stop: Cancellation
         let inbox = Arc::new(Inbox {
             cx,
             graph,
+            platform: sender,
             app_secret: secret,
             verify_token: verify,
         });
@@ -109,6 +112,8 @@ pub fn from_wa_id(wa_id: &str) -> String {
 pub struct Inbox {
     cx: Context,
     graph: Arc<Graph>,
+    /// The outbound side, to send a card's template when Meta says its window closed.
+    platform: Arc<platform::WhatsApp>,
     pub app_secret: crate::secret::Secret,
     pub verify_token: crate::secret::Secret,
 }
@@ -160,7 +165,7 @@ impl Inbox {
         for change in changes {
             let value = &change["value"];
             for s in value["statuses"].as_array().into_iter().flatten() {
-                self.status(s);
+                self.status(s).await;
             }
             for m in value["messages"].as_array().into_iter().flatten() {
                 let from = m["from"].as_str().unwrap_or_default();
@@ -176,21 +181,58 @@ impl Inbox {
         }
     }
 
-    /// A delivery status: a failed message is logged and counted.
-    fn status(&self, s: &Value) {
+    /// A delivery status: a failed message is logged and counted. A card Meta could not
+    /// deliver because the person's window had closed (131047, which Meta may report
+    /// only here, after taking the message) goes again as the template.
+    async fn status(&self, s: &Value) {
         let id = s["id"].as_str().unwrap_or_default();
         let to = s["recipient_id"].as_str().unwrap_or_default();
         let status = s["status"].as_str().unwrap_or_default();
-        if status == "failed" {
-            let code = s["errors"][0]["code"].as_i64();
-            let title = s["errors"][0]["title"].as_str().unwrap_or_default();
-            warn!(
-                message = id,
-                to, code, title, "whatsapp: a message was not delivered"
-            );
-            self.cx.engine.metrics.chat_error(&PLATFORM);
-        } else {
+        if status != "failed" {
             debug!(message = id, to, status, "whatsapp: delivery status");
+            return;
+        }
+        let code = s["errors"][0]["code"].as_i64();
+        let title = s["errors"][0]["title"].as_str().unwrap_or_default();
+        warn!(
+            message = id,
+            to, code, title, "whatsapp: a message was not delivered"
+        );
+        self.cx.engine.metrics.chat_error(&PLATFORM);
+        if code == Some(graph::REENGAGEMENT) {
+            self.re_engage(&from_wa_id(to), id).await;
+        }
+    }
+
+    /// Sends the template for the card `message` in `chat`, if it is one of a subject
+    /// that still waits. Its quick replies name the subject, so they work though the
+    /// card's record keeps the undelivered message.
+    async fn re_engage(&self, chat: &str, message: &str) {
+        let engine = &self.cx.engine;
+        let shown = match engine.chat().shown_at(&PLATFORM, chat, message).await {
+            Ok(Some(s)) if s.by == crate::subject::ShownBy::Card => s,
+            Ok(_) => return,
+            Err(e) => {
+                error!(error = %e, "whatsapp: cannot look up an undelivered message");
+                return;
+            }
+        };
+        let card = match conversation::render(engine, &shown.subject).await {
+            Ok(Some(r)) if r.open => r.card,
+            Ok(_) => return,
+            Err(e) => {
+                error!(error = %e, "whatsapp: cannot draw an undelivered card again");
+                return;
+            }
+        };
+        match self.platform.send_template(chat, &card).await {
+            Ok(_) => info!(
+                chat,
+                "whatsapp: an undelivered card went again as the template"
+            ),
+            Err(e) => {
+                warn!(chat, error = %e, "whatsapp: cannot send the template for an undelivered card")
+            }
         }
     }
 

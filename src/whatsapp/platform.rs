@@ -119,7 +119,7 @@ impl WhatsApp {
     }
 
     /// The template message for `card` to `chat`.
-    async fn send_template(&self, chat: &str, card: &Card) -> Result<String, SendError> {
+    pub async fn send_template(&self, chat: &str, card: &Card) -> Result<String, SendError> {
         let Some(name) = &self.config.template else {
             return Err(SendError::Permanent(
                 "this person has not written to the business number in 24 hours, and WhatsApp \

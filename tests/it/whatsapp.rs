@@ -274,6 +274,8 @@ async fn whatsapp_the_pair_rate_limit_is_waited_out_and_counted_and_a_5xx_retrie
         metrics.contains("gatebot_chat_rate_limited_total{channel=\"whatsapp\"} 1"),
         "{metrics}"
     );
+    // Meta may take a card and report later that the window had closed: it is counted,
+    // and the template goes.
     assert_eq!(fake.status(&card.id, OWNER, "failed", 131_047).await, 200);
     eventually("the failed message counted", async || {
         app.engine
@@ -283,6 +285,19 @@ async fn whatsapp_the_pair_rate_limit_is_waited_out_and_counted_and_a_5xx_retrie
             .then_some(())
     })
     .await;
+    let template = eventually("the template after the failure", async || {
+        fake.sent_to(OWNER, &short)
+            .into_iter()
+            .find(|s| s.kind == "template")
+    })
+    .await;
+    assert!(
+        template
+            .buttons
+            .iter()
+            .any(|(p, _)| *p == format!("gatebot show {short}")),
+        "{template:?}"
+    );
 }
 
 #[tokio::test]
