@@ -304,7 +304,11 @@ pub(super) struct FileConfig {
 
 /// What `gatebot init --with KEY` can write, per platform (Telegram and Slack have
 /// flags of their own). A new platform adds its table's `STARTER` here.
-pub const STARTERS: &[&crate::settings::Starter] = &[&super::email::STARTER, &super::sms::STARTER];
+pub const STARTERS: &[&crate::settings::Starter] = &[
+    &super::email::STARTER,
+    &super::sms::STARTER,
+    &super::whatsapp::STARTER,
+];
 
 impl FileConfig {
     /// The chat platforms' tables, taken out and resolved: those that are on, in this

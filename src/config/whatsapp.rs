@@ -10,7 +10,45 @@ use serde::Deserialize;
 use crate::secret::Secret;
 use crate::settings::{
     default_digest_after, is_e164, keep, ChatSettings, ConfigError, PlatformSettings,
-    PlatformTable, Resolve,
+    PlatformTable, Resolve, Starter,
+};
+
+/// What `gatebot init --with whatsapp` writes.
+pub const STARTER: Starter = Starter {
+    key: "whatsapp",
+    question: "Send prompts to WhatsApp (Meta's Cloud API), answered with buttons?",
+    secrets: &[
+        (
+            "whatsapp-access-token",
+            "the WhatsApp system user's access token",
+        ),
+        (
+            "whatsapp-app-secret",
+            "the Meta app's secret, which signs WhatsApp's webhooks",
+        ),
+        (
+            "whatsapp-verify-token",
+            "the words you give Meta as the webhook's verify token",
+        ),
+    ],
+    table: "# WhatsApp through Meta's Cloud API: cards with buttons; outside 24 hours of an\n\
+            # approver's last message, the approved template (docs/whatsapp.md).\n\
+            [whatsapp]\n\
+            # The business number's Phone number ID (WhatsApp > API Setup) and the file\n\
+            # holding the system user's access token.\n\
+            phone_number_id = \"\"\n\
+            access_token_file = {whatsapp-access-token}\n\
+            # The numbers allowed to decide (international form, like \"+15551234567\").\n\
+            approvers = []\n\
+            # The approved Utility template for approvers quiet for 24 hours.\n\
+            # template = \"gatebot_prompt\"\n\
+            # Where Meta's webhooks reach gatebot (behind your TLS proxy), with the app\n\
+            # secret that signs them and your verify token. Without them, answers are not read.\n\
+            # listen = \"127.0.0.1:3002\"\n\
+            # app_secret_file = {whatsapp-app-secret}\n\
+            # verify_token_file = {whatsapp-verify-token}\n\n",
+    fill_in: "Fill in [whatsapp] phone_number_id and approvers, create the template, and \
+              set up the webhook's listen, app secret and verify token (docs/whatsapp.md)",
 };
 
 /// What a quick-reply button of the template does, in the order the template has them.
