@@ -30,7 +30,7 @@
 //! The daemon:
 //! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section,
 //!   each chat platform's table among them (`config::telegram`, `config::slack`,
-//!   `config::sms`).
+//!   `config::sms`, `config::whatsapp`).
 //! - [`settings`]: what reading any table of `bot.toml` takes (the error naming a key
 //!   and its line, secrets, paths, ranges), shared by `config`'s sections and the
 //!   platforms' tables; it uses neither.
@@ -59,6 +59,8 @@
 //! - [`telegram`], [`slack`], [`sms`]: platform adapters: rendering cards, translating
 //!   updates; each platform's settings (in `config`) describe it
 //!   ([`settings::PlatformSettings`]). `sms` sends through a gateway trait (Twilio first).
+//! - [`whatsapp`]: the WhatsApp Cloud API adapter: interactive cards with reply buttons
+//!   within the 24-hour window, the approved template outside it, signed webhooks.
 //! - [`platforms`]: the registry, the one list that names the adapters; the daemon
 //!   starts the platforms `bot.toml` turns on from it.
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
@@ -118,6 +120,7 @@ pub mod telegram;
 pub mod telemetry;
 pub mod time;
 pub mod trust;
+pub mod whatsapp;
 
 pub mod wire;
 pub mod words;

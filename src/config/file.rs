@@ -290,6 +290,7 @@ pub(super) struct FileConfig {
     pub(super) slack: Option<FileSlack>,
     pub(super) email: Option<super::email::FileEmail>,
     pub(super) sms: Option<FileSms>,
+    pub(super) whatsapp: Option<super::whatsapp::FileWhatsApp>,
     pub(super) inbox: Option<FileInbox>,
     pub(super) workflow: FileWorkflow,
     pub(super) limits: FileLimits,
@@ -303,7 +304,11 @@ pub(super) struct FileConfig {
 
 /// What `gatebot init --with KEY` can write, per platform (Telegram and Slack have
 /// flags of their own). A new platform adds its table's `STARTER` here.
-pub const STARTERS: &[&crate::settings::Starter] = &[&super::email::STARTER, &super::sms::STARTER];
+pub const STARTERS: &[&crate::settings::Starter] = &[
+    &super::email::STARTER,
+    &super::sms::STARTER,
+    &super::whatsapp::STARTER,
+];
 
 impl FileConfig {
     /// The chat platforms' tables, taken out and resolved: those that are on, in this
@@ -319,6 +324,7 @@ impl FileConfig {
             resolve_table(self.slack.take(), r, notes, errors),
             resolve_table(self.email.take(), r, notes, errors),
             resolve_table(self.sms.take(), r, notes, errors),
+            resolve_table(self.whatsapp.take(), r, notes, errors),
         ]
         .into_iter()
         .flatten()

@@ -49,6 +49,7 @@ pub mod slack;
 pub mod sms;
 pub mod teams;
 pub mod telegram;
+pub mod whatsapp;
 pub mod workflow;
 
 use std::collections::BTreeMap;
