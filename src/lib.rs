@@ -90,6 +90,7 @@ pub mod config;
 pub mod daemon;
 pub mod dashboard;
 pub mod diff;
+pub mod discord;
 pub mod email;
 pub mod engine;
 pub mod factor;

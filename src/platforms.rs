@@ -35,6 +35,7 @@ pub fn configured(
         start.on(crate::slack::run),
         start.on(crate::email::run),
         start.on(crate::sms::run),
+        start.on(crate::discord::run),
     ]
     .into_iter()
     .flatten()
@@ -81,11 +82,13 @@ mod tests {
                    [email]\nsmtp_host = \"127.0.0.1\"\nsecurity = \"none\"\nfrom = \"g@example.com\"\n\
                    [sms]\naccount_sid = \"AC00000000000000000000000000000001\"\n\
                    auth_token = \"t\"\nfrom = \"+15005550006\"\n\
-                   approvers = [\"+15551234567\"]\napi_url = \"http://127.0.0.1:9\"\n";
+                   approvers = [\"+15551234567\"]\napi_url = \"http://127.0.0.1:9\"\n\
+                   [discord]\nbot_token = \"d\"\nchannels = [\"2\"]\napprovers = [\"1\"]\n\
+                   api_url = \"http://127.0.0.1:9\"\ngateway_url = \"ws://127.0.0.1:9\"\n";
         let dir = tempfile::tempdir().unwrap();
         let config = Config::parse(raw, &dir.path().join("bot.toml")).unwrap();
         let on: Vec<&str> = config.platforms.iter().map(|p| p.key()).collect();
-        assert_eq!(on, ["telegram", "slack", "email", "sms"]);
+        assert_eq!(on, ["telegram", "slack", "email", "sms", "discord"]);
         let engine = Engine::open(config.clone()).await.unwrap();
         let stop = CancellationToken::new();
         let started: Vec<PlatformId> = configured(&config, &engine, &stop)
@@ -98,7 +101,8 @@ mod tests {
                 crate::telegram::PLATFORM,
                 crate::slack::PLATFORM,
                 crate::email::platform::PLATFORM,
-                crate::sms::PLATFORM
+                crate::sms::PLATFORM,
+                crate::discord::PLATFORM
             ]
         );
         let none = Config::parse("", Path::new("/nonexistent/bot.toml")).unwrap();

@@ -290,6 +290,7 @@ pub(super) struct FileConfig {
     pub(super) slack: Option<FileSlack>,
     pub(super) email: Option<super::email::FileEmail>,
     pub(super) sms: Option<FileSms>,
+    pub(super) discord: Option<super::discord::FileDiscord>,
     pub(super) inbox: Option<FileInbox>,
     pub(super) workflow: FileWorkflow,
     pub(super) limits: FileLimits,
@@ -315,6 +316,7 @@ impl FileConfig {
             resolve_table(self.slack.take(), r, notes, errors),
             resolve_table(self.email.take(), r, notes, errors),
             resolve_table(self.sms.take(), r, notes, errors),
+            resolve_table(self.discord.take(), r, notes, errors),
         ]
         .into_iter()
         .flatten()

@@ -8,6 +8,7 @@
 //! slack = "U0AAA"         # a Slack member id
 //! unix = "alice"          # the local account (or SUDO_USER) on the control socket
 //! email = "alice@example.com"
+//! discord = "123456789012345678"  # a Discord user id
 //! ```
 //!
 //! Who may decide is still each platform's `approvers` list; an identity no table names
@@ -59,6 +60,7 @@ pub(crate) struct FilePerson {
     slack: Option<String>,
     unix: Option<String>,
     email: Option<String>,
+    discord: Option<String>,
 }
 
 impl Resolve<'_> {
@@ -91,6 +93,11 @@ impl Resolve<'_> {
                 ("slack", p.slack, "a Slack member id like U0AAA"),
                 ("unix", p.unix, "a local account name"),
                 ("email", p.email, "an e-mail address"),
+                (
+                    "discord",
+                    p.discord,
+                    "a Discord user id (digits, like \"123456789012345678\")",
+                ),
             ];
             for (surface, id, what) in identities {
                 let Some(id) = id else { continue };
@@ -134,6 +141,7 @@ fn valid_identity(surface: &str, id: &str) -> bool {
     match surface {
         "telegram" => id.parse::<i64>().is_ok_and(|n| n > 0),
         "slack" => valid_slack_id(id),
+        "discord" => super::discord::is_snowflake(id),
         "unix" => crate::peer::check_sudo_user(id).is_ok(),
         "email" => {
             id.len() <= 254
@@ -154,10 +162,12 @@ mod tests {
     fn one_person_is_found_by_each_of_their_identities() {
         let c = parse(
             "[people.alice]\ntelegram = 111\nslack = \"U0AAA\"\nunix = \"alice\"\n\
-             email = \"alice@example.com\"\n\n[people.bob]\nunix = \"bob\"\n",
+             email = \"alice@example.com\"\ndiscord = \"123456789012345678\"\n\n\
+             [people.bob]\nunix = \"bob\"\n",
         )
         .unwrap();
         let p = &c.people;
+        assert_eq!(p.named("discord", "123456789012345678"), Some("alice"));
         assert_eq!(p.named("telegram", "111"), Some("alice"));
         assert_eq!(p.named("slack", "U0AAA"), Some("alice"));
         assert_eq!(p.named("unix", "alice"), Some("alice"));
