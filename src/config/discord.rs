@@ -157,7 +157,11 @@ impl PlatformTable for FileDiscord {
                 self.approvers.iter().collect::<Vec<_>>(),
                 "a user id",
             ),
-            ("approver_roles", self.approver_roles.iter().collect(), "a role id"),
+            (
+                "approver_roles",
+                self.approver_roles.iter().collect(),
+                "a role id",
+            ),
             ("channels", self.channels.iter().collect(), "a channel id"),
         ] {
             if let Some(bad) = list.iter().find(|id| !is_snowflake(id)) {

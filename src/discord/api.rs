@@ -203,7 +203,12 @@ impl DiscordApi {
         }
         if let (Some(0), Some(secs)) = (remaining, reset_after) {
             let wait = seconds(secs);
-            debug!(route = key, bucket, ?wait, "discord: rate-limit bucket spent");
+            debug!(
+                route = key,
+                bucket,
+                ?wait,
+                "discord: rate-limit bucket spent"
+            );
             self.hold(key, wait);
         }
     }
@@ -213,16 +218,20 @@ impl DiscordApi {
     fn classify(&self, key: &str, e: twilight_http::Error) -> SendError {
         let text = self.scrub(&e.to_string());
         match e.kind() {
+            // Read from the body itself: a 429 may carry an error `code` too, which
+            // twilight then reads as a general error.
+            ErrorType::Response { body, status, .. } if status.get() == 429 => {
+                let limit: Value = serde_json::from_slice(body).unwrap_or_default();
+                let wait = seconds(limit["retry_after"].as_f64().unwrap_or(1.0));
+                let global = limit["global"] == true;
+                self.metrics.chat_rate_limited(&PLATFORM);
+                warn!(route = key, global, retry_after = ?wait, "discord: rate limited");
+                self.hold(if global { "global" } else { key }, wait);
+                SendError::RetryAfter(wait)
+            }
             ErrorType::Response { error, status, .. } => {
                 use twilight_http::api_error::ApiError;
                 match error {
-                    ApiError::Ratelimited(r) => {
-                        let wait = seconds(r.retry_after);
-                        self.metrics.chat_rate_limited(&PLATFORM);
-                        warn!(route = key, global = r.global, retry_after = ?wait, "discord: rate limited");
-                        self.hold(if r.global { "global" } else { key }, wait);
-                        SendError::RetryAfter(wait)
-                    }
                     ApiError::General(g) if PERMANENT_CODES.contains(&g.code) => {
                         SendError::Permanent(text)
                     }

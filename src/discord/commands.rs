@@ -31,12 +31,12 @@ pub fn definitions() -> Vec<Value> {
                 p.chars().count() <= MAX_DESCRIPTION
             });
             let typed = c.help.map_or("", |(typed, _)| typed);
-            let hint = typed
-                .split_once(' ')
-                .map_or("anything else, as you would type it after the command", |(_, rest)| rest);
-            let (hint, _) = crate::chat::text::fit(hint, "the hint", |p| {
-                p.chars().count() <= MAX_DESCRIPTION
-            });
+            let hint = typed.split_once(' ').map_or(
+                "anything else, as you would type it after the command",
+                |(_, rest)| rest,
+            );
+            let (hint, _) =
+                crate::chat::text::fit(hint, "the hint", |p| p.chars().count() <= MAX_DESCRIPTION);
             json!({
                 "name": c.name,
                 "type": CHAT_INPUT,
@@ -75,7 +75,9 @@ pub async fn register(api: &DiscordApi, application: &str, guild: &str) {
         .await
     {
         Ok(_) => info!(guild, "discord: slash commands registered"),
-        Err(e) => warn!(guild, error = %e, "discord: cannot register the slash commands (the bot needs the applications.commands scope in that server)"),
+        Err(e) => {
+            warn!(guild, error = %e, "discord: cannot register the slash commands (the bot needs the applications.commands scope in that server)")
+        }
     }
 }
 
@@ -93,15 +95,19 @@ mod tests {
             let name = d["name"].as_str().unwrap();
             assert!(
                 (1..=32).contains(&name.len())
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'),
+                    && name.chars().all(|c| c.is_ascii_lowercase()
+                        || c.is_ascii_digit()
+                        || c == '-'
+                        || c == '_'),
                 "{name}"
             );
             assert!(names.insert(name.to_string()), "{name} twice");
             for text in [&d["description"], &d["options"][0]["description"]] {
                 let t = text.as_str().unwrap();
-                assert!((1..=MAX_DESCRIPTION).contains(&t.chars().count()), "{name}: {t}");
+                assert!(
+                    (1..=MAX_DESCRIPTION).contains(&t.chars().count()),
+                    "{name}: {t}"
+                );
             }
         }
         assert!(names.contains("approve") && names.contains("deny"));

@@ -60,7 +60,9 @@ pub async fn run(events: Arc<Events>, config: &DiscordConfig, stop: Cancellation
                 Some(Ok(Message::Close(frame))) => {
                     let code = frame.as_ref().map(|f| f.code);
                     match code.and_then(fatal_reason) {
-                        Some(why) => error!(code, "discord: the Gateway closed the connection: {why}"),
+                        Some(why) => {
+                            error!(code, "discord: the Gateway closed the connection: {why}")
+                        }
                         None => info!(code, "discord: Gateway connection closed; resuming"),
                     }
                 }

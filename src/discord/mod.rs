@@ -16,8 +16,10 @@
 //!    follow-up, a command's answer in place of "thinking…" (`PATCH
 //!    …/messages/@original`) and follow-ups.
 //! 4. A message (MESSAGE_CREATE) from a person: a reply to a card or a question
-//!    (`message_reference`), a message in a card's thread, a command typed as text;
-//!    answered with a reply. Bots' messages are ignored.
+//!    (`message_reference`), a message in a card's thread, a command typed as text, or
+//!    (in a DM with the bot, or mentioning it, with the inbox on) a task, whose card
+//!    goes in a thread started from that message; answered with a reply. Bots'
+//!    messages are ignored.
 //!
 //! Approvers are user ids (`[discord] approvers`) or members with a role in
 //! `approver_roles`, re-read on every interaction so a reload applies; anyone else is
@@ -77,11 +79,17 @@ pub async fn run(engine: Arc<Engine>, config: DiscordConfig, stop: CancellationT
     let api = Arc::new(DiscordApi::new(&config, engine.metrics.clone()));
     let platform = Arc::new(Discord::new(api.clone()));
     info!(channels = ?config.chat.destinations, "discord: starting");
-    crate::chat::run(engine, platform.clone(), None, stop.clone(), |cx| async move {
-        let events = Arc::new(Events::new(cx, platform));
-        gateway::run(events.clone(), &config, stop).await;
-        events.finish().await;
-    })
+    crate::chat::run(
+        engine,
+        platform.clone(),
+        None,
+        stop.clone(),
+        |cx| async move {
+            let events = Arc::new(Events::new(cx, platform));
+            gateway::run(events.clone(), &config, stop).await;
+            events.finish().await;
+        },
+    )
     .await;
     info!("discord: stopped");
 }
@@ -252,7 +260,13 @@ impl Events {
         };
         if let Err(e) = self
             .api
-            .call_patiently(&format!("ack:{interaction}"), &route, Some(&ack), 2, ACK_WAIT)
+            .call_patiently(
+                &format!("ack:{interaction}"),
+                &route,
+                Some(&ack),
+                2,
+                ACK_WAIT,
+            )
             .await
         {
             warn!(interaction, error = %e, "discord: cannot acknowledge the interaction");
@@ -339,7 +353,9 @@ impl Events {
             }
             Err(e) => Err(e),
         };
-        let message = asked.ok().and_then(|m| m["id"].as_str().map(str::to_string));
+        let message = asked
+            .ok()
+            .and_then(|m| m["id"].as_str().map(str::to_string));
         let Some(message) = message else {
             reply.followup(&Card::text(q.not_asked)).await;
             return;
@@ -479,7 +495,9 @@ impl Events {
             text: text.trim().to_string(),
             reply_to,
             addressed: addressed || direct,
-            direct,
+            // Written to gatebot itself: in a DM, or mentioning the bot (with the inbox
+            // on, such a message is a task, its card in a thread off the message).
+            direct: direct || addressed,
             private: direct,
             origin,
         };
@@ -586,7 +604,9 @@ mod tests {
     #[test]
     fn fatal_close_codes_say_what_to_change() {
         assert!(fatal_reason(4004).unwrap().contains("token"));
-        assert!(fatal_reason(4014).unwrap().contains("Message Content Intent"));
+        assert!(fatal_reason(4014)
+            .unwrap()
+            .contains("Message Content Intent"));
         assert!(fatal_reason(1000).is_none() && fatal_reason(4000).is_none());
     }
 }

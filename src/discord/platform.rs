@@ -88,10 +88,20 @@ impl Discord {
         };
         let parent = match self
             .api
-            .call_patiently(&format!("channel:{channel}"), &route, None, 2, Duration::from_secs(5))
+            .call_patiently(
+                &format!("channel:{channel}"),
+                &route,
+                None,
+                2,
+                Duration::from_secs(5),
+            )
             .await
         {
-            Ok(c) if c["type"].as_u64().is_some_and(|t| THREAD_TYPES.contains(&t)) => {
+            Ok(c)
+                if c["type"]
+                    .as_u64()
+                    .is_some_and(|t| THREAD_TYPES.contains(&t)) =>
+            {
                 c["parent_id"].as_str().map(str::to_string)
             }
             Ok(_) => None,
@@ -135,9 +145,8 @@ impl Discord {
             channel_id: id(chat)?,
             message_id: id(root)?,
         };
-        let (name, _) = crate::chat::text::fit(name, "the name", |p| {
-            p.chars().count() <= MAX_THREAD_NAME
-        });
+        let (name, _) =
+            crate::chat::text::fit(name, "the name", |p| p.chars().count() <= MAX_THREAD_NAME);
         let body = json!({"name": name, "auto_archive_duration": 10080});
         match self
             .api

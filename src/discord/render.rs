@@ -164,7 +164,10 @@ pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     let mut line_start = true;
     for c in s.chars() {
-        let always = matches!(c, '\\' | '*' | '_' | '~' | '|' | '`' | '[' | ']' | '<' | '@');
+        let always = matches!(
+            c,
+            '\\' | '*' | '_' | '~' | '|' | '`' | '[' | ']' | '<' | '@'
+        );
         let at_start = line_start && matches!(c, '#' | '>' | '-');
         if always || at_start {
             out.push('\\');
@@ -506,7 +509,11 @@ mod tests {
         assert!(!cards.is_empty());
         for (kind, card) in cards {
             let m = render(&card);
-            assert!(len16(&m.content) <= MAX_CONTENT, "{kind}: {}", len16(&m.content));
+            assert!(
+                len16(&m.content) <= MAX_CONTENT,
+                "{kind}: {}",
+                len16(&m.content)
+            );
             assert!(m.components.len() <= MAX_ROWS, "{kind}");
             for row in &m.components {
                 assert_eq!(row["type"], ACTION_ROW);
@@ -514,8 +521,14 @@ mod tests {
                 assert!(!buttons.is_empty() && buttons.len() <= MAX_BUTTONS_PER_ROW);
                 for b in buttons {
                     let id = b["custom_id"].as_str().unwrap();
-                    assert!(!id.is_empty() && id.chars().count() <= MAX_CUSTOM_ID, "{kind}: {id}");
-                    assert!(crate::chat::conversation::Action::decode(id).is_ok(), "{id}");
+                    assert!(
+                        !id.is_empty() && id.chars().count() <= MAX_CUSTOM_ID,
+                        "{kind}: {id}"
+                    );
+                    assert!(
+                        crate::chat::conversation::Action::decode(id).is_ok(),
+                        "{id}"
+                    );
                     let label = b["label"].as_str().unwrap();
                     assert!(!label.is_empty() && label.chars().count() <= MAX_LABEL);
                 }
@@ -542,12 +555,17 @@ mod tests {
         a.decision_reason = Some("<no>".repeat(5000));
         let t = markdown(&card(&a));
         assert!(len16(&t) <= MAX_CONTENT, "{}", len16(&t));
-        assert!(t.contains("**❌ Denied by alice on the command line"), "{t}");
+        assert!(
+            t.contains("**❌ Denied by alice on the command line"),
+            "{t}"
+        );
     }
 
     #[test]
     fn long_rows_are_split_and_extra_rows_left_out() {
-        let row: Vec<Button> = (0..7).map(|i| Button::new(format!("b{i}"), format!("gb1:x{i}"))).collect();
+        let row: Vec<Button> = (0..7)
+            .map(|i| Button::new(format!("b{i}"), format!("gb1:x{i}")))
+            .collect();
         let rows = vec![row.clone(), row.clone(), row.clone()];
         let c = components(&rows);
         assert_eq!(c.len(), MAX_ROWS);
