@@ -29,7 +29,7 @@
 //! The daemon:
 //! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section,
 //!   each chat platform's table among them (`config::telegram`, `config::slack`,
-//!   `config::sms`).
+//!   `config::sms`, `config::discord`).
 //! - [`settings`]: what reading any table of `bot.toml` takes (the error naming a key
 //!   and its line, secrets, paths, ranges), shared by `config`'s sections and the
 //!   platforms' tables; it uses neither.
@@ -55,9 +55,10 @@
 //!   step-up confirm page, live updates from the engine's bus.
 //! - [`email`]: prompts by e-mail, a platform with no inbound side: a mail per card
 //!   with a single-use sign-in link into the dashboard, where the person answers.
-//! - [`telegram`], [`slack`], [`sms`]: platform adapters: rendering cards, translating
-//!   updates; each platform's settings (in `config`) describe it
-//!   ([`settings::PlatformSettings`]). `sms` sends through a gateway trait (Twilio first).
+//! - [`telegram`], [`slack`], [`sms`], [`discord`]: platform adapters: rendering cards,
+//!   translating updates; each platform's settings (in `config`) describe it
+//!   ([`settings::PlatformSettings`]). `sms` sends through a gateway trait (Twilio first);
+//!   `discord` is a bot on the Gateway (twilight), with no public URL.
 //! - [`platforms`]: the registry, the one list that names the adapters; the daemon
 //!   starts the platforms `bot.toml` turns on from it.
 //! - [`daemon`]: builds the pieces, runs them, shuts them down gracefully.
