@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::fake_discord::{FakeDiscord, Msg, BOT, CHANNEL, OWNER, ROLE_MEMBER, STRANGER};
+use crate::fake_discord::{FakeDiscord, Msg, BOT, CHANNEL, OWNER, ROLE_MEMBER, STRANGER, TOKEN};
 use crate::helpers::{eventually, spawn_app, spawn_app_in, TestApp};
 
 async fn setup() -> (TestApp, FakeDiscord) {
@@ -163,6 +163,11 @@ async fn discord_a_slash_command_is_deferred_then_answered_privately() {
         fake.interaction(&deny).original
     })
     .await;
+    // Neither the bot token nor an interaction's token reaches the log.
+    let logs = crate::helpers::log_text();
+    assert!(!logs.contains(TOKEN), "the bot token is in the log");
+    let token = fake.interaction(&deny).token;
+    assert!(!logs.contains(&token), "an interaction token is in the log");
 }
 
 #[tokio::test]
@@ -410,28 +415,47 @@ async fn discord_a_proposal_is_posted_and_approved_by_its_button() {
 }
 
 #[tokio::test]
-async fn discord_a_task_written_to_the_bot_gets_its_card_in_a_thread() {
+async fn discord_a_task_written_to_the_bot_gets_its_card_in_a_thread_and_is_answered_there() {
     let fake = FakeDiscord::start().await;
     let app = spawn_app(&crate::inbox::with_inbox("", &fake.config())).await;
     fake.ready().await;
     let message = fake.write(
         OWNER,
         CHANNEL,
-        &format!("<@{BOT}> research competitor pricing"),
+        &format!("<@{BOT}> refactor everything"),
         None,
         true,
     );
-    let card = eventually("the task card in a thread", async || {
-        fake.messages().into_iter().find(|m| {
-            m.author == BOT && m.channel == message && m.content.contains("gatebot: task")
-        })
-    })
-    .await;
+    // The thread started from the message has the message's id.
+    let in_thread = |needle: &'static str| {
+        let fake = &fake;
+        let message = message.clone();
+        async move {
+            eventually(needle, async || {
+                fake.messages()
+                    .into_iter()
+                    .find(|m| m.author == BOT && m.channel == message && m.content.contains(needle))
+            })
+            .await
+        }
+    };
+    let card = in_thread("gatebot: task").await;
     assert_eq!(fake.thread_parent(&message).as_deref(), Some(CHANNEL));
     assert!(
-        card.content.contains("research competitor pricing"),
+        card.content.contains("refactor everything"),
         "{}",
         card.content
     );
-    let _ = app;
+    in_thread("gatebot asks before the task goes on").await;
+    // The owner answers in the thread, as a plain message there.
+    fake.write(OWNER, &message, "only src/chat/delivery.rs", None, false);
+    let short = card
+        .content
+        .split("id `")
+        .nth(1)
+        .and_then(|r| r.split('`').next())
+        .unwrap()
+        .to_string();
+    let t = crate::inbox::wait_status(&app, &short, "pending").await;
+    assert_eq!(t["clarification"], "only src/chat/delivery.rs", "{t}");
 }
