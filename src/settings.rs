@@ -81,6 +81,26 @@ pub trait PlatformSettings: Clone + fmt::Debug + Send + Sync + 'static {
     fn summary(&self) -> String;
 }
 
+/// What `gatebot init --with KEY` writes for a platform: its table, every key
+/// commented, its secrets in files named by credential (the file never holds one), and
+/// what is left for the owner to fill in. Each platform's table file declares its own
+/// (`config::file::STARTERS` lists them).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Starter {
+    /// The platform's key: `--with KEY` writes `[KEY]`.
+    pub key: &'static str,
+    /// What `gatebot init` asks on a terminal.
+    pub question: &'static str,
+    /// Its secrets: (credential name, what it holds, for the owner). The table names
+    /// each's file as `{credential-name}`; `gatebot init` writes the file's path (with
+    /// `--system`, systemd's credential, which `systemd/gatebot.service` loads).
+    pub secrets: &'static [(&'static str, &'static str)],
+    /// The table, commented, with `{credential-name}` where a secret file's path goes.
+    pub table: &'static str,
+    /// What the owner fills in before it works, as a step ("Fill in … (docs/…)").
+    pub fill_in: &'static str,
+}
+
 /// A chat platform's table as written (deserialized with serde, as a field of the
 /// file's type), and how it is resolved.
 pub(crate) trait PlatformTable {
@@ -427,4 +447,12 @@ pub(crate) const DEFAULT_DIGEST_AFTER: usize = 5;
 /// The `digest_after` of every chat platform's table.
 pub(crate) fn default_digest_after() -> usize {
     DEFAULT_DIGEST_AFTER
+}
+
+/// Whether `n` is a phone number as E.164 writes it (SMS, WhatsApp, `[people] phone`): `+`, then 8 to 15 digits.
+#[must_use]
+pub fn is_e164(n: &str) -> bool {
+    n.strip_prefix('+').is_some_and(|d| {
+        (8..=15).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()) && !d.starts_with('0')
+    })
 }

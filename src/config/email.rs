@@ -18,7 +18,8 @@ use serde::Deserialize;
 
 use crate::secret::Secret;
 use crate::settings::{
-    default_digest_after, keep, ChatSettings, ConfigError, PlatformSettings, PlatformTable, Resolve,
+    default_digest_after, keep, ChatSettings, ConfigError, PlatformSettings, PlatformTable,
+    Resolve, Starter,
 };
 
 /// How the connection to the SMTP server is protected.
@@ -59,6 +60,28 @@ pub struct EmailConfig {
 }
 
 /// `[email]` as written.
+/// What `gatebot init --with email` writes.
+pub const STARTER: Starter = Starter {
+    key: "email",
+    question: "Mail prompts, with a link into the dashboard to decide?",
+    secrets: &[("smtp-password", "the SMTP password")],
+    table: "# E-mail: a mail per prompt (a digest in a burst) with a link that signs the reader\n\
+            # into the dashboard, where they press Approve or Deny (docs/email.md).\n\
+            [email]\n\
+            # The SMTP server; \"starttls\" (port 587), \"tls\" (port 465), or \"none\" (a relay\n\
+            # on this machine only).\n\
+            smtp_host = \"smtp.example.com\"\n\
+            security = \"starttls\"\n\
+            # Signing in: the account and the file holding its password.\n\
+            username = \"gatebot@example.com\"\n\
+            password_file = {smtp-password}\n\
+            # The From: address, and who gets the prompts (their [people] `email` signs\n\
+            # them in from the link).\n\
+            from = \"gatebot <gatebot@example.com>\"\n\
+            to = []\n\n",
+    fill_in: "Fill in [email] smtp_host, username, from and to (docs/email.md)",
+};
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileEmail {

@@ -302,6 +302,10 @@ pub(super) struct FileConfig {
     pub(super) budgets: Option<super::budgets::FileBudgets>,
 }
 
+/// What `gatebot init --with KEY` can write, per platform (Telegram and Slack have
+/// flags of their own). A new platform adds its table's `STARTER` here.
+pub const STARTERS: &[&crate::settings::Starter] = &[&super::email::STARTER, &super::sms::STARTER];
+
 impl FileConfig {
     /// The chat platforms' tables, taken out and resolved: those that are on, in this
     /// order. One that is off is noted in `notes`; one with errors records them.

@@ -8,6 +8,7 @@
 //! slack = "U0AAA"         # a Slack member id
 //! unix = "alice"          # the local account (or SUDO_USER) on the control socket
 //! email = "alice@example.com"
+//! phone = "+15551234567"  # E.164: SMS and WhatsApp
 //! discord = "123456789012345678"  # a Discord user id
 //! ```
 //!
@@ -60,6 +61,7 @@ pub(crate) struct FilePerson {
     slack: Option<String>,
     unix: Option<String>,
     email: Option<String>,
+    phone: Option<String>,
     discord: Option<String>,
 }
 
@@ -84,33 +86,44 @@ impl Resolve<'_> {
                 ));
                 continue;
             }
+            // (key, value, what it must be, the surfaces it names them on)
             let identities = [
                 (
                     "telegram",
                     p.telegram.map(|id| id.to_string()),
                     "a Telegram user id",
+                    &["telegram"][..],
                 ),
-                ("slack", p.slack, "a Slack member id like U0AAA"),
-                ("unix", p.unix, "a local account name"),
-                ("email", p.email, "an e-mail address"),
+                ("slack", p.slack, "a Slack member id like U0AAA", &["slack"]),
+                ("unix", p.unix, "a local account name", &["unix"]),
+                ("email", p.email, "an e-mail address", &["email"]),
+                (
+                    "phone",
+                    p.phone,
+                    "a phone number in international form, like +15551234567",
+                    &["sms", "whatsapp"],
+                ),
                 (
                     "discord",
                     p.discord,
                     "a Discord user id (digits, like \"123456789012345678\")",
+                    &["discord"],
                 ),
             ];
-            for (surface, id, what) in identities {
+            for (key, id, what, surfaces) in identities {
                 let Some(id) = id else { continue };
                 let id = id.trim().to_string();
-                if !valid_identity(surface, &id) {
-                    errors.push(self.error(&table, surface, format!("`{id}` is not {what}")));
+                if !valid_identity(key, &id) {
+                    errors.push(self.error(&table, key, format!("`{id}` is not {what}")));
                     continue;
                 }
-                let key = (surface.to_string(), id.clone());
-                if let Some(other) = people.by_identity.get(&key) {
+                let taken = surfaces
+                    .iter()
+                    .find_map(|surface| people.by_identity.get(&(surface.to_string(), id.clone())));
+                if let Some(other) = taken {
                     errors.push(self.error(
                         &table,
-                        surface,
+                        key,
                         format!(
                             "`{id}` is already {other}'s: one identity can be one person's \
                              only, or gatebot could not tell who acted"
@@ -118,7 +131,11 @@ impl Resolve<'_> {
                     ));
                     continue;
                 }
-                people.by_identity.insert(key, name.clone());
+                for surface in surfaces {
+                    people
+                        .by_identity
+                        .insert((surface.to_string(), id.clone()), name.clone());
+                }
             }
             people.names.push(name);
         }
@@ -141,6 +158,7 @@ fn valid_identity(surface: &str, id: &str) -> bool {
     match surface {
         "telegram" => id.parse::<i64>().is_ok_and(|n| n > 0),
         "slack" => valid_slack_id(id),
+        "phone" => crate::settings::is_e164(id),
         "discord" => super::discord::is_snowflake(id),
         "unix" => crate::peer::check_sudo_user(id).is_ok(),
         "email" => {
@@ -162,7 +180,8 @@ mod tests {
     fn one_person_is_found_by_each_of_their_identities() {
         let c = parse(
             "[people.alice]\ntelegram = 111\nslack = \"U0AAA\"\nunix = \"alice\"\n\
-             email = \"alice@example.com\"\ndiscord = \"123456789012345678\"\n\n\
+             email = \"alice@example.com\"\nphone = \"+15551234567\"\n\
+             discord = \"123456789012345678\"\n\n\
              [people.bob]\nunix = \"bob\"\n",
         )
         .unwrap();
@@ -172,6 +191,9 @@ mod tests {
         assert_eq!(p.named("slack", "U0AAA"), Some("alice"));
         assert_eq!(p.named("unix", "alice"), Some("alice"));
         assert_eq!(p.named("email", "alice@example.com"), Some("alice"));
+        assert_eq!(p.named("sms", "+15551234567"), Some("alice"));
+        assert_eq!(p.named("whatsapp", "+15551234567"), Some("alice"));
+        assert_eq!(p.identity("alice", "whatsapp"), Some("+15551234567"));
         assert_eq!(p.named("unix", "bob"), Some("bob"));
         assert_eq!(
             p.named("telegram", "222"),
@@ -185,17 +207,21 @@ mod tests {
     fn an_identity_of_two_people_and_bad_ids_are_refused_with_their_keys() {
         let errors = crate::config::Config::check_text(
             "[people.alice]\ntelegram = 111\n\n[people.bob]\ntelegram = 111\nslack = \"alice\"\n\
-             email = \"nobody\"\n",
+             email = \"nobody\"\nphone = \"555-1234\"\n",
             std::path::Path::new("/etc/gatebot/bot.toml"),
         )
         .unwrap_err();
         let said: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        assert_eq!(said.len(), 3, "{said:#?}");
+        assert_eq!(said.len(), 4, "{said:#?}");
         assert!(
             said[0].contains("people.bob.telegram") && said[0].contains("already alice's"),
             "{said:#?}"
         );
         assert!(said[1].contains("people.bob.slack"), "{said:#?}");
         assert!(said[2].contains("people.bob.email"), "{said:#?}");
+        assert!(
+            said[3].contains("people.bob.phone") && said[3].contains("+15551234567"),
+            "{said:#?}"
+        );
     }
 }

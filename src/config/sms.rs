@@ -8,7 +8,33 @@ use serde::Deserialize;
 
 use crate::secret::Secret;
 use crate::settings::{
-    default_digest_after, keep, ChatSettings, ConfigError, PlatformSettings, PlatformTable, Resolve,
+    default_digest_after, is_e164, keep, ChatSettings, ConfigError, PlatformSettings,
+    PlatformTable, Resolve, Starter,
+};
+
+/// What `gatebot init --with sms` writes.
+pub const STARTER: Starter = Starter {
+    key: "sms",
+    question: "Text prompts by SMS (Twilio), answered by text?",
+    secrets: &[("twilio-auth-token", "the Twilio auth token")],
+    table:
+        "# SMS through Twilio: compact prompts by text, answered \"ID yes\" or \"ID no reason\"\n\
+            # (docs/sms.md).\n\
+            [sms]\n\
+            # The account SID (AC…, on the Twilio console's front page) and the file holding\n\
+            # its auth token, which also signs Twilio's webhooks.\n\
+            account_sid = \"\"\n\
+            auth_token_file = {twilio-auth-token}\n\
+            # The Twilio number prompts are sent from, and the numbers allowed to decide\n\
+            # (international form, like \"+15551234567\").\n\
+            from = \"\"\n\
+            approvers = []\n\
+            # Where Twilio's webhooks reach gatebot (behind your TLS proxy), and the https\n\
+            # address you give Twilio for them. Without both, replies are not read.\n\
+            # listen = \"127.0.0.1:3001\"\n\
+            # public_url = \"https://gatebot.example.com/sms\"\n\n",
+    fill_in: "Fill in [sms] account_sid, from and approvers, and the webhook's listen and \
+              public_url (docs/sms.md)",
 };
 
 #[derive(Debug, Clone)]
@@ -56,14 +82,6 @@ pub(crate) struct FileSms {
 
 fn default_twilio_api() -> String {
     "https://api.twilio.com".into()
-}
-
-/// Whether `n` is a phone number as E.164 writes it: `+`, then 8 to 15 digits.
-#[must_use]
-pub fn is_e164(n: &str) -> bool {
-    n.strip_prefix('+').is_some_and(|d| {
-        (8..=15).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()) && !d.starts_with('0')
-    })
 }
 
 impl PlatformSettings for SmsConfig {
@@ -245,8 +263,9 @@ impl PlatformTable for FileSms {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_e164, SmsConfig};
+    use super::SmsConfig;
     use crate::config::parse_in_etc as parse;
+    use crate::settings::is_e164;
 
     const SID: &str = "AC00000000000000000000000000000001";
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::{blocking, EngineError, What};
 use crate::approval::votes::Reminder;
 use crate::approval::{Approval, PlatformId, Status};
+pub use crate::store::Contact;
 use crate::store::{Store, SubjectLookup};
 use crate::subject::{
     DigestState, DigestSummary, Purpose, Question, Shown, ShownBy, Subject, Thread, Unposted,
@@ -150,6 +151,37 @@ impl ChatState {
     /// Returns a taken reminder the platform refused without posting it.
     pub async fn put_back_reminder(&self, r: Reminder) -> Result<()> {
         self.run(move |s| s.put_back_reminder(&r)).await
+    }
+
+    /// An inbound message `message` (its provider's id) from `address` on `platform`:
+    /// `true` the first time, `false` for a webhook delivered again. Either way the
+    /// sender is noted as having written now (WhatsApp's 24-hour window).
+    pub async fn heard(&self, platform: &PlatformId, address: &str, message: &str) -> Result<bool> {
+        let (p, a, m) = (
+            platform.to_string(),
+            address.to_string(),
+            message.to_string(),
+        );
+        self.run(move |s| s.heard(&p, &a, &m, now_ms())).await
+    }
+
+    /// What `platform` knows of `address`: when they last wrote, whether they stopped.
+    pub async fn contact(&self, platform: &PlatformId, address: &str) -> Result<Contact> {
+        let (p, a) = (platform.to_string(), address.to_string());
+        self.run(move |s| s.contact(&p, &a)).await
+    }
+
+    /// Records (and audits) that `address` asked for no more messages on `platform`
+    /// (`stop`), or for them again. `false`: it already stood so.
+    pub async fn set_stopped(
+        &self,
+        platform: &PlatformId,
+        address: &str,
+        stop: bool,
+    ) -> Result<bool> {
+        let (p, a) = (platform.to_string(), address.to_string());
+        self.run(move |s| s.set_stopped(&p, &a, stop, now_ms()))
+            .await
     }
 
     /// The home chats on `platform` of subjects that need work.

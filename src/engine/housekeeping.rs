@@ -21,6 +21,10 @@ const HOUSEKEEPING: Duration = Duration::from_secs(5);
 /// How long ended sign-in links and sessions, and expired chat batches, are kept (the
 /// audit trail keeps the rest).
 const ENDED_SESSIONS_KEPT: Duration = Duration::from_secs(24 * 3600);
+/// How long an inbound message's id is remembered, so a webhook a provider delivers
+/// again is acted on once: longer than any provider retries (Twilio and Meta give up
+/// within a day).
+const INBOUND_IDS_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 impl Engine {
     /// Runs the housekeeping pass every few seconds until `stop` fires.
@@ -48,6 +52,13 @@ impl Engine {
                 .await
             {
                 warn!(error = %e, "cannot forget the batches chats asked for; retrying");
+            }
+            let keep = INBOUND_IDS_KEPT.as_millis() as i64;
+            if let Err(e) = self
+                .blocking(move |s| s.forget_inbound(crate::time::now_ms(), keep))
+                .await
+            {
+                warn!(error = %e, "cannot forget old inbound message ids; retrying");
             }
         }
     }

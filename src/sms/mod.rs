@@ -8,7 +8,7 @@
 //!    (403) and audited.
 //! 3. An inbound text ([`Texts::text`]) is, in order: a repeat of a message already
 //!    handled (ignored: the gateway retries); a carrier keyword (STOP and its synonyms,
-//!    START, HELP: answered for anyone, STOP kept durably in [`stops`]); from a number
+//!    START, HELP: answered for anyone, STOP kept in the database until START); from a number
 //!    that is no approver (refused and audited); `/command …`; `ID words` (the words as
 //!    a reply to that subject's card: `ID yes`, `ID no [reason]`); or words without an
 //!    id, which answer the sender's only open request or ask which.
@@ -20,12 +20,11 @@
 pub mod platform;
 pub mod provider;
 pub mod render;
-pub mod stops;
 pub mod twilio;
 pub mod webhook;
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
@@ -40,13 +39,9 @@ use crate::chat::Context;
 use crate::engine::Engine;
 use crate::settings::PlatformSettings;
 use provider::{Gateway, Params};
-use stops::Stops;
 
 /// The platform's key.
 pub const PLATFORM: PlatformId = PlatformId::new(<SmsConfig as PlatformSettings>::KEY);
-
-/// How many message ids are remembered to tell a retried webhook.
-const SEEN_CAPACITY: usize = 4096;
 
 /// What carriers require every number to answer, in any case.
 const STOP_WORDS: &[&str] = &[
@@ -83,10 +78,9 @@ pub async fn run(engine: Arc<Engine>, config: SmsConfig, stop: CancellationToken
             return;
         }
     };
-    let stops = Arc::new(Stops::open(&engine.config().store.path));
+    import_stops(&engine, &engine.config().store.path).await;
     let platform = Arc::new(platform::Sms {
         gateway: gateway.clone(),
-        stops: stops.clone(),
         engine: engine.clone(),
     });
     info!(numbers = config.chat.destinations.len(), "sms: starting");
@@ -96,7 +90,7 @@ pub async fn run(engine: Arc<Engine>, config: SmsConfig, stop: CancellationToken
             stop.cancelled().await;
             return;
         };
-        let texts = Arc::new(Texts::new(cx, gateway, stops));
+        let texts = Arc::new(Texts::new(cx, gateway));
         webhook::run(texts, &listen, stop).await;
     })
     .await;
@@ -107,35 +101,38 @@ pub async fn run(engine: Arc<Engine>, config: SmsConfig, stop: CancellationToken
 pub struct Texts<G> {
     cx: Context,
     pub gateway: Arc<G>,
-    stops: Arc<Stops>,
-    seen: Mutex<(HashSet<String>, VecDeque<String>)>,
 }
 
 impl<G: Gateway> Texts<G> {
     #[must_use]
-    pub fn new(cx: Context, gateway: Arc<G>, stops: Arc<Stops>) -> Self {
-        Texts {
-            cx,
-            gateway,
-            stops,
-            seen: Mutex::default(),
+    pub fn new(cx: Context, gateway: Arc<G>) -> Self {
+        Texts { cx, gateway }
+    }
+
+    /// `true` the first time message `id` from `from` is seen (the database remembers
+    /// a week of ids, across restarts). When the database cannot tell, the text is
+    /// handled: what it asks for is settled by the engine once either way.
+    async fn first_time(&self, id: &str, from: &str) -> bool {
+        match self.cx.engine.chat().heard(&PLATFORM, from, id).await {
+            Ok(first) => first,
+            Err(e) => {
+                warn!(message = id, error = %e, "sms: cannot tell whether this text was seen before");
+                true
+            }
         }
     }
 
-    /// `true` the first time message `id` is seen (while remembered).
-    fn first_time(&self, id: &str) -> bool {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        let (set, order) = &mut *seen;
-        if !set.insert(id.to_string()) {
-            return false;
+    /// Records STOP (`true`) or START from `from`.
+    async fn set_stopped(&self, from: &str, stop: bool) {
+        if let Err(e) = self
+            .cx
+            .engine
+            .chat()
+            .set_stopped(&PLATFORM, from, stop)
+            .await
+        {
+            error!(from, error = %e, "sms: cannot record STOP or START; it holds once recorded");
         }
-        order.push_back(id.to_string());
-        if order.len() > SEEN_CAPACITY {
-            if let Some(old) = order.pop_front() {
-                set.remove(&old);
-            }
-        }
-        true
     }
 
     /// A webhook without a good signature: audited, naming the number it claims.
@@ -172,7 +169,7 @@ impl<G: Gateway> Texts<G> {
 
     /// An inbound text from `from`: what to text back, if anything (see the module docs).
     pub async fn text(&self, id: &str, from: &str, body: &str) -> Option<String> {
-        if !self.first_time(id) {
+        if !self.first_time(id, from).await {
             debug!(message = id, "sms: a retried webhook ignored");
             return None;
         }
@@ -182,12 +179,12 @@ impl<G: Gateway> Texts<G> {
                 from,
                 "sms: STOP: nothing more is sent to this number until START"
             );
-            let _ = self.stops.set(from, true);
+            self.set_stopped(from, true).await;
             return Some(STOPPED.into());
         }
         if START_WORDS.contains(&word.as_str()) {
             info!(from, "sms: START: texts to this number resume");
-            let _ = self.stops.set(from, false);
+            self.set_stopped(from, false).await;
             return Some(STARTED.into());
         }
         if HELP_WORDS.contains(&word.as_str()) {
@@ -292,6 +289,29 @@ impl<G: Gateway> Texts<G> {
             }
         }
         open
+    }
+}
+
+/// Moves the numbers that texted STOP from the file the first SMS release kept beside
+/// the database (`<database>.sms-stopped`, one a line) into the database, once.
+async fn import_stops(engine: &Engine, database: &Path) {
+    let mut name = database.file_name().unwrap_or_default().to_os_string();
+    name.push(".sms-stopped");
+    let file = database.with_file_name(name);
+    let Ok(text) = tokio::fs::read_to_string(&file).await else {
+        return;
+    };
+    for number in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if let Err(e) = engine.chat().set_stopped(&PLATFORM, number, true).await {
+            error!(error = %e, "sms: cannot move the numbers that texted STOP into the database");
+            return;
+        }
+    }
+    match tokio::fs::remove_file(&file).await {
+        Ok(()) => {
+            info!(file = %file.display(), "sms: numbers that texted STOP moved into the database")
+        }
+        Err(e) => warn!(file = %file.display(), error = %e, "sms: cannot remove the old STOP file"),
     }
 }
 

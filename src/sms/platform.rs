@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::provider::Gateway;
-use super::stops::Stops;
 use super::{render, PLATFORM};
 use crate::approval::PlatformId;
 use crate::chat::card::Card;
@@ -17,7 +16,6 @@ use crate::subject::Thread;
 
 pub struct Sms<G> {
     pub gateway: Arc<G>,
-    pub stops: Arc<Stops>,
     /// For the dashboard's URL, as the config in force says.
     pub engine: Arc<Engine>,
 }
@@ -40,7 +38,11 @@ impl<G: Gateway> Platform for Sms<G> {
         card: &Card,
         _thread: Option<&Thread>,
     ) -> Result<String, SendError> {
-        if self.stops.stopped(chat) {
+        let contact = self.engine.chat().contact(&PLATFORM, chat).await;
+        if contact
+            .map_err(|e| SendError::Transient(e.to_string()))?
+            .stopped
+        {
             return Err(SendError::Permanent(
                 "this number texted STOP; nothing is sent to it until it texts START".into(),
             ));

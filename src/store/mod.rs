@@ -43,6 +43,7 @@ mod audit;
 mod batches;
 mod budgets;
 mod chat;
+mod contacts;
 mod drafts;
 mod factors;
 mod health;
@@ -60,6 +61,7 @@ pub use approvals::{Inserted, Lookup, NewApproval, Transition};
 pub use audit::{AuditCheck, AuditHead, AuditRow};
 pub use batches::{Batch, BatchEnd, BatchState, Ended, NewBatch};
 pub use chat::SubjectLookup;
+pub use contacts::Contact;
 pub use drafts::DraftState;
 pub use factors::{CodeCheck, FactorRow, LOCKED_FOR_MS};
 pub use health::{FaultKind, StorageFault};
@@ -151,6 +153,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0023_reminders.sql")),
         M::up(include_str!("../../migrations/0024_factors.sql")),
         M::up(include_str!("../../migrations/0025_chat_batches.sql")),
+        M::up(include_str!("../../migrations/0026_contacts.sql")),
     ])
 }
 

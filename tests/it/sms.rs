@@ -130,6 +130,14 @@ async fn sms_a_webhook_delivered_twice_decides_once() {
         "a retry is answered with nothing: {again}"
     );
     app.wait_for_status(&id, "rejected").await;
+    // The id is remembered across a restart too.
+    let dir = app.stop().await;
+    let app = spawn_app_in(dir, &fake.config()).await;
+    let (status, late) = fake
+        .text_as(sid, OWNER, &format!("{short} no not now"))
+        .await;
+    assert_eq!(status, 200);
+    assert!(!late.contains("<Message>"), "after a restart: {late}");
     let events = app.audit_events(&id).await;
     assert_eq!(
         events
@@ -146,6 +154,9 @@ async fn sms_stop_ends_the_texts_until_start() {
     let (app, fake) = setup().await;
     let (_, answer) = fake.text(OWNER, "STOP").await;
     assert!(answer.contains("no more texts"), "{answer}");
+    // STOP outlives a restart.
+    let dir = app.stop().await;
+    let app = spawn_app_in(dir, &fake.config()).await;
     let (_, quiet) = app
         .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {"to": ["a@x"]}}))
         .await;
@@ -355,4 +366,24 @@ async fn sms_a_task_card_is_texted() {
     .await;
     assert!(sent.body.contains("gatebot: task"), "{}", sent.body);
     assert!(sent.body.chars().count() <= 306, "{}", sent.body);
+}
+
+#[tokio::test]
+async fn sms_numbers_stopped_in_the_first_release_s_file_stay_stopped() {
+    let fake = FakeTwilio::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("gatebot.db.sms-stopped");
+    std::fs::write(&old, format!("{OWNER}\n")).unwrap();
+    let app = spawn_app_in(dir, &fake.config()).await;
+    eventually("the old file moved into the database", async || {
+        (!old.exists()).then_some(())
+    })
+    .await;
+    let (_, quiet) = app
+        .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {"to": ["a@x"]}}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(fake.sent_to(OWNER, &quiet).is_empty(), "{:?}", fake.sent());
+    let (_, answer) = fake.text(OWNER, "START").await;
+    assert!(answer.contains("again"), "{answer}");
 }

@@ -16,7 +16,9 @@ use super::out::outln;
 use super::writing::write_whole;
 use super::EXIT_GO;
 use crate::client::discover::{Places, AGENTS_SOCKET, CONFIG_NAME, CONTROL_SOCKET};
+use crate::config::file::STARTERS;
 use crate::config::Config;
+use crate::settings::Starter;
 
 const TIERS: [&str; 4] = ["draft_only", "supervised", "semi_autonomous", "autonomous"];
 
@@ -66,6 +68,10 @@ pub struct InitArgs {
     /// A Slack member id (U…) allowed to decide; repeat it for more.
     #[arg(long = "slack-approver", value_name = "ID")]
     pub slack_approvers: Vec<String>,
+    /// Also write this platform's table, its secrets in files it names: email, sms.
+    /// Repeat it, or separate them with commas.
+    #[arg(long = "with", value_name = "PLATFORM", value_delimiter = ',')]
+    pub with: Vec<String>,
     /// The agent to set up (default: claude-code).
     #[arg(long)]
     pub agent: Option<String>,
@@ -101,6 +107,8 @@ struct Plan {
     control_socket: PathBuf,
     telegram: Option<Telegram>,
     slack: Option<Slack>,
+    /// The other platforms' tables (`--with`), each with its secrets' files as written.
+    others: Vec<Other>,
     agent: String,
     tier: String,
     /// The dashboard's address; `None`: no dashboard.
@@ -120,6 +128,14 @@ struct Slack {
     app_token_file: String,
     channels: Vec<String>,
     approvers: Vec<String>,
+}
+
+/// A platform written from its [`Starter`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Other {
+    starter: &'static Starter,
+    /// (credential name, its file as written in the table).
+    files: Vec<(&'static str, String)>,
 }
 
 pub(super) fn run(args: InitArgs, config: Option<&Path>) -> Result<u8, String> {
@@ -214,6 +230,27 @@ impl Plan {
             channels: args.slack_channels.clone(),
             approvers: args.slack_approvers.clone(),
         });
+        let mut others = Vec::new();
+        for key in &args.with {
+            let key = key.trim();
+            let Some(starter) = STARTERS.iter().copied().find(|s| s.key == key) else {
+                let known: Vec<&str> = STARTERS.iter().map(|s| s.key).collect();
+                return Err(format!(
+                    "--with `{key}`: gatebot knows {} (Telegram and Slack have flags of \
+                     their own: --telegram, --slack)",
+                    known.join(", ")
+                ));
+            };
+            if others.iter().any(|o: &Other| o.starter.key == key) {
+                continue;
+            }
+            let files = starter
+                .secrets
+                .iter()
+                .map(|(name, _)| (*name, credential(name, &None)))
+                .collect();
+            others.push(Other { starter, files });
+        }
         let agent = args.agent.clone().unwrap_or_else(|| "claude-code".into());
         if !crate::names::valid_agent_name(&agent) {
             return Err(format!(
@@ -230,6 +267,7 @@ impl Plan {
             path,
             telegram,
             slack,
+            others,
             agent,
             tier: args.tier.clone().unwrap_or_else(|| "supervised".into()),
         })
@@ -418,11 +456,18 @@ fn chat_tables(p: &Plan) -> String {
             strings(&sl.approvers)
         ));
     }
-    if p.telegram.is_none() && p.slack.is_none() {
+    for o in &p.others {
+        let mut table = o.starter.table.to_string();
+        for (name, file) in &o.files {
+            table = table.replace(&format!("{{{name}}}"), &quoted(file));
+        }
+        s.push_str(&table);
+    }
+    if p.telegram.is_none() && p.slack.is_none() && p.others.is_empty() {
         s.push_str(
             "# No chat: owners decide with `gatebot pending` and `gatebot decide`. Add a\n\
-             # [telegram] or [slack] table later (`gatebot init --telegram` on a new file\n\
-             # shows one).\n",
+             # platform's table later (`gatebot init --telegram`, `--slack` or\n\
+             # `--with email` on a new file shows one).\n",
         );
     }
     s
@@ -535,6 +580,12 @@ fn next_steps(p: &Plan, places: &Places) -> Vec<String> {
             ));
         }
     }
+    for o in &p.others {
+        for ((_, what), (_, file)) in o.starter.secrets.iter().zip(&o.files) {
+            steps.push(put(what, &p.token_path(file, places)));
+        }
+        steps.push(o.starter.fill_in.to_string());
+    }
     if system {
         steps.push(format!(
             "Give the file to gatebot's group and install the service (README, \"Running as \
@@ -585,6 +636,14 @@ fn ask(
     };
     ask_telegram(&mut q, &mut args, &default_file)?;
     ask_slack(&mut q, &mut args, &default_file)?;
+    for starter in STARTERS {
+        let on = args.with.iter().any(|k| k == starter.key);
+        let wanted = q.yes_no(starter.question, on)?;
+        args.with.retain(|k| k != starter.key);
+        if wanted {
+            args.with.push(starter.key.to_string());
+        }
+    }
     loop {
         let agent = q.text(
             "The agent's name (what its hook sends)",
@@ -813,9 +872,12 @@ mod tests {
     #[test]
     fn the_questions_fill_in_what_the_flags_left_open() {
         let root = Path::new("/r");
-        let mut input =
-            "\nmaybe\ny\n\n42 x\n42, 43\nn\nbad name!\nmy-agent\nsemi\nsemi_autonomous\n"
-                .as_bytes();
+        // Enter (no) for every platform after Slack.
+        let input = format!(
+            "\nmaybe\ny\n\n42 x\n42, 43\nn\n{}bad name!\nmy-agent\nsemi\nsemi_autonomous\n",
+            "\n".repeat(STARTERS.len())
+        );
+        let mut input = input.as_bytes();
         let mut out = Vec::new();
         let args = ask(InitArgs::default(), &places(root), &mut input, &mut out).unwrap();
         let out = String::from_utf8(out).unwrap();
@@ -844,6 +906,7 @@ mod tests {
             })
         );
         assert_eq!(p.slack, None);
+        assert_eq!(p.others, []);
         assert_eq!(
             (p.agent.as_str(), p.tier.as_str()),
             ("my-agent", "semi_autonomous")
@@ -859,5 +922,71 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("nothing was written"), "{e}");
+    }
+
+    #[test]
+    fn every_other_platform_is_written_with_its_secrets_in_files_the_service_loads() {
+        let root = Path::new("/r");
+        let every: Vec<String> = STARTERS.iter().map(|s| s.key.to_string()).collect();
+        let args = InitArgs {
+            system: true,
+            with: every.clone(),
+            ..InitArgs::default()
+        };
+        let p = Plan::resolve(&args, None, &places(root)).unwrap();
+        let text = render(&p);
+        let unit = include_str!("../../../systemd/gatebot.service");
+        let steps = next_steps(&p, &places(root)).join("\n");
+        for starter in STARTERS {
+            assert!(text.contains(&format!("\n[{}]\n", starter.key)), "{text}");
+            assert!(steps.contains(starter.fill_in), "{steps}");
+            for (name, what) in starter.secrets {
+                assert!(
+                    text.contains(&format!("\"${{CREDENTIALS_DIRECTORY}}/{name}\"")),
+                    "{name}: {text}"
+                );
+                assert!(
+                    unit.contains(&format!("LoadCredential={name}:/etc/gatebot/{name}\n"))
+                        && unit.contains(&format!("SetCredential={name}:\\n\n")),
+                    "systemd/gatebot.service loads {name}"
+                );
+                assert!(steps.contains(what), "{steps}");
+            }
+        }
+        let placeholder = regex::Regex::new(r"\{[a-z-]+\}").unwrap();
+        assert!(
+            !placeholder.is_match(&text),
+            "every placeholder filled: {text}"
+        );
+        assert!(!text.contains("No chat"), "{text}");
+        // The file is TOML, and every key in it is one the platforms' tables know:
+        // check-config finds only what the steps leave to fill in, never an unknown key.
+        let errors = Config::check_text(&text, &p.path).unwrap_err();
+        for e in &errors {
+            let said = e.to_string();
+            assert!(!said.contains("unknown field"), "{said}");
+        }
+
+        let user = Plan::resolve(
+            &InitArgs {
+                with: vec!["sms".into(), "sms".into()],
+                ..InitArgs::default()
+            },
+            None,
+            &places(root),
+        )
+        .unwrap();
+        assert_eq!(user.others.len(), 1);
+        assert!(render(&user).contains("auth_token_file = \"twilio-auth-token\"\n"));
+        let e = Plan::resolve(
+            &InitArgs {
+                with: vec!["pigeon".into()],
+                ..InitArgs::default()
+            },
+            None,
+            &places(root),
+        )
+        .unwrap_err();
+        assert!(e.contains("`pigeon`") && e.contains("email, sms"), "{e}");
     }
 }
