@@ -30,7 +30,7 @@
 //! The daemon:
 //! - [`config`]: `bot.toml`, validated with key paths and lines; a module per section,
 //!   each chat platform's table among them (`config::telegram`, `config::slack`,
-//!   `config::sms`, `config::whatsapp`).
+//!   `config::sms`, `config::whatsapp`, `config::discord`).
 //! - [`settings`]: what reading any table of `bot.toml` takes (the error naming a key
 //!   and its line, secrets, paths, ranges), shared by `config`'s sections and the
 //!   platforms' tables; it uses neither.
@@ -56,9 +56,10 @@
 //!   step-up confirm page, live updates from the engine's bus.
 //! - [`email`]: prompts by e-mail, a platform with no inbound side: a mail per card
 //!   with a single-use sign-in link into the dashboard, where the person answers.
-//! - [`telegram`], [`slack`], [`sms`]: platform adapters: rendering cards, translating
-//!   updates; each platform's settings (in `config`) describe it
-//!   ([`settings::PlatformSettings`]). `sms` sends through a gateway trait (Twilio first).
+//! - [`telegram`], [`slack`], [`sms`], [`discord`]: platform adapters: rendering cards,
+//!   translating updates; each platform's settings (in `config`) describe it
+//!   ([`settings::PlatformSettings`]). `sms` sends through a gateway trait (Twilio first);
+//!   `discord` is a bot on the Gateway (twilight), with no public URL.
 //! - [`whatsapp`]: the WhatsApp Cloud API adapter: interactive cards with reply buttons
 //!   within the 24-hour window, the approved template outside it, signed webhooks.
 //! - [`platforms`]: the registry, the one list that names the adapters; the daemon
@@ -93,6 +94,7 @@ pub mod config;
 pub mod daemon;
 pub mod dashboard;
 pub mod diff;
+pub mod discord;
 pub mod email;
 pub mod engine;
 pub mod factor;

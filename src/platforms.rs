@@ -36,6 +36,7 @@ pub fn configured(
         start.on(crate::email::run),
         start.on(crate::sms::run),
         start.on(crate::whatsapp::run),
+        start.on(crate::discord::run),
     ]
     .into_iter()
     .flatten()
@@ -84,11 +85,16 @@ mod tests {
                    auth_token = \"t\"\nfrom = \"+15005550006\"\n\
                    approvers = [\"+15551234567\"]\napi_url = \"http://127.0.0.1:9\"\n\
                    [whatsapp]\nphone_number_id = \"106540352242922\"\naccess_token = \"t\"\n\
-                   approvers = [\"+15551234567\"]\napi_url = \"http://127.0.0.1:9\"\n";
+                   approvers = [\"+15551234567\"]\napi_url = \"http://127.0.0.1:9\"\n\
+                   [discord]\nbot_token = \"d\"\nchannels = [\"2\"]\napprovers = [\"1\"]\n\
+                   api_url = \"http://127.0.0.1:9\"\ngateway_url = \"ws://127.0.0.1:9\"\n";
         let dir = tempfile::tempdir().unwrap();
         let config = Config::parse(raw, &dir.path().join("bot.toml")).unwrap();
         let on: Vec<&str> = config.platforms.iter().map(|p| p.key()).collect();
-        assert_eq!(on, ["telegram", "slack", "email", "sms", "whatsapp"]);
+        assert_eq!(
+            on,
+            ["telegram", "slack", "email", "sms", "whatsapp", "discord"]
+        );
         let engine = Engine::open(config.clone()).await.unwrap();
         let stop = CancellationToken::new();
         let started: Vec<PlatformId> = configured(&config, &engine, &stop)
@@ -102,7 +108,8 @@ mod tests {
                 crate::slack::PLATFORM,
                 crate::email::platform::PLATFORM,
                 crate::sms::PLATFORM,
-                crate::whatsapp::PLATFORM
+                crate::whatsapp::PLATFORM,
+                crate::discord::PLATFORM
             ]
         );
         let none = Config::parse("", Path::new("/nonexistent/bot.toml")).unwrap();

@@ -20,7 +20,10 @@ pub fn init(format: LogFormat, level: &str) {
         .unwrap_or_else(|_| EnvFilter::new("info"))
         // reqwest logs request URLs at debug level, and Telegram's URLs contain the
         // bot token (`/bot<TOKEN>/`): never let those lines through.
-        .add_directive("reqwest=info".parse().expect("valid directive"));
+        .add_directive("reqwest=info".parse().expect("valid directive"))
+        // twilight-http logs request URLs at debug level too, and an interaction's
+        // callback and follow-up URLs carry its token.
+        .add_directive("twilight_http=info".parse().expect("valid directive"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(colour(

@@ -291,6 +291,7 @@ pub(super) struct FileConfig {
     pub(super) email: Option<super::email::FileEmail>,
     pub(super) sms: Option<FileSms>,
     pub(super) whatsapp: Option<super::whatsapp::FileWhatsApp>,
+    pub(super) discord: Option<super::discord::FileDiscord>,
     pub(super) inbox: Option<FileInbox>,
     pub(super) workflow: FileWorkflow,
     pub(super) limits: FileLimits,
@@ -308,6 +309,7 @@ pub const STARTERS: &[&crate::settings::Starter] = &[
     &super::email::STARTER,
     &super::sms::STARTER,
     &super::whatsapp::STARTER,
+    &super::discord::STARTER,
 ];
 
 impl FileConfig {
@@ -325,6 +327,7 @@ impl FileConfig {
             resolve_table(self.email.take(), r, notes, errors),
             resolve_table(self.sms.take(), r, notes, errors),
             resolve_table(self.whatsapp.take(), r, notes, errors),
+            resolve_table(self.discord.take(), r, notes, errors),
         ]
         .into_iter()
         .flatten()

@@ -35,6 +35,7 @@
 mod agents;
 mod budgets;
 pub mod dashboard;
+pub mod discord;
 pub mod email;
 pub(crate) mod file;
 pub mod inbox;

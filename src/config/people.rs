@@ -9,6 +9,7 @@
 //! unix = "alice"          # the local account (or SUDO_USER) on the control socket
 //! email = "alice@example.com"
 //! phone = "+15551234567"  # E.164: SMS and WhatsApp
+//! discord = "123456789012345678"  # a Discord user id
 //! ```
 //!
 //! Who may decide is still each platform's `approvers` list; an identity no table names
@@ -61,6 +62,7 @@ pub(crate) struct FilePerson {
     unix: Option<String>,
     email: Option<String>,
     phone: Option<String>,
+    discord: Option<String>,
 }
 
 impl Resolve<'_> {
@@ -100,6 +102,12 @@ impl Resolve<'_> {
                     p.phone,
                     "a phone number in international form, like +15551234567",
                     &["sms", "whatsapp"],
+                ),
+                (
+                    "discord",
+                    p.discord,
+                    "a Discord user id (digits, like \"123456789012345678\")",
+                    &["discord"],
                 ),
             ];
             for (key, id, what, surfaces) in identities {
@@ -151,6 +159,7 @@ fn valid_identity(surface: &str, id: &str) -> bool {
         "telegram" => id.parse::<i64>().is_ok_and(|n| n > 0),
         "slack" => valid_slack_id(id),
         "phone" => crate::settings::is_e164(id),
+        "discord" => super::discord::is_snowflake(id),
         "unix" => crate::peer::check_sudo_user(id).is_ok(),
         "email" => {
             id.len() <= 254
@@ -171,11 +180,13 @@ mod tests {
     fn one_person_is_found_by_each_of_their_identities() {
         let c = parse(
             "[people.alice]\ntelegram = 111\nslack = \"U0AAA\"\nunix = \"alice\"\n\
-             email = \"alice@example.com\"\nphone = \"+15551234567\"\n\n\
+             email = \"alice@example.com\"\nphone = \"+15551234567\"\n\
+             discord = \"123456789012345678\"\n\n\
              [people.bob]\nunix = \"bob\"\n",
         )
         .unwrap();
         let p = &c.people;
+        assert_eq!(p.named("discord", "123456789012345678"), Some("alice"));
         assert_eq!(p.named("telegram", "111"), Some("alice"));
         assert_eq!(p.named("slack", "U0AAA"), Some("alice"));
         assert_eq!(p.named("unix", "alice"), Some("alice"));

@@ -302,9 +302,10 @@ impl TestApp {
 }
 
 /// What the log capture records: everything at debug, as `[log] level = "debug"` does,
-/// so a token in any library's debug line shows. reqwest is capped at info as the
-/// daemon caps it (`telemetry::init`): it logs Telegram's URLs, token included.
-const LOG_FILTER: &str = "debug,reqwest=info";
+/// so a token in any library's debug line shows. reqwest and twilight_http are capped at
+/// info as the daemon caps them (`telemetry::init`): they log request URLs, Telegram's
+/// bot token and Discord's interaction tokens included.
+const LOG_FILTER: &str = "debug,reqwest=info,twilight_http=info";
 
 /// Everything logged since the capture was installed, by every test in this binary.
 static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());

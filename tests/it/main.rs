@@ -1,6 +1,7 @@
 //! Integration tests: one binary so the crate links once.
 //! The daemon runs in-process (`helpers::spawn_app`) or as the real binary (`cli`).
-//! Chat channels run against fakes on loopback (`fake_telegram`, `fake_slack`), the
+//! Chat channels run against fakes on loopback (`fake_telegram`, `fake_slack`,
+//! `fake_twilio`, `fake_discord`), the
 //! inbox's model classifier against `fake_model`.
 //! Whatever happens in the background is waited for with `helpers::eventually`.
 //! The in-process daemons' logs are recorded (`helpers::log_text`, to check no token
@@ -23,10 +24,12 @@ mod dashboard_history;
 mod dashboard_runs;
 mod dashboard_system;
 mod dashboard_tasks;
+mod discord;
 mod discovery;
 mod durations;
 mod email;
 mod failure;
+mod fake_discord;
 mod fake_model;
 mod fake_slack;
 mod fake_smtp;

@@ -68,7 +68,8 @@ pub struct InitArgs {
     /// A Slack member id (U…) allowed to decide; repeat it for more.
     #[arg(long = "slack-approver", value_name = "ID")]
     pub slack_approvers: Vec<String>,
-    /// Also write this platform's table, its secrets in files it names: email, sms.
+    /// Also write this platform's table, its secrets in files it names: email, sms,
+    /// whatsapp, discord.
     /// Repeat it, or separate them with commas.
     #[arg(long = "with", value_name = "PLATFORM", value_delimiter = ',')]
     pub with: Vec<String>,
@@ -987,6 +988,9 @@ mod tests {
             &places(root),
         )
         .unwrap_err();
-        assert!(e.contains("`pigeon`") && e.contains("email, sms"), "{e}");
+        assert!(
+            e.contains("`pigeon`") && e.contains("email, sms, whatsapp, discord"),
+            "{e}"
+        );
     }
 }
