@@ -34,6 +34,12 @@ mod fake_slack;
 #[path = "../tests/it/fake_twilio.rs"]
 mod fake_twilio;
 #[allow(dead_code)]
+#[path = "../tests/it/fake_whatsapp.rs"]
+mod fake_whatsapp;
+#[allow(dead_code)]
+#[path = "../tests/it/fake_discord.rs"]
+mod fake_discord;
+#[allow(dead_code)]
 #[path = "../tests/it/wait.rs"]
 mod helpers;
 
@@ -1059,6 +1065,35 @@ async fn platforms() {
     let base = format!("http://{}", twilio.api);
     to_prompt("SMS (Twilio)", &run, &base, |short| {
         !twilio.sent_to(fake_twilio::OWNER, short).is_empty()
+    })
+    .await;
+    run.stop.send(()).unwrap();
+    run.task.await.unwrap().unwrap();
+
+    // WhatsApp: within the owner's 24-hour window (they wrote first), so a card goes.
+    let whatsapp = fake_whatsapp::FakeWhatsApp::start().await;
+    let run = spawn(&format!("{agents}{}", whatsapp.config())).await;
+    let owner = fake_whatsapp::OWNER;
+    assert_eq!(whatsapp.text(owner, "/help").await, 200);
+    let since = Instant::now();
+    while !whatsapp.sent().iter().any(|s| s.to == owner) {
+        still_waiting(since, "gatebot's answer at the fake WhatsApp");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let base = format!("http://{}", whatsapp.api);
+    to_prompt("WhatsApp", &run, &base, |short| {
+        !whatsapp.sent_to(owner, short).is_empty()
+    })
+    .await;
+    run.stop.send(()).unwrap();
+    run.task.await.unwrap().unwrap();
+
+    let discord = fake_discord::FakeDiscord::start().await;
+    let run = spawn(&format!("{agents}{}", discord.config())).await;
+    discord.ready().await;
+    let base = format!("http://{}", discord.api);
+    to_prompt("Discord", &run, &base, |short| {
+        !discord.posted(fake_discord::CHANNEL, short).is_empty()
     })
     .await;
     run.stop.send(()).unwrap();
