@@ -28,6 +28,9 @@ mod fake_smtp;
 
 // The other platforms' fakes, and the waits they use (the tests' `helpers` has them).
 #[allow(dead_code)]
+#[path = "../tests/it/fake_discord.rs"]
+mod fake_discord;
+#[allow(dead_code)]
 #[path = "../tests/it/fake_slack.rs"]
 mod fake_slack;
 #[allow(dead_code)]
@@ -36,9 +39,6 @@ mod fake_twilio;
 #[allow(dead_code)]
 #[path = "../tests/it/fake_whatsapp.rs"]
 mod fake_whatsapp;
-#[allow(dead_code)]
-#[path = "../tests/it/fake_discord.rs"]
-mod fake_discord;
 #[allow(dead_code)]
 #[path = "../tests/it/wait.rs"]
 mod helpers;

@@ -184,6 +184,31 @@ impl ChatState {
             .await
     }
 
+    /// Takes the outcome reply of card `message` on a platform that cannot edit
+    /// (WhatsApp): `true` the first time. From then on it is never sent again unless
+    /// [`ChatState::put_back_outcome`] returns it.
+    pub async fn take_outcome(
+        &self,
+        platform: &PlatformId,
+        chat: &str,
+        message: &str,
+    ) -> Result<bool> {
+        let (p, c, m) = (platform.to_string(), chat.to_string(), message.to_string());
+        self.run(move |s| s.take_outcome(&p, &c, &m, now_ms()))
+            .await
+    }
+
+    /// Returns a taken outcome reply the platform refused without sending it.
+    pub async fn put_back_outcome(
+        &self,
+        platform: &PlatformId,
+        chat: &str,
+        message: &str,
+    ) -> Result<()> {
+        let (p, c, m) = (platform.to_string(), chat.to_string(), message.to_string());
+        self.run(move |s| s.put_back_outcome(&p, &c, &m)).await
+    }
+
     /// The home chats on `platform` of subjects that need work.
     pub async fn home_chats(&self, platform: &PlatformId) -> Result<Vec<String>> {
         let p = platform.to_string();

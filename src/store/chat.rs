@@ -360,6 +360,37 @@ impl Store {
         Ok(())
     }
 
+    /// Takes the outcome reply of the card `message` in `chat` on `platform` (one that
+    /// cannot edit) to send it now: `true` the first time, `false` once taken (sent, or
+    /// in flight when gatebot stopped) or when no card is that message.
+    pub fn take_outcome(
+        &self,
+        platform: &str,
+        chat: &str,
+        message: &str,
+        now: i64,
+    ) -> Result<bool> {
+        let taken = self
+            .lock()
+            .prepare_cached(
+                "UPDATE cards SET outcome_at = ?4 \
+                 WHERE platform = ?1 AND chat = ?2 AND message = ?3 AND outcome_at IS NULL",
+            )?
+            .execute(params![platform, chat, message, now])?;
+        Ok(taken > 0)
+    }
+
+    /// Returns a taken outcome reply the platform did not send, to be sent later.
+    pub fn put_back_outcome(&self, platform: &str, chat: &str, message: &str) -> Result<()> {
+        self.lock()
+            .prepare_cached(
+                "UPDATE cards SET outcome_at = NULL \
+                 WHERE platform = ?1 AND chat = ?2 AND message = ?3",
+            )?
+            .execute(params![platform, chat, message])?;
+        Ok(())
+    }
+
     /// Records that the message showing `subject` in `chat` now shows `revision`.
     pub fn card_drawn(
         &self,
@@ -894,6 +925,43 @@ mod tests {
         // Settled, never shown in chat 2: nothing to do there.
         assert!(s.chat_backlog(TG, "2", true).unwrap().is_empty());
         assert_eq!(s.subject(&a).unwrap().map(|(_, open)| open), Some(false));
+    }
+
+    #[test]
+    fn a_cards_outcome_is_taken_once_and_put_back_only_when_nothing_was_sent() {
+        let s = Store::open_in_memory().unwrap();
+        let a = pending(&s, "t", RiskScore::High);
+        let ids = vec![a.clone()];
+        s.begin_post(
+            "whatsapp",
+            "+1",
+            &at(&ids, "pending"),
+            ShownBy::Card,
+            None,
+            2,
+        )
+        .unwrap();
+        s.finish_post("whatsapp", "+1", &ids, ShownBy::Card, "wamid.1", 3)
+            .unwrap();
+        assert!(
+            !s.take_outcome("whatsapp", "+1", "wamid.2", 4).unwrap(),
+            "no such card"
+        );
+        assert!(
+            !s.take_outcome("whatsapp", "+2", "wamid.1", 4).unwrap(),
+            "another chat"
+        );
+        assert!(s.take_outcome("whatsapp", "+1", "wamid.1", 4).unwrap());
+        assert!(
+            !s.take_outcome("whatsapp", "+1", "wamid.1", 5).unwrap(),
+            "once"
+        );
+        s.put_back_outcome("whatsapp", "+1", "wamid.1").unwrap();
+        assert!(s.take_outcome("whatsapp", "+1", "wamid.1", 6).unwrap());
+        // Redrawing the card (a later revision) does not give it back.
+        decide(&s, &a, Verb::Approve);
+        s.card_drawn(&a, "whatsapp", "+1", "approved").unwrap();
+        assert!(!s.take_outcome("whatsapp", "+1", "wamid.1", 7).unwrap());
     }
 
     #[test]

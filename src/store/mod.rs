@@ -157,6 +157,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0024_factors.sql")),
         M::up(include_str!("../../migrations/0025_chat_batches.sql")),
         M::up(include_str!("../../migrations/0026_contacts.sql")),
+        M::up(include_str!("../../migrations/0027_card_outcomes.sql")),
     ])
 }
 

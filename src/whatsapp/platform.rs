@@ -8,12 +8,12 @@
 //!    [`payload`]; a digest's carry "show pending"). Its message id is the card's.
 //! 2. A message cannot be edited. Delivery edits a card when its subject changes: while
 //!    the subject is open nothing is sent; once it shows an outcome, the outcome goes
-//!    as a reply to the card (`context.message_id`), once per card: whether it went is
-//!    kept in the database (the contacts store, under [`OUTCOMES`] and the card's
-//!    message id), so a later change (an approved request that ran) or a restart does
-//!    not send it again. It is marked after WhatsApp took it, so a crash between the
-//!    two may send it twice, the window every post has. Outside the window the outcome
-//!    is not sent: the person decided elsewhere, and the dashboard shows it.
+//!    as a reply to the card (`context.message_id`), once per card: it is taken in the
+//!    database just before it is sent (`ChatState::take_outcome`, on the card's row), so
+//!    a later change (an approved request that ran) or a restart never sends it again;
+//!    it is put back only when WhatsApp said it sent nothing (a crash in between loses
+//!    it, as a reminder would be). Outside the window the outcome is not sent: the
+//!    person decided elsewhere, and the dashboard shows it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,8 +35,6 @@ use crate::subject::{SubjectKind, Thread};
 pub const WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
 /// Kept back from the window, so a message is not sent at its very edge.
 const WINDOW_MARGIN: Duration = Duration::from_secs(60);
-/// Where the outcome replies already sent are noted, by the card's message id.
-pub const OUTCOMES: PlatformId = PlatformId::new("whatsapp-outcomes");
 /// What a template's "show" names for a message of no one subject (a digest): the
 /// `/pending` list.
 pub const PENDING: &str = "pending";
@@ -160,24 +158,6 @@ impl WhatsApp {
         );
         self.graph.send(message).await.map_err(|r| r.error)
     }
-
-    /// Whether the outcome of the card `message` was sent already.
-    async fn outcome_sent(&self, message: &str) -> Result<bool, SendError> {
-        let c = self
-            .engine
-            .chat()
-            .contact(&OUTCOMES, message)
-            .await
-            .map_err(|e| SendError::Transient(format!("database: {e}")))?;
-        Ok(c.last_inbound_at.is_some())
-    }
-
-    /// Notes that the outcome of the card `message` went.
-    async fn outcome_went(&self, message: &str) {
-        if let Err(e) = self.engine.chat().heard(&OUTCOMES, message, message).await {
-            warn!(message, error = %e, "whatsapp: cannot note that an outcome was sent; it may be sent again");
-        }
-    }
 }
 
 /// Whether a person who last wrote at `last` (ms) can get a free-form message at `now`.
@@ -235,9 +215,6 @@ impl Platform for WhatsApp {
         let Some(text) = render::outcome(card) else {
             return Ok(());
         };
-        if self.outcome_sent(message).await? {
-            return Ok(());
-        }
         if !self.window_open(chat).await? {
             info!(
                 chat,
@@ -245,19 +222,30 @@ impl Platform for WhatsApp {
             );
             return Ok(());
         }
+        let chats = self.engine.chat();
+        let database =
+            |e: crate::engine::EngineError| SendError::Transient(format!("database: {e}"));
+        if !chats
+            .take_outcome(&PLATFORM, chat, message)
+            .await
+            .map_err(database)?
+        {
+            return Ok(());
+        }
         let json = message_json(chat, &Message::Text { body: text }, Some(message));
         match self.graph.send(json).await {
-            Ok(_) => {
-                self.outcome_went(message).await;
-                Ok(())
-            }
+            Ok(_) => Ok(()),
+            // Nothing was sent: send it when delivery tries again.
             Err(Refused {
-                error: SendError::Unknown(e),
+                error: error @ (SendError::Transient(_) | SendError::RetryAfter(_)),
                 ..
             }) => {
-                self.outcome_went(message).await;
-                Err(SendError::Unknown(e))
+                if let Err(e) = chats.put_back_outcome(&PLATFORM, chat, message).await {
+                    warn!(message, error = %e, "whatsapp: an outcome WhatsApp did not take cannot be kept for later; it is not sent");
+                }
+                Err(error)
             }
+            // Sent or maybe sent (Unknown), or never will be (Permanent): it stays taken.
             Err(r) => Err(r.error),
         }
     }
