@@ -2,7 +2,7 @@
 //! docs/performance.md explains each figure and records the latest run.
 //!
 //! Sections (run one with `cargo bench -- NAME`): policy, workflow, submit, budgets, chat,
-//! email, platforms, daemon, inbox, quotas, dashboard, teams.
+//! email, platforms, views, daemon, inbox, quotas, dashboard, teams.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -74,6 +74,9 @@ fn main() {
     }
     if wants("platforms") {
         rt.block_on(platforms());
+    }
+    if wants("views") {
+        rt.block_on(views());
     }
     if wants("daemon") {
         rt.block_on(daemon());
@@ -1096,6 +1099,90 @@ async fn platforms() {
         !discord.posted(fake_discord::CHANNEL, short).is_empty()
     })
     .await;
+    run.stop.send(()).unwrap();
+    run.task.await.unwrap().unwrap();
+}
+
+/// Submits while owners read: an agent with 1 000 000 requests behind it, and its trust
+/// view (`gatebot agent NAME`: evidence over every row) read by 4 owners in a loop, while
+/// another agent submits one request at a time. Views read on connections of their own,
+/// so the submits' latency should be that of submits alone, taken first in the same run.
+async fn views() {
+    println!("\n## submits while owners read an agent's evidence over 1 000 000 requests");
+    let config = "[tools]\nquery_org_data = \"read-only\"\n\
+                  [agents.bench]\ntier = \"semi_autonomous\"\n[agents.busy]\ntier = \"supervised\"\n";
+    let run = spawn(config).await;
+    let dir = run._dir.path().to_path_buf();
+    let db = rusqlite::Connection::open(dir.join("gatebot.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(60)).unwrap();
+    let t = Instant::now();
+    db.execute_batch(
+        "BEGIN;
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+         INSERT INTO approvals (id, short_id, agent, tool, args, status, risk_score, tool_class,
+             risk_factors, policy_reason, ttl_ms, created_at, expires_at)
+         SELECT printf('01VIEWS%019d', i), printf('v%07d', i), 'busy', 'send_email', '{}',
+             CASE i % 4 WHEN 0 THEN 'approved' WHEN 1 THEN 'rejected' ELSE 'succeeded' END,
+             'high', 'destructive', '[]', 'bench', 86400000,
+             CAST(strftime('%s','now') AS INTEGER) * 1000 - i,
+             CAST(strftime('%s','now') AS INTEGER) * 1000 - i + 86400000
+         FROM n;
+         COMMIT;",
+    )
+    .unwrap();
+    drop(db);
+    println!("1 000 000 requests of `busy` written in {:.1?}", t.elapsed());
+    let owner = Client::new(dir.join("gatebot-control.sock"));
+    let t = Instant::now();
+    let view = owner.get("/v1/agents/busy/trust").await.unwrap();
+    assert!(view.status.is_success(), "{:?}", view.body);
+    println!("one `agent busy` view: {:>9.2?}", t.elapsed());
+
+    let agent = Client::new(&run.agent);
+    let submits = async |label: &str, n: usize| {
+        let mut lat = Vec::with_capacity(n);
+        for i in 0..n {
+            let body = json!({"agent": "bench", "tool": "query_org_data",
+                "args": {"q": format!("{label} {i}")}});
+            let t = Instant::now();
+            let res = agent.post("/v1/requests", &body).await.unwrap();
+            assert!(res.status.is_success());
+            lat.push(t.elapsed());
+        }
+        lat.sort();
+        lat
+    };
+    let alone = submits("alone", 400).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for _ in 0..4 {
+        let (owner, stop) = (owner.clone(), stop.clone());
+        readers.push(tokio::spawn(async move {
+            let mut views = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                owner.get("/v1/agents/busy/trust").await.unwrap();
+                views += 1;
+            }
+            views
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let read = submits("reading", 400).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut views = 0;
+    for r in readers {
+        views += r.await.unwrap();
+    }
+    let (a50, a99) = (percentile(&alone, 0.5), percentile(&alone, 0.99));
+    let (r50, r99) = (percentile(&read, 0.5), percentile(&read, 0.99));
+    println!("400 submits alone:                 p50 {a50:>9.2?}  p99 {a99:>9.2?}");
+    println!(
+        "400 submits, 4 owners viewing ({views} views): p50 {r50:>9.2?}  p99 {r99:>9.2?}  \
+         (ratio to alone: p50 {:.2}, p99 {:.2}; max {:>9.2?})",
+        r50.as_secs_f64() / a50.as_secs_f64(),
+        r99.as_secs_f64() / a99.as_secs_f64(),
+        read.last().copied().unwrap_or_default()
+    );
     run.stop.send(()).unwrap();
     run.task.await.unwrap().unwrap();
 }
