@@ -182,6 +182,12 @@ impl PlatformTable for FileSms {
                 "messaging_service_sid",
                 "set either from or messaging_service_sid, not both",
             )),
+            (Some(f), None) if f.trim().is_empty() => errors.push(r.error(
+                "sms",
+                "from",
+                "set the Twilio number prompts are sent from, in E.164 form like \"+15005550006\" \
+                 (or a messaging_service_sid instead)",
+            )),
             (Some(f), None) if !is_e164(f) => errors.push(r.error(
                 "sms",
                 "from",
@@ -274,6 +280,13 @@ mod tests {
         let base = format!("[sms]\naccount_sid = \"{SID}\"\nauth_token = \"t\"\n");
         let e = parse(&format!("{base}approvers = [\"+15551234567\"]\n")).unwrap_err();
         assert_eq!(e.key, "sms.from");
+        // As `gatebot init --with sms` leaves it: said as what to set, not as "`` is not".
+        let e = parse(&format!(
+            "{base}from = \"\"\napprovers = [\"+15551234567\"]\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "sms.from");
+        assert!(e.message.starts_with("set the Twilio number"), "{e}");
         let e = parse(&format!(
             "{base}from = \"+15005550006\"\napprovers = [\"5551234567\"]\n"
         ))
