@@ -61,7 +61,7 @@ impl DiscordApi {
     /// A client for `config.api_url`: Discord's own, or (tests, a self-hosted proxy) any
     /// other host, over plain `http://` where the URL says so.
     pub fn new(config: &DiscordConfig, metrics: Arc<Metrics>) -> DiscordApi {
-        crate::slack::api::install_crypto_provider();
+        crate::https::install_crypto_provider();
         let mut builder = Client::builder()
             .token(config.bot_token.expose().to_string())
             .ratelimiter(None)

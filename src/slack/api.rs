@@ -61,7 +61,6 @@ impl SlackApi {
     /// A client for `config.api_url`. Plain `http://` is accepted (self-hosted proxies,
     /// tests); Slack itself is `https://`.
     pub fn new(config: &SlackConfig) -> anyhow::Result<SlackApi> {
-        install_crypto_provider();
         let https = crate::https::connector()?;
         let connector = SlackClientHyperConnector::with_connector(https)
             .with_slack_api_url(config.api_url.trim_end_matches('/'));
@@ -241,11 +240,4 @@ impl SlackApi {
         let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
         crate::secret::scrub(s, &secrets)
     }
-}
-
-/// rustls needs exactly one process-wide CryptoProvider, and both ring and aws-lc-rs are
-/// linked in (by different dependencies), so it cannot pick one itself. Installing fails
-/// harmlessly if another channel already installed one.
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
 }

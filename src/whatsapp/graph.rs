@@ -79,12 +79,7 @@ pub struct Graph {
 impl Graph {
     /// A client for `config.api_url`. Plain `http://` is accepted (tests).
     pub fn new(config: &WhatsAppConfig, metrics: Arc<Metrics>) -> anyhow::Result<Graph> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()?
-            .https_or_http()
-            .enable_http1()
-            .build();
+        let https = crate::https::connector()?;
         Ok(Graph {
             client: Client::builder(TokioExecutor::new()).build(https),
             url: format!(
