@@ -680,6 +680,24 @@ fn raw_sqlite_inserts(dir: &Path, n: usize) -> f64 {
     n as f64 / start.elapsed().as_secs_f64()
 }
 
+/// `n` allowed requests written by the store one per commit, as a lone agent's submits
+/// are: requests per second.
+fn store_inserts(dir: &Path, n: usize) -> f64 {
+    use gatebot::approval::Status;
+    use gatebot::bench_internals::{NewApproval, Store};
+    let store = Store::open(&dir.join("store.db")).unwrap();
+    let start = Instant::now();
+    for i in 0..n {
+        let mut new = NewApproval::sample("bench", "query_org_data", None);
+        new.status = Status::Allowed;
+        new.ttl_ms = None;
+        new.asked.args = json!({"q": format!("contacts in Berlin {i}")});
+        new.created_at = gatebot::time::now_ms();
+        store.insert(&new).unwrap();
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
 /// `agents` agents submitting `per_agent` allowed calls each (declaring `cost`, if
 /// given) to `run`: the rate, p50 and p99.
 async fn submit_load(
@@ -769,6 +787,18 @@ async fn submit() {
     .await
     .unwrap();
     println!("raw SQLite, one INSERT per commit, same disk and settings: {raw:>8.0} inserts/s");
+    // What the store alone costs a request (its row and two audit rows, one commit per
+    // request, no socket, HTTP or policy): how much of a lone agent's submit is SQLite's.
+    let store = tokio::task::spawn_blocking({
+        let p = dir.path().to_path_buf();
+        move || store_inserts(&p, 2_000)
+    })
+    .await
+    .unwrap();
+    println!(
+        "the store alone, one request per commit:                  {store:>8.0} requests/s (ratio to raw {:.2})",
+        store / raw
+    );
     for agents in [1usize, 8, 64] {
         let run = spawn(
             "[tools]\nquery_org_data = \"read-only\"\n[agents.bench]\ntier = \"semi_autonomous\"\n",
