@@ -16,7 +16,7 @@ use super::{Result, Store, StoreError};
 use crate::approval::{Approval, Status, Via};
 use crate::policy::{RiskScore, Tier};
 use crate::subject::SubjectKind;
-use crate::trust::evidence::{Counts, Measures};
+use crate::trust::evidence::Measures;
 use crate::trust::grants::OfferRow;
 use crate::trust::{
     Actor, Direction, Grant, GrantAsk, Pause, Proposal, ProposalStatus, Scope, TierOverride,
@@ -816,66 +816,6 @@ impl Store {
         .transpose()
     }
 
-    /// Counts `agent`'s requests created at or after `since` (see
-    /// [`crate::trust::evidence`] for what each count means); `ask_human` is the
-    /// agent's threshold for `low_confidence`.
-    pub fn evidence(&self, agent: &str, ask_human: f64, since: i64) -> Result<Counts> {
-        // `ttl_ms` is set exactly for requests that asked a human: the engine gives a
-        // deadline only to pending ones. `grant_id` is set exactly for requests an
-        // owner's grant let through. An agent's report counts only on those two kinds:
-        // on a call nobody was asked about it is the agent's own word.
-        const SQL: &str = "SELECT COUNT(*), \
-            COALESCE(SUM(ttl_ms IS NULL AND status IN ('allowed', 'executing', 'succeeded', 'failed')), 0), \
-            COALESCE(SUM(status = 'blocked'), 0), \
-            COALESCE(SUM(ttl_ms IS NOT NULL), 0), \
-            COALESCE(SUM(ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed')), 0), \
-            COALESCE(SUM(status = 'rejected'), 0), \
-            COALESCE(SUM(status = 'expired'), 0), \
-            COALESCE(SUM(status = 'cancelled'), 0), \
-            COALESCE(SUM(status = 'pending'), 0), \
-            COALESCE(SUM(status = 'succeeded'), 0), \
-            COALESCE(SUM(status = 'failed'), 0), \
-            COALESCE(SUM(confidence < ?2), 0), \
-            COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL), 0), \
-            COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'succeeded'), 0), \
-            COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'failed'), 0), \
-            COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NULL AND status IN ('succeeded', 'failed')), 0), \
-            COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected')) \
-                OR (ttl_ms IS NULL AND grant_id IS NOT NULL AND status IN ('succeeded', 'failed'))), 0), \
-            COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded')) \
-                OR (ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'succeeded')), 0) \
-            FROM approvals WHERE agent = ?1 AND created_at >= ?3";
-        let conn = self.read();
-        let counts =
-            conn.prepare_cached(SQL)?
-                .query_row(params![agent, ask_human, since], |r| {
-                    let n = |i: usize| -> rusqlite::Result<u64> {
-                        Ok(r.get::<_, i64>(i)?.max(0) as u64)
-                    };
-                    Ok(Counts {
-                        requests: n(0)?,
-                        allowed: n(1)?,
-                        blocked: n(2)?,
-                        asked: n(3)?,
-                        approved: n(4)?,
-                        denied: n(5)?,
-                        expired: n(6)?,
-                        cancelled: n(7)?,
-                        pending: n(8)?,
-                        succeeded: n(9)?,
-                        failed: n(10)?,
-                        low_confidence: n(11)?,
-                        granted: n(12)?,
-                        granted_succeeded: n(13)?,
-                        granted_failed: n(14)?,
-                        unvouched_reports: n(15)?,
-                        handled: n(16)?,
-                        positive: n(17)?,
-                    })
-                })?;
-        Ok(counts)
-    }
-
     /// `agent`'s latest `n` human decisions, newest first: `true` for a denial.
     pub fn latest_decisions(&self, agent: &str, n: usize) -> Result<Vec<bool>> {
         let conn = self.read();
@@ -1273,6 +1213,7 @@ mod tests {
     use crate::approval::Verb;
     use crate::store::tests::{decision, inserted, new};
     use crate::store::{Inserted, NewApproval, Transition};
+    use crate::trust::evidence::Counts;
 
     fn alice() -> Actor {
         Actor {
@@ -1622,6 +1563,8 @@ mod tests {
                     confidence: Some(0.1),
                     ..NewApproval::sample("m", "t", None).asked
                 },
+                // Below the agent's threshold when it was sent: the engine says so.
+                low_confidence: true,
                 ..NewApproval::sample("m", "t", None)
             },
         );
@@ -1658,7 +1601,8 @@ mod tests {
             },
         );
 
-        let n = s.evidence("m", 0.5, 0).unwrap();
+        let n = s.evidence("m", 0).unwrap();
+        assert_eq!(n, s.evidence_from_requests("m", 0).unwrap());
         assert_eq!(
             n,
             Counts {
@@ -1688,7 +1632,7 @@ mod tests {
             }
         );
         // The window counts from its start.
-        assert_eq!(s.evidence("m", 0.5, i64::MAX).unwrap(), Counts::default());
+        assert_eq!(s.evidence("m", i64::MAX).unwrap(), Counts::default());
         // Latest human decisions, newest first: the grant's approval, the denial, then
         // the approvals.
         assert_eq!(
@@ -1743,7 +1687,9 @@ mod tests {
             }
         }
         let s = Store::open(&path).unwrap();
-        let c = s.evidence("m", 0.0, 0).unwrap();
+        // What the engine does at its start in an upgraded database.
+        assert!(s.build_evidence(&|_| 0.5).unwrap().is_some());
+        let c = s.evidence("m", 0).unwrap();
         assert_eq!(
             (c.granted, c.granted_succeeded, c.granted_failed),
             (2, 1, 1)

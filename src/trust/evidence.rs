@@ -101,6 +101,94 @@ pub struct Measures {
     pub basis: Option<Basis>,
 }
 
+/// One agent whose summaries differed from its requests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Differed {
+    pub agent: String,
+    /// All time: what the summaries held, and what its requests say.
+    pub kept: Counts,
+    pub counted: Counts,
+    /// Its counts per hour differed (the rolling window and the dashboard's chart),
+    /// whether or not the all-time ones did.
+    pub hours: bool,
+}
+
+/// What counting every agent's evidence from its requests again found, and did
+/// (`gatebot agents recount`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recount {
+    /// Requests and agents counted again.
+    pub requests: u64,
+    pub agents: u64,
+    /// The agents whose summaries differed, by name.
+    pub differed: Vec<Differed>,
+    /// The summaries were rebuilt from the requests (only when something differed, and
+    /// not when only checking).
+    pub rebuilt: bool,
+}
+
+impl Counts {
+    /// Each figure as people call it, beside its value, in [`Counts::words`]' order.
+    fn named(&self) -> [(&'static str, u64); 18] {
+        [
+            ("requests", self.requests),
+            ("let through without asking a human", self.allowed),
+            ("let through by an owner's grant", self.granted),
+            ("blocked", self.blocked),
+            ("asked a human", self.asked),
+            ("approved", self.approved),
+            ("denied", self.denied),
+            ("expired", self.expired),
+            ("cancelled", self.cancelled),
+            ("pending", self.pending),
+            ("reported succeeded", self.succeeded),
+            ("reported failed", self.failed),
+            ("reported done under a grant", self.granted_succeeded),
+            ("reported failed under a grant", self.granted_failed),
+            (
+                "reports on calls nobody was asked about",
+                self.unvouched_reports,
+            ),
+            ("blocked for low confidence", self.low_confidence),
+            ("handled", self.handled),
+            ("went well", self.positive),
+        ]
+    }
+
+    /// The figures that differ from `counted`, in words: "denied: 3 kept, 4 counted
+    /// from its requests".
+    #[must_use]
+    pub fn differences(&self, counted: &Counts) -> Vec<String> {
+        self.named()
+            .into_iter()
+            .zip(counted.named())
+            .filter(|((_, kept), (_, counted))| kept != counted)
+            .map(|((what, kept), (_, counted))| {
+                format!("{what}: {kept} kept, {counted} counted from its requests")
+            })
+            .collect()
+    }
+}
+
+impl Differed {
+    /// What differed, in a line for people: the all-time figures that differ, and
+    /// whether the counts per hour (the rolling window, the dashboard's chart) did.
+    #[must_use]
+    pub fn words(&self) -> String {
+        let mut parts = self.kept.differences(&self.counted);
+        if self.hours {
+            parts.push(if parts.is_empty() {
+                "its counts per hour (the recent window and the dashboard's chart) differed \
+                 from its requests, its all-time figures did not"
+                    .to_string()
+            } else {
+                "its counts per hour differed too".to_string()
+            });
+        }
+        format!("{}: {}", self.agent, parts.join("; "))
+    }
+}
+
 fn rate(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
