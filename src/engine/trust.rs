@@ -650,3 +650,88 @@ fn called_for(view: &AgentView) -> Option<(Direction, Tier, String)> {
             .map(|to| (Direction::Promote, to, view.assessment.reason.clone())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use rusqlite::params;
+
+    use super::*;
+    use crate::approval::Asked;
+    use crate::engine::Submission;
+
+    /// A database from before the summaries: at the engine's start, each old request
+    /// is flagged by its agent's threshold in the config (a configured agent's own, a
+    /// stranger's by the unknown agents' rules); a new request is flagged by the
+    /// threshold the policy judged it by, and a later config does not move it.
+    #[tokio::test]
+    async fn low_confidence_is_the_threshold_in_force_when_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        {
+            let mut conn = rusqlite::Connection::open(&path).unwrap();
+            crate::store::migrations()
+                .to_version(&mut conn, 27)
+                .unwrap();
+            for (id, agent, confidence) in [
+                ("a1", "m", 0.6),
+                ("a2", "m", 0.9),
+                ("a3", "x", 0.6),
+                ("a4", "x", 0.3),
+            ] {
+                conn.execute(
+                    "INSERT INTO approvals (id, short_id, agent, tool, args, status, risk_score, \
+                     tool_class, risk_factors, policy_reason, confidence, created_at) \
+                     VALUES (?1, ?1, ?2, 't', '{}', 'blocked', 'low', 'read', '[]', 'x', ?3, 1)",
+                    params![id, agent, confidence],
+                )
+                .unwrap();
+            }
+        }
+        // `m` acts on 0.8 or more (minimal); a stranger is supervised, standard: 0.5.
+        let config = Config::parse(
+            "[policy]\nunknown_agents = \"supervised\"\n\
+             [agents.m]\ntier = \"supervised\"\nconfidence = \"minimal\"\n",
+            Path::new("/nonexistent/bot.toml"),
+        )
+        .unwrap();
+        let engine = Engine::new(Store::open(&path).unwrap(), config.clone());
+        let low = async |agent: &str| {
+            engine
+                .agent_view(agent)
+                .await
+                .unwrap()
+                .evidence
+                .all_time
+                .low_confidence
+        };
+        assert_eq!((low("m").await, low("x").await), (1, 1));
+        let unsure = |confidence: f64| Submission {
+            asked: Asked {
+                agent: "m".into(),
+                tool: "query_org_data".into(),
+                args: serde_json::json!({"q": confidence}),
+                confidence: Some(confidence),
+                ..Asked::default()
+            },
+            ttl: None,
+        };
+        let m = config.agent("m").unwrap();
+        let sent = engine.submit(unsure(0.7), &m).await.unwrap();
+        assert_eq!(sent.approval.status, crate::approval::Status::Blocked);
+        engine.submit(unsure(0.85), &m).await.unwrap();
+        assert_eq!(low("m").await, 2);
+        let recount = engine
+            .recount_evidence(
+                true,
+                Actor {
+                    name: "alice".into(),
+                    via: crate::approval::Via::Cli,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(recount.differed, []);
+    }
+}

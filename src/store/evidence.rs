@@ -369,7 +369,9 @@ mod tests {
 
     fn statuses(s: &Store) -> BTreeSet<String> {
         let conn = s.lock();
-        let mut stmt = conn.prepare("SELECT DISTINCT status FROM approvals").unwrap();
+        let mut stmt = conn
+            .prepare("SELECT DISTINCT status FROM approvals")
+            .unwrap();
         let rows = stmt.query_map([], |r| r.get(0)).unwrap();
         rows.collect::<std::result::Result<_, _>>().unwrap()
     }
@@ -431,12 +433,16 @@ mod tests {
                 }
                 5 | 6 => {
                     // Mostly a recent request: more of those still wait.
-                    let Some((id, _)) = rng.pick(&requests[requests.len().saturating_sub(8)..]).cloned() else {
+                    let Some((id, _)) = rng
+                        .pick(&requests[requests.len().saturating_sub(8)..])
+                        .cloned()
+                    else {
                         continue;
                     };
-                    let verb = [Verb::Approve, Verb::Deny, Verb::ApproveAlways]
-                        [rng.below(3) as usize];
-                    if let Transition::Done(a) = s.decide(&id, &decision(verb, "alice"), now).unwrap()
+                    let verb =
+                        [Verb::Approve, Verb::Deny, Verb::ApproveAlways][rng.below(3) as usize];
+                    if let Transition::Done(a) =
+                        s.decide(&id, &decision(verb, "alice"), now).unwrap()
                     {
                         if let Some(g) = s.grant_of_approval(&a.id).unwrap() {
                             grants.push((g.id, a.agent));
@@ -452,7 +458,10 @@ mod tests {
                     let _ = s.report(&id, to, None, now);
                 }
                 8 => {
-                    let Some((id, agent)) = rng.pick(&requests[requests.len().saturating_sub(8)..]).cloned() else {
+                    let Some((id, agent)) = rng
+                        .pick(&requests[requests.len().saturating_sub(8)..])
+                        .cloned()
+                    else {
                         continue;
                     };
                     if rng.below(2) == 0 {
@@ -478,7 +487,12 @@ mod tests {
             let all = s.evidence(agent, 0).unwrap();
             assert_eq!(all, s.evidence_from_requests(agent, 0).unwrap(), "{agent}");
             assert!(all.requests > 100 && all.low_confidence > 0 && all.granted > 0);
-            for since in [START + 1, START + 3 * HOUR_MS + 1234, now - 26 * HOUR_MS, now] {
+            for since in [
+                START + 1,
+                START + 3 * HOUR_MS + 1234,
+                now - 26 * HOUR_MS,
+                now,
+            ] {
                 let hour = since.div_euclid(HOUR_MS) * HOUR_MS;
                 assert_eq!(
                     s.evidence(agent, since).unwrap(),
@@ -522,7 +536,11 @@ mod tests {
     #[test]
     fn a_recount_finds_a_changed_summary_and_rebuilds_it() {
         let s = Store::open_in_memory().unwrap();
-        for (agent, verb) in [("m", Verb::Approve), ("m", Verb::Deny), ("n", Verb::Approve)] {
+        for (agent, verb) in [
+            ("m", Verb::Approve),
+            ("m", Verb::Deny),
+            ("n", Verb::Approve),
+        ] {
             let a = inserted(&s, &NewApproval::sample(agent, "t", Some(START)));
             s.decide(&a.id, &decision(verb, "alice"), 1).unwrap();
         }
@@ -549,7 +567,11 @@ mod tests {
             "n: its counts per hour (the recent window and the dashboard's chart) differed from \
              its requests, its all-time figures did not"
         );
-        assert_eq!(s.evidence("m", 0).unwrap().denied, 3, "a check changes nothing");
+        assert_eq!(
+            s.evidence("m", 0).unwrap().denied,
+            3,
+            "a check changes nothing"
+        );
 
         let fixed = s.recount_evidence(false, "alice", &Via::Cli, 6).unwrap();
         assert!(fixed.rebuilt);
@@ -632,17 +654,28 @@ mod tests {
         }
         let m = s.evidence("m", 0).unwrap();
         assert_eq!(
-            (m.requests, m.low_confidence, m.approved, m.denied, m.expired),
+            (
+                m.requests,
+                m.low_confidence,
+                m.approved,
+                m.denied,
+                m.expired
+            ),
             (5, 1, 1, 1, 1)
         );
         assert_eq!((m.granted, m.granted_succeeded, m.handled), (1, 1, 3));
         let st = s.evidence("s", 0).unwrap();
-        assert_eq!((st.requests, st.low_confidence, st.granted_failed), (3, 2, 1));
+        assert_eq!(
+            (st.requests, st.low_confidence, st.granted_failed),
+            (3, 2, 1)
+        );
         // New requests are counted as they are written, on top.
         inserted(&s, &NewApproval::sample("m", "t", Some(START)));
         assert_eq!(s.evidence("m", 0).unwrap().pending, 1);
         assert_eq!(
-            s.recount_evidence(true, "a", &Via::Cli, 1).unwrap().differed,
+            s.recount_evidence(true, "a", &Via::Cli, 1)
+                .unwrap()
+                .differed,
             []
         );
     }
