@@ -680,10 +680,13 @@ mod tests {
         );
     }
 
-    /// The agent's view reads indexes, never every request of the agent.
+    /// The agent's view reads indexes, never every request of the agent (the store
+    /// names them with INDEXED BY, which fails rather than scan).
     #[test]
     fn an_agents_view_reads_no_request_table_scan() {
         let s = Store::open_in_memory().unwrap();
+        assert_eq!(s.count_pending_of("m").unwrap(), 0);
+        assert_eq!(s.latest_decisions("m", 10).unwrap(), []);
         let conn = s.lock();
         for sql in [
             "SELECT status = 'rejected' FROM approvals WHERE agent = ?1 AND ttl_ms IS NOT NULL \

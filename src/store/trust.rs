@@ -538,7 +538,7 @@ impl Store {
 
     /// The owner's tier for `agent`, if one is set.
     pub fn tier_override(&self, agent: &str) -> Result<Option<TierOverride>> {
-        get_override(&self.lock(), agent)
+        get_override(&self.read(), agent)
     }
 
     /// Every owner's tier, by agent.
@@ -572,7 +572,7 @@ impl Store {
 
     /// The pause of `agent`, if it is paused.
     pub fn pause_of(&self, agent: &str) -> Result<Option<Pause>> {
-        get_pause(&self.lock(), agent)
+        get_pause(&self.read(), agent)
     }
 
     /// Every pause.
@@ -683,7 +683,8 @@ impl Store {
         let n: i64 = self
             .read()
             .prepare_cached(
-                "SELECT COUNT(*) FROM approvals WHERE agent = ?1 AND status = 'pending'",
+                "SELECT COUNT(*) FROM approvals INDEXED BY approvals_pending_agent \
+                 WHERE agent = ?1 AND status = 'pending'",
             )?
             .query_row([agent], |r| r.get(0))?;
         Ok(n as usize)
@@ -691,7 +692,7 @@ impl Store {
 
     /// Grants, oldest first: of one agent or all; with revoked and expired ones or not.
     pub fn grants(&self, agent: Option<&str>, all: bool, now: i64) -> Result<Vec<Grant>> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {GRANT_COLUMNS} FROM grants WHERE (?1 IS NULL OR agent = ?1) \
              AND (?2 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
@@ -820,8 +821,8 @@ impl Store {
     pub fn latest_decisions(&self, agent: &str, n: usize) -> Result<Vec<bool>> {
         let conn = self.read();
         let mut stmt = conn.prepare_cached(
-            "SELECT status = 'rejected' FROM approvals WHERE agent = ?1 AND ttl_ms IS NOT NULL \
-             AND decided_at IS NOT NULL \
+            "SELECT status = 'rejected' FROM approvals INDEXED BY approvals_decisions \
+             WHERE agent = ?1 AND ttl_ms IS NOT NULL AND decided_at IS NOT NULL \
              AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected') \
              ORDER BY decided_at DESC, id DESC LIMIT ?2",
         )?;
@@ -841,7 +842,7 @@ impl Store {
             .map(|(d, t)| (Some(d.as_str()), Some(t.as_str())))
             .unwrap_or((None, None));
         let n: i64 = self
-            .lock()
+            .read()
             .prepare_cached(
                 "SELECT COUNT(*) FROM proposals WHERE agent = ?1 AND status = 'declined' \
                  AND decided_at >= ?2 AND (?3 IS NULL OR direction = ?3) AND (?4 IS NULL OR to_tier = ?4)",
@@ -910,7 +911,7 @@ impl Store {
 
     /// Proposals, oldest first: open ones only, or all of one agent's.
     pub fn proposals(&self, agent: Option<&str>, open_only: bool) -> Result<Vec<Proposal>> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE (?1 IS NULL OR agent = ?1) \
              AND (NOT ?2 OR status = 'open') ORDER BY id LIMIT 1000"

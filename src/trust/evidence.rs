@@ -19,8 +19,8 @@
 //! - **positive**: a handled request that went well: approved by a human (and not
 //!   reported failed afterwards), or run under an owner's grant and reported succeeded;
 //! - **escalation**: a request the agent itself was unsure of (confidence below its
-//!   `ask_human` threshold, so the policy blocked it) or one nobody decided in time
-//!   (expired);
+//!   `ask_human` threshold in force when it was sent, so the policy blocked it) or one
+//!   nobody decided in time (expired);
 //! - the correction and positive rates are over handled requests, the escalation rate
 //!   over handled and escalated ones (so calls nobody was asked about dilute nothing).
 
@@ -46,7 +46,8 @@ pub struct Counts {
     /// Executions the agent reported, of every request.
     pub succeeded: u64,
     pub failed: u64,
-    /// Requests sent with a confidence below the agent's `ask_human` threshold.
+    /// Requests sent with a confidence below the agent's `ask_human` threshold in force
+    /// when they were sent.
     pub low_confidence: u64,
     /// Of `allowed`: let through by an owner's grant.
     #[serde(default)]
