@@ -615,7 +615,16 @@ mod tests {
                      VALUES (?1, ?1, ?2, 't', '{}', ?3, 'low', 'read', '[]', 'x', ?4, ?5, ?6, ?7, ?7)",
                 )
                 .unwrap();
-            let rows: [(&str, &str, &str, Option<f64>, Option<i64>, Option<&str>); 8] = [
+            // id, agent, status, confidence, ttl, grant.
+            type Old<'a> = (
+                &'a str,
+                &'a str,
+                &'a str,
+                Option<f64>,
+                Option<i64>,
+                Option<&'a str>,
+            );
+            let rows: [Old<'_>; 8] = [
                 ("a1", "m", "blocked", Some(0.2), None, None),
                 ("a2", "m", "approved", Some(0.6), Some(1000), None),
                 ("a3", "m", "rejected", None, Some(1000), None),
