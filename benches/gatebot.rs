@@ -1134,42 +1134,153 @@ async fn platforms() {
 }
 
 /// Submits while owners read: an agent with 1 000 000 requests behind it, and its trust
-/// view (`gatebot agent NAME`: evidence over every row) read by 4 owners in a loop, while
-/// another agent submits one request at a time. Views read on connections of their own,
-/// so the submits' latency should be that of submits alone, taken first in the same run.
+/// view (`gatebot agent NAME`: its evidence, from the running summaries) read by 4
+/// owners in a loop, while another agent submits one request at a time. Views read on
+/// connections of their own, so the submits' latency should be that of submits alone,
+/// taken first in the same run. Beside it: the same view's evidence counted over every
+/// request (the recount, `gatebot agents recount --check`), and `gatebot agents` with
+/// 10 agents.
 async fn views() {
     println!("\n## submits while owners read an agent's evidence over 1 000 000 requests");
-    let config = "[tools]\nquery_org_data = \"read-only\"\n\
-                  [agents.bench]\ntier = \"semi_autonomous\"\n[agents.busy]\ntier = \"supervised\"\n";
-    let run = spawn(config).await;
+    let mut config = "[tools]\nquery_org_data = \"read-only\"\n\
+                      [agents.bench]\ntier = \"semi_autonomous\"\n[agents.busy]\ntier = \"supervised\"\n"
+        .to_string();
+    for i in 1..=8 {
+        config.push_str(&format!("[agents.other{i}]\ntier = \"supervised\"\n"));
+    }
+    let run = spawn(&config).await;
     let dir = run._dir.path().to_path_buf();
     let db = rusqlite::Connection::open(dir.join("gatebot.db")).unwrap();
     db.busy_timeout(Duration::from_secs(60)).unwrap();
     let t = Instant::now();
+    // Through the triggers, as the daemon writes every request (its summaries were
+    // built at start, on an empty database), spread over the last 30 days.
     db.execute_batch(
         "BEGIN;
          WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
          INSERT INTO approvals (id, short_id, agent, tool, args, status, risk_score, tool_class,
-             risk_factors, policy_reason, ttl_ms, created_at, expires_at)
+             risk_factors, policy_reason, ttl_ms, created_at, expires_at, confidence,
+             low_confidence)
          SELECT printf('01VIEWS%019d', i), printf('v%07d', i), 'busy', 'send_email', '{}',
              CASE i % 4 WHEN 0 THEN 'approved' WHEN 1 THEN 'rejected' ELSE 'succeeded' END,
              'high', 'destructive', '[]', 'bench', 86400000,
-             CAST(strftime('%s','now') AS INTEGER) * 1000 - i,
-             CAST(strftime('%s','now') AS INTEGER) * 1000 - i + 86400000
+             CAST(strftime('%s','now') AS INTEGER) * 1000 - i * 2592,
+             CAST(strftime('%s','now') AS INTEGER) * 1000 - i * 2592 + 86400000,
+             (i % 10) / 10.0, i % 10 < 2
+         FROM n;
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 80000)
+         INSERT INTO approvals (id, short_id, agent, tool, args, status, risk_score, tool_class,
+             risk_factors, policy_reason, ttl_ms, created_at, expires_at, low_confidence)
+         SELECT printf('01OTHER%019d', i), printf('o%07d', i), 'other' || (i % 8 + 1),
+             'send_email', '{}', CASE i % 3 WHEN 0 THEN 'approved' ELSE 'rejected' END,
+             'high', 'destructive', '[]', 'bench', 86400000,
+             CAST(strftime('%s','now') AS INTEGER) * 1000 - i * 32400,
+             CAST(strftime('%s','now') AS INTEGER) * 1000 - i * 32400 + 86400000, 0
          FROM n;
          COMMIT;",
     )
     .unwrap();
     drop(db);
     println!(
-        "1 000 000 requests of `busy` written in {:.1?}",
+        "1 000 000 requests of `busy` and 80 000 of 8 others (30 days) written through the \
+         summaries' triggers in {:.1?}",
         t.elapsed()
     );
     let owner = Client::new(dir.join("gatebot-control.sock"));
-    let t = Instant::now();
-    let view = owner.get("/v1/agents/busy/trust").await.unwrap();
-    assert!(view.status.is_success(), "{:?}", view.body);
-    println!("one `agent busy` view: {:>9.2?}", t.elapsed());
+    let mut one = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let view = owner.get("/v1/agents/busy/trust").await.unwrap();
+        assert!(view.status.is_success(), "{:?}", view.body);
+        one.push(t.elapsed());
+    }
+    one.sort();
+    // The floor: the same view of an agent with no requests yet.
+    let mut empty = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let view = owner.get("/v1/agents/bench/trust").await.unwrap();
+        assert!(view.status.is_success(), "{:?}", view.body);
+        empty.push(t.elapsed());
+    }
+    empty.sort();
+    let mut all = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let list = owner.get("/v1/agents").await.unwrap();
+        assert!(list.status.is_success(), "{:?}", list.body);
+        assert_eq!(list.body["agents"].as_array().map(Vec::len), Some(10));
+        all.push(t.elapsed());
+    }
+    all.sort();
+    let mut recounts = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let r = owner
+            .post("/v1/evidence/recount", &json!({"check": true}))
+            .await
+            .unwrap();
+        assert!(r.status.is_success(), "{:?}", r.body);
+        assert_eq!(
+            r.body["differed"],
+            json!([]),
+            "the summaries equal the full count"
+        );
+        recounts.push(t.elapsed());
+    }
+    recounts.sort();
+    // What a view counted before the summaries: every request of the agent, twice (all
+    // time and the 30-day window), with the SQL the store kept as its recount.
+    let full = {
+        let db = rusqlite::Connection::open_with_flags(
+            dir.join("gatebot.db"),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        let mut stmt = db.prepare(OLD_VIEW_COUNT).unwrap();
+        let window = (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64)
+            - 30 * 86_400_000;
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            let t = Instant::now();
+            for since in [0, window] {
+                let n: i64 = stmt
+                    .query_row(rusqlite::params!["busy", since], |r| r.get(0))
+                    .unwrap();
+                assert!(n > 900_000);
+            }
+            times.push(t.elapsed());
+        }
+        times.sort();
+        times[1]
+    };
+    let (v50, recount) = (percentile(&one, 0.5), recounts[1]);
+    println!(
+        "the full count a view made before (all time and the window over every request of \
+         `busy`), median of 3: {full:>9.2?} ({:.0}x one view with summaries)",
+        full.as_secs_f64() / v50.as_secs_f64()
+    );
+    println!(
+        "one `agent busy` view (summaries), 20 views: p50 {v50:>9.2?}  max {:>9.2?}",
+        one.last().copied().unwrap_or_default()
+    );
+    println!(
+        "the same view of an agent without requests, 20 views: p50 {:>9.2?} (the floor)",
+        percentile(&empty, 0.5)
+    );
+    println!(
+        "`gatebot agents`, 10 agents, 20 lists:      p50 {:>9.2?}  max {:>9.2?}",
+        percentile(&all, 0.5),
+        all.last().copied().unwrap_or_default()
+    );
+    println!(
+        "full recount of 1 080 000 requests (every agent, all time and per hour), median of 3: \
+         {recount:>9.2?} ({:.0}x one view)",
+        recount.as_secs_f64() / v50.as_secs_f64()
+    );
 
     let agent = Client::new(&run.agent);
     let submits = async |label: &str, n: usize| {
@@ -1219,6 +1330,30 @@ async fn views() {
     run.stop.send(()).unwrap();
     run.task.await.unwrap().unwrap();
 }
+
+/// The count an agent's view made over its requests before the running summaries
+/// (src/store/evidence.rs keeps it as the recount), for the `views` section's before.
+const OLD_VIEW_COUNT: &str = "SELECT COUNT(*), \
+    COALESCE(SUM(ttl_ms IS NULL AND status IN ('allowed', 'executing', 'succeeded', 'failed')), 0), \
+    COALESCE(SUM(status = 'blocked'), 0), \
+    COALESCE(SUM(ttl_ms IS NOT NULL), 0), \
+    COALESCE(SUM(ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed')), 0), \
+    COALESCE(SUM(status = 'rejected'), 0), \
+    COALESCE(SUM(status = 'expired'), 0), \
+    COALESCE(SUM(status = 'cancelled'), 0), \
+    COALESCE(SUM(status = 'pending'), 0), \
+    COALESCE(SUM(status = 'succeeded'), 0), \
+    COALESCE(SUM(status = 'failed'), 0), \
+    COALESCE(SUM(COALESCE(low_confidence, 0)), 0), \
+    COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL), 0), \
+    COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'succeeded'), 0), \
+    COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'failed'), 0), \
+    COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NULL AND status IN ('succeeded', 'failed')), 0), \
+    COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected')) \
+        OR (ttl_ms IS NULL AND grant_id IS NOT NULL AND status IN ('succeeded', 'failed'))), 0), \
+    COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded')) \
+        OR (ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'succeeded')), 0) \
+    FROM approvals WHERE agent = ?1 AND created_at >= ?2";
 
 /// Times `samples` submits until `arrived(short id)` at a platform's fake, each past the
 /// platform's pace, and prints them beside a bare round trip to `base` (a 404).

@@ -35,7 +35,8 @@
 //!   and its line, secrets, paths, ranges), shared by `config`'s sections and the
 //!   platforms' tables; it uses neither.
 //! - `store` (private to the crate): SQLite (WAL): approvals, the audit chain, chat
-//!   bookkeeping, workflow runs, tasks, trust. Only [`engine`] uses it.
+//!   bookkeeping, workflow runs, tasks, trust, and the evidence's running counts per
+//!   agent and hour. Only [`engine`] uses it.
 //! - [`subject`]: what chats show and owners act on, of every kind: subject kinds,
 //!   homes and threads, which message shows what, digests, the questions asked.
 //! - [`engine`]: the only code that changes state: submit, decide, expire; workflow runs

@@ -102,6 +102,7 @@ pub fn agent_router(state: ApiState) -> Router {
         .route("/v1/agents/{name}/resume", post(trust::forbidden))
         .route("/v1/agents/{name}/assess", post(trust::forbidden))
         .route("/v1/grants/{id}/revoke", post(trust::forbidden))
+        .route("/v1/evidence/recount", post(trust::recount_forbidden))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Each request's agent holds a slot while it is answered (`[queue] max_connections_per_agent`).
@@ -131,6 +132,7 @@ pub fn owner_router(state: ApiState) -> Router {
         .route("/v1/grants", get(trust::grants))
         .route("/v1/grants/{id}/revoke", post(trust::revoke))
         .route("/v1/proposals", get(trust::proposals))
+        .route("/v1/evidence/recount", post(trust::recount))
         .route("/v1/factors", get(factors::list).post(factors::enroll))
         .route("/v1/factors/{id}/confirm", post(factors::confirm))
         .route("/v1/factors/{id}/remove", post(factors::remove))

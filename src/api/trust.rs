@@ -9,6 +9,9 @@
 //!   `POST /v1/agents/{name}/resume` `{}`.
 //! - `GET /v1/grants?agent=&all=true`; `POST /v1/grants/{id}/revoke` `{}`.
 //! - `GET /v1/proposals`: the open proposals.
+//! - `POST /v1/evidence/recount` `{"check"?}`: count every agent's evidence from its
+//!   requests again and compare it with the running summaries; without `check`,
+//!   rebuild them if they differ (audited).
 //!
 //! Who changed something is the caller the kernel names, as for decisions
 //! ([`super::owner::decider`]); a body naming an `actor` is refused.
@@ -29,7 +32,8 @@ use super::ApiState;
 use crate::approval::Via;
 use crate::names::valid_agent_name;
 use crate::policy::Tier;
-use crate::trust::view::{ActorBody, AgentView, AssessOutcome, PauseBody, TierBody};
+use crate::trust::evidence::Recount;
+use crate::trust::view::{ActorBody, AgentView, AssessOutcome, PauseBody, RecountBody, TierBody};
 use crate::trust::{Actor, Grant, Proposal};
 
 /// The owner acting through `req`, who may not name anyone in its body.
@@ -183,6 +187,16 @@ pub(super) async fn revoke(
     Ok(Json(state.engine.revoke_grant(&id, who).await?))
 }
 
+pub(super) async fn recount(
+    State(state): State<ApiState>,
+    req: Request<Body>,
+) -> ApiResult<Json<Recount>> {
+    let who = owner(&state, &req).await?;
+    let body: RecountBody = json_body(&state, req).await?;
+    refuse_actor(body.actor.as_ref())?;
+    Ok(Json(state.engine.recount_evidence(body.check, who).await?))
+}
+
 pub(super) async fn proposals(State(state): State<ApiState>) -> ApiResult<Json<Value>> {
     let open: Vec<Proposal> = state.engine.open_proposals().await?;
     Ok(Json(json!({"proposals": open})))
@@ -195,7 +209,39 @@ pub(super) async fn forbidden(
     headers: HeaderMap,
     req: Request<Body>,
 ) -> ApiError {
-    let actor = bearer(&headers)
+    let (actor, detail, kind) = refusal(&state, target, &headers, &req);
+    audit_refusal(&state, None, actor, kind, None, detail).await;
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        "agents cannot change tiers, pauses or grants; an owner does, from a chat channel or the CLI",
+    )
+}
+
+/// The evidence recount on the agents' API: refused, and audited.
+pub(super) async fn recount_forbidden(
+    State(state): State<ApiState>,
+    headers: HeaderMap,
+    req: Request<Body>,
+) -> ApiError {
+    let (actor, detail, kind) = refusal(&state, "every agent".into(), &headers, &req);
+    audit_refusal(&state, None, actor, kind, None, detail).await;
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        "agents cannot recount their evidence; an owner does, from the CLI",
+    )
+}
+
+/// Who tried a trust route on the agents' API, what, and the kind of refusal it is
+/// counted under (so refusals of different changes are counted apart).
+fn refusal(
+    state: &ApiState,
+    target: String,
+    headers: &HeaderMap,
+    req: &Request<Body>,
+) -> (String, Value, &'static str) {
+    let actor = bearer(headers)
         .and_then(|t| state.engine.token_owner(t))
         .unwrap_or_else(|| "unknown".to_string());
     let detail = json!({
@@ -203,19 +249,14 @@ pub(super) async fn forbidden(
         "target": target,
         "transport": state.transport.as_str(),
     });
-    // What was tried, so refusals of different changes are counted apart.
     let kind = match req.uri().path().rsplit('/').next() {
         Some("tier") => "change a tier",
         Some("pause") => "pause an agent",
         Some("resume") => "resume an agent",
         Some("assess") => "assess an agent",
         Some("revoke") => "revoke a grant",
+        Some("recount") => "recount evidence",
         _ => "change trust",
     };
-    audit_refusal(&state, None, actor, kind, None, detail).await;
-    ApiError::new(
-        StatusCode::FORBIDDEN,
-        "forbidden",
-        "agents cannot change tiers, pauses or grants; an owner does, from a chat channel or the CLI",
-    )
+    (actor, detail, kind)
 }

@@ -18,16 +18,13 @@ impl Engine {
     /// `agent`'s human approvals, denials and escalations per UTC day over the last
     /// `days` days (today included), oldest first; days with none are left out.
     pub async fn evidence_days(&self, agent: &str, days: i64) -> Result<Vec<Day>, EngineError> {
-        let ask_human = self
-            .config()
-            .agent(agent)
-            .map(|c| c.rules.confidence.ask_human)
-            .ok_or_else(|| EngineError::UnknownAgent(agent.to_string()))?;
+        if self.config().agent(agent).is_none() {
+            return Err(EngineError::UnknownAgent(agent.to_string()));
+        }
         let today = now_ms().div_euclid(86_400_000);
         let since = (today - days.max(1) + 1) * 86_400_000;
         let a = agent.to_string();
-        self.blocking(move |s| s.evidence_days(&a, ask_human, since))
-            .await
+        self.blocking(move |s| s.evidence_days(&a, since)).await
     }
 
     /// One page of tasks, newest first.

@@ -209,9 +209,13 @@ impl Engine {
             config.store.max_size,
             config.store.reserve,
         );
+        let thresholds = config.clone();
         let store = tokio::task::spawn_blocking(move || {
             let store = Store::open(&path)?;
             store.keep_back(max_size, reserve)?;
+            // Off the async threads: counting an upgraded database's requests takes
+            // a while (once).
+            trust::build_evidence(&store, &thresholds)?;
             Ok::<_, StoreError>(store)
         })
         .await
@@ -227,6 +231,10 @@ impl Engine {
         if let Err(e) = store.set_budgets(config.budgets.clone(), now_ms()) {
             // The budgets still hold against the days as they were last counted.
             warn!(error = %e, "cannot count the budgets' days again");
+        }
+        // Built already when opened by `Engine::open`: then one row read.
+        if let Err(e) = trust::build_evidence(&store, &config) {
+            warn!(error = %e, "cannot build the evidence summaries; agents' evidence may be short");
         }
         let (inserts, rx) = mpsc::channel(4 * requests::MAX_BATCH);
         tokio::spawn(requests::write_batches(store.clone(), rx));

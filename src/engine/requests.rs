@@ -295,6 +295,12 @@ impl Engine {
             draft: verdict.draft,
             route,
             audience,
+            // The threshold the policy judged it by (a tier override keeps the agent's
+            // confidence thresholds).
+            low_confidence: sub
+                .asked
+                .confidence
+                .is_some_and(|c| c < agent.rules.confidence.ask_human),
         })
     }
 

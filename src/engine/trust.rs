@@ -21,10 +21,12 @@ use tracing::{info, warn};
 
 use super::{Conflict, Engine, EngineError, Event, What};
 use crate::approval::Approval;
-use crate::policy::Tier;
-use crate::store::{ProposalOutcome, Revoked, TierChange};
+use crate::config::Config;
+use crate::policy::{AgentRules, Tier};
+use crate::store::{ProposalOutcome, Revoked, Store, StoreError, TierChange};
 use crate::time::{clock, format_duration, now_ms};
 use crate::trust::assess::{assess, demotion};
+use crate::trust::evidence::Recount;
 use crate::trust::grants::OfferRow;
 use crate::trust::view::{AgentView, AssessOutcome, Evidence, TierSource};
 use crate::trust::{Actor, Direction, Grant, Pause, Proposal};
@@ -59,7 +61,54 @@ pub struct PauseOutcome {
     pub pending: usize,
 }
 
+/// The `ask_human` threshold the config gives `agent` now: its own, the unknown agents'
+/// rules', or, for an agent the config no longer accepts, a supervised agent's.
+fn ask_human_now(config: &Config, agent: &str) -> f64 {
+    config
+        .agent(agent)
+        .map_or_else(|| AgentRules::with_tier(Tier::Supervised), |c| c.rules)
+        .confidence
+        .ask_human
+}
+
+/// Builds the evidence summaries of a database upgraded with requests in it (once: see
+/// `store::evidence`), its old requests flagged by the config's thresholds now.
+pub(super) fn build_evidence(
+    store: &Store,
+    config: &Config,
+) -> std::result::Result<(), StoreError> {
+    let started = std::time::Instant::now();
+    if let Some(built) = store.build_evidence(&|agent| ask_human_now(config, agent))? {
+        info!(
+            requests = built.requests,
+            low_confidence = built.flagged,
+            took = ?started.elapsed(),
+            "counted every agent's evidence from its requests, once, for the running summaries"
+        );
+    }
+    Ok(())
+}
+
 impl Engine {
+    /// Counts every agent's evidence from its requests again and compares it with the
+    /// running summaries; unless `check_only`, rebuilds summaries that differ (one
+    /// transaction, audited as `evidence_recounted` by `actor`).
+    pub async fn recount_evidence(&self, check_only: bool, actor: Actor) -> Result<Recount> {
+        let who = actor.clone();
+        let recount = self
+            .blocking(move |s| s.recount_evidence(check_only, &who.name, &who.via, now_ms()))
+            .await?;
+        if recount.rebuilt {
+            let agents: Vec<&str> = recount.differed.iter().map(|d| d.agent.as_str()).collect();
+            warn!(
+                by = %actor.label(),
+                agents = %agents.join(", "),
+                "the evidence summaries differed from the requests; rebuilt them"
+            );
+        }
+        Ok(recount)
+    }
+
     /// The agent's tier in force: the owner's override, else the config's (the
     /// baseline); `UnknownAgent` when the config does not accept the agent.
     pub async fn effective_tier(&self, agent: &str) -> Result<(Tier, Tier, TierSource)> {
@@ -88,7 +137,7 @@ impl Engine {
             return Err(EngineError::UnknownAgent(agent.to_string()));
         };
         let trust = &config.trust.promotion;
-        let (name, ask_human) = (agent.to_string(), cfg.rules.confidence.ask_human);
+        let name = agent.to_string();
         let now = now_ms();
         let window_start = now - trust.window.as_millis() as i64;
         let quiet_start = now - trust.decline_quiet.as_millis() as i64;
@@ -101,8 +150,8 @@ impl Engine {
                     s.pause_of(&name)?,
                     s.count_pending_of(&name)?,
                     s.grants(Some(&name), false, now)?,
-                    s.evidence(&name, ask_human, 0)?,
-                    s.evidence(&name, ask_human, window_start)?,
+                    s.evidence(&name, 0)?,
+                    s.evidence(&name, window_start)?,
                     s.latest_decisions(&name, rules.demote_window)?,
                     s.declined_since(&name, quiet_start, None)?,
                     open,
@@ -599,5 +648,90 @@ fn called_for(view: &AgentView) -> Option<(Direction, Tier, String)> {
             .assessment
             .suggested
             .map(|to| (Direction::Promote, to, view.assessment.reason.clone())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use rusqlite::params;
+
+    use super::*;
+    use crate::approval::Asked;
+    use crate::engine::Submission;
+
+    /// A database from before the summaries: at the engine's start, each old request
+    /// is flagged by its agent's threshold in the config (a configured agent's own, a
+    /// stranger's by the unknown agents' rules); a new request is flagged by the
+    /// threshold the policy judged it by, and a later config does not move it.
+    #[tokio::test]
+    async fn low_confidence_is_the_threshold_in_force_when_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        {
+            let mut conn = rusqlite::Connection::open(&path).unwrap();
+            crate::store::migrations()
+                .to_version(&mut conn, 27)
+                .unwrap();
+            for (id, agent, confidence) in [
+                ("a1", "m", 0.6),
+                ("a2", "m", 0.9),
+                ("a3", "x", 0.6),
+                ("a4", "x", 0.3),
+            ] {
+                conn.execute(
+                    "INSERT INTO approvals (id, short_id, agent, tool, args, status, risk_score, \
+                     tool_class, risk_factors, policy_reason, confidence, created_at) \
+                     VALUES (?1, ?1, ?2, 't', '{}', 'blocked', 'low', 'read', '[]', 'x', ?3, 1)",
+                    params![id, agent, confidence],
+                )
+                .unwrap();
+            }
+        }
+        // `m` acts on 0.8 or more (minimal); a stranger is supervised, standard: 0.5.
+        let config = Config::parse(
+            "[policy]\nunknown_agents = \"supervised\"\n\
+             [agents.m]\ntier = \"supervised\"\nconfidence = \"minimal\"\n",
+            Path::new("/nonexistent/bot.toml"),
+        )
+        .unwrap();
+        let engine = Engine::new(Store::open(&path).unwrap(), config.clone());
+        let low = async |agent: &str| {
+            engine
+                .agent_view(agent)
+                .await
+                .unwrap()
+                .evidence
+                .all_time
+                .low_confidence
+        };
+        assert_eq!((low("m").await, low("x").await), (1, 1));
+        let unsure = |confidence: f64| Submission {
+            asked: Asked {
+                agent: "m".into(),
+                tool: "query_org_data".into(),
+                args: serde_json::json!({"q": confidence}),
+                confidence: Some(confidence),
+                ..Asked::default()
+            },
+            ttl: None,
+        };
+        let m = config.agent("m").unwrap();
+        let sent = engine.submit(unsure(0.7), &m).await.unwrap();
+        assert_eq!(sent.approval.status, crate::approval::Status::Blocked);
+        engine.submit(unsure(0.85), &m).await.unwrap();
+        assert_eq!(low("m").await, 2);
+        let recount = engine
+            .recount_evidence(
+                true,
+                Actor {
+                    name: "alice".into(),
+                    via: crate::approval::Via::Cli,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(recount.differed, []);
     }
 }

@@ -92,18 +92,19 @@ fn corrupt(what: &str, id: &str) -> StoreError {
 }
 
 impl Store {
-    /// `agent`'s requests created at or after `since`, per UTC day, oldest first (days
-    /// with none are left out). Escalations are counted as the evidence counts them.
-    pub fn evidence_days(&self, agent: &str, ask_human: f64, since: i64) -> Result<Vec<Day>> {
+    /// `agent`'s requests created at or after `since` (the start of a UTC day), per UTC
+    /// day, oldest first (days with none are left out), read from the hourly evidence
+    /// summaries. Escalations are counted as the evidence counts them.
+    pub fn evidence_days(&self, agent: &str, since: i64) -> Result<Vec<Day>> {
         let conn = self.read();
         let mut stmt = conn.prepare_cached(
-            "SELECT created_at / 86400000 AS d, \
-             COALESCE(SUM(ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed')), 0), \
-             COALESCE(SUM(status = 'rejected'), 0), \
-             COALESCE(SUM(status = 'expired') + SUM(confidence < ?2), 0) \
-             FROM approvals WHERE agent = ?1 AND created_at >= ?3 GROUP BY d ORDER BY d",
+            "SELECT hour / 24 AS d, \
+             COALESCE(SUM(n * (asked = 1 AND status IN ('approved', 'executing', 'succeeded', 'failed'))), 0), \
+             COALESCE(SUM(n * (status = 'rejected')), 0), \
+             COALESCE(SUM(n * ((status = 'expired') + low)), 0) \
+             FROM evidence_hours WHERE agent = ?1 AND hour >= ?2 GROUP BY d HAVING SUM(n) > 0 ORDER BY d",
         )?;
-        let rows = stmt.query_map(params![agent, ask_human, since], |r| {
+        let rows = stmt.query_map(params![agent, since.div_euclid(super::HOUR_MS)], |r| {
             let n = |i: usize| -> rusqlite::Result<u64> { Ok(r.get::<_, i64>(i)?.max(0) as u64) };
             Ok(Day {
                 day: r.get(0)?,

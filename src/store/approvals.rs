@@ -50,6 +50,9 @@ pub struct NewApproval {
     /// Where its prompts go under that rule (platform, chat); empty: where every
     /// request's go.
     pub audience: Vec<(String, String)>,
+    /// Its confidence was below the agent's `ask_human` threshold in force when it was
+    /// sent (the policy blocked it for that): an escalation in the evidence.
+    pub low_confidence: bool,
 }
 
 impl NewApproval {
@@ -83,6 +86,7 @@ impl NewApproval {
             draft: false,
             route: None,
             audience: Vec::new(),
+            low_confidence: false,
         }
     }
 }
@@ -690,9 +694,9 @@ fn insert_tx(
         "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
          environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
          policy_reason, checkpoint, always_allow_offered, ttl_ms, created_at, expires_at, \
-         finished_at, task_id, grant_id, content_hash, draft, accepts_edits, route) VALUES (?1, \
-         ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
-         ?21, ?22, ?23, ?24, ?25, ?26)",
+         finished_at, task_id, grant_id, content_hash, draft, accepts_edits, route, \
+         low_confidence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
+         ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
     )?
     .execute(params![
         id,
@@ -726,6 +730,7 @@ fn insert_tx(
             .as_ref()
             .filter(|_| new.status == Status::Pending)
             .map(|r| serde_json::to_string(r).unwrap_or_default()),
+        new.low_confidence,
     ])?;
     if new.status == Status::Pending {
         // It asks a human: chats show it.

@@ -22,8 +22,9 @@
 //!   dashboard's history and audit pages);
 //! - `budgets`: what requests and tasks cost, summed per day and month, the check a
 //!   request's cost passes when it is let through, and the warnings given;
-//! - `trust`: tier overrides, pauses, grants and what prompts offer, proposals, and the
-//!   evidence counted from requests;
+//! - `trust`: tier overrides, pauses, grants and what prompts offer, proposals;
+//! - `evidence`: every agent's requests counted, read from running summaries the
+//!   triggers keep, built once for an upgraded database, and recounted to prove them;
 //! - two leaves the others share, which use none of them: `subjects` (the `subjects`
 //!   rows each kind's file writes as its subjects are created and change) and
 //!   `approval_row` (reading a request's row back).
@@ -48,6 +49,7 @@ mod budgets;
 mod chat;
 mod contacts;
 mod drafts;
+mod evidence;
 mod factors;
 mod health;
 mod history;
@@ -66,6 +68,7 @@ pub use batches::{Batch, BatchEnd, BatchState, Ended, NewBatch};
 pub use chat::SubjectLookup;
 pub use contacts::Contact;
 pub use drafts::DraftState;
+pub use evidence::HOUR_MS;
 pub use factors::{CodeCheck, FactorRow, LOCKED_FOR_MS};
 pub use health::{FaultKind, StorageFault};
 pub use history::{AuditFilter, Cursor, HistoryFilter, Page};
@@ -158,6 +161,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(include_str!("../../migrations/0025_chat_batches.sql")),
         M::up(include_str!("../../migrations/0026_contacts.sql")),
         M::up(include_str!("../../migrations/0027_card_outcomes.sql")),
+        M::up(include_str!("../../migrations/0028_evidence_summaries.sql")),
     ])
 }
 
@@ -432,7 +436,7 @@ mod tests {
             // Dropped as the closure unwinds, so a failure cannot hang the scope.
             let writer = s.lock();
             scope.spawn(|| {
-                let counts = s.evidence("a", 0.5, 0).map(|c| c.requests);
+                let counts = s.evidence("a", 0).map(|c| c.requests);
                 let page = s.list(None, 10).map(|l| l.len());
                 let _ = tx.send((counts.unwrap(), page.unwrap()));
             });

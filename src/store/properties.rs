@@ -64,6 +64,7 @@ fn new_request() -> NewApproval {
         draft: false,
         route: None,
         audience: Vec::new(),
+        low_confidence: false,
     }
 }
 

@@ -16,7 +16,7 @@ use super::{Result, Store, StoreError};
 use crate::approval::{Approval, Status, Via};
 use crate::policy::{RiskScore, Tier};
 use crate::subject::SubjectKind;
-use crate::trust::evidence::{Counts, Measures};
+use crate::trust::evidence::Measures;
 use crate::trust::grants::OfferRow;
 use crate::trust::{
     Actor, Direction, Grant, GrantAsk, Pause, Proposal, ProposalStatus, Scope, TierOverride,
@@ -538,7 +538,7 @@ impl Store {
 
     /// The owner's tier for `agent`, if one is set.
     pub fn tier_override(&self, agent: &str) -> Result<Option<TierOverride>> {
-        get_override(&self.lock(), agent)
+        get_override(&self.read(), agent)
     }
 
     /// Every owner's tier, by agent.
@@ -572,7 +572,7 @@ impl Store {
 
     /// The pause of `agent`, if it is paused.
     pub fn pause_of(&self, agent: &str) -> Result<Option<Pause>> {
-        get_pause(&self.lock(), agent)
+        get_pause(&self.read(), agent)
     }
 
     /// Every pause.
@@ -683,7 +683,8 @@ impl Store {
         let n: i64 = self
             .read()
             .prepare_cached(
-                "SELECT COUNT(*) FROM approvals WHERE agent = ?1 AND status = 'pending'",
+                "SELECT COUNT(*) FROM approvals INDEXED BY approvals_pending_agent \
+                 WHERE agent = ?1 AND status = 'pending'",
             )?
             .query_row([agent], |r| r.get(0))?;
         Ok(n as usize)
@@ -691,7 +692,7 @@ impl Store {
 
     /// Grants, oldest first: of one agent or all; with revoked and expired ones or not.
     pub fn grants(&self, agent: Option<&str>, all: bool, now: i64) -> Result<Vec<Grant>> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {GRANT_COLUMNS} FROM grants WHERE (?1 IS NULL OR agent = ?1) \
              AND (?2 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
@@ -816,72 +817,12 @@ impl Store {
         .transpose()
     }
 
-    /// Counts `agent`'s requests created at or after `since` (see
-    /// [`crate::trust::evidence`] for what each count means); `ask_human` is the
-    /// agent's threshold for `low_confidence`.
-    pub fn evidence(&self, agent: &str, ask_human: f64, since: i64) -> Result<Counts> {
-        // `ttl_ms` is set exactly for requests that asked a human: the engine gives a
-        // deadline only to pending ones. `grant_id` is set exactly for requests an
-        // owner's grant let through. An agent's report counts only on those two kinds:
-        // on a call nobody was asked about it is the agent's own word.
-        const SQL: &str = "SELECT COUNT(*), \
-            COALESCE(SUM(ttl_ms IS NULL AND status IN ('allowed', 'executing', 'succeeded', 'failed')), 0), \
-            COALESCE(SUM(status = 'blocked'), 0), \
-            COALESCE(SUM(ttl_ms IS NOT NULL), 0), \
-            COALESCE(SUM(ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed')), 0), \
-            COALESCE(SUM(status = 'rejected'), 0), \
-            COALESCE(SUM(status = 'expired'), 0), \
-            COALESCE(SUM(status = 'cancelled'), 0), \
-            COALESCE(SUM(status = 'pending'), 0), \
-            COALESCE(SUM(status = 'succeeded'), 0), \
-            COALESCE(SUM(status = 'failed'), 0), \
-            COALESCE(SUM(confidence < ?2), 0), \
-            COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL), 0), \
-            COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'succeeded'), 0), \
-            COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'failed'), 0), \
-            COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NULL AND status IN ('succeeded', 'failed')), 0), \
-            COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected')) \
-                OR (ttl_ms IS NULL AND grant_id IS NOT NULL AND status IN ('succeeded', 'failed'))), 0), \
-            COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded')) \
-                OR (ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'succeeded')), 0) \
-            FROM approvals WHERE agent = ?1 AND created_at >= ?3";
-        let conn = self.read();
-        let counts =
-            conn.prepare_cached(SQL)?
-                .query_row(params![agent, ask_human, since], |r| {
-                    let n = |i: usize| -> rusqlite::Result<u64> {
-                        Ok(r.get::<_, i64>(i)?.max(0) as u64)
-                    };
-                    Ok(Counts {
-                        requests: n(0)?,
-                        allowed: n(1)?,
-                        blocked: n(2)?,
-                        asked: n(3)?,
-                        approved: n(4)?,
-                        denied: n(5)?,
-                        expired: n(6)?,
-                        cancelled: n(7)?,
-                        pending: n(8)?,
-                        succeeded: n(9)?,
-                        failed: n(10)?,
-                        low_confidence: n(11)?,
-                        granted: n(12)?,
-                        granted_succeeded: n(13)?,
-                        granted_failed: n(14)?,
-                        unvouched_reports: n(15)?,
-                        handled: n(16)?,
-                        positive: n(17)?,
-                    })
-                })?;
-        Ok(counts)
-    }
-
     /// `agent`'s latest `n` human decisions, newest first: `true` for a denial.
     pub fn latest_decisions(&self, agent: &str, n: usize) -> Result<Vec<bool>> {
         let conn = self.read();
         let mut stmt = conn.prepare_cached(
-            "SELECT status = 'rejected' FROM approvals WHERE agent = ?1 AND ttl_ms IS NOT NULL \
-             AND decided_at IS NOT NULL \
+            "SELECT status = 'rejected' FROM approvals INDEXED BY approvals_decisions \
+             WHERE agent = ?1 AND ttl_ms IS NOT NULL AND decided_at IS NOT NULL \
              AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected') \
              ORDER BY decided_at DESC, id DESC LIMIT ?2",
         )?;
@@ -901,7 +842,7 @@ impl Store {
             .map(|(d, t)| (Some(d.as_str()), Some(t.as_str())))
             .unwrap_or((None, None));
         let n: i64 = self
-            .lock()
+            .read()
             .prepare_cached(
                 "SELECT COUNT(*) FROM proposals WHERE agent = ?1 AND status = 'declined' \
                  AND decided_at >= ?2 AND (?3 IS NULL OR direction = ?3) AND (?4 IS NULL OR to_tier = ?4)",
@@ -970,7 +911,7 @@ impl Store {
 
     /// Proposals, oldest first: open ones only, or all of one agent's.
     pub fn proposals(&self, agent: Option<&str>, open_only: bool) -> Result<Vec<Proposal>> {
-        let conn = self.lock();
+        let conn = self.read();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE (?1 IS NULL OR agent = ?1) \
              AND (NOT ?2 OR status = 'open') ORDER BY id LIMIT 1000"
@@ -1273,6 +1214,7 @@ mod tests {
     use crate::approval::Verb;
     use crate::store::tests::{decision, inserted, new};
     use crate::store::{Inserted, NewApproval, Transition};
+    use crate::trust::evidence::Counts;
 
     fn alice() -> Actor {
         Actor {
@@ -1622,6 +1564,8 @@ mod tests {
                     confidence: Some(0.1),
                     ..NewApproval::sample("m", "t", None).asked
                 },
+                // Below the agent's threshold when it was sent: the engine says so.
+                low_confidence: true,
                 ..NewApproval::sample("m", "t", None)
             },
         );
@@ -1658,7 +1602,8 @@ mod tests {
             },
         );
 
-        let n = s.evidence("m", 0.5, 0).unwrap();
+        let n = s.evidence("m", 0).unwrap();
+        assert_eq!(n, s.evidence_from_requests("m", 0).unwrap());
         assert_eq!(
             n,
             Counts {
@@ -1688,7 +1633,7 @@ mod tests {
             }
         );
         // The window counts from its start.
-        assert_eq!(s.evidence("m", 0.5, i64::MAX).unwrap(), Counts::default());
+        assert_eq!(s.evidence("m", i64::MAX).unwrap(), Counts::default());
         // Latest human decisions, newest first: the grant's approval, the denial, then
         // the approvals.
         assert_eq!(
@@ -1743,7 +1688,9 @@ mod tests {
             }
         }
         let s = Store::open(&path).unwrap();
-        let c = s.evidence("m", 0.0, 0).unwrap();
+        // What the engine does at its start in an upgraded database.
+        assert!(s.build_evidence(&|_| 0.5).unwrap().is_some());
+        let c = s.evidence("m", 0).unwrap();
         assert_eq!(
             (c.granted, c.granted_succeeded, c.granted_failed),
             (2, 1, 1)

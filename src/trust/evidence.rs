@@ -19,8 +19,8 @@
 //! - **positive**: a handled request that went well: approved by a human (and not
 //!   reported failed afterwards), or run under an owner's grant and reported succeeded;
 //! - **escalation**: a request the agent itself was unsure of (confidence below its
-//!   `ask_human` threshold, so the policy blocked it) or one nobody decided in time
-//!   (expired);
+//!   `ask_human` threshold in force when it was sent, so the policy blocked it) or one
+//!   nobody decided in time (expired);
 //! - the correction and positive rates are over handled requests, the escalation rate
 //!   over handled and escalated ones (so calls nobody was asked about dilute nothing).
 
@@ -46,7 +46,8 @@ pub struct Counts {
     /// Executions the agent reported, of every request.
     pub succeeded: u64,
     pub failed: u64,
-    /// Requests sent with a confidence below the agent's `ask_human` threshold.
+    /// Requests sent with a confidence below the agent's `ask_human` threshold in force
+    /// when they were sent.
     pub low_confidence: u64,
     /// Of `allowed`: let through by an owner's grant.
     #[serde(default)]
@@ -99,6 +100,94 @@ pub struct Measures {
     /// What `handled` is made of; `None` in proposals recorded before gatebot kept it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub basis: Option<Basis>,
+}
+
+/// One agent whose summaries differed from its requests.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Differed {
+    pub agent: String,
+    /// All time: what the summaries held, and what its requests say.
+    pub kept: Counts,
+    pub counted: Counts,
+    /// Its counts per hour differed (the rolling window and the dashboard's chart),
+    /// whether or not the all-time ones did.
+    pub hours: bool,
+}
+
+/// What counting every agent's evidence from its requests again found, and did
+/// (`gatebot agents recount`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recount {
+    /// Requests and agents counted again.
+    pub requests: u64,
+    pub agents: u64,
+    /// The agents whose summaries differed, by name.
+    pub differed: Vec<Differed>,
+    /// The summaries were rebuilt from the requests (only when something differed, and
+    /// not when only checking).
+    pub rebuilt: bool,
+}
+
+impl Counts {
+    /// Each figure as people call it, beside its value, in [`Counts::words`]' order.
+    fn named(&self) -> [(&'static str, u64); 18] {
+        [
+            ("requests", self.requests),
+            ("let through without asking a human", self.allowed),
+            ("let through by an owner's grant", self.granted),
+            ("blocked", self.blocked),
+            ("asked a human", self.asked),
+            ("approved", self.approved),
+            ("denied", self.denied),
+            ("expired", self.expired),
+            ("cancelled", self.cancelled),
+            ("pending", self.pending),
+            ("reported succeeded", self.succeeded),
+            ("reported failed", self.failed),
+            ("reported done under a grant", self.granted_succeeded),
+            ("reported failed under a grant", self.granted_failed),
+            (
+                "reports on calls nobody was asked about",
+                self.unvouched_reports,
+            ),
+            ("blocked for low confidence", self.low_confidence),
+            ("handled", self.handled),
+            ("went well", self.positive),
+        ]
+    }
+
+    /// The figures that differ from `counted`, in words: "denied: 3 kept, 4 counted
+    /// from its requests".
+    #[must_use]
+    pub fn differences(&self, counted: &Counts) -> Vec<String> {
+        self.named()
+            .into_iter()
+            .zip(counted.named())
+            .filter(|((_, kept), (_, counted))| kept != counted)
+            .map(|((what, kept), (_, counted))| {
+                format!("{what}: {kept} kept, {counted} counted from its requests")
+            })
+            .collect()
+    }
+}
+
+impl Differed {
+    /// What differed, in a line for people: the all-time figures that differ, and
+    /// whether the counts per hour (the rolling window, the dashboard's chart) did.
+    #[must_use]
+    pub fn words(&self) -> String {
+        let mut parts = self.kept.differences(&self.counted);
+        if self.hours {
+            parts.push(if parts.is_empty() {
+                "its counts per hour (the recent window and the dashboard's chart) differed \
+                 from its requests, its all-time figures did not"
+                    .to_string()
+            } else {
+                "its counts per hour differed too".to_string()
+            });
+        }
+        format!("{}: {}", self.agent, parts.join("; "))
+    }
 }
 
 fn rate(part: u64, whole: u64) -> f64 {

@@ -143,6 +143,18 @@ pub struct PauseBody {
     pub actor: Option<serde_json::Value>,
 }
 
+/// `POST /v1/evidence/recount` `{"check"?}`: count every agent's evidence from its
+/// requests again; with `check`, only say what differs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecountBody {
+    #[serde(default)]
+    pub check: bool,
+    /// Refused when present, as for [`TierBody`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<serde_json::Value>,
+}
+
 /// The body of `resume` and `revoke`: `{}` (an `actor` is refused, as for [`TierBody`]).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -461,6 +461,72 @@ async fn audit_prints_the_trail_and_verify_detects_tampering() {
     );
 }
 
+/// `gatebot agents recount`: a summary row changed behind gatebot's back is found by
+/// `--check` (exit 1, the agent named, nothing changed), and fixed by a recount, which
+/// the audit trail records.
+#[tokio::test]
+async fn agents_recount_checks_and_rebuilds_the_evidence_summaries() {
+    let d = Daemon::start().await;
+    for _ in 0..3 {
+        let out = ask("mailer", "query_org_data").run(&d).await;
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    }
+    let out = d.cli(&["agents", "recount", "--check"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("What gatebot keeps matches the requests."),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let db = rusqlite::Connection::open(d.path().join("gatebot.db")).unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    db.execute_batch("UPDATE evidence_totals SET n = n + 5 WHERE agent = 'mailer'")
+        .unwrap();
+    let allowed = async || {
+        let out = d.cli(&["agent", "mailer", "--json"]).await;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["evidence"]["all_time"]["allowed"].as_u64().unwrap()
+    };
+    assert_eq!(allowed().await, 8);
+
+    let out = d.cli(&["agents", "recount", "--check"]).await;
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}{}", text(&out.stderr));
+    assert!(
+        said.contains(
+            "mailer: requests: 8 kept, 3 counted from its requests; let through \
+                       without asking a human: 8 kept, 3 counted from its requests"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("Nothing was changed."), "{said}");
+    assert!(
+        !said.contains("evidence_totals") && !said.contains("low_confidence"),
+        "{said}"
+    );
+    assert_eq!(allowed().await, 8, "a check changes nothing");
+
+    let out = d.cli(&["agents", "recount"]).await;
+    let said = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}{}", text(&out.stderr));
+    assert!(said.contains("Rebuilt what gatebot keeps"), "{said}");
+    assert_eq!(allowed().await, 3);
+    let out = d.cli(&["agents", "recount", "--check"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let out = d.cli(&["audit", "--json", "--since", "1h"]).await;
+    let recounted: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["event"] == "evidence_recounted")
+        .collect();
+    assert_eq!(recounted.len(), 1, "{recounted:?}");
+    assert_eq!(
+        recounted[0]["detail"]["agents"],
+        serde_json::json!(["mailer"])
+    );
+}
+
 #[tokio::test]
 async fn sighup_reloads_the_config_and_refuses_an_invalid_one() {
     let d = Daemon::start().await;

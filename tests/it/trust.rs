@@ -889,6 +889,41 @@ async fn agents_can_neither_change_trust_nor_read_it() {
     assert_eq!(trust(&app, "secure").await["source"], "config");
 }
 
+/// Only owners recount the evidence: an agent's attempt is refused and audited.
+#[tokio::test]
+async fn agents_cannot_recount_the_evidence() {
+    let app = spawn_app("").await;
+    let r = app
+        .agent
+        .post("/v1/evidence/recount", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(r.status.as_u16(), 403, "{:?}", r.body);
+    let (_, audit) = owner_get(&app, "/v1/audit").await;
+    let refused: Vec<&Value> = audit["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["event"] == "unauthorised_attempt")
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0]["detail"].to_string().contains("recount"),
+        "{}",
+        refused[0]
+    );
+    let (status, body) = owner_post(&app, "/v1/evidence/recount", json!({"check": true})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["differed"], json!([]));
+    let (status, _) = owner_post(
+        &app,
+        "/v1/evidence/recount",
+        json!({"check": true, "actor": "mallory"}),
+    )
+    .await;
+    assert_eq!(status, 400);
+}
+
 #[tokio::test]
 async fn the_schedule_proposes_without_being_asked() {
     let app = spawn_app("[promotion]\nevery = \"1s\"\n").await;

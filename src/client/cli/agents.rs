@@ -1,14 +1,14 @@
-//! `gatebot agents` and `gatebot agent NAME [assess | tier TIER | tier --reset | pause |
-//! resume]`: agents' trust from the owner's shell (docs/trust.md).
+//! `gatebot agents [recount [--check]]` and `gatebot agent NAME [assess | tier TIER |
+//! tier --reset | pause | resume]`: agents' trust from the owner's shell (docs/trust.md).
 
 use clap::Subcommand;
 use serde_json::json;
 
 use super::out::outln;
-use super::{encode, expect_ok, listing, pretty, EXIT_GO};
+use super::{encode, expect_ok, listing, pretty, EXIT_GO, EXIT_NO};
 use crate::client::Client;
 use crate::time::clock;
-use crate::trust::evidence::percent;
+use crate::trust::evidence::{percent, Recount};
 use crate::trust::view::{AgentView, AssessOutcome};
 use crate::words;
 
@@ -40,6 +40,63 @@ pub enum AgentAction {
     },
     /// Lift the agent's pause.
     Resume,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentsAction {
+    /// Count every agent's evidence from its requests again and compare it with the
+    /// counts gatebot keeps as requests are written; rebuild those if they differ
+    /// (audited). Exit 1 with --check when they differ.
+    Recount {
+        /// Only say what differs; change nothing.
+        #[arg(long)]
+        check: bool,
+    },
+}
+
+/// `gatebot agents recount [--check]`: exit 0 when the kept counts match the requests
+/// (or were rebuilt), 1 when `--check` found them different.
+pub(super) async fn recount(client: &Client, check: bool, json: bool) -> Result<u8, String> {
+    let res = expect_ok(
+        client
+            .post("/v1/evidence/recount", &json!({"check": check}))
+            .await,
+    )?;
+    let r: Recount = serde_json::from_value(res.body.clone()).map_err(|e| e.to_string())?;
+    let code = if check && !r.differed.is_empty() {
+        EXIT_NO
+    } else {
+        EXIT_GO
+    };
+    if json {
+        outln!("{}", pretty(&res.body));
+        return Ok(code);
+    }
+    outln!(
+        "Counted the evidence of {} agent(s) again from their {} request(s).",
+        r.agents,
+        r.requests
+    );
+    if r.differed.is_empty() {
+        outln!("What gatebot keeps matches the requests.");
+        return Ok(code);
+    }
+    outln!(
+        "What gatebot keeps differs from the requests for {} agent(s):",
+        r.differed.len()
+    );
+    for d in &r.differed {
+        outln!("  {}", d.words());
+    }
+    if r.rebuilt {
+        outln!(
+            "Rebuilt what gatebot keeps from the requests; the audit trail records it. \
+             Every agent's figures are now counted from its requests."
+        );
+    } else {
+        outln!("Nothing was changed. `gatebot agents recount` rebuilds them from the requests.");
+    }
+    Ok(code)
 }
 
 /// `gatebot agents`.

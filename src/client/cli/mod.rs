@@ -182,10 +182,12 @@ pub enum Command {
         action: factor::FactorAction,
     },
     /// List every agent with its tier (configured and in force), pause, grants and
-    /// evidence (owner).
+    /// evidence, or recount every agent's evidence from its requests (owner).
     Agents {
+        #[command(subcommand)]
+        action: Option<agents::AgentsAction>,
         /// Print the data as JSON (what the API answers) instead of text.
-        #[arg(long)]
+        #[arg(long, global = true)]
         json: bool,
     },
     /// Show one agent's trust, or assess it, set its tier, pause or resume it (owner).
@@ -607,7 +609,12 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             (None, _) => Err("give the id and the decision: gatebot decide ID approve|deny|…,                  or decide many with gatebot decide --agent A approve|deny"
                 .into()),
         },
-        Command::Agents { json } => agents::list(&owner()?, json).await,
+        Command::Agents { action, json } => match action {
+            None => agents::list(&owner()?, json).await,
+            Some(agents::AgentsAction::Recount { check }) => {
+                agents::recount(&owner()?, check, json).await
+            }
+        },
         Command::Agent { name, action, json } => agents::run(&owner()?, &name, action, json).await,
         Command::Grants {
             action,
