@@ -1002,11 +1002,30 @@ async fn daemon() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let posted = t.elapsed();
-    // Let the digest be recorded, then measure.
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    // Let the digest be recorded (every request's card and `prompted` audit row, read
+    // from a connection of our own), then measure.
+    let db = rusqlite::Connection::open_with_flags(
+        dir.path().join("gatebot.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let recorded = || -> (i64, i64) {
+        let count = |sql: &str| -> i64 { db.query_row(sql, [], |r| r.get(0)).unwrap_or(0) };
+        (
+            count("SELECT COUNT(*) FROM cards WHERE message IS NOT NULL"),
+            count("SELECT COUNT(*) FROM audit WHERE event = 'prompted'"),
+        )
+    };
+    while recorded() != (100_000, 100_000) {
+        still_waiting(t, "the digest's bookkeeping");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let bookkept = t.elapsed();
+    tokio::time::sleep(Duration::from_millis(500)).await;
     println!(
         "start with Telegram and 100 000 pending: {took:>9.2?}; all shown by one digest {posted:.2?} later \
-         ({} message, {} 429s); RSS: {} KiB",
+         ({} message, {} 429s), recorded with their audit rows {bookkept:.2?} after start; RSS: {} KiB",
         fake.posted().len(),
         fake.rate_limited(),
         rss_kib(child.pid)
