@@ -2,7 +2,7 @@
 //! docs/performance.md explains each figure and records the latest run.
 //!
 //! Sections (run one with `cargo bench -- NAME`): policy, workflow, submit, budgets, chat,
-//! email, platforms, views, daemon, inbox, quotas, dashboard, teams.
+//! email, platforms, views, daemon, longpolls, expiry, inbox, quotas, dashboard, teams.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -80,6 +80,12 @@ fn main() {
     }
     if wants("daemon") {
         rt.block_on(daemon());
+    }
+    if wants("longpolls") {
+        rt.block_on(longpolls());
+    }
+    if wants("expiry") {
+        rt.block_on(expiry());
     }
     if wants("inbox") {
         keywords();
@@ -861,13 +867,62 @@ fn still_waiting(since: Instant, what: &str) {
     );
 }
 
+/// The daemon as a process: the bench binary (or the one `GATEBOT_BENCH_BIN` names: an
+/// older build kept for an A/B run), or that binary under the command
+/// `GATEBOT_BENCH_WRAP` names (a profiler, say `heaptrack` or `valgrind --tool=massif`:
+/// `GATEBOT_BENCH_WRAP=heaptrack cargo bench -- daemon`).
+struct Daemon {
+    child: tokio::process::Child,
+    /// The daemon's own process (under a wrapper, the wrapper's child).
+    pid: u32,
+    wrapped: bool,
+}
+
+impl Daemon {
+    /// Stops it: killed, or under a wrapper ended with SIGTERM (the daemon shuts down
+    /// and the profiler writes its data) and waited for.
+    async fn stop(mut self) {
+        if !self.wrapped {
+            self.child.kill().await.unwrap();
+            return;
+        }
+        // SAFETY: kill(2) with a pid this benchmark started.
+        unsafe { libc::kill(self.pid as i32, libc::SIGTERM) };
+        let _ = tokio::time::timeout(Duration::from_secs(120), self.child.wait()).await;
+    }
+}
+
+/// The child named `gatebot` of process `pid`, once it has started.
+fn gatebot_child(pid: u32) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    children
+        .split_whitespace()
+        .filter_map(|c| c.parse::<u32>().ok())
+        .find(|c| {
+            std::fs::read_to_string(format!("/proc/{c}/comm"))
+                .is_ok_and(|n| n.starts_with("gatebot"))
+        })
+}
+
 /// Starts the release/bench binary and times until the control socket answers.
-async fn start_binary(dir: &Path) -> (tokio::process::Child, Duration) {
-    let bin = env!("CARGO_BIN_EXE_gatebot");
+async fn start_binary(dir: &Path) -> (Daemon, Duration) {
+    let bin = std::env::var("GATEBOT_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_gatebot").to_string());
+    let wrap = std::env::var("GATEBOT_BENCH_WRAP").unwrap_or_default();
+    let mut words = wrap.split_whitespace();
+    let mut command = match words.next() {
+        Some(wrapper) => {
+            let mut c = tokio::process::Command::new(wrapper);
+            c.args(words).arg(&bin);
+            c
+        }
+        None => tokio::process::Command::new(&bin),
+    };
     let start = Instant::now();
-    let child = tokio::process::Command::new(bin)
+    let child = command
         .args(["run", "--config"])
         .arg(dir.join("bot.toml"))
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()
@@ -875,7 +930,22 @@ async fn start_binary(dir: &Path) -> (tokio::process::Child, Duration) {
     let owner = Client::new(dir.join("gatebot-control.sock"));
     loop {
         if owner.get("/v1/health").await.is_ok() {
-            return (child, start.elapsed());
+            let took = start.elapsed();
+            let own = child.id().unwrap();
+            let wrapped = !wrap.trim().is_empty();
+            let pid = if wrapped {
+                gatebot_child(own).unwrap_or(own)
+            } else {
+                own
+            };
+            return (
+                Daemon {
+                    child,
+                    pid,
+                    wrapped,
+                },
+                took,
+            );
         }
         still_waiting(start, "the daemon's control socket");
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -890,14 +960,14 @@ async fn daemon() {
         "[agents.bench]\ntier = \"supervised\"\n",
     )
     .unwrap();
-    let (mut child, took) = start_binary(dir.path()).await;
+    let (child, took) = start_binary(dir.path()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let idle = rss_kib(child.id().unwrap());
+    let idle = rss_kib(child.pid);
     println!(
         "start to first answer, empty database:   {took:>9.2?}   RSS idle: {:>7} KiB",
         idle
     );
-    child.kill().await.unwrap();
+    child.stop().await;
 
     // 100 000 pending requests, written straight into the database first, each with
     // the subject row the store writes beside a request that asks a human.
@@ -922,9 +992,9 @@ async fn daemon() {
     drop(db);
     let _ = std::fs::remove_file(dir.path().join("gatebot.sock"));
     let _ = std::fs::remove_file(dir.path().join("gatebot-control.sock"));
-    let (mut child, took) = start_binary(dir.path()).await;
+    let (child, took) = start_binary(dir.path()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let loaded = rss_kib(child.id().unwrap());
+    let loaded = rss_kib(child.pid);
     println!(
         "start to first answer, 100 000 pending:  {took:>9.2?}   RSS: {:>7} KiB",
         loaded
@@ -937,9 +1007,9 @@ async fn daemon() {
         "list pending (first {}), 100 000 pending: {:>9.2?}   RSS after: {:>7} KiB",
         res.body["requests"].as_array().map_or(0, Vec::len),
         t.elapsed(),
-        rss_kib(child.id().unwrap())
+        rss_kib(child.pid)
     );
-    child.kill().await.unwrap();
+    child.stop().await;
 
     // The same 100 000, now with a Telegram chat to show them in: one digest.
     let fake = FakeTelegram::start(TG_TOKEN).await;
@@ -955,23 +1025,324 @@ async fn daemon() {
     .unwrap();
     let _ = std::fs::remove_file(dir.path().join("gatebot.sock"));
     let _ = std::fs::remove_file(dir.path().join("gatebot-control.sock"));
-    let (mut child, took) = start_binary(dir.path()).await;
+    let (child, took) = start_binary(dir.path()).await;
     let t = Instant::now();
     while fake.posted().is_empty() {
         still_waiting(t, "a post to the fake Telegram");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let posted = t.elapsed();
-    // Let the digest be recorded, then measure.
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    // Let the digest be recorded (every request's card and `prompted` audit row, read
+    // from a connection of our own), then measure.
+    let db = rusqlite::Connection::open_with_flags(
+        dir.path().join("gatebot.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    db.busy_timeout(Duration::from_secs(5)).unwrap();
+    let recorded = || -> (i64, i64) {
+        let count = |sql: &str| -> i64 { db.query_row(sql, [], |r| r.get(0)).unwrap_or(0) };
+        (
+            count("SELECT COUNT(*) FROM cards WHERE message IS NOT NULL"),
+            count("SELECT COUNT(*) FROM audit WHERE event = 'prompted'"),
+        )
+    };
+    while recorded() != (100_000, 100_000) {
+        still_waiting(t, "the digest's bookkeeping");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let bookkept = t.elapsed();
+    tokio::time::sleep(Duration::from_millis(500)).await;
     println!(
         "start with Telegram and 100 000 pending: {took:>9.2?}; all shown by one digest {posted:.2?} later \
-         ({} message, {} 429s); RSS: {} KiB",
+         ({} message, {} 429s), recorded with their audit rows {bookkept:.2?} after start; RSS: {} KiB",
         fake.posted().len(),
         fake.rate_limited(),
-        rss_kib(child.id().unwrap())
+        rss_kib(child.pid)
     );
-    child.kill().await.unwrap();
+    child.stop().await;
+}
+
+/// The `gatebot_connections{listener="agents"}` gauge, read from the control socket.
+async fn agents_connections(owner: &Client) -> u64 {
+    let mut open = 0;
+    let _ = owner
+        .get_lines("/metrics", |line| {
+            let line = std::str::from_utf8(line).unwrap_or("");
+            match line.strip_prefix("gatebot_connections{listener=\"agents\"} ") {
+                Some(n) => {
+                    open = n.trim().parse().unwrap_or(0);
+                    std::ops::ControlFlow::Break(())
+                }
+                None => std::ops::ControlFlow::Continue(()),
+            }
+        })
+        .await;
+    open
+}
+
+/// 10 000 agents' long-polls (`GET /v1/requests/{id}?wait=…`, each on its own
+/// connection to the agents' socket, as `gatebot ask` and the hooks make them) held
+/// by the daemon as a process: its RSS before and while they wait, per poll; then
+/// every request decided, and every poll checked for its answer.
+async fn longpolls() {
+    const AGENTS: usize = 10;
+    const POLLS: usize = 10_000;
+    println!("\n## {POLLS} concurrent long-polls: the daemon process's memory");
+    // This process holds the client end of every poll.
+    let files = gatebot::serve::raise_open_file_limit().unwrap_or(0);
+    if files < (POLLS + 1_000) as u64 {
+        println!("skipped: the open-file limit is {files} (ulimit -Hn), {POLLS} polls need more");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let per_agent = POLLS / AGENTS + 100;
+    let mut config = format!(
+        "[queue]\nmax_connections = {}\nmax_connections_per_agent = {per_agent}\n\
+         max_waits_per_agent = {per_agent}\n[limits]\nrequests = \"1000000/min\"\n",
+        POLLS + 1_000
+    );
+    for a in 0..AGENTS {
+        config.push_str(&format!("[agents.lp{a}]\ntier = \"supervised\"\n"));
+    }
+    std::fs::write(dir.path().join("bot.toml"), config).unwrap();
+    let (child, _) = start_binary(dir.path()).await;
+    let pid = child.pid;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle = rss_kib(pid);
+    let socket = dir.path().join("gatebot.sock");
+    let owner = Client::new(dir.path().join("gatebot-control.sock"));
+
+    // The requests, each asking a human.
+    let mut submitters = Vec::new();
+    for a in 0..AGENTS {
+        let client = Client::new(&socket);
+        submitters.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for i in 0..POLLS / AGENTS {
+                let res = client
+                    .post(
+                        "/v1/requests",
+                        &json!({"agent": format!("lp{a}"), "tool": "send_email",
+                                "args": {"to": "a@example.com", "n": i}}),
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(res.body["status"], "pending", "{:?}", res.body);
+                ids.push(res.body["id"].as_str().unwrap().to_string());
+            }
+            ids
+        }));
+    }
+    let mut ids = Vec::new();
+    for s in submitters {
+        ids.extend(s.await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = rss_kib(pid);
+
+    // The long-polls, 500 at a time (more at once than the socket's listen backlog
+    // would be refused), each batch in place before the next.
+    let t = Instant::now();
+    let mut polls = Vec::with_capacity(POLLS);
+    for batch in ids.chunks(500) {
+        for id in batch {
+            let client = Client::new(&socket);
+            let path = format!("/v1/requests/{id}?wait=300");
+            polls.push(tokio::spawn(async move { client.get(&path).await }));
+        }
+        let since = Instant::now();
+        while agents_connections(&owner).await < polls.len() as u64 {
+            still_waiting(since, "the long-polls' connections");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let opened = t.elapsed();
+    // Settled: the polls' requests read and their waits in place.
+    let mut waiting = rss_kib(pid);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = rss_kib(pid);
+        if now.abs_diff(waiting) * 100 <= waiting {
+            waiting = waiting.max(now);
+            break;
+        }
+        waiting = now;
+    }
+    let per_poll = (waiting.saturating_sub(before)) as f64 * 1024.0 / POLLS as f64;
+    println!(
+        "RSS idle {idle} KiB; with {POLLS} pending {before} KiB; with {POLLS} long-polls \
+         waiting {waiting} KiB ({:.1} MiB, {per_poll:.0} B a poll; {POLLS} connections in {opened:.2?})",
+        waiting as f64 / 1024.0
+    );
+
+    // Every request decided by an owner; every poll must come back approved.
+    let t = Instant::now();
+    let mut deciders = Vec::new();
+    for chunk in ids.chunks(POLLS / 4) {
+        let owner = owner.clone();
+        let chunk = chunk.to_vec();
+        deciders.push(tokio::spawn(async move {
+            for id in chunk {
+                let res = owner
+                    .post(
+                        &format!("/v1/requests/{id}/decision"),
+                        &json!({"decision": "approve"}),
+                    )
+                    .await
+                    .unwrap();
+                assert!(res.status.is_success(), "{:?}", res.body);
+            }
+        }));
+    }
+    for d in deciders {
+        d.await.unwrap();
+    }
+    let decided = t.elapsed();
+    let mut approved = 0;
+    for p in polls {
+        let res = p.await.unwrap().unwrap();
+        if res.body["status"] == "approved" {
+            approved += 1;
+        }
+    }
+    println!(
+        "{POLLS} decided in {decided:.2?}; every poll answered after {:.2?}: {approved} of \
+         {POLLS} approved; RSS after: {} KiB",
+        t.elapsed(),
+        rss_kib(pid)
+    );
+    assert_eq!(approved, POLLS, "every long-poll gets its answer");
+    child.stop().await;
+}
+
+/// 200 000 pending requests with one deadline (written straight into the database,
+/// as the daemon section writes its 100 000), the daemon as a process, and one agent
+/// submitting sequentially throughout: its submits' latency before the deadline
+/// (alone) and while the daemon expires them all, and how long that takes.
+async fn expiry() {
+    const N: i64 = 200_000;
+    println!("\n## {N} requests expiring at the same instant, beside one agent's submits");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bot.toml"),
+        "[tools]\nquery_org_data = \"read-only\"\n[limits]\nrequests = \"1000000/min\"\n\
+         [agents.bench]\ntier = \"supervised\"\n[agents.probe]\ntier = \"semi_autonomous\"\n",
+    )
+    .unwrap();
+    // A first start makes the database.
+    let (child, _) = start_binary(dir.path()).await;
+    child.stop().await;
+    let _ = std::fs::remove_file(dir.path().join("gatebot.sock"));
+    let _ = std::fs::remove_file(dir.path().join("gatebot-control.sock"));
+
+    let lead = Duration::from_secs(12);
+    let deadline = Instant::now() + lead;
+    let deadline_ms = gatebot::time::now_ms() + lead.as_millis() as i64;
+    let db_path = dir.path().join("gatebot.db");
+    let db = rusqlite::Connection::open(&db_path).unwrap();
+    db.execute_batch(&format!(
+        "BEGIN;
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {N})
+         INSERT INTO approvals (id, short_id, agent, tool, args, status, risk_score, tool_class,
+             risk_factors, policy_reason, ttl_ms, created_at, expires_at)
+         SELECT printf('01BENCH%019d', i), printf('b%07d', i), 'bench', 'send_email',
+             '{{\"to\":\"a@example.com\",\"body\":\"hello there, a typical short email body\"}}',
+             'pending', 'high', 'destructive', '[]', 'bench', 600000,
+             {deadline_ms} - 600000, {deadline_ms}
+         FROM n;
+         INSERT INTO subjects (id, kind, short_id, open, revision, created_at)
+             SELECT id, 'approval', short_id, 1, 'pending', created_at FROM approvals
+             WHERE id LIKE '01BENCH%';
+         COMMIT;"
+    ))
+    .unwrap();
+    drop(db);
+    let (child, _) = start_binary(dir.path()).await;
+    let pid = child.pid;
+
+    // When the last of them is expired, watched from a connection of our own.
+    let watcher = tokio::task::spawn_blocking(move || {
+        let db = rusqlite::Connection::open_with_flags(
+            &db_path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        db.busy_timeout(Duration::from_secs(5)).unwrap();
+        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+        loop {
+            let left: Option<i64> = db
+                .query_row(
+                    "SELECT 1 FROM approvals WHERE status = 'pending' AND agent = 'bench' LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .ok();
+            if left.is_none() {
+                return Instant::now();
+            }
+            still_waiting(deadline, "the mass expiry");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+
+    let client = Client::new(dir.path().join("gatebot.sock"));
+    let mut samples: Vec<(Instant, Duration)> = Vec::new();
+    let mut done: Option<Instant> = None;
+    let mut i = 0u64;
+    let mut watcher = Some(watcher);
+    loop {
+        let body = json!({"agent": "probe", "tool": "query_org_data",
+            "args": {"q": format!("contacts in Berlin {i}")}});
+        i += 1;
+        let t = Instant::now();
+        let res = client.post("/v1/requests", &body).await.unwrap();
+        assert_eq!(res.body["status"], "allowed", "{:?}", res.body);
+        samples.push((t, t.elapsed()));
+        if let Some(w) = watcher.as_ref() {
+            if w.is_finished() {
+                done = Some(watcher.take().unwrap().await.unwrap());
+            }
+        }
+        if done.is_some_and(|d| d.elapsed() > Duration::from_secs(1)) {
+            break;
+        }
+    }
+    let done = done.unwrap();
+    let rss = rss_kib(pid);
+    child.stop().await;
+    // Alone: from a second after start to the deadline; during: while they expire.
+    let first = samples[0].0 + Duration::from_secs(1);
+    let mut alone: Vec<Duration> = samples
+        .iter()
+        .filter(|(t, _)| *t >= first && *t + Duration::from_millis(100) < deadline)
+        .map(|(_, d)| *d)
+        .collect();
+    let mut during: Vec<Duration> = samples
+        .iter()
+        .filter(|(t, _)| *t >= deadline && *t < done)
+        .map(|(_, d)| *d)
+        .collect();
+    alone.sort();
+    during.sort();
+    let line = |what: &str, l: &[Duration]| {
+        println!(
+            "submits {what:<22} p50 {:>9.2?}  p99 {:>9.2?}  max {:>9.2?}  ({} submits)",
+            percentile(l, 0.5),
+            percentile(l, 0.99),
+            l.last().copied().unwrap_or_default(),
+            l.len()
+        );
+    };
+    line("alone", &alone);
+    line("during the mass expiry", &during);
+    println!(
+        "all {N} expired {:.2?} after their deadline; ratio during/alone p50 {:.2} p99 {:.2}; \
+         RSS after: {rss} KiB",
+        done - deadline,
+        percentile(&during, 0.5).as_secs_f64() / percentile(&alone, 0.5).as_secs_f64(),
+        percentile(&during, 0.99).as_secs_f64() / percentile(&alone, 0.99).as_secs_f64(),
+    );
 }
 
 const TG_TOKEN: &str = "424242:AAE-bench-token-for-the-fake_0123456789";

@@ -496,7 +496,8 @@ impl hyper::service::Service<Request<Incoming>> for Service {
     type Error = Infallible;
     type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
-    fn call(&self, mut req: Request<Incoming>) -> Self::Future {
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
+        let mut req = detached(req);
         if let Some(caller) = self.caller {
             req.extensions_mut().insert(caller);
         }
@@ -508,6 +509,28 @@ impl hyper::service::Service<Request<Incoming>> for Service {
             res
         })
     }
+}
+
+/// `req` with its head (the URI, header names and values) copied out of hyper's read
+/// buffer, which the parsed head otherwise shares. While a request is answered, hyper
+/// keeps reading its connection to notice a client that goes away; with the buffer
+/// still shared it takes a new one for that (8 KiB), so each long-poll held two. A
+/// copy of the head is a few hundred bytes.
+fn detached(req: Request<Incoming>) -> Request<Incoming> {
+    use hyper::header::{HeaderMap, HeaderName, HeaderValue};
+    let (mut parts, body) = req.into_parts();
+    let mut headers = HeaderMap::with_capacity(parts.headers.len());
+    for (name, value) in &parts.headers {
+        let name =
+            HeaderName::from_bytes(name.as_str().as_bytes()).unwrap_or_else(|_| name.clone());
+        let value = HeaderValue::from_bytes(value.as_bytes()).unwrap_or_else(|_| value.clone());
+        headers.append(name, value);
+    }
+    parts.headers = headers;
+    if let Ok(uri) = hyper::Uri::try_from(parts.uri.to_string()) {
+        parts.uri = uri;
+    }
+    Request::from_parts(parts, body)
 }
 
 /// Raises the soft open-file limit to the hard limit; returns the soft limit now in

@@ -29,12 +29,17 @@ pub(super) async fn get_request(
 ) -> ApiResult<Json<ApprovalView>> {
     let wait = wait_param("wait", q.wait.as_deref())?;
     let approval = authorised_request(&state, &id, &headers, "read a request").await?;
+    // Only what the wait needs is kept while it waits (thousands of polls may).
+    drop(headers);
     let max = state.engine.config().queue.max_wait;
     let wait = wait.unwrap_or(Duration::ZERO).min(max);
     let approval = if approval.status == Status::Pending && !wait.is_zero() {
-        let (engine, id) = (&state.engine, &approval.id);
-        Waiting::run(&state, &approval.agent, |stop| async move {
-            engine.wait(id, wait, &stop).await
+        // A wait keeps only the request's id and agent: thousands of polls may wait.
+        let (id, agent) = (approval.id.clone(), approval.agent.clone());
+        drop(approval);
+        let engine = &state.engine;
+        Waiting::run(&state, &agent, |stop| async move {
+            engine.wait(&id, wait, &stop).await
         })
         .await?
     } else {

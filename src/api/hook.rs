@@ -90,6 +90,8 @@ pub(super) async fn claude_code(State(state): State<ApiState>, req: Request<Body
     let mut body = call.submit_body(&caller.agent);
     // Claude Code takes an edited call back (`updatedInput`).
     body.accepts_edits = true;
+    // Not kept while the call waits for its decision: the request's head and body.
+    drop((parts, read));
     let verdict = resolve(&gate, &body, budget, |_, _| {}).await;
     Json(claude_code::answer(event, &verdict))
 }

@@ -434,12 +434,21 @@ impl<P: Platform> ChatWorker<P> {
         // still edited below.
         let destination = settings.destinations.contains(&self.chat);
         let known: Vec<String> = self.subjects.iter().cloned().collect();
+        let digest_after = settings.digest_after;
         let ChatWork {
             unposted,
+            requests,
             stale,
             reminders,
         } = state
-            .work(&platform, &self.chat, &known, destination, self.rescan)
+            .work(
+                &platform,
+                &self.chat,
+                &known,
+                destination,
+                self.rescan,
+                digest_after.saturating_add(1),
+            )
             .await
             .map_err(database)?;
         self.rescan = false;
@@ -454,22 +463,22 @@ impl<P: Platform> ChatWorker<P> {
         self.submitted.retain(|id, _| subjects.contains(id));
 
         // 1. Posts: a burst of requests as one digest, else the oldest waiting card.
-        let requests: Vec<&Unposted> = unposted
-            .iter()
-            .filter(|u| u.subject.kind == SubjectKind::Approval)
-            .collect();
-        let digest_after = settings.digest_after;
-        if requests.len() > digest_after {
-            let shown: Vec<(String, String)> = requests
+        if requests > digest_after {
+            let listed: Vec<String> = unposted
                 .iter()
-                .map(|u| (u.subject.id.clone(), u.revision.clone()))
+                .filter(|u| u.subject.kind == SubjectKind::Approval)
+                .map(|u| u.subject.id.clone())
                 .collect();
-            let unknown = requests.iter().any(|u| u.unknown);
-            self.post_digest(stop, &shown, unknown).await?;
-            for (id, _) in &shown {
+            let posted = self.post_digest(stop, destination).await;
+            // The requests past those listed are not among `subjects`: should the
+            // digest be tried again, a scan finds them.
+            if posted.is_err() {
+                self.rescan = true;
+            }
+            for id in &listed {
                 self.subjects.remove(id);
             }
-            return Ok(());
+            return posted;
         }
         if let Some(u) = unposted.first() {
             return self.post_card(stop, u).await;
@@ -611,33 +620,90 @@ impl<P: Platform> ChatWorker<P> {
         conversation::render(&self.cx.engine, &u.subject).await
     }
 
-    /// Posts one digest for the requests `shown` (id and revision; all pending, none
-    /// shown here yet).
+    /// Posts one digest for every request waiting for a message here. Its bookkeeping
+    /// is the database's, a chunk at a time ([`crate::engine::ChatState::begin_digest`]):
+    /// a digest of 100 000 requests never holds them all here.
     async fn post_digest(
         &mut self,
         stop: &CancellationToken,
-        shown: &[(String, String)],
-        unknown: bool,
+        destination: bool,
     ) -> Result<(), SendError> {
-        let ids: Vec<String> = shown.iter().map(|(id, _)| id.clone()).collect();
-        let summary = self
-            .cx
-            .engine
-            .chat()
-            .summarize(&ids)
+        let engine = self.cx.engine.clone();
+        let state = engine.chat();
+        let platform = self.cx.platform.clone();
+        let chat = self.chat.clone();
+        let begun = crate::time::now_ms();
+        let (shown, reposted) = state
+            .begin_digest(&platform, &chat, destination, begun)
             .await
             .map_err(database)?;
+        if shown == 0 {
+            return Ok(());
+        }
+        if reposted > 0 {
+            warn!(platform = %platform, chat = %chat, subjects = reposted, "an earlier post's outcome is unknown; posting again (it may show twice)");
+        }
+        let summary = match state.summarize_digest(&platform, &chat, begun).await {
+            Ok(summary) => summary,
+            Err(e) => {
+                state
+                    .abandon_digest(&platform, &chat, begun)
+                    .await
+                    .map_err(database)?;
+                return Err(database(e));
+            }
+        };
         info!(
-            platform = %self.cx.platform, chat = %self.chat, requests = ids.len(),
+            platform = %platform, chat = %chat, requests = shown,
             "posting a digest instead of one card per request"
         );
         let card = digest::card(&digest::View::Summary(summary));
-        let platform = self.platform.clone();
-        let chat = self.chat.clone();
-        self.post(stop, shown, ShownBy::Digest, unknown, None, async move {
-            platform.post(&chat, &card, None).await
-        })
-        .await
+        let (to, at) = (self.platform.clone(), chat.clone());
+        match self
+            .call(stop, async move { to.post(&at, &card, None).await })
+            .await
+        {
+            Ok(message) => {
+                engine.metrics.chat_posted(&platform, true);
+                debug!(platform = %platform, chat = %chat, message = %message, subjects = shown, "posted");
+                // The message exists now: keep trying to record it, or it is orphaned.
+                let mut attempt = 0;
+                loop {
+                    match state.finish_digest(&platform, &chat, begun, &message).await {
+                        Ok(recorded) => {
+                            if recorded < shown {
+                                info!(
+                                    platform = %platform, chat = %chat, message = %message,
+                                    subjects = shown - recorded,
+                                    "posted; a reply or press had already tied the subjects to their message"
+                                );
+                            }
+                            return Ok(());
+                        }
+                        Err(e) if attempt < 5 => {
+                            warn!(error = %e, "cannot record a posted message yet; retrying");
+                            attempt += 1;
+                            tokio::time::sleep(backoff(attempt)).await;
+                        }
+                        Err(e) => return Err(database(e)),
+                    }
+                }
+            }
+            Err(SendError::Unknown(e)) => Err(SendError::Unknown(e)),
+            Err(e) => {
+                state
+                    .abandon_digest(&platform, &chat, begun)
+                    .await
+                    .map_err(database)?;
+                match e {
+                    SendError::Permanent(e) => {
+                        warn!(platform = %platform, chat = %chat, error = %e, "cannot post to this chat; giving up until restart");
+                        Ok(())
+                    }
+                    other => Err(other),
+                }
+            }
+        }
     }
 
     /// Records the post's intent (the subjects and the revisions the message shows,

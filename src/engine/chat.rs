@@ -3,7 +3,6 @@
 //! through the [`Engine`](super::Engine)'s transitions; this records which messages
 //! show what, what digests show, and the questions gatebot asked.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::{blocking, EngineError, What};
@@ -21,8 +20,12 @@ type Result<T> = std::result::Result<T, EngineError>;
 /// What a chat needs done ([`ChatState::work`]).
 #[derive(Debug, Clone, Default)]
 pub struct ChatWork {
-    /// Open subjects that belong in the chat and have no message there, oldest first.
+    /// Open subjects that belong in the chat and have no message there, oldest first:
+    /// every one of other kinds, and the oldest requests up to the cap
+    /// [`ChatState::work`] was given.
     pub unposted: Vec<Unposted>,
+    /// How many requests have no message there, listed in `unposted` or not.
+    pub requests: usize,
     /// Messages showing a subject at an older revision, with the revision now.
     pub stale: Vec<(Shown, String)>,
     /// Reminders to post there, oldest first.
@@ -89,9 +92,11 @@ impl ChatState {
         blocking(&self.store, f).await
     }
 
-    /// What `chat` needs done for the subjects `known` (plus, with `rescan`, every
+    /// What `chat` needs done for the subjects `known` (or, with `rescan`, for every
     /// subject whose presence there needs work: start, missed events): those open
-    /// ones that belong there and have no message yet, oldest first, and the messages
+    /// ones that belong there and have no message yet, oldest first (requests only up
+    /// to `requests`, with their number: a burst is shown by a digest, which SQLite
+    /// makes from the database, so the burst is never held here), and the messages
     /// showing one at an older revision. `destination`: the chat is one of the
     /// platform's destinations, where subjects without a home go; otherwise only
     /// subjects at home there.
@@ -102,21 +107,74 @@ impl ChatState {
         known: &[String],
         destination: bool,
         rescan: bool,
+        requests: usize,
     ) -> Result<ChatWork> {
         let (p, c) = (platform.to_string(), chat.to_string());
-        let mut ids: BTreeSet<String> = known.iter().cloned().collect();
+        // With a rescan every subject is looked at, `known` among them.
+        let ids: Option<Vec<String>> = (!rescan).then(|| known.to_vec());
         self.run(move |s| {
-            if rescan {
-                ids.extend(s.chat_backlog(&p, &c, destination)?);
-            }
-            let ids: Vec<String> = ids.into_iter().collect();
+            let (unposted, requests) =
+                s.unposted_in(&p, &c, ids.as_deref(), destination, requests)?;
             Ok(ChatWork {
-                unposted: s.unposted(&p, &c, &ids, destination)?,
-                stale: s.stale_cards(&p, &c, &ids)?,
+                unposted,
+                requests,
+                stale: s.stale_in(&p, &c, ids.as_deref())?,
                 reminders: s.reminders_in(&p, &c)?,
             })
         })
         .await
+    }
+
+    /// Begins a digest post in `chat` of every request waiting for a message there
+    /// ([`Store::begin_digest`]); returns how many it shows and how many of them are
+    /// posted again after an unknown outcome.
+    pub async fn begin_digest(
+        &self,
+        platform: &PlatformId,
+        chat: &str,
+        destination: bool,
+        begun: i64,
+    ) -> Result<(usize, usize)> {
+        let (p, c) = (platform.to_string(), chat.to_string());
+        self.run(move |s| s.begin_digest(&p, &c, destination, begun))
+            .await
+    }
+
+    /// The counts of the digest post in flight begun at `begun`.
+    pub async fn summarize_digest(
+        &self,
+        platform: &PlatformId,
+        chat: &str,
+        begun: i64,
+    ) -> Result<DigestSummary> {
+        let (p, c) = (platform.to_string(), chat.to_string());
+        self.run(move |s| s.summarize_in_flight(&p, &c, begun))
+            .await
+    }
+
+    /// The digest post begun at `begun` succeeded as `message` (each request audited
+    /// as `prompted`); returns how many it recorded.
+    pub async fn finish_digest(
+        &self,
+        platform: &PlatformId,
+        chat: &str,
+        begun: i64,
+        message: &str,
+    ) -> Result<usize> {
+        let (p, c, m) = (platform.to_string(), chat.to_string(), message.to_string());
+        self.run(move |s| s.finish_digest(&p, &c, begun, &m, now_ms()))
+            .await
+    }
+
+    /// The digest post begun at `begun` certainly did not happen.
+    pub async fn abandon_digest(
+        &self,
+        platform: &PlatformId,
+        chat: &str,
+        begun: i64,
+    ) -> Result<()> {
+        let (p, c) = (platform.to_string(), chat.to_string());
+        self.run(move |s| s.abandon_digest(&p, &c, begun)).await
     }
 
     /// Where a card of `subject` goes in `chat`: under its home message, or its

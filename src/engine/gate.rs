@@ -137,8 +137,6 @@ impl Drop for Slot {
 
 impl Drop for WaitSlot {
     fn drop(&mut self) {
-        // Ends the task that watches the pause for this wait.
-        self.stop.cancel();
         let mut map = lock(&self.held);
         if let Some(h) = map.get_mut(&self.agent) {
             h.waits = h.waits.saturating_sub(1);
@@ -225,17 +223,14 @@ impl Engine {
             return Err(self.over(agent, Cap::Waits, max));
         }
         h.waits += 1;
-        let pause = h.pause.get_or_insert_with(CancellationToken::new).clone();
+        // The agent's waits share one token, cancelled by its pause and, as a child of
+        // shutdown, at shutdown: a wait costs no task or token of its own (every
+        // listener's state holds the daemon's one shutdown token).
+        let stop = h
+            .pause
+            .get_or_insert_with(|| shutdown.child_token())
+            .clone();
         drop(map);
-        // Fires at shutdown (a child) or at the agent's pause (watched below).
-        let stop = shutdown.child_token();
-        let watcher = stop.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = pause.cancelled() => watcher.cancel(),
-                _ = watcher.cancelled() => {}
-            }
-        });
         Ok(WaitSlot {
             held: self.gate.held.clone(),
             agent: agent.to_string(),

@@ -43,6 +43,7 @@ mod requests;
 mod sessions;
 mod tasks;
 mod trust;
+mod waiters;
 
 mod runs;
 
@@ -186,6 +187,8 @@ pub struct Engine {
     /// workers) can follow a reload.
     config: watch::Sender<Arc<Config>>,
     events: broadcast::Sender<Event>,
+    /// Long-polls, by the request they wait on ([`Engine::wait`]).
+    waiters: waiters::Waiters,
     deadlines_changed: Notify,
     chat: ChatState,
     tasks: tasks::TaskState,
@@ -245,6 +248,7 @@ impl Engine {
             store,
             config: watch::Sender::new(Arc::new(config)),
             events,
+            waiters: waiters::Waiters::default(),
             deadlines_changed: Notify::new(),
             tasks: tasks::TaskState::default(),
             gate: gate::Gate::default(),
@@ -389,6 +393,9 @@ impl Engine {
     }
 
     fn publish(&self, event: Event) {
+        if let Event::Settled(a) = &event {
+            self.waiters.settled(a);
+        }
         // No receiver is fine: nobody is waiting or prompting.
         let _ = self.events.send(event);
     }
@@ -502,10 +509,51 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+    use std::time::Duration;
+
+    use tokio_util::sync::CancellationToken;
 
     use super::*;
     use crate::store::{Inserted, NewApproval};
     use crate::subject::SubjectKind;
+
+    #[tokio::test]
+    async fn waits_on_a_request_get_its_change_and_leave_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("g.db")).unwrap();
+        let new = || match store.insert(&NewApproval::sample("m", "t", None)) {
+            Ok(Inserted::New(a)) => a,
+            other => panic!("not inserted: {other:?}"),
+        };
+        let (a, b) = (new(), new());
+        let config = Config::parse("", Path::new("/nonexistent/bot.toml")).unwrap();
+        let engine = Engine::new(store, config);
+        let stop = CancellationToken::new();
+        let long = Duration::from_secs(60);
+        let waits: Vec<_> = (0..3)
+            .map(|_| {
+                let (engine, id, stop) = (engine.clone(), a.id.clone(), stop.clone());
+                tokio::spawn(async move { engine.wait(&id, long, &stop).await })
+            })
+            .collect();
+        let other = {
+            let (engine, id, stop) = (engine.clone(), b.id.clone(), stop.clone());
+            tokio::spawn(async move { engine.wait(&id, Duration::from_millis(300), &stop).await })
+        };
+        while engine.waiters.watched() < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        engine.cancel(&a.id, "m").await.unwrap();
+        for w in waits {
+            assert_eq!(w.await.unwrap().unwrap().status, Status::Cancelled);
+        }
+        // The other request's wait is not woken by it: it times out, still pending.
+        assert_eq!(other.await.unwrap().unwrap().status, Status::Pending);
+        assert_eq!(engine.waiters.watched(), 0);
+        // A request already settled is answered at once.
+        let settled = engine.wait(&a.id, long, &stop).await.unwrap();
+        assert_eq!(settled.status, Status::Cancelled);
+    }
 
     #[tokio::test]
     async fn identify_names_the_kind_of_what_an_owner_typed() {

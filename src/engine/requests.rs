@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::{info, info_span, warn, Instrument, Span};
@@ -836,29 +836,18 @@ impl Engine {
         timeout: Duration,
         stop: &CancellationToken,
     ) -> Result<Approval, EngineError> {
-        // Subscribe before reading, so a change between the read and the wait is not missed.
-        let mut rx = self.subscribe();
+        // Watch before reading, so a change between the read and the wait is not missed.
+        let mut watching = self.waiters.watch(id);
         let current = self.get(id).await?;
         if current.status.is_settled() || timeout.is_zero() {
             return Ok(current);
         }
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => return self.get(id).await,
-                _ = stop.cancelled() => return self.get(id).await,
-                ev = rx.recv() => match ev {
-                    Ok(Event::Settled(a)) if a.id == id => return Ok((*a).clone()),
-                    Ok(_) => {}
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        let a = self.get(id).await?;
-                        if a.status.is_settled() {
-                            return Ok(a);
-                        }
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return self.get(id).await,
-                },
-            }
+        // Not kept while waiting: the answer is the request as it is then.
+        drop(current);
+        tokio::select! {
+            _ = tokio::time::sleep(timeout) => self.get(id).await,
+            _ = stop.cancelled() => self.get(id).await,
+            a = watching.changed() => Ok((*a).clone()),
         }
     }
 

@@ -15,7 +15,7 @@ use super::approval_row::{get_conn, row_to_approval, COLUMNS, COLUMN_COUNT};
 use super::audit::audit_tx;
 use super::subjects::{inherit_home, subject_changed, subject_created, unique_short_id};
 use super::trust::{grant_tx, offer_tx, NewOffer};
-use super::{Result, Store, StoreError, EXPIRE_BATCH};
+use super::{Result, Store, StoreError, EXPIRE_BATCH, EXPIRE_BEFORE_YIELDING};
 use crate::approval::{Approval, Asked, Decision, ListFilter, Status, Verb, Via};
 use crate::policy::Risk;
 use crate::subject::SubjectKind;
@@ -364,7 +364,9 @@ impl Store {
     }
 
     /// Expires pending requests whose deadline is at or before `now`, earliest first, at
-    /// most [`EXPIRE_BATCH`] of them (call again while [`Store::next_deadline`] is due).
+    /// most [`EXPIRE_BATCH`] of them (call again while [`Store::next_deadline`] is due),
+    /// and fewer when another caller waits for the writer: after
+    /// [`EXPIRE_BEFORE_YIELDING`] it commits what it expired and gives way.
     pub fn expire_due(&self, now: i64) -> Result<Vec<Approval>> {
         let mut conn = self.lock();
         let tx = conn.transaction()?;
@@ -381,7 +383,10 @@ impl Store {
             rows.collect::<std::result::Result<_, _>>()?
         };
         let mut expired = Vec::with_capacity(due.len());
-        for (id, ttl_ms, deadline_ms) in due {
+        for (done, (id, ttl_ms, deadline_ms)) in due.into_iter().enumerate() {
+            if done >= EXPIRE_BEFORE_YIELDING && self.wanted() {
+                break;
+            }
             match expire_tx(&tx, &id, ttl_ms, deadline_ms, now) {
                 Ok(Some(a)) => expired.push(a),
                 Ok(None) => {}

@@ -9,6 +9,7 @@
 
 use rusqlite::{params, OptionalExtension, Row};
 
+use super::chat::Among;
 use super::{new_id, Result, Store, StoreError};
 use crate::policy::RiskScore;
 use crate::subject::AgentPending;
@@ -235,25 +236,43 @@ impl Store {
         min: usize,
         limit: usize,
     ) -> Result<Vec<AgentPending>> {
-        let among = among.map(|ids| serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()));
+        self.pending_agents_among(among.map(Among::Ids).as_ref(), min, limit)
+    }
+
+    /// [`Store::pending_agents`], `among` any set of requests ([`Among`]).
+    pub(super) fn pending_agents_among(
+        &self,
+        among: Option<&Among<'_>>,
+        min: usize,
+        limit: usize,
+    ) -> Result<Vec<AgentPending>> {
+        let (filter, mut values) = match among {
+            Some(among) => (
+                format!(
+                    "AND agent IN (SELECT a.agent FROM approvals a JOIN {} ON a.id = j.value \
+                     WHERE a.status = 'pending')",
+                    among.table()
+                ),
+                among.values(),
+            ),
+            None => (String::new(), Vec::new()),
+        };
+        let n = values.len();
+        values.push(i64::try_from(min).unwrap_or(i64::MAX).into());
+        values.push(i64::try_from(limit).unwrap_or(i64::MAX).into());
         let rows: Vec<(String, i64, i64, Option<i64>)> = {
             let conn = self.lock();
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT agent, COUNT(*), SUM(risk_score != 'critical'), MAX({RISK_RANK}) \
-                 FROM approvals WHERE status = 'pending' \
-                 AND (?1 IS NULL OR agent IN (SELECT a.agent FROM approvals a \
-                     JOIN json_each(?1) j ON a.id = j.value WHERE a.status = 'pending')) \
-                 GROUP BY agent HAVING COUNT(*) >= ?2 \
-                 ORDER BY COUNT(*) DESC, agent LIMIT ?3"
+                 FROM approvals WHERE status = 'pending' {filter} \
+                 GROUP BY agent HAVING COUNT(*) >= ?{} \
+                 ORDER BY COUNT(*) DESC, agent LIMIT ?{}",
+                n + 1,
+                n + 2
             ))?;
-            let rows = stmt.query_map(
-                params![
-                    among,
-                    i64::try_from(min).unwrap_or(i64::MAX),
-                    i64::try_from(limit).unwrap_or(i64::MAX)
-                ],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(values), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?;
             rows.collect::<std::result::Result<_, _>>()?
         };
         rows.into_iter()

@@ -13,7 +13,8 @@
 //! A card records the subject's revision it was drawn at; when the subject's revision
 //! moves on (the store updates it in the transaction of every change), the card is out
 //! of date. Ids are passed to SQLite as one JSON array (`json_each`), so a digest of
-//! 100 000 requests is one statement, not 100 000.
+//! 100 000 requests takes one statement per [`POST_CHUNK`] of them, not 100 000; each
+//! chunk is its own transaction, with its audit rows.
 
 use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::json;
@@ -47,8 +48,126 @@ fn subject_kind(s: &str) -> Result<SubjectKind> {
     SubjectKind::parse(s).ok_or_else(|| StoreError::Corrupt(format!("subject kind {s}")))
 }
 
+/// Most subjects one transaction of a post's bookkeeping records ([`Store::begin_post`],
+/// [`Store::finish_post`], [`Store::card_reposted`], [`Store::abandon_post`]): a digest
+/// of 100 000 requests is recorded a chunk at a time, each chunk with its audit rows, so
+/// neither SQLite nor gatebot holds the whole post's rows at once, and the writer is
+/// free between chunks.
+pub const POST_CHUNK: usize = 2_000;
+
 fn ids_json(ids: &[String]) -> String {
     serde_json::to_string(ids).unwrap_or_else(|_| "[]".into())
+}
+
+/// The requests a digest's counts are over ([`Store::summarize`]).
+pub(super) enum Among<'a> {
+    /// These ids.
+    Ids(&'a [String]),
+    /// The requests of the digest post in flight in `chat` begun at `posted_at`
+    /// ([`Store::begin_digest`]): read by SQLite, never held here.
+    InFlight {
+        platform: &'a str,
+        chat: &'a str,
+        posted_at: i64,
+    },
+    /// The requests digest `message` in `chat` shows.
+    Posted {
+        platform: &'a str,
+        chat: &'a str,
+        message: &'a str,
+    },
+}
+
+impl Among<'_> {
+    /// The requests' ids as a table `j (value)` for a FROM clause, its parameters
+    /// numbered from ?1 ([`Among::values`]).
+    pub(super) fn table(&self) -> &'static str {
+        match self {
+            Among::Ids(_) => "json_each(?1) j",
+            Among::InFlight { .. } => {
+                "(SELECT subject AS value FROM cards WHERE platform = ?1 AND chat = ?2 \
+                 AND message IS NULL AND shown_by = 'digest' AND posted_at = ?3) j"
+            }
+            Among::Posted { .. } => {
+                "(SELECT subject AS value FROM cards WHERE platform = ?1 AND chat = ?2 \
+                 AND message = ?3 AND shown_by = 'digest') j"
+            }
+        }
+    }
+
+    pub(super) fn values(&self) -> Vec<rusqlite::types::Value> {
+        match self {
+            Among::Ids(ids) => vec![ids_json(ids).into()],
+            Among::InFlight {
+                platform,
+                chat,
+                posted_at,
+            } => vec![
+                platform.to_string().into(),
+                chat.to_string().into(),
+                (*posted_at).into(),
+            ],
+            Among::Posted {
+                platform,
+                chat,
+                message,
+            } => vec![
+                platform.to_string().into(),
+                chat.to_string().into(),
+                message.to_string().into(),
+            ],
+        }
+    }
+}
+
+/// Audits, before they are posted again, that the requests `ids` had a post in `chat`
+/// whose outcome is unknown.
+fn reposted_tx<'a>(
+    tx: &Transaction<'_>,
+    platform: &str,
+    chat: &str,
+    ids: impl IntoIterator<Item = &'a String>,
+    now: i64,
+) -> Result<()> {
+    let detail = json!({
+        "chat": chat,
+        "why": "the outcome of an earlier post is unknown (gatebot stopped, or the answer was lost); the prompt may show twice",
+    });
+    let via = Via::Chat(crate::approval::PlatformId::owned(platform));
+    for id in ids {
+        audit_tx(
+            tx,
+            now,
+            Some(id),
+            "prompt_reposted",
+            None,
+            Some(&via),
+            &detail,
+        )?;
+    }
+    Ok(())
+}
+
+/// Records in flight that `rows` (a JSON array of `[subject, revision]`) are about to
+/// be shown in `chat` by one message.
+fn begin_tx(
+    tx: &Transaction<'_>,
+    platform: &str,
+    chat: &str,
+    rows: &str,
+    by: ShownBy,
+    thread: Option<&str>,
+    now: i64,
+) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO cards (subject, platform, chat, message, shown_by, revision, posted_at, thread) \
+         SELECT j.value ->> 0, ?1, ?2, NULL, ?3, j.value ->> 1, ?4, ?6 FROM json_each(?5) j WHERE true \
+         ON CONFLICT (subject, platform, chat) DO UPDATE SET message = NULL, \
+             shown_by = excluded.shown_by, revision = excluded.revision, \
+             posted_at = excluded.posted_at, thread = excluded.thread",
+    )?
+    .execute(params![platform, chat, by.as_str(), now, rows, thread])?;
+    Ok(())
 }
 
 fn status(s: &str) -> Result<Status> {
@@ -81,22 +200,39 @@ fn record_post(
             r.get(0)
         })?
         .collect::<std::result::Result<_, _>>()?;
+    recorded_tx(tx, platform, chat, &recorded, by, message, now, adopted)?;
+    Ok(recorded)
+}
+
+/// The `prompted` audit rows of the subjects `recorded` as shown by `message`, and for
+/// a digest, its state.
+#[allow(clippy::too_many_arguments)]
+fn recorded_tx(
+    tx: &Transaction<'_>,
+    platform: &str,
+    chat: &str,
+    recorded: &[String],
+    by: ShownBy,
+    message: &str,
+    now: i64,
+    adopted: bool,
+) -> Result<()> {
     let mut detail = json!({"chat": chat, "message": message, "digest": by == ShownBy::Digest});
     if adopted {
         detail["adopted"] = json!(true);
     }
     let via = Via::Chat(crate::approval::PlatformId::owned(platform));
-    for id in &recorded {
+    for id in recorded {
         audit_tx(tx, now, Some(id), "prompted", None, Some(&via), &detail)?;
     }
     if by == ShownBy::Digest && !recorded.is_empty() {
-        tx.execute(
+        tx.prepare_cached(
             "INSERT OR IGNORE INTO digests (platform, chat, message, showing, closed, posted_at) \
              VALUES (?1, ?2, ?3, NULL, 0, ?4)",
-            params![platform, chat, message, now],
-        )?;
+        )?
+        .execute(params![platform, chat, message, now])?;
     }
-    Ok(recorded)
+    Ok(())
 }
 
 /// A subject's home and parent columns: platform, chat, reply_to, root, parent.
@@ -146,8 +282,10 @@ fn card_thread(
 
 impl Store {
     /// Every subject whose presence in `chat` needs work: open ones without a posted
-    /// message, and those whose message shows an older revision. Used at start and
-    /// whenever events were missed.
+    /// message, and those whose message shows an older revision: what a rescan looks
+    /// at ([`Store::unposted_in`] and [`Store::stale_in`] without ids), as a list for
+    /// the tests.
+    #[cfg(test)]
     pub fn chat_backlog(
         &self,
         platform: &str,
@@ -179,18 +317,46 @@ impl Store {
         ids: &[String],
         destination: bool,
     ) -> Result<Vec<Unposted>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT s.id, s.kind, s.revision, EXISTS (SELECT 1 FROM cards c \
-                 WHERE c.subject = s.id AND c.platform = ?1 AND c.chat = ?2 AND c.message IS NULL) \
-             FROM subjects s JOIN json_each(?3) j ON s.id = j.value \
+        Ok(self
+            .unposted_in(platform, chat, Some(ids), destination, usize::MAX)?
+            .0)
+    }
+
+    /// [`Store::unposted`] among `ids`, or (`None`) among every subject, with at most
+    /// `requests` requests (the oldest: a burst of them is shown by a digest, which
+    /// needs only their number); and how many requests there are in all.
+    pub fn unposted_in(
+        &self,
+        platform: &str,
+        chat: &str,
+        ids: Option<&[String]>,
+        destination: bool,
+        requests: usize,
+    ) -> Result<(Vec<Unposted>, usize)> {
+        let source = match ids {
+            Some(_) => "subjects s JOIN json_each(?3) j ON s.id = j.value",
+            None => "subjects s",
+        };
+        let unposted = format!(
+            "WITH u AS (SELECT s.rowid AS r, s.id, s.kind, s.revision, EXISTS (SELECT 1 FROM cards c \
+                 WHERE c.subject = s.id AND c.platform = ?1 AND c.chat = ?2 AND c.message IS NULL) AS unknown \
+             FROM {source} \
              WHERE s.open = 1 AND {} AND NOT EXISTS (SELECT 1 FROM cards c \
                  WHERE c.subject = s.id AND c.platform = ?1 AND c.chat = ?2 \
-                 AND c.message IS NOT NULL) \
-             ORDER BY s.rowid",
+                 AND c.message IS NOT NULL))",
             belongs(4)
+        );
+        let conn = self.lock();
+        let ids = ids.map(ids_json);
+        let cap = i64::try_from(requests).unwrap_or(i64::MAX);
+        let mut stmt = conn.prepare_cached(&format!(
+            "{unposted} SELECT id, kind, revision, unknown FROM ( \
+                 SELECT r, id, kind, revision, unknown FROM u WHERE kind != 'approval' \
+                 UNION ALL SELECT * FROM (SELECT r, id, kind, revision, unknown FROM u \
+                     WHERE kind = 'approval' ORDER BY r LIMIT ?5)) \
+             ORDER BY r"
         ))?;
-        let rows = stmt.query_map(params![platform, chat, ids_json(ids), destination], |r| {
+        let rows = stmt.query_map(params![platform, chat, ids, destination, cap], |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
@@ -199,18 +365,28 @@ impl Store {
             ))
         })?;
         let mut out = Vec::new();
+        let mut listed = 0;
         for row in rows {
             let (id, kind, revision, unknown) = row?;
+            let kind = subject_kind(&kind)?;
+            listed += usize::from(kind == SubjectKind::Approval);
             out.push(Unposted {
-                subject: Subject {
-                    id,
-                    kind: subject_kind(&kind)?,
-                },
+                subject: Subject { id, kind },
                 revision,
                 unknown,
             });
         }
-        Ok(out)
+        let total = if listed < requests {
+            listed
+        } else {
+            let n: i64 = conn
+                .prepare_cached(&format!(
+                    "{unposted} SELECT COUNT(*) FROM u WHERE kind = 'approval'"
+                ))?
+                .query_row(params![platform, chat, ids, destination], |r| r.get(0))?;
+            usize::try_from(n).unwrap_or_default()
+        };
+        Ok((out, total))
     }
 
     /// Messages in `chat` showing subjects among `ids` at an older revision, with the
@@ -221,15 +397,31 @@ impl Store {
         chat: &str,
         ids: &[String],
     ) -> Result<Vec<(Shown, String)>> {
+        self.stale_in(platform, chat, Some(ids))
+    }
+
+    /// [`Store::stale_cards`] among `ids`, or (`None`) among every subject.
+    pub fn stale_in(
+        &self,
+        platform: &str,
+        chat: &str,
+        ids: Option<&[String]>,
+    ) -> Result<Vec<(Shown, String)>> {
+        let among = match ids {
+            Some(_) => "JOIN json_each(?3) j ON j.value = c.subject",
+            None => "",
+        };
         let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT c.subject, s.kind, c.message, c.shown_by, c.revision, s.revision \
-             FROM cards c JOIN subjects s ON s.id = c.subject \
-             JOIN json_each(?3) j ON j.value = c.subject \
+             FROM cards c JOIN subjects s ON s.id = c.subject {among} \
              WHERE c.platform = ?1 AND c.chat = ?2 AND c.message IS NOT NULL \
-             AND c.revision != s.revision ORDER BY c.subject",
-        )?;
-        let rows = stmt.query_map(params![platform, chat, ids_json(ids)], |r| {
+             AND c.revision != s.revision ORDER BY c.subject"
+        ))?;
+        let mut values: Vec<rusqlite::types::Value> =
+            vec![platform.to_string().into(), chat.to_string().into()];
+        values.extend(ids.map(|ids| ids_json(ids).into()));
+        let rows = stmt.query_map(rusqlite::params_from_iter(values), |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, String>(1)?,
@@ -271,18 +463,13 @@ impl Store {
         thread: Option<&str>,
         now: i64,
     ) -> Result<()> {
-        let rows = serde_json::to_string(subjects).unwrap_or_else(|_| "[]".into());
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        tx.execute(
-            "INSERT INTO cards (subject, platform, chat, message, shown_by, revision, posted_at, thread) \
-             SELECT j.value ->> 0, ?1, ?2, NULL, ?3, j.value ->> 1, ?4, ?6 FROM json_each(?5) j WHERE true \
-             ON CONFLICT (subject, platform, chat) DO UPDATE SET message = NULL, \
-                 shown_by = excluded.shown_by, revision = excluded.revision, \
-                 posted_at = excluded.posted_at, thread = excluded.thread",
-            params![platform, chat, by.as_str(), now, rows, thread],
-        )?;
-        tx.commit()?;
+        for chunk in subjects.chunks(POST_CHUNK) {
+            let rows = serde_json::to_string(chunk).unwrap_or_else(|_| "[]".into());
+            let mut conn = self.lock();
+            let tx = conn.transaction()?;
+            begin_tx(&tx, platform, chat, &rows, by, thread, now)?;
+            tx.commit()?;
+        }
         Ok(())
     }
 
@@ -300,10 +487,15 @@ impl Store {
         message: &str,
         now: i64,
     ) -> Result<Vec<String>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let recorded = record_post(&tx, platform, chat, ids, by, message, now, false)?;
-        tx.commit()?;
+        let mut recorded = Vec::new();
+        for chunk in ids.chunks(POST_CHUNK) {
+            let mut conn = self.lock();
+            let tx = conn.transaction()?;
+            recorded.extend(record_post(
+                &tx, platform, chat, chunk, by, message, now, false,
+            )?);
+            tx.commit()?;
+        }
         Ok(recorded)
     }
 
@@ -351,13 +543,136 @@ impl Store {
 
     /// The post of [`Store::begin_post`] certainly did not happen: forget it.
     pub fn abandon_post(&self, platform: &str, chat: &str, ids: &[String]) -> Result<()> {
-        let conn = self.lock();
-        conn.execute(
-            "DELETE FROM cards WHERE platform = ?1 AND chat = ?2 AND message IS NULL \
-             AND subject IN (SELECT value FROM json_each(?3))",
-            params![platform, chat, ids_json(ids)],
-        )?;
+        for chunk in ids.chunks(POST_CHUNK) {
+            let conn = self.lock();
+            conn.prepare_cached(
+                "DELETE FROM cards WHERE platform = ?1 AND chat = ?2 AND message IS NULL \
+                 AND subject IN (SELECT value FROM json_each(?3))",
+            )?
+            .execute(params![platform, chat, ids_json(chunk)])?;
+        }
         Ok(())
+    }
+
+    /// Begins a digest post in `chat` of every open request that belongs there and has
+    /// no message there ([`Store::begin_post`] for requests not listed: SQLite finds
+    /// them), a chunk of [`POST_CHUNK`] per transaction, all with `now` as their
+    /// `posted_at`, which names the post until it is finished
+    /// ([`Store::finish_digest`]) or abandoned ([`Store::abandon_digest`]). A request
+    /// whose earlier post there has an unknown outcome is audited as `prompt_reposted`
+    /// first. Returns how many requests the post shows, and how many were reposted.
+    pub fn begin_digest(
+        &self,
+        platform: &str,
+        chat: &str,
+        destination: bool,
+        now: i64,
+    ) -> Result<(usize, usize)> {
+        let (mut shown, mut reposted, mut after) = (0, 0, 0i64);
+        loop {
+            let mut conn = self.lock();
+            let tx = conn.transaction()?;
+            let chunk: Vec<(i64, String, String, bool)> = tx
+                .prepare_cached(&format!(
+                    "SELECT s.rowid, s.id, s.revision, EXISTS (SELECT 1 FROM cards c \
+                         WHERE c.subject = s.id AND c.platform = ?1 AND c.chat = ?2 \
+                         AND c.message IS NULL) \
+                     FROM subjects s WHERE s.rowid > ?4 AND s.open = 1 AND s.kind = 'approval' \
+                     AND {} AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.subject = s.id \
+                         AND c.platform = ?1 AND c.chat = ?2 AND c.message IS NOT NULL) \
+                     ORDER BY s.rowid LIMIT ?5",
+                    belongs(3)
+                ))?
+                .query_map(
+                    params![platform, chat, destination, after, POST_CHUNK as i64],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                )?
+                .collect::<std::result::Result<_, _>>()?;
+            let Some((last, ..)) = chunk.last() else {
+                break;
+            };
+            after = *last;
+            let unknown: Vec<&String> = chunk
+                .iter()
+                .filter(|(.., unknown)| *unknown)
+                .map(|(_, id, ..)| id)
+                .collect();
+            reposted_tx(&tx, platform, chat, unknown.iter().copied(), now)?;
+            reposted += unknown.len();
+            let rows: Vec<(&String, &String)> = chunk
+                .iter()
+                .map(|(_, id, revision, _)| (id, revision))
+                .collect();
+            let rows = serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into());
+            begin_tx(&tx, platform, chat, &rows, ShownBy::Digest, None, now)?;
+            tx.commit()?;
+            shown += chunk.len();
+        }
+        Ok((shown, reposted))
+    }
+
+    /// The digest post begun at `begun` ([`Store::begin_digest`]) succeeded as
+    /// `message`: records it, a chunk of [`POST_CHUNK`] requests per transaction, each
+    /// with its `prompted` audit rows (as [`Store::finish_post`] does). Returns how many
+    /// it recorded (those a reply or press had not already tied to a message).
+    pub fn finish_digest(
+        &self,
+        platform: &str,
+        chat: &str,
+        begun: i64,
+        message: &str,
+        now: i64,
+    ) -> Result<usize> {
+        let mut recorded = 0;
+        loop {
+            let mut conn = self.lock();
+            let tx = conn.transaction()?;
+            let chunk: Vec<String> = tx
+                .prepare_cached(
+                    "UPDATE cards SET message = ?3, posted_at = ?4 WHERE rowid IN \
+                     (SELECT rowid FROM cards WHERE platform = ?1 AND chat = ?2 \
+                      AND message IS NULL AND shown_by = 'digest' AND posted_at = ?5 LIMIT ?6) \
+                     RETURNING subject",
+                )?
+                .query_map(
+                    params![platform, chat, message, now, begun, POST_CHUNK as i64],
+                    |r| r.get(0),
+                )?
+                .collect::<std::result::Result<_, _>>()?;
+            if chunk.is_empty() {
+                break;
+            }
+            recorded_tx(
+                &tx,
+                platform,
+                chat,
+                &chunk,
+                ShownBy::Digest,
+                message,
+                now,
+                false,
+            )?;
+            tx.commit()?;
+            recorded += chunk.len();
+        }
+        Ok(recorded)
+    }
+
+    /// The digest post begun at `begun` certainly did not happen: forget it.
+    pub fn abandon_digest(&self, platform: &str, chat: &str, begun: i64) -> Result<()> {
+        loop {
+            let conn = self.lock();
+            let gone = conn
+                .prepare_cached(
+                    "DELETE FROM cards WHERE rowid IN (SELECT rowid FROM cards \
+                     WHERE platform = ?1 AND chat = ?2 AND message IS NULL \
+                     AND shown_by = 'digest' AND posted_at = ?3 LIMIT ?4)",
+                )?
+                .execute(params![platform, chat, begun, POST_CHUNK as i64])?;
+            if gone == 0 {
+                return Ok(());
+            }
+        }
     }
 
     /// Takes the outcome reply of the card `message` in `chat` on `platform` (one that
@@ -416,25 +731,12 @@ impl Store {
         ids: &[String],
         now: i64,
     ) -> Result<()> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let detail = json!({
-            "chat": chat,
-            "why": "the outcome of an earlier post is unknown (gatebot stopped, or the answer was lost); the prompt may show twice",
-        });
-        let via = Via::Chat(crate::approval::PlatformId::owned(platform));
-        for id in ids {
-            audit_tx(
-                &tx,
-                now,
-                Some(id),
-                "prompt_reposted",
-                None,
-                Some(&via),
-                &detail,
-            )?;
+        for chunk in ids.chunks(POST_CHUNK) {
+            let mut conn = self.lock();
+            let tx = conn.transaction()?;
+            reposted_tx(&tx, platform, chat, chunk, now)?;
+            tx.commit()?;
         }
-        tx.commit()?;
         Ok(())
     }
 
@@ -676,35 +978,50 @@ impl Store {
         chat: &str,
         message: &str,
     ) -> Result<DigestSummary> {
-        let ids: Vec<String> = {
-            let conn = self.lock();
-            let mut stmt = conn.prepare_cached(
-                "SELECT subject FROM cards WHERE platform = ?1 AND chat = ?2 \
-                 AND message = ?3 AND shown_by = 'digest'",
-            )?;
-            let rows = stmt.query_map(params![platform, chat, message], |r| r.get(0))?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
-        self.summarize(&ids)
+        self.summarize_among(&Among::Posted {
+            platform,
+            chat,
+            message,
+        })
     }
 
     /// Counts the requests `ids` by outcome, and by agent and tool; and the agents with
     /// several pending among them, each counted over all its pending requests.
     pub fn summarize(&self, ids: &[String]) -> Result<DigestSummary> {
-        let mut summary = self.count_outcomes(ids)?;
-        summary.agents = self.pending_agents(Some(ids), 2, crate::subject::BATCH_AGENTS_SHOWN)?;
+        self.summarize_among(&Among::Ids(ids))
+    }
+
+    /// Counts the requests of the digest post in flight in `chat` begun at `posted_at`
+    /// ([`Store::begin_digest`]), as [`Store::summarize`] does.
+    pub fn summarize_in_flight(
+        &self,
+        platform: &str,
+        chat: &str,
+        posted_at: i64,
+    ) -> Result<DigestSummary> {
+        self.summarize_among(&Among::InFlight {
+            platform,
+            chat,
+            posted_at,
+        })
+    }
+
+    fn summarize_among(&self, among: &Among<'_>) -> Result<DigestSummary> {
+        let mut summary = self.count_outcomes(among)?;
+        summary.agents =
+            self.pending_agents_among(Some(among), 2, crate::subject::BATCH_AGENTS_SHOWN)?;
         Ok(summary)
     }
 
-    fn count_outcomes(&self, ids: &[String]) -> Result<DigestSummary> {
+    fn count_outcomes(&self, among: &Among<'_>) -> Result<DigestSummary> {
         let conn = self.lock();
-        let ids = ids_json(ids);
+        let (table, values) = (among.table(), among.values());
         let mut summary = DigestSummary::default();
-        let mut stmt = conn.prepare_cached(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT a.status, COUNT(*), MIN(CASE WHEN a.status = 'pending' THEN a.expires_at END) \
-             FROM approvals a JOIN json_each(?1) j ON a.id = j.value GROUP BY a.status",
-        )?;
-        let rows = stmt.query_map([&ids], |r| {
+             FROM approvals a JOIN {table} ON a.id = j.value GROUP BY a.status"
+        ))?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
             Ok((
                 r.get::<_, String>(0)?,
                 r.get::<_, i64>(1)?,
@@ -726,14 +1043,14 @@ impl Store {
                 _ => summary.approved += n,
             }
         }
-        let mut stmt = conn.prepare_cached(
+        let mut stmt = conn.prepare_cached(&format!(
             "SELECT a.agent, a.tool, COUNT(*), SUM(a.status = 'pending'), \
                  MAX(CASE a.risk_score WHEN 'low' THEN 0 WHEN 'medium' THEN 1 \
                      WHEN 'high' THEN 2 ELSE 3 END) \
-             FROM approvals a JOIN json_each(?1) j ON a.id = j.value \
-             GROUP BY a.agent, a.tool ORDER BY COUNT(*) DESC, a.agent, a.tool",
-        )?;
-        let rows = stmt.query_map([&ids], |r| {
+             FROM approvals a JOIN {table} ON a.id = j.value \
+             GROUP BY a.agent, a.tool ORDER BY COUNT(*) DESC, a.agent, a.tool"
+        ))?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
             Ok(DigestGroup {
                 agent: r.get(0)?,
                 tool: r.get(1)?,
@@ -925,6 +1242,67 @@ mod tests {
         // Settled, never shown in chat 2: nothing to do there.
         assert!(s.chat_backlog(TG, "2", true).unwrap().is_empty());
         assert_eq!(s.subject(&a).unwrap().map(|(_, open)| open), Some(false));
+    }
+
+    #[test]
+    fn a_digest_of_more_requests_than_a_chunk_shows_and_audits_every_one() {
+        let s = Store::open_in_memory().unwrap();
+        let n = POST_CHUNK * 2 + 3;
+        let ids: Vec<String> = (0..n).map(|_| pending(&s, "t", RiskScore::High)).collect();
+        // One was in flight when gatebot stopped: its outcome is unknown.
+        s.begin_post(TG, "1", &at(&ids[5..6], "pending"), ShownBy::Card, None, 1)
+            .unwrap();
+        // A scan lists the oldest few and counts them all; so does a list of ids.
+        let (listed, total) = s.unposted_in(TG, "1", None, true, 6).unwrap();
+        assert_eq!((listed.len(), total), (6, n));
+        assert_eq!(listed[0].subject.id, ids[0]);
+        assert!(listed[5].unknown && !listed[4].unknown);
+        let (listed, total) = s.unposted_in(TG, "1", Some(&ids[..10]), true, 6).unwrap();
+        assert_eq!((listed.len(), total), (6, 10));
+
+        let (shown, reposted) = s.begin_digest(TG, "1", true, 2).unwrap();
+        assert_eq!((shown, reposted), (n, 1));
+        let summary = s.summarize_in_flight(TG, "1", 2).unwrap();
+        assert_eq!((summary.total, summary.pending), (n, n));
+        assert_eq!(summary.groups[0].count, n);
+        assert_eq!(s.finish_digest(TG, "1", 2, "90", 3).unwrap(), n);
+        let (listed, total) = s.unposted_in(TG, "1", None, true, 6).unwrap();
+        assert!(listed.is_empty() && total == 0);
+        assert!(s.digest(TG, "1", "90").unwrap().is_some());
+        assert_eq!(s.digest_summary(TG, "1", "90").unwrap().total, n);
+        assert!(
+            s.shown_at(TG, "1", "90").unwrap().is_none(),
+            "a digest's summary"
+        );
+        // Every request is audited as prompted by the digest, once; the one in flight
+        // before as reposted too; and the chain holds.
+        let rows = s.audit_rows(None, None).unwrap();
+        let mut prompted: std::collections::HashMap<&str, usize> = Default::default();
+        for r in rows.iter().filter(|r| r.event == "prompted") {
+            assert_eq!(r.detail["digest"], true);
+            *prompted
+                .entry(r.approval_id.as_deref().unwrap())
+                .or_default() += 1;
+        }
+        assert_eq!(prompted.len(), n);
+        assert!(prompted.values().all(|c| *c == 1));
+        let reposted: Vec<_> = rows
+            .iter()
+            .filter(|r| r.event == "prompt_reposted")
+            .collect();
+        assert_eq!(reposted.len(), 1);
+        assert_eq!(reposted[0].approval_id.as_deref(), Some(ids[5].as_str()));
+        assert!(s.verify_audit().unwrap().problems.is_empty());
+
+        // Another chat has its own digest to make; abandoned, it records nothing.
+        assert_eq!(s.unposted_in(TG, "2", None, true, 6).unwrap().1, n);
+        assert_eq!(s.begin_digest(TG, "2", true, 4).unwrap(), (n, 0));
+        s.abandon_digest(TG, "2", 4).unwrap();
+        let (listed, total) = s.unposted_in(TG, "2", None, true, 6).unwrap();
+        assert_eq!(total, n);
+        assert!(listed.iter().all(|u| !u.unknown));
+        // A chat that is no destination gets none of them (they have no home).
+        assert_eq!(s.begin_digest(TG, "3", false, 5).unwrap(), (0, 0));
     }
 
     #[test]

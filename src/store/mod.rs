@@ -35,7 +35,8 @@
 //! "a restart loses nothing".
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use rusqlite::Connection;
 use rusqlite_migration::{Migrations, M};
@@ -131,6 +132,10 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// Most requests one [`Store::expire_due`] pass expires.
 pub const EXPIRE_BATCH: i64 = 500;
+/// Requests a [`Store::expire_due`] pass expires before it gives way to a caller
+/// waiting for the writer (a submit): a mass expiry then holds up a submit by about
+/// this many rows and one commit, not by a whole batch.
+pub const EXPIRE_BEFORE_YIELDING: usize = 16;
 
 pub(crate) fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
@@ -235,6 +240,9 @@ pub(crate) use crate::files::sibling;
 
 pub struct Store {
     conn: Mutex<Connection>,
+    /// Callers waiting for `conn` now: long passes ([`Store::expire_due`]) commit
+    /// early and let them in.
+    waiting: AtomicUsize,
     /// Connections that only read; `None` in memory (one database per connection
     /// there, so reads take the writer's).
     readers: Option<Readers>,
@@ -281,6 +289,7 @@ impl Store {
         let watch = health::Watch::new(path).map_err(|e| io("cannot look at", e))?;
         Ok(Store {
             conn: Mutex::new(conn),
+            waiting: AtomicUsize::new(0),
             readers: Some(Readers {
                 path: path.to_path_buf(),
                 idle: Mutex::default(),
@@ -296,6 +305,7 @@ impl Store {
         Self::prepare(&mut conn)?;
         Ok(Store {
             conn: Mutex::new(conn),
+            waiting: AtomicUsize::new(0),
             readers: None,
             watch: None,
             budgets: budgets::InForce::default(),
@@ -314,7 +324,20 @@ impl Store {
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves SQLite consistent (transactions roll
         // back on drop), so a poisoned lock is safe to keep using.
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+        match self.conn.try_lock() {
+            Ok(guard) => return guard,
+            Err(TryLockError::Poisoned(e)) => return e.into_inner(),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        guard
+    }
+
+    /// Whether another caller is waiting for the writer's connection.
+    fn wanted(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) > 0
     }
 
     /// A connection for reading only, apart from the writer's: what it reads is what
