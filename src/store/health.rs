@@ -336,7 +336,7 @@ impl Store {
             watch.report(Some(&fault));
             return Err(StoreError::Storage(fault));
         }
-        let before = self.changes();
+        let before = self.changes_if_failed(watch);
         let result = f(self);
         self.note(&result, before);
         result
@@ -358,7 +358,7 @@ impl Store {
                 .map(|_| Err(StoreError::Storage(fault.clone())))
                 .collect();
         }
-        let before = self.changes();
+        let before = self.changes_if_failed(watch);
         let results = self.insert_batch(news);
         match results.iter().find(|r| r.is_err()) {
             Some(failed) => self.note(failed, before),
@@ -367,8 +367,16 @@ impl Store {
         results
     }
 
-    /// Notes how a call that began at `before` changes went (see [`Store::guarded`]).
-    pub(super) fn note<T>(&self, result: &Result<T>, before: u64) {
+    /// The writer's change count, only while a storage fault is recorded: what tells
+    /// that a call wrote and the fault is over. Without one, a call (a read above all)
+    /// does not touch the writer's lock for it.
+    fn changes_if_failed(&self, watch: &Watch) -> Option<u64> {
+        Watch::lock(&watch.failed).is_some().then(|| self.changes())
+    }
+
+    /// Notes how a call that began at `before` changes went (see [`Store::guarded`]);
+    /// `before` is `None` when no fault was recorded as it began.
+    pub(super) fn note<T>(&self, result: &Result<T>, before: Option<u64>) {
         let Some(watch) = &self.watch else { return };
         match result {
             Err(e) => {
@@ -378,6 +386,7 @@ impl Store {
                 }
             }
             Ok(_) => {
+                let Some(before) = before else { return };
                 let wrote = self.changes() > before;
                 let mut failed = Watch::lock(&watch.failed);
                 if wrote && failed.is_some() {
