@@ -1603,25 +1603,14 @@ async fn views() {
     // What a view counted before the summaries: every request of the agent, twice (all
     // time and the 30-day window), with the SQL the store kept as its recount.
     let full = {
-        let db = rusqlite::Connection::open_with_flags(
-            dir.join("gatebot.db"),
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .unwrap();
-        let mut stmt = db.prepare(OLD_VIEW_COUNT).unwrap();
-        let window = (std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as i64)
-            - 30 * 86_400_000;
+        let store = gatebot::bench_internals::Store::open(&dir.join("gatebot.db")).unwrap();
+        let window = gatebot::time::now_ms() - 30 * 86_400_000;
         let mut times = Vec::new();
         for _ in 0..3 {
             let t = Instant::now();
             for since in [0, window] {
-                let n: i64 = stmt
-                    .query_row(rusqlite::params!["busy", since], |r| r.get(0))
-                    .unwrap();
-                assert!(n > 900_000);
+                let counts = store.evidence_from_requests("busy", since).unwrap();
+                assert!(counts.requests > 900_000);
             }
             times.push(t.elapsed());
         }
@@ -1701,30 +1690,6 @@ async fn views() {
     run.stop.send(()).unwrap();
     run.task.await.unwrap().unwrap();
 }
-
-/// The count an agent's view made over its requests before the running summaries
-/// (src/store/evidence.rs keeps it as the recount), for the `views` section's before.
-const OLD_VIEW_COUNT: &str = "SELECT COUNT(*), \
-    COALESCE(SUM(ttl_ms IS NULL AND status IN ('allowed', 'executing', 'succeeded', 'failed')), 0), \
-    COALESCE(SUM(status = 'blocked'), 0), \
-    COALESCE(SUM(ttl_ms IS NOT NULL), 0), \
-    COALESCE(SUM(ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed')), 0), \
-    COALESCE(SUM(status = 'rejected'), 0), \
-    COALESCE(SUM(status = 'expired'), 0), \
-    COALESCE(SUM(status = 'cancelled'), 0), \
-    COALESCE(SUM(status = 'pending'), 0), \
-    COALESCE(SUM(status = 'succeeded'), 0), \
-    COALESCE(SUM(status = 'failed'), 0), \
-    COALESCE(SUM(COALESCE(low_confidence, 0)), 0), \
-    COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL), 0), \
-    COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'succeeded'), 0), \
-    COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'failed'), 0), \
-    COALESCE(SUM(ttl_ms IS NULL AND grant_id IS NULL AND status IN ('succeeded', 'failed')), 0), \
-    COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected')) \
-        OR (ttl_ms IS NULL AND grant_id IS NOT NULL AND status IN ('succeeded', 'failed'))), 0), \
-    COALESCE(SUM((ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded')) \
-        OR (ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'succeeded')), 0) \
-    FROM approvals WHERE agent = ?1 AND created_at >= ?2";
 
 /// Times `samples` submits until `arrived(short id)` at a platform's fake, each past the
 /// platform's pace, and prints them beside a bare round trip to `base` (a 404).
