@@ -62,6 +62,43 @@ use crate::retry::backoff;
 use crate::subject::{ShownBy, SubjectKind, Unposted};
 
 /// A store failure, retried like a temporary failure of the chat API.
+/// Records a post whose message now exists: `record` (how many of its `shown` subjects it
+/// tied to the message) is tried again, backing off, or the message is orphaned. Subjects a
+/// reply or press had already tied to a message of the post are said in the log.
+async fn record_posted<F, Fut>(
+    platform: &crate::approval::PlatformId,
+    chat: &str,
+    message: &str,
+    shown: usize,
+    mut record: F,
+) -> Result<(), SendError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<usize, EngineError>>,
+{
+    let mut attempt = 0;
+    loop {
+        match record().await {
+            Ok(recorded) => {
+                if recorded < shown {
+                    info!(
+                        platform = %platform, chat = %chat, message = %message,
+                        subjects = shown - recorded,
+                        "posted; a reply or press had already tied the subjects to their message"
+                    );
+                }
+                return Ok(());
+            }
+            Err(e) if attempt < 5 => {
+                warn!(error = %e, "cannot record a posted message yet; retrying");
+                attempt += 1;
+                tokio::time::sleep(backoff(attempt)).await;
+            }
+            Err(e) => return Err(database(e)),
+        }
+    }
+}
+
 fn database(e: EngineError) -> SendError {
     SendError::Transient(format!("database: {e}"))
 }
@@ -666,28 +703,10 @@ impl<P: Platform> ChatWorker<P> {
             Ok(message) => {
                 engine.metrics.chat_posted(&platform, true);
                 debug!(platform = %platform, chat = %chat, message = %message, subjects = shown, "posted");
-                // The message exists now: keep trying to record it, or it is orphaned.
-                let mut attempt = 0;
-                loop {
-                    match state.finish_digest(&platform, &chat, begun, &message).await {
-                        Ok(recorded) => {
-                            if recorded < shown {
-                                info!(
-                                    platform = %platform, chat = %chat, message = %message,
-                                    subjects = shown - recorded,
-                                    "posted; a reply or press had already tied the subjects to their message"
-                                );
-                            }
-                            return Ok(());
-                        }
-                        Err(e) if attempt < 5 => {
-                            warn!(error = %e, "cannot record a posted message yet; retrying");
-                            attempt += 1;
-                            tokio::time::sleep(backoff(attempt)).await;
-                        }
-                        Err(e) => return Err(database(e)),
-                    }
-                }
+                record_posted(&platform, &chat, &message, shown, || {
+                    state.finish_digest(&platform, &chat, begun, &message)
+                })
+                .await
             }
             Err(SendError::Unknown(e)) => Err(SendError::Unknown(e)),
             Err(e) => {
@@ -737,29 +756,13 @@ impl<P: Platform> ChatWorker<P> {
                     .metrics
                     .chat_posted(&platform, by == ShownBy::Digest);
                 debug!(platform = %platform, chat = %chat, message = %message, subjects = ids.len(), "posted");
-                // The message exists now: keep trying to record it, or it is orphaned.
-                let mut attempt = 0;
-                loop {
-                    match state.finish_post(&platform, &chat, ids, by, &message).await {
-                        Ok(recorded) => {
-                            if recorded.len() < ids.len() {
-                                // A reply or press found a message of this post first.
-                                info!(
-                                    platform = %platform, chat = %chat, message = %message,
-                                    subjects = ids.len() - recorded.len(),
-                                    "posted; a reply or press had already tied the subjects to their message"
-                                );
-                            }
-                            return Ok(());
-                        }
-                        Err(e) if attempt < 5 => {
-                            warn!(error = %e, "cannot record a posted message yet; retrying");
-                            attempt += 1;
-                            tokio::time::sleep(backoff(attempt)).await;
-                        }
-                        Err(e) => return Err(database(e)),
-                    }
-                }
+                record_posted(&platform, &chat, &message, ids.len(), || async {
+                    Ok(state
+                        .finish_post(&platform, &chat, ids, by, &message)
+                        .await?
+                        .len())
+                })
+                .await
             }
             Err(SendError::Unknown(e)) => Err(SendError::Unknown(e)),
             Err(e) => {
