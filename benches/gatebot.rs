@@ -971,25 +971,7 @@ async fn daemon() {
 
     // 100 000 pending requests, written straight into the database first, each with
     // the subject row the store writes beside a request that asks a human.
-    let db = rusqlite::Connection::open(dir.path().join("gatebot.db")).unwrap();
-    db.execute_batch(
-        "BEGIN;
-         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)
-         INSERT INTO approvals (id, short_id, agent, tool, args, status, risk_score, tool_class,
-             risk_factors, policy_reason, ttl_ms, created_at, expires_at)
-         SELECT printf('01BENCH%019d', i), printf('b%07d', i), 'bench', 'send_email',
-             '{\"to\":\"a@example.com\",\"body\":\"hello there, a typical short email body\"}',
-             'pending', 'high', 'destructive', '[]', 'bench', 86400000,
-             CAST(strftime('%s','now') AS INTEGER) * 1000,
-             CAST(strftime('%s','now') AS INTEGER) * 1000 + 86400000 + i
-         FROM n;
-         INSERT INTO subjects (id, kind, short_id, open, revision, created_at)
-             SELECT id, 'approval', short_id, 1, 'pending', created_at FROM approvals
-             WHERE id LIKE '01BENCH%';
-         COMMIT;",
-    )
-    .unwrap();
-    drop(db);
+    seed_pending(&dir.path().join("gatebot.db"), 1, 100_000);
     let _ = std::fs::remove_file(dir.path().join("gatebot.sock"));
     let _ = std::fs::remove_file(dir.path().join("gatebot-control.sock"));
     let (child, took) = start_binary(dir.path()).await;
@@ -1061,6 +1043,56 @@ async fn daemon() {
         rss_kib(child.pid)
     );
     child.stop().await;
+
+    // A million pending, without a chat: what a start and the first page cost at scale.
+    seed_pending(&dir.path().join("gatebot.db"), 100_001, 1_000_000);
+    std::fs::write(
+        dir.path().join("bot.toml"),
+        "[agents.bench]\ntier = \"supervised\"\n",
+    )
+    .unwrap();
+    let _ = std::fs::remove_file(dir.path().join("gatebot.sock"));
+    let _ = std::fs::remove_file(dir.path().join("gatebot-control.sock"));
+    let (child, took) = start_binary(dir.path()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    println!(
+        "start to first answer, 1 000 000 pending: {took:>9.2?}   RSS: {:>7} KiB",
+        rss_kib(child.pid)
+    );
+    let owner = Client::new(dir.path().join("gatebot-control.sock"));
+    let t = Instant::now();
+    let res = owner.get("/v1/requests?status=pending").await.unwrap();
+    println!(
+        "list pending (first {}), 1 000 000 pending: {:>9.2?}   RSS after: {:>7} KiB",
+        res.body["requests"].as_array().map_or(0, Vec::len),
+        t.elapsed(),
+        rss_kib(child.pid)
+    );
+    child.stop().await;
+}
+
+/// Writes pending requests `from..=to` of agent `bench` straight into the database at
+/// `db`, each with the subject row the store writes beside a request that asks a human
+/// (the evidence summaries' triggers count them, as for every request).
+fn seed_pending(db: &Path, from: u64, to: u64) {
+    let db = rusqlite::Connection::open(db).unwrap();
+    db.execute_batch(&format!(
+        "BEGIN;
+         WITH RECURSIVE n(i) AS (SELECT {from} UNION ALL SELECT i + 1 FROM n WHERE i < {to})
+         INSERT INTO approvals (id, short_id, agent, tool, args, status, risk_score, tool_class,
+             risk_factors, policy_reason, ttl_ms, created_at, expires_at)
+         SELECT printf('01BENCH%019d', i), printf('b%07d', i), 'bench', 'send_email',
+             '{{\"to\":\"a@example.com\",\"body\":\"hello there, a typical short email body\"}}',
+             'pending', 'high', 'destructive', '[]', 'bench', 86400000,
+             CAST(strftime('%s','now') AS INTEGER) * 1000,
+             CAST(strftime('%s','now') AS INTEGER) * 1000 + 86400000 + i
+         FROM n;
+         INSERT INTO subjects (id, kind, short_id, open, revision, created_at)
+             SELECT id, 'approval', short_id, 1, 'pending', created_at FROM approvals
+             WHERE id LIKE '01BENCH%' AND id NOT IN (SELECT id FROM subjects);
+         COMMIT;"
+    ))
+    .unwrap();
 }
 
 /// The `gatebot_connections{listener="agents"}` gauge, read from the control socket.
@@ -1361,11 +1393,21 @@ async fn spawn_with_telegram(fake: &FakeTelegram, chats: &[i64], agents: &str) -
 
 /// Waits (polling every millisecond) until the fake holds a prompt for `short_id` in
 /// `chat`; returns its message id.
-async fn prompt_arrives(fake: &FakeTelegram, chat: i64, short_id: &str) -> i64 {
+async fn prompt_arrives(fake: &FakeTelegram, chat: i64, short_id: &str) -> (i64, Instant) {
     let since = Instant::now();
+    let needle = format!("id <code>{short_id}</code>");
     loop {
-        if let Some((_, m, _)) = fake.prompts_of(Some(chat), short_id).first() {
-            return *m;
+        // When the fake received it, not when this loop looked (it looks every 1–2 ms).
+        let arrived = fake.calls("sendMessage").into_iter().find(|c| {
+            c.ok && c.params["chat_id"].as_i64() == Some(chat)
+                && c.params["reply_parameters"].is_null()
+                && c.params["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(&needle)
+        });
+        if let Some(call) = arrived {
+            return (call.message_id.unwrap(), call.at);
         }
         still_waiting(since, "a prompt at the fake Telegram");
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -1657,36 +1699,47 @@ async fn views() {
         lat
     };
     let alone = submits("alone", 400).await;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut readers = Vec::new();
-    for _ in 0..4 {
-        let (owner, stop) = (owner.clone(), stop.clone());
-        readers.push(tokio::spawn(async move {
-            let mut views = 0u32;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                owner.get("/v1/agents/busy/trust").await.unwrap();
-                views += 1;
-            }
-            views
-        }));
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let read = submits("reading", 400).await;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut views = 0;
-    for r in readers {
-        views += r.await.unwrap();
-    }
     let (a50, a99) = (percentile(&alone, 0.5), percentile(&alone, 0.99));
-    let (r50, r99) = (percentile(&read, 0.5), percentile(&read, 0.99));
     println!("400 submits alone:                 p50 {a50:>9.2?}  p99 {a99:>9.2?}");
-    println!(
-        "400 submits, 4 owners viewing ({views} views): p50 {r50:>9.2?}  p99 {r99:>9.2?}  \
-         (ratio to alone: p50 {:.2}, p99 {:.2}; max {:>9.2?})",
-        r50.as_secs_f64() / a50.as_secs_f64(),
-        r99.as_secs_f64() / a99.as_secs_f64(),
-        read.last().copied().unwrap_or_default()
-    );
+    // Four owners viewing as fast as they can (each view's HTTP, JSON and reads then share
+    // the two cores with the submits: a CPU test), then each one view every 50 ms (80 a
+    // second together, far more than people make: what is left is any wait on a lock).
+    for (label, pace) in [
+        ("in a loop", None),
+        ("every 50 ms", Some(Duration::from_millis(50))),
+    ] {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut readers = Vec::new();
+        for _ in 0..4 {
+            let (owner, stop) = (owner.clone(), stop.clone());
+            readers.push(tokio::spawn(async move {
+                let mut views = 0u32;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    owner.get("/v1/agents/busy/trust").await.unwrap();
+                    views += 1;
+                    if let Some(pace) = pace {
+                        tokio::time::sleep(pace).await;
+                    }
+                }
+                views
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let read = submits("reading", 400).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut views = 0;
+        for r in readers {
+            views += r.await.unwrap();
+        }
+        let (r50, r99) = (percentile(&read, 0.5), percentile(&read, 0.99));
+        println!(
+            "400 submits, 4 owners viewing {label} ({views} views): p50 {r50:>9.2?}  \
+             p99 {r99:>9.2?}  (ratio to alone: p50 {:.2}, p99 {:.2}; max {:>9.2?})",
+            r50.as_secs_f64() / a50.as_secs_f64(),
+            r99.as_secs_f64() / a99.as_secs_f64(),
+            read.last().copied().unwrap_or_default()
+        );
+    }
     run.stop.send(()).unwrap();
     run.task.await.unwrap().unwrap();
 }
@@ -1756,7 +1809,12 @@ async fn chat() {
         still_waiting(since, "getMe at the fake Telegram");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let samples = 20;
+    // 20 by default (about a minute); `GATEBOT_BENCH_CHAT_SAMPLES` for a p99 that is
+    // not just the slowest of twenty.
+    let samples: usize = std::env::var("GATEBOT_BENCH_CHAT_SAMPLES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(20);
     let (mut to_prompt, mut to_decision) = (Vec::new(), Vec::new());
     for i in 0..samples {
         let t = Instant::now();
@@ -1769,8 +1827,8 @@ async fn chat() {
             .unwrap();
         let id = res.body["id"].as_str().unwrap().to_string();
         let short = res.body["short_id"].as_str().unwrap().to_string();
-        let message = prompt_arrives(&fake, 7001, &short).await;
-        to_prompt.push(t.elapsed());
+        let (message, arrived) = prompt_arrives(&fake, 7001, &short).await;
+        to_prompt.push(arrived - t);
 
         // The owner taps Allow once; the agent is long-polling for the decision.
         let waiter = {

@@ -399,6 +399,7 @@ impl Store {
             }
         }
         tx.commit()?;
+        self.give_way(conn);
         Ok(expired)
     }
 

@@ -36,7 +36,9 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::Mutex;
+
+use parking_lot::{Mutex as WriterLock, MutexGuard};
 
 use rusqlite::Connection;
 use rusqlite_migration::{Migrations, M};
@@ -239,7 +241,10 @@ pub fn content_hash(v: &serde_json::Value) -> String {
 pub(crate) use crate::files::sibling;
 
 pub struct Store {
-    conn: Mutex<Connection>,
+    /// The one writer's connection. parking_lot's mutex, not std's: a long pass can
+    /// hand it straight to a caller waiting for it ([`Store::give_way`]) instead of
+    /// taking it back before the woken caller runs.
+    conn: WriterLock<Connection>,
     /// Callers waiting for `conn` now: long passes ([`Store::expire_due`]) commit
     /// early and let them in.
     waiting: AtomicUsize,
@@ -288,7 +293,7 @@ impl Store {
         }
         let watch = health::Watch::new(path).map_err(|e| io("cannot look at", e))?;
         Ok(Store {
-            conn: Mutex::new(conn),
+            conn: WriterLock::new(conn),
             waiting: AtomicUsize::new(0),
             readers: Some(Readers {
                 path: path.to_path_buf(),
@@ -304,7 +309,7 @@ impl Store {
         let mut conn = Connection::open_in_memory()?;
         Self::prepare(&mut conn)?;
         Ok(Store {
-            conn: Mutex::new(conn),
+            conn: WriterLock::new(conn),
             waiting: AtomicUsize::new(0),
             readers: None,
             watch: None,
@@ -322,17 +327,24 @@ impl Store {
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves SQLite consistent (transactions roll
-        // back on drop), so a poisoned lock is safe to keep using.
-        match self.conn.try_lock() {
-            Ok(guard) => return guard,
-            Err(TryLockError::Poisoned(e)) => return e.into_inner(),
-            Err(TryLockError::WouldBlock) => {}
+        // (A panic while holding it leaves SQLite consistent: transactions roll back on
+        // drop, and parking_lot's mutex is not poisoned.)
+        if let Some(guard) = self.conn.try_lock() {
+            return guard;
         }
         self.waiting.fetch_add(1, Ordering::Relaxed);
-        let guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self.conn.lock();
         self.waiting.fetch_sub(1, Ordering::Relaxed);
         guard
+    }
+
+    /// Lets go of the writer's connection after a long pass: straight to a caller
+    /// waiting for it, if there is one, so the pass's next call (the expiry task makes
+    /// several in a row) queues behind it rather than taking the connection back first.
+    fn give_way(&self, guard: MutexGuard<'_, Connection>) {
+        if self.wanted() {
+            MutexGuard::unlock_fair(guard);
+        }
     }
 
     /// Whether another caller is waiting for the writer's connection.
