@@ -49,6 +49,7 @@ mod lifecycle;
 mod memory;
 mod packaging;
 mod pause;
+mod pg_cluster;
 mod prefix_grants;
 mod properties;
 mod quotas;
