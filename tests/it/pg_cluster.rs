@@ -314,6 +314,14 @@ impl Database {
         serde_json::from_str(json.trim())
             .unwrap_or_else(|e| panic!("{e}: psql printed {json:?} for {query}"))
     }
+
+    /// Applies a migration file, in one transaction.
+    pub fn apply(&self, file: &Path) {
+        let path = file.to_str().expect("a UTF-8 path");
+        self.cluster
+            .psql(&self.name, ["-f", path], true)
+            .unwrap_or_else(|e| panic!("{} does not apply: {e}", file.display()));
+    }
 }
 
 /// A port nobody listens on now.
