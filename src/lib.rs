@@ -36,7 +36,8 @@
 //!   platforms' tables; it uses neither.
 //! - `store` (private to the crate): SQLite (WAL): approvals, the audit chain, chat
 //!   bookkeeping, workflow runs, tasks, trust, and the evidence's running counts per
-//!   agent and hour. Only [`engine`] uses it.
+//!   agent and hour. Only [`engine`] uses it. Its schema is `migrations/sqlite/`;
+//!   `migrations/postgres/` is the same for PostgreSQL (not used yet).
 //! - [`subject`]: what chats show and owners act on, of every kind: subject kinds,
 //!   homes and threads, which message shows what, digests, the questions asked.
 //! - [`engine`]: the only code that changes state: submit, decide, expire; workflow runs
@@ -130,7 +131,8 @@ pub mod words;
 pub mod workflow;
 
 /// The store's pieces `benches/gatebot.rs` times directly (an event's one durable
-/// transaction, the content hash). Not an API: only the engine uses the store.
+/// transaction, the content hash), and `tests/it/postgres_schema.rs` opens (a new
+/// database, for its schema). Not an API: only the engine uses the store.
 #[doc(hidden)]
 pub mod bench_internals {
     pub use crate::store::{

@@ -1566,10 +1566,10 @@ mod tests {
         // The schema of migrations 1-4, with one prompted request and a question.
         let mut conn = rusqlite::Connection::open(&path).unwrap();
         rusqlite_migration::Migrations::new(vec![
-            rusqlite_migration::M::up(include_str!("../../migrations/0001_initial.sql")),
-            rusqlite_migration::M::up(include_str!("../../migrations/0002_prompts.sql")),
-            rusqlite_migration::M::up(include_str!("../../migrations/0003_audit_chain.sql")),
-            rusqlite_migration::M::up(include_str!("../../migrations/0004_digests.sql")),
+            rusqlite_migration::M::up(sqlite_migration!("0001_initial.sql")),
+            rusqlite_migration::M::up(sqlite_migration!("0002_prompts.sql")),
+            rusqlite_migration::M::up(sqlite_migration!("0003_audit_chain.sql")),
+            rusqlite_migration::M::up(sqlite_migration!("0004_digests.sql")),
         ])
         .to_latest(&mut conn)
         .unwrap();

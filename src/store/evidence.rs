@@ -4,7 +4,7 @@
 //! 1. `evidence_totals` (all time) and `evidence_hours` (per hour of creation) hold how
 //!    many requests have each key: agent, status, whether it asked a human, whether an
 //!    owner's grant let it through, whether it was sent with low confidence
-//!    (`migrations/0028_evidence_summaries.sql`). Triggers keep them in the transaction
+//!    (`migrations/sqlite/0028_evidence_summaries.sql`). Triggers keep them in the transaction
 //!    that writes the request, so a view reads tens of rows, not an agent's million.
 //! 2. A database upgraded with requests in it is built once, at the engine's start
 //!    ([`Store::build_evidence`]): old requests get their low-confidence flag from the

@@ -43,6 +43,17 @@ use parking_lot::{Mutex as WriterLock, MutexGuard};
 use rusqlite::Connection;
 use rusqlite_migration::{Migrations, M};
 
+/// The SQL of one file of `migrations/sqlite/` (the schema, a file per change), built in.
+macro_rules! sqlite_migration {
+    ($file:literal) => {
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/migrations/sqlite/",
+            $file
+        ))
+    };
+}
+
 mod activity;
 mod approval_row;
 mod approvals;
@@ -141,34 +152,34 @@ pub const EXPIRE_BEFORE_YIELDING: usize = 16;
 
 pub(crate) fn migrations() -> Migrations<'static> {
     Migrations::new(vec![
-        M::up(include_str!("../../migrations/0001_initial.sql")),
-        M::up(include_str!("../../migrations/0002_prompts.sql")),
-        M::up(include_str!("../../migrations/0003_audit_chain.sql")),
-        M::up(include_str!("../../migrations/0004_digests.sql")),
-        M::up(include_str!("../../migrations/0005_conversations.sql")),
-        M::up(include_str!("../../migrations/0006_audit_head.sql")),
-        M::up(include_str!("../../migrations/0007_workflows.sql")),
-        M::up(include_str!("../../migrations/0008_trust.sql")),
-        M::up(include_str!("../../migrations/0009_inbox.sql")),
-        M::up(include_str!("../../migrations/0010_grant_risk.sql")),
-        M::up(include_str!("../../migrations/0011_evidence.sql")),
-        M::up(include_str!("../../migrations/0012_task_suggestion.sql")),
-        M::up(include_str!("../../migrations/0013_content_hash.sql")),
-        M::up(include_str!("../../migrations/0014_dashboard.sql")),
-        M::up(include_str!("../../migrations/0015_drafts.sql")),
-        M::up(include_str!("../../migrations/0016_history_search.sql")),
-        M::up(include_str!("../../migrations/0017_edits.sql")),
-        M::up(include_str!("../../migrations/0018_call_grants.sql")),
-        M::up(include_str!("../../migrations/0019_session_identity.sql")),
-        M::up(include_str!("../../migrations/0020_votes.sql")),
-        M::up(include_str!("../../migrations/0021_budgets.sql")),
-        M::up(include_str!("../../migrations/0022_escalation.sql")),
-        M::up(include_str!("../../migrations/0023_reminders.sql")),
-        M::up(include_str!("../../migrations/0024_factors.sql")),
-        M::up(include_str!("../../migrations/0025_chat_batches.sql")),
-        M::up(include_str!("../../migrations/0026_contacts.sql")),
-        M::up(include_str!("../../migrations/0027_card_outcomes.sql")),
-        M::up(include_str!("../../migrations/0028_evidence_summaries.sql")),
+        M::up(sqlite_migration!("0001_initial.sql")),
+        M::up(sqlite_migration!("0002_prompts.sql")),
+        M::up(sqlite_migration!("0003_audit_chain.sql")),
+        M::up(sqlite_migration!("0004_digests.sql")),
+        M::up(sqlite_migration!("0005_conversations.sql")),
+        M::up(sqlite_migration!("0006_audit_head.sql")),
+        M::up(sqlite_migration!("0007_workflows.sql")),
+        M::up(sqlite_migration!("0008_trust.sql")),
+        M::up(sqlite_migration!("0009_inbox.sql")),
+        M::up(sqlite_migration!("0010_grant_risk.sql")),
+        M::up(sqlite_migration!("0011_evidence.sql")),
+        M::up(sqlite_migration!("0012_task_suggestion.sql")),
+        M::up(sqlite_migration!("0013_content_hash.sql")),
+        M::up(sqlite_migration!("0014_dashboard.sql")),
+        M::up(sqlite_migration!("0015_drafts.sql")),
+        M::up(sqlite_migration!("0016_history_search.sql")),
+        M::up(sqlite_migration!("0017_edits.sql")),
+        M::up(sqlite_migration!("0018_call_grants.sql")),
+        M::up(sqlite_migration!("0019_session_identity.sql")),
+        M::up(sqlite_migration!("0020_votes.sql")),
+        M::up(sqlite_migration!("0021_budgets.sql")),
+        M::up(sqlite_migration!("0022_escalation.sql")),
+        M::up(sqlite_migration!("0023_reminders.sql")),
+        M::up(sqlite_migration!("0024_factors.sql")),
+        M::up(sqlite_migration!("0025_chat_batches.sql")),
+        M::up(sqlite_migration!("0026_contacts.sql")),
+        M::up(sqlite_migration!("0027_card_outcomes.sql")),
+        M::up(sqlite_migration!("0028_evidence_summaries.sql")),
     ])
 }
 

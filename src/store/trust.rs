@@ -1,5 +1,5 @@
 //! Trust: tier overrides, pauses, grants, prompt offers, proposals and the evidence
-//! counted from requests (see [`crate::trust`] and `migrations/0008_trust.sql`).
+//! counted from requests (see [`crate::trust`] and `migrations/sqlite/0008_trust.sql`).
 //!
 //! As everywhere in the store, each change is one transaction with its audit rows:
 //! a tier change closes the agent's open proposals in it; a pause with
@@ -1247,11 +1247,11 @@ mod tests {
         let mut conn = Connection::open(&path).unwrap();
         rusqlite_migration::Migrations::new(
             [
-                include_str!("../../migrations/0001_initial.sql"),
-                include_str!("../../migrations/0002_prompts.sql"),
-                include_str!("../../migrations/0003_audit_chain.sql"),
-                include_str!("../../migrations/0004_digests.sql"),
-                include_str!("../../migrations/0005_conversations.sql"),
+                sqlite_migration!("0001_initial.sql"),
+                sqlite_migration!("0002_prompts.sql"),
+                sqlite_migration!("0003_audit_chain.sql"),
+                sqlite_migration!("0004_digests.sql"),
+                sqlite_migration!("0005_conversations.sql"),
             ]
             .into_iter()
             .map(rusqlite_migration::M::up)

@@ -2,7 +2,8 @@
 //! The daemon runs in-process (`helpers::spawn_app`) or as the real binary (`cli`).
 //! Chat channels run against fakes on loopback (`fake_telegram`, `fake_slack`,
 //! `fake_twilio`, `fake_discord`), the
-//! inbox's model classifier against `fake_model`.
+//! inbox's model classifier against `fake_model`. The PostgreSQL schema is checked
+//! against SQLite's on a throwaway cluster (`pg_cluster`, `postgres_schema`).
 //! Whatever happens in the background is waited for with `helpers::eventually`.
 //! The in-process daemons' logs are recorded (`helpers::log_text`, to check no token
 //! leaks into them); `TEST_LOG=1 cargo test` also prints them with each test's output.
@@ -49,6 +50,8 @@ mod lifecycle;
 mod memory;
 mod packaging;
 mod pause;
+mod pg_cluster;
+mod postgres_schema;
 mod prefix_grants;
 mod properties;
 mod quotas;
