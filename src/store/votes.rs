@@ -227,20 +227,32 @@ impl Store {
 
     /// Returns a taken reminder whose post the platform refused without doing anything
     /// (it asked to wait, or could not be reached), to be posted later.
+    ///
+    /// It keeps its id (its place in the chat's order) unless a reminder written since
+    /// took that id (SQLite gives a new row the highest id plus one, so a taken last
+    /// reminder's id comes free): then it gets a new one, rather than being dropped as a
+    /// duplicate. A reminder waiting for the same request in the same chat still stands
+    /// for it.
     pub fn put_back_reminder(&self, r: &Reminder) -> Result<()> {
         let conn = self.lock();
-        conn.prepare_cached(
-            "INSERT OR IGNORE INTO reminders (id, approval_id, platform, chat, people, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?
-        .execute(params![
-            r.id,
-            r.approval_id,
-            r.platform,
-            r.chat,
-            serde_json::to_string(&r.people).unwrap_or_default(),
-            crate::time::now_ms()
-        ])?;
+        let id_taken: bool = conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM reminders WHERE id = ?1)")?
+            .query_row([r.id], |row| row.get(0))?;
+        let people = serde_json::to_string(&r.people).unwrap_or_default();
+        let now = crate::time::now_ms();
+        if id_taken {
+            conn.prepare_cached(
+                "INSERT OR IGNORE INTO reminders (approval_id, platform, chat, people, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![r.approval_id, r.platform, r.chat, people, now])?;
+        } else {
+            conn.prepare_cached(
+                "INSERT OR IGNORE INTO reminders (id, approval_id, platform, chat, people, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![r.id, r.approval_id, r.platform, r.chat, people, now])?;
+        }
         Ok(())
     }
 
@@ -406,6 +418,36 @@ mod tests {
             Inserted::New(a) => a.id,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_reminder_put_back_is_kept_when_a_newer_one_took_its_id() {
+        let store = Store::open_in_memory().unwrap();
+        let first = routed(&store, 10_000);
+        assert_eq!(store.route_timers_due(10_500).unwrap().len(), 1);
+        let taken = store.reminders_in("telegram", "42").unwrap().remove(0);
+        assert!(store.take_reminder(taken.id).unwrap());
+        // Another request's reminder is written while the first is being posted: the
+        // table is empty, so it gets the id the taken one had.
+        let second = routed(&store, 10_100);
+        assert_eq!(store.route_timers_due(10_600).unwrap().len(), 1);
+        let newer = store.reminders_in("telegram", "42").unwrap();
+        assert_eq!(
+            newer[0].id, taken.id,
+            "the test's premise: the id is reused"
+        );
+        // The platform refused the first post: it goes back, beside the newer one.
+        store.put_back_reminder(&taken).unwrap();
+        let waiting: Vec<String> = store
+            .reminders_in("telegram", "42")
+            .unwrap()
+            .into_iter()
+            .map(|r| r.approval_id)
+            .collect();
+        assert_eq!(waiting, [second, first]);
+        // Put back twice (a retry): still one reminder per request and chat.
+        store.put_back_reminder(&taken).unwrap();
+        assert_eq!(store.reminders_in("telegram", "42").unwrap().len(), 2);
     }
 
     #[test]
