@@ -28,6 +28,7 @@ mod discord;
 mod discovery;
 mod durations;
 mod email;
+mod failover;
 mod failure;
 mod fake_discord;
 mod fake_model;
