@@ -77,8 +77,9 @@
 //!   Prometheus counters; logging; what an agent's prompt should say about its tier.
 //!
 //! The client side:
-//! - [`client`]: everything that talks to the daemon over its sockets: the socket client,
-//!   where every command finds the daemon, the `gatebot` command line (a file per command,
+//! - [`client`]: everything that talks to the daemon over its sockets or TCP: the API
+//!   client (failing over between several daemons' endpoints), where every command finds
+//!   the daemon, the `gatebot` command line (a file per command,
 //!   `gatebot worker` and the set-up commands among them; its shell completion and man
 //!   pages, made from the same definitions), the hook process, the MCP tool.
 //!

@@ -2,6 +2,12 @@
 //! hooks, `mcp`, `ask`, `worker`, `workflow`, the owner's commands), so an agent's hook
 //! started in any project directory reaches the daemon the owner runs.
 //!
+//! The agents' commands may name daemons over TCP instead ([`agents`]): the command
+//! line wins over the environment, and at each an endpoint list over a socket:
+//! `--url` (one or more), then `--socket`, then `GATEBOT_URL`, then `GATEBOT_SOCKET`,
+//! then the steps below from 2 on (`--url` and `--socket` together are an error). The
+//! owner's commands take the control socket, by these steps alone:
+//!
 //! 1. `--socket` / `GATEBOT_SOCKET`: that socket, nothing read;
 //! 2. `--config` / `GATEBOT_CONFIG`: that file's sockets (it must be readable);
 //! 3. the first config file there is of `./bot.toml`, `$XDG_CONFIG_HOME/gatebot/bot.toml`
@@ -22,6 +28,7 @@ use std::io::ErrorKind;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
+use super::endpoint::{parse_urls, Endpoint, URL_ENV};
 use crate::config::Config;
 
 /// The config file's name in each directory searched.
@@ -172,6 +179,8 @@ pub enum Source {
     Installed(PathBuf),
     /// A default socket path (the same from any directory).
     DefaultSocket,
+    /// TCP endpoints from `--url` or `GATEBOT_URL` (which one).
+    Urls(&'static str),
 }
 
 impl Source {
@@ -206,6 +215,9 @@ pub struct NotFound {
     /// What was looked for: "a config file", "a config file or a socket".
     pub what: &'static str,
     pub tried: Vec<(String, String)>,
+    /// For an agents' command, which `--url` / `GATEBOT_URL` would have served: the
+    /// advice names them too.
+    pub endpoints: bool,
 }
 
 impl NotFound {
@@ -218,10 +230,15 @@ impl NotFound {
             .map(|(place, what)| format!("{place}: {what}"))
             .collect();
         format!(
-            "gatebot found {}; tried, in order: {}. Set GATEBOT_CONFIG or GATEBOT_SOCKET in \
+            "gatebot found {}; tried, in order: {}. Set GATEBOT_CONFIG or GATEBOT_SOCKET{} in \
              the agent's environment, or write a config with `gatebot init`",
             self.what,
-            tried.join("; ")
+            tried.join("; "),
+            if self.endpoints {
+                " (or GATEBOT_URL, for gatebot on another machine)"
+            } else {
+                ""
+            }
         )
     }
 
@@ -234,6 +251,10 @@ impl NotFound {
         }
         s.push_str(if self.what == NO_CONFIG {
             "\nWrite one with `gatebot init`, or name it with --config or GATEBOT_CONFIG."
+        } else if self.endpoints {
+            "\nWrite a config with `gatebot init`, or say where gatebot is with --config or \
+             GATEBOT_CONFIG (a config file), --socket or GATEBOT_SOCKET (a socket), or --url \
+             or GATEBOT_URL (gatebot over TCP, e.g. http://10.0.0.5:8377)."
         } else {
             "\nWrite a config with `gatebot init`, or say where gatebot is with --config or \
              GATEBOT_CONFIG (a config file) or --socket or GATEBOT_SOCKET (a socket)."
@@ -280,6 +301,7 @@ pub fn config_file(given: Option<&Path>, places: &Places) -> Result<ConfigFile, 
     config_file_into(given, places, &mut tried).ok_or(NotFound {
         what: NO_CONFIG,
         tried,
+        endpoints: false,
     })
 }
 
@@ -372,7 +394,101 @@ pub fn socket(
     Err(Missing::Nowhere(NotFound {
         what: "no config file and no socket",
         tried,
+        endpoints: false,
     }))
+}
+
+/// What the command line and the environment say about where the agents' commands
+/// reach gatebot ([`agents`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Given {
+    /// `--url`, each value one endpoint or several separated by commas.
+    pub url_flags: Vec<String>,
+    /// `--socket`.
+    pub socket_flag: Option<PathBuf>,
+    /// `GATEBOT_URL`.
+    pub url_env: Option<String>,
+    /// `GATEBOT_SOCKET`.
+    pub socket_env: Option<PathBuf>,
+}
+
+impl Given {
+    /// The flags, and `GATEBOT_URL` and `GATEBOT_SOCKET` from the environment (empty
+    /// counts as unset).
+    #[must_use]
+    pub fn from_env(url_flags: Vec<String>, socket_flag: Option<PathBuf>) -> Given {
+        Given {
+            url_flags,
+            socket_flag,
+            url_env: std::env::var(URL_ENV).ok().filter(|v| !v.is_empty()),
+            socket_env: std::env::var_os(SOCKET_ENV)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+        }
+    }
+
+    /// The socket given, by flag or else by variable: what the owner's commands use.
+    #[must_use]
+    pub fn socket(&self) -> Option<&Path> {
+        self.socket_flag.as_deref().or(self.socket_env.as_deref())
+    }
+}
+
+/// The environment variable naming the socket.
+pub const SOCKET_ENV: &str = "GATEBOT_SOCKET";
+
+/// Where an agents' command reaches gatebot, and how that was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoints {
+    /// One Unix socket, or TCP endpoints in the order given.
+    pub list: Vec<Endpoint>,
+    pub source: Source,
+}
+
+/// Where an agents' command (`hook`, `mcp`, `ask`, `worker`, `workflow`) reaches
+/// gatebot: `--url`, `--socket`, `GATEBOT_URL`, `GATEBOT_SOCKET`, then the config file
+/// and the default sockets as [`socket`] finds them. `Err` is a sentence: a malformed
+/// endpoint list, `--url` with `--socket`, or every place tried.
+pub fn agents(given: &Given, config: Option<&Path>, places: &Places) -> Result<Endpoints, Missing> {
+    let urls = |from: &'static str, values: &[String]| {
+        parse_urls(from, values)
+            .map(|list| Endpoints {
+                list,
+                source: Source::Urls(from),
+            })
+            .map_err(Missing::Broken)
+    };
+    if !given.url_flags.is_empty() {
+        if given.socket_flag.is_some() {
+            return Err(Missing::Broken(
+                "--url and --socket both say where gatebot is; give one of them".into(),
+            ));
+        }
+        return urls("--url", &given.url_flags);
+    }
+    if let Some(s) = &given.socket_flag {
+        return Ok(Endpoints {
+            list: vec![Endpoint::Unix(s.clone())],
+            source: Source::Given,
+        });
+    }
+    if let Some(u) = &given.url_env {
+        return urls(URL_ENV, std::slice::from_ref(u));
+    }
+    match socket(given.socket_env.as_deref(), config, Which::Agents, places) {
+        Ok(found) => Ok(Endpoints {
+            list: vec![Endpoint::Unix(found.socket)],
+            source: found.source,
+        }),
+        Err(Missing::Nowhere(mut n)) => {
+            n.what = "no config file, no socket and no endpoint";
+            n.tried
+                .insert(0, ("--url / GATEBOT_URL".into(), "not set".into()));
+            n.endpoints = true;
+            Err(Missing::Nowhere(n))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Why no socket was found.
@@ -593,5 +709,98 @@ mod tests {
             e.contains("the user's bot.toml: no home directory (HOME is not set)"),
             "{e}"
         );
+    }
+
+    fn given(
+        urls: &[&str],
+        socket: Option<&str>,
+        url_env: Option<&str>,
+        socket_env: Option<&str>,
+    ) -> Given {
+        Given {
+            url_flags: urls.iter().map(|u| (*u).to_string()).collect(),
+            socket_flag: socket.map(PathBuf::from),
+            url_env: url_env.map(str::to_string),
+            socket_env: socket_env.map(PathBuf::from),
+        }
+    }
+
+    #[test]
+    fn agents_take_a_flag_over_a_variable_and_endpoints_over_a_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = places(dir.path());
+        write(
+            &p.cwd.join("bot.toml"),
+            "[queue]\nsocket = \"/here.sock\"\n",
+        );
+        let tcp = |s: &str| super::super::endpoint::parse_urls("t", &[s.to_string()]).unwrap();
+        let found = |g: Given| agents(&g, None, &p).unwrap();
+
+        let f = found(given(
+            &["http://a:1", "http://b:2"],
+            None,
+            Some("http://c:3"),
+            Some("/e.sock"),
+        ));
+        assert_eq!(f.list, tcp("http://a:1,http://b:2"));
+        assert_eq!(f.source, Source::Urls("--url"));
+        let f = found(given(
+            &[],
+            Some("/f.sock"),
+            Some("http://c:3"),
+            Some("/e.sock"),
+        ));
+        assert_eq!(f.list, vec![Endpoint::Unix("/f.sock".into())]);
+        assert_eq!(f.source, Source::Given);
+        let f = found(given(
+            &[],
+            None,
+            Some("http://c:3,https://d"),
+            Some("/e.sock"),
+        ));
+        assert_eq!(f.list, tcp("http://c:3,https://d:443"));
+        assert_eq!(f.source, Source::Urls("GATEBOT_URL"));
+        let f = found(given(&[], None, None, Some("/e.sock")));
+        assert_eq!(f.list, vec![Endpoint::Unix("/e.sock".into())]);
+        let f = found(given(&[], None, None, None));
+        assert_eq!(f.list, vec![Endpoint::Unix("/here.sock".into())]);
+
+        let e = agents(
+            &given(&["http://a:1"], Some("/f.sock"), None, None),
+            None,
+            &p,
+        )
+        .unwrap_err()
+        .lines();
+        assert!(e.contains("--url and --socket"), "{e}");
+        let e = agents(
+            &given(&[], None, Some("http://a:1,ftp://b"), None),
+            None,
+            &p,
+        )
+        .unwrap_err()
+        .one_line();
+        assert!(e.starts_with("GATEBOT_URL: `ftp://b`"), "{e}");
+    }
+
+    #[test]
+    fn nothing_found_for_an_agent_names_the_endpoints_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = places(dir.path());
+        let e = agents(&Given::default(), None, &p).unwrap_err();
+        assert!(
+            e.lines().starts_with(
+                "gatebot found no config file, no socket and no endpoint; tried, in order:\n  \
+                 --url / GATEBOT_URL: not set\n  --socket / GATEBOT_SOCKET: not set\n"
+            ),
+            "{}",
+            e.lines()
+        );
+        assert!(e
+            .lines()
+            .ends_with("or --url or GATEBOT_URL (gatebot over TCP, e.g. http://10.0.0.5:8377)."));
+        assert!(e
+            .one_line()
+            .contains("(or GATEBOT_URL, for gatebot on another machine)"));
     }
 }

@@ -1,7 +1,6 @@
-//! The hooks over the agents' socket: `SocketGate`, and one `gatebot hook
+//! The hooks over the agents' API: `DaemonGate`, and one `gatebot hook
 //! claude-code|codex|gemini` invocation, its payload in and its answer out.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use hyper::{Method, StatusCode};
@@ -13,9 +12,11 @@ use super::{Client, ClientError, Response};
 use crate::hooks::{parse, render, resolve_until_stopped, Budget, Gate, GateError, Kind, Verdict};
 use crate::wire::{ApprovalView, SubmitBody};
 
-/// The daemon over its agents' Unix socket.
+/// The daemon over its agents' socket or its TCP endpoints ([`Client`], which fails
+/// over between them). A wait or a withdrawal names a request one endpoint made, so
+/// it goes by [`Client::get_made`] and [`Client::post_made`].
 #[derive(Debug, Clone)]
-pub(crate) struct SocketGate {
+pub(crate) struct DaemonGate {
     pub client: Client,
 }
 
@@ -41,7 +42,7 @@ fn view_from(res: Response) -> Result<ApprovalView, GateError> {
         .map_err(|e| GateError::Failed(format!("unexpected answer from gatebot: {e}")))
 }
 
-impl Gate for SocketGate {
+impl Gate for DaemonGate {
     async fn submit(&self, body: &SubmitBody) -> Result<ApprovalView, GateError> {
         let bytes = serde_json::to_vec(body).map_err(|e| e.to_string())?;
         let size = bytes.len();
@@ -62,13 +63,13 @@ impl Gate for SocketGate {
 
     async fn wait(&self, id: &str, up_to: Duration) -> Result<ApprovalView, GateError> {
         let path = format!("/v1/requests/{id}?wait={:.3}", up_to.as_secs_f64());
-        view_from(self.client.get(&path).await?)
+        view_from(self.client.get_made(&path).await?)
     }
 
     async fn cancel(&self, id: &str) -> Result<ApprovalView, GateError> {
         let res = self
             .client
-            .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
+            .post_made(&format!("/v1/requests/{id}/cancel"), &json!({}))
             .await?;
         if res.error_code() == Some("already_decided") {
             return serde_json::from_value(res.body["request"].clone())
@@ -86,9 +87,9 @@ pub struct HookRun {
     pub budget: Option<Duration>,
     /// When the hook process started: the budget counts from then.
     pub started: Instant,
-    /// The agents' socket, or why it could not be found (then the answer is a deny).
-    pub socket: Result<PathBuf, String>,
-    pub token: Option<String>,
+    /// The client of the agents' socket or endpoints, with the agent's token, or why
+    /// there is none (then the answer is a deny).
+    pub client: Result<Client, String>,
     /// Fires when the agent kills the hook: withdraw, deny, exit.
     pub stop: CancellationToken,
     /// The inbox task the agent runs (`GATEBOT_TASK_ID`), named on the request.
@@ -103,16 +104,20 @@ pub async fn run(h: HookRun, input: &str) -> Result<Option<Value>, String> {
     let agent = h
         .agent
         .unwrap_or_else(|| h.kind.default_agent().to_string());
-    let verdict = match h.socket {
+    let verdict = match h.client {
         Err(e) => Verdict::unreachable(&parsed.call.tool, &e),
-        Ok(socket) => {
-            let gate = SocketGate {
-                client: Client::new(socket).with_token(h.token),
-            };
+        Ok(client) => {
+            let gate = DaemonGate { client };
             let total = h.budget.unwrap_or_else(|| h.kind.default_budget());
             let budget = Budget::new(total, h.started);
             let mut body = parsed.call.submit_body(&agent);
             body.task_id = h.task_id;
+            // A call resent to another endpoint must find the same request: a payload
+            // without a tool call id (Codex's PermissionRequest, Gemini CLI's) gets a key
+            // of this hook run's own.
+            if body.idempotency_key.is_none() {
+                body.idempotency_key = Some(super::fresh_idempotency_key());
+            }
             // Claude Code takes an edited call back (`updatedInput`); Codex and Gemini CLI
             // do not.
             body.accepts_edits = parsed.kind == Kind::ClaudeCode;

@@ -23,7 +23,6 @@
 //!    -32602 bad params (unknown tool, missing `tool_name`).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,7 +32,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::hook::SocketGate;
+use super::hook::DaemonGate;
 use super::Client;
 use crate::hooks::{resolve_until_stopped, Budget, ToolCall, Verdict};
 
@@ -54,9 +53,9 @@ const INVALID_PARAMS: i64 = -32602;
 pub struct McpOptions {
     pub agent: String,
     pub budget: Duration,
-    /// The agents' socket, or why it could not be found (then every call is denied).
-    pub socket: Result<PathBuf, String>,
-    pub token: Option<String>,
+    /// The client of the agents' socket or endpoints, with the agent's token, or why
+    /// there is none (then every call is denied).
+    pub client: Result<Client, String>,
     /// Fires when the server must stop (the client killed it, or Ctrl-C).
     pub stop: CancellationToken,
     /// The inbox task the agent runs (`GATEBOT_TASK_ID`), named on every request.
@@ -172,14 +171,12 @@ fn withdraw(
 ) {
     handle.abort();
     let id = slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    if let (Some(id), Ok(socket)) = (id, &opts.socket) {
-        let client = Client::new(socket)
-            .with_token(opts.token.clone())
-            .with_timeout(WITHDRAW_TIMEOUT);
+    if let (Some(id), Ok(client)) = (id, &opts.client) {
+        let client = client.clone().with_timeout(WITHDRAW_TIMEOUT);
         tasks.spawn(async move {
             // Already settled is fine: then there is nothing to withdraw.
             let _ = client
-                .post(&format!("/v1/requests/{id}/cancel"), &json!({}))
+                .post_made(&format!("/v1/requests/{id}/cancel"), &json!({}))
                 .await;
         });
     }
@@ -313,15 +310,19 @@ async fn approve(
     tx: &mpsc::UnboundedSender<Value>,
     request: &Slot,
 ) -> String {
-    let verdict = match &opts.socket {
+    let verdict = match &opts.client {
         Err(e) => Verdict::unreachable(&call.tool, e),
-        Ok(socket) => {
-            let gate = SocketGate {
-                client: Client::new(socket).with_token(opts.token.clone()),
+        Ok(client) => {
+            let gate = DaemonGate {
+                client: client.clone(),
             };
             let mut n = 0u64;
             let mut body = call.submit_body(&opts.agent);
             body.task_id = opts.task_id.clone();
+            // Resent to another endpoint, the call must find the same request.
+            if body.idempotency_key.is_none() {
+                body.idempotency_key = Some(super::fresh_idempotency_key());
+            }
             // The permission tool's answer carries `updatedInput`: an edited call fits.
             body.accepts_edits = true;
             resolve_until_stopped(
@@ -384,8 +385,7 @@ mod tests {
         McpOptions {
             agent: "a".into(),
             budget: Duration::from_secs(1),
-            socket: Err("no socket".into()),
-            token: None,
+            client: Err("no socket".into()),
             stop: CancellationToken::new(),
             task_id: None,
         }

@@ -268,6 +268,22 @@ impl Verdict {
         }
     }
 
+    /// gatebot could not be reached to learn the decision (every endpoint down, or
+    /// none that knows the request), up to the end of the budget.
+    #[must_use]
+    pub fn lost(v: &ApprovalView, error: &str) -> Verdict {
+        Verdict {
+            allow: false,
+            message: format!(
+                "[Action still queued] {}: gatebot could not be reached to learn whether \
+                 request {} was decided ({error}); it is still queued where it was made. The \
+                 action was not run. Do not run it until a later request is approved.",
+                v.tool, v.short_id
+            ),
+            updated_input: None,
+        }
+    }
+
     /// Nobody decided within the budget.
     #[must_use]
     pub fn still_queued(v: &ApprovalView, budget: Duration, withdrawn: bool) -> Verdict {
@@ -384,15 +400,16 @@ pub(crate) async fn resolve_until_stopped<G: Gate>(
     if stop.is_cancelled() && view.status != Status::Pending {
         return Verdict::stopped(tool, Some(&view), false);
     }
-    // Reconnection attempts since the last answer.
+    // Reconnection attempts since the last answer, and why the last one failed.
     let mut failures = 0u32;
+    let mut lost: Option<String> = None;
     while view.status == Status::Pending {
         if stop.is_cancelled() {
             return withdraw_when_stopped(gate, &view).await;
         }
         let now = Instant::now();
         if now >= decide_by {
-            return withdraw(gate, &view, budget).await;
+            return withdraw(gate, &view, budget, lost.as_deref()).await;
         }
         if failures == 0 {
             on_wait(&view, now - budget.started);
@@ -405,7 +422,8 @@ pub(crate) async fn resolve_until_stopped<G: Gate>(
         view = match waited {
             // The daemon stopped answering mid-wait: the request may still be queued.
             Err(_) => return Verdict::still_queued(&view, budget.total, false),
-            Ok(Err(GateError::Unreachable(_))) => {
+            Ok(Err(GateError::Unreachable(e))) => {
+                lost = Some(e);
                 let pause = reconnect_delay(failures);
                 failures = failures.saturating_add(1);
                 tokio::select! {
@@ -417,6 +435,7 @@ pub(crate) async fn resolve_until_stopped<G: Gate>(
             Ok(Err(e)) => return e.verdict(tool),
             Ok(Ok(v)) => {
                 failures = 0;
+                lost = None;
                 v
             }
         };
@@ -433,10 +452,20 @@ async fn withdraw_when_stopped<G: Gate>(gate: &G, view: &ApprovalView) -> Verdic
 }
 
 /// Withdraws `view`'s request at the end of the decision time, trying again while
-/// gatebot cannot be reached, until [`Budget::answer_by`].
-async fn withdraw<G: Gate>(gate: &G, view: &ApprovalView, budget: Budget) -> Verdict {
+/// gatebot cannot be reached, until [`Budget::answer_by`]. `lost` is why the last
+/// waits could not reach gatebot, if they could not: a deny then says so.
+async fn withdraw<G: Gate>(
+    gate: &G,
+    view: &ApprovalView,
+    budget: Budget,
+    lost: Option<&str>,
+) -> Verdict {
     let answer_by = budget.answer_by();
     let mut failures = 0u32;
+    let queued = || match lost {
+        Some(e) => Verdict::lost(view, e),
+        None => Verdict::still_queued(view, budget.total, false),
+    };
     loop {
         match timeout_at(answer_by, gate.cancel(&view.id)).await {
             Ok(Ok(v)) if v.status == Status::Cancelled => {
@@ -447,11 +476,11 @@ async fn withdraw<G: Gate>(gate: &G, view: &ApprovalView, budget: Budget) -> Ver
                 let next = Instant::now() + reconnect_delay(failures);
                 failures = failures.saturating_add(1);
                 if next >= answer_by {
-                    return Verdict::still_queued(view, budget.total, false);
+                    return queued();
                 }
                 tokio::time::sleep_until(next).await;
             }
-            _ => return Verdict::still_queued(view, budget.total, false),
+            _ => return queued(),
         }
     }
 }
@@ -701,6 +730,8 @@ mod tests {
         .await;
         assert!(!v.allow);
         assert!(v.message.contains("still queued"), "{}", v.message);
+        // And why: the last error, which names every endpoint tried.
+        assert!(v.message.contains("connection refused"), "{}", v.message);
         assert!(took <= Duration::from_millis(9_500), "{took:?}");
     }
 

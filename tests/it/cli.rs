@@ -73,6 +73,7 @@ impl Daemon {
         c.arg("--config")
             .arg(self.config())
             .env_remove("GATEBOT_SOCKET")
+            .env_remove("GATEBOT_URL")
             .env_remove("GATEBOT_TOKEN");
         c
     }

@@ -272,12 +272,14 @@ async fn with_nothing_to_find_the_hook_denies_naming_every_place_tried() {
         reason,
         format!(
             "[Action not checked] Edit: gatebot could not be asked (gatebot found no config \
-             file and no socket; tried, in order: --socket / GATEBOT_SOCKET: not set; \
+             file, no socket and no endpoint; tried, in order: --url / GATEBOT_URL: not set; \
+             --socket / GATEBOT_SOCKET: not set; \
              --config / GATEBOT_CONFIG: not set; ./bot.toml ({}/bot.toml): not there; \
              {}/.config/gatebot/bot.toml: not there; {}/etc/gatebot/bot.toml: not there; \
              {}/gatebot/gatebot.sock: not there; {}/run/gatebot/gatebot.sock: not there. \
-             Set GATEBOT_CONFIG or GATEBOT_SOCKET in the agent's environment, or write a \
-             config with `gatebot init`). The action was not run.",
+             Set GATEBOT_CONFIG or GATEBOT_SOCKET (or GATEBOT_URL, for gatebot on another \
+             machine) in the agent's environment, or write a config with `gatebot init`). \
+             The action was not run.",
             project.display(),
             home.display(),
             root.display(),

@@ -360,6 +360,7 @@ pub fn gatebot_at(socket: &std::path::Path, args: &[&str]) -> tokio::process::Co
         .arg(socket)
         .args(args)
         .env_remove("GATEBOT_SOCKET")
+        .env_remove("GATEBOT_URL")
         .env_remove("GATEBOT_TOKEN")
         .env_remove("GATEBOT_CONFIG")
         .env_remove("GATEBOT_AGENT")

@@ -29,6 +29,7 @@ mod discord;
 mod discovery;
 mod durations;
 mod email;
+mod failover;
 mod failure;
 mod fake_discord;
 mod fake_model;

@@ -78,6 +78,8 @@ impl Sandbox {
     pub fn env(&self, c: &mut Command) {
         for var in [
             "GATEBOT_SOCKET",
+            "GATEBOT_URL",
+            "GATEBOT_CA_FILE",
             "GATEBOT_CONFIG",
             "GATEBOT_TOKEN",
             "GATEBOT_AGENT",

@@ -24,7 +24,15 @@ pub(super) async fn run(client: Client, a: AskArgs) -> Result<u8, String> {
         ("environment", a.environment.map(Value::from)),
         ("ttl", a.ttl.map(Value::from)),
         ("cost", a.cost.map(Value::from)),
-        ("idempotency_key", a.idempotency_key.map(Value::from)),
+        // Without a key of the caller's, one of this invocation's own: a call resent to
+        // the next endpoint then finds the request the first one made.
+        (
+            "idempotency_key",
+            Some(Value::from(
+                a.idempotency_key
+                    .unwrap_or_else(crate::client::fresh_idempotency_key),
+            )),
+        ),
         (
             "task_id",
             a.task.filter(|t| !t.trim().is_empty()).map(Value::from),

@@ -7,23 +7,17 @@
 //! all within a second ([`crate::hooks::resolve_until_stopped`]).
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
 
 use tokio::io::AsyncReadExt;
 
 use super::flag_duration;
-use super::{HookCommand, EXIT_ERROR, EXIT_GO};
-use crate::client::discover::{self, Places, Which};
+use super::{HookCommand, Where, EXIT_ERROR, EXIT_GO};
 use crate::client::hook::HookRun;
 use crate::client::stop_on_signals;
 use crate::hooks::Kind;
 use crate::time::range;
 
-pub(super) async fn run(
-    command: HookCommand,
-    flag: &Option<PathBuf>,
-    config: Option<&Path>,
-) -> Result<u8, String> {
+pub(super) async fn run(command: HookCommand, at: &Where) -> Result<u8, String> {
     // The budget counts from here, before stdin is read.
     let started = tokio::time::Instant::now();
     let stop = stop_on_signals().map_err(|e| format!("cannot handle signals: {e}"))?;
@@ -54,8 +48,9 @@ pub(super) async fn run(
         agent: args.agent,
         budget,
         started,
-        socket: agents_socket(flag, config),
-        token: args.token,
+        // Why gatebot cannot be reached becomes the deny the agent's model and its user
+        // read, naming every place tried.
+        client: at.agents(args.token, true),
         stop,
         task_id: args.task.filter(|t| !t.trim().is_empty()),
     };
@@ -65,15 +60,4 @@ pub(super) async fn run(
         let _ = writeln!(out, "{answer}").and_then(|()| out.flush());
     }
     Ok(EXIT_GO)
-}
-
-/// The agents' socket for a hook or the MCP tool, or why there is none in one line: it
-/// becomes the deny the agent's model and its user read, naming every place tried.
-pub(super) fn agents_socket(
-    flag: &Option<PathBuf>,
-    config: Option<&Path>,
-) -> Result<PathBuf, String> {
-    discover::socket(flag.as_deref(), config, Which::Agents, &Places::from_env())
-        .map(|found| found.socket)
-        .map_err(|missing| missing.one_line())
 }

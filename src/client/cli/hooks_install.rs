@@ -16,7 +16,10 @@
 //! that names what is wrong. The hook's command finds the daemon as every command does
 //! ([`crate::client::discover`]); when the owner's set-up is found only from here (a
 //! `./bot.toml`, `--config`, `--socket` or their variables), the command names the
-//! socket itself, so it works in the agent's directory too.
+//! socket itself, so it works in the agent's directory too. Endpoints given with `--url`
+//! or `GATEBOT_URL` (gatebot on other machines) are named in the command the same way,
+//! with `--ca-file` when one is given; the agent's token never is (the hook reads
+//! `GATEBOT_TOKEN` from the agent's environment).
 
 use std::path::{Path, PathBuf};
 
@@ -25,7 +28,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use super::ordered_json::Json;
 use super::out::outln;
 use super::writing::{read_for_edit, target, write_whole};
-use super::EXIT_GO;
+use super::{Where, EXIT_GO};
 use crate::client::discover::{self, Found, Missing, Places, Which};
 use crate::diff::unified;
 
@@ -172,14 +175,10 @@ impl Env {
     }
 }
 
-pub(super) fn run(
-    action: HooksAction,
-    socket: Option<&Path>,
-    config: Option<&Path>,
-) -> Result<u8, String> {
+pub(super) fn run(action: HooksAction, at: &Where) -> Result<u8, String> {
     let env = Env::read();
     match action {
-        HooksAction::Install(args) => install(&args, socket, config, &env),
+        HooksAction::Install(args) => install(&args, at, &env),
         HooksAction::Status { project } => {
             let project = project.unwrap_or_else(|| env.places.cwd.clone());
             status(&absolute(&project, &env.places.cwd), &env);
@@ -202,10 +201,32 @@ struct Reach {
     program: String,
     /// `--socket PATH` when the set-up is found only from here.
     socket: Option<PathBuf>,
+    /// `--url URL` for each endpoint given with `--url` or `GATEBOT_URL`.
+    urls: Vec<String>,
+    /// `--ca-file FILE`, given with the endpoints.
+    ca_file: Option<PathBuf>,
     notes: Vec<String>,
 }
 
-fn reach(scope: &Scope, socket: Option<&Path>, config: Option<&Path>, env: &Env) -> Reach {
+impl Reach {
+    /// The command's words after the subcommand that say where gatebot is.
+    fn words(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        for url in &self.urls {
+            w.extend(["--url".to_string(), url.clone()]);
+        }
+        if let Some(ca) = &self.ca_file {
+            w.extend(["--ca-file".to_string(), ca.display().to_string()]);
+        }
+        if let Some(s) = &self.socket {
+            w.extend(["--socket".to_string(), s.display().to_string()]);
+        }
+        w
+    }
+}
+
+fn reach(scope: &Scope, at: &Where, env: &Env) -> Result<Reach, String> {
+    let (socket, config) = (at.given.socket(), at.config.as_deref());
     let mut notes = Vec::new();
     let program = if on_path("gatebot", env.path.as_deref()) {
         "gatebot".to_string()
@@ -220,6 +241,27 @@ fn reach(scope: &Scope, socket: Option<&Path>, config: Option<&Path>, env: &Env)
         ));
         shell_word(&me)
     };
+    if !at.given.url_flags.is_empty() || at.given.url_env.is_some() {
+        let found = discover::agents(&at.given, config, &env.places).map_err(|m| m.lines())?;
+        let urls: Vec<String> = found.list.iter().map(ToString::to_string).collect();
+        let from = match found.source {
+            discover::Source::Urls(from) => from,
+            _ => "--url",
+        };
+        notes.push(format!(
+            "the hook reaches gatebot at {} (given with {from}) and sends the agent's token \
+             from GATEBOT_TOKEN: set it in the agent's environment (a token is never written \
+             into the settings)",
+            urls.join(", ")
+        ));
+        return Ok(Reach {
+            program,
+            socket: None,
+            urls,
+            ca_file: at.ca_file.clone(),
+            notes,
+        });
+    }
     let here = discover::socket(socket, config, Which::Agents, &env.places);
     let there = match scope {
         Scope::Project(dir) => {
@@ -272,11 +314,13 @@ fn reach(scope: &Scope, socket: Option<&Path>, config: Option<&Path>, env: &Env)
             None
         }
     };
-    Reach {
+    Ok(Reach {
         program,
         socket,
+        urls: Vec::new(),
+        ca_file: None,
         notes,
-    }
+    })
 }
 
 /// What to add when nothing listens at `socket` yet.
@@ -295,6 +339,7 @@ fn describe(f: &Found) -> String {
         Source::GivenConfig(p) => format!("--config or GATEBOT_CONFIG, {}", p.display()),
         Source::WorkingDirectory(p) | Source::Installed(p) => format!("from {}", p.display()),
         Source::DefaultSocket => "the default socket".into(),
+        Source::Urls(from) => (*from).into(),
     }
 }
 
@@ -332,11 +377,9 @@ fn hook_command(client: Client, agent: &str, reach: &Reach) -> String {
     if client == Client::Gemini {
         cmd.push_str(" --timeout 290s");
     }
-    if let Some(s) = &reach.socket {
-        cmd.push_str(&format!(
-            " --socket {}",
-            shell_word(&s.display().to_string())
-        ));
+    for word in reach.words() {
+        cmd.push(' ');
+        cmd.push_str(&shell_word(&word));
     }
     cmd
 }
@@ -515,17 +558,12 @@ enum Change {
     Already(String),
 }
 
-fn install(
-    args: &InstallArgs,
-    socket: Option<&Path>,
-    config: Option<&Path>,
-    env: &Env,
-) -> Result<u8, String> {
+fn install(args: &InstallArgs, at: &Where, env: &Env) -> Result<u8, String> {
     let client = args.client;
     let event = hook_event(args)?;
     let scope = install_scope(args, env)?;
     let agent = agent_name(args)?;
-    let reach = reach(&scope, socket, config, env);
+    let reach = reach(&scope, at, env)?;
     let command = hook_command(client, &agent, &reach);
 
     // Read and check every file before writing any (the hook is added in memory).
@@ -701,10 +739,7 @@ impl McpChange {
             Json::String("--agent".into()),
             Json::String(agent.into()),
         ];
-        if let Some(s) = &reach.socket {
-            args.push(Json::String("--socket".into()));
-            args.push(Json::String(s.display().to_string()));
-        }
+        args.extend(reach.words().into_iter().map(Json::String));
         let program = reach.program.trim_matches('\'').to_string();
         let dir = match scope {
             Scope::Project(dir) => dir.clone(),
@@ -902,9 +937,11 @@ mod tests {
 
     #[test]
     fn the_groups_have_the_documented_shapes() {
-        let reach = Reach {
+        let mut reach = Reach {
             program: "gatebot".into(),
             socket: None,
+            urls: Vec::new(),
+            ca_file: None,
             notes: Vec::new(),
         };
         let c = hook_command(Client::ClaudeCode, "claude-code", &reach);
@@ -916,6 +953,14 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&hook_group(Client::Gemini, &g)).unwrap(),
             r#"{"matcher":".*","hooks":[{"name":"gatebot","type":"command","command":"gatebot hook gemini --agent gemini --timeout 290s","timeout":300000}]}"#
+        );
+        // Endpoints given to `hooks install` are named in the command; a token never is.
+        reach.urls = vec!["http://10.0.0.5:8377".into(), "https://b:8377".into()];
+        reach.ca_file = Some("/etc/gatebot/ca.pem".into());
+        assert_eq!(
+            hook_command(Client::Codex, "codex", &reach),
+            "gatebot hook codex --agent codex --url http://10.0.0.5:8377 --url https://b:8377 \
+             --ca-file /etc/gatebot/ca.pem"
         );
     }
 }

@@ -43,6 +43,14 @@ owner's commands talk to it.
 \fBGATEBOT_CONFIG\fR, \fBGATEBOT_SOCKET\fR
 As \fB\-\-config\fR and \fB\-\-socket\fR.
 .TP
+\fBGATEBOT_URL\fR
+For the agents' commands: gatebot over TCP, one or more
+\fIhttp://HOST:PORT\fR or \fIhttps://HOST:PORT\fR separated by commas, as
+\fB\-\-url\fR; a call goes on to the next when one is down or answers 503.
+.TP
+\fBGATEBOT_CA_FILE\fR
+As \fB\-\-ca\-file\fR: the CA certificates https:// endpoints are checked against.
+.TP
 \fBGATEBOT_TOKEN\fR, \fBGATEBOT_AGENT\fR, \fBGATEBOT_TASK_ID\fR
 An agent's token, name and inbox task, for the agents' commands.
 .TP

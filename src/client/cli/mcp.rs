@@ -1,20 +1,13 @@
 //! `gatebot mcp`: the MCP approval tool on stdin and stdout ([`crate::client::mcp`]).
 
-use std::path::{Path, PathBuf};
-
 use super::flag_duration;
-use super::hook::agents_socket;
-use super::{HookArgs, EXIT_GO};
+use super::{HookArgs, Where, EXIT_GO};
 use crate::client::mcp::McpOptions;
 use crate::client::stop_on_signals;
 use crate::hooks::{Kind, DEFAULT_BUDGET};
 use crate::time::range;
 
-pub(super) async fn run(
-    args: HookArgs,
-    flag: &Option<PathBuf>,
-    config: Option<&Path>,
-) -> Result<u8, String> {
+pub(super) async fn run(args: HookArgs, at: &Where) -> Result<u8, String> {
     let budget = args
         .timeout
         .as_deref()
@@ -26,8 +19,7 @@ pub(super) async fn run(
             .agent
             .unwrap_or_else(|| Kind::ClaudeCode.default_agent().to_string()),
         budget: budget.unwrap_or(DEFAULT_BUDGET),
-        socket: agents_socket(flag, config),
-        token: args.token,
+        client: at.agents(args.token, true),
         stop: stop.clone(),
         task_id: args.task.filter(|t| !t.trim().is_empty()),
     };

@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 
-use super::{Client, ClientError, Response};
+use super::{Client, ClientError, Endpoint, Response};
 use crate::approval::Status;
 use crate::client::discover::{self, Places, Which};
 use crate::retry::reconnect_delay;
@@ -81,11 +81,22 @@ pub struct Cli {
     /// ~/.config/gatebot/bot.toml and /etc/gatebot/bot.toml).
     #[arg(long, short, global = true, env = "GATEBOT_CONFIG")]
     pub config: Option<PathBuf>,
-    /// The socket to talk to (default: the config's queue.socket for agents' commands,
-    /// queue.control_socket for owner commands; without a config file, the default
-    /// sockets in $XDG_RUNTIME_DIR/gatebot/ and /run/gatebot/).
-    #[arg(long, global = true, env = "GATEBOT_SOCKET")]
+    /// The socket to talk to, also GATEBOT_SOCKET (default: the config's queue.socket
+    /// for agents' commands, queue.control_socket for owner commands; without a config
+    /// file, the default sockets in $XDG_RUNTIME_DIR/gatebot/ and /run/gatebot/).
+    #[arg(long, global = true, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+    /// For the agents' commands (hook, mcp, ask, worker, workflow): reach gatebot over
+    /// TCP at http://HOST:PORT or https://HOST:PORT, also GATEBOT_URL (comma-separated).
+    /// Repeat it for several gatebots: a call goes on to the next when one is down or
+    /// answers 503. A flag wins over a variable, and a URL over a socket; not with
+    /// --socket. The agent's token (--token) is sent with every call.
+    #[arg(long = "url", global = true, value_name = "URL")]
+    pub url: Vec<String>,
+    /// The CA certificates (a PEM file) that https:// endpoints are checked against,
+    /// instead of the system's.
+    #[arg(long, global = true, env = "GATEBOT_CA_FILE", value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -508,10 +519,11 @@ pub async fn run_client(cli: Cli) -> ExitCode {
 }
 
 impl WorkerArgs {
-    /// The worker these arguments describe, on the agents' socket `socket`.
-    fn worker(self, socket: PathBuf) -> worker::Worker {
+    /// The worker these arguments describe, reaching gatebot with `client`.
+    fn worker(self, client: Client, ca_file: Option<PathBuf>) -> worker::Worker {
         worker::Worker {
-            socket,
+            client,
+            ca_file,
             agent: self.agent,
             concurrency: self.concurrency,
             once: self.once,
@@ -521,35 +533,90 @@ impl WorkerArgs {
     }
 }
 
+/// Where a command finds gatebot: what its command line and environment say.
+pub(super) struct Where {
+    pub given: discover::Given,
+    pub config: Option<PathBuf>,
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Where {
+    /// A client of the agents' socket or endpoints ([`discover::agents`]) sending the
+    /// agent's `token`, without a timeout; `Err` says why there is none, in one line for
+    /// a hook's deny (`one_line`), else a line per place tried. Over TCP every call
+    /// must carry a token, so none is an error here, before anything is sent.
+    pub(super) fn agents(&self, token: Option<String>, one_line: bool) -> Result<Client, String> {
+        let found = discover::agents(&self.given, self.config.as_deref(), &Places::from_env())
+            .map_err(|m| if one_line { m.one_line() } else { m.lines() })?;
+        let tcp = found.list.iter().any(|e| matches!(e, Endpoint::Tcp(_)));
+        if tcp && token.is_none() {
+            return Err(TOKEN_NEEDED.into());
+        }
+        Ok(Client::with_endpoints(found.list, self.ca_file.as_deref())?.with_token(token))
+    }
+
+    /// The client of an owner's command: the control socket ([`socket_for`]).
+    fn owner(&self) -> Result<Client, String> {
+        if !self.given.url_flags.is_empty() {
+            return Err(URL_NOT_OWNERS.into());
+        }
+        control_socket(self.given.socket(), self.config.as_deref()).map(|s| as_owner(&client(s)))
+    }
+}
+
+const TOKEN_NEEDED: &str = "gatebot over TCP takes only calls that carry the agent's token: \
+                            set GATEBOT_TOKEN in the agent's environment, or pass --token";
+
+const URL_NOT_OWNERS: &str = "--url is for the agents' commands (hook, mcp, ask, worker, \
+                              workflow); the owner's commands talk to the control socket: \
+                              drop --url, and name the socket with --socket if it is not found";
+
 async fn client_command(cli: Cli) -> Result<u8, String> {
-    let (flag, config) = (&cli.socket, cli.config.as_deref());
-    // The owner's commands (and `agent-guidance`) talk to the control socket.
-    // Every owner's command says who acts (see [`as_owner`]).
-    let owner = || socket_for(flag, config, true).map(|s| as_owner(&client(s)));
+    let at = Where {
+        given: discover::Given::from_env(cli.url.clone(), cli.socket.clone()),
+        config: cli.config.clone(),
+        ca_file: cli.ca_file.clone(),
+    };
+    let config = cli.config.as_deref();
+    // The owner's commands talk to the control socket. Every owner's command says who
+    // acts (see [`as_owner`]).
+    let owner = || at.owner();
+    // The agents' commands: their socket or their endpoints, each call bounded.
+    let agent = |token| {
+        at.agents(token, false)
+            .map(|c| c.with_timeout(CALL_TIMEOUT))
+    };
     match cli.command {
         Command::Run => unreachable!("run is handled by main"),
         Command::CheckConfig { telegram } => {
             check_config::run(&config_file(config)?, telegram).await
         }
-        Command::Hook { agent } => hook::run(agent, flag, config).await,
+        Command::Hook { agent } => hook::run(agent, &at).await,
         Command::Init(args) => init::run(args, config),
         Command::Completions { shell } => complete::script(shell),
         Command::Man { dir } => man::run(dir.as_deref()),
         Command::Connect { platform } => connect::run(platform, &config_file(config)?).await,
-        Command::Hooks { action } => hooks_install::run(action, flag.as_deref(), config),
-        Command::Mcp(args) => mcp::run(args, flag, config).await,
+        Command::Hooks { action } => hooks_install::run(action, &at),
+        Command::Mcp(args) => mcp::run(args, &at).await,
         Command::Task { action } => task_command(&owner()?, action).await,
         Command::Tasks { all, agent, json } => {
             task::list(&owner()?, all, agent.as_deref(), json).await
         }
-        Command::Worker(args) => worker::run(args.worker(socket_for(flag, config, false)?)).await,
+        Command::Worker(args) => {
+            let client = at.agents(args.token.clone(), false)?;
+            worker::run(args.worker(client, at.ca_file.clone())).await
+        }
         Command::AgentGuidance { name, json, token } => {
-            guidance::run(&owner()?.with_token(token), &name, json).await
+            // Over TCP when endpoints are given (an agent on another machine), else on
+            // the control socket, or the agents' with --socket.
+            let client = if at.given.url_flags.is_empty() && at.given.url_env.is_none() {
+                owner()?.with_token(token)
+            } else {
+                agent(token)?
+            };
+            guidance::run(&client, &name, json).await
         }
-        Command::Ask(args) => {
-            let client = client(socket_for(flag, config, false)?);
-            ask::run(client.with_token(args.token.clone()), args).await
-        }
+        Command::Ask(args) => ask::run(agent(args.token.clone())?, args).await,
         Command::Status { id, wait, json } => {
             status::run(&owner()?, &id, wait.as_deref(), json).await
         }
@@ -622,11 +689,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             all,
             json,
         } => grants_command(&owner()?, action, agent.as_deref(), all, json).await,
-        Command::Workflow { action } => {
-            // An agent's command: the agents' socket.
-            let agent = client(socket_for(flag, config, false)?);
-            workflow_command(agent, action).await
-        }
+        Command::Workflow { action } => workflow_command(&at, action).await,
         Command::Workflows(a) => workflow::list(&owner()?, a).await,
         Command::Dashboard { action } => dashboard::run(&owner()?, action).await,
         Command::Factor { action } => factor::run(&owner()?, action).await,
@@ -685,30 +748,29 @@ async fn task_command(c: &Client, action: TaskAction) -> Result<u8, String> {
 }
 
 /// `gatebot workflow …`, as the agent whose token it is given.
-async fn workflow_command(agent: Client, action: WorkflowCommand) -> Result<u8, String> {
+async fn workflow_command(at: &Where, action: WorkflowCommand) -> Result<u8, String> {
+    let agent = |token| {
+        at.agents(token, false)
+            .map(|c| c.with_timeout(CALL_TIMEOUT))
+    };
     match action {
-        WorkflowCommand::Start(a) => workflow::start(&agent.with_token(a.token.clone()), a).await,
-        WorkflowCommand::Event(a) => workflow::event(&agent.with_token(a.token.clone()), a).await,
+        WorkflowCommand::Start(a) => workflow::start(&agent(a.token.clone())?, a).await,
+        WorkflowCommand::Event(a) => workflow::event(&agent(a.token.clone())?, a).await,
         WorkflowCommand::Status {
             run,
             wait,
             token,
             json,
-        } => workflow::status(&agent.with_token(token), &run, wait.as_deref(), json).await,
+        } => workflow::status(&agent(token)?, &run, wait.as_deref(), json).await,
     }
 }
 
-/// The socket a command talks to, found in the one order every client command uses
-/// ([`crate::client::discover`]); the control socket for an owner's command. Only the
-/// sockets are read from a config ([`crate::config::Config::sockets`]): secrets are the
-/// daemon's, not the caller's.
-fn socket_for(
-    flag: &Option<PathBuf>,
-    config: Option<&Path>,
-    owner: bool,
-) -> Result<PathBuf, String> {
-    let which = if owner { Which::Control } else { Which::Agents };
-    discover::socket(flag.as_deref(), config, which, &Places::from_env())
+/// The control socket an owner's command talks to, found in the one order every client
+/// command uses ([`crate::client::discover`]; the agents' commands go by
+/// [`Where::agents`]). Only the sockets are read from a config
+/// ([`crate::config::Config::sockets`]): secrets are the daemon's, not the caller's.
+fn control_socket(given: Option<&Path>, config: Option<&Path>) -> Result<PathBuf, String> {
+    discover::socket(given, config, Which::Control, &Places::from_env())
         .map(|found| found.socket)
         .map_err(|missing| missing.lines())
 }
@@ -743,7 +805,9 @@ async fn wait_for(client: &Client, path: &str, total: Duration) -> Result<Approv
 /// passes, and gives the last answer. A daemon that cannot be reached or drops the
 /// connection (a restart: requests, check-ins and tasks survive it) is tried again with
 /// backoff within the same `total`; stderr says so once ("lost gatebot …;
-/// reconnecting, and still waiting"), and again when it is back.
+/// reconnecting, and still waiting"), and again when it is back. With several
+/// endpoints each poll goes on to the next that knows `path` ([`Client::get_made`]),
+/// and every round of them failing is one failure here.
 async fn long_poll<T: serde::de::DeserializeOwned>(
     client: &Client,
     path: &str,
@@ -756,7 +820,7 @@ async fn long_poll<T: serde::de::DeserializeOwned>(
         let left = total.saturating_sub(start.elapsed());
         let slice = left.min(Duration::from_secs(60));
         let res = client
-            .get(&format!("{path}?wait={:.3}", slice.as_secs_f64()))
+            .get_made(&format!("{path}?wait={:.3}", slice.as_secs_f64()))
             .await;
         match res {
             Err(e) if e.is_transient() => {

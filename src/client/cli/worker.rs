@@ -1,13 +1,15 @@
 //! `gatebot worker --agent A [--concurrency N] [--once] -- COMMAND [ARGS…]`: claims
 //! the agent's tasks and runs COMMAND for each.
 //!
-//! For each task, on the agents' socket:
+//! For each task, on the agents' socket or endpoints:
 //! 1. claim (`POST /v1/tasks/claim`, long-polling 30 s at a time);
 //! 2. start COMMAND in a process group of its own, with the execution prompt on stdin
 //!    (and, when the task comes back after the owner answered its questions, the
 //!    questions and the answer after it), and `GATEBOT_TASK_ID`, `GATEBOT_TASK_INTENT`,
-//!    `GATEBOT_AGENT`, `GATEBOT_SOCKET` (and `GATEBOT_SESSION_ID` when resuming) in its
-//!    environment, so gatebot's hooks inside it tag their requests with the task;
+//!    `GATEBOT_AGENT`, where gatebot is (`GATEBOT_SOCKET`, or `GATEBOT_URL` and
+//!    `GATEBOT_CA_FILE` for endpoints), `GATEBOT_TOKEN` (and `GATEBOT_SESSION_ID` when
+//!    resuming) in its environment, so gatebot's hooks inside it reach the same gatebot
+//!    as the same agent and tag their requests with the task;
 //! 3. while it runs: its output lines become progress, sent at most every
 //!    [`PROGRESS_EVERY`]; with no output, an empty report renews the lease (a third of
 //!    the lease's length apart at most); a report refused because the task was
@@ -43,7 +45,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{EXIT_ERROR, EXIT_GO, EXIT_NO};
-use crate::client::{Client, ClientError, Response};
+use crate::client::discover::SOCKET_ENV;
+use crate::client::endpoint::{CA_FILE_ENV, URL_ENV};
+use crate::client::{Client, ClientError, Endpoint, Response};
 use crate::inbox::output::{self, Line};
 use crate::inbox::wire::{ClaimAnswer, ClaimedView, TaskView};
 use crate::inbox::{tail, TaskStatus};
@@ -78,7 +82,10 @@ pub struct Worker {
     pub concurrency: usize,
     pub once: bool,
     pub command: Vec<String>,
-    pub socket: PathBuf,
+    /// The agents' socket or endpoints (its token and timeout are set here).
+    pub client: Client,
+    /// `--ca-file` / `GATEBOT_CA_FILE`, passed on to the command's hooks.
+    pub ca_file: Option<PathBuf>,
     pub token: Option<String>,
 }
 
@@ -104,7 +111,9 @@ pub(super) async fn run(w: Worker) -> Result<u8, String> {
     }
     let stop = CancellationToken::new();
     tokio::spawn(stop_on_signal(stop.clone()));
-    let client = Client::new(&w.socket)
+    let client = w
+        .client
+        .clone()
         .with_token(w.token.clone())
         .with_timeout(CLAIM_WAIT + Duration::from_secs(30));
     let w = Arc::new(w);
@@ -418,7 +427,6 @@ fn command(w: &Worker, t: &ClaimedView) -> Command {
         .env("GATEBOT_TASK_ID", &t.id)
         .env("GATEBOT_TASK_INTENT", t.intent.as_str())
         .env("GATEBOT_AGENT", &w.agent)
-        .env("GATEBOT_SOCKET", &w.socket)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -428,6 +436,22 @@ fn command(w: &Worker, t: &ClaimedView) -> Command {
         Some(s) if t.input.is_some() => cmd.env("GATEBOT_SESSION_ID", s),
         _ => cmd.env_remove("GATEBOT_SESSION_ID"),
     };
+    // The hooks the command starts reach the same gatebot as the worker.
+    match w.client.endpoints() {
+        [Endpoint::Unix(socket)] => cmd.env(SOCKET_ENV, socket).env_remove(URL_ENV),
+        list => cmd
+            .env(
+                URL_ENV,
+                list.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
+            .env_remove(SOCKET_ENV),
+    };
+    if let Some(ca) = &w.ca_file {
+        cmd.env(CA_FILE_ENV, ca);
+    }
     // The hooks the command starts act as the same agent, so they need its token
     // however the worker was given it (`--token` or GATEBOT_TOKEN).
     match &w.token {
@@ -597,7 +621,7 @@ async fn progress(client: &Client, t: &ClaimedView, text: Option<String>) -> Res
         body["text"] = json!(text);
     }
     match client
-        .post(&format!("/v1/tasks/{}/progress", t.id), &body)
+        .post_made(&format!("/v1/tasks/{}/progress", t.id), &body)
         .await
     {
         Ok(r) if r.status.as_u16() == 409 => Err(r.error_message()),
@@ -629,7 +653,7 @@ async fn finish(client: &Client, t: &ClaimedView, how: Finish) -> Outcome {
     let body = strip_nulls(body);
     let url = format!("/v1/tasks/{}/{path}", t.id);
     for attempt in 0..REPORT_ATTEMPTS {
-        match client.post(&url, &body).await {
+        match client.post_made(&url, &body).await {
             Ok(r) if r.status.is_success() => {
                 return match serde_json::from_value::<TaskView>(r.body) {
                     Ok(v) => Outcome::Reported(v.status),
@@ -645,8 +669,8 @@ async fn finish(client: &Client, t: &ClaimedView, how: Finish) -> Outcome {
             }
             Ok(r) if r.status.is_client_error() => return Outcome::Abandoned(refused(&r)),
             Ok(r) => eprintln!("worker: cannot report: {}", r.error_message()),
-            Err(ClientError::Unreachable { .. }) | Err(ClientError::TimedOut(_)) => {
-                eprintln!("worker: cannot reach gatebot to report; retrying");
+            Err(e) if e.is_transient() || matches!(e, ClientError::TimedOut(_)) => {
+                eprintln!("worker: cannot reach gatebot to report ({e}); retrying");
             }
             Err(e) => eprintln!("worker: cannot report: {e}"),
         }

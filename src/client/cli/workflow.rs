@@ -198,9 +198,12 @@ pub(super) async fn start(client: &Client, a: StartArgs) -> Result<u8, String> {
     if let Some(w) = a.workflow {
         body["workflow"] = w.into();
     }
-    if let Some(k) = a.idempotency_key {
-        body["idempotency_key"] = k.into();
-    }
+    // Without a key of the caller's, one of this invocation's own: a call resent to the
+    // next endpoint then finds the run the first one started.
+    body["idempotency_key"] = a
+        .idempotency_key
+        .unwrap_or_else(crate::client::fresh_idempotency_key)
+        .into();
     let res = expect_ok(client.post("/v1/runs", &body).await)?;
     let run: RunView = parse(res.body.clone())?;
     if a.json {
@@ -217,7 +220,10 @@ pub(super) async fn start(client: &Client, a: StartArgs) -> Result<u8, String> {
 
 /// `workflow event`: reports the event, waits at a check-in, exits by the action.
 pub(super) async fn event(client: &Client, a: EventArgs) -> Result<u8, String> {
-    let body = event_body(&a)?;
+    let mut body = event_body(&a)?;
+    // Resent to the next endpoint, the event must get the first answer, not count twice.
+    body.idempotency_key
+        .get_or_insert_with(crate::client::fresh_idempotency_key);
     let wait = a
         .wait
         .as_deref()
@@ -225,7 +231,7 @@ pub(super) async fn event(client: &Client, a: EventArgs) -> Result<u8, String> {
         .transpose()?;
     let path = format!("/v1/runs/{}", encode(&a.run));
     let res = client
-        .post(
+        .post_made(
             &format!("{path}/events"),
             &serde_json::to_value(&body).unwrap_or_default(),
         )
@@ -281,7 +287,7 @@ pub(super) async fn status(
     let path = format!("/v1/runs/{}", encode(run));
     let view = match wait {
         Some(_) => wait_run(client, &path, wait).await?,
-        None => parse(expect_ok(client.get(&path).await)?.body)?,
+        None => parse(expect_ok(client.get_made(&path).await)?.body)?,
     };
     if !json {
         print_run(&view);
