@@ -972,26 +972,7 @@ async fn daemon() {
     // 100 000 pending requests, written straight into the database first, each with
     // the subject row the store writes beside a request that asks a human.
     seed_pending(&dir.path().join("gatebot.db"), 1, 100_000);
-    let _ = std::fs::remove_file(dir.path().join("gatebot.sock"));
-    let _ = std::fs::remove_file(dir.path().join("gatebot-control.sock"));
-    let (child, took) = start_binary(dir.path()).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let loaded = rss_kib(child.pid);
-    println!(
-        "start to first answer, 100 000 pending:  {took:>9.2?}   RSS: {:>7} KiB",
-        loaded
-    );
-    // A listing of all pending requests (the CLI's `pending` is capped at 1000).
-    let owner = Client::new(dir.path().join("gatebot-control.sock"));
-    let t = Instant::now();
-    let res = owner.get("/v1/requests?status=pending").await.unwrap();
-    println!(
-        "list pending (first {}), 100 000 pending: {:>9.2?}   RSS after: {:>7} KiB",
-        res.body["requests"].as_array().map_or(0, Vec::len),
-        t.elapsed(),
-        rss_kib(child.pid)
-    );
-    child.stop().await;
+    start_and_list(dir.path(), "100 000").await;
 
     // The same 100 000, now with a Telegram chat to show them in: one digest.
     let fake = FakeTelegram::start(TG_TOKEN).await;
@@ -1051,19 +1032,26 @@ async fn daemon() {
         "[agents.bench]\ntier = \"supervised\"\n",
     )
     .unwrap();
-    let _ = std::fs::remove_file(dir.path().join("gatebot.sock"));
-    let _ = std::fs::remove_file(dir.path().join("gatebot-control.sock"));
-    let (child, took) = start_binary(dir.path()).await;
+    start_and_list(dir.path(), "1 000 000").await;
+}
+
+/// Starts the daemon in `dir` on the database as it is (`pending` requests waiting) and
+/// prints how long it took to answer, its RSS, and the first page of `pending` (the
+/// CLI's `pending` is capped at 1000) with its time and the RSS after.
+async fn start_and_list(dir: &Path, pending: &str) {
+    let _ = std::fs::remove_file(dir.join("gatebot.sock"));
+    let _ = std::fs::remove_file(dir.join("gatebot-control.sock"));
+    let (child, took) = start_binary(dir).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     println!(
-        "start to first answer, 1 000 000 pending: {took:>9.2?}   RSS: {:>7} KiB",
+        "start to first answer, {pending} pending: {took:>9.2?}   RSS: {:>7} KiB",
         rss_kib(child.pid)
     );
-    let owner = Client::new(dir.path().join("gatebot-control.sock"));
+    let owner = Client::new(dir.join("gatebot-control.sock"));
     let t = Instant::now();
     let res = owner.get("/v1/requests?status=pending").await.unwrap();
     println!(
-        "list pending (first {}), 1 000 000 pending: {:>9.2?}   RSS after: {:>7} KiB",
+        "list pending (first {}), {pending} pending: {:>9.2?}   RSS after: {:>7} KiB",
         res.body["requests"].as_array().map_or(0, Vec::len),
         t.elapsed(),
         rss_kib(child.pid)
