@@ -509,9 +509,9 @@ impl Store {
     /// there is one ([`Store::expire_due`]: see `give_way`).
     pub(super) fn write_giving_way<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
         let guard = self.lock();
-        let out = writer(&guard).write(f);
+        let out = writer(&guard).write(f)?;
         self.give_way(guard);
-        out
+        Ok(out)
     }
 
     /// Runs `f` with the writer's connection held throughout: for a pass that writes
