@@ -37,7 +37,9 @@
 //! - `store` (private to the crate): SQLite (WAL): approvals, the audit chain, chat
 //!   bookkeeping, workflow runs, tasks, trust, and the evidence's running counts per
 //!   agent and hour. Only [`engine`] uses it. Its schema is `migrations/sqlite/`;
-//!   `migrations/postgres/` is the same for PostgreSQL (not used yet).
+//!   `migrations/postgres/` is the same for PostgreSQL (not used yet). Its table files
+//!   speak SQL through `store::sql`, a layer that does not name the database (moving
+//!   onto it file by file: issue 26).
 //! - [`subject`]: what chats show and owners act on, of every kind: subject kinds,
 //!   homes and threads, which message shows what, digests, the questions asked.
 //! - [`engine`]: the only code that changes state: submit, decide, expire; workflow runs

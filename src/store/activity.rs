@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use rusqlite::params;
 
-use super::approval_row::{row_to_approval, COLUMNS};
+use super::approval_row::{row_to_approval_sqlite as row_to_approval, COLUMNS};
 use super::{Result, Store, StoreError};
 use crate::approval::Approval;
 use crate::inbox::{Task, TaskStatus};
@@ -96,7 +96,7 @@ impl Store {
     /// day, oldest first (days with none are left out), read from the hourly evidence
     /// summaries. Escalations are counted as the evidence counts them.
     pub fn evidence_days(&self, agent: &str, since: i64) -> Result<Vec<Day>> {
-        let conn = self.read();
+        let conn = self.reader();
         let mut stmt = conn.prepare_cached(
             "SELECT hour / 24 AS d, \
              COALESCE(SUM(n * (asked = 1 AND status IN ('approved', 'executing', 'succeeded', 'failed'))), 0), \
@@ -131,7 +131,7 @@ impl Store {
             format!("status IN ({statuses}) AND ")
         };
         let ids: Vec<String> = {
-            let conn = self.read();
+            let conn = self.reader();
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT id FROM tasks WHERE {only}(?1 IS NULL OR agent = ?1) \
                  AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
@@ -151,7 +151,7 @@ impl Store {
         tasks: &[String],
         shown: usize,
     ) -> Result<HashMap<String, TaskRequests>> {
-        let conn = self.read();
+        let conn = self.reader();
         let mut count = conn.prepare_cached("SELECT COUNT(*) FROM approvals WHERE task_id = ?1")?;
         let mut latest = conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM approvals WHERE task_id = ?1 ORDER BY id DESC LIMIT ?2"
@@ -178,7 +178,7 @@ impl Store {
     /// Run `id`'s first `limit` events with their problems, and its check-ins.
     pub fn run_timeline(&self, id: &str, limit: usize) -> Result<Timeline> {
         let (mut events, total, check_ins) = {
-            let conn = self.read();
+            let conn = self.reader();
             let total: i64 = conn.query_row(
                 "SELECT COUNT(*) FROM run_events WHERE run_id = ?1",
                 [id],

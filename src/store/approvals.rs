@@ -8,11 +8,11 @@
 //! after it, before the expiry task has run, expires the request instead (see
 //! [`Transition::Expired`]), so the deadline wins whichever code path sees it first.
 
-use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::json;
 
 use super::approval_row::{get_conn, row_to_approval, COLUMNS, COLUMN_COUNT};
 use super::audit::audit_tx;
+use super::sql::{params, Conn, Tx, Value};
 use super::subjects::{inherit_home, subject_changed, subject_created, unique_short_id};
 use super::trust::{grant_tx, offer_tx, NewOffer};
 use super::{Result, Store, StoreError, EXPIRE_BATCH, EXPIRE_BEFORE_YIELDING};
@@ -146,13 +146,11 @@ impl Store {
     /// Stores a new request with its `submitted` and `evaluated` audit rows, or
     /// returns the earlier request with the same `(agent, idempotency_key)`.
     pub fn insert(&self, new: &NewApproval) -> Result<Inserted> {
-        let mut conn = self.lock();
-        // Read under the lock: `set_budgets` changes them under it.
-        let budgets = self.budgets();
-        let tx = conn.transaction()?;
-        let inserted = insert_tx(&tx, new, self.watch.as_ref(), budgets.as_deref())?;
-        tx.commit()?;
-        Ok(inserted)
+        self.write(|tx| {
+            // Read under the lock: `set_budgets` changes them under it.
+            let budgets = self.budgets();
+            insert_tx(tx, new, self.watch.as_ref(), budgets.as_deref())
+        })
     }
 
     /// Stores several requests in one transaction (one fsync): group commit for
@@ -162,18 +160,17 @@ impl Store {
     /// bad request cannot fail the others.
     pub fn insert_batch(&self, news: &[NewApproval]) -> Vec<Result<Inserted>> {
         let attempt = || -> Result<Vec<Result<Inserted>>> {
-            let mut conn = self.lock();
-            let budgets = self.budgets();
-            let tx = conn.transaction()?;
-            let mut out = Vec::with_capacity(news.len());
-            for n in news {
-                match insert_tx(&tx, n, self.watch.as_ref(), budgets.as_deref()) {
-                    Err(e) if e.held_back() => out.push(Err(e)),
-                    other => out.push(Ok(other?)),
+            self.write(|tx| {
+                let budgets = self.budgets();
+                let mut out = Vec::with_capacity(news.len());
+                for n in news {
+                    match insert_tx(tx, n, self.watch.as_ref(), budgets.as_deref()) {
+                        Err(e) if e.held_back() => out.push(Err(e)),
+                        other => out.push(Ok(other?)),
+                    }
                 }
-            }
-            tx.commit()?;
-            Ok(out)
+                Ok(out)
+            })
         };
         match attempt() {
             Ok(all) => all,
@@ -182,44 +179,42 @@ impl Store {
     }
 
     pub fn get(&self, id: &str) -> Result<Option<Approval>> {
-        let conn = self.lock();
-        get_conn(&conn, id)
+        self.writer(|c| get_tx(c, id))
     }
 
     /// Resolves a full id, a short id, or a unique prefix (≥ 4 chars) of a short id.
     /// Matching is case-insensitive. `pending_only` restricts prefixes to open requests.
     pub fn lookup(&self, typed: &str, pending_only: bool) -> Result<Lookup> {
         let typed = typed.trim();
-        let conn = self.lock();
-        if let Some(a) = get_conn(&conn, typed)? {
-            return Ok(Lookup::Found(Box::new(a)));
-        }
-        let lower = typed.to_ascii_lowercase();
-        if let Some(a) = conn
-            .query_row(
+        let found: Vec<Approval> = self.writer(|c| {
+            if let Some(a) = get_tx(c, typed)? {
+                return Ok(vec![a]);
+            }
+            let lower = typed.to_ascii_lowercase();
+            if let Some(a) = c.query_opt(
                 &format!("SELECT {COLUMNS} FROM approvals WHERE short_id = ?1"),
-                [&lower],
+                params![lower],
+                row_to_approval,
+            )? {
+                return Ok(vec![a]);
+            }
+            if lower.len() < 4 || !lower.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                return Ok(Vec::new());
+            }
+            let filter = if pending_only {
+                " AND status = 'pending'"
+            } else {
+                ""
+            };
+            c.once().query_map(
+                &format!(
+                    "SELECT {COLUMNS} FROM approvals WHERE short_id LIKE ?1 || '%'{filter} \
+                     ORDER BY id DESC LIMIT 11"
+                ),
+                params![lower],
                 row_to_approval,
             )
-            .optional()?
-        {
-            return Ok(Lookup::Found(Box::new(a?)));
-        }
-        if lower.len() < 4 || !lower.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return Ok(Lookup::NotFound);
-        }
-        let filter = if pending_only {
-            " AND status = 'pending'"
-        } else {
-            ""
-        };
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {COLUMNS} FROM approvals WHERE short_id LIKE ?1 || '%'{filter} \
-             ORDER BY id DESC LIMIT 11"
-        ))?;
-        let found: Vec<Approval> = stmt
-            .query_map([&lower], row_to_approval)?
-            .collect::<std::result::Result<Result<Vec<_>>, _>>()??;
+        })?;
         Ok(match found.len() {
             0 => Lookup::NotFound,
             1 => Lookup::Found(Box::new(found.into_iter().next().expect("one"))),
@@ -273,20 +268,14 @@ impl Store {
         edited: Option<&serde_json::Value>,
         now: i64,
     ) -> Result<Transition> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        match self.decide_tx(&tx, id, decision, grant, edited, now)? {
-            TxDecided::Done(approval) => {
-                tx.commit()?;
-                Ok(Transition::Done(approval))
-            }
-            TxDecided::OverBudget(approval, why) => {
+        self.write(
+            |tx| match self.decide_tx(tx, id, decision, grant, edited, now)? {
+                TxDecided::Done(approval) => Ok(Transition::Done(approval)),
                 // Its refusal's audit row is kept; the request stays pending.
-                tx.commit()?;
-                Ok(Transition::OverBudget(approval, why))
-            }
-            TxDecided::NotPending => refused(tx, id, now),
-        }
+                TxDecided::OverBudget(approval, why) => Ok(Transition::OverBudget(approval, why)),
+                TxDecided::NotPending => refused(tx, id, now),
+            },
+        )
     }
 
     /// Decides `id` inside `tx` (see [`Store::decide_granting`]): the approval as decided,
@@ -294,7 +283,7 @@ impl Store {
     /// `tx` for the caller to answer with [`refused`]. The caller commits.
     pub(super) fn decide_tx(
         &self,
-        tx: &Transaction<'_>,
+        tx: &Tx<'_>,
         id: &str,
         decision: &Decision,
         grant: Option<&GrantAsk>,
@@ -307,8 +296,13 @@ impl Store {
         };
         if status == Status::Approved {
             let budgets = self.budgets();
-            let refused =
-                super::budgets::approval_refused_tx(tx, budgets.as_deref(), id, decision, now)?;
+            let refused = super::budgets::approval_refused_tx(
+                tx.sqlite(),
+                budgets.as_deref(),
+                id,
+                decision,
+                now,
+            )?;
             if let Some((approval, why)) = refused {
                 return Ok(TxDecided::OverBudget(approval, why));
             }
@@ -335,7 +329,7 @@ impl Store {
         subject_changed(tx, id, false, status.as_str())?;
         if status == Status::Approved {
             let budgets = self.budgets();
-            super::budgets::reserve_tx(tx, budgets.as_deref(), id, now)?;
+            super::budgets::reserve_tx(tx.sqlite(), budgets.as_deref(), id, now)?;
         }
         let approval = get_tx(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
         let mut detail = json!({
@@ -358,7 +352,14 @@ impl Store {
             &detail,
         )?;
         if let Some(ask) = grant {
-            grant_tx(tx, &approval, ask, &decision.actor, &decision.via, now)?;
+            grant_tx(
+                tx.sqlite(),
+                &approval,
+                ask,
+                &decision.actor,
+                &decision.via,
+                now,
+            )?;
         }
         Ok(TxDecided::Done(approval))
     }
@@ -368,60 +369,56 @@ impl Store {
     /// and fewer when another caller waits for the writer: after
     /// [`EXPIRE_BEFORE_YIELDING`] it commits what it expired and gives way.
     pub fn expire_due(&self, now: i64) -> Result<Vec<Approval>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let due: Vec<(String, Option<i64>, Option<i64>)> = {
+        self.write_giving_way(|tx| {
             // Bounded, so a mass expiry holds the writer only briefly per pass; the
             // expiry task comes straight back while deadlines are still due.
-            let mut stmt = tx.prepare(
+            let due: Vec<(String, Option<i64>, Option<i64>)> = tx.query_map(
                 "SELECT id, ttl_ms, json_extract(route, '$.deadline_ms') FROM approvals \
                  WHERE status = 'pending' AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2",
+                params![now, EXPIRE_BATCH],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )?;
-            let rows = stmt.query_map(params![now, EXPIRE_BATCH], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
-        let mut expired = Vec::with_capacity(due.len());
-        for (done, (id, ttl_ms, deadline_ms)) in due.into_iter().enumerate() {
-            if done >= EXPIRE_BEFORE_YIELDING && self.wanted() {
-                break;
-            }
-            match expire_tx(&tx, &id, ttl_ms, deadline_ms, now) {
-                Ok(Some(a)) => expired.push(a),
-                Ok(None) => {}
-                // Expired and audited, but the row does not read back (a hand-edited
-                // database): keep going, or one bad row would stop every expiry.
-                Err(StoreError::Corrupt(what)) => {
-                    tracing::error!(id = %id, %what, "expired a request whose row cannot be read");
+            let mut expired = Vec::with_capacity(due.len());
+            for (done, (id, ttl_ms, deadline_ms)) in due.into_iter().enumerate() {
+                if done >= EXPIRE_BEFORE_YIELDING && self.wanted() {
+                    break;
                 }
-                Err(e) => return Err(e),
+                match expire_tx(tx, &id, ttl_ms, deadline_ms, now) {
+                    Ok(Some(a)) => expired.push(a),
+                    Ok(None) => {}
+                    // Expired and audited, but the row does not read back (a hand-edited
+                    // database): keep going, or one bad row would stop every expiry.
+                    Err(StoreError::Corrupt(what)) => {
+                        tracing::error!(id = %id, %what, "expired a request whose row cannot be read");
+                    }
+                    Err(e) => return Err(e),
+                }
             }
-        }
-        tx.commit()?;
-        self.give_way(conn);
-        Ok(expired)
+            Ok(expired)
+        })
     }
 
     /// The earliest deadline among pending requests (past ones included).
     pub fn next_deadline(&self) -> Result<Option<i64>> {
-        let conn = self.lock();
-        Ok(conn.query_row(
-            "SELECT MIN(expires_at) FROM approvals WHERE status = 'pending'",
-            [],
-            |r| r.get(0),
-        )?)
+        self.writer(|c| {
+            c.query_row(
+                "SELECT MIN(expires_at) FROM approvals WHERE status = 'pending'",
+                params![],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// When the next route timer is due (a reminder, an escalation level or its
     /// repeat: [`Store::route_timers_due`]), if any.
     pub fn next_route_timer(&self) -> Result<Option<i64>> {
-        let conn = self.lock();
-        Ok(conn.query_row(
-            "SELECT MIN(route_due_at) FROM approvals WHERE route_due_at IS NOT NULL",
-            [],
-            |r| r.get(0),
-        )?)
+        self.writer(|c| {
+            c.query_row(
+                "SELECT MIN(route_due_at) FROM approvals WHERE route_due_at IS NOT NULL",
+                params![],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// Cancels a pending request on behalf of its agent, if its deadline has not
@@ -444,30 +441,29 @@ impl Store {
         why: Option<&str>,
         now: i64,
     ) -> Result<Transition> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let changed = tx.execute(
-            "UPDATE approvals SET status = 'cancelled', decided_by = ?2, decided_via = ?4, \
-             decision_reason = ?5, decided_at = ?3, finished_at = ?3 \
-             WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?3)",
-            params![id, by, now, via.as_str(), why],
-        )?;
-        if changed == 0 {
-            return refused(tx, id, now);
-        }
-        subject_changed(&tx, id, false, Status::Cancelled.as_str())?;
-        audit_tx(
-            &tx,
-            now,
-            Some(id),
-            "cancelled",
-            Some(by),
-            Some(via),
-            &why.map_or_else(|| json!({}), |w| json!({ "reason": w })),
-        )?;
-        let a = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
-        tx.commit()?;
-        Ok(Transition::Done(a))
+        self.write(|tx| {
+            let changed = tx.execute(
+                "UPDATE approvals SET status = 'cancelled', decided_by = ?2, decided_via = ?4, \
+                 decision_reason = ?5, decided_at = ?3, finished_at = ?3 \
+                 WHERE id = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?3)",
+                params![id, by, now, via.as_str(), why],
+            )?;
+            if changed == 0 {
+                return refused(tx, id, now);
+            }
+            subject_changed(tx, id, false, Status::Cancelled.as_str())?;
+            audit_tx(
+                tx,
+                now,
+                Some(id),
+                "cancelled",
+                Some(by),
+                Some(via),
+                &why.map_or_else(|| json!({}), |w| json!({ "reason": w })),
+            )?;
+            let a = get_tx(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+            Ok(Transition::Done(a))
+        })
     }
 
     /// Records the agent's report: `executing`, `succeeded` or `failed`. Allowed from
@@ -483,8 +479,6 @@ impl Store {
             to,
             Status::Executing | Status::Succeeded | Status::Failed
         ));
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
         let from: &[&str] = if to == Status::Executing {
             &["approved", "allowed"]
         } else {
@@ -496,42 +490,44 @@ impl Store {
             .collect::<Vec<_>>()
             .join(", ");
         let finished = (to != Status::Executing).then_some(now);
-        let changed = tx.execute(
-            &format!(
-                "UPDATE approvals SET status = ?2, result_detail = COALESCE(?3, result_detail), \
-                 finished_at = ?4 WHERE id = ?1 AND status IN ({placeholders})"
-            ),
-            params![id, to.as_str(), detail, finished],
-        )?;
-        if changed == 0 {
-            return Ok(match get_tx(&tx, id)? {
-                Some(a) => Transition::AlreadySettled(a),
-                None => Transition::NotFound,
-            });
-        }
-        subject_changed(&tx, id, false, to.as_str())?;
-        let a = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
-        audit_tx(
-            &tx,
-            now,
-            Some(id),
-            to.as_str(),
-            Some(&a.agent),
-            Some(&Via::Api),
-            &json!({"detail": detail}),
-        )?;
-        tx.commit()?;
-        Ok(Transition::Done(a))
+        self.write(|tx| {
+            let changed = tx.execute(
+                &format!(
+                    "UPDATE approvals SET status = ?2, result_detail = COALESCE(?3, result_detail), \
+                     finished_at = ?4 WHERE id = ?1 AND status IN ({placeholders})"
+                ),
+                params![id, to.as_str(), detail, finished],
+            )?;
+            if changed == 0 {
+                return Ok(match get_tx(tx, id)? {
+                    Some(a) => Transition::AlreadySettled(a),
+                    None => Transition::NotFound,
+                });
+            }
+            subject_changed(tx, id, false, to.as_str())?;
+            let a = get_tx(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+            audit_tx(
+                tx,
+                now,
+                Some(id),
+                to.as_str(),
+                Some(&a.agent),
+                Some(&Via::Api),
+                &json!({"detail": detail}),
+            )?;
+            Ok(Transition::Done(a))
+        })
     }
 
     /// How many requests are pending.
     pub fn count_pending(&self) -> Result<usize> {
-        let conn = self.read();
-        let n: i64 = conn.query_row(
-            "SELECT COUNT(*) FROM approvals WHERE status = 'pending'",
-            [],
-            |r| r.get(0),
-        )?;
+        let n: i64 = self.read(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM approvals WHERE status = 'pending'",
+                params![],
+                |r| r.get(0),
+            )
+        })?;
         Ok(n as usize)
     }
 
@@ -552,45 +548,41 @@ impl Store {
     /// One page of requests matching `filter`: pending ones oldest first, others newest
     /// first; `after` is the last id of the previous page.
     pub fn list_page(&self, filter: &ListFilter) -> Result<Vec<Approval>> {
-        let conn = self.read();
         let mut sql = format!("SELECT {COLUMNS} FROM approvals WHERE true");
-        let mut p: Vec<String> = Vec::new();
+        let mut p: Vec<Value<'_>> = Vec::new();
         if let Some(s) = filter.status {
-            p.push(s.as_str().to_string());
+            p.push(s.as_str().into());
             sql.push_str(&format!(" AND status = ?{}", p.len()));
         }
         if let Some(a) = &filter.agent {
-            p.push(a.clone());
+            p.push(a.as_str().into());
             sql.push_str(&format!(" AND agent = ?{}", p.len()));
         }
         let oldest_first = filter.status == Some(Status::Pending);
         if let Some(after) = &filter.after {
-            p.push(after.clone());
+            p.push(after.as_str().into());
             let op = if oldest_first { ">" } else { "<" };
             sql.push_str(&format!(" AND id {op} ?{}", p.len()));
         }
         let order = if oldest_first { "ASC" } else { "DESC" };
         sql.push_str(&format!(" ORDER BY id {order} LIMIT {}", filter.limit));
-        let mut stmt = conn.prepare(&sql)?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(p.iter()), row_to_approval)?;
-        rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
+        self.read(|c| c.once().query_map(&sql, &p, row_to_approval))
     }
 }
 
 /// An earlier request of the agent's under the same idempotency key, if any: the same
 /// one again (same content) or a conflict (other content under the key).
-fn repeated(tx: &Transaction<'_>, new: &NewApproval) -> Result<Option<Inserted>> {
+fn repeated(tx: &Tx<'_>, new: &NewApproval) -> Result<Option<Inserted>> {
     let Some(key) = &new.asked.idempotency_key else {
         return Ok(None);
     };
-    let existing = tx
-        .prepare_cached(&format!(
+    let existing = tx.query_opt(
+        &format!(
             "SELECT {COLUMNS}, content_hash FROM approvals WHERE agent = ?1 AND idempotency_key = ?2"
-        ))?
-        .query_row(params![new.asked.agent, key], |r| {
-            Ok((row_to_approval(r)?, r.get::<_, Option<String>>(COLUMN_COUNT)?))
-        })
-        .optional()?;
+        ),
+        params![new.asked.agent, key],
+        |r| Ok((row_to_approval(r), r.get::<Option<String>>(COLUMN_COUNT)?)),
+    )?;
     if let Some((existing, hash)) = existing {
         let existing = existing?;
         // A request stored before hashes were kept is compared as it was then.
@@ -609,12 +601,7 @@ fn repeated(tx: &Transaction<'_>, new: &NewApproval) -> Result<Option<Inserted>>
 
 /// The two audit rows every new request gets: what the agent submitted, and what the
 /// policy made of it (with the grant that let it through, if one did).
-fn audit_submitted(
-    tx: &Transaction<'_>,
-    new: &NewApproval,
-    id: &str,
-    short_id: &str,
-) -> Result<()> {
+fn audit_submitted(tx: &Tx<'_>, new: &NewApproval, id: &str, short_id: &str) -> Result<()> {
     audit_tx(
         tx,
         new.created_at,
@@ -655,7 +642,7 @@ fn audit_submitted(
 /// an agent's write: refused, before it writes, when agents have no room left
 /// (`watch`: see `health`).
 fn insert_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     new: &NewApproval,
     watch: Option<&super::health::Watch>,
     budgets: Option<&crate::budget::Budgets>,
@@ -663,10 +650,10 @@ fn insert_tx(
     if let Some(repeat) = repeated(tx, new)? {
         return Ok(repeat);
     }
-    super::health::agent_room(watch, tx)?;
+    super::health::agent_room(watch, tx.sqlite())?;
     // A declared cost that does not fit what is left of a budget blocks the request.
     let over_budget = super::budgets::over_budget_tx(
-        tx,
+        tx.sqlite(),
         budgets,
         &new.asked.agent,
         new.status,
@@ -690,54 +677,54 @@ fn insert_tx(
         .as_ref()
         .filter(|_| new.status == Status::Allowed)
     {
-        if !super::trust::use_grant(tx, grant)? {
+        if !super::trust::use_grant(tx.sqlite(), grant)? {
             return Ok(Inserted::GrantSpent);
         }
     }
     let id = super::new_id();
     let short_id = unique_short_id(tx)?;
-    tx.prepare_cached(
+    tx.execute(
         "INSERT INTO approvals (id, short_id, agent, tool, args, summary, confidence, \
          environment, idempotency_key, status, risk_score, tool_class, risk_factors, \
          policy_reason, checkpoint, always_allow_offered, ttl_ms, created_at, expires_at, \
          finished_at, task_id, grant_id, content_hash, draft, accepts_edits, route, \
          low_confidence) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, \
          ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
-    )?
-    .execute(params![
-        id,
-        short_id,
-        new.asked.agent,
-        new.asked.tool,
-        new.asked.args.to_string(),
-        new.asked.summary,
-        new.asked.confidence,
-        new.asked.environment,
-        new.asked.idempotency_key,
-        new.status.as_str(),
-        new.risk.score.as_str(),
-        new.risk.tool_class.as_str(),
-        serde_json::to_string(&new.risk.factors).unwrap_or_else(|_| "[]".into()),
-        new.policy_reason,
-        new.checkpoint,
-        new.always_allow_offered,
-        new.ttl_ms,
-        new.created_at,
-        new.expires_at,
-        (new.status != Status::Pending).then_some(new.created_at),
-        new.asked.task_id,
-        new.grant_id
-            .as_ref()
-            .filter(|_| new.status == Status::Allowed),
-        new.content_hash,
-        (new.draft && new.status == Status::Blocked).then_some("open"),
-        new.asked.accepts_edits,
-        new.route
-            .as_ref()
-            .filter(|_| new.status == Status::Pending)
-            .map(|r| serde_json::to_string(r).unwrap_or_default()),
-        new.low_confidence,
-    ])?;
+        params![
+            id,
+            short_id,
+            new.asked.agent,
+            new.asked.tool,
+            new.asked.args.to_string(),
+            new.asked.summary,
+            new.asked.confidence,
+            new.asked.environment,
+            new.asked.idempotency_key,
+            new.status.as_str(),
+            new.risk.score.as_str(),
+            new.risk.tool_class.as_str(),
+            serde_json::to_string(&new.risk.factors).unwrap_or_else(|_| "[]".into()),
+            new.policy_reason,
+            new.checkpoint,
+            new.always_allow_offered,
+            new.ttl_ms,
+            new.created_at,
+            new.expires_at,
+            (new.status != Status::Pending).then_some(new.created_at),
+            new.asked.task_id,
+            new.grant_id
+                .as_ref()
+                .filter(|_| new.status == Status::Allowed),
+            new.content_hash,
+            (new.draft && new.status == Status::Blocked).then_some("open"),
+            new.asked.accepts_edits,
+            new.route
+                .as_ref()
+                .filter(|_| new.status == Status::Pending)
+                .map(|r| serde_json::to_string(r).unwrap_or_default()),
+            new.low_confidence,
+        ],
+    )?;
     if new.status == Status::Pending {
         // It asks a human: chats show it.
         subject_created(
@@ -756,15 +743,17 @@ fn insert_tx(
         // its escalation levels come due (its timers: `store::votes`).
         super::subjects::add_audience(tx, &id, &new.audience)?;
         if let Some(due) = new.route.as_ref().and_then(|r| r.next_due()) {
-            tx.prepare_cached("UPDATE approvals SET route_due_at = ?2 WHERE id = ?1")?
-                .execute(params![id, new.created_at.saturating_add(due)])?;
+            tx.execute(
+                "UPDATE approvals SET route_due_at = ?2 WHERE id = ?1",
+                params![id, new.created_at.saturating_add(due)],
+            )?;
         }
         if let Some(offer) = &new.offer {
-            offer_tx(tx, &id, &new.asked.agent, &new.asked.tool, offer)?;
+            offer_tx(tx.sqlite(), &id, &new.asked.agent, &new.asked.tool, offer)?;
         }
     }
     super::budgets::record_cost_tx(
-        tx,
+        tx.sqlite(),
         budgets,
         &id,
         &new.asked.agent,
@@ -778,18 +767,20 @@ fn insert_tx(
 
 /// Why a transition out of `pending` changed nothing: the request is gone, has
 /// already left `pending`, or is still pending past its deadline. In the last case
-/// it is expired here, in the caller's transaction, which this commits.
-pub(super) fn refused(tx: Transaction<'_>, id: &str, now: i64) -> Result<Transition> {
-    let Some(a) = get_tx(&tx, id)? else {
+/// it is expired here, in the caller's transaction, which is then committed; in the
+/// other cases nothing the transaction did is kept ([`Tx::discard`]).
+pub(super) fn refused(tx: &Tx<'_>, id: &str, now: i64) -> Result<Transition> {
+    let Some(a) = get_tx(tx, id)? else {
+        tx.discard();
         return Ok(Transition::NotFound);
     };
     let overdue = a.status == Status::Pending && a.expires_at.is_some_and(|at| at <= now);
     if !overdue {
+        tx.discard();
         return Ok(Transition::AlreadySettled(a));
     }
     let deadline_ms = a.route.as_ref().and_then(|r| r.deadline_ms);
-    let expired = expire_tx(&tx, id, a.ttl_ms, deadline_ms, now)?;
-    tx.commit()?;
+    let expired = expire_tx(tx, id, a.ttl_ms, deadline_ms, now)?;
     Ok(match expired {
         Some(a) => Transition::Expired(a),
         None => Transition::AlreadySettled(a),
@@ -801,7 +792,7 @@ pub(super) fn refused(tx: Transaction<'_>, id: &str, now: i64) -> Result<Transit
 /// approval rule gives it a deadline (`deadline_ms`), it is denied, with the `decided`
 /// row a decision gets: never approved by silence, and never merely expired.
 fn expire_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: &str,
     ttl_ms: Option<i64>,
     deadline_ms: Option<i64>,
@@ -846,8 +837,8 @@ fn expire_tx(
     get_tx(tx, id)
 }
 
-pub(super) fn get_tx(tx: &Transaction<'_>, id: &str) -> Result<Option<Approval>> {
-    get_conn(tx, id)
+pub(super) fn get_tx(c: &Conn<'_>, id: &str) -> Result<Option<Approval>> {
+    get_conn(c, id)
 }
 
 #[cfg(test)]

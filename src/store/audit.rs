@@ -19,9 +19,9 @@
 //! machine) must still be in the chain. Someone who can write the file can still
 //! rewrite it all consistently; only an anchor kept elsewhere shows that.
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde_json::Value;
 
+use super::sql::{params, AsTx, Conn};
 use super::{Result, Store};
 use crate::approval::Via;
 
@@ -118,9 +118,8 @@ impl Store {
         channel: Option<&Via>,
         detail: &Value,
     ) -> Result<()> {
-        let conn = self.lock();
         let channel = channel.map(Via::as_str);
-        audit_conn(&conn, now, approval_id, event, actor, channel, detail)?;
+        self.write(|tx| audit_conn(tx, now, approval_id, event, actor, channel, detail))?;
         Ok(())
     }
 
@@ -136,8 +135,11 @@ impl Store {
     /// The highest seq in the trail (0 when it is empty): where a reader that started
     /// now stops, so a trail that grows meanwhile still ends.
     pub fn audit_last_seq(&self) -> Result<i64> {
-        let conn = self.lock();
-        Ok(conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM audit", [], |r| r.get(0))?)
+        self.writer(|c| {
+            c.query_row("SELECT COALESCE(MAX(seq), 0) FROM audit", params![], |r| {
+                r.get(0)
+            })
+        })
     }
 
     /// Up to `limit` audit rows with `after < seq <= until`, oldest first, optionally
@@ -150,33 +152,33 @@ impl Store {
         until: i64,
         limit: i64,
     ) -> Result<Vec<AuditRow>> {
-        let conn = self.read();
-        let mut stmt = conn.prepare_cached(
-            "SELECT seq, at, approval_id, event, actor, channel, detail FROM audit \
-             WHERE (?1 IS NULL OR approval_id = ?1) AND (?2 IS NULL OR at >= ?2) \
-             AND seq > ?3 AND seq <= ?4 ORDER BY seq LIMIT ?5",
-        )?;
-        let rows = stmt.query_map(params![approval_id, since, after, until, limit], |r| {
-            let detail: Option<String> = r.get(6)?;
-            Ok(AuditRow {
-                seq: r.get(0)?,
-                at: r.get(1)?,
-                approval_id: r.get(2)?,
-                event: r.get(3)?,
-                actor: r.get(4)?,
-                channel: r.get(5)?,
-                detail: detail
-                    .and_then(|d| serde_json::from_str(&d).ok())
-                    .unwrap_or(Value::Null),
-            })
-        })?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        self.read(|c| {
+            c.query_map(
+                "SELECT seq, at, approval_id, event, actor, channel, detail FROM audit \
+                 WHERE (?1 IS NULL OR approval_id = ?1) AND (?2 IS NULL OR at >= ?2) \
+                 AND seq > ?3 AND seq <= ?4 ORDER BY seq LIMIT ?5",
+                params![approval_id, since, after, until, limit],
+                |r| {
+                    let detail: Option<String> = r.get(6)?;
+                    Ok(AuditRow {
+                        seq: r.get(0)?,
+                        at: r.get(1)?,
+                        approval_id: r.get(2)?,
+                        event: r.get(3)?,
+                        actor: r.get(4)?,
+                        channel: r.get(5)?,
+                        detail: detail
+                            .and_then(|d| serde_json::from_str(&d).ok())
+                            .unwrap_or(Value::Null),
+                    })
+                },
+            )
+        })
     }
 
     /// The chain's head as recorded; `None` if the record was removed.
     pub fn audit_head(&self) -> Result<Option<AuditHead>> {
-        let conn = self.lock();
-        head_conn(&conn)
+        self.writer(|c| head_conn(c))
     }
 
     /// [`Store::verify_audit_with`] without an anchor.
@@ -201,25 +203,20 @@ impl Store {
             anchored_at: None,
             problems: Vec::new(),
         };
-        let (head, legacy, issued) = {
-            let conn = self.lock();
-            let legacy: Option<(i64, i64)> = conn
-                .query_row(
-                    "SELECT legacy_rows, legacy_through FROM audit_head WHERE id = 1",
-                    [],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()?;
-            let issued: Option<i64> = conn
-                .query_row(
-                    "SELECT seq FROM sqlite_sequence WHERE name = 'audit'",
-                    [],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            check_triggers(&conn, &mut check.problems)?;
-            (head_conn(&conn)?, legacy, issued)
-        };
+        let (head, legacy, issued) = self.writer(|c| {
+            let legacy: Option<(i64, i64)> = c.query_opt(
+                "SELECT legacy_rows, legacy_through FROM audit_head WHERE id = 1",
+                params![],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let issued: Option<i64> = c.query_opt(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'audit'",
+                params![],
+                |r| r.get(0),
+            )?;
+            check_triggers(c, &mut check.problems)?;
+            Ok((head_conn(c)?, legacy, issued))
+        })?;
         let Some(head) = head else {
             check.problems.push(
                 "the chain's head record (audit_head) is missing: the end of the trail \
@@ -254,38 +251,38 @@ impl Store {
 
     /// Up to `limit` rows with `after < seq <= until`, oldest first, with their hashes.
     fn audit_chain_page(&self, after: i64, until: i64, limit: i64) -> Result<Vec<ChainRow>> {
-        let conn = self.read();
-        let mut stmt = conn.prepare_cached(
-            "SELECT seq, at, approval_id, event, actor, channel, detail, prev_hash, hash \
-             FROM audit WHERE seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3",
-        )?;
-        let rows = stmt.query_map(params![after, until, limit], |r| {
-            Ok(ChainRow {
-                seq: r.get(0)?,
-                at: r.get(1)?,
-                approval_id: r.get(2)?,
-                event: r.get(3)?,
-                actor: r.get(4)?,
-                channel: r.get(5)?,
-                detail: r.get::<_, Option<String>>(6)?.unwrap_or_default(),
-                prev_hash: r.get(7)?,
-                hash: r.get(8)?,
-            })
-        })?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        self.read(|c| {
+            c.query_map(
+                "SELECT seq, at, approval_id, event, actor, channel, detail, prev_hash, hash \
+                 FROM audit WHERE seq > ?1 AND seq <= ?2 ORDER BY seq LIMIT ?3",
+                params![after, until, limit],
+                |r| {
+                    Ok(ChainRow {
+                        seq: r.get(0)?,
+                        at: r.get(1)?,
+                        approval_id: r.get(2)?,
+                        event: r.get(3)?,
+                        actor: r.get(4)?,
+                        channel: r.get(5)?,
+                        detail: r.get::<Option<String>>(6)?.unwrap_or_default(),
+                        prev_hash: r.get(7)?,
+                        hash: r.get(8)?,
+                    })
+                },
+            )
+        })
     }
 }
 
 /// Checks that the trail's triggers are there as written, noting each that is not.
-fn check_triggers(conn: &Connection, problems: &mut Vec<String>) -> Result<()> {
+fn check_triggers(conn: &Conn<'_>, problems: &mut Vec<String>) -> Result<()> {
     for (name, want) in TRIGGERS {
         let sql: Option<String> = conn
-            .query_row(
+            .query_opt(
                 "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?1",
-                [name],
-                |r| r.get(0),
-            )
-            .optional()?
+                params![name],
+                |r| r.get::<Option<String>>(0),
+            )?
             .flatten();
         match sql {
             None => problems.push(format!(
@@ -446,26 +443,25 @@ struct ChainRow {
     hash: Option<String>,
 }
 
-fn head_conn(conn: &Connection) -> Result<Option<AuditHead>> {
-    Ok(conn
-        .query_row(
-            "SELECT seq, hash, rows FROM audit_head WHERE id = 1",
-            [],
-            |r| {
-                Ok(AuditHead {
-                    seq: r.get(0)?,
-                    hash: r.get(1)?,
-                    rows: r.get(2)?,
-                })
-            },
-        )
-        .optional()?)
+fn head_conn(conn: &Conn<'_>) -> Result<Option<AuditHead>> {
+    conn.query_opt(
+        "SELECT seq, hash, rows FROM audit_head WHERE id = 1",
+        params![],
+        |r| {
+            Ok(AuditHead {
+                seq: r.get(0)?,
+                hash: r.get(1)?,
+                rows: r.get(2)?,
+            })
+        },
+    )
 }
 
 /// Appends an audit row inside the caller's transaction, so the row commits or rolls
-/// back with the state change it records.
+/// back with the state change it records. (`AsTx`, not `&Tx`, while files not yet moved
+/// to the SQL layer call it: see `sql`.)
 pub(super) fn audit_tx(
-    tx: &Transaction<'_>,
+    tx: &impl AsTx,
     now: i64,
     approval_id: Option<&str>,
     event: &str,
@@ -474,7 +470,7 @@ pub(super) fn audit_tx(
     detail: &Value,
 ) -> Result<()> {
     audit_conn(
-        tx,
+        &tx.tx(),
         now,
         approval_id,
         event,
@@ -485,9 +481,9 @@ pub(super) fn audit_tx(
     Ok(())
 }
 
-/// Appends an audit row on `conn` (in the caller's transaction, if any); returns its seq.
+/// Appends an audit row in the caller's transaction; returns its seq.
 pub(super) fn audit_conn(
-    conn: &Connection,
+    tx: &impl AsTx,
     now: i64,
     approval_id: Option<&str>,
     event: &str,
@@ -499,10 +495,11 @@ pub(super) fn audit_conn(
     // cut off the end, the next row then shows the cut too. Callers hold the
     // connection's mutex (one writer), so the head cannot move between this read and
     // the insert; the insert moves it (trigger `audit_head_follows`).
-    let prev: Option<String> = conn
-        .prepare_cached("SELECT hash FROM audit_head WHERE id = 1")?
-        .query_row([], |r| r.get(0))
-        .optional()?
+    let tx = tx.tx();
+    let prev: Option<String> = tx
+        .query_opt("SELECT hash FROM audit_head WHERE id = 1", params![], |r| {
+            r.get::<Option<String>>(0)
+        })?
         .flatten();
     let detail = detail.to_string();
     let hash = audit_hash(
@@ -514,21 +511,12 @@ pub(super) fn audit_conn(
         channel,
         &detail,
     );
-    conn.prepare_cached(
+    tx.execute(
         "INSERT INTO audit (at, approval_id, event, actor, channel, detail, prev_hash, hash) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?
-    .execute(params![
-        now,
-        approval_id,
-        event,
-        actor,
-        channel,
-        detail,
-        prev,
-        hash
-    ])?;
-    Ok(conn.last_insert_rowid())
+        params![now, approval_id, event, actor, channel, detail, prev, hash],
+    )?;
+    Ok(tx.last_insert_rowid())
 }
 
 /// The hash of one audit row, chained to the previous row's hash.
@@ -627,6 +615,8 @@ mod chain_tests {
     //! The tampering a plain hash chain misses: rows cut off the end with the sequence
     //! lowered, hashes erased to pass as "written before the chain", an emptied table,
     //! dropped triggers; and the anchor kept outside the machine.
+
+    use rusqlite::Connection;
 
     use super::*;
     use crate::store::tests::{inserted, new};

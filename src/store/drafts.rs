@@ -5,7 +5,7 @@
 use rusqlite::{params, OptionalExtension};
 use serde_json::json;
 
-use super::approval_row::{get_conn, row_to_approval, COLUMNS};
+use super::approval_row::{get_conn, row_to_approval_sqlite as row_to_approval, COLUMNS};
 use super::audit::audit_tx;
 use super::{Result, Store};
 use crate::approval::{Approval, Via};

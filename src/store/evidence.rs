@@ -182,20 +182,20 @@ impl Store {
     /// hour `since` falls in (a rolling window counted in whole hours). Read from the
     /// summaries: a few rows whatever the number of requests.
     pub fn evidence(&self, agent: &str, since: i64) -> Result<Counts> {
-        summed(&self.read(), agent, since)
+        summed(&self.reader(), agent, since)
     }
 
     /// The same counts as [`Store::evidence`], counted from every request of `agent`
     /// created at or after `since` (to the millisecond): what the summaries must equal.
     pub fn evidence_from_requests(&self, agent: &str, since: i64) -> Result<Counts> {
-        counted(&self.read(), agent, since)
+        counted(&self.reader(), agent, since)
     }
 
     /// Whether the summaries hold every request (false only in a database upgraded with
     /// requests in it, until [`Store::build_evidence`]).
     pub fn evidence_built(&self) -> Result<bool> {
         Ok(self
-            .read()
+            .reader()
             .prepare_cached("SELECT built FROM evidence_state WHERE id = 1")?
             .query_row([], |r| r.get(0))?)
     }
@@ -254,7 +254,7 @@ impl Store {
         now: i64,
     ) -> Result<Recount> {
         let mut recount = {
-            let conn = self.read();
+            let conn = self.reader();
             // One snapshot: requests and summaries as one commit left them.
             let tx = conn.unchecked_transaction()?;
             let mut differing = agents_of(&tx, DIFFERING_TOTALS)?;

@@ -14,7 +14,7 @@
 use rusqlite::types::Value as Sql;
 use rusqlite::{params, Connection};
 
-use super::approval_row::{row_to_approval, COLUMNS};
+use super::approval_row::{row_to_approval_sqlite as row_to_approval, COLUMNS};
 use super::{AuditRow, Result, Store};
 use crate::approval::{Approval, Status};
 use crate::policy::RiskScore;
@@ -356,7 +356,7 @@ impl Store {
     /// One page of requests matching `filter`, newest first.
     pub fn history_page(&self, filter: &HistoryFilter) -> Result<Page<Approval, String>> {
         let mut w = history_where(filter);
-        let conn = self.read();
+        let conn = self.reader();
         // Few requests hold the words: read only those (the index found them, or it has
         // not looked at them yet); many do: reading newest first finds a page soon.
         let found = match search_index_query(&filter.words) {
@@ -413,7 +413,7 @@ impl Store {
         if let Some(since) = filter.since {
             w.and("at >= ?", [Sql::Integer(since)]);
         }
-        let conn = self.read();
+        let conn = self.reader();
         let key = Key {
             column: "seq",
             param: |seq: &i64| Sql::Integer(*seq),

@@ -29,6 +29,12 @@
 //!   rows each kind's file writes as its subjects are created and change) and
 //!   `approval_row` (reading a request's row back).
 //!
+//! `sql` is what the table files say SQL through: [`Store::write`] (one transaction on
+//! the writer), [`Store::read`] (a reader), parameters and typed rows, in words that
+//! do not name the database, so a PostgreSQL backend can slot in under the same files
+//! (issue 26). `approvals`, `approval_row`, `subjects`, `audit` and `votes` use it; the
+//! other files still use rusqlite directly (`lock`, `reader`) until they move.
+//!
 //! Durability: WAL with `synchronous = FULL`. A request is acknowledged to its agent
 //! only after its transaction commits, and FULL makes that commit survive a power
 //! loss, not just a process crash; the extra fsync per commit is the price of
@@ -70,6 +76,7 @@ mod history;
 mod refusals;
 mod runs;
 mod sessions;
+mod sql;
 mod subjects;
 mod tasks;
 mod trust;
@@ -365,8 +372,9 @@ impl Store {
 
     /// A connection for reading only, apart from the writer's: what it reads is what
     /// was committed when its statement began. Falls back to the writer's connection
-    /// in memory, or when a reader cannot be opened (logged).
-    fn read(&self) -> Reader<'_> {
+    /// in memory, or when a reader cannot be opened (logged). Files moved to the SQL
+    /// layer read through [`Store::read`] instead.
+    fn reader(&self) -> Reader<'_> {
         let Some(readers) = &self.readers else {
             return Reader::Writer(self.lock());
         };
@@ -491,7 +499,7 @@ mod tests {
             drop(writer);
         });
         // Readers are kept for the next view, a few at most.
-        let held: Vec<_> = (0..IDLE_READERS + 2).map(|_| s.read()).collect();
+        let held: Vec<_> = (0..IDLE_READERS + 2).map(|_| s.reader()).collect();
         assert!(held.iter().all(|r| matches!(r, Reader::Own { .. })));
         drop(held);
         assert_eq!(
@@ -500,7 +508,7 @@ mod tests {
         );
         // In memory every connection is its own database: reads take the writer's.
         assert!(matches!(
-            Store::open_in_memory().unwrap().read(),
+            Store::open_in_memory().unwrap().reader(),
             Reader::Writer(_)
         ));
     }

@@ -5,8 +5,7 @@
 //! [`Store::open_subjects`](super::Store::open_subjects) lists the open ones for
 //! owners. A leaf: it uses no other table's file.
 
-use rusqlite::{params, Transaction};
-
+use super::sql::{params, AsTx, Tx};
 use super::{Result, StoreError};
 use crate::approval::new_short_id;
 use crate::policy::RiskScore;
@@ -14,15 +13,19 @@ use crate::subject::{Home, OpenFilter, OpenPage, Subject, SubjectKind};
 
 /// A short id no request and no subject has: a request's short id names it in
 /// `gatebot status`, a subject's in `gatebot decide` and chat commands.
-pub(super) fn unique_short_id(tx: &Transaction<'_>) -> Result<String> {
+///
+/// The helpers here take `impl AsTx`, not `&Tx`, while files not yet moved to the SQL
+/// layer call them with their rusqlite transactions (see `sql`).
+pub(super) fn unique_short_id(tx: &impl AsTx) -> Result<String> {
+    let tx = tx.tx();
     loop {
         let candidate = new_short_id();
-        let taken: bool = tx
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM approvals WHERE short_id = ?1) \
-                 OR EXISTS (SELECT 1 FROM subjects WHERE short_id = ?1)",
-            )?
-            .query_row([&candidate], |r| r.get(0))?;
+        let taken: bool = tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM approvals WHERE short_id = ?1) \
+             OR EXISTS (SELECT 1 FROM subjects WHERE short_id = ?1)",
+            params![candidate],
+            |r| r.get(0),
+        )?;
         if !taken {
             return Ok(candidate);
         }
@@ -32,14 +35,15 @@ pub(super) fn unique_short_id(tx: &Transaction<'_>) -> Result<String> {
 /// A short id [`unique_short_id`] would give that no row of `table` has either: for
 /// things with short ids of their own that are no subjects (runs, grants), so an owner's
 /// `k7m2` never names two things at once.
-pub(super) fn unique_short_id_beside(tx: &Transaction<'_>, table: &'static str) -> Result<String> {
+pub(super) fn unique_short_id_beside(tx: &impl AsTx, table: &'static str) -> Result<String> {
+    let tx = tx.tx();
     loop {
-        let candidate = unique_short_id(tx)?;
-        let taken: bool = tx
-            .prepare_cached(&format!(
-                "SELECT EXISTS (SELECT 1 FROM {table} WHERE short_id = ?1)"
-            ))?
-            .query_row([&candidate], |r| r.get(0))?;
+        let candidate = unique_short_id(&tx)?;
+        let taken: bool = tx.query_row(
+            &format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE short_id = ?1)"),
+            params![candidate],
+            |r| r.get(0),
+        )?;
         if !taken {
             return Ok(candidate);
         }
@@ -48,37 +52,34 @@ pub(super) fn unique_short_id_beside(tx: &Transaction<'_>, table: &'static str) 
 
 /// Records a new subject (in the transaction that creates it), open.
 pub(super) fn subject_created(
-    tx: &Transaction<'_>,
+    tx: &impl AsTx,
     id: &str,
     kind: SubjectKind,
     short_id: &str,
     revision: &str,
     now: i64,
 ) -> Result<()> {
-    tx.prepare_cached(
+    tx.tx().execute(
         "INSERT INTO subjects (id, kind, short_id, open, revision, created_at) \
          VALUES (?1, ?2, ?3, 1, ?4, ?5)",
-    )?
-    .execute(params![id, kind.as_str(), short_id, revision, now])?;
+        params![id, kind.as_str(), short_id, revision, now],
+    )?;
     Ok(())
 }
 
 /// Moves a subject to `revision`, open or not (in the transaction of the change). A
 /// request that never asked a human has no subject row, and nothing happens.
-pub(super) fn subject_changed(
-    tx: &Transaction<'_>,
-    id: &str,
-    open: bool,
-    revision: &str,
-) -> Result<()> {
-    tx.prepare_cached("UPDATE subjects SET open = ?2, revision = ?3 WHERE id = ?1")?
-        .execute(params![id, open, revision])?;
+pub(super) fn subject_changed(tx: &impl AsTx, id: &str, open: bool, revision: &str) -> Result<()> {
+    tx.tx().execute(
+        "UPDATE subjects SET open = ?2, revision = ?3 WHERE id = ?1",
+        params![id, open, revision],
+    )?;
     Ok(())
 }
 
 /// Gives a new subject its home and its parent (in the transaction that creates it).
 pub(super) fn set_home(
-    tx: &Transaction<'_>,
+    tx: &impl AsTx,
     id: &str,
     home: Option<&Home>,
     parent: Option<&str>,
@@ -87,30 +88,30 @@ pub(super) fn set_home(
         return Ok(());
     }
     let thread = home.and_then(|h| h.thread.as_ref());
-    tx.prepare_cached(
+    tx.tx().execute(
         "UPDATE subjects SET home_platform = ?2, home_chat = ?3, home_reply_to = ?4, \
          home_root = ?5, parent = ?6 WHERE id = ?1",
-    )?
-    .execute(params![
-        id,
-        home.map(|h| h.platform.as_str()),
-        home.map(|h| h.chat.as_str()),
-        thread.map(|t| t.reply_to.as_str()),
-        thread.map(|t| t.root.as_str()),
-        parent
-    ])?;
+        params![
+            id,
+            home.map(|h| h.platform.as_str()),
+            home.map(|h| h.chat.as_str()),
+            thread.map(|t| t.reply_to.as_str()),
+            thread.map(|t| t.root.as_str()),
+            parent
+        ],
+    )?;
     Ok(())
 }
 
 /// Gives a new subject the home of `parent` (without its thread: it goes under the
 /// parent's card instead), and `parent` as parent.
-pub(super) fn inherit_home(tx: &Transaction<'_>, id: &str, parent: &str) -> Result<()> {
-    tx.prepare_cached(
+pub(super) fn inherit_home(tx: &impl AsTx, id: &str, parent: &str) -> Result<()> {
+    tx.tx().execute(
         "UPDATE subjects SET home_platform = p.home_platform, home_chat = p.home_chat, parent = ?2 \
          FROM (SELECT home_platform, home_chat FROM subjects WHERE id = ?2) AS p \
          WHERE subjects.id = ?1",
-    )?
-    .execute(params![id, parent])?;
+        params![id, parent],
+    )?;
     Ok(())
 }
 
@@ -130,7 +131,6 @@ impl super::Store {
     /// One page of open subjects as `f` asks ([`OpenFilter`]); the cursor is
     /// `rank:id` of the page's last subject.
     pub fn open_subjects(&self, f: &OpenFilter) -> Result<OpenPage> {
-        let conn = self.lock();
         let filters = format!(
             "s.open = 1 AND (?1 IS NULL OR s.kind = ?1) AND (?2 IS NULL OR a.tool = ?2) \
              AND (?3 IS NULL OR (a.id IS NOT NULL AND ({RANK}) >= ?3)) \
@@ -143,48 +143,46 @@ impl super::Store {
             RiskScore::High => 3,
             RiskScore::Critical => 4,
         });
-        let total: i64 = conn
-            .prepare_cached(&format!(
-                "SELECT COUNT(*) FROM subjects s LEFT JOIN approvals a ON a.id = s.id \
-                 WHERE {filters}"
-            ))?
-            .query_row(params![kind, f.tool, risk, f.agent], |r| r.get(0))?;
         let (after_rank, after_id) = match f.after.as_deref().and_then(|c| c.split_once(':')) {
             Some((rank, id)) => (rank.parse::<i64>().ok(), Some(id.to_string())),
             None => (None, None),
         };
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT s.id, s.kind, {RANK} AS rank FROM subjects s \
-             LEFT JOIN approvals a ON a.id = s.id \
-             WHERE {filters} AND (?5 IS NULL OR rank < ?5 OR (rank = ?5 AND s.id < ?6)) \
-             ORDER BY rank DESC, s.id DESC LIMIT ?7"
-        ))?;
         let limit = f.limit.max(1);
-        let rows = stmt.query_map(
-            params![
-                kind,
-                f.tool,
-                risk,
-                f.agent,
-                after_rank,
-                after_id,
-                limit as i64 + 1
-            ],
-            |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                ))
-            },
-        )?;
+        let (total, rows) = self.writer(|c| {
+            let total: i64 = c.query_row(
+                &format!(
+                    "SELECT COUNT(*) FROM subjects s LEFT JOIN approvals a ON a.id = s.id \
+                     WHERE {filters}"
+                ),
+                params![kind, f.tool, risk, f.agent],
+                |r| r.get(0),
+            )?;
+            let rows = c.query_map(
+                &format!(
+                    "SELECT s.id, s.kind, {RANK} AS rank FROM subjects s \
+                     LEFT JOIN approvals a ON a.id = s.id \
+                     WHERE {filters} AND (?5 IS NULL OR rank < ?5 OR (rank = ?5 AND s.id < ?6)) \
+                     ORDER BY rank DESC, s.id DESC LIMIT ?7"
+                ),
+                params![
+                    kind,
+                    f.tool,
+                    risk,
+                    f.agent,
+                    after_rank,
+                    after_id,
+                    limit as i64 + 1
+                ],
+                |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?, r.get::<i64>(2)?)),
+            )?;
+            Ok((total, rows))
+        })?;
         let mut page = OpenPage {
             total: usize::try_from(total).unwrap_or(0),
             ..OpenPage::default()
         };
         let mut last = None;
-        for row in rows {
-            let (id, kind, rank) = row?;
+        for (id, kind, rank) in rows {
             if page.subjects.len() == limit {
                 page.next = last.take();
                 break;
@@ -199,16 +197,12 @@ impl super::Store {
 }
 
 /// Adds `chats` (platform, chat) to where subject `id` is shown.
-pub(super) fn add_audience(
-    tx: &Transaction<'_>,
-    id: &str,
-    chats: &[(String, String)],
-) -> Result<()> {
+pub(super) fn add_audience(tx: &Tx<'_>, id: &str, chats: &[(String, String)]) -> Result<()> {
     for (platform, chat) in chats {
-        tx.prepare_cached(
+        tx.execute(
             "INSERT OR IGNORE INTO subject_audience (subject, platform, chat) VALUES (?1, ?2, ?3)",
-        )?
-        .execute(params![id, platform, chat])?;
+            params![id, platform, chat],
+        )?;
     }
     Ok(())
 }

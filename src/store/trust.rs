@@ -538,7 +538,7 @@ impl Store {
 
     /// The owner's tier for `agent`, if one is set.
     pub fn tier_override(&self, agent: &str) -> Result<Option<TierOverride>> {
-        get_override(&self.read(), agent)
+        get_override(&self.reader(), agent)
     }
 
     /// Every owner's tier, by agent.
@@ -572,7 +572,7 @@ impl Store {
 
     /// The pause of `agent`, if it is paused.
     pub fn pause_of(&self, agent: &str) -> Result<Option<Pause>> {
-        get_pause(&self.read(), agent)
+        get_pause(&self.reader(), agent)
     }
 
     /// Every pause.
@@ -681,7 +681,7 @@ impl Store {
     /// Pending requests of `agent`.
     pub fn count_pending_of(&self, agent: &str) -> Result<usize> {
         let n: i64 = self
-            .read()
+            .reader()
             .prepare_cached(
                 "SELECT COUNT(*) FROM approvals INDEXED BY approvals_pending_agent \
                  WHERE agent = ?1 AND status = 'pending'",
@@ -692,7 +692,7 @@ impl Store {
 
     /// Grants, oldest first: of one agent or all; with revoked and expired ones or not.
     pub fn grants(&self, agent: Option<&str>, all: bool, now: i64) -> Result<Vec<Grant>> {
-        let conn = self.read();
+        let conn = self.reader();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {GRANT_COLUMNS} FROM grants WHERE (?1 IS NULL OR agent = ?1) \
              AND (?2 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
@@ -819,7 +819,7 @@ impl Store {
 
     /// `agent`'s latest `n` human decisions, newest first: `true` for a denial.
     pub fn latest_decisions(&self, agent: &str, n: usize) -> Result<Vec<bool>> {
-        let conn = self.read();
+        let conn = self.reader();
         let mut stmt = conn.prepare_cached(
             "SELECT status = 'rejected' FROM approvals INDEXED BY approvals_decisions \
              WHERE agent = ?1 AND ttl_ms IS NOT NULL AND decided_at IS NOT NULL \
@@ -842,7 +842,7 @@ impl Store {
             .map(|(d, t)| (Some(d.as_str()), Some(t.as_str())))
             .unwrap_or((None, None));
         let n: i64 = self
-            .read()
+            .reader()
             .prepare_cached(
                 "SELECT COUNT(*) FROM proposals WHERE agent = ?1 AND status = 'declined' \
                  AND decided_at >= ?2 AND (?3 IS NULL OR direction = ?3) AND (?4 IS NULL OR to_tier = ?4)",
@@ -911,7 +911,7 @@ impl Store {
 
     /// Proposals, oldest first: open ones only, or all of one agent's.
     pub fn proposals(&self, agent: Option<&str>, open_only: bool) -> Result<Vec<Proposal>> {
-        let conn = self.read();
+        let conn = self.reader();
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE (?1 IS NULL OR agent = ?1) \
              AND (NOT ?2 OR status = 'open') ORDER BY id LIMIT 1000"

@@ -3,11 +3,11 @@
 //! transaction (the `decided` row as for any decision), so two people casting the last
 //! needed vote at once give exactly one outcome.
 
-use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::json;
 
 use super::approvals::{get_tx, refused, TxDecided};
 use super::audit::audit_tx;
+use super::sql::{params, Conn, Tx};
 use super::subjects::{add_audience, subject_changed};
 use super::{Result, Store, StoreError, Transition};
 use crate::approval::votes::{pending_revision, Reminder, Standing, Vote};
@@ -27,7 +27,7 @@ pub enum Voted {
 
 /// Acts on request `id`'s route timers due at `now` ([`Store::route_timers_due`]);
 /// `None` if it had nothing to do (settled meanwhile, or no timer left).
-fn route_timers_tx(tx: &Transaction<'_>, id: &str, now: i64) -> Result<Option<Approval>> {
+fn route_timers_tx(tx: &Tx<'_>, id: &str, now: i64) -> Result<Option<Approval>> {
     let a = get_tx(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
     let route = a
         .route
@@ -37,18 +37,16 @@ fn route_timers_tx(tx: &Transaction<'_>, id: &str, now: i64) -> Result<Option<Ap
         // Settled meanwhile: nothing is due any more.
         tx.execute(
             "UPDATE approvals SET route_due_at = NULL WHERE id = ?1",
-            [id],
+            params![id],
         )?;
         return Ok(None);
     };
     let due = route.advance(now.saturating_sub(a.created_at));
     let next = route.next_due().map(|t| a.created_at.saturating_add(t));
-    tx.prepare_cached("UPDATE approvals SET route = ?2, route_due_at = ?3 WHERE id = ?1")?
-        .execute(params![
-            id,
-            serde_json::to_string(&route).unwrap_or_default(),
-            next
-        ])?;
+    tx.execute(
+        "UPDATE approvals SET route = ?2, route_due_at = ?3 WHERE id = ?1",
+        params![id, serde_json::to_string(&route).unwrap_or_default(), next],
+    )?;
     let votes = votes_tx(tx, id)?;
     for (n, level) in due.levels.iter().enumerate() {
         let chats: Vec<(String, String)> = level
@@ -91,18 +89,17 @@ fn route_timers_tx(tx: &Transaction<'_>, id: &str, now: i64) -> Result<Option<Ap
             continue;
         }
         // A reminder there still waiting to be posted stands for this one too.
-        let written = tx
-            .prepare_cached(
-                "INSERT OR IGNORE INTO reminders (approval_id, platform, chat, people, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?
-            .execute(params![
+        let written = tx.execute(
+            "INSERT OR IGNORE INTO reminders (approval_id, platform, chat, people, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
                 id,
                 place.platform,
                 place.chat,
                 serde_json::to_string(&waiting).unwrap_or_default(),
                 now
-            ])?;
+            ],
+        )?;
         if written == 1 {
             reminded.extend(waiting.into_iter().cloned());
         }
@@ -124,35 +121,25 @@ fn route_timers_tx(tx: &Transaction<'_>, id: &str, now: i64) -> Result<Option<Ap
     get_tx(tx, id)
 }
 
-fn votes_tx(tx: &Transaction<'_>, id: &str) -> Result<Vec<Vote>> {
-    let mut stmt = tx.prepare_cached(
+fn votes_tx(c: &Conn<'_>, id: &str) -> Result<Vec<Vote>> {
+    c.query_map(
         "SELECT person, via, approve, reason, at, factor FROM votes WHERE approval_id = ?1 \
          ORDER BY at, person",
-    )?;
-    let rows = stmt.query_map([id], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, bool>(2)?,
-            r.get::<_, Option<String>>(3)?,
-            r.get::<_, i64>(4)?,
-            r.get::<_, bool>(5)?,
-        ))
-    })?;
-    rows.map(|row| {
-        let (person, via, approve, reason, at, factor) = row?;
-        Ok(Vote {
-            person,
-            via: via
-                .parse()
-                .map_err(|_| StoreError::Corrupt(format!("vote via {via}")))?,
-            approve,
-            reason,
-            at,
-            factor,
-        })
-    })
-    .collect()
+        params![id],
+        |r| {
+            let via: String = r.get(1)?;
+            Ok(Vote {
+                person: r.get(0)?,
+                via: via
+                    .parse()
+                    .map_err(|_| StoreError::Corrupt(format!("vote via {via}")))?,
+                approve: r.get(2)?,
+                reason: r.get(3)?,
+                at: r.get(4)?,
+                factor: r.get(5)?,
+            })
+        },
+    )
 }
 
 /// Most requests one pass of the route timers moves on.
@@ -166,62 +153,52 @@ impl Store {
     /// asked in each place who have not voted; audited as `reminded`), and the time of
     /// the next timer. Returns the requests acted on.
     pub fn route_timers_due(&self, now: i64) -> Result<Vec<Approval>> {
-        let mut conn = self.lock();
-        let due: Vec<String> = conn
-            .prepare_cached(
+        self.writer(|w| {
+            let due: Vec<String> = w.query_map(
                 "SELECT id FROM approvals WHERE route_due_at <= ?1 ORDER BY route_due_at LIMIT ?2",
-            )?
-            .query_map(params![now, TIMER_BATCH], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        let mut out = Vec::new();
-        for id in due {
-            let tx = conn.transaction()?;
-            if let Some(a) = route_timers_tx(&tx, &id, now)? {
-                out.push(a);
+                params![now, TIMER_BATCH],
+                |r| r.get(0),
+            )?;
+            let mut out = Vec::new();
+            for id in due {
+                if let Some(a) = w.write(|tx| route_timers_tx(tx, &id, now))? {
+                    out.push(a);
+                }
             }
-            tx.commit()?;
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// The reminders waiting to be posted in `chat` on `platform`, oldest first.
     pub fn reminders_in(&self, platform: &str, chat: &str) -> Result<Vec<Reminder>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT r.id, r.approval_id, r.people, a.status = 'pending' FROM reminders r \
-             JOIN approvals a ON a.id = r.approval_id \
-             WHERE r.platform = ?1 AND r.chat = ?2 ORDER BY r.id",
-        )?;
-        let rows = stmt.query_map(params![platform, chat], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, bool>(3)?,
-            ))
-        })?;
-        rows.map(|row| {
-            let (id, approval_id, people, open) = row?;
-            Ok(Reminder {
-                id,
-                approval_id,
-                open,
-                platform: platform.to_string(),
-                chat: chat.to_string(),
-                people: serde_json::from_str(&people)
-                    .map_err(|_| StoreError::Corrupt(format!("reminder {id} people")))?,
-            })
+        self.writer(|c| {
+            c.query_map(
+                "SELECT r.id, r.approval_id, r.people, a.status = 'pending' FROM reminders r \
+                 JOIN approvals a ON a.id = r.approval_id \
+                 WHERE r.platform = ?1 AND r.chat = ?2 ORDER BY r.id",
+                params![platform, chat],
+                |r| {
+                    let id: i64 = r.get(0)?;
+                    let people: String = r.get(2)?;
+                    Ok(Reminder {
+                        id,
+                        approval_id: r.get(1)?,
+                        open: r.get(3)?,
+                        platform: platform.to_string(),
+                        chat: chat.to_string(),
+                        people: serde_json::from_str(&people)
+                            .map_err(|_| StoreError::Corrupt(format!("reminder {id} people")))?,
+                    })
+                },
+            )
         })
-        .collect()
     }
 
     /// Takes reminder `id` to post it now: `false` if it is gone (taken already). Once
     /// taken it is never posted again unless [`Store::put_back_reminder`] returns it.
     pub fn take_reminder(&self, id: i64) -> Result<bool> {
-        let conn = self.lock();
-        let taken = conn
-            .prepare_cached("DELETE FROM reminders WHERE id = ?1")?
-            .execute([id])?;
+        let taken =
+            self.write(|tx| tx.execute("DELETE FROM reminders WHERE id = ?1", params![id]))?;
         Ok(taken == 1)
     }
 
@@ -234,26 +211,29 @@ impl Store {
     /// duplicate. A reminder waiting for the same request in the same chat still stands
     /// for it.
     pub fn put_back_reminder(&self, r: &Reminder) -> Result<()> {
-        let conn = self.lock();
-        let id_taken: bool = conn
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM reminders WHERE id = ?1)")?
-            .query_row([r.id], |row| row.get(0))?;
         let people = serde_json::to_string(&r.people).unwrap_or_default();
         let now = crate::time::now_ms();
-        if id_taken {
-            conn.prepare_cached(
-                "INSERT OR IGNORE INTO reminders (approval_id, platform, chat, people, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?
-            .execute(params![r.approval_id, r.platform, r.chat, people, now])?;
-        } else {
-            conn.prepare_cached(
-                "INSERT OR IGNORE INTO reminders (id, approval_id, platform, chat, people, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![r.id, r.approval_id, r.platform, r.chat, people, now])?;
-        }
-        Ok(())
+        self.write(|tx| {
+            let id_taken: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM reminders WHERE id = ?1)",
+                params![r.id],
+                |row| row.get(0),
+            )?;
+            if id_taken {
+                tx.execute(
+                    "INSERT OR IGNORE INTO reminders (approval_id, platform, chat, people, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![r.approval_id, r.platform, r.chat, people, now],
+                )?;
+            } else {
+                tx.execute(
+                    "INSERT OR IGNORE INTO reminders (id, approval_id, platform, chat, people, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![r.id, r.approval_id, r.platform, r.chat, people, now],
+                )?;
+            }
+            Ok(())
+        })
     }
 
     /// Records `vote` on the pending request `id` and, when it settles the request
@@ -267,105 +247,107 @@ impl Store {
         grant: Option<&GrantAsk>,
         now: i64,
     ) -> Result<Voted> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let open = tx
-            .prepare_cached(
-                "SELECT 1 FROM approvals WHERE id = ?1 AND status = 'pending' \
-                 AND (expires_at IS NULL OR expires_at > ?2)",
-            )?
-            .query_row(params![id, now], |_| Ok(()))
-            .optional()?
-            .is_some();
-        if !open {
-            return Ok(Voted::Settled(refused(tx, id, now)?));
-        }
-        let added = tx
-            .prepare_cached(
-                "INSERT INTO votes (approval_id, person, via, approve, reason, at, factor) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
-            )?
-            .execute(params![
-                id,
-                vote.person,
-                vote.via.as_str(),
-                vote.approve,
-                vote.reason,
-                vote.at,
-                vote.factor
-            ])?;
-        let approval = get_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
-        let votes = votes_tx(&tx, id)?;
-        if added == 0 {
-            let first = votes
-                .iter()
-                .find(|v| v.person == vote.person)
-                .cloned()
-                .ok_or_else(|| StoreError::Corrupt(format!("vote of {}", vote.person)))?;
-            return Ok(Voted::Again(approval, first));
-        }
-        audit_tx(
-            &tx,
-            now,
-            Some(id),
-            "vote",
-            Some(&vote.person),
-            Some(&vote.via),
-            &json!({"approve": vote.approve, "reason": vote.reason, "factor": vote.factor}),
-        )?;
-        let route = approval
-            .route
-            .as_ref()
-            .ok_or_else(|| StoreError::Corrupt(format!("approval {id}: a vote without a rule")))?;
-        match route.standing(&votes) {
-            Standing::Open => {
-                // Its cards say who voted: they change.
-                subject_changed(
-                    &tx,
-                    id,
-                    true,
-                    &pending_revision(votes.len(), route.escalated),
+        self.writer(|w| {
+            // What the vote's own transaction came to; `None`: its approval would
+            // overdraw a budget, so it was rolled back, to be refused on its own.
+            let first: Option<Voted> = w.write(|tx| {
+                let open = tx.exists(
+                    "SELECT 1 FROM approvals WHERE id = ?1 AND status = 'pending' \
+                     AND (expires_at IS NULL OR expires_at > ?2)",
+                    params![id, now],
                 )?;
-                tx.commit()?;
-                Ok(Voted::Counted(approval, votes))
-            }
-            Standing::Approved | Standing::Denied => {
-                let grant = grant.filter(|_| vote.approve);
-                match self.decide_tx(&tx, id, decision, grant, None, now)? {
-                    TxDecided::Done(a) => {
-                        tx.commit()?;
-                        Ok(Voted::Settled(Transition::Done(a)))
+                if !open {
+                    return Ok(Some(Voted::Settled(refused(tx, id, now)?)));
+                }
+                let added = tx.execute(
+                    "INSERT INTO votes (approval_id, person, via, approve, reason, at, factor) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+                    params![
+                        id,
+                        vote.person,
+                        vote.via.as_str(),
+                        vote.approve,
+                        vote.reason,
+                        vote.at,
+                        vote.factor
+                    ],
+                )?;
+                let approval =
+                    get_tx(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+                let votes = votes_tx(tx, id)?;
+                if added == 0 {
+                    let first = votes
+                        .iter()
+                        .find(|v| v.person == vote.person)
+                        .cloned()
+                        .ok_or_else(|| StoreError::Corrupt(format!("vote of {}", vote.person)))?;
+                    tx.discard();
+                    return Ok(Some(Voted::Again(approval, first)));
+                }
+                audit_tx(
+                    tx,
+                    now,
+                    Some(id),
+                    "vote",
+                    Some(&vote.person),
+                    Some(&vote.via),
+                    &json!({"approve": vote.approve, "reason": vote.reason, "factor": vote.factor}),
+                )?;
+                let route = approval.route.as_ref().ok_or_else(|| {
+                    StoreError::Corrupt(format!("approval {id}: a vote without a rule"))
+                })?;
+                match route.standing(&votes) {
+                    Standing::Open => {
+                        // Its cards say who voted: they change.
+                        subject_changed(
+                            tx,
+                            id,
+                            true,
+                            &pending_revision(votes.len(), route.escalated),
+                        )?;
+                        Ok(Some(Voted::Counted(approval, votes)))
                     }
-                    TxDecided::OverBudget(..) => {
-                        // The approving vote cannot be taken: it would overdraw a
-                        // budget. Nothing of it is kept (the request stays pending, its
-                        // vote uncast) but the refusal's audit row, committed on its own.
-                        drop(tx);
-                        let tx = conn.transaction()?;
-                        let refusal = self.decide_tx(&tx, id, decision, grant, None, now)?;
-                        tx.commit()?;
-                        match refusal {
-                            TxDecided::OverBudget(a, why) => {
-                                Ok(Voted::Settled(Transition::OverBudget(a, why)))
+                    Standing::Approved | Standing::Denied => {
+                        let grant = grant.filter(|_| vote.approve);
+                        match self.decide_tx(tx, id, decision, grant, None, now)? {
+                            TxDecided::Done(a) => Ok(Some(Voted::Settled(Transition::Done(a)))),
+                            TxDecided::OverBudget(..) => {
+                                tx.discard();
+                                Ok(None)
                             }
-                            TxDecided::Done(a) => Ok(Voted::Settled(Transition::Done(a))),
                             TxDecided::NotPending => {
-                                let tx = conn.transaction()?;
-                                Ok(Voted::Settled(refused(tx, id, now)?))
+                                Ok(Some(Voted::Settled(refused(tx, id, now)?)))
                             }
                         }
                     }
-                    TxDecided::NotPending => Ok(Voted::Settled(refused(tx, id, now)?)),
+                }
+            })?;
+            match first {
+                Some(voted) => Ok(voted),
+                None => {
+                    // The approving vote cannot be taken: it would overdraw a budget.
+                    // Nothing of it is kept (the request stays pending, its vote
+                    // uncast) but the refusal's audit row, committed on its own.
+                    let grant = grant.filter(|_| vote.approve);
+                    let refusal =
+                        w.write(|tx| self.decide_tx(tx, id, decision, grant, None, now))?;
+                    match refusal {
+                        TxDecided::OverBudget(a, why) => {
+                            Ok(Voted::Settled(Transition::OverBudget(a, why)))
+                        }
+                        TxDecided::Done(a) => Ok(Voted::Settled(Transition::Done(a))),
+                        TxDecided::NotPending => {
+                            Ok(Voted::Settled(w.write(|tx| refused(tx, id, now))?))
+                        }
+                    }
                 }
             }
-        }
+        })
     }
 
     /// Every vote on request `id`, in the order they were cast.
     pub fn votes(&self, id: &str) -> Result<Vec<Vote>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        votes_tx(&tx, id)
+        self.writer(|c| votes_tx(c, id))
     }
 }
 

@@ -1,0 +1,615 @@
+//! The store's SQL layer: what the table files say to the database, in words that do
+//! not name the database. A store method runs its statements through
+//! [`Store::write`] (one transaction on the writer) or [`Store::read`] (a connection
+//! of its own that only reads); inside, a [`Tx`] or a [`Conn`] executes and queries
+//! SQL text written with `?N` parameters, binds [`Value`]s built by [`params!`], and
+//! hands rows back as [`Row`]s with typed getters ([`Column`]).
+//!
+//! Why: issue 26 puts the store on PostgreSQL too, with the same store body (design
+//! study §2.2, option D). Everything that differs between the two databases sits here
+//! (and in a few `dialect!` statements later); the table files are written once.
+//!
+//! On SQLite each handle is a borrowed rusqlite connection or transaction: nothing is
+//! copied, every statement goes through `prepare_cached` (unless [`Conn::once`] says
+//! its text is built per call), and [`Store::write`] is the writer's mutex, `BEGIN`
+//! and `COMMIT`, as the table files did by hand before.
+//!
+//! How the PostgreSQL backend slots in (design step 5): [`Db`] and the row's inner
+//! enum get a second arm (a pooled tokio-postgres connection driven from the store's
+//! blocking threads with `Handle::block_on`); [`Store::write`] takes a pooled
+//! connection, `BEGIN`s and takes the cluster's writer lock
+//! (`pg_advisory_xact_lock`) first; `?N` is rewritten to `$N` once per statement text;
+//! [`Value`] gives each parameter its type; [`Column`] gets a `from_pg` beside
+//! `from_sqlite` (a `bool` read from a `bigint` 0/1, as the baseline schema keeps
+//! yes/no columns). The table files do not change.
+//!
+//! Transition (step 4 moves the store over in three parts; this is the first): files
+//! not yet moved still use rusqlite. Two temporary bridges let both kinds meet, and go
+//! when the last part lands:
+//! - [`Tx::sqlite`] hands a moved file's transaction to a helper not yet moved. Its
+//!   users: `approvals` (`budgets::{over_budget_tx, record_cost_tx,
+//!   approval_refused_tx, reserve_tx}`, `trust::{use_grant, grant_tx, offer_tx}`,
+//!   `health::agent_room`).
+//! - [`AsTx`] and [`AsConn`] let files not yet moved hand their rusqlite transaction
+//!   or connection to the moved helpers they share (`audit_tx`, `audit_conn`,
+//!   `subject_*`, `unique_short_id*`, `set_home`, `inherit_home`, `get_conn`: users
+//!   `budgets`, `chat`, `contacts`, `drafts`, `evidence`, `factors`, `refusals`,
+//!   `runs`, `sessions`, `tasks`, `trust`), and [`Row::sqlite`] (through
+//!   `approval_row::row_to_approval_sqlite`) lets them read an approval row in their
+//!   own rusqlite queries (`activity`, `drafts`, `history`).
+//!
+//! Reads a method made under the writer's lock stay there for now ([`Store::writer`]);
+//! moving those that need not to [`Store::read`] is a change of its own (design §2.2).
+
+use std::borrow::Cow;
+use std::cell::Cell;
+
+use parking_lot::MutexGuard;
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::Connection;
+
+use super::{Reader, Result, Store, StoreError};
+
+/// One parameter of a statement. Yes/no values are `Int` 0/1 (the columns are
+/// integers on both databases).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Value<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(Cow<'a, str>),
+}
+
+impl rusqlite::ToSql for Value<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(match self {
+            Value::Null => ValueRef::Null,
+            Value::Int(n) => ValueRef::Integer(*n),
+            Value::Real(x) => ValueRef::Real(*x),
+            Value::Text(s) => ValueRef::Text(s.as_bytes()),
+        }))
+    }
+}
+
+/// What can be a statement's parameter: borrowed as a [`Value`] for the call.
+pub(super) trait Param {
+    fn value(&self) -> Value<'_>;
+}
+
+impl Param for Value<'_> {
+    fn value(&self) -> Value<'_> {
+        match self {
+            Value::Text(s) => Value::Text(Cow::Borrowed(s)),
+            Value::Null => Value::Null,
+            Value::Int(n) => Value::Int(*n),
+            Value::Real(x) => Value::Real(*x),
+        }
+    }
+}
+
+impl Param for i64 {
+    fn value(&self) -> Value<'_> {
+        Value::Int(*self)
+    }
+}
+
+impl Param for i32 {
+    fn value(&self) -> Value<'_> {
+        Value::Int(i64::from(*self))
+    }
+}
+
+impl Param for f64 {
+    fn value(&self) -> Value<'_> {
+        Value::Real(*self)
+    }
+}
+
+impl Param for bool {
+    fn value(&self) -> Value<'_> {
+        Value::Int(i64::from(*self))
+    }
+}
+
+impl Param for str {
+    fn value(&self) -> Value<'_> {
+        Value::Text(Cow::Borrowed(self))
+    }
+}
+
+impl Param for String {
+    fn value(&self) -> Value<'_> {
+        Value::Text(Cow::Borrowed(self))
+    }
+}
+
+impl Param for Cow<'_, str> {
+    fn value(&self) -> Value<'_> {
+        Value::Text(Cow::Borrowed(self))
+    }
+}
+
+impl<T: Param> Param for Option<T> {
+    fn value(&self) -> Value<'_> {
+        self.as_ref().map_or(Value::Null, Param::value)
+    }
+}
+
+impl<T: Param + ?Sized> Param for &T {
+    fn value(&self) -> Value<'_> {
+        (**self).value()
+    }
+}
+
+impl From<i64> for Value<'_> {
+    fn from(n: i64) -> Self {
+        Value::Int(n)
+    }
+}
+
+impl From<f64> for Value<'_> {
+    fn from(x: f64) -> Self {
+        Value::Real(x)
+    }
+}
+
+impl From<bool> for Value<'_> {
+    fn from(b: bool) -> Self {
+        Value::Int(i64::from(b))
+    }
+}
+
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(s: &'a str) -> Self {
+        Value::Text(Cow::Borrowed(s))
+    }
+}
+
+impl From<String> for Value<'_> {
+    fn from(s: String) -> Self {
+        Value::Text(Cow::Owned(s))
+    }
+}
+
+impl<'a, T: Into<Value<'a>>> From<Option<T>> for Value<'a> {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+
+/// A statement's parameters, `?1` first: `params![id, now, reason]` borrows each (as
+/// [`Param`]) for the call.
+macro_rules! params {
+    () => {
+        &[] as &[$crate::store::sql::Value<'_>]
+    };
+    ($($p:expr),+ $(,)?) => {
+        &[$($crate::store::sql::Param::value(&$p)),+] as &[$crate::store::sql::Value<'_>]
+    };
+}
+pub(super) use params;
+
+/// A value a [`Row`] hands back: `i64`, `f64`, `String`, `bool` (stored 0/1) and
+/// their `Option`s (NULL).
+pub(super) trait Column: Sized {
+    fn from_sqlite(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Self>;
+}
+
+macro_rules! column {
+    ($($t:ty),+) => {$(
+        impl Column for $t {
+            fn from_sqlite(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Self> {
+                row.get(i)
+            }
+        }
+        impl Column for Option<$t> {
+            fn from_sqlite(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Self> {
+                row.get(i)
+            }
+        }
+    )+};
+}
+column!(i64, f64, String, bool);
+
+/// One row of a query's result, read a column at a time.
+pub(super) struct Row<'r> {
+    inner: RowOf<'r>,
+}
+
+enum RowOf<'r> {
+    Sqlite(&'r rusqlite::Row<'r>),
+}
+
+impl<'r> Row<'r> {
+    /// A rusqlite row as the layer's (transition: see the module docs).
+    pub(super) fn sqlite(row: &'r rusqlite::Row<'r>) -> Row<'r> {
+        Row {
+            inner: RowOf::Sqlite(row),
+        }
+    }
+
+    /// Column `i` (from 0) as a `T`.
+    pub(super) fn get<T: Column>(&self, i: usize) -> Result<T> {
+        match self.inner {
+            RowOf::Sqlite(r) => Ok(T::from_sqlite(r, i)?),
+        }
+    }
+}
+
+/// The database a handle talks to.
+#[derive(Clone, Copy)]
+pub(super) enum Db<'a> {
+    Sqlite(&'a Connection),
+}
+
+/// A connection to run statements on: a reader's, or the writer's (then [`Tx`] derefs
+/// to it). Reads only; writes go through a [`Tx`].
+#[derive(Clone, Copy)]
+pub(super) struct Conn<'a> {
+    db: Db<'a>,
+    /// Prepared statements are kept for the next call with the same text.
+    cached: bool,
+}
+
+/// A statement prepared for one call: from the connection's cache, or made for it.
+enum Prepared<'c> {
+    Cached(rusqlite::CachedStatement<'c>),
+    Once(rusqlite::Statement<'c>),
+}
+
+impl<'c> std::ops::Deref for Prepared<'c> {
+    type Target = rusqlite::Statement<'c>;
+
+    fn deref(&self) -> &rusqlite::Statement<'c> {
+        match self {
+            Prepared::Cached(s) => s,
+            Prepared::Once(s) => s,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Prepared<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            Prepared::Cached(s) => s,
+            Prepared::Once(s) => s,
+        }
+    }
+}
+
+impl<'a> Conn<'a> {
+    fn sqlite(conn: &'a Connection) -> Conn<'a> {
+        Conn {
+            db: Db::Sqlite(conn),
+            cached: true,
+        }
+    }
+
+    /// The same connection, for statements whose text is built per call (a filter's
+    /// clauses, a limit written into it): they are prepared for the call and not kept,
+    /// so they cannot push the hot statements out of the cache.
+    #[must_use]
+    pub(super) fn once(self) -> Conn<'a> {
+        Conn {
+            cached: false,
+            ..self
+        }
+    }
+
+    fn prepare(&self, sql: &str) -> Result<Prepared<'a>> {
+        let Db::Sqlite(c) = self.db;
+        Ok(if self.cached {
+            Prepared::Cached(c.prepare_cached(sql)?)
+        } else {
+            Prepared::Once(c.prepare(sql)?)
+        })
+    }
+
+    /// The first row of `sql`'s result, read by `f`; an error if there is none.
+    pub(super) fn query_row<T>(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        f: impl FnOnce(&Row<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.query_opt(sql, params, f)?
+            .ok_or(StoreError::Sqlite(rusqlite::Error::QueryReturnedNoRows))
+    }
+
+    /// The first row of `sql`'s result, read by `f`, if there is one.
+    pub(super) fn query_opt<T>(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        f: impl FnOnce(&Row<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let mut stmt = self.prepare(sql)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+        match rows.next()? {
+            Some(r) => Ok(Some(f(&Row::sqlite(r))?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every row of `sql`'s result, each read by `f`, in order.
+    pub(super) fn query_map<T>(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut stmt = self.prepare(sql)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(f(&Row::sqlite(r))?);
+        }
+        Ok(out)
+    }
+
+    /// Whether `sql` returns a row.
+    pub(super) fn exists(&self, sql: &str, params: &[Value<'_>]) -> Result<bool> {
+        let mut stmt = self.prepare(sql)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+        Ok(rows.next()?.is_some())
+    }
+}
+
+/// A write transaction on the writer's connection ([`Store::write`]): reads as a
+/// [`Conn`] (it derefs to one) and writes.
+#[derive(Clone, Copy)]
+pub(super) struct Tx<'a> {
+    conn: Conn<'a>,
+    sqlite: &'a rusqlite::Transaction<'a>,
+    /// Set by [`Tx::discard`]; `None` for a transaction a file not yet moved began.
+    discard: Option<&'a Cell<bool>>,
+}
+
+impl<'a> std::ops::Deref for Tx<'a> {
+    type Target = Conn<'a>;
+
+    fn deref(&self) -> &Conn<'a> {
+        &self.conn
+    }
+}
+
+impl<'a> Tx<'a> {
+    /// Runs `sql`; how many rows it changed.
+    pub(super) fn execute(&self, sql: &str, params: &[Value<'_>]) -> Result<usize> {
+        let mut stmt = self.conn.prepare(sql)?;
+        Ok(stmt.execute(rusqlite::params_from_iter(params))?)
+    }
+
+    /// The rowid of the row the last `INSERT` made (SQLite only: the audit trail's seq;
+    /// PostgreSQL takes the seq from the chain's head, design §5.7).
+    pub(super) fn last_insert_rowid(&self) -> i64 {
+        self.sqlite.last_insert_rowid()
+    }
+
+    /// Nothing this transaction did is kept: [`Store::write`] rolls it back though the
+    /// closure returns `Ok` (what dropping an uncommitted rusqlite transaction did).
+    pub(super) fn discard(&self) {
+        self.discard
+            .expect("only a transaction Store::write began is discarded")
+            .set(true);
+    }
+
+    /// The rusqlite transaction underneath, for a helper not yet moved to this layer.
+    /// Temporary: see the module docs for its users.
+    pub(super) fn sqlite(&self) -> &'a rusqlite::Transaction<'a> {
+        self.sqlite
+    }
+}
+
+/// What a shared helper takes as its transaction: a [`Tx`], or (transition: see the
+/// module docs) a rusqlite transaction of a file not yet moved.
+pub(super) trait AsTx {
+    fn tx(&self) -> Tx<'_>;
+}
+
+impl AsTx for Tx<'_> {
+    fn tx(&self) -> Tx<'_> {
+        *self
+    }
+}
+
+impl AsTx for rusqlite::Transaction<'_> {
+    fn tx(&self) -> Tx<'_> {
+        Tx {
+            conn: Conn::sqlite(self),
+            sqlite: self,
+            discard: None,
+        }
+    }
+}
+
+/// What a shared helper that only reads takes: a [`Conn`] or [`Tx`], or (transition:
+/// see the module docs) a rusqlite connection of a file not yet moved.
+pub(super) trait AsConn {
+    fn conn(&self) -> Conn<'_>;
+}
+
+impl AsConn for Conn<'_> {
+    fn conn(&self) -> Conn<'_> {
+        *self
+    }
+}
+
+impl AsConn for Tx<'_> {
+    fn conn(&self) -> Conn<'_> {
+        self.conn
+    }
+}
+
+impl AsConn for Connection {
+    fn conn(&self) -> Conn<'_> {
+        Conn::sqlite(self)
+    }
+}
+
+impl AsConn for rusqlite::Transaction<'_> {
+    fn conn(&self) -> Conn<'_> {
+        Conn::sqlite(self)
+    }
+}
+
+impl AsConn for MutexGuard<'_, Connection> {
+    fn conn(&self) -> Conn<'_> {
+        Conn::sqlite(self)
+    }
+}
+
+impl AsConn for Reader<'_> {
+    fn conn(&self) -> Conn<'_> {
+        Conn::sqlite(self)
+    }
+}
+
+/// The writer's connection, held for several statements and transactions
+/// ([`Store::writer`]): reads as a [`Conn`] (it derefs to one) in line with the
+/// writes, and [`Writer::write`]s transactions.
+pub(super) struct Writer<'a> {
+    conn: Conn<'a>,
+    sqlite: &'a Connection,
+}
+
+impl<'a> std::ops::Deref for Writer<'a> {
+    type Target = Conn<'a>;
+
+    fn deref(&self) -> &Conn<'a> {
+        &self.conn
+    }
+}
+
+impl Writer<'_> {
+    /// Runs `f` in one transaction, committed when it returns `Ok` (unless it
+    /// [`Tx::discard`]ed it) and rolled back when it returns `Err`.
+    pub(super) fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        let tx = self.sqlite.unchecked_transaction()?;
+        let discard = Cell::new(false);
+        let out = f(&Tx {
+            conn: Conn::sqlite(&tx),
+            sqlite: &tx,
+            discard: Some(&discard),
+        })?;
+        if !discard.get() {
+            tx.commit()?;
+        }
+        Ok(out)
+    }
+}
+
+impl Store {
+    /// Runs `f` in one transaction on the writer (see [`Writer::write`]).
+    pub(super) fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        self.writer(|w| w.write(f))
+    }
+
+    /// [`Store::write`], then hands the writer straight to a caller waiting for it, if
+    /// there is one ([`Store::expire_due`]: see `give_way`).
+    pub(super) fn write_giving_way<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        let guard = self.lock();
+        let out = writer(&guard).write(f)?;
+        self.give_way(guard);
+        Ok(out)
+    }
+
+    /// Runs `f` with the writer's connection held throughout: for a pass that writes
+    /// several transactions in a row, and for reads made in line with the writes.
+    pub(super) fn writer<T>(&self, f: impl FnOnce(&Writer<'_>) -> Result<T>) -> Result<T> {
+        let guard = self.lock();
+        f(&writer(&guard))
+    }
+
+    /// Runs `f` on a connection that only reads (see [`Store::reader`]).
+    pub(super) fn read<T>(&self, f: impl FnOnce(&Conn<'_>) -> Result<T>) -> Result<T> {
+        let reader = self.reader();
+        f(&Conn::sqlite(&reader))
+    }
+}
+
+fn writer<'a>(conn: &'a MutexGuard<'_, Connection>) -> Writer<'a> {
+    Writer {
+        conn: Conn::sqlite(conn),
+        sqlite: conn,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_bind_in_order_and_rows_read_back_typed() {
+        let s = Store::open_in_memory().unwrap();
+        let got = s
+            .read(|c| {
+                c.query_row(
+                    "SELECT ?1, ?2, ?3, ?4, ?5, ?6",
+                    params![7_i64, 2.5_f64, "x", true, None::<String>, Some("y")],
+                    |r| {
+                        Ok((
+                            r.get::<i64>(0)?,
+                            r.get::<f64>(1)?,
+                            r.get::<String>(2)?,
+                            r.get::<bool>(3)?,
+                            r.get::<Option<String>>(4)?,
+                            r.get::<Option<String>>(5)?,
+                        ))
+                    },
+                )
+            })
+            .unwrap();
+        assert_eq!(got, (7, 2.5, "x".into(), true, None, Some("y".into())));
+    }
+
+    #[test]
+    fn a_write_commits_on_ok_and_rolls_back_on_err_or_discard() {
+        let s = Store::open_in_memory().unwrap();
+        s.write(|tx| tx.execute("CREATE TEMP TABLE t (x INTEGER)", params![]))
+            .unwrap();
+        let count = |s: &Store| {
+            s.read(|c| c.query_row("SELECT COUNT(*) FROM t", params![], |r| r.get::<i64>(0)))
+                .unwrap()
+        };
+        let failed: Result<()> = s.write(|tx| {
+            tx.execute("INSERT INTO t VALUES (?1)", params![1_i64])?;
+            Err(StoreError::Corrupt("stop".into()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(count(&s), 0);
+        s.write(|tx| {
+            tx.execute("INSERT INTO t VALUES (?1)", params![2_i64])?;
+            tx.discard();
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(count(&s), 0);
+        s.write(|tx| tx.execute("INSERT INTO t VALUES (?1)", params![3_i64]))
+            .unwrap();
+        assert_eq!(count(&s), 1);
+    }
+
+    #[test]
+    fn missing_rows_are_none_or_an_error_and_exists_says_which() {
+        let s = Store::open_in_memory().unwrap();
+        s.read(|c| {
+            let sql = "SELECT id FROM approvals WHERE id = ?1";
+            assert_eq!(
+                c.query_opt(sql, params!["no"], |r| r.get::<String>(0))?,
+                None
+            );
+            assert!(c
+                .query_row(sql, params!["no"], |r| r.get::<String>(0))
+                .is_err());
+            assert!(!c.exists(sql, params!["no"])?);
+            assert!(c.exists("SELECT 1", params![])?);
+            assert!(c
+                .once()
+                .query_map(sql, params!["no"], |r| r.get::<String>(0))?
+                .is_empty());
+            Ok(())
+        })
+        .unwrap();
+    }
+}
