@@ -1383,18 +1383,9 @@ async fn spawn_with_telegram(fake: &FakeTelegram, chats: &[i64], agents: &str) -
 /// `chat`; returns its message id.
 async fn prompt_arrives(fake: &FakeTelegram, chat: i64, short_id: &str) -> (i64, Instant) {
     let since = Instant::now();
-    let needle = format!("id <code>{short_id}</code>");
     loop {
         // When the fake received it, not when this loop looked (it looks every 1–2 ms).
-        let arrived = fake.calls("sendMessage").into_iter().find(|c| {
-            c.ok && c.params["chat_id"].as_i64() == Some(chat)
-                && c.params["reply_parameters"].is_null()
-                && c.params["text"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .contains(&needle)
-        });
-        if let Some(call) = arrived {
+        if let Some(call) = fake.prompt_calls(Some(chat), short_id).first() {
             return (call.message_id.unwrap(), call.at);
         }
         still_waiting(since, "a prompt at the fake Telegram");

@@ -47,6 +47,17 @@ pub struct Call {
     pub message_id: Option<i64>,
 }
 
+impl Call {
+    /// A posting call as (chat, message id, its parameters).
+    fn posted(self) -> (i64, i64, Value) {
+        (
+            self.params["chat_id"].as_i64().unwrap(),
+            self.message_id.unwrap(),
+            self.params,
+        )
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
     /// 429 Too Many Requests with `retry_after` seconds.
@@ -170,31 +181,42 @@ impl FakeTelegram {
         self.with(|i| i.calls.iter().filter(|c| c.method == m).cloned().collect())
     }
 
-    /// (chat, message id) of every message the bot posted (not counting replies).
-    pub fn posted(&self) -> Vec<(i64, i64, Value)> {
+    /// The successful sendMessage calls that posted a message (not replies), with when
+    /// each arrived.
+    pub fn posted_calls(&self) -> Vec<Call> {
         self.calls("sendMessage")
             .into_iter()
             .filter(|c| c.ok && c.params["reply_parameters"].is_null())
-            .map(|c| {
-                (
-                    c.params["chat_id"].as_i64().unwrap(),
-                    c.message_id.unwrap(),
-                    c.params,
-                )
+            .collect()
+    }
+
+    /// (chat, message id) of every message the bot posted (not counting replies).
+    pub fn posted(&self) -> Vec<(i64, i64, Value)> {
+        self.posted_calls().into_iter().map(Call::posted).collect()
+    }
+
+    /// The calls that posted a prompt for the request `short_id` (each names it as
+    /// `id <code>…</code>`), in `chat` or in any chat, oldest first.
+    pub fn prompt_calls(&self, chat: Option<i64>, short_id: &str) -> Vec<Call> {
+        let needle = format!("id <code>{short_id}</code>");
+        self.posted_calls()
+            .into_iter()
+            .filter(|c| {
+                chat.is_none_or(|want| c.params["chat_id"].as_i64() == Some(want))
+                    && c.params["text"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .contains(&needle)
             })
             .collect()
     }
 
-    /// The prompts posted for the request `short_id` (each names it as
-    /// `id <code>…</code>`), in `chat` or in any chat, oldest first.
+    /// The prompts posted for the request `short_id`, in `chat` or in any chat, oldest
+    /// first: (chat, message id, the call's parameters).
     pub fn prompts_of(&self, chat: Option<i64>, short_id: &str) -> Vec<(i64, i64, Value)> {
-        let needle = format!("id <code>{short_id}</code>");
-        self.posted()
+        self.prompt_calls(chat, short_id)
             .into_iter()
-            .filter(|(c, _, p)| {
-                chat.is_none_or(|want| *c == want)
-                    && p["text"].as_str().unwrap_or_default().contains(&needle)
-            })
+            .map(Call::posted)
             .collect()
     }
 
