@@ -119,6 +119,18 @@ pub struct StoreConfig {
     /// Space kept back for owners: agents' writes stop this far below `max_size`, or
     /// when the disk has less than this free (0: never).
     pub reserve: u64,
+    /// `store.url`: the store is on this PostgreSQL database instead of `path`.
+    pub postgres: Option<PostgresConfig>,
+}
+
+/// `[store] url` and its password: several nodes share one PostgreSQL database
+/// (docs/scale-out.md).
+#[derive(Debug, Clone)]
+pub struct PostgresConfig {
+    /// `postgres://USER@HOST[:PORT]/DB`, without the password.
+    pub url: String,
+    /// From `password_file` (or a systemd credential) or `password_env`.
+    pub password: Option<crate::secret::Secret>,
 }
 
 #[derive(Debug, Clone)]

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{ConfigError, LogConfig, LogFormat, QueueConfig, StoreConfig};
+use super::{ConfigError, LogConfig, LogFormat, PostgresConfig, QueueConfig, StoreConfig};
 use crate::files::sibling;
 use crate::serve::DEFAULT_MAX_CONNECTIONS;
-use crate::settings::{de_duration, Resolve};
+use crate::settings::{de_duration, keep, Resolve};
 use crate::time::range;
 
 /// `[queue] max_connections_per_agent` when not set: well below a listener's cap.
@@ -25,6 +25,9 @@ pub(super) struct FileStore {
     pub(super) path: PathBuf,
     pub(super) max_size: Option<String>,
     pub(super) reserve: Option<String>,
+    pub(super) url: Option<String>,
+    pub(super) password_env: Option<String>,
+    pub(super) password_file: Option<PathBuf>,
 }
 
 impl Default for FileStore {
@@ -33,6 +36,9 @@ impl Default for FileStore {
             path: PathBuf::from("gatebot.db"),
             max_size: None,
             reserve: None,
+            url: None,
+            password_env: None,
+            password_file: None,
         }
     }
 }
@@ -127,11 +133,73 @@ impl Resolve<'_> {
                 0
             }
         };
+        let postgres = self.postgres(&store, errors);
+        if postgres.is_some() {
+            for (key, set) in [
+                ("max_size", store.max_size.is_some()),
+                ("reserve", store.reserve.is_some()),
+            ] {
+                if set {
+                    errors.push(self.error(
+                        "store",
+                        key,
+                        "limits the SQLite file; on PostgreSQL (`store.url`) the server's own \
+                         limits apply: remove it",
+                    ));
+                }
+            }
+        }
         StoreConfig {
             path: self.anchor(&store.path),
             max_size,
             reserve,
+            postgres,
         }
+    }
+
+    /// `store.url` and the password it signs in with, if the store is on PostgreSQL.
+    fn postgres(&self, store: &FileStore, errors: &mut Vec<ConfigError>) -> Option<PostgresConfig> {
+        let Some(url) = &store.url else {
+            if store.password_env.is_some() || store.password_file.is_some() {
+                errors.push(self.error(
+                    "store",
+                    if store.password_env.is_some() { "password_env" } else { "password_file" },
+                    "is the PostgreSQL password, but `store.url` is not set: set it, or remove this",
+                ));
+            }
+            return None;
+        };
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            errors.push(self.error(
+                "store",
+                "url",
+                "must be a PostgreSQL URL, like \"postgres://gatebot@db.example/gatebot\"",
+            ));
+            return None;
+        }
+        if url::Url::parse(url).is_ok_and(|u| u.password().is_some()) {
+            errors.push(self.error(
+                "store",
+                "url",
+                "must not hold the password (it would show in logs): put it in the file \
+                 `store.password_file` names, or in `store.password_env`",
+            ));
+            return None;
+        }
+        let password = keep(
+            errors,
+            self.secret(
+                "store",
+                "password",
+                None,
+                store.password_env.clone(),
+                store.password_file.clone(),
+            ),
+        )?;
+        Some(PostgresConfig {
+            url: url.clone(),
+            password,
+        })
     }
 
     /// `[queue]`; its checks only record, so the value is always there.

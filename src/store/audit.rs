@@ -511,10 +511,25 @@ pub(super) fn audit_conn(
         channel,
         &detail,
     );
+    let row = params![now, approval_id, event, actor, channel, detail, prev, hash];
+    if tx.is_postgres() {
+        // No sequence there (a rolled-back append would leave a gap): the next number
+        // is the head's plus one, and the cluster's writer lock, which this
+        // transaction holds, keeps anyone else from taking it meanwhile.
+        return tx.query_row(
+            "INSERT INTO audit (seq, at, approval_id, event, actor, channel, detail, \
+                                prev_hash, hash) \
+             VALUES ((SELECT seq + 1 FROM audit_head WHERE id = 1), \
+                     ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+             RETURNING seq",
+            row,
+            |r| r.get(0),
+        );
+    }
     tx.execute(
         "INSERT INTO audit (at, approval_id, event, actor, channel, detail, prev_hash, hash) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![now, approval_id, event, actor, channel, detail, prev, hash],
+        row,
     )?;
     Ok(tx.last_insert_rowid())
 }

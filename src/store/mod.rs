@@ -73,6 +73,7 @@ mod evidence;
 mod factors;
 mod health;
 mod history;
+mod pg;
 mod refusals;
 mod runs;
 mod sessions;
@@ -106,6 +107,8 @@ pub use votes::Voted;
 pub enum StoreError {
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    #[error("database error: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
     #[error("database migration failed: {0}")]
     Migration(#[from] rusqlite_migration::Error),
     #[error("corrupt row: {0}")]
@@ -259,21 +262,42 @@ pub fn content_hash(v: &serde_json::Value) -> String {
 pub(crate) use crate::files::sibling;
 
 pub struct Store {
-    /// The one writer's connection. parking_lot's mutex, not std's: a long pass can
-    /// hand it straight to a caller waiting for it ([`Store::give_way`]) instead of
-    /// taking it back before the woken caller runs.
-    conn: WriterLock<Connection>,
-    /// Callers waiting for `conn` now: long passes ([`Store::expire_due`]) commit
-    /// early and let them in.
+    /// The database and its connections.
+    backend: Backend,
+    /// Callers waiting for the writer's connection now: long passes
+    /// ([`Store::expire_due`]) commit early and let them in.
     waiting: AtomicUsize,
-    /// Connections that only read; `None` in memory (one database per connection
-    /// there, so reads take the writer's).
-    readers: Option<Readers>,
-    /// The database's files, for [`Store::storage_fault`]; `None` in memory.
+    /// The database's files, for [`Store::storage_fault`]; `None` in memory and on
+    /// PostgreSQL.
     watch: Option<health::Watch>,
     /// The budgets in force ([`Store::set_budgets`]), checked in the transactions that
     /// let requests through.
     budgets: budgets::InForce,
+}
+
+/// Where the store keeps its tables: a SQLite file (or memory), or a PostgreSQL
+/// database several nodes share. Either way one connection writes, behind a lock
+/// (parking_lot's mutex, not std's: a long pass can hand it straight to a caller
+/// waiting for it, [`Store::give_way`], instead of taking it back before the woken
+/// caller runs), and views read on connections of their own.
+enum Backend {
+    Sqlite {
+        writer: WriterLock<Connection>,
+        /// Connections that only read; `None` in memory (one database per connection
+        /// there, so reads take the writer's).
+        readers: Option<Readers>,
+    },
+    Postgres(Box<Postgres>),
+}
+
+/// The store on PostgreSQL: this node's writer (its transactions also take the
+/// cluster's writer lock, see `sql`) and idle readers; a connection found broken is
+/// replaced at the next call.
+struct Postgres {
+    db: pg::Postgres,
+    /// `None` until first used, and after it broke.
+    writer: WriterLock<Option<pg::PgConn>>,
+    idle: Mutex<Vec<pg::PgConn>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -310,29 +334,63 @@ impl Store {
             }
         }
         let watch = health::Watch::new(path).map_err(|e| io("cannot look at", e))?;
-        Ok(Store {
-            conn: WriterLock::new(conn),
-            waiting: AtomicUsize::new(0),
-            readers: Some(Readers {
-                path: path.to_path_buf(),
+        Ok(Store::on(
+            Backend::Sqlite {
+                writer: WriterLock::new(conn),
+                readers: Some(Readers {
+                    path: path.to_path_buf(),
+                    idle: Mutex::default(),
+                }),
+            },
+            Some(watch),
+        ))
+    }
+
+    /// Opens the PostgreSQL database at `url` (`postgres://USER@HOST[:PORT]/DB`,
+    /// signing in with `password` if given) and brings its schema up to date; several
+    /// nodes may do so at once (one migrates, the others wait for it).
+    pub fn open_postgres(url: &str, password: Option<&str>) -> Result<Store> {
+        let db = pg::Postgres::new(url, password)?;
+        let conn = db.connect()?;
+        pg::migrate(&conn, db.shown())?;
+        Ok(Store::on(
+            Backend::Postgres(Box::new(Postgres {
+                db,
+                writer: WriterLock::new(Some(conn)),
                 idle: Mutex::default(),
-            }),
-            watch: Some(watch),
+            })),
+            None,
+        ))
+    }
+
+    fn on(backend: Backend, watch: Option<health::Watch>) -> Store {
+        Store {
+            backend,
+            waiting: AtomicUsize::new(0),
+            watch,
             budgets: budgets::InForce::default(),
-        })
+        }
     }
 
     /// An in-memory store, for tests and benchmarks.
+    ///
+    /// The store's own unit tests run on PostgreSQL instead when
+    /// `GATEBOT_STORE_TESTS=postgres` (`.ci/run` runs them both ways): each gets a fresh
+    /// database of a throwaway cluster. The same tests, the same assertions.
     pub fn open_in_memory() -> Result<Store> {
+        #[cfg(test)]
+        if let Some(url) = tests::postgres_database() {
+            return Store::open_postgres(&url, None);
+        }
         let mut conn = Connection::open_in_memory()?;
         Self::prepare(&mut conn)?;
-        Ok(Store {
-            conn: WriterLock::new(conn),
-            waiting: AtomicUsize::new(0),
-            readers: None,
-            watch: None,
-            budgets: budgets::InForce::default(),
-        })
+        Ok(Store::on(
+            Backend::Sqlite {
+                writer: WriterLock::new(conn),
+                readers: None,
+            },
+            None,
+        ))
     }
 
     fn prepare(conn: &mut Connection) -> Result<()> {
@@ -344,14 +402,26 @@ impl Store {
         Ok(())
     }
 
+    /// The SQLite writer's connection (files not yet moved to the SQL layer; they run
+    /// on SQLite only).
     fn lock(&self) -> MutexGuard<'_, Connection> {
-        // (A panic while holding it leaves SQLite consistent: transactions roll back on
-        // drop, and parking_lot's mutex is not poisoned.)
-        if let Some(guard) = self.conn.try_lock() {
+        match &self.backend {
+            Backend::Sqlite { writer, .. } => self.hold(writer),
+            Backend::Postgres(_) => {
+                unreachable!("only files moved to the SQL layer run on PostgreSQL")
+            }
+        }
+    }
+
+    /// Takes the writer's lock, counted in `waiting` while it waits.
+    fn hold<'a, T>(&self, writer: &'a WriterLock<T>) -> MutexGuard<'a, T> {
+        // (A panic while holding it leaves the database consistent: transactions roll
+        // back, and parking_lot's mutex is not poisoned.)
+        if let Some(guard) = writer.try_lock() {
             return guard;
         }
         self.waiting.fetch_add(1, Ordering::Relaxed);
-        let guard = self.conn.lock();
+        let guard = writer.lock();
         self.waiting.fetch_sub(1, Ordering::Relaxed);
         guard
     }
@@ -359,7 +429,7 @@ impl Store {
     /// Lets go of the writer's connection after a long pass: straight to a caller
     /// waiting for it, if there is one, so the pass's next call (the expiry task makes
     /// several in a row) queues behind it rather than taking the connection back first.
-    fn give_way(&self, guard: MutexGuard<'_, Connection>) {
+    fn give_way<T>(&self, guard: MutexGuard<'_, T>) {
         if self.wanted() {
             MutexGuard::unlock_fair(guard);
         }
@@ -375,7 +445,10 @@ impl Store {
     /// in memory, or when a reader cannot be opened (logged). Files moved to the SQL
     /// layer read through [`Store::read`] instead.
     fn reader(&self) -> Reader<'_> {
-        let Some(readers) = &self.readers else {
+        let Backend::Sqlite { readers, .. } = &self.backend else {
+            unreachable!("only files moved to the SQL layer run on PostgreSQL")
+        };
+        let Some(readers) = readers else {
             return Reader::Writer(self.lock());
         };
         let idle = readers.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
@@ -418,6 +491,38 @@ impl Readers {
     }
 }
 
+impl Postgres {
+    /// The writer's connection, made anew if there is none or it broke.
+    fn connected<'a>(&self, writer: &'a mut Option<pg::PgConn>) -> Result<&'a pg::PgConn> {
+        if writer.as_ref().is_none_or(pg::PgConn::is_closed) {
+            *writer = None;
+            *writer = Some(self.db.connect()?);
+        }
+        Ok(writer.as_ref().expect("connected just now"))
+    }
+
+    /// An idle reading connection, or a new one.
+    fn reader(&self) -> Result<pg::PgConn> {
+        let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match idle {
+            Some(c) if !c.is_closed() => Ok(c),
+            _ => self.db.connect(),
+        }
+    }
+
+    /// Keeps a reading connection for the next read, unless it broke or enough are
+    /// kept.
+    fn put_back(&self, conn: pg::PgConn) {
+        if conn.is_closed() {
+            return;
+        }
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < IDLE_READERS {
+            idle.push(conn);
+        }
+    }
+}
+
 /// A connection to read on: one of the readers (given back when dropped), or the
 /// writer's.
 enum Reader<'a> {
@@ -453,11 +558,29 @@ impl Drop for Reader<'_> {
 #[cfg(test)]
 mod properties;
 
+/// The tests' throwaway PostgreSQL cluster (shared with the integration tests).
+#[cfg(test)]
+#[path = "../../tests/it/pg_cluster.rs"]
+mod pg_cluster;
+
 #[cfg(test)]
 mod tests {
     //! Fixtures shared by the store's unit tests, and the tests of `Store` itself.
 
     use super::*;
+
+    /// `GATEBOT_STORE_TESTS=postgres`: a fresh database of the throwaway cluster, for a
+    /// test's [`Store::open_in_memory`]; `None` (SQLite in memory) otherwise.
+    pub(super) fn postgres_database() -> Option<String> {
+        match std::env::var("GATEBOT_STORE_TESTS").as_deref() {
+            Ok("postgres") => {}
+            Ok("sqlite" | "") | Err(_) => return None,
+            Ok(other) => panic!("GATEBOT_STORE_TESTS is `sqlite` or `postgres`, not {other:?}"),
+        }
+        let db = super::pg_cluster::database()
+            .expect("GATEBOT_STORE_TESTS=postgres, but PostgreSQL is not installed");
+        Some(db.url())
+    }
     use crate::approval::{Approval, Decision, ListFilter, Status, Verb, Via};
 
     pub(super) fn new(
@@ -502,10 +625,14 @@ mod tests {
         let held: Vec<_> = (0..IDLE_READERS + 2).map(|_| s.reader()).collect();
         assert!(held.iter().all(|r| matches!(r, Reader::Own { .. })));
         drop(held);
-        assert_eq!(
-            s.readers.as_ref().unwrap().idle.lock().unwrap().len(),
-            IDLE_READERS
-        );
+        let Backend::Sqlite {
+            readers: Some(readers),
+            ..
+        } = &s.backend
+        else {
+            panic!("a file's store has readers")
+        };
+        assert_eq!(readers.idle.lock().unwrap().len(), IDLE_READERS);
         // In memory every connection is its own database: reads take the writer's.
         assert!(matches!(
             Store::open_in_memory().unwrap().reader(),

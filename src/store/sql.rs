@@ -48,7 +48,8 @@ use parking_lot::MutexGuard;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
 
-use super::{Reader, Result, Store, StoreError};
+use super::pg::{self, PgConn};
+use super::{Backend, Reader, Result, Store, StoreError};
 
 /// One parameter of a statement. Yes/no values are `Int` 0/1 (the columns are
 /// integers on both databases).
@@ -193,6 +194,37 @@ pub(super) use params;
 /// their `Option`s (NULL).
 pub(super) trait Column: Sized {
     fn from_sqlite(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Self>;
+    /// Read as SQLite would give it: see `pg`'s module docs.
+    fn from_pg(row: &tokio_postgres::Row, i: usize) -> Result<Self>;
+}
+
+/// How each type reads from PostgreSQL, through the lenient readers of `pg`.
+trait FromPg: Sized {
+    fn from_pg_opt(row: &tokio_postgres::Row, i: usize) -> Result<Option<Self>>;
+}
+
+impl FromPg for i64 {
+    fn from_pg_opt(row: &tokio_postgres::Row, i: usize) -> Result<Option<i64>> {
+        Ok(row.try_get::<_, Option<pg::Int>>(i)?.map(|n| n.0))
+    }
+}
+
+impl FromPg for f64 {
+    fn from_pg_opt(row: &tokio_postgres::Row, i: usize) -> Result<Option<f64>> {
+        Ok(row.try_get::<_, Option<pg::Real>>(i)?.map(|x| x.0))
+    }
+}
+
+impl FromPg for bool {
+    fn from_pg_opt(row: &tokio_postgres::Row, i: usize) -> Result<Option<bool>> {
+        Ok(row.try_get::<_, Option<pg::Int>>(i)?.map(|n| n.0 != 0))
+    }
+}
+
+impl FromPg for String {
+    fn from_pg_opt(row: &tokio_postgres::Row, i: usize) -> Result<Option<String>> {
+        Ok(row.try_get::<_, Option<String>>(i)?)
+    }
 }
 
 macro_rules! column {
@@ -201,10 +233,22 @@ macro_rules! column {
             fn from_sqlite(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Self> {
                 row.get(i)
             }
+            fn from_pg(row: &tokio_postgres::Row, i: usize) -> Result<Self> {
+                <$t as FromPg>::from_pg_opt(row, i)?.ok_or_else(|| {
+                    StoreError::Corrupt(format!(
+                        "column {} ({}) is NULL",
+                        i,
+                        row.columns().get(i).map_or("?", |c| c.name())
+                    ))
+                })
+            }
         }
         impl Column for Option<$t> {
             fn from_sqlite(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Self> {
                 row.get(i)
+            }
+            fn from_pg(row: &tokio_postgres::Row, i: usize) -> Result<Self> {
+                <$t as FromPg>::from_pg_opt(row, i)
             }
         }
     )+};
@@ -218,6 +262,7 @@ pub(super) struct Row<'r> {
 
 enum RowOf<'r> {
     Sqlite(&'r rusqlite::Row<'r>),
+    Pg(&'r tokio_postgres::Row),
 }
 
 impl<'r> Row<'r> {
@@ -232,6 +277,7 @@ impl<'r> Row<'r> {
     pub(super) fn get<T: Column>(&self, i: usize) -> Result<T> {
         match self.inner {
             RowOf::Sqlite(r) => Ok(T::from_sqlite(r, i)?),
+            RowOf::Pg(r) => T::from_pg(r, i),
         }
     }
 }
@@ -240,6 +286,7 @@ impl<'r> Row<'r> {
 #[derive(Clone, Copy)]
 pub(super) enum Db<'a> {
     Sqlite(&'a Connection),
+    Pg(&'a PgConn),
 }
 
 /// A connection to run statements on: a reader's, or the writer's (then [`Tx`] derefs
@@ -285,6 +332,13 @@ impl<'a> Conn<'a> {
         }
     }
 
+    fn pg(conn: &'a PgConn) -> Conn<'a> {
+        Conn {
+            db: Db::Pg(conn),
+            cached: true,
+        }
+    }
+
     /// The same connection, for statements whose text is built per call (a filter's
     /// clauses, a limit written into it): they are prepared for the call and not kept,
     /// so they cannot push the hot statements out of the cache.
@@ -296,12 +350,28 @@ impl<'a> Conn<'a> {
         }
     }
 
-    fn prepare(&self, sql: &str) -> Result<Prepared<'a>> {
-        let Db::Sqlite(c) = self.db;
-        Ok(if self.cached {
-            Prepared::Cached(c.prepare_cached(sql)?)
+    /// Whether this is a PostgreSQL connection: for the few statements written
+    /// differently for each database ([`Conn::dialect`]).
+    pub(super) fn is_postgres(&self) -> bool {
+        matches!(self.db, Db::Pg(_))
+    }
+
+    /// `sqlite` or `postgres`, the same statement for each database, whichever this
+    /// connection is: for what the two spell differently (functions, upserts of a
+    /// row's own value).
+    pub(super) fn dialect(&self, sqlite: &'static str, postgres: &'static str) -> &'static str {
+        if self.is_postgres() {
+            postgres
         } else {
-            Prepared::Once(c.prepare(sql)?)
+            sqlite
+        }
+    }
+
+    fn prepare(&self, sqlite: &'a Connection, sql: &str) -> Result<Prepared<'a>> {
+        Ok(if self.cached {
+            Prepared::Cached(sqlite.prepare_cached(sql)?)
+        } else {
+            Prepared::Once(sqlite.prepare(sql)?)
         })
     }
 
@@ -323,11 +393,21 @@ impl<'a> Conn<'a> {
         params: &[Value<'_>],
         f: impl FnOnce(&Row<'_>) -> Result<T>,
     ) -> Result<Option<T>> {
-        let mut stmt = self.prepare(sql)?;
-        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
-        match rows.next()? {
-            Some(r) => Ok(Some(f(&Row::sqlite(r))?)),
-            None => Ok(None),
+        match self.db {
+            Db::Sqlite(c) => {
+                let mut stmt = self.prepare(c, sql)?;
+                let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+                match rows.next()? {
+                    Some(r) => Ok(Some(f(&Row::sqlite(r))?)),
+                    None => Ok(None),
+                }
+            }
+            Db::Pg(c) => match c.query(sql, params, self.cached)?.first() {
+                Some(r) => Ok(Some(f(&Row {
+                    inner: RowOf::Pg(r),
+                })?)),
+                None => Ok(None),
+            },
         }
     }
 
@@ -338,20 +418,38 @@ impl<'a> Conn<'a> {
         params: &[Value<'_>],
         mut f: impl FnMut(&Row<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
-        let mut stmt = self.prepare(sql)?;
-        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
-        let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
-            out.push(f(&Row::sqlite(r))?);
+        match self.db {
+            Db::Sqlite(c) => {
+                let mut stmt = self.prepare(c, sql)?;
+                let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+                let mut out = Vec::new();
+                while let Some(r) = rows.next()? {
+                    out.push(f(&Row::sqlite(r))?);
+                }
+                Ok(out)
+            }
+            Db::Pg(c) => c
+                .query(sql, params, self.cached)?
+                .iter()
+                .map(|r| {
+                    f(&Row {
+                        inner: RowOf::Pg(r),
+                    })
+                })
+                .collect(),
         }
-        Ok(out)
     }
 
     /// Whether `sql` returns a row.
     pub(super) fn exists(&self, sql: &str, params: &[Value<'_>]) -> Result<bool> {
-        let mut stmt = self.prepare(sql)?;
-        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
-        Ok(rows.next()?.is_some())
+        match self.db {
+            Db::Sqlite(c) => {
+                let mut stmt = self.prepare(c, sql)?;
+                let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+                Ok(rows.next()?.is_some())
+            }
+            Db::Pg(c) => Ok(!c.query(sql, params, self.cached)?.is_empty()),
+        }
     }
 }
 
@@ -360,7 +458,8 @@ impl<'a> Conn<'a> {
 #[derive(Clone, Copy)]
 pub(super) struct Tx<'a> {
     conn: Conn<'a>,
-    sqlite: &'a rusqlite::Transaction<'a>,
+    /// The rusqlite transaction, on SQLite (transition: see [`Tx::sqlite`]).
+    sqlite: Option<&'a rusqlite::Transaction<'a>>,
     /// Set by [`Tx::discard`]; `None` for a transaction a file not yet moved began.
     discard: Option<&'a Cell<bool>>,
 }
@@ -376,14 +475,22 @@ impl<'a> std::ops::Deref for Tx<'a> {
 impl<'a> Tx<'a> {
     /// Runs `sql`; how many rows it changed.
     pub(super) fn execute(&self, sql: &str, params: &[Value<'_>]) -> Result<usize> {
-        let mut stmt = self.conn.prepare(sql)?;
-        Ok(stmt.execute(rusqlite::params_from_iter(params))?)
+        match self.conn.db {
+            Db::Sqlite(c) => {
+                let mut stmt = self.conn.prepare(c, sql)?;
+                Ok(stmt.execute(rusqlite::params_from_iter(params))?)
+            }
+            Db::Pg(c) => c.execute(sql, params, self.conn.cached),
+        }
     }
 
-    /// The rowid of the row the last `INSERT` made (SQLite only: the audit trail's seq;
-    /// PostgreSQL takes the seq from the chain's head, design §5.7).
+    /// The rowid of the row the last `INSERT` made. SQLite only (the audit trail's
+    /// seq): PostgreSQL's statements say `RETURNING` instead.
     pub(super) fn last_insert_rowid(&self) -> i64 {
-        self.sqlite.last_insert_rowid()
+        match self.conn.db {
+            Db::Sqlite(c) => c.last_insert_rowid(),
+            Db::Pg(_) => unreachable!("PostgreSQL's inserts say RETURNING"),
+        }
     }
 
     /// Nothing this transaction did is kept: [`Store::write`] rolls it back though the
@@ -398,6 +505,7 @@ impl<'a> Tx<'a> {
     /// Temporary: see the module docs for its users.
     pub(super) fn sqlite(&self) -> &'a rusqlite::Transaction<'a> {
         self.sqlite
+            .expect("a helper not yet moved to the SQL layer runs on SQLite only")
     }
 }
 
@@ -417,7 +525,7 @@ impl AsTx for rusqlite::Transaction<'_> {
     fn tx(&self) -> Tx<'_> {
         Tx {
             conn: Conn::sqlite(self),
-            sqlite: self,
+            sqlite: Some(self),
             discard: None,
         }
     }
@@ -470,8 +578,13 @@ impl AsConn for Reader<'_> {
 /// writes, and [`Writer::write`]s transactions.
 pub(super) struct Writer<'a> {
     conn: Conn<'a>,
-    sqlite: &'a Connection,
 }
+
+/// The lock every node's write transaction takes first on PostgreSQL
+/// (`pg_advisory_xact_lock`, let go at its commit or rollback): one writer across the
+/// cluster, as SQLite has one per file, so what each transaction reads before it writes
+/// is still true when it commits, on any node. The number is "gatebot\0".
+const WRITER_LOCK: i64 = 0x6761_7465_626f_7400;
 
 impl<'a> std::ops::Deref for Writer<'a> {
     type Target = Conn<'a>;
@@ -485,17 +598,42 @@ impl Writer<'_> {
     /// Runs `f` in one transaction, committed when it returns `Ok` (unless it
     /// [`Tx::discard`]ed it) and rolled back when it returns `Err`.
     pub(super) fn write<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
-        let tx = self.sqlite.unchecked_transaction()?;
         let discard = Cell::new(false);
-        let out = f(&Tx {
-            conn: Conn::sqlite(&tx),
-            sqlite: &tx,
-            discard: Some(&discard),
-        })?;
-        if !discard.get() {
-            tx.commit()?;
+        match self.conn.db {
+            Db::Sqlite(c) => {
+                let tx = c.unchecked_transaction()?;
+                let out = f(&Tx {
+                    conn: Conn::sqlite(&tx),
+                    sqlite: Some(&tx),
+                    discard: Some(&discard),
+                })?;
+                if !discard.get() {
+                    tx.commit()?;
+                }
+                Ok(out)
+            }
+            Db::Pg(c) => {
+                c.batch(&format!(
+                    "BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK})"
+                ))?;
+                let out = f(&Tx {
+                    conn: self.conn,
+                    sqlite: None,
+                    discard: Some(&discard),
+                });
+                match out {
+                    Ok(out) => {
+                        c.batch(if discard.get() { "ROLLBACK" } else { "COMMIT" })?;
+                        Ok(out)
+                    }
+                    Err(e) => {
+                        // A broken connection has nothing to roll back; its error is e's.
+                        let _ = c.batch("ROLLBACK");
+                        Err(e)
+                    }
+                }
+            }
         }
-        Ok(out)
     }
 }
 
@@ -508,30 +646,58 @@ impl Store {
     /// [`Store::write`], then hands the writer straight to a caller waiting for it, if
     /// there is one ([`Store::expire_due`]: see `give_way`).
     pub(super) fn write_giving_way<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
-        let guard = self.lock();
-        let out = writer(&guard).write(f)?;
-        self.give_way(guard);
-        Ok(out)
+        match &self.backend {
+            Backend::Sqlite { writer, .. } => {
+                let guard = self.hold(writer);
+                let out = Writer::on(Conn::sqlite(&guard)).write(f)?;
+                self.give_way(guard);
+                Ok(out)
+            }
+            Backend::Postgres(pg) => {
+                let mut guard = self.hold(&pg.writer);
+                let out = Writer::on(Conn::pg(pg.connected(&mut guard)?)).write(f)?;
+                self.give_way(guard);
+                Ok(out)
+            }
+        }
     }
 
     /// Runs `f` with the writer's connection held throughout: for a pass that writes
     /// several transactions in a row, and for reads made in line with the writes.
     pub(super) fn writer<T>(&self, f: impl FnOnce(&Writer<'_>) -> Result<T>) -> Result<T> {
-        let guard = self.lock();
-        f(&writer(&guard))
+        match &self.backend {
+            Backend::Sqlite { writer, .. } => {
+                let guard = self.hold(writer);
+                f(&Writer::on(Conn::sqlite(&guard)))
+            }
+            Backend::Postgres(pg) => {
+                let mut guard = self.hold(&pg.writer);
+                f(&Writer::on(Conn::pg(pg.connected(&mut guard)?)))
+            }
+        }
     }
 
-    /// Runs `f` on a connection that only reads (see [`Store::reader`]).
+    /// Runs `f` on a connection that only reads (see [`Store::reader`]; on PostgreSQL
+    /// one of the node's idle connections, or a new one).
     pub(super) fn read<T>(&self, f: impl FnOnce(&Conn<'_>) -> Result<T>) -> Result<T> {
-        let reader = self.reader();
-        f(&Conn::sqlite(&reader))
+        match &self.backend {
+            Backend::Sqlite { .. } => {
+                let reader = self.reader();
+                f(&Conn::sqlite(&reader))
+            }
+            Backend::Postgres(pg) => {
+                let conn = pg.reader()?;
+                let out = f(&Conn::pg(&conn));
+                pg.put_back(conn);
+                out
+            }
+        }
     }
 }
 
-fn writer<'a>(conn: &'a MutexGuard<'_, Connection>) -> Writer<'a> {
-    Writer {
-        conn: Conn::sqlite(conn),
-        sqlite: conn,
+impl<'a> Writer<'a> {
+    fn on(conn: Conn<'a>) -> Writer<'a> {
+        Writer { conn }
     }
 }
 
@@ -566,7 +732,7 @@ mod tests {
     #[test]
     fn a_write_commits_on_ok_and_rolls_back_on_err_or_discard() {
         let s = Store::open_in_memory().unwrap();
-        s.write(|tx| tx.execute("CREATE TEMP TABLE t (x INTEGER)", params![]))
+        s.write(|tx| tx.execute("CREATE TABLE t (x INTEGER)", params![]))
             .unwrap();
         let count = |s: &Store| {
             s.read(|c| c.query_row("SELECT COUNT(*) FROM t", params![], |r| r.get::<i64>(0)))

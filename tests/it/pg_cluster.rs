@@ -293,6 +293,15 @@ impl Drop for Cluster {
 }
 
 impl Database {
+    /// The URL gatebot's `[store] url` takes for this database (the cluster trusts
+    /// loopback: no password).
+    pub fn url(&self) -> String {
+        format!(
+            "postgres://postgres@127.0.0.1:{}/{}",
+            self.cluster.port, self.name
+        )
+    }
+
     /// Runs `sql` (one or more statements, in one transaction): its output, unaligned
     /// and without headers. Panics with psql's error.
     pub fn run(&self, sql: &str) -> String {

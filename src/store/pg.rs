@@ -1,0 +1,520 @@
+//! The PostgreSQL backend's connections (issue 26): what [`super::sql`]'s handles run
+//! their statements on when `[store] url` names a PostgreSQL database.
+//!
+//! The store's methods are synchronous and run on blocking threads (see `Engine`), as
+//! they do on SQLite; tokio-postgres is asynchronous. So a [`Postgres`] keeps a small
+//! runtime of its own (one thread, `gatebot-postgres`) that drives every connection's
+//! socket, and a store call waits for each statement's answer on its own thread
+//! (`futures_executor::block_on`: a query's future only waits for the connection
+//! task's reply, so it needs no runtime, and this works from any thread, an async one
+//! included, as a blocking SQLite call does).
+//!
+//! What differs from SQLite, and is handled here so the table files stay one:
+//! - parameters are written `?N` in the table files and sent as `$N` ([`numbered`]);
+//! - each non-NULL parameter's type is sent with the statement (a number is `bigint`,
+//!   text is `text`, a real is `double precision`), so `?1 IS NULL` and friends
+//!   parse; a NULL's type is left to the server;
+//! - results are read as SQLite would give them: a count or sum (`bigint`,
+//!   `numeric`), a comparison (`boolean`) and a yes/no column (`bigint` 0/1) all read
+//!   as numbers or yes/no ([`Column`](super::sql::Column)'s `from_pg`);
+//! - prepared statements are kept per connection, keyed by text and parameter types.
+//!
+//! Connections are not pooled here: the store keeps them as it keeps SQLite's (one
+//! writer behind its lock, idle readers), see `super::Backend`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
+use tokio_postgres::{Client, NoTls, Statement};
+
+use super::sql::Value;
+use super::{Result, StoreError};
+
+/// How long a connection attempt may take before the call fails (the node then
+/// answers 503, and tries again at the next call).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A transaction left open this long by a node that stopped (frozen, or its process
+/// suspended) is ended by the server, which lets go of the cluster's writer lock: no
+/// node's transaction waits that long between two statements.
+const IDLE_IN_TRANSACTION: &str = "30s";
+
+/// The PostgreSQL database the store is on: how to connect, and the runtime that
+/// drives the connections.
+pub(super) struct Postgres {
+    config: tokio_postgres::Config,
+    runtime: tokio::runtime::Runtime,
+    /// The database named for people: user, host, port and database, never the
+    /// password.
+    shown: String,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl Postgres {
+    /// The database at `url` (`postgres://USER@HOST[:PORT]/DB`), with `password` if
+    /// given (a password in the URL itself is refused: it would end up in logs and
+    /// `ps`).
+    pub(super) fn new(url: &str, password: Option<&str>) -> Result<Postgres> {
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| StoreError::File(format!("store.url is not a PostgreSQL URL: {e}")))?;
+        if config.get_password().is_some() {
+            return Err(StoreError::File(
+                "store.url must not hold the password: put it in the file store.password_file \
+                 names (or a systemd credential)"
+                    .into(),
+            ));
+        }
+        if let Some(p) = password {
+            config.password(p);
+        }
+        config
+            .connect_timeout(CONNECT_TIMEOUT)
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(30))
+            .application_name("gatebot");
+        let shown = shown(&config);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("gatebot-postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::File(format!("cannot start PostgreSQL's runtime: {e}")))?;
+        Ok(Postgres {
+            config,
+            runtime,
+            shown,
+        })
+    }
+
+    /// The database, for people (no password).
+    pub(super) fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// A new connection, set up for the store.
+    pub(super) fn connect(&self) -> Result<PgConn> {
+        let config = self.config.clone();
+        let shown = self.shown.clone();
+        let connecting = self.runtime.spawn(async move {
+            let (client, connection) = config.connect(NoTls).await?;
+            tokio::spawn(async move {
+                if let Err(e) = connection.await {
+                    tracing::warn!(database = %shown, error = %e, "PostgreSQL connection ended");
+                }
+            });
+            Ok::<_, tokio_postgres::Error>(client)
+        });
+        let client = futures_executor::block_on(connecting)
+            .map_err(|e| StoreError::File(format!("connecting to PostgreSQL: {e}")))??;
+        let conn = PgConn {
+            client,
+            statements: RefCell::default(),
+        };
+        conn.batch(&format!(
+            "SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}'; \
+             SET TIME ZONE 'UTC'"
+        ))?;
+        Ok(conn)
+    }
+}
+
+/// `user@host:port/db` of a config, for logs and errors.
+fn shown(config: &tokio_postgres::Config) -> String {
+    use tokio_postgres::config::Host;
+    let host = match config.get_hosts().first() {
+        Some(Host::Tcp(h)) => h.clone(),
+        Some(Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!(
+        "{}@{host}:{port}/{}",
+        config.get_user().unwrap_or("(user)"),
+        config.get_dbname().unwrap_or("(database)")
+    )
+}
+
+/// One connection to the database, with its prepared statements.
+pub(super) struct PgConn {
+    client: Client,
+    /// Prepared statements by parameter types and text.
+    statements: RefCell<HashMap<String, Statement>>,
+}
+
+impl PgConn {
+    /// Whether the connection is gone (the server restarted, the network dropped it):
+    /// the store then opens a new one.
+    pub(super) fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    /// Runs one or more statements without parameters (`BEGIN`, `COMMIT`, …).
+    pub(super) fn batch(&self, sql: &str) -> Result<()> {
+        Ok(futures_executor::block_on(self.client.batch_execute(sql))?)
+    }
+
+    /// The statement for `sql` with these parameters' types: kept from an earlier call
+    /// when `cached`.
+    fn statement(&self, sql: &str, params: &[Value<'_>], cached: bool) -> Result<Statement> {
+        let types: Vec<Type> = params.iter().map(param_type).collect();
+        if !cached {
+            let text = numbered(sql);
+            return Ok(futures_executor::block_on(
+                self.client.prepare_typed(&text, &types),
+            )?);
+        }
+        let mut key = String::with_capacity(types.len() + 1 + sql.len());
+        key.extend(types.iter().map(|t| match *t {
+            Type::INT8 => 'i',
+            Type::FLOAT8 => 'r',
+            Type::TEXT => 't',
+            _ => 'n',
+        }));
+        key.push('\0');
+        key.push_str(sql);
+        if let Some(s) = self.statements.borrow().get(&key) {
+            return Ok(s.clone());
+        }
+        let text = numbered(sql);
+        let s = futures_executor::block_on(self.client.prepare_typed(&text, &types))?;
+        self.statements.borrow_mut().insert(key, s.clone());
+        Ok(s)
+    }
+
+    /// The rows of a query.
+    pub(super) fn query(
+        &self,
+        sql: &str,
+        params: &[Value<'_>],
+        cached: bool,
+    ) -> Result<Vec<tokio_postgres::Row>> {
+        let statement = self.statement(sql, params, cached)?;
+        let params: Vec<&(dyn ToSql + Sync)> =
+            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        Ok(futures_executor::block_on(
+            self.client.query(&statement, &params),
+        )?)
+    }
+
+    /// Runs a statement; how many rows it changed.
+    pub(super) fn execute(&self, sql: &str, params: &[Value<'_>], cached: bool) -> Result<usize> {
+        let statement = self.statement(sql, params, cached)?;
+        let params: Vec<&(dyn ToSql + Sync)> =
+            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        let n = futures_executor::block_on(self.client.execute(&statement, &params))?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+}
+
+/// The type a parameter is sent as; a NULL's is left to the server.
+fn param_type(v: &Value<'_>) -> Type {
+    match v {
+        Value::Null => Type::UNKNOWN,
+        Value::Int(_) => Type::INT8,
+        Value::Real(_) => Type::FLOAT8,
+        Value::Text(_) => Type::TEXT,
+    }
+}
+
+/// `sql` with SQLite's `?N` (and bare `?`) parameters written as PostgreSQL's `$N`;
+/// question marks inside quoted text and identifiers are left alone.
+pub(super) fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut chars = sql.chars().peekable();
+    let mut quote: Option<char> = None;
+    let mut last = 0_u32;
+    while let Some(c) = chars.next() {
+        if let Some(q) = quote {
+            out.push(c);
+            if c == q {
+                quote = None;
+            }
+            continue;
+        }
+        match c {
+            '\'' | '"' => {
+                quote = Some(c);
+                out.push(c);
+            }
+            '?' => {
+                let mut digits = String::new();
+                while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+                    digits.push(d);
+                    chars.next();
+                }
+                let n = if digits.is_empty() {
+                    last + 1
+                } else {
+                    digits.parse().unwrap_or(u32::MAX)
+                };
+                last = last.max(n);
+                out.push('$');
+                out.push_str(&n.to_string());
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+type BoxError = Box<dyn StdError + Sync + Send>;
+
+impl ToSql for Value<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> std::result::Result<IsNull, BoxError> {
+        match self {
+            Value::Null => Ok(IsNull::Yes),
+            Value::Int(n) => match *ty {
+                Type::INT4 => i32::try_from(*n)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*n)?.to_sql(ty, out),
+                Type::BOOL => (*n != 0).to_sql(ty, out),
+                #[allow(clippy::cast_precision_loss)]
+                Type::FLOAT8 => (*n as f64).to_sql(ty, out),
+                _ => n.to_sql(ty, out),
+            },
+            Value::Real(x) => x.to_sql(ty, out),
+            Value::Text(s) => s.as_ref().to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+/// A whole number as SQLite hands it back, from whichever type PostgreSQL gives: an
+/// integer, a `numeric` (a `SUM` of `bigint`s), or a `boolean` (a comparison) as 0/1.
+pub(super) struct Int(pub(super) i64);
+
+impl<'a> FromSql<'a> for Int {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> std::result::Result<Int, BoxError> {
+        Ok(Int(match *ty {
+            Type::INT8 => i64::from_sql(ty, raw)?,
+            Type::INT4 => i64::from(i32::from_sql(ty, raw)?),
+            Type::INT2 => i64::from(i16::from_sql(ty, raw)?),
+            Type::BOOL => i64::from(bool::from_sql(ty, raw)?),
+            Type::NUMERIC => numeric_integer(raw)?,
+            _ => return Err(format!("a {ty} is not a whole number").into()),
+        }))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(
+            *ty,
+            Type::INT8 | Type::INT4 | Type::INT2 | Type::BOOL | Type::NUMERIC
+        )
+    }
+}
+
+/// A real number, from a float, an integer or a `numeric` (an `AVG`).
+pub(super) struct Real(pub(super) f64);
+
+impl<'a> FromSql<'a> for Real {
+    #[allow(clippy::cast_precision_loss)]
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> std::result::Result<Real, BoxError> {
+        Ok(Real(match *ty {
+            Type::FLOAT8 => f64::from_sql(ty, raw)?,
+            Type::FLOAT4 => f64::from(f32::from_sql(ty, raw)?),
+            Type::NUMERIC => numeric_real(raw)?,
+            _ => Int::from_sql(ty, raw)?.0 as f64,
+        }))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(*ty, Type::FLOAT8 | Type::FLOAT4) || Int::accepts(ty)
+    }
+}
+
+/// A `numeric`'s parts in its binary form: base-10000 digits, the first one's weight
+/// (a power of 10000) and the sign.
+fn numeric_parts(raw: &[u8]) -> std::result::Result<(Vec<i64>, i64, bool), BoxError> {
+    let word = |i: usize| -> std::result::Result<u16, BoxError> {
+        raw.get(i..i + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+            .ok_or_else(|| "a numeric cut short".into())
+    };
+    let count = usize::from(word(0)?);
+    #[allow(clippy::cast_possible_wrap)]
+    let weight = i64::from(word(2)? as i16);
+    let sign = word(4)?;
+    if sign == 0xC000 {
+        return Err("a numeric that is not a number".into());
+    }
+    let digits = (0..count)
+        .map(|k| word(8 + 2 * k).map(i64::from))
+        .collect::<std::result::Result<_, _>>()?;
+    Ok((digits, weight, sign == 0x4000))
+}
+
+/// A `numeric`'s whole part (a `SUM` of whole numbers has no other).
+fn numeric_integer(raw: &[u8]) -> std::result::Result<i64, BoxError> {
+    let (digits, weight, negative) = numeric_parts(raw)?;
+    let mut n: i64 = 0;
+    for (k, d) in digits.iter().enumerate() {
+        let power = weight - i64::try_from(k)?;
+        if power < 0 {
+            break;
+        }
+        let place = 10_000_i64
+            .checked_pow(u32::try_from(power)?)
+            .ok_or("a numeric too large for 64 bits")?;
+        n = d
+            .checked_mul(place)
+            .and_then(|v| n.checked_add(v))
+            .ok_or("a numeric too large for 64 bits")?;
+    }
+    Ok(if negative { -n } else { n })
+}
+
+fn numeric_real(raw: &[u8]) -> std::result::Result<f64, BoxError> {
+    let (digits, weight, negative) = numeric_parts(raw)?;
+    let mut x = 0.0_f64;
+    for (k, d) in digits.iter().enumerate() {
+        let power = i32::try_from(weight - i64::try_from(k)?)?;
+        #[allow(clippy::cast_precision_loss)]
+        let d = *d as f64;
+        x += d * 10_000_f64.powi(power);
+    }
+    Ok(if negative { -x } else { x })
+}
+
+/// The migrations of `migrations/postgres/`, in order (the schema, a file per change).
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/migrations/postgres/0001_baseline.sql"
+    )),
+)];
+
+/// The session lock nodes take to bring the schema up to date one at a time (the
+/// writer's transaction lock is another number: see `sql`).
+const MIGRATING: i64 = 0x6761_7465_626f_7401;
+
+/// Brings the database's schema up to date, one node at a time; refuses a database
+/// whose text does not sort byte by byte, or one a newer gatebot made.
+pub(super) fn migrate(conn: &PgConn, shown: &str) -> Result<()> {
+    let collation = conn.query(
+        "SELECT datcollate FROM pg_database WHERE datname = current_database()",
+        &[],
+        false,
+    )?;
+    let collation: String = collation
+        .first()
+        .map(|r| r.try_get(0))
+        .transpose()?
+        .unwrap_or_default();
+    if collation != "C" && collation != "POSIX" {
+        return Err(StoreError::File(format!(
+            "the PostgreSQL database {shown} sorts text as {collation:?}; gatebot needs \
+             byte order, as SQLite's. Create it with: CREATE DATABASE … TEMPLATE template0 \
+             LC_COLLATE 'C' LC_CTYPE 'C'"
+        )));
+    }
+    conn.batch(&format!("SELECT pg_advisory_lock({MIGRATING})"))?;
+    let applied = apply(conn);
+    let unlocked = conn.batch(&format!("SELECT pg_advisory_unlock({MIGRATING})"));
+    applied.and(unlocked)
+}
+
+fn apply(conn: &PgConn) -> Result<()> {
+    conn.batch(
+        "CREATE TABLE IF NOT EXISTS gatebot_schema (\
+           version bigint NOT NULL PRIMARY KEY, \
+           applied_at bigint NOT NULL)",
+    )?;
+    let rows = conn.query("SELECT MAX(version) FROM gatebot_schema", &[], false)?;
+    let at: i64 = rows
+        .first()
+        .and_then(|r| r.try_get::<_, Option<i64>>(0).transpose())
+        .transpose()?
+        .unwrap_or(0);
+    let newest = MIGRATIONS.last().map_or(0, |m| m.0);
+    if at > newest {
+        return Err(StoreError::File(format!(
+            "the PostgreSQL database's schema is version {at}, newer than this gatebot's \
+             ({newest}): a newer gatebot has used it. Run that version"
+        )));
+    }
+    for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > at) {
+        conn.batch("BEGIN")?;
+        let done = conn.batch(sql).and_then(|()| {
+            conn.execute(
+                "INSERT INTO gatebot_schema (version, applied_at) \
+                 VALUES (?1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
+                &[Value::Int(*version)],
+                false,
+            )
+            .map(drop)
+        });
+        match done {
+            Ok(()) => conn.batch("COMMIT")?,
+            Err(e) => {
+                let _ = conn.batch("ROLLBACK");
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_numbered_outside_quotes() {
+        assert_eq!(
+            numbered("SELECT ?1, ?12, '?1', \"a?\" FROM t WHERE x = ? AND y = ?"),
+            "SELECT $1, $12, '?1', \"a?\" FROM t WHERE x = $13 AND y = $14"
+        );
+        assert_eq!(
+            numbered("a = 'it''s ?' AND b = ?2"),
+            "a = 'it''s ?' AND b = $2"
+        );
+    }
+
+    fn numeric(digits: &[u16], weight: i16, negative: bool) -> Vec<u8> {
+        let mut raw = Vec::new();
+        let len = u16::try_from(digits.len()).unwrap();
+        raw.extend(len.to_be_bytes());
+        raw.extend(weight.to_be_bytes());
+        raw.extend(if negative { 0x4000_u16 } else { 0 }.to_be_bytes());
+        raw.extend(0_u16.to_be_bytes());
+        for d in digits {
+            raw.extend(d.to_be_bytes());
+        }
+        raw
+    }
+
+    #[test]
+    fn numerics_read_as_sqlite_would_give_them() {
+        // 123456789 = 1|2345|6789 in base 10000, weight 2.
+        assert_eq!(
+            numeric_integer(&numeric(&[1, 2345, 6789], 2, false)).unwrap(),
+            123_456_789
+        );
+        assert_eq!(numeric_integer(&numeric(&[42], 0, true)).unwrap(), -42);
+        assert_eq!(numeric_integer(&numeric(&[], 0, false)).unwrap(), 0);
+        // 12.5 = 12|5000, weight 0: the whole part for an integer, all of it for a real.
+        assert_eq!(
+            numeric_integer(&numeric(&[12, 5000], 0, false)).unwrap(),
+            12
+        );
+        assert!((numeric_real(&numeric(&[12, 5000], 0, false)).unwrap() - 12.5).abs() < 1e-9);
+        // 10^20 does not fit.
+        assert!(numeric_integer(&numeric(&[1], 5, false)).is_err());
+        assert!(numeric_integer(&[0, 1]).is_err());
+    }
+}
