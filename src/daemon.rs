@@ -53,15 +53,16 @@ impl App {
     /// Like [`App::build`], using the agents' socket (`FileDescriptorName=agents`)
     /// and the control socket (`control`) from systemd socket activation when given.
     pub async fn build_with(config: Config, mut activation: Activation) -> anyhow::Result<App> {
-        let store_path = config.store.path.clone();
-        if let Some(dir) = store_path.parent() {
-            crate::files::create_dirs(dir, crate::files::PRIVATE_DIR)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
+        if config.store.postgres.is_none() {
+            if let Some(dir) = config.store.path.parent() {
+                crate::files::create_dirs(dir, crate::files::PRIVATE_DIR)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
         }
-        let db = config.store.path.clone();
+        let db = config.store.shown();
         let engine = Engine::open(config)
             .await
-            .with_context(|| format!("cannot open the database {}", db.display()))?;
+            .with_context(|| format!("cannot open the database {db}"))?;
         let config = engine.config();
         let socket = config.queue.socket.clone();
         let control_socket = config.queue.control_socket.clone();

@@ -123,6 +123,18 @@ pub struct StoreConfig {
     pub postgres: Option<PostgresConfig>,
 }
 
+impl StoreConfig {
+    /// The database, for people: the SQLite file's path, or the PostgreSQL URL (which
+    /// never holds the password).
+    #[must_use]
+    pub fn shown(&self) -> String {
+        match &self.postgres {
+            Some(pg) => pg.url.clone(),
+            None => self.path.display().to_string(),
+        }
+    }
+}
+
 /// `[store] url` and its password: several nodes share one PostgreSQL database
 /// (docs/scale-out.md).
 #[derive(Debug, Clone)]

@@ -441,6 +441,64 @@ mod tests {
     }
 
     #[test]
+    fn a_postgres_store_takes_its_url_and_a_password_kept_out_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let password = dir.path().join("pg-password");
+        std::fs::write(&password, "s3cret-pw\n").unwrap();
+        let c = Config::check_text(
+            &format!(
+                "[store]\nurl = \"postgres://gatebot@db.example:5433/gate\"\n\
+                 password_file = \"{}\"\n",
+                password.display()
+            ),
+            Path::new("/etc/gatebot/bot.toml"),
+        )
+        .unwrap();
+        let pg = c.store.postgres.as_ref().unwrap();
+        assert_eq!(pg.url, "postgres://gatebot@db.example:5433/gate");
+        assert_eq!(pg.password.as_ref().unwrap().expose(), "s3cret-pw");
+        assert_eq!(c.store.shown(), "postgres://gatebot@db.example:5433/gate");
+        assert!(!format!("{c:?}").contains("s3cret-pw"));
+        assert!(parse("").unwrap().store.postgres.is_none());
+        for (raw, key, words) in [
+            (
+                "url = \"postgres://gatebot:hunter2@db/gate\"",
+                "store.url",
+                "must not hold the password",
+            ),
+            ("url = \"mysql://db/gate\"", "store.url", "PostgreSQL URL"),
+            (
+                "password_env = \"PG_PASSWORD\"",
+                "store.password_env",
+                "`store.url` is not set",
+            ),
+            (
+                "url = \"postgres://gatebot@db/gate\"\nmax_size = \"1GiB\"",
+                "store.max_size",
+                "server's own limits",
+            ),
+            (
+                "url = \"postgres://gatebot@db/gate\"\npassword_env = \"GATEBOT_TEST_UNSET_PG\"",
+                "store.password_env",
+                "is not set",
+            ),
+        ] {
+            let errors = Config::check_text(
+                &format!("[store]\n{raw}\n"),
+                Path::new("/etc/gatebot/bot.toml"),
+            )
+            .unwrap_err();
+            assert!(
+                errors
+                    .iter()
+                    .any(|e| e.key == key && e.message.contains(words)),
+                "{raw}: {errors:?}"
+            );
+            assert!(!format!("{errors:?}").contains("hunter2"), "{errors:?}");
+        }
+    }
+
+    #[test]
     fn same_socket_twice_is_an_error() {
         let e = parse("[queue]\nsocket = \"a.sock\"\ncontrol_socket = \"a.sock\"\n").unwrap_err();
         assert_eq!(e.key, "queue.control_socket");

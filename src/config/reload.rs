@@ -33,6 +33,16 @@ impl Config {
         keep("store.path", new.store.path != self.store.path);
         keep("store.max_size", new.store.max_size != self.store.max_size);
         keep("store.reserve", new.store.reserve != self.store.reserve);
+        keep(
+            "store.url",
+            new.store.postgres.as_ref().map(|p| &p.url)
+                != self.store.postgres.as_ref().map(|p| &p.url),
+        );
+        keep(
+            "store.password",
+            new.store.postgres.as_ref().map(|p| &p.password)
+                != self.store.postgres.as_ref().map(|p| &p.password),
+        );
         keep("queue.socket", new.queue.socket != self.queue.socket);
         keep(
             "queue.control_socket",

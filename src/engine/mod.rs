@@ -204,18 +204,28 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    /// Opens (creating if needed) the database at `config.store.path`, brings its
-    /// schema up to date, and starts the engine on it.
+    /// Opens (creating if needed) the database at `config.store.path`, or the
+    /// PostgreSQL database `store.url` names, brings its schema up to date, and starts
+    /// the engine on it.
     pub async fn open(config: Config) -> Result<Arc<Engine>, EngineError> {
         let (path, max_size, reserve) = (
             config.store.path.clone(),
             config.store.max_size,
             config.store.reserve,
         );
+        let postgres = config.store.postgres.clone();
         let thresholds = config.clone();
         let store = tokio::task::spawn_blocking(move || {
-            let store = Store::open(&path)?;
-            store.keep_back(max_size, reserve)?;
+            let store = match postgres {
+                Some(pg) => {
+                    Store::open_postgres(&pg.url, pg.password.as_ref().map(|p| p.expose()))?
+                }
+                None => {
+                    let store = Store::open(&path)?;
+                    store.keep_back(max_size, reserve)?;
+                    store
+                }
+            };
             // Off the async threads: counting an upgraded database's requests takes
             // a while (once).
             trust::build_evidence(&store, &thresholds)?;

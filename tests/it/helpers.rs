@@ -124,7 +124,8 @@ pub async fn spawn_app_with(
     capture_logs();
     let config_path = dir.path().join("bot.toml");
     std::fs::write(&config_path, config).unwrap();
-    let config = Config::load(&config_path).unwrap();
+    let mut config = Config::load(&config_path).unwrap();
+    on_the_store_under_test(&mut config, dir.path());
     let (agent_sock, owner_sock) = (
         config.queue.socket.clone(),
         config.queue.control_socket.clone(),
@@ -151,6 +152,49 @@ pub async fn spawn_app_with(
         stop: Some(tx),
         task: Some(task),
     }
+}
+
+/// `GATEBOT_STORE_TESTS=postgres` (`.ci/run` runs the suite both ways): the daemon's
+/// store is a database of the throwaway PostgreSQL cluster instead of `store.path`,
+/// one per test directory (a restart in the same directory finds the same database).
+/// Tests that open the SQLite file themselves call [`sqlite_only`] first.
+pub fn on_the_store_under_test(config: &mut Config, dir: &Path) {
+    if !postgres_under_test() || config.store.postgres.is_some() {
+        return;
+    }
+    let marker = dir.join("postgres-url");
+    let url = match std::fs::read_to_string(&marker) {
+        Ok(url) => url,
+        Err(_) => {
+            let db = crate::pg_cluster::database()
+                .expect("GATEBOT_STORE_TESTS=postgres, but PostgreSQL is not installed");
+            std::fs::write(&marker, db.url()).unwrap();
+            db.url()
+        }
+    };
+    config.store.postgres = Some(gatebot::config::PostgresConfig {
+        url,
+        password: None,
+    });
+}
+
+/// Whether this run's in-process daemons keep their store on PostgreSQL.
+pub fn postgres_under_test() -> bool {
+    match std::env::var("GATEBOT_STORE_TESTS").as_deref() {
+        Ok("postgres") => true,
+        Ok("sqlite" | "") | Err(_) => false,
+        Ok(other) => panic!("GATEBOT_STORE_TESTS is `sqlite` or `postgres`, not {other:?}"),
+    }
+}
+
+/// For a test that reads or changes the SQLite file itself: `false` (the test returns
+/// at once, saying so on stderr) when the suite runs on PostgreSQL.
+pub fn sqlite_only(test: &str) -> bool {
+    if postgres_under_test() {
+        eprintln!("{test}: about the SQLite file itself; not run on PostgreSQL");
+        return false;
+    }
+    true
 }
 
 impl TestApp {

@@ -45,7 +45,7 @@ fn every_error(path: &Path, errors: &[ConfigError]) -> String {
 /// What a valid config sets up: files, sockets, policy, agents, chat channels.
 fn print_summary(path: &Path, c: &Config) {
     outln!("{}: ok", path.display());
-    outln!("  database:        {}", c.store.path.display());
+    outln!("  database:        {}", c.store.shown());
     outln!("  agent socket:    {}", c.queue.socket.display());
     outln!("  control socket:  {}", c.queue.control_socket.display());
     if let Some(l) = &c.queue.listen {
@@ -93,7 +93,16 @@ fn print_summary(path: &Path, c: &Config) {
 /// One line per agent: its tier in force (an owner's override, when the database holds
 /// one), its pause, whether its token is set, and its own workflow if it has one.
 fn print_agents(c: &Config) {
-    let (overrides, pauses) = match crate::engine::peek_trust(&c.store.path) {
+    let peeked = if c.store.postgres.is_some() {
+        outln!(
+            "  note: owners' tiers and pauses are in PostgreSQL, which check-config does \
+             not sign in to; the tiers below are bot.toml's"
+        );
+        Ok(None)
+    } else {
+        crate::engine::peek_trust(&c.store.path)
+    };
+    let (overrides, pauses) = match peeked {
         Ok(found) => found.unwrap_or_default(),
         Err(e) => {
             outln!(
