@@ -373,8 +373,12 @@ impl Store {
             // Bounded, so a mass expiry holds the writer only briefly per pass; the
             // expiry task comes straight back while deadlines are still due.
             let due: Vec<(String, Option<i64>, Option<i64>)> = tx.query_map(
-                "SELECT id, ttl_ms, json_extract(route, '$.deadline_ms') FROM approvals \
-                 WHERE status = 'pending' AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2",
+                tx.dialect(
+                    "SELECT id, ttl_ms, json_extract(route, '$.deadline_ms') FROM approvals \
+                     WHERE status = 'pending' AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2",
+                    "SELECT id, ttl_ms, (route::json ->> 'deadline_ms')::bigint FROM approvals \
+                     WHERE status = 'pending' AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2",
+                ),
                 params![now, EXPIRE_BATCH],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )?;

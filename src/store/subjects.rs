@@ -200,7 +200,7 @@ impl super::Store {
 pub(super) fn add_audience(tx: &Tx<'_>, id: &str, chats: &[(String, String)]) -> Result<()> {
     for (platform, chat) in chats {
         tx.execute(
-            "INSERT OR IGNORE INTO subject_audience (subject, platform, chat) VALUES (?1, ?2, ?3)",
+            "INSERT INTO subject_audience (subject, platform, chat) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
             params![id, platform, chat],
         )?;
     }

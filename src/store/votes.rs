@@ -90,8 +90,8 @@ fn route_timers_tx(tx: &Tx<'_>, id: &str, now: i64) -> Result<Option<Approval>> 
         }
         // A reminder there still waiting to be posted stands for this one too.
         let written = tx.execute(
-            "INSERT OR IGNORE INTO reminders (approval_id, platform, chat, people, created_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO reminders (approval_id, platform, chat, people, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
             params![
                 id,
                 place.platform,
@@ -221,14 +221,14 @@ impl Store {
             )?;
             if id_taken {
                 tx.execute(
-                    "INSERT OR IGNORE INTO reminders (approval_id, platform, chat, people, created_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    "INSERT INTO reminders (approval_id, platform, chat, people, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO NOTHING",
                     params![r.approval_id, r.platform, r.chat, people, now],
                 )?;
             } else {
                 tx.execute(
-                    "INSERT OR IGNORE INTO reminders (id, approval_id, platform, chat, people, created_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    "INSERT INTO reminders (id, approval_id, platform, chat, people, created_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
                     params![r.id, r.approval_id, r.platform, r.chat, people, now],
                 )?;
             }
