@@ -93,6 +93,59 @@ const TRIGGERS: [(&str, &str); 5] = [
     ),
 ];
 
+/// The same triggers on PostgreSQL, as the baseline migration creates them: each
+/// trigger's definition (`pg_get_triggerdef`, the table's schema left out) and the
+/// source of the function it runs, compared with whitespace collapsed. Two more refuse
+/// `TRUNCATE`, which runs no row trigger there.
+const PG_TRIGGERS: [(&str, &str, &str); 7] = [
+    (
+        "audit_is_append_only_update",
+        "CREATE TRIGGER audit_is_append_only_update BEFORE UPDATE ON audit FOR EACH ROW \
+         EXECUTE FUNCTION audit_is_append_only_update()",
+        "BEGIN RAISE EXCEPTION 'the audit trail is append-only'; END",
+    ),
+    (
+        "audit_is_append_only_delete",
+        "CREATE TRIGGER audit_is_append_only_delete BEFORE DELETE ON audit FOR EACH ROW \
+         EXECUTE FUNCTION audit_is_append_only_delete()",
+        "BEGIN RAISE EXCEPTION 'the audit trail is append-only'; END",
+    ),
+    (
+        "audit_is_append_only_truncate",
+        "CREATE TRIGGER audit_is_append_only_truncate BEFORE TRUNCATE ON audit \
+         FOR EACH STATEMENT EXECUTE FUNCTION audit_is_append_only_truncate()",
+        "BEGIN RAISE EXCEPTION 'the audit trail is append-only'; END",
+    ),
+    (
+        "audit_head_follows",
+        "CREATE TRIGGER audit_head_follows AFTER INSERT ON audit FOR EACH ROW \
+         EXECUTE FUNCTION audit_head_follows()",
+        "BEGIN UPDATE audit_head SET seq = NEW.seq, hash = NEW.hash, rows = rows + 1 \
+         WHERE id = 1; RETURN NULL; END",
+    ),
+    (
+        "audit_head_counts_every_row",
+        "CREATE TRIGGER audit_head_counts_every_row BEFORE UPDATE ON audit_head FOR EACH ROW \
+         WHEN (((new.id <> old.id) OR (new.rows <> (old.rows + 1)) \
+         OR (new.legacy_rows <> old.legacy_rows) \
+         OR (new.legacy_through <> old.legacy_through))) \
+         EXECUTE FUNCTION audit_head_counts_every_row()",
+        "BEGIN RAISE EXCEPTION 'the audit head moves one row at a time'; END",
+    ),
+    (
+        "audit_head_is_kept",
+        "CREATE TRIGGER audit_head_is_kept BEFORE DELETE ON audit_head FOR EACH ROW \
+         EXECUTE FUNCTION audit_head_is_kept()",
+        "BEGIN RAISE EXCEPTION 'the audit head is kept'; END",
+    ),
+    (
+        "audit_head_is_kept_truncate",
+        "CREATE TRIGGER audit_head_is_kept_truncate BEFORE TRUNCATE ON audit_head \
+         FOR EACH STATEMENT EXECUTE FUNCTION audit_head_is_kept_truncate()",
+        "BEGIN RAISE EXCEPTION 'the audit head is kept'; END",
+    ),
+];
+
 /// Rows [`Store::verify_audit_with`] reads under one lock; the lock is released between
 /// pages so the daemon keeps answering while a long trail is checked.
 const VERIFY_PAGE: i64 = 2000;
@@ -209,12 +262,22 @@ impl Store {
                 params![],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
-            let issued: Option<i64> = c.query_opt(
-                "SELECT seq FROM sqlite_sequence WHERE name = 'audit'",
-                params![],
-                |r| r.get(0),
-            )?;
-            check_triggers(c, &mut check.problems)?;
+            // SQLite also keeps the highest seq ever issued apart from the head;
+            // PostgreSQL numbers rows from the head itself.
+            let issued: Option<i64> = if c.is_postgres() {
+                None
+            } else {
+                c.query_opt(
+                    "SELECT seq FROM sqlite_sequence WHERE name = 'audit'",
+                    params![],
+                    |r| r.get(0),
+                )?
+            };
+            if c.is_postgres() {
+                check_pg_triggers(c, &mut check.problems)?;
+            } else {
+                check_triggers(c, &mut check.problems)?;
+            }
             Ok((head_conn(c)?, legacy, issued))
         })?;
         let Some(head) = head else {
@@ -293,6 +356,44 @@ fn check_triggers(conn: &Conn<'_>, problems: &mut Vec<String>) -> Result<()> {
                 "the trigger {name} was changed: it no longer protects the trail"
             )),
             Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// [`check_triggers`] on PostgreSQL: each trigger there, switched on, as written, and
+/// running the function as written.
+fn check_pg_triggers(conn: &Conn<'_>, problems: &mut Vec<String>) -> Result<()> {
+    for (name, want, body) in PG_TRIGGERS {
+        let found: Option<(String, String, String, String)> = conn.query_opt(
+            "SELECT pg_get_triggerdef(t.oid), n.nspname, t.tgenabled::text, p.prosrc \
+             FROM pg_trigger t \
+             JOIN pg_class c ON c.oid = t.tgrelid \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             JOIN pg_proc p ON p.oid = t.tgfoid \
+             WHERE t.tgname = ?1 AND NOT t.tgisinternal \
+             AND c.relname IN ('audit', 'audit_head') \
+             AND n.nspname = current_schema()",
+            params![name],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+        match found {
+            None => problems.push(format!(
+                "the trigger {name} is missing: the trail is no longer protected \
+                 against edits (was it dropped to change rows?)"
+            )),
+            Some((_, _, enabled, _)) if enabled != "O" => problems.push(format!(
+                "the trigger {name} is switched off: the trail is no longer protected \
+                 against edits"
+            )),
+            Some((def, schema, _, source)) => {
+                let def = def.replace(&format!(" ON {schema}."), " ON ");
+                if normalised(&def) != normalised(want) || normalised(&source) != normalised(body) {
+                    problems.push(format!(
+                        "the trigger {name} was changed: it no longer protects the trail"
+                    ));
+                }
+            }
         }
     }
     Ok(())
@@ -572,9 +673,55 @@ mod tests {
     fn the_audit_trail_refuses_edits_and_deletes() {
         let s = Store::open_in_memory().unwrap();
         inserted(&s, &new("m", "t", None, None));
-        let conn = s.lock();
-        assert!(conn.execute("UPDATE audit SET event = 'x'", []).is_err());
-        assert!(conn.execute("DELETE FROM audit", []).is_err());
+        for refused in [
+            "UPDATE audit SET event = 'x'",
+            "DELETE FROM audit",
+            "DELETE FROM audit_head",
+            "UPDATE audit_head SET rows = 0",
+        ] {
+            assert!(s.raw(refused).is_err(), "{refused}");
+        }
+        if s.is_postgres() {
+            // TRUNCATE runs no row trigger there; SQLite has no TRUNCATE.
+            assert!(s.raw("TRUNCATE audit").is_err());
+            assert!(s.raw("TRUNCATE audit_head").is_err());
+        }
+        assert!(s.verify_audit().unwrap().problems.is_empty());
+    }
+
+    #[test]
+    fn a_dropped_switched_off_or_changed_trigger_shows() {
+        let s = Store::open_in_memory().unwrap();
+        inserted(&s, &new("m", "t", None, None));
+        let problems = |s: &Store| s.verify_audit().unwrap().problems;
+        assert!(problems(&s).is_empty(), "{:?}", problems(&s));
+        let has = |p: &[String], needle: &str| p.iter().any(|m| m.contains(needle));
+        if s.is_postgres() {
+            s.raw("ALTER TABLE audit DISABLE TRIGGER audit_is_append_only_update")
+                .unwrap();
+            let p = problems(&s);
+            assert!(
+                has(&p, "audit_is_append_only_update is switched off"),
+                "{p:?}"
+            );
+            s.raw(
+                "ALTER TABLE audit ENABLE TRIGGER audit_is_append_only_update; \
+                 CREATE OR REPLACE FUNCTION audit_head_is_kept() RETURNS trigger \
+                 LANGUAGE plpgsql AS $$ BEGIN RETURN OLD; END $$",
+            )
+            .unwrap();
+            let p = problems(&s);
+            assert!(has(&p, "audit_head_is_kept was changed"), "{p:?}");
+            assert!(!has(&p, "switched off"), "{p:?}");
+            s.raw("DROP TRIGGER audit_is_append_only_truncate ON audit")
+                .unwrap();
+            let p = problems(&s);
+            assert!(has(&p, "audit_is_append_only_truncate is missing"), "{p:?}");
+        } else {
+            s.raw("DROP TRIGGER audit_head_is_kept").unwrap();
+            let p = problems(&s);
+            assert!(has(&p, "audit_head_is_kept is missing"), "{p:?}");
+        }
     }
 
     #[test]
@@ -590,12 +737,13 @@ mod tests {
         assert!(ok.problems.is_empty(), "{:?}", ok.problems);
 
         let tamper = |sql: &str| {
-            let conn = s.lock();
-            conn.execute_batch(
-                "DROP TRIGGER audit_is_append_only_update; DROP TRIGGER audit_is_append_only_delete;",
-            )
-            .ok();
-            conn.execute_batch(sql).unwrap();
+            let _ = s.raw(if s.is_postgres() {
+                "DROP TRIGGER audit_is_append_only_update ON audit; \
+                 DROP TRIGGER audit_is_append_only_delete ON audit"
+            } else {
+                "DROP TRIGGER audit_is_append_only_update; DROP TRIGGER audit_is_append_only_delete;"
+            });
+            s.raw(sql).unwrap();
         };
         tamper("UPDATE audit SET actor = 'mallory' WHERE seq = 3");
         let p = s.verify_audit().unwrap().problems;

@@ -702,6 +702,24 @@ impl<'a> Writer<'a> {
 }
 
 #[cfg(test)]
+impl Store {
+    /// Runs `sql` (statements separated by `;`) on the writer's connection outside the
+    /// store's transactions, as someone with the database's password could: for tests
+    /// of tampering and of what the schema refuses.
+    pub(super) fn raw(&self, sql: &str) -> Result<()> {
+        self.writer(|w| match w.conn.db {
+            Db::Sqlite(c) => Ok(c.execute_batch(sql)?),
+            Db::Pg(c) => c.batch(sql),
+        })
+    }
+
+    /// Whether the store is on PostgreSQL (tests whose tampering is spelled per database).
+    pub(super) fn is_postgres(&self) -> bool {
+        matches!(self.backend, Backend::Postgres(_))
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
