@@ -320,6 +320,9 @@ impl Store {
     /// What is wrong with the storage now, if anything (see the module docs). Looks at
     /// the files without taking the connection, so it answers while a call is stuck.
     pub fn storage_fault(&self) -> Option<StorageFault> {
+        if let super::Backend::Postgres(pg) = &self.backend {
+            return pg.fault();
+        }
         let watch = self.watch.as_ref()?;
         let fault = watch.moved().or_else(|| Watch::lock(&watch.failed).clone());
         watch.report(fault.as_ref());
@@ -330,7 +333,11 @@ impl Store {
     /// storage fault it fails on (or that it wrote, clearing an earlier one).
     pub fn guarded<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
         let Some(watch) = &self.watch else {
-            return f(self);
+            let result = f(self);
+            if let super::Backend::Postgres(pg) = &self.backend {
+                pg.note(result.as_ref().err());
+            }
+            return result;
         };
         if let Some(fault) = watch.moved() {
             watch.report(Some(&fault));
@@ -349,7 +356,11 @@ impl Store {
         news: &[super::NewApproval],
     ) -> Vec<Result<super::Inserted>> {
         let Some(watch) = &self.watch else {
-            return self.insert_batch(news);
+            let results = self.insert_batch(news);
+            if let super::Backend::Postgres(pg) = &self.backend {
+                pg.note(results.iter().find_map(|r| r.as_ref().err()));
+            }
+            return results;
         };
         if let Some(fault) = watch.moved() {
             watch.report(Some(&fault));

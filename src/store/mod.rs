@@ -122,7 +122,8 @@ pub enum StoreError {
 
 impl StoreError {
     /// The storage fault this error is, if it is one: a call refused because the
-    /// database was deleted or replaced, or SQLite's "disk full".
+    /// database was deleted or replaced, SQLite's "disk full", or a PostgreSQL server
+    /// that cannot be reached.
     #[must_use]
     pub fn fault(&self) -> Option<StorageFault> {
         match self {
@@ -137,6 +138,13 @@ impl StoreError {
                         .into(),
                 })
             }
+            StoreError::Postgres(e) if pg::unreachable(e) => Some(StorageFault {
+                kind: FaultKind::Unavailable,
+                message: format!(
+                    "the PostgreSQL database cannot be reached ({e}): check that the server \
+                     is up and this node can reach it; gatebot tries again at every call"
+                ),
+            }),
             _ => None,
         }
     }
@@ -298,6 +306,9 @@ struct Postgres {
     /// `None` until first used, and after it broke.
     writer: WriterLock<Option<pg::PgConn>>,
     idle: Mutex<Vec<pg::PgConn>>,
+    /// Why the last call failed, while the server cannot be reached (for
+    /// `/v1/health`); cleared by the next call that works.
+    failed: Mutex<Option<StorageFault>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -358,6 +369,7 @@ impl Store {
                 db,
                 writer: WriterLock::new(Some(conn)),
                 idle: Mutex::default(),
+                failed: Mutex::default(),
             })),
             None,
         ))
@@ -508,6 +520,37 @@ impl Postgres {
             Some(c) if !c.is_closed() => Ok(c),
             _ => self.db.connect(),
         }
+    }
+
+    /// The fault the last call failed on, if the server could not be reached then.
+    fn fault(&self) -> Option<StorageFault> {
+        self.failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Notes how a call ended: failed for want of the server (logged once, until a
+    /// call works again), or not.
+    fn note(&self, failed: Option<&StoreError>) {
+        let fault = failed.and_then(StoreError::fault);
+        let mut last = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        if failed.is_some() && fault.is_none() {
+            // A statement refused, not the server gone: says nothing about reaching it.
+            return;
+        }
+        if *last == fault {
+            return;
+        }
+        match &fault {
+            Some(f) => {
+                tracing::error!(code = f.code(), database = %self.db.shown(), "{}", f.message)
+            }
+            None => {
+                tracing::info!(database = %self.db.shown(), "the PostgreSQL database can be reached again")
+            }
+        }
+        *last = fault;
     }
 
     /// Keeps a reading connection for the next read, unless it broke or enough are

@@ -216,6 +216,27 @@ impl PgConn {
     }
 }
 
+/// Whether `e` means the server cannot be reached or is going away (as opposed to a
+/// statement it refused): the connection is gone, it could not be made, or the server
+/// is shutting down or not yet accepting connections.
+pub(super) fn unreachable(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    match e.code() {
+        Some(code) => {
+            code.code().starts_with("08")
+                || [
+                    SqlState::ADMIN_SHUTDOWN,
+                    SqlState::CRASH_SHUTDOWN,
+                    SqlState::CANNOT_CONNECT_NOW,
+                    SqlState::TOO_MANY_CONNECTIONS,
+                ]
+                .contains(code)
+        }
+        // No SQL state: an I/O error, a closed connection, a timeout connecting.
+        None => e.as_db_error().is_none(),
+    }
+}
+
 /// The type a parameter is sent as; a NULL's is left to the server.
 fn param_type(v: &Value<'_>) -> Type {
     match v {
