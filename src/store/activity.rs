@@ -4,9 +4,8 @@
 
 use std::collections::HashMap;
 
-use rusqlite::params;
-
-use super::approval_row::{row_to_approval_sqlite as row_to_approval, COLUMNS};
+use super::approval_row::{row_to_approval, COLUMNS};
+use super::sql::{params, Conn};
 use super::{Result, Store, StoreError};
 use crate::approval::Approval;
 use crate::inbox::{Task, TaskStatus};
@@ -91,29 +90,35 @@ fn corrupt(what: &str, id: &str) -> StoreError {
     StoreError::Corrupt(format!("{what} of run {id}"))
 }
 
+/// An event's seq (from 1), as read from its `INTEGER` column.
+fn seq(n: i64, id: &str) -> Result<u32> {
+    u32::try_from(n).map_err(|_| corrupt("a seq", id))
+}
+
 impl Store {
     /// `agent`'s requests created at or after `since` (the start of a UTC day), per UTC
     /// day, oldest first (days with none are left out), read from the hourly evidence
     /// summaries. Escalations are counted as the evidence counts them.
     pub fn evidence_days(&self, agent: &str, since: i64) -> Result<Vec<Day>> {
-        let conn = self.reader();
-        let mut stmt = conn.prepare_cached(
-            "SELECT hour / 24 AS d, \
-             COALESCE(SUM(n * (asked = 1 AND status IN ('approved', 'executing', 'succeeded', 'failed'))), 0), \
-             COALESCE(SUM(n * (status = 'rejected')), 0), \
-             COALESCE(SUM(n * ((status = 'expired') + low)), 0) \
-             FROM evidence_hours WHERE agent = ?1 AND hour >= ?2 GROUP BY d HAVING SUM(n) > 0 ORDER BY d",
-        )?;
-        let rows = stmt.query_map(params![agent, since.div_euclid(super::HOUR_MS)], |r| {
-            let n = |i: usize| -> rusqlite::Result<u64> { Ok(r.get::<_, i64>(i)?.max(0) as u64) };
-            Ok(Day {
-                day: r.get(0)?,
-                approved: n(1)?,
-                denied: n(2)?,
-                escalated: n(3)?,
-            })
-        })?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        self.read(|c| {
+            c.query_map(
+                "SELECT hour / 24 AS d, \
+                 COALESCE(SUM(n * (asked = 1 AND status IN ('approved', 'executing', 'succeeded', 'failed'))), 0), \
+                 COALESCE(SUM(n * (status = 'rejected')), 0), \
+                 COALESCE(SUM(n * ((status = 'expired') + low)), 0) \
+                 FROM evidence_hours WHERE agent = ?1 AND hour >= ?2 GROUP BY d HAVING SUM(n) > 0 ORDER BY d",
+                params![agent, since.div_euclid(super::HOUR_MS)],
+                |r| {
+                    let n = |i: usize| -> Result<u64> { Ok(r.get::<i64>(i)?.max(0) as u64) };
+                    Ok(Day {
+                        day: r.get(0)?,
+                        approved: n(1)?,
+                        denied: n(2)?,
+                        escalated: n(3)?,
+                    })
+                },
+            )
+        })
     }
 
     /// One page of tasks, newest first.
@@ -130,15 +135,16 @@ impl Store {
         } else {
             format!("status IN ({statuses}) AND ")
         };
-        let ids: Vec<String> = {
-            let conn = self.reader();
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT id FROM tasks WHERE {only}(?1 IS NULL OR agent = ?1) \
-                 AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
-            ))?;
-            let rows = stmt.query_map(params![f.agent, f.after, f.limit as i64], |r| r.get(0))?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
+        let ids: Vec<String> = self.read(|c| {
+            c.once().query_map(
+                &format!(
+                    "SELECT id FROM tasks WHERE {only}(?1 IS NULL OR agent = ?1) \
+                     AND (?2 IS NULL OR id < ?2) ORDER BY id DESC LIMIT ?3"
+                ),
+                params![f.agent, f.after, f.limit as i64],
+                |r| r.get(0),
+            )
+        })?;
         ids.iter()
             .filter_map(|id| self.get_task(id).transpose())
             .collect()
@@ -151,47 +157,50 @@ impl Store {
         tasks: &[String],
         shown: usize,
     ) -> Result<HashMap<String, TaskRequests>> {
-        let conn = self.reader();
-        let mut count = conn.prepare_cached("SELECT COUNT(*) FROM approvals WHERE task_id = ?1")?;
-        let mut latest = conn.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM approvals WHERE task_id = ?1 ORDER BY id DESC LIMIT ?2"
-        ))?;
-        let mut out = HashMap::new();
-        for t in tasks {
-            let total: i64 = count.query_row([t], |r| r.get(0))?;
-            if total == 0 {
-                continue;
-            }
-            let rows = latest.query_map(params![t, shown as i64], row_to_approval)?;
-            let shown = rows.collect::<std::result::Result<Result<Vec<_>>, _>>()??;
-            out.insert(
-                t.clone(),
-                TaskRequests {
-                    shown,
-                    total: usize::try_from(total).unwrap_or(0),
-                },
+        self.read(|c| {
+            let latest = format!(
+                "SELECT {COLUMNS} FROM approvals WHERE task_id = ?1 ORDER BY id DESC LIMIT ?2"
             );
-        }
-        Ok(out)
+            let mut out = HashMap::new();
+            for t in tasks {
+                let total: i64 = c.query_row(
+                    "SELECT COUNT(*) FROM approvals WHERE task_id = ?1",
+                    params![t],
+                    |r| r.get(0),
+                )?;
+                if total == 0 {
+                    continue;
+                }
+                let shown = c.query_map(&latest, params![t, shown as i64], row_to_approval)?;
+                out.insert(
+                    t.clone(),
+                    TaskRequests {
+                        shown,
+                        total: usize::try_from(total).unwrap_or(0),
+                    },
+                );
+            }
+            Ok(out)
+        })
     }
 
     /// Run `id`'s first `limit` events with their problems, and its check-ins.
     pub fn run_timeline(&self, id: &str, limit: usize) -> Result<Timeline> {
-        let (mut events, total, check_ins) = {
-            let conn = self.reader();
-            let total: i64 = conn.query_row(
+        let (mut events, total, check_ins) = self.read(|c| {
+            let total: i64 = c.query_row(
                 "SELECT COUNT(*) FROM run_events WHERE run_id = ?1",
-                [id],
+                params![id],
                 |r| r.get(0),
             )?;
-            let mut events = timeline_events(&conn, id, limit)?;
-            attach_issues(&conn, id, &mut events)?;
-            let check_ins: Vec<String> = conn
-                .prepare_cached("SELECT id FROM check_ins WHERE run_id = ?1 ORDER BY id")?
-                .query_map([id], |r| r.get(0))?
-                .collect::<std::result::Result<_, _>>()?;
-            (events, usize::try_from(total).unwrap_or(0), check_ins)
-        };
+            let mut events = timeline_events(c, id, limit)?;
+            attach_issues(c, id, &mut events)?;
+            let check_ins: Vec<String> = c.query_map(
+                "SELECT id FROM check_ins WHERE run_id = ?1 ORDER BY id",
+                params![id],
+                |r| r.get(0),
+            )?;
+            Ok((events, usize::try_from(total).unwrap_or(0), check_ins))
+        })?;
         let check_ins = check_ins
             .iter()
             .filter_map(|c| self.check_in(c).transpose())
@@ -206,27 +215,28 @@ impl Store {
 }
 
 /// Run `id`'s first `limit` events, without their problems.
-fn timeline_events(conn: &rusqlite::Connection, id: &str, limit: usize) -> Result<Vec<RunEvent>> {
-    let mut stmt = conn.prepare_cached(
+fn timeline_events(conn: &Conn<'_>, id: &str, limit: usize) -> Result<Vec<RunEvent>> {
+    let rows = conn.query_map(
         "SELECT seq, type, phase, step, artifacts, action, reason, check_in, created_at \
          FROM run_events WHERE run_id = ?1 ORDER BY seq LIMIT ?2",
+        params![id, limit as i64],
+        |r| {
+            Ok((
+                seq(r.get::<i64>(0)?, id)?,
+                r.get::<String>(1)?,
+                r.get::<String>(2)?,
+                r.get::<Option<String>>(3)?,
+                r.get::<String>(4)?,
+                r.get::<String>(5)?,
+                r.get::<Option<String>>(6)?,
+                r.get::<Option<String>>(7)?,
+                r.get::<i64>(8)?,
+            ))
+        },
     )?;
-    let rows = stmt.query_map(params![id, limit as i64], |r| {
-        Ok((
-            r.get::<_, u32>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, Option<String>>(3)?,
-            r.get::<_, String>(4)?,
-            r.get::<_, String>(5)?,
-            r.get::<_, Option<String>>(6)?,
-            r.get::<_, Option<String>>(7)?,
-            r.get::<_, i64>(8)?,
-        ))
-    })?;
     let mut events = Vec::new();
     for row in rows {
-        let (seq, event, phase, step, artifacts, action, reason, check_in, at) = row?;
+        let (seq, event, phase, step, artifacts, action, reason, check_in, at) = row;
         events.push(RunEvent {
             seq,
             event: EventType::parse(&event).ok_or_else(|| corrupt("an event type", id))?,
@@ -244,27 +254,28 @@ fn timeline_events(conn: &rusqlite::Connection, id: &str, limit: usize) -> Resul
 }
 
 /// Puts each of `events` with its problems.
-fn attach_issues(conn: &rusqlite::Connection, id: &str, events: &mut [RunEvent]) -> Result<()> {
+fn attach_issues(conn: &Conn<'_>, id: &str, events: &mut [RunEvent]) -> Result<()> {
     let last = events.last().map_or(0, |e| e.seq);
-    let mut stmt = conn.prepare_cached(
+    let rows = conn.query_map(
         "SELECT seq, kind, text, severity, detected, phase, step, exceeded \
          FROM run_issues WHERE run_id = ?1 AND seq <= ?2 ORDER BY seq, n",
+        params![id, i64::from(last)],
+        |r| {
+            Ok((
+                seq(r.get::<i64>(0)?, id)?,
+                r.get::<String>(1)?,
+                r.get::<String>(2)?,
+                r.get::<String>(3)?,
+                r.get::<bool>(4)?,
+                r.get::<String>(5)?,
+                r.get::<Option<String>>(6)?,
+                r.get::<bool>(7)?,
+            ))
+        },
     )?;
-    let rows = stmt.query_map(params![id, last], |r| {
-        Ok((
-            r.get::<_, u32>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, bool>(4)?,
-            r.get::<_, String>(5)?,
-            r.get::<_, Option<String>>(6)?,
-            r.get::<_, bool>(7)?,
-        ))
-    })?;
     let mut by_seq: HashMap<u32, Vec<RunIssue>> = HashMap::new();
     for row in rows {
-        let (seq, kind, text, severity, detected, phase, step, exceeded) = row?;
+        let (seq, kind, text, severity, detected, phase, step, exceeded) = row;
         by_seq.entry(seq).or_default().push(RunIssue {
             kind: match kind.as_str() {
                 "warning" => IssueKind::Warning,

@@ -21,7 +21,7 @@
 
 use serde_json::Value;
 
-use super::sql::{params, AsTx, Conn};
+use super::sql::{params, AsTx, Conn, Row};
 use super::{Result, Store};
 use crate::approval::Via;
 
@@ -35,6 +35,23 @@ pub struct AuditRow {
     pub actor: Option<String>,
     pub channel: Option<String>,
     pub detail: Value,
+}
+
+/// Reads one audit row selected as `seq, at, approval_id, event, actor, channel,
+/// detail` (a detail that does not parse reads as `null`).
+pub(super) fn row_to_audit(r: &Row<'_>) -> Result<AuditRow> {
+    let detail: Option<String> = r.get(6)?;
+    Ok(AuditRow {
+        seq: r.get(0)?,
+        at: r.get(1)?,
+        approval_id: r.get(2)?,
+        event: r.get(3)?,
+        actor: r.get(4)?,
+        channel: r.get(5)?,
+        detail: detail
+            .and_then(|d| serde_json::from_str(&d).ok())
+            .unwrap_or(Value::Null),
+    })
 }
 
 /// The result of [`Store::verify_audit`].
@@ -211,20 +228,7 @@ impl Store {
                  WHERE (?1 IS NULL OR approval_id = ?1) AND (?2 IS NULL OR at >= ?2) \
                  AND seq > ?3 AND seq <= ?4 ORDER BY seq LIMIT ?5",
                 params![approval_id, since, after, until, limit],
-                |r| {
-                    let detail: Option<String> = r.get(6)?;
-                    Ok(AuditRow {
-                        seq: r.get(0)?,
-                        at: r.get(1)?,
-                        approval_id: r.get(2)?,
-                        event: r.get(3)?,
-                        actor: r.get(4)?,
-                        channel: r.get(5)?,
-                        detail: detail
-                            .and_then(|d| serde_json::from_str(&d).ok())
-                            .unwrap_or(Value::Null),
-                    })
-                },
+                row_to_audit,
             )
         })
     }

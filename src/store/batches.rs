@@ -7,9 +7,8 @@
 //! Also the pending requests counted per agent, what a batch would cover: `/pending`
 //! and digests offer a batch for each agent with several.
 
-use rusqlite::{params, OptionalExtension, Row};
-
 use super::chat::Among;
+use super::sql::{params, Row};
 use super::{new_id, Result, Store, StoreError};
 use crate::policy::RiskScore;
 use crate::subject::AgentPending;
@@ -107,30 +106,28 @@ pub enum Ended {
 const COLUMNS: &str = "id, platform, chat, agent, approve, reason, requests, left_out, asked_by, \
      created_at, expires_at, state, ended_by, ended_at, outcome";
 
-fn row_to_batch(r: &Row<'_>) -> rusqlite::Result<Result<Batch>> {
+fn row_to_batch(r: &Row<'_>) -> Result<Batch> {
     let requests: String = r.get(6)?;
     let state: String = r.get(11)?;
     let left_out: i64 = r.get(7)?;
-    Ok((|| {
-        Ok(Batch {
-            id: r.get(0)?,
-            platform: r.get(1)?,
-            chat: r.get(2)?,
-            agent: r.get(3)?,
-            approve: r.get(4)?,
-            reason: r.get(5)?,
-            requests: serde_json::from_str(&requests)
-                .map_err(|_| StoreError::Corrupt("batch requests".into()))?,
-            left_out: usize::try_from(left_out).unwrap_or_default(),
-            asked_by: r.get(8)?,
-            created_at: r.get(9)?,
-            expires_at: r.get(10)?,
-            state: BatchState::parse(&state)?,
-            ended_by: r.get(12)?,
-            ended_at: r.get(13)?,
-            outcome: r.get(14)?,
-        })
-    })())
+    Ok(Batch {
+        id: r.get(0)?,
+        platform: r.get(1)?,
+        chat: r.get(2)?,
+        agent: r.get(3)?,
+        approve: r.get(4)?,
+        reason: r.get(5)?,
+        requests: serde_json::from_str(&requests)
+            .map_err(|_| StoreError::Corrupt("batch requests".into()))?,
+        left_out: usize::try_from(left_out).unwrap_or_default(),
+        asked_by: r.get(8)?,
+        created_at: r.get(9)?,
+        expires_at: r.get(10)?,
+        state: BatchState::parse(&state)?,
+        ended_by: r.get(12)?,
+        ended_at: r.get(13)?,
+        outcome: r.get(14)?,
+    })
 }
 
 /// The rank SQL gives a risk score, for `MAX`.
@@ -149,38 +146,39 @@ impl Store {
     /// Records a batch as its confirmation lists it; returns it.
     pub fn open_batch(&self, b: &NewBatch) -> Result<Batch> {
         let id = new_id();
-        let conn = self.lock();
-        conn.prepare_cached(
-            "INSERT INTO chat_batches (id, platform, chat, agent, approve, reason, requests, \
-             left_out, asked_by, created_at, expires_at, state) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'open')",
-        )?
-        .execute(params![
-            id,
-            b.platform,
-            b.chat,
-            b.agent,
-            b.approve,
-            b.reason,
-            serde_json::to_string(&b.requests).unwrap_or_else(|_| "[]".into()),
-            i64::try_from(b.left_out).unwrap_or(i64::MAX),
-            b.asked_by,
-            b.now,
-            b.expires_at,
-        ])?;
-        drop(conn);
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO chat_batches (id, platform, chat, agent, approve, reason, requests, \
+                 left_out, asked_by, created_at, expires_at, state) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'open')",
+                params![
+                    id,
+                    b.platform,
+                    b.chat,
+                    b.agent,
+                    b.approve,
+                    b.reason,
+                    serde_json::to_string(&b.requests).unwrap_or_else(|_| "[]".into()),
+                    i64::try_from(b.left_out).unwrap_or(i64::MAX),
+                    b.asked_by,
+                    b.now,
+                    b.expires_at,
+                ],
+            )
+        })?;
         self.batch(&id)?
             .ok_or_else(|| StoreError::Corrupt(format!("batch {id} vanished")))
     }
 
     /// The batch `id`, if there is one.
     pub fn batch(&self, id: &str) -> Result<Option<Batch>> {
-        let conn = self.lock();
-        let row = conn
-            .prepare_cached(&format!("SELECT {COLUMNS} FROM chat_batches WHERE id = ?1"))?
-            .query_row([id], row_to_batch)
-            .optional()?;
-        row.transpose()
+        self.writer(|c| {
+            c.query_opt(
+                &format!("SELECT {COLUMNS} FROM chat_batches WHERE id = ?1"),
+                params![id],
+                row_to_batch,
+            )
+        })
     }
 
     /// Ends the batch `id` as `how`, by `by`, if it is open and unexpired at `now`:
@@ -190,13 +188,13 @@ impl Store {
             BatchEnd::Confirmed => BatchState::Done,
             BatchEnd::Cancelled => BatchState::Cancelled,
         };
-        let changed = self
-            .lock()
-            .prepare_cached(
+        let changed = self.write(|tx| {
+            tx.execute(
                 "UPDATE chat_batches SET state = ?2, ended_by = ?3, ended_at = ?4 \
                  WHERE id = ?1 AND state = 'open' AND expires_at > ?4",
-            )?
-            .execute(params![id, state.as_str(), by, now])?;
+                params![id, state.as_str(), by, now],
+            )
+        })?;
         let Some(batch) = self.batch(id)? else {
             return Ok(Ended::Unknown);
         };
@@ -211,19 +209,24 @@ impl Store {
 
     /// Keeps what the confirmer of batch `id` was told, for a second tap.
     pub fn set_batch_outcome(&self, id: &str, outcome: &str) -> Result<()> {
-        self.lock()
-            .prepare_cached("UPDATE chat_batches SET outcome = ?2 WHERE id = ?1")?
-            .execute(params![id, outcome])?;
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE chat_batches SET outcome = ?2 WHERE id = ?1",
+                params![id, outcome],
+            )
+        })?;
         Ok(())
     }
 
     /// Forgets the batches that expired more than `keep` ms before `now` (confirmed or
     /// not: each decision is in the audit trail). Returns how many.
     pub fn forget_batches(&self, now: i64, keep: i64) -> Result<usize> {
-        Ok(self
-            .lock()
-            .prepare_cached("DELETE FROM chat_batches WHERE expires_at < ?1")?
-            .execute([now - keep])?)
+        self.write(|tx| {
+            tx.execute(
+                "DELETE FROM chat_batches WHERE expires_at < ?1",
+                params![now - keep],
+            )
+        })
     }
 
     /// The agents with at least `min` pending requests, largest first, at most `limit`;
@@ -260,21 +263,20 @@ impl Store {
         let n = values.len();
         values.push(i64::try_from(min).unwrap_or(i64::MAX).into());
         values.push(i64::try_from(limit).unwrap_or(i64::MAX).into());
-        let rows: Vec<(String, i64, i64, Option<i64>)> = {
-            let conn = self.lock();
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT agent, COUNT(*), SUM(risk_score != 'critical'), MAX({RISK_RANK}) \
-                 FROM approvals WHERE status = 'pending' {filter} \
-                 GROUP BY agent HAVING COUNT(*) >= ?{} \
-                 ORDER BY COUNT(*) DESC, agent LIMIT ?{}",
-                n + 1,
-                n + 2
-            ))?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(values), |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
+        let rows: Vec<(String, i64, i64, Option<i64>)> = self.writer(|c| {
+            c.once().query_map(
+                &format!(
+                    "SELECT agent, COUNT(*), SUM(risk_score != 'critical'), MAX({RISK_RANK}) \
+                     FROM approvals WHERE status = 'pending' {filter} \
+                     GROUP BY agent HAVING COUNT(*) >= ?{} \
+                     ORDER BY COUNT(*) DESC, agent LIMIT ?{}",
+                    n + 1,
+                    n + 2
+                ),
+                &values,
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+        })?;
         rows.into_iter()
             .map(|(agent, pending, approvable, rank)| {
                 Ok(AgentPending {

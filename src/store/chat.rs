@@ -16,11 +16,11 @@
 //! 100 000 requests takes one statement per [`POST_CHUNK`] of them, not 100 000; each
 //! chunk is its own transaction, with its audit rows.
 
-use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::json;
 
 use super::approval_row::get_conn;
 use super::audit::audit_tx;
+use super::sql::{params, Conn, Tx, Value};
 use super::{Result, Store, StoreError};
 use crate::approval::{Approval, Status, Via};
 use crate::policy::RiskScore;
@@ -95,7 +95,7 @@ impl Among<'_> {
         }
     }
 
-    pub(super) fn values(&self) -> Vec<rusqlite::types::Value> {
+    pub(super) fn values(&self) -> Vec<Value<'static>> {
         match self {
             Among::Ids(ids) => vec![ids_json(ids).into()],
             Among::InFlight {
@@ -123,7 +123,7 @@ impl Among<'_> {
 /// Audits, before they are posted again, that the requests `ids` had a post in `chat`
 /// whose outcome is unknown.
 fn reposted_tx<'a>(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     platform: &str,
     chat: &str,
     ids: impl IntoIterator<Item = &'a String>,
@@ -151,7 +151,7 @@ fn reposted_tx<'a>(
 /// Records in flight that `rows` (a JSON array of `[subject, revision]`) are about to
 /// be shown in `chat` by one message.
 fn begin_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     platform: &str,
     chat: &str,
     rows: &str,
@@ -159,14 +159,14 @@ fn begin_tx(
     thread: Option<&str>,
     now: i64,
 ) -> Result<()> {
-    tx.prepare_cached(
+    tx.execute(
         "INSERT INTO cards (subject, platform, chat, message, shown_by, revision, posted_at, thread) \
          SELECT j.value ->> 0, ?1, ?2, NULL, ?3, j.value ->> 1, ?4, ?6 FROM json_each(?5) j WHERE true \
          ON CONFLICT (subject, platform, chat) DO UPDATE SET message = NULL, \
              shown_by = excluded.shown_by, revision = excluded.revision, \
              posted_at = excluded.posted_at, thread = excluded.thread",
-    )?
-    .execute(params![platform, chat, by.as_str(), now, rows, thread])?;
+        params![platform, chat, by.as_str(), now, rows, thread],
+    )?;
     Ok(())
 }
 
@@ -181,7 +181,7 @@ fn status(s: &str) -> Result<Status> {
 /// a press, not in the platform's answer to the post.
 #[allow(clippy::too_many_arguments)]
 fn record_post(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     platform: &str,
     chat: &str,
     ids: &[String],
@@ -190,16 +190,13 @@ fn record_post(
     now: i64,
     adopted: bool,
 ) -> Result<Vec<String>> {
-    let recorded: Vec<String> = tx
-        .prepare_cached(
-            "UPDATE cards SET message = ?3, posted_at = ?4 WHERE platform = ?1 AND chat = ?2 \
-             AND message IS NULL AND subject IN (SELECT value FROM json_each(?5)) \
-             RETURNING subject",
-        )?
-        .query_map(params![platform, chat, message, now, ids_json(ids)], |r| {
-            r.get(0)
-        })?
-        .collect::<std::result::Result<_, _>>()?;
+    let recorded: Vec<String> = tx.query_map(
+        "UPDATE cards SET message = ?3, posted_at = ?4 WHERE platform = ?1 AND chat = ?2 \
+         AND message IS NULL AND subject IN (SELECT value FROM json_each(?5)) \
+         RETURNING subject",
+        params![platform, chat, message, now, ids_json(ids)],
+        |r| r.get(0),
+    )?;
     recorded_tx(tx, platform, chat, &recorded, by, message, now, adopted)?;
     Ok(recorded)
 }
@@ -208,7 +205,7 @@ fn record_post(
 /// a digest, its state.
 #[allow(clippy::too_many_arguments)]
 fn recorded_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     platform: &str,
     chat: &str,
     recorded: &[String],
@@ -226,11 +223,11 @@ fn recorded_tx(
         audit_tx(tx, now, Some(id), "prompted", None, Some(&via), &detail)?;
     }
     if by == ShownBy::Digest && !recorded.is_empty() {
-        tx.prepare_cached(
+        tx.execute(
             "INSERT OR IGNORE INTO digests (platform, chat, message, showing, closed, posted_at) \
              VALUES (?1, ?2, ?3, NULL, 0, ?4)",
-        )?
-        .execute(params![platform, chat, message, now])?;
+            params![platform, chat, message, now],
+        )?;
     }
     Ok(())
 }
@@ -260,20 +257,17 @@ fn belongs(destination_param: usize) -> String {
 
 /// Under the message showing `subject` in `chat`: as a reply to it, in its thread.
 fn card_thread(
-    conn: &rusqlite::Connection,
+    conn: &Conn<'_>,
     subject: &str,
     platform: &str,
     chat: &str,
 ) -> Result<Option<Thread>> {
-    let card: Option<(String, Option<String>)> = conn
-        .prepare_cached(
-            "SELECT message, thread FROM cards WHERE subject = ?1 AND platform = ?2 \
-             AND chat = ?3 AND message IS NOT NULL",
-        )?
-        .query_row(params![subject, platform, chat], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?;
+    let card: Option<(String, Option<String>)> = conn.query_opt(
+        "SELECT message, thread FROM cards WHERE subject = ?1 AND platform = ?2 \
+         AND chat = ?3 AND message IS NOT NULL",
+        params![subject, platform, chat],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     Ok(card.map(|(message, thread)| Thread {
         root: thread.unwrap_or_else(|| message.clone()),
         reply_to: message,
@@ -292,19 +286,22 @@ impl Store {
         chat: &str,
         destination: bool,
     ) -> Result<Vec<String>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT s.id FROM subjects s WHERE s.open = 1 AND {} AND NOT EXISTS \
-                 (SELECT 1 FROM cards c WHERE c.subject = s.id AND c.platform = ?1 \
-                  AND c.chat = ?2 AND c.message IS NOT NULL) \
-             UNION SELECT c.subject FROM cards c JOIN subjects s ON s.id = c.subject \
-             WHERE c.platform = ?1 AND c.chat = ?2 AND c.message IS NOT NULL \
-             AND c.revision != s.revision \
-             ORDER BY 1",
-            belongs(3)
-        ))?;
-        let rows = stmt.query_map(params![platform, chat, destination], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        self.writer(|c| {
+            c.query_map(
+                &format!(
+                    "SELECT s.id FROM subjects s WHERE s.open = 1 AND {} AND NOT EXISTS \
+                         (SELECT 1 FROM cards c WHERE c.subject = s.id AND c.platform = ?1 \
+                          AND c.chat = ?2 AND c.message IS NOT NULL) \
+                     UNION SELECT c.subject FROM cards c JOIN subjects s ON s.id = c.subject \
+                     WHERE c.platform = ?1 AND c.chat = ?2 AND c.message IS NOT NULL \
+                     AND c.revision != s.revision \
+                     ORDER BY 1",
+                    belongs(3)
+                ),
+                params![platform, chat, destination],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// The subjects among `ids` that are open and have no posted message in `chat`,
@@ -346,47 +343,50 @@ impl Store {
                  AND c.message IS NOT NULL))",
             belongs(4)
         );
-        let conn = self.lock();
         let ids = ids.map(ids_json);
         let cap = i64::try_from(requests).unwrap_or(i64::MAX);
-        let mut stmt = conn.prepare_cached(&format!(
-            "{unposted} SELECT id, kind, revision, unknown FROM ( \
-                 SELECT r, id, kind, revision, unknown FROM u WHERE kind != 'approval' \
-                 UNION ALL SELECT * FROM (SELECT r, id, kind, revision, unknown FROM u \
-                     WHERE kind = 'approval' ORDER BY r LIMIT ?5)) \
-             ORDER BY r"
-        ))?;
-        let rows = stmt.query_map(params![platform, chat, ids, destination, cap], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, bool>(3)?,
-            ))
-        })?;
-        let mut out = Vec::new();
-        let mut listed = 0;
-        for row in rows {
-            let (id, kind, revision, unknown) = row?;
-            let kind = subject_kind(&kind)?;
-            listed += usize::from(kind == SubjectKind::Approval);
-            out.push(Unposted {
-                subject: Subject { id, kind },
-                revision,
-                unknown,
-            });
-        }
-        let total = if listed < requests {
-            listed
-        } else {
-            let n: i64 = conn
-                .prepare_cached(&format!(
-                    "{unposted} SELECT COUNT(*) FROM u WHERE kind = 'approval'"
-                ))?
-                .query_row(params![platform, chat, ids, destination], |r| r.get(0))?;
-            usize::try_from(n).unwrap_or_default()
-        };
-        Ok((out, total))
+        self.writer(|c| {
+            let rows = c.once().query_map(
+                &format!(
+                    "{unposted} SELECT id, kind, revision, unknown FROM ( \
+                         SELECT r, id, kind, revision, unknown FROM u WHERE kind != 'approval' \
+                         UNION ALL SELECT * FROM (SELECT r, id, kind, revision, unknown FROM u \
+                             WHERE kind = 'approval' ORDER BY r LIMIT ?5)) \
+                     ORDER BY r"
+                ),
+                params![platform, chat, ids, destination, cap],
+                |r| {
+                    Ok((
+                        r.get::<String>(0)?,
+                        r.get::<String>(1)?,
+                        r.get::<String>(2)?,
+                        r.get::<bool>(3)?,
+                    ))
+                },
+            )?;
+            let mut out = Vec::new();
+            let mut listed = 0;
+            for (id, kind, revision, unknown) in rows {
+                let kind = subject_kind(&kind)?;
+                listed += usize::from(kind == SubjectKind::Approval);
+                out.push(Unposted {
+                    subject: Subject { id, kind },
+                    revision,
+                    unknown,
+                });
+            }
+            let total = if listed < requests {
+                listed
+            } else {
+                let n: i64 = c.once().query_row(
+                    &format!("{unposted} SELECT COUNT(*) FROM u WHERE kind = 'approval'"),
+                    params![platform, chat, ids, destination],
+                    |r| r.get(0),
+                )?;
+                usize::try_from(n).unwrap_or_default()
+            };
+            Ok((out, total))
+        })
     }
 
     /// Messages in `chat` showing subjects among `ids` at an older revision, with the
@@ -411,29 +411,31 @@ impl Store {
             Some(_) => "JOIN json_each(?3) j ON j.value = c.subject",
             None => "",
         };
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT c.subject, s.kind, c.message, c.shown_by, c.revision, s.revision \
-             FROM cards c JOIN subjects s ON s.id = c.subject {among} \
-             WHERE c.platform = ?1 AND c.chat = ?2 AND c.message IS NOT NULL \
-             AND c.revision != s.revision ORDER BY c.subject"
-        ))?;
-        let mut values: Vec<rusqlite::types::Value> =
-            vec![platform.to_string().into(), chat.to_string().into()];
+        let mut values: Vec<Value<'_>> = vec![platform.into(), chat.into()];
         values.extend(ids.map(|ids| ids_json(ids).into()));
-        let rows = stmt.query_map(rusqlite::params_from_iter(values), |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, String>(5)?,
-            ))
+        let rows = self.writer(|c| {
+            c.once().query_map(
+                &format!(
+                    "SELECT c.subject, s.kind, c.message, c.shown_by, c.revision, s.revision \
+                     FROM cards c JOIN subjects s ON s.id = c.subject {among} \
+                     WHERE c.platform = ?1 AND c.chat = ?2 AND c.message IS NOT NULL \
+                     AND c.revision != s.revision ORDER BY c.subject"
+                ),
+                &values,
+                |r| {
+                    Ok((
+                        r.get::<String>(0)?,
+                        r.get::<String>(1)?,
+                        r.get::<String>(2)?,
+                        r.get::<String>(3)?,
+                        r.get::<String>(4)?,
+                        r.get::<String>(5)?,
+                    ))
+                },
+            )
         })?;
         let mut out = Vec::new();
-        for row in rows {
-            let (id, kind, message, by, revision, now) = row?;
+        for (id, kind, message, by, revision, now) in rows {
             out.push((
                 Shown {
                     subject: Subject {
@@ -465,10 +467,7 @@ impl Store {
     ) -> Result<()> {
         for chunk in subjects.chunks(POST_CHUNK) {
             let rows = serde_json::to_string(chunk).unwrap_or_else(|_| "[]".into());
-            let mut conn = self.lock();
-            let tx = conn.transaction()?;
-            begin_tx(&tx, platform, chat, &rows, by, thread, now)?;
-            tx.commit()?;
+            self.write(|tx| begin_tx(tx, platform, chat, &rows, by, thread, now))?;
         }
         Ok(())
     }
@@ -489,12 +488,9 @@ impl Store {
     ) -> Result<Vec<String>> {
         let mut recorded = Vec::new();
         for chunk in ids.chunks(POST_CHUNK) {
-            let mut conn = self.lock();
-            let tx = conn.transaction()?;
-            recorded.extend(record_post(
-                &tx, platform, chat, chunk, by, message, now, false,
-            )?);
-            tx.commit()?;
+            recorded.extend(
+                self.write(|tx| record_post(tx, platform, chat, chunk, by, message, now, false))?,
+            );
         }
         Ok(recorded)
     }
@@ -514,42 +510,39 @@ impl Store {
         by: ShownBy,
         now: i64,
     ) -> Result<Vec<String>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let ids: Vec<String> = match (by, subject) {
-            (ShownBy::Card, Some(id)) => tx
-                .prepare_cached(
+        self.write(|tx| {
+            let ids: Vec<String> = match (by, subject) {
+                (ShownBy::Card, Some(id)) => tx.query_map(
                     "SELECT subject FROM cards WHERE platform = ?1 AND chat = ?2 AND subject = ?3 \
                      AND message IS NULL AND shown_by = 'card'",
-                )?
-                .query_map(params![platform, chat, id], |r| r.get(0))?
-                .collect::<std::result::Result<_, _>>()?,
-            (ShownBy::Card, None) => Vec::new(),
-            // The rows of one digest post are begun together, with one `posted_at`.
-            (ShownBy::Digest, _) => tx
-                .prepare_cached(
+                    params![platform, chat, id],
+                    |r| r.get(0),
+                )?,
+                (ShownBy::Card, None) => Vec::new(),
+                // The rows of one digest post are begun together, with one `posted_at`.
+                (ShownBy::Digest, _) => tx.query_map(
                     "SELECT subject FROM cards WHERE platform = ?1 AND chat = ?2 \
                      AND message IS NULL AND shown_by = 'digest' AND posted_at = \
                      (SELECT MAX(posted_at) FROM cards WHERE platform = ?1 AND chat = ?2 \
                       AND message IS NULL AND shown_by = 'digest')",
-                )?
-                .query_map(params![platform, chat], |r| r.get(0))?
-                .collect::<std::result::Result<_, _>>()?,
-        };
-        let adopted = record_post(&tx, platform, chat, &ids, by, message, now, true)?;
-        tx.commit()?;
-        Ok(adopted)
+                    params![platform, chat],
+                    |r| r.get(0),
+                )?,
+            };
+            record_post(tx, platform, chat, &ids, by, message, now, true)
+        })
     }
 
     /// The post of [`Store::begin_post`] certainly did not happen: forget it.
     pub fn abandon_post(&self, platform: &str, chat: &str, ids: &[String]) -> Result<()> {
         for chunk in ids.chunks(POST_CHUNK) {
-            let conn = self.lock();
-            conn.prepare_cached(
-                "DELETE FROM cards WHERE platform = ?1 AND chat = ?2 AND message IS NULL \
-                 AND subject IN (SELECT value FROM json_each(?3))",
-            )?
-            .execute(params![platform, chat, ids_json(chunk)])?;
+            self.write(|tx| {
+                tx.execute(
+                    "DELETE FROM cards WHERE platform = ?1 AND chat = ?2 AND message IS NULL \
+                     AND subject IN (SELECT value FROM json_each(?3))",
+                    params![platform, chat, ids_json(chunk)],
+                )
+            })?;
         }
         Ok(())
     }
@@ -570,43 +563,47 @@ impl Store {
     ) -> Result<(usize, usize)> {
         let (mut shown, mut reposted, mut after) = (0, 0, 0i64);
         loop {
-            let mut conn = self.lock();
-            let tx = conn.transaction()?;
-            let chunk: Vec<(i64, String, String, bool)> = tx
-                .prepare_cached(&format!(
-                    "SELECT s.rowid, s.id, s.revision, EXISTS (SELECT 1 FROM cards c \
-                         WHERE c.subject = s.id AND c.platform = ?1 AND c.chat = ?2 \
-                         AND c.message IS NULL) \
-                     FROM subjects s WHERE s.rowid > ?4 AND s.open = 1 AND s.kind = 'approval' \
-                     AND {} AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.subject = s.id \
-                         AND c.platform = ?1 AND c.chat = ?2 AND c.message IS NOT NULL) \
-                     ORDER BY s.rowid LIMIT ?5",
-                    belongs(3)
-                ))?
-                .query_map(
+            // The chunk's last rowid, how many it shows and how many were reposted;
+            // `None`: nothing left.
+            let done = self.write(|tx| {
+                let chunk: Vec<(i64, String, String, bool)> = tx.query_map(
+                    &format!(
+                        "SELECT s.rowid, s.id, s.revision, EXISTS (SELECT 1 FROM cards c \
+                             WHERE c.subject = s.id AND c.platform = ?1 AND c.chat = ?2 \
+                             AND c.message IS NULL) \
+                         FROM subjects s WHERE s.rowid > ?4 AND s.open = 1 AND s.kind = 'approval' \
+                         AND {} AND NOT EXISTS (SELECT 1 FROM cards c WHERE c.subject = s.id \
+                             AND c.platform = ?1 AND c.chat = ?2 AND c.message IS NOT NULL) \
+                         ORDER BY s.rowid LIMIT ?5",
+                        belongs(3)
+                    ),
                     params![platform, chat, destination, after, POST_CHUNK as i64],
                     |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-                )?
-                .collect::<std::result::Result<_, _>>()?;
-            let Some((last, ..)) = chunk.last() else {
+                )?;
+                let Some((last, ..)) = chunk.last() else {
+                    tx.discard();
+                    return Ok(None);
+                };
+                let unknown: Vec<&String> = chunk
+                    .iter()
+                    .filter(|(.., unknown)| *unknown)
+                    .map(|(_, id, ..)| id)
+                    .collect();
+                reposted_tx(tx, platform, chat, unknown.iter().copied(), now)?;
+                let rows: Vec<(&String, &String)> = chunk
+                    .iter()
+                    .map(|(_, id, revision, _)| (id, revision))
+                    .collect();
+                let rows = serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into());
+                begin_tx(tx, platform, chat, &rows, ShownBy::Digest, None, now)?;
+                Ok(Some((*last, chunk.len(), unknown.len())))
+            })?;
+            let Some((last, n, unknown)) = done else {
                 break;
             };
-            after = *last;
-            let unknown: Vec<&String> = chunk
-                .iter()
-                .filter(|(.., unknown)| *unknown)
-                .map(|(_, id, ..)| id)
-                .collect();
-            reposted_tx(&tx, platform, chat, unknown.iter().copied(), now)?;
-            reposted += unknown.len();
-            let rows: Vec<(&String, &String)> = chunk
-                .iter()
-                .map(|(_, id, revision, _)| (id, revision))
-                .collect();
-            let rows = serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into());
-            begin_tx(&tx, platform, chat, &rows, ShownBy::Digest, None, now)?;
-            tx.commit()?;
-            shown += chunk.len();
+            after = last;
+            reposted += unknown;
+            shown += n;
         }
         Ok((shown, reposted))
     }
@@ -625,35 +622,35 @@ impl Store {
     ) -> Result<usize> {
         let mut recorded = 0;
         loop {
-            let mut conn = self.lock();
-            let tx = conn.transaction()?;
-            let chunk: Vec<String> = tx
-                .prepare_cached(
+            let n = self.write(|tx| {
+                let chunk: Vec<String> = tx.query_map(
                     "UPDATE cards SET message = ?3, posted_at = ?4 WHERE rowid IN \
                      (SELECT rowid FROM cards WHERE platform = ?1 AND chat = ?2 \
                       AND message IS NULL AND shown_by = 'digest' AND posted_at = ?5 LIMIT ?6) \
                      RETURNING subject",
-                )?
-                .query_map(
                     params![platform, chat, message, now, begun, POST_CHUNK as i64],
                     |r| r.get(0),
-                )?
-                .collect::<std::result::Result<_, _>>()?;
-            if chunk.is_empty() {
+                )?;
+                if chunk.is_empty() {
+                    tx.discard();
+                    return Ok(0);
+                }
+                recorded_tx(
+                    tx,
+                    platform,
+                    chat,
+                    &chunk,
+                    ShownBy::Digest,
+                    message,
+                    now,
+                    false,
+                )?;
+                Ok(chunk.len())
+            })?;
+            if n == 0 {
                 break;
             }
-            recorded_tx(
-                &tx,
-                platform,
-                chat,
-                &chunk,
-                ShownBy::Digest,
-                message,
-                now,
-                false,
-            )?;
-            tx.commit()?;
-            recorded += chunk.len();
+            recorded += n;
         }
         Ok(recorded)
     }
@@ -661,14 +658,14 @@ impl Store {
     /// The digest post begun at `begun` certainly did not happen: forget it.
     pub fn abandon_digest(&self, platform: &str, chat: &str, begun: i64) -> Result<()> {
         loop {
-            let conn = self.lock();
-            let gone = conn
-                .prepare_cached(
+            let gone = self.write(|tx| {
+                tx.execute(
                     "DELETE FROM cards WHERE rowid IN (SELECT rowid FROM cards \
                      WHERE platform = ?1 AND chat = ?2 AND message IS NULL \
                      AND shown_by = 'digest' AND posted_at = ?3 LIMIT ?4)",
-                )?
-                .execute(params![platform, chat, begun, POST_CHUNK as i64])?;
+                    params![platform, chat, begun, POST_CHUNK as i64],
+                )
+            })?;
             if gone == 0 {
                 return Ok(());
             }
@@ -685,24 +682,25 @@ impl Store {
         message: &str,
         now: i64,
     ) -> Result<bool> {
-        let taken = self
-            .lock()
-            .prepare_cached(
+        let taken = self.write(|tx| {
+            tx.execute(
                 "UPDATE cards SET outcome_at = ?4 \
                  WHERE platform = ?1 AND chat = ?2 AND message = ?3 AND outcome_at IS NULL",
-            )?
-            .execute(params![platform, chat, message, now])?;
+                params![platform, chat, message, now],
+            )
+        })?;
         Ok(taken > 0)
     }
 
     /// Returns a taken outcome reply the platform did not send, to be sent later.
     pub fn put_back_outcome(&self, platform: &str, chat: &str, message: &str) -> Result<()> {
-        self.lock()
-            .prepare_cached(
+        self.write(|tx| {
+            tx.execute(
                 "UPDATE cards SET outcome_at = NULL \
                  WHERE platform = ?1 AND chat = ?2 AND message = ?3",
-            )?
-            .execute(params![platform, chat, message])?;
+                params![platform, chat, message],
+            )
+        })?;
         Ok(())
     }
 
@@ -714,11 +712,12 @@ impl Store {
         chat: &str,
         revision: &str,
     ) -> Result<()> {
-        let conn = self.lock();
-        conn.execute(
-            "UPDATE cards SET revision = ?4 WHERE subject = ?1 AND platform = ?2 AND chat = ?3",
-            params![subject, platform, chat, revision],
-        )?;
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE cards SET revision = ?4 WHERE subject = ?1 AND platform = ?2 AND chat = ?3",
+                params![subject, platform, chat, revision],
+            )
+        })?;
         Ok(())
     }
 
@@ -732,10 +731,7 @@ impl Store {
         now: i64,
     ) -> Result<()> {
         for chunk in ids.chunks(POST_CHUNK) {
-            let mut conn = self.lock();
-            let tx = conn.transaction()?;
-            reposted_tx(&tx, platform, chat, chunk, now)?;
-            tx.commit()?;
+            self.write(|tx| reposted_tx(tx, platform, chat, chunk, now))?;
         }
         Ok(())
     }
@@ -743,43 +739,41 @@ impl Store {
     /// What a chat message shows: a subject's own card, or the request a digest shows
     /// under review. `None` for other messages (and for a digest's summary).
     pub fn shown_at(&self, platform: &str, chat: &str, message: &str) -> Result<Option<Shown>> {
-        let conn = self.lock();
-        let own: Option<(String, String, String)> = conn
-            .prepare_cached(
+        self.writer(|c| {
+            let own: Option<(String, String, String)> = c.query_opt(
                 "SELECT c.subject, s.kind, c.revision FROM cards c JOIN subjects s ON s.id = c.subject \
                  WHERE c.platform = ?1 AND c.chat = ?2 AND c.message = ?3 AND c.shown_by = 'card'",
-            )?
-            .query_row(params![platform, chat, message], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
-            .optional()?;
-        if let Some((id, kind, revision)) = own {
-            return Ok(Some(Shown {
+                params![platform, chat, message],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?;
+            if let Some((id, kind, revision)) = own {
+                return Ok(Some(Shown {
+                    subject: Subject {
+                        id,
+                        kind: subject_kind(&kind)?,
+                    },
+                    message: message.to_string(),
+                    by: ShownBy::Card,
+                    revision,
+                }));
+            }
+            let showing: Option<String> = c
+                .query_opt(
+                    "SELECT showing FROM digests WHERE platform = ?1 AND chat = ?2 AND message = ?3",
+                    params![platform, chat, message],
+                    |r| r.get::<Option<String>>(0),
+                )?
+                .flatten();
+            Ok(showing.map(|id| Shown {
                 subject: Subject {
                     id,
-                    kind: subject_kind(&kind)?,
+                    kind: SubjectKind::Approval,
                 },
                 message: message.to_string(),
-                by: ShownBy::Card,
-                revision,
-            }));
-        }
-        let showing: Option<String> = conn
-            .prepare_cached(
-                "SELECT showing FROM digests WHERE platform = ?1 AND chat = ?2 AND message = ?3",
-            )?
-            .query_row(params![platform, chat, message], |r| r.get(0))
-            .optional()?
-            .flatten();
-        Ok(showing.map(|id| Shown {
-            subject: Subject {
-                id,
-                kind: SubjectKind::Approval,
-            },
-            message: message.to_string(),
-            by: ShownBy::Digest,
-            revision: String::new(),
-        }))
+                by: ShownBy::Digest,
+                revision: String::new(),
+            }))
+        })
     }
 
     /// Resolves what a person typed (a full id, a short id, or a unique prefix of 4+
@@ -788,49 +782,53 @@ impl Store {
     pub fn lookup_subject(&self, typed: &str, open_only: bool) -> Result<SubjectLookup> {
         let typed = typed.trim();
         let lower = typed.to_ascii_lowercase();
-        let conn = self.lock();
-        let exact: Option<(String, String)> = conn
-            .prepare_cached("SELECT id, kind FROM subjects WHERE id = ?1 OR short_id = ?2")?
-            .query_row(params![typed, lower], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
-        if let Some((id, kind)) = exact {
-            return Ok(SubjectLookup::Found(Subject {
-                id,
-                kind: subject_kind(&kind)?,
-            }));
-        }
-        if lower.len() < 4 || !lower.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return Ok(SubjectLookup::NotFound);
-        }
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, kind, short_id FROM subjects WHERE short_id LIKE ?1 || '%' \
-             AND (?2 = 0 OR open = 1) ORDER BY id DESC LIMIT 11",
-        )?;
-        let rows = stmt.query_map(params![lower, open_only], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-            ))
-        })?;
-        let found: Vec<(String, String, String)> = rows.collect::<std::result::Result<_, _>>()?;
-        Ok(match found.as_slice() {
-            [] => SubjectLookup::NotFound,
-            [(id, kind, _)] => SubjectLookup::Found(Subject {
-                id: id.clone(),
-                kind: subject_kind(kind)?,
-            }),
-            many => SubjectLookup::Ambiguous(many.iter().map(|(_, _, s)| s.clone()).collect()),
+        self.writer(|c| {
+            let exact: Option<(String, String)> = c.query_opt(
+                "SELECT id, kind FROM subjects WHERE id = ?1 OR short_id = ?2",
+                params![typed, lower],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            if let Some((id, kind)) = exact {
+                return Ok(SubjectLookup::Found(Subject {
+                    id,
+                    kind: subject_kind(&kind)?,
+                }));
+            }
+            if lower.len() < 4 || !lower.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                return Ok(SubjectLookup::NotFound);
+            }
+            let found: Vec<(String, String, String)> = c.query_map(
+                "SELECT id, kind, short_id FROM subjects WHERE short_id LIKE ?1 || '%' \
+                 AND (?2 = 0 OR open = 1) ORDER BY id DESC LIMIT 11",
+                params![lower, open_only],
+                |r| {
+                    Ok((
+                        r.get::<String>(0)?,
+                        r.get::<String>(1)?,
+                        r.get::<String>(2)?,
+                    ))
+                },
+            )?;
+            Ok(match found.as_slice() {
+                [] => SubjectLookup::NotFound,
+                [(id, kind, _)] => SubjectLookup::Found(Subject {
+                    id: id.clone(),
+                    kind: subject_kind(kind)?,
+                }),
+                many => SubjectLookup::Ambiguous(many.iter().map(|(_, _, s)| s.clone()).collect()),
+            })
         })
     }
 
     /// A subject by id, and whether it is open.
     pub fn subject(&self, id: &str) -> Result<Option<(Subject, bool)>> {
-        let conn = self.lock();
-        let row: Option<(String, bool)> = conn
-            .prepare_cached("SELECT kind, open FROM subjects WHERE id = ?1")?
-            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
+        let row: Option<(String, bool)> = self.writer(|c| {
+            c.query_opt(
+                "SELECT kind, open FROM subjects WHERE id = ?1",
+                params![id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })?;
         row.map(|(kind, open)| {
             Ok((
                 Subject {
@@ -847,50 +845,46 @@ impl Store {
     /// home chat, else under its parent's card there (once that is posted); `None`:
     /// top-level.
     pub fn anchor(&self, subject: &str, platform: &str, chat: &str) -> Result<Option<Thread>> {
-        let conn = self.lock();
-        let row: Option<HomeRow> = conn
-            .prepare_cached(
+        self.writer(|c| {
+            let row: Option<HomeRow> = c.query_opt(
                 "SELECT home_platform, home_chat, home_reply_to, home_root, parent \
                  FROM subjects WHERE id = ?1",
-            )?
-            .query_row([subject], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })
-            .optional()?;
-        let Some((home_platform, home_chat, reply_to, root, parent)) = row else {
-            return Ok(None);
-        };
-        let at_home =
-            home_platform.as_deref() == Some(platform) && home_chat.as_deref() == Some(chat);
-        if let (true, Some(reply_to)) = (at_home, reply_to) {
-            let root = root.unwrap_or_else(|| reply_to.clone());
-            return Ok(Some(Thread { reply_to, root }));
-        }
-        let Some(parent) = parent else {
-            return Ok(None);
-        };
-        card_thread(&conn, &parent, platform, chat)
+                params![subject],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )?;
+            let Some((home_platform, home_chat, reply_to, root, parent)) = row else {
+                return Ok(None);
+            };
+            let at_home =
+                home_platform.as_deref() == Some(platform) && home_chat.as_deref() == Some(chat);
+            if let (true, Some(reply_to)) = (at_home, reply_to) {
+                let root = root.unwrap_or_else(|| reply_to.clone());
+                return Ok(Some(Thread { reply_to, root }));
+            }
+            let Some(parent) = parent else {
+                return Ok(None);
+            };
+            card_thread(c, &parent, platform, chat)
+        })
     }
 
     /// The thread of the message showing `subject` in `chat` (its card, or the digest
     /// that shows it), to reply under it; `None` if none is posted there.
     pub fn shown_in(&self, subject: &str, platform: &str, chat: &str) -> Result<Option<Thread>> {
-        card_thread(&self.lock(), subject, platform, chat)
+        self.writer(|c| card_thread(c, subject, platform, chat))
     }
 
     /// The subject whose home thread `root` starts in `chat` (a task written as a chat
     /// message: replies in its thread are about it).
     pub fn threaded(&self, platform: &str, chat: &str, root: &str) -> Result<Option<Subject>> {
-        let conn = self.lock();
-        let row: Option<(String, String)> = conn
-            .prepare_cached(
+        let row: Option<(String, String)> = self.writer(|c| {
+            c.query_opt(
                 "SELECT id, kind FROM subjects WHERE home_platform = ?1 AND home_chat = ?2 \
                  AND home_root = ?3 AND parent IS NULL ORDER BY id DESC LIMIT 1",
-            )?
-            .query_row(params![platform, chat, root], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()?;
+                params![platform, chat, root],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })?;
         row.map(|(id, kind)| {
             Ok(Subject {
                 id,
@@ -903,35 +897,39 @@ impl Store {
     /// The home chats on `platform` of subjects that need work there (open, or with a
     /// card out of date): delivery serves them beside its destination chats.
     pub fn home_chats(&self, platform: &str) -> Result<Vec<String>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT DISTINCT s.home_chat FROM subjects s WHERE s.home_platform = ?1 AND \
-             (s.open = 1 OR EXISTS (SELECT 1 FROM cards c WHERE c.subject = s.id \
-              AND c.platform = ?1 AND c.revision != s.revision)) \
-             UNION SELECT a.chat FROM subject_audience a JOIN subjects s ON s.id = a.subject \
-             WHERE a.platform = ?1 AND s.open = 1 ORDER BY 1",
-        )?;
-        let rows = stmt.query_map([platform], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        self.writer(|c| {
+            c.query_map(
+                "SELECT DISTINCT s.home_chat FROM subjects s WHERE s.home_platform = ?1 AND \
+                 (s.open = 1 OR EXISTS (SELECT 1 FROM cards c WHERE c.subject = s.id \
+                  AND c.platform = ?1 AND c.revision != s.revision)) \
+                 UNION SELECT a.chat FROM subject_audience a JOIN subjects s ON s.id = a.subject \
+                 WHERE a.platform = ?1 AND s.open = 1 ORDER BY 1",
+                params![platform],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// The chats on `platform` a subject's audience names (a routed request's).
     pub fn audience_on(&self, subject: &str, platform: &str) -> Result<Vec<String>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT chat FROM subject_audience WHERE subject = ?1 AND platform = ?2 ORDER BY chat",
-        )?;
-        let rows = stmt.query_map([subject, platform], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        self.writer(|c| {
+            c.query_map(
+                "SELECT chat FROM subject_audience WHERE subject = ?1 AND platform = ?2 ORDER BY chat",
+                params![subject, platform],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// A subject's home chat, as (platform, chat), if it has one.
     pub fn home_of(&self, subject: &str) -> Result<Option<(String, String)>> {
-        let conn = self.lock();
-        let row: Option<(Option<String>, Option<String>)> = conn
-            .prepare_cached("SELECT home_platform, home_chat FROM subjects WHERE id = ?1")?
-            .query_row([subject], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
+        let row: Option<(Option<String>, Option<String>)> = self.writer(|c| {
+            c.query_opt(
+                "SELECT home_platform, home_chat FROM subjects WHERE id = ?1",
+                params![subject],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })?;
         Ok(match row {
             Some((Some(p), Some(c))) => Some((p, c)),
             _ => None,
@@ -940,19 +938,18 @@ impl Store {
 
     /// What a digest message shows, if `message` is a digest.
     pub fn digest(&self, platform: &str, chat: &str, message: &str) -> Result<Option<DigestState>> {
-        let conn = self.lock();
-        let state = conn
-            .prepare_cached(
+        self.writer(|c| {
+            c.query_opt(
                 "SELECT showing, closed FROM digests WHERE platform = ?1 AND chat = ?2 AND message = ?3",
-            )?
-            .query_row(params![platform, chat, message], |r| {
-                Ok(DigestState {
-                    showing: r.get(0)?,
-                    closed: r.get(1)?,
-                })
-            })
-            .optional()?;
-        Ok(state)
+                params![platform, chat, message],
+                |r| {
+                    Ok(DigestState {
+                        showing: r.get(0)?,
+                        closed: r.get(1)?,
+                    })
+                },
+            )
+        })
     }
 
     /// Sets what a digest message shows.
@@ -963,11 +960,12 @@ impl Store {
         message: &str,
         state: &DigestState,
     ) -> Result<()> {
-        let conn = self.lock();
-        conn.execute(
-            "UPDATE digests SET showing = ?4, closed = ?5 WHERE platform = ?1 AND chat = ?2 AND message = ?3",
-            params![platform, chat, message, state.showing, state.closed],
-        )?;
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE digests SET showing = ?4, closed = ?5 WHERE platform = ?1 AND chat = ?2 AND message = ?3",
+                params![platform, chat, message, state.showing, state.closed],
+            )
+        })?;
         Ok(())
     }
 
@@ -1014,22 +1012,50 @@ impl Store {
     }
 
     fn count_outcomes(&self, among: &Among<'_>) -> Result<DigestSummary> {
-        let conn = self.lock();
         let (table, values) = (among.table(), among.values());
         let mut summary = DigestSummary::default();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT a.status, COUNT(*), MIN(CASE WHEN a.status = 'pending' THEN a.expires_at END) \
-             FROM approvals a JOIN {table} ON a.id = j.value GROUP BY a.status"
-        ))?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, Option<i64>>(2)?,
-            ))
+        let (rows, groups) = self.writer(|c| {
+            let rows = c.once().query_map(
+                &format!(
+                    "SELECT a.status, COUNT(*), MIN(CASE WHEN a.status = 'pending' THEN a.expires_at END) \
+                     FROM approvals a JOIN {table} ON a.id = j.value GROUP BY a.status"
+                ),
+                &values,
+                |r| {
+                    Ok((
+                        r.get::<String>(0)?,
+                        r.get::<i64>(1)?,
+                        r.get::<Option<i64>>(2)?,
+                    ))
+                },
+            )?;
+            let groups = c.once().query_map(
+                &format!(
+                    "SELECT a.agent, a.tool, COUNT(*), SUM(a.status = 'pending'), \
+                         MAX(CASE a.risk_score WHEN 'low' THEN 0 WHEN 'medium' THEN 1 \
+                             WHEN 'high' THEN 2 ELSE 3 END) \
+                     FROM approvals a JOIN {table} ON a.id = j.value \
+                     GROUP BY a.agent, a.tool ORDER BY COUNT(*) DESC, a.agent, a.tool"
+                ),
+                &values,
+                |r| {
+                    Ok(DigestGroup {
+                        agent: r.get(0)?,
+                        tool: r.get(1)?,
+                        count: r.get::<i64>(2)? as usize,
+                        pending: r.get::<i64>(3)? as usize,
+                        max_risk: match r.get::<i64>(4)? {
+                            0 => RiskScore::Low,
+                            1 => RiskScore::Medium,
+                            2 => RiskScore::High,
+                            _ => RiskScore::Critical,
+                        },
+                    })
+                },
+            )?;
+            Ok((rows, groups))
         })?;
-        for row in rows {
-            let (s, n, next) = row?;
+        for (s, n, next) in rows {
             let n = n as usize;
             summary.total += n;
             match status(&s)? {
@@ -1043,28 +1069,7 @@ impl Store {
                 _ => summary.approved += n,
             }
         }
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT a.agent, a.tool, COUNT(*), SUM(a.status = 'pending'), \
-                 MAX(CASE a.risk_score WHEN 'low' THEN 0 WHEN 'medium' THEN 1 \
-                     WHEN 'high' THEN 2 ELSE 3 END) \
-             FROM approvals a JOIN {table} ON a.id = j.value \
-             GROUP BY a.agent, a.tool ORDER BY COUNT(*) DESC, a.agent, a.tool"
-        ))?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), |r| {
-            Ok(DigestGroup {
-                agent: r.get(0)?,
-                tool: r.get(1)?,
-                count: r.get::<_, i64>(2)? as usize,
-                pending: r.get::<_, i64>(3)? as usize,
-                max_risk: match r.get::<_, i64>(4)? {
-                    0 => RiskScore::Low,
-                    1 => RiskScore::Medium,
-                    2 => RiskScore::High,
-                    _ => RiskScore::Critical,
-                },
-            })
-        })?;
-        summary.groups = rows.collect::<std::result::Result<_, _>>()?;
+        summary.groups = groups;
         Ok(summary)
     }
 
@@ -1077,26 +1082,29 @@ impl Store {
         message: &str,
         after: Option<&str>,
     ) -> Result<Option<(Approval, usize)>> {
-        let conn = self.lock();
-        let next = |from: &str| -> Result<Option<String>> {
-            Ok(conn
-                .prepare_cached(
+        let found = self.writer(|c| {
+            let next = |from: &str| -> Result<Option<String>> {
+                c.query_opt(
                     "SELECT a.id FROM cards c JOIN approvals a ON a.id = c.subject \
                      WHERE c.platform = ?1 AND c.chat = ?2 AND c.message = ?3 \
                      AND c.shown_by = 'digest' AND a.status = 'pending' AND a.id > ?4 \
                      ORDER BY a.id LIMIT 1",
-                )?
-                .query_row(params![platform, chat, message, from], |r| r.get(0))
-                .optional()?)
+                    params![platform, chat, message, from],
+                    |r| r.get(0),
+                )
+            };
+            let found = match next(after.unwrap_or(""))? {
+                Some(id) => Some(id),
+                None if after.is_some() => next("")?,
+                None => None,
+            };
+            let Some(id) = found else { return Ok(None) };
+            let approval = get_conn(&**c, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+            Ok(Some((id, approval)))
+        })?;
+        let Some((id, approval)) = found else {
+            return Ok(None);
         };
-        let found = match next(after.unwrap_or(""))? {
-            Some(id) => Some(id),
-            None if after.is_some() => next("")?,
-            None => None,
-        };
-        let Some(id) = found else { return Ok(None) };
-        let approval = get_conn(&conn, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
-        drop(conn);
         let position = self.digest_position(platform, chat, message, &id)?;
         Ok(Some((approval, position)))
     }
@@ -1109,13 +1117,14 @@ impl Store {
         message: &str,
         id: &str,
     ) -> Result<usize> {
-        let conn = self.lock();
-        let position: i64 = conn
-            .prepare_cached(
+        let position: i64 = self.writer(|c| {
+            c.query_row(
                 "SELECT COUNT(*) FROM cards WHERE platform = ?1 AND chat = ?2 AND message = ?3 \
                  AND shown_by = 'digest' AND subject <= ?4",
-            )?
-            .query_row(params![platform, chat, message, id], |r| r.get(0))?;
+                params![platform, chat, message, id],
+                |r| r.get(0),
+            )
+        })?;
         Ok(position as usize)
     }
 
@@ -1129,30 +1138,30 @@ impl Store {
         purpose: &str,
         now: i64,
     ) -> Result<()> {
-        let conn = self.lock();
-        conn.execute(
-            "INSERT OR REPLACE INTO questions (platform, chat, message, subject, purpose, asked_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![platform, chat, message, subject, purpose, now],
-        )?;
+        self.write(|tx| {
+            tx.execute(
+                "INSERT OR REPLACE INTO questions (platform, chat, message, subject, purpose, asked_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![platform, chat, message, subject, purpose, now],
+            )
+        })?;
         Ok(())
     }
 
     /// The question `message` asks, if it is one of gatebot's.
     pub fn question(&self, platform: &str, chat: &str, message: &str) -> Result<Option<Asked>> {
-        let conn = self.lock();
-        let asked = conn
-            .prepare_cached(
+        self.writer(|c| {
+            c.query_opt(
                 "SELECT subject, purpose FROM questions WHERE platform = ?1 AND chat = ?2 AND message = ?3",
-            )?
-            .query_row(params![platform, chat, message], |r| {
-                Ok(Asked {
-                    subject: r.get(0)?,
-                    purpose: r.get(1)?,
-                })
-            })
-            .optional()?;
-        Ok(asked)
+                params![platform, chat, message],
+                |r| {
+                    Ok(Asked {
+                        subject: r.get(0)?,
+                        purpose: r.get(1)?,
+                    })
+                },
+            )
+        })
     }
 }
 

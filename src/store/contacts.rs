@@ -5,10 +5,10 @@
 //! whether they asked for no more messages (SMS STOP) before it sends
 //! ([`Store::contact`]).
 
-use rusqlite::{params, OptionalExtension};
 use serde_json::json;
 
 use super::audit::audit_tx;
+use super::sql::params;
 use super::{Result, Store};
 
 /// What a platform knows of one address.
@@ -25,88 +25,87 @@ impl Store {
     /// `now`: `true` the first time it is seen, `false` for a repeat (a webhook delivered
     /// twice). Either way `address` is noted as having written at `now`.
     pub fn heard(&self, platform: &str, address: &str, message: &str, now: i64) -> Result<bool> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let first = tx
-            .prepare_cached(
+        self.write(|tx| {
+            let first = tx.execute(
                 "INSERT OR IGNORE INTO inbound_seen (platform, message, at) VALUES (?1, ?2, ?3)",
-            )?
-            .execute(params![platform, message, now])?
-            == 1;
-        tx.prepare_cached(
-            "INSERT INTO contacts (platform, address, last_inbound_at) VALUES (?1, ?2, ?3) \
-             ON CONFLICT (platform, address) DO UPDATE SET last_inbound_at = \
-             max(coalesce(last_inbound_at, 0), excluded.last_inbound_at)",
-        )?
-        .execute(params![platform, address, now])?;
-        tx.commit()?;
-        Ok(first)
+                params![platform, message, now],
+            )? == 1;
+            tx.execute(
+                "INSERT INTO contacts (platform, address, last_inbound_at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (platform, address) DO UPDATE SET last_inbound_at = \
+                 max(coalesce(last_inbound_at, 0), excluded.last_inbound_at)",
+                params![platform, address, now],
+            )?;
+            Ok(first)
+        })
     }
 
     /// What `platform` knows of `address` (nothing yet: the default).
     pub fn contact(&self, platform: &str, address: &str) -> Result<Contact> {
         Ok(self
-            .lock()
-            .prepare_cached(
-                "SELECT last_inbound_at, stopped_at IS NOT NULL FROM contacts \
-                 WHERE platform = ?1 AND address = ?2",
-            )?
-            .query_row(params![platform, address], |r| {
-                Ok(Contact {
-                    last_inbound_at: r.get(0)?,
-                    stopped: r.get(1)?,
-                })
-            })
-            .optional()?
+            .writer(|c| {
+                c.query_opt(
+                    "SELECT last_inbound_at, stopped_at IS NOT NULL FROM contacts \
+                     WHERE platform = ?1 AND address = ?2",
+                    params![platform, address],
+                    |r| {
+                        Ok(Contact {
+                            last_inbound_at: r.get(0)?,
+                            stopped: r.get(1)?,
+                        })
+                    },
+                )
+            })?
             .unwrap_or_default())
     }
 
     /// Records that `address` asked for no more messages on `platform` (`stop`) or for
     /// them again, at `now`, in the audit trail too. `false`: nothing changed.
     pub fn set_stopped(&self, platform: &str, address: &str, stop: bool, now: i64) -> Result<bool> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let changed = if stop {
-            tx.prepare_cached(
-                "INSERT INTO contacts (platform, address, stopped_at) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (platform, address) DO UPDATE SET stopped_at = excluded.stopped_at \
-                 WHERE stopped_at IS NULL",
-            )?
-            .execute(params![platform, address, now])?
-        } else {
-            tx.prepare_cached(
-                "UPDATE contacts SET stopped_at = NULL \
-                 WHERE platform = ?1 AND address = ?2 AND stopped_at IS NOT NULL",
-            )?
-            .execute(params![platform, address])?
-        } == 1;
-        if changed {
-            let event = if stop {
-                "contact_stopped"
+        self.write(|tx| {
+            let changed = if stop {
+                tx.execute(
+                    "INSERT INTO contacts (platform, address, stopped_at) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (platform, address) DO UPDATE SET stopped_at = excluded.stopped_at \
+                     WHERE stopped_at IS NULL",
+                    params![platform, address, now],
+                )?
             } else {
-                "contact_started"
-            };
-            audit_tx(
-                &tx,
-                now,
-                None,
-                event,
-                Some(address),
-                None,
-                &json!({"platform": platform}),
-            )?;
-        }
-        tx.commit()?;
-        Ok(changed)
+                tx.execute(
+                    "UPDATE contacts SET stopped_at = NULL \
+                     WHERE platform = ?1 AND address = ?2 AND stopped_at IS NOT NULL",
+                    params![platform, address],
+                )?
+            } == 1;
+            if changed {
+                let event = if stop {
+                    "contact_stopped"
+                } else {
+                    "contact_started"
+                };
+                audit_tx(
+                    tx,
+                    now,
+                    None,
+                    event,
+                    Some(address),
+                    None,
+                    &json!({"platform": platform}),
+                )?;
+            }
+            Ok(changed)
+        })
     }
 
     /// Forgets the inbound messages seen more than `keep` ms before `now`. Returns how
     /// many.
     pub fn forget_inbound(&self, now: i64, keep: i64) -> Result<usize> {
-        Ok(self
-            .lock()
-            .prepare_cached("DELETE FROM inbound_seen WHERE at < ?1")?
-            .execute([now - keep])?)
+        self.write(|tx| {
+            tx.execute(
+                "DELETE FROM inbound_seen WHERE at < ?1",
+                params![now - keep],
+            )
+        })
     }
 }
 
@@ -153,12 +152,11 @@ mod tests {
         assert!(!s.set_stopped("sms", "+1555", false, 5).unwrap());
         assert!(!s.contact("sms", "+1555").unwrap().stopped);
         let events: Vec<String> = s
-            .lock()
-            .prepare("SELECT event FROM audit ORDER BY seq")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<std::result::Result<_, _>>()
+            .read(|c| {
+                c.query_map("SELECT event FROM audit ORDER BY seq", params![], |r| {
+                    r.get(0)
+                })
+            })
             .unwrap();
         assert_eq!(events, ["contact_stopped", "contact_started"]);
     }

@@ -2,11 +2,11 @@
 //! (`approvals.draft`: `open` until an owner discards one or hands it to an agent as an
 //! inbox task). Each change is one transaction with its audit row.
 
-use rusqlite::{params, OptionalExtension};
 use serde_json::json;
 
-use super::approval_row::{get_conn, row_to_approval_sqlite as row_to_approval, COLUMNS};
+use super::approval_row::{get_conn, row_to_approval, COLUMNS};
 use super::audit::audit_tx;
+use super::sql::params;
 use super::{Result, Store};
 use crate::approval::{Approval, Via};
 
@@ -27,32 +27,37 @@ impl Store {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Approval>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM approvals WHERE draft = 'open' \
-             AND (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR id < ?2) \
-             ORDER BY id DESC LIMIT ?3"
-        ))?;
-        let rows = stmt.query_map(params![agent, after, limit as i64], row_to_approval)?;
-        rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
+        self.writer(|c| {
+            c.query_map(
+                &format!(
+                    "SELECT {COLUMNS} FROM approvals WHERE draft = 'open' \
+                     AND (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR id < ?2) \
+                     ORDER BY id DESC LIMIT ?3"
+                ),
+                params![agent, after, limit as i64],
+                row_to_approval,
+            )
+        })
     }
 
     /// The draft `id` and what became of it; `None` if no draft has that id.
     pub fn draft(&self, id: &str) -> Result<Option<(Approval, DraftState)>> {
-        let conn = self.lock();
-        let state: Option<(Option<String>, Option<String>)> = conn
-            .prepare_cached("SELECT draft, draft_task FROM approvals WHERE id = ?1")?
-            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()?;
-        let state = match state {
-            Some((Some(s), task)) => match s.as_str() {
-                "open" => DraftState::Open,
-                "discarded" => DraftState::Discarded,
-                _ => DraftState::Handed(task),
-            },
-            _ => return Ok(None),
-        };
-        Ok(get_conn(&conn, id)?.map(|a| (a, state)))
+        self.writer(|c| {
+            let state: Option<(Option<String>, Option<String>)> = c.query_opt(
+                "SELECT draft, draft_task FROM approvals WHERE id = ?1",
+                params![id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let state = match state {
+                Some((Some(s), task)) => match s.as_str() {
+                    "open" => DraftState::Open,
+                    "discarded" => DraftState::Discarded,
+                    _ => DraftState::Handed(task),
+                },
+                _ => return Ok(None),
+            };
+            Ok(get_conn(&**c, id)?.map(|a| (a, state)))
+        })
     }
 
     /// Moves an open draft to `to` (audited as `draft_discarded` or `draft_handed`);
@@ -66,8 +71,6 @@ impl Store {
         via: &Via,
         now: i64,
     ) -> Result<bool> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
         let (state, event) = match to {
             DraftState::Open => ("open", "draft_reopened"),
             DraftState::Discarded => ("discarded", "draft_discarded"),
@@ -78,34 +81,34 @@ impl Store {
         } else {
             "open"
         };
-        let changed = tx
-            .prepare_cached("UPDATE approvals SET draft = ?2 WHERE id = ?1 AND draft = ?3")?
-            .execute(params![id, state, from])?;
-        if changed == 1 {
-            audit_tx(&tx, now, Some(id), event, Some(by), Some(via), &json!({}))?;
-        }
-        tx.commit()?;
-        Ok(changed == 1)
+        self.write(|tx| {
+            let changed = tx.execute(
+                "UPDATE approvals SET draft = ?2 WHERE id = ?1 AND draft = ?3",
+                params![id, state, from],
+            )?;
+            if changed == 1 {
+                audit_tx(tx, now, Some(id), event, Some(by), Some(via), &json!({}))?;
+            }
+            Ok(changed == 1)
+        })
     }
 
     /// Names the task a handed draft became (audited with it).
     pub fn draft_task(&self, id: &str, task: &str, by: &str, via: &Via, now: i64) -> Result<()> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        tx.prepare_cached(
-            "UPDATE approvals SET draft_task = ?2 WHERE id = ?1 AND draft = 'handed'",
-        )?
-        .execute(params![id, task])?;
-        audit_tx(
-            &tx,
-            now,
-            Some(id),
-            "draft_task",
-            Some(by),
-            Some(via),
-            &json!({"task": task}),
-        )?;
-        tx.commit()?;
-        Ok(())
+        self.write(|tx| {
+            tx.execute(
+                "UPDATE approvals SET draft_task = ?2 WHERE id = ?1 AND draft = 'handed'",
+                params![id, task],
+            )?;
+            audit_tx(
+                tx,
+                now,
+                Some(id),
+                "draft_task",
+                Some(by),
+                Some(via),
+                &json!({"task": task}),
+            )
+        })
     }
 }

@@ -2,10 +2,10 @@
 //! accepted once (a step later than the factor's last), wrong codes counted per person
 //! and refused for a while past a few, and the step-up windows a confirmed code opens.
 
-use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::json;
 
 use super::audit::audit_tx;
+use super::sql::{params, Tx};
 use super::{Result, Store};
 use crate::approval::Via;
 
@@ -53,44 +53,54 @@ impl Store {
         secret: &str,
         now: i64,
     ) -> Result<()> {
-        let conn = self.lock();
-        // Enrolments never finished are forgotten.
-        conn.prepare_cached("DELETE FROM factors WHERE confirmed_at IS NULL AND created_at < ?1")?
-            .execute([now - ENROL_WITHIN_MS])?;
-        conn.prepare_cached(
-            "INSERT INTO factors (id, person, label, secret, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?
-        .execute(params![id, person, label, secret, now])?;
-        Ok(())
+        self.writer(|w| {
+            // Enrolments never finished are forgotten.
+            w.write(|tx| {
+                tx.execute(
+                    "DELETE FROM factors WHERE confirmed_at IS NULL AND created_at < ?1",
+                    params![now - ENROL_WITHIN_MS],
+                )
+            })?;
+            w.write(|tx| {
+                tx.execute(
+                    "INSERT INTO factors (id, person, label, secret, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![id, person, label, secret, now],
+                )
+            })?;
+            Ok(())
+        })
     }
 
     /// Every factor of `person` (enrolments under way too), oldest first.
     pub fn factors(&self, person: &str, now: i64) -> Result<Vec<FactorRow>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, person, label, created_at, confirmed_at FROM factors \
-             WHERE person = ?1 AND (confirmed_at IS NOT NULL OR created_at >= ?2) \
-             ORDER BY created_at, id",
-        )?;
-        let rows = stmt.query_map(params![person, now - ENROL_WITHIN_MS], |r| {
-            Ok(FactorRow {
-                id: r.get(0)?,
-                person: r.get(1)?,
-                label: r.get(2)?,
-                created_at: r.get(3)?,
-                confirmed_at: r.get(4)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        self.writer(|c| {
+            c.query_map(
+                "SELECT id, person, label, created_at, confirmed_at FROM factors \
+                 WHERE person = ?1 AND (confirmed_at IS NOT NULL OR created_at >= ?2) \
+                 ORDER BY created_at, id",
+                params![person, now - ENROL_WITHIN_MS],
+                |r| {
+                    Ok(FactorRow {
+                        id: r.get(0)?,
+                        person: r.get(1)?,
+                        label: r.get(2)?,
+                        created_at: r.get(3)?,
+                        confirmed_at: r.get(4)?,
+                    })
+                },
+            )
+        })
     }
 
     /// Whether anyone has a confirmed factor (critical requests then need one).
     pub fn any_factor(&self) -> Result<bool> {
-        let conn = self.lock();
-        let any = conn
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM factors WHERE confirmed_at IS NOT NULL)")?
-            .query_row([], |r| r.get(0))?;
-        Ok(any)
+        self.writer(|c| {
+            c.query_row(
+                "SELECT EXISTS (SELECT 1 FROM factors WHERE confirmed_at IS NOT NULL)",
+                params![],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// Finishes `person`'s enrolment `id` with its first code (audited as
@@ -103,48 +113,48 @@ impl Store {
         via: &Via,
         now: i64,
     ) -> Result<CodeCheck> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let secret: Option<String> = tx
-            .prepare_cached(
+        self.write(|tx| {
+            let secret: Option<String> = tx.query_opt(
                 "SELECT secret FROM factors WHERE id = ?1 AND person = ?2 \
                  AND confirmed_at IS NULL AND created_at >= ?3",
-            )?
-            .query_row(params![id, person, now - ENROL_WITHIN_MS], |r| r.get(0))
-            .optional()?;
-        let Some(secret) = secret else {
-            return Ok(CodeCheck::NoFactor);
-        };
-        let checked = check_tx(&tx, person, code, via, now, &[(id.to_string(), secret, 0)])?;
-        if let CodeCheck::Accepted { .. } = checked {
-            tx.prepare_cached("UPDATE factors SET confirmed_at = ?2 WHERE id = ?1")?
-                .execute(params![id, now])?;
-            audit_tx(
-                &tx,
-                now,
-                None,
-                "factor_enrolled",
-                Some(person),
-                Some(via),
-                &json!({"factor": id}),
+                params![id, person, now - ENROL_WITHIN_MS],
+                |r| r.get(0),
             )?;
-        }
-        tx.commit()?;
-        Ok(checked)
+            let Some(secret) = secret else {
+                tx.discard();
+                return Ok(CodeCheck::NoFactor);
+            };
+            let checked = check_tx(tx, person, code, via, now, &[(id.to_string(), secret, 0)])?;
+            if let CodeCheck::Accepted { .. } = checked {
+                tx.execute(
+                    "UPDATE factors SET confirmed_at = ?2 WHERE id = ?1",
+                    params![id, now],
+                )?;
+                audit_tx(
+                    tx,
+                    now,
+                    None,
+                    "factor_enrolled",
+                    Some(person),
+                    Some(via),
+                    &json!({"factor": id}),
+                )?;
+            }
+            Ok(checked)
+        })
     }
 
     /// Checks a code against `person`'s confirmed factors: accepted once, wrong ones
     /// counted (audited as `code_refused`), refused for a while past a few.
     pub fn check_code(&self, person: &str, code: &str, via: &Via, now: i64) -> Result<CodeCheck> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let factors = confirmed_tx(&tx, person)?;
-        if factors.is_empty() {
-            return Ok(CodeCheck::NoFactor);
-        }
-        let checked = check_tx(&tx, person, code, via, now, &factors)?;
-        tx.commit()?;
-        Ok(checked)
+        self.write(|tx| {
+            let factors = confirmed_tx(tx, person)?;
+            if factors.is_empty() {
+                tx.discard();
+                return Ok(CodeCheck::NoFactor);
+            }
+            check_tx(tx, person, code, via, now, &factors)
+        })
     }
 
     /// Removes `person`'s factor `id` after a fresh code from any of their factors
@@ -157,50 +167,54 @@ impl Store {
         via: &Via,
         now: i64,
     ) -> Result<Option<CodeCheck>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let exists: bool = tx
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM factors WHERE id = ?1 AND person = ?2)")?
-            .query_row(params![id, person], |r| r.get(0))?;
-        if !exists {
-            return Ok(None);
-        }
-        let factors = confirmed_tx(&tx, person)?;
-        let checked = if factors.is_empty() {
-            // An enrolment never finished: nothing to prove.
-            CodeCheck::Accepted {
-                factor: id.to_string(),
-            }
-        } else {
-            check_tx(&tx, person, code, via, now, &factors)?
-        };
-        if let CodeCheck::Accepted { .. } = checked {
-            tx.prepare_cached("DELETE FROM factors WHERE id = ?1")?
-                .execute([id])?;
-            tx.prepare_cached("DELETE FROM step_up_windows WHERE person = ?1")?
-                .execute([person])?;
-            audit_tx(
-                &tx,
-                now,
-                None,
-                "factor_removed",
-                Some(person),
-                Some(via),
-                &json!({"factor": id}),
+        self.write(|tx| {
+            let exists: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM factors WHERE id = ?1 AND person = ?2)",
+                params![id, person],
+                |r| r.get(0),
             )?;
-        }
-        tx.commit()?;
-        Ok(Some(checked))
+            if !exists {
+                tx.discard();
+                return Ok(None);
+            }
+            let factors = confirmed_tx(tx, person)?;
+            let checked = if factors.is_empty() {
+                // An enrolment never finished: nothing to prove.
+                CodeCheck::Accepted {
+                    factor: id.to_string(),
+                }
+            } else {
+                check_tx(tx, person, code, via, now, &factors)?
+            };
+            if let CodeCheck::Accepted { .. } = checked {
+                tx.execute("DELETE FROM factors WHERE id = ?1", params![id])?;
+                tx.execute(
+                    "DELETE FROM step_up_windows WHERE person = ?1",
+                    params![person],
+                )?;
+                audit_tx(
+                    tx,
+                    now,
+                    None,
+                    "factor_removed",
+                    Some(person),
+                    Some(via),
+                    &json!({"factor": id}),
+                )?;
+            }
+            Ok(Some(checked))
+        })
     }
 
     /// Opens (or moves on) `person`'s step-up window on `surface` until `until`.
     pub fn open_step_up(&self, person: &str, surface: &str, until: i64) -> Result<()> {
-        let conn = self.lock();
-        conn.prepare_cached(
-            "INSERT INTO step_up_windows (person, surface, until) VALUES (?1, ?2, ?3) \
-             ON CONFLICT (person, surface) DO UPDATE SET until = excluded.until",
-        )?
-        .execute(params![person, surface, until])?;
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO step_up_windows (person, surface, until) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (person, surface) DO UPDATE SET until = excluded.until",
+                params![person, surface, until],
+            )
+        })?;
         Ok(())
     }
 
@@ -213,42 +227,43 @@ impl Store {
         now: i64,
         renew_to: i64,
     ) -> Result<bool> {
-        let conn = self.lock();
-        let used = conn
-            .prepare_cached(
+        let used = self.write(|tx| {
+            tx.execute(
                 "UPDATE step_up_windows SET until = ?4 WHERE person = ?1 AND surface = ?2 \
                  AND until > ?3",
-            )?
-            .execute(params![person, surface, now, renew_to])?;
+                params![person, surface, now, renew_to],
+            )
+        })?;
         Ok(used == 1)
     }
 }
 
 /// (id, secret, last step) of `person`'s confirmed factors.
-fn confirmed_tx(tx: &Transaction<'_>, person: &str) -> Result<Vec<(String, String, i64)>> {
-    let mut stmt = tx.prepare_cached(
+fn confirmed_tx(tx: &Tx<'_>, person: &str) -> Result<Vec<(String, String, i64)>> {
+    tx.query_map(
         "SELECT id, secret, last_step FROM factors WHERE person = ?1 AND confirmed_at IS NOT NULL \
          ORDER BY created_at",
-    )?;
-    let rows = stmt.query_map([person], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+        params![person],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
 }
 
 /// Checks `code` against `factors` (id, secret, last step accepted) for `person`, in
 /// `tx`: the lock first, then each factor; a match takes its step (so the code is not
 /// accepted again) and clears the wrong codes; a miss counts one.
 fn check_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     person: &str,
     code: &str,
     via: &Via,
     now: i64,
     factors: &[(String, String, i64)],
 ) -> Result<CodeCheck> {
-    let failures: Option<(i64, i64)> = tx
-        .prepare_cached("SELECT count, last_at FROM step_up_failures WHERE person = ?1")?
-        .query_row([person], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
+    let failures: Option<(i64, i64)> = tx.query_opt(
+        "SELECT count, last_at FROM step_up_failures WHERE person = ?1",
+        params![person],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     // Wrong codes older than the lock no longer count.
     let wrong = failures
         .filter(|(_, last)| now - last < LOCKED_FOR_MS)
@@ -268,18 +283,22 @@ fn check_tx(
             reused = true;
             continue;
         }
-        tx.prepare_cached("UPDATE factors SET last_step = ?2 WHERE id = ?1")?
-            .execute(params![id, step])?;
-        tx.prepare_cached("DELETE FROM step_up_failures WHERE person = ?1")?
-            .execute([person])?;
+        tx.execute(
+            "UPDATE factors SET last_step = ?2 WHERE id = ?1",
+            params![id, step],
+        )?;
+        tx.execute(
+            "DELETE FROM step_up_failures WHERE person = ?1",
+            params![person],
+        )?;
         return Ok(CodeCheck::Accepted { factor: id.clone() });
     }
     let count = wrong + 1;
-    tx.prepare_cached(
+    tx.execute(
         "INSERT INTO step_up_failures (person, count, last_at) VALUES (?1, ?2, ?3) \
          ON CONFLICT (person) DO UPDATE SET count = excluded.count, last_at = excluded.last_at",
-    )?
-    .execute(params![person, count, now])?;
+        params![person, count, now],
+    )?;
     audit_tx(
         tx,
         now,

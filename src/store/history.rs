@@ -11,10 +11,9 @@
 //! export of the whole filtered history (every page in turn) never holds the daemon up
 //! for longer than one page takes.
 
-use rusqlite::types::Value as Sql;
-use rusqlite::{params, Connection};
-
-use super::approval_row::{row_to_approval_sqlite as row_to_approval, COLUMNS};
+use super::approval_row::{row_to_approval, COLUMNS};
+use super::audit::row_to_audit;
+use super::sql::{params, Conn, Value};
 use super::{AuditRow, Result, Store};
 use crate::approval::{Approval, Status};
 use crate::policy::RiskScore;
@@ -107,14 +106,13 @@ fn search_index_query(words: &[String]) -> Option<String> {
 /// The requests (rowids) that may hold every word of `query` (the search index's query):
 /// those the index finds, those it has not read yet and those changed since it did.
 /// `None` when there are more than [`CANDIDATES`].
-fn candidates(conn: &Connection, query: &str) -> Result<Option<Vec<i64>>> {
+fn candidates(conn: &Conn<'_>, query: &str) -> Result<Option<Vec<i64>>> {
     let cap = CANDIDATES as i64 + 1;
-    let mut rowids: Vec<i64> = conn
-        .prepare_cached(
-            "SELECT rowid FROM approvals_search WHERE approvals_search MATCH ?1 LIMIT ?2",
-        )?
-        .query_map(params![query, cap], |r| r.get(0))?
-        .collect::<std::result::Result<_, _>>()?;
+    let mut rowids: Vec<i64> = conn.query_map(
+        "SELECT rowid FROM approvals_search WHERE approvals_search MATCH ?1 LIMIT ?2",
+        params![query, cap],
+        |r| r.get(0),
+    )?;
     for unread in [
         "SELECT rowid FROM approvals WHERE rowid > \
          (SELECT indexed_through FROM approvals_search_state WHERE id = 1) LIMIT ?1",
@@ -123,10 +121,7 @@ fn candidates(conn: &Connection, query: &str) -> Result<Option<Vec<i64>>> {
         if rowids.len() > CANDIDATES {
             break;
         }
-        let more: Vec<i64> = conn
-            .prepare_cached(unread)?
-            .query_map([cap], |r| r.get(0))?
-            .collect::<std::result::Result<_, _>>()?;
+        let more: Vec<i64> = conn.query_map(unread, params![cap], |r| r.get(0))?;
         rowids.extend(more);
     }
     Ok((rowids.len() <= CANDIDATES).then_some(rowids))
@@ -134,20 +129,21 @@ fn candidates(conn: &Connection, query: &str) -> Result<Option<Vec<i64>>> {
 
 /// The requests (rowids) that hold every one of `words`, read in the table's order;
 /// `None` when there are more than [`CANDIDATES`].
-fn scanned(conn: &Connection, words: &[String]) -> Result<Option<Vec<i64>>> {
+fn scanned(conn: &Conn<'_>, words: &[String]) -> Result<Option<Vec<i64>>> {
     let only_words = HistoryFilter {
         words: words.to_vec(),
         ..HistoryFilter::default()
     };
     let w = history_where(&only_words);
     let cap = CANDIDATES + 1;
-    let rowids: Vec<i64> = conn
-        .prepare_cached(&format!(
+    let rowids: Vec<i64> = conn.once().query_map(
+        &format!(
             "SELECT rowid FROM approvals WHERE true{} LIMIT {cap}",
             w.sql
-        ))?
-        .query_map(rusqlite::params_from_iter(&w.params), |r| r.get(0))?
-        .collect::<std::result::Result<_, _>>()?;
+        ),
+        &w.params,
+        |r| r.get(0),
+    )?;
     Ok((rowids.len() <= CANDIDATES).then_some(rowids))
 }
 
@@ -164,6 +160,9 @@ fn first_id_at(ms: i64) -> String {
     let ms = u64::try_from(ms.max(0)).unwrap_or(0);
     ulid::Ulid::from_parts(ms.min((1 << 48) - 1), 0).to_string()
 }
+
+/// A parameter of a statement being built.
+type Sql = Value<'static>;
 
 /// A statement's WHERE clause being built, with its parameters.
 #[derive(Default)]
@@ -193,7 +192,7 @@ impl Where {
 }
 
 fn text(s: &str) -> Sql {
-    Sql::Text(s.to_string())
+    Sql::from(s.to_string())
 }
 
 /// What a page is ordered and cut by: a column, how a key is a parameter, a row's key.
@@ -292,7 +291,7 @@ fn history_where(filter: &HistoryFilter) -> Where {
     if let Some(since) = filter.since {
         w.and(
             "id >= ? AND created_at >= ?",
-            [text(&first_id_at(since)), Sql::Integer(since)],
+            [text(&first_id_at(since)), Sql::Int(since)],
         );
     }
     w
@@ -305,96 +304,99 @@ impl Store {
     /// than `max`: it has caught up). Each step is one statement: FTS5 flushes what it
     /// holds at every statement's end, so one statement per batch keeps it cheap.
     pub fn index_history(&self, max: usize) -> Result<usize> {
-        let mut conn = self.lock();
-        let behind: bool = conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM approvals_search_stale) OR EXISTS (SELECT 1 FROM \
-             approvals WHERE rowid > (SELECT indexed_through FROM approvals_search_state))",
-            [],
-            |r| r.get(0),
-        )?;
-        if !behind {
-            return Ok(0);
-        }
-        let tx = conn.transaction()?;
-        tx.execute_batch(&format!(
-            "DELETE FROM approvals_search WHERE rowid IN \
-                 (SELECT approval_rowid FROM approvals_search_stale); \
-             INSERT INTO approvals_search (rowid, text) \
-                 SELECT a.rowid, {INDEXED_TEXT} FROM approvals a \
-                 JOIN approvals_search_stale s ON s.approval_rowid = a.rowid; \
-             DELETE FROM approvals_search_stale;"
-        ))?;
-        let through: i64 = tx.query_row(
-            "SELECT indexed_through FROM approvals_search_state WHERE id = 1",
-            [],
-            |r| r.get(0),
-        )?;
-        let last: Option<i64> = tx.query_row(
-            "SELECT max(rowid) FROM (SELECT rowid FROM approvals WHERE rowid > ?1 \
-             ORDER BY rowid LIMIT ?2)",
-            params![through, max as i64],
-            |r| r.get(0),
-        )?;
-        let mut indexed = 0;
-        if let Some(last) = last {
-            indexed = tx.execute(
-                &format!(
-                    "INSERT INTO approvals_search (rowid, text) SELECT a.rowid, {INDEXED_TEXT} \
-                     FROM approvals a WHERE a.rowid > ?1 AND a.rowid <= ?2"
-                ),
-                params![through, last],
+        self.writer(|w| {
+            let behind: bool = w.query_row(
+                "SELECT EXISTS (SELECT 1 FROM approvals_search_stale) OR EXISTS (SELECT 1 FROM \
+                 approvals WHERE rowid > (SELECT indexed_through FROM approvals_search_state))",
+                params![],
+                |r| r.get(0),
             )?;
-            tx.execute(
-                "UPDATE approvals_search_state SET indexed_through = ?1 WHERE id = 1",
-                [last],
-            )?;
-        }
-        tx.commit()?;
-        Ok(indexed)
+            if !behind {
+                return Ok(0);
+            }
+            w.write(|tx| {
+                // The stale entries out and back in, three statements in a row.
+                tx.execute(
+                    "DELETE FROM approvals_search WHERE rowid IN \
+                     (SELECT approval_rowid FROM approvals_search_stale)",
+                    params![],
+                )?;
+                tx.execute(
+                    &format!(
+                        "INSERT INTO approvals_search (rowid, text) \
+                         SELECT a.rowid, {INDEXED_TEXT} FROM approvals a \
+                         JOIN approvals_search_stale s ON s.approval_rowid = a.rowid"
+                    ),
+                    params![],
+                )?;
+                tx.execute("DELETE FROM approvals_search_stale", params![])?;
+                let through: i64 = tx.query_row(
+                    "SELECT indexed_through FROM approvals_search_state WHERE id = 1",
+                    params![],
+                    |r| r.get(0),
+                )?;
+                let last: Option<i64> = tx.query_row(
+                    "SELECT max(rowid) FROM (SELECT rowid FROM approvals WHERE rowid > ?1 \
+                     ORDER BY rowid LIMIT ?2)",
+                    params![through, max as i64],
+                    |r| r.get(0),
+                )?;
+                let mut indexed = 0;
+                if let Some(last) = last {
+                    indexed = tx.execute(
+                        &format!(
+                            "INSERT INTO approvals_search (rowid, text) SELECT a.rowid, {INDEXED_TEXT} \
+                             FROM approvals a WHERE a.rowid > ?1 AND a.rowid <= ?2"
+                        ),
+                        params![through, last],
+                    )?;
+                    tx.execute(
+                        "UPDATE approvals_search_state SET indexed_through = ?1 WHERE id = 1",
+                        params![last],
+                    )?;
+                }
+                Ok(indexed)
+            })
+        })
     }
 
     /// One page of requests matching `filter`, newest first.
     pub fn history_page(&self, filter: &HistoryFilter) -> Result<Page<Approval, String>> {
         let mut w = history_where(filter);
-        let conn = self.reader();
-        // Few requests hold the words: read only those (the index found them, or it has
-        // not looked at them yet); many do: reading newest first finds a page soon.
-        let found = match search_index_query(&filter.words) {
-            Some(query) => candidates(&conn, &query)?,
-            // Only words too short for the index: one pass over the table in its own
-            // order finds the few requests that hold them far sooner than reading it
-            // newest first (a lookup per request); many: reading newest first is soon.
-            None if !filter.words.is_empty() => scanned(&conn, &filter.words)?,
-            None => None,
-        };
-        let narrowed = found.map(|rowids| {
-            let list: Vec<String> = rowids.iter().map(i64::to_string).collect();
-            w.and(
-                &format!("rowid IN ({})", list.join(",")),
-                std::iter::empty(),
-            );
-        });
-        let key = Key {
-            column: "id",
-            param: |id: &String| text(id),
-            of: |a: &Approval| a.id.clone(),
-        };
-        keyset(w, &filter.cursor, filter.limit, &key, |w, order, limit| {
-            let sql = format!(
-                "SELECT {COLUMNS} FROM approvals WHERE true{} ORDER BY id {order} LIMIT {limit}",
-                w.sql
-            );
-            // A statement naming its rows is made once: not worth keeping.
-            let (mut plain, mut cached);
-            let stmt: &mut rusqlite::Statement<'_> = if narrowed.is_some() {
-                plain = conn.prepare(&sql)?;
-                &mut plain
-            } else {
-                cached = conn.prepare_cached(&sql)?;
-                &mut cached
+        self.read(|c| {
+            // Few requests hold the words: read only those (the index found them, or it
+            // has not looked at them yet); many do: reading newest first finds a page soon.
+            let found = match search_index_query(&filter.words) {
+                Some(query) => candidates(c, &query)?,
+                // Only words too short for the index: one pass over the table in its own
+                // order finds the few requests that hold them far sooner than reading it
+                // newest first (a lookup per request); many: reading newest first is soon.
+                None if !filter.words.is_empty() => scanned(c, &filter.words)?,
+                None => None,
             };
-            let rows = stmt.query_map(rusqlite::params_from_iter(&w.params), row_to_approval)?;
-            rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
+            if let Some(rowids) = found {
+                let list: Vec<String> = rowids.iter().map(i64::to_string).collect();
+                w.and(
+                    &format!("rowid IN ({})", list.join(",")),
+                    std::iter::empty(),
+                );
+            }
+            let key = Key {
+                column: "id",
+                param: |id: &String| text(id),
+                of: |a: &Approval| a.id.clone(),
+            };
+            keyset(w, &filter.cursor, filter.limit, &key, |w, order, limit| {
+                // The text is built per page (filters, cursor, limit): not worth keeping.
+                c.once().query_map(
+                    &format!(
+                        "SELECT {COLUMNS} FROM approvals WHERE true{} ORDER BY id {order} LIMIT {limit}",
+                        w.sql
+                    ),
+                    &w.params,
+                    row_to_approval,
+                )
+            })
         })
     }
 
@@ -411,36 +413,25 @@ impl Store {
             w.and("actor LIKE ? ESCAPE '\\'", [text(&containing(a))]);
         }
         if let Some(since) = filter.since {
-            w.and("at >= ?", [Sql::Integer(since)]);
+            w.and("at >= ?", [Sql::Int(since)]);
         }
-        let conn = self.reader();
         let key = Key {
             column: "seq",
-            param: |seq: &i64| Sql::Integer(*seq),
+            param: |seq: &i64| Sql::Int(*seq),
             of: |r: &AuditRow| r.seq,
         };
-        keyset(w, &filter.cursor, filter.limit, &key, |w, order, limit| {
-            let sql = format!(
-                "SELECT seq, at, approval_id, event, actor, channel, detail FROM audit \
-                 WHERE true{} ORDER BY seq {order} LIMIT {limit}",
-                w.sql
-            );
-            let mut stmt = conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map(rusqlite::params_from_iter(&w.params), |r| {
-                let detail: Option<String> = r.get(6)?;
-                Ok(AuditRow {
-                    seq: r.get(0)?,
-                    at: r.get(1)?,
-                    approval_id: r.get(2)?,
-                    event: r.get(3)?,
-                    actor: r.get(4)?,
-                    channel: r.get(5)?,
-                    detail: detail
-                        .and_then(|d| serde_json::from_str(&d).ok())
-                        .unwrap_or(serde_json::Value::Null),
-                })
-            })?;
-            Ok(rows.collect::<std::result::Result<_, _>>()?)
+        self.read(|c| {
+            keyset(w, &filter.cursor, filter.limit, &key, |w, order, limit| {
+                c.once().query_map(
+                    &format!(
+                        "SELECT seq, at, approval_id, event, actor, channel, detail FROM audit \
+                         WHERE true{} ORDER BY seq {order} LIMIT {limit}",
+                        w.sql
+                    ),
+                    &w.params,
+                    row_to_audit,
+                )
+            })
         })
     }
 }
@@ -577,13 +568,14 @@ mod tests {
             .unwrap()
         };
         let in_index = |q: &str| -> i64 {
-            s.lock()
-                .query_row(
+            s.writer(|c| {
+                c.query_row(
                     "SELECT count(*) FROM approvals_search WHERE approvals_search MATCH ?1",
-                    [q],
+                    params![q],
                     |r| r.get(0),
                 )
-                .unwrap()
+            })
+            .unwrap()
         };
         let mut a = new("m", "t", None, Some(i64::MAX));
         a.asked.summary = Some("Quote for Ann".into());

@@ -10,10 +10,10 @@
 //! The chain stays append-only: a row is never updated; the count lives outside the
 //! trail until its window closes, durably, so a restart loses none.
 
-use rusqlite::{params, OptionalExtension, Transaction};
 use serde_json::{json, Value};
 
 use super::audit::audit_conn;
+use super::sql::{params, Row, Tx};
 use super::{Result, Store};
 
 /// An attempt to record.
@@ -65,7 +65,7 @@ struct Window {
 const WINDOW_COLUMNS: &str =
     "key, approval_id, actor, channel, detail, first_seq, started, last_at, repeats";
 
-fn window(r: &rusqlite::Row<'_>) -> rusqlite::Result<Window> {
+fn window(r: &Row<'_>) -> Result<Window> {
     Ok(Window {
         key: r.get(0)?,
         approval_id: r.get(1)?,
@@ -88,90 +88,87 @@ impl Store {
         window_ms: i64,
         row: &RefusalRow<'_>,
     ) -> Result<Refused> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let open = tx
-            .prepare_cached(&format!(
-                "SELECT {WINDOW_COLUMNS} FROM refusal_windows WHERE key = ?1"
-            ))?
-            .query_row([row.key], window)
-            .optional()?;
-        if let Some(w) = &open {
-            // A clock that went back ends the window too, rather than stretch it.
-            if (w.started..w.started + window_ms).contains(&now) {
-                tx.execute(
-                    "UPDATE refusal_windows SET repeats = repeats + 1, last_at = ?2 WHERE key = ?1",
-                    params![row.key, now],
-                )?;
-                tx.commit()?;
-                return Ok(Refused::Counted {
-                    first_seq: w.first_seq,
-                    repeats: w.repeats + 1,
-                });
+        self.write(|tx| {
+            let open = tx.query_opt(
+                &format!("SELECT {WINDOW_COLUMNS} FROM refusal_windows WHERE key = ?1"),
+                params![row.key],
+                window,
+            )?;
+            if let Some(w) = &open {
+                // A clock that went back ends the window too, rather than stretch it.
+                if (w.started..w.started + window_ms).contains(&now) {
+                    tx.execute(
+                        "UPDATE refusal_windows SET repeats = repeats + 1, last_at = ?2 WHERE key = ?1",
+                        params![row.key, now],
+                    )?;
+                    return Ok(Refused::Counted {
+                        first_seq: w.first_seq,
+                        repeats: w.repeats + 1,
+                    });
+                }
             }
-        }
-        let closed = match open {
-            Some(w) => close(&tx, now, w)?,
-            None => None,
-        };
-        let mut detail = row.detail.clone();
-        detail["count"] = json!(1);
-        let seq = audit_conn(
-            &tx,
-            now,
-            row.approval_id,
-            "unauthorised_attempt",
-            Some(row.actor),
-            Some(row.channel),
-            &detail,
-        )?;
-        tx.execute(
-            &format!("INSERT INTO refusal_windows ({WINDOW_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, 0)"),
-            params![
-                row.key,
+            let closed = match open {
+                Some(w) => close(tx, now, w)?,
+                None => None,
+            };
+            let mut detail = row.detail.clone();
+            detail["count"] = json!(1);
+            let seq = audit_conn(
+                tx,
+                now,
                 row.approval_id,
-                row.actor,
-                row.channel,
-                detail.to_string(),
-                seq,
-                now
-            ],
-        )?;
-        tx.commit()?;
-        Ok(Refused::Recorded { seq, closed })
+                "unauthorised_attempt",
+                Some(row.actor),
+                Some(row.channel),
+                &detail,
+            )?;
+            tx.execute(
+                &format!("INSERT INTO refusal_windows ({WINDOW_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, 0)"),
+                params![
+                    row.key,
+                    row.approval_id,
+                    row.actor,
+                    row.channel,
+                    detail.to_string(),
+                    seq,
+                    now
+                ],
+            )?;
+            Ok(Refused::Recorded { seq, closed })
+        })
     }
 
     /// Closes every window that began `window_ms` or longer before `now` (every window,
     /// when `window_ms` is `None`: at shutdown, and at start for those a crash left
     /// open). Returns those that had repeats, now audit rows.
     pub fn close_refusal_windows(&self, now: i64, window_ms: Option<i64>) -> Result<Vec<Closed>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let due: Vec<Window> = {
-            let mut stmt = tx.prepare_cached(&format!(
-                "SELECT {WINDOW_COLUMNS} FROM refusal_windows \
-                 WHERE ?2 IS NULL OR started + ?2 <= ?1 OR started > ?1 ORDER BY first_seq"
-            ))?;
-            let rows = stmt.query_map(params![now, window_ms], window)?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
-        if due.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut closed = Vec::new();
-        for w in due {
-            if let Some(c) = close(&tx, now, w)? {
-                closed.push(c);
+        self.write(|tx| {
+            let due: Vec<Window> = tx.query_map(
+                &format!(
+                    "SELECT {WINDOW_COLUMNS} FROM refusal_windows \
+                     WHERE ?2 IS NULL OR started + ?2 <= ?1 OR started > ?1 ORDER BY first_seq"
+                ),
+                params![now, window_ms],
+                window,
+            )?;
+            if due.is_empty() {
+                tx.discard();
+                return Ok(Vec::new());
             }
-        }
-        tx.commit()?;
-        Ok(closed)
+            let mut closed = Vec::new();
+            for w in due {
+                if let Some(c) = close(tx, now, w)? {
+                    closed.push(c);
+                }
+            }
+            Ok(closed)
+        })
     }
 }
 
 /// Deletes window `w`, first appending its count as an audit row if it has repeats.
-fn close(tx: &Transaction<'_>, now: i64, w: Window) -> Result<Option<Closed>> {
-    tx.execute("DELETE FROM refusal_windows WHERE key = ?1", [&w.key])?;
+fn close(tx: &Tx<'_>, now: i64, w: Window) -> Result<Option<Closed>> {
+    tx.execute("DELETE FROM refusal_windows WHERE key = ?1", params![w.key])?;
     if w.repeats == 0 {
         return Ok(None);
     }

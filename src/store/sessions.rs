@@ -3,10 +3,10 @@
 //! engine makes the tokens and hashes them. Signing in uses up its link and starts the
 //! session in one transaction, with its audit row; so does ending sessions.
 
-use rusqlite::{params, OptionalExtension, Row, Transaction};
 use serde_json::json;
 
 use super::audit::audit_tx;
+use super::sql::{params, Row, Tx};
 use super::{Result, Store};
 use crate::approval::{new_short_id, Via};
 
@@ -82,7 +82,7 @@ pub enum SessionEnd {
 const SESSION_COLUMNS: &str =
     "id, person, csrf, user_agent, created_at, last_seen_at, expires_at, identity";
 
-fn session_row(r: &Row<'_>) -> rusqlite::Result<Session> {
+fn session_row(r: &Row<'_>) -> Result<Session> {
     Ok(Session {
         id: r.get(0)?,
         person: r.get(1)?,
@@ -101,115 +101,123 @@ const TOUCH_EVERY_MS: i64 = 60_000;
 impl Store {
     /// Records a sign-in link, with its audit row (`dashboard_link`).
     pub fn make_link(&self, l: &NewLink<'_>) -> Result<()> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        tx.prepare_cached(
-            "INSERT INTO dashboard_links (token_hash, person, via, created_at, expires_at, \
-             identity, next) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )?
-        .execute(params![
-            l.token_hash,
-            l.person,
-            l.via.as_str(),
-            l.now,
-            l.expires_at,
-            l.identity,
-            l.next
-        ])?;
-        audit_tx(
-            &tx,
-            l.now,
-            None,
-            "dashboard_link",
-            Some(l.person),
-            Some(l.via),
-            &json!({"expires_at": l.expires_at}),
-        )?;
-        tx.commit()?;
-        Ok(())
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO dashboard_links (token_hash, person, via, created_at, expires_at, \
+                 identity, next) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    l.token_hash,
+                    l.person,
+                    l.via.as_str(),
+                    l.now,
+                    l.expires_at,
+                    l.identity,
+                    l.next
+                ],
+            )?;
+            audit_tx(
+                tx,
+                l.now,
+                None,
+                "dashboard_link",
+                Some(l.person),
+                Some(l.via),
+                &json!({"expires_at": l.expires_at}),
+            )
+        })
     }
 
     /// Uses up the link whose token hashes to `token_hash` and starts a session, if the
     /// link is good (one transaction, audited as `dashboard_sign_in`); a refused link
     /// changes nothing (the engine audits the refusal, coalesced).
     pub fn use_link(&self, token_hash: &str, s: &NewSession<'_>) -> Result<LinkUse> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        type LinkRow = (String, i64, Option<i64>, Option<String>, Option<String>);
-        let link: Option<LinkRow> = tx
-            .prepare_cached(
+        self.write(|tx| {
+            type LinkRow = (String, i64, Option<i64>, Option<String>, Option<String>);
+            let link: Option<LinkRow> = tx.query_opt(
                 "SELECT person, expires_at, used_at, identity, next FROM dashboard_links \
                  WHERE token_hash = ?1",
-            )?
-            .query_row([token_hash], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })
-            .optional()?;
-        let (person, expires_at, used_at, identity, next) = match link {
-            None => return Ok(LinkUse::Unknown),
-            Some(l) => l,
-        };
-        if used_at.is_some() {
-            return Ok(LinkUse::Used { person });
-        }
-        if s.now >= expires_at {
-            return Ok(LinkUse::Expired { person });
-        }
-        tx.prepare_cached("UPDATE dashboard_links SET used_at = ?2 WHERE token_hash = ?1")?
-            .execute(params![token_hash, s.now])?;
-        let id = start_session(&tx, &person, identity.as_deref(), s)?;
-        audit_tx(
-            &tx,
-            s.now,
-            None,
-            "dashboard_sign_in",
-            Some(&person),
-            Some(&Via::Dashboard),
-            &json!({"session": id, "user_agent": s.user_agent}),
-        )?;
-        let session = tx
-            .prepare_cached(&format!(
-                "SELECT {SESSION_COLUMNS} FROM dashboard_sessions WHERE id = ?1"
-            ))?
-            .query_row([&id], session_row)?;
-        tx.commit()?;
-        Ok(LinkUse::SignedIn(session, next))
+                params![token_hash],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )?;
+            let (person, expires_at, used_at, identity, next) = match link {
+                None => {
+                    tx.discard();
+                    return Ok(LinkUse::Unknown);
+                }
+                Some(l) => l,
+            };
+            if used_at.is_some() {
+                tx.discard();
+                return Ok(LinkUse::Used { person });
+            }
+            if s.now >= expires_at {
+                tx.discard();
+                return Ok(LinkUse::Expired { person });
+            }
+            tx.execute(
+                "UPDATE dashboard_links SET used_at = ?2 WHERE token_hash = ?1",
+                params![token_hash, s.now],
+            )?;
+            let id = start_session(tx, &person, identity.as_deref(), s)?;
+            audit_tx(
+                tx,
+                s.now,
+                None,
+                "dashboard_sign_in",
+                Some(&person),
+                Some(&Via::Dashboard),
+                &json!({"session": id, "user_agent": s.user_agent}),
+            )?;
+            let session = tx.query_row(
+                &format!("SELECT {SESSION_COLUMNS} FROM dashboard_sessions WHERE id = ?1"),
+                params![id],
+                session_row,
+            )?;
+            Ok(LinkUse::SignedIn(session, next))
+        })
     }
 
     /// The live session whose cookie token hashes to `token_hash`: not ended, not past
     /// its end, and used within `idle_ms`. Notes that it was used now (at most once a
     /// minute).
     pub fn session(&self, token_hash: &str, now: i64, idle_ms: i64) -> Result<Option<Session>> {
-        let conn = self.lock();
-        let found = conn
-            .prepare_cached(&format!(
-                "SELECT {SESSION_COLUMNS} FROM dashboard_sessions \
-                 WHERE token_hash = ?1 AND ended_at IS NULL AND expires_at > ?2 \
-                 AND last_seen_at > ?2 - ?3"
-            ))?
-            .query_row(params![token_hash, now, idle_ms], session_row)
-            .optional()?;
-        if let Some(s) = &found {
-            if now - s.last_seen_at >= TOUCH_EVERY_MS {
-                conn.prepare_cached(
-                    "UPDATE dashboard_sessions SET last_seen_at = ?2 WHERE id = ?1",
-                )?
-                .execute(params![s.id, now])?;
+        self.writer(|w| {
+            let found = w.query_opt(
+                &format!(
+                    "SELECT {SESSION_COLUMNS} FROM dashboard_sessions \
+                     WHERE token_hash = ?1 AND ended_at IS NULL AND expires_at > ?2 \
+                     AND last_seen_at > ?2 - ?3"
+                ),
+                params![token_hash, now, idle_ms],
+                session_row,
+            )?;
+            if let Some(s) = &found {
+                if now - s.last_seen_at >= TOUCH_EVERY_MS {
+                    w.write(|tx| {
+                        tx.execute(
+                            "UPDATE dashboard_sessions SET last_seen_at = ?2 WHERE id = ?1",
+                            params![s.id, now],
+                        )
+                    })?;
+                }
             }
-        }
-        Ok(found)
+            Ok(found)
+        })
     }
 
     /// Every live session (as [`Store::session`] counts them), newest first.
     pub fn sessions(&self, now: i64, idle_ms: i64) -> Result<Vec<Session>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {SESSION_COLUMNS} FROM dashboard_sessions \
-             WHERE ended_at IS NULL AND expires_at > ?1 AND last_seen_at > ?1 - ?2 \
-             ORDER BY created_at DESC, id"
-        ))?;
-        let rows = stmt.query_map(params![now, idle_ms], session_row)?;
-        rows.map(|r| Ok(r?)).collect()
+        self.writer(|c| {
+            c.query_map(
+                &format!(
+                    "SELECT {SESSION_COLUMNS} FROM dashboard_sessions \
+                     WHERE ended_at IS NULL AND expires_at > ?1 AND last_seen_at > ?1 - ?2 \
+                     ORDER BY created_at DESC, id"
+                ),
+                params![now, idle_ms],
+                session_row,
+            )
+        })
     }
 
     /// Ends the sessions `which` names that have not ended (signed out, or revoked by
@@ -221,68 +229,71 @@ impl Store {
         via: &Via,
         now: i64,
     ) -> Result<Vec<String>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
         let (filter, value) = match which {
             SessionEnd::One(id) => ("id = ?3", Some(id.as_str())),
             SessionEnd::Person(p) => ("person = ?3", Some(p.as_str())),
             SessionEnd::All => ("?3 IS NULL", None),
         };
-        let ended: Vec<String> = tx
-            .prepare(&format!(
-                "UPDATE dashboard_sessions SET ended_at = ?1, ended_by = ?2 \
-                 WHERE ended_at IS NULL AND {filter} RETURNING id"
-            ))?
-            .query_map(params![now, by, value], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        if !ended.is_empty() {
-            audit_tx(
-                &tx,
-                now,
-                None,
-                "dashboard_sign_out",
-                Some(by),
-                Some(via),
-                &json!({"sessions": ended}),
+        self.write(|tx| {
+            let ended: Vec<String> = tx.once().query_map(
+                &format!(
+                    "UPDATE dashboard_sessions SET ended_at = ?1, ended_by = ?2 \
+                     WHERE ended_at IS NULL AND {filter} RETURNING id"
+                ),
+                params![now, by, value],
+                |r| r.get(0),
             )?;
-        }
-        tx.commit()?;
-        Ok(ended)
+            if !ended.is_empty() {
+                audit_tx(
+                    tx,
+                    now,
+                    None,
+                    "dashboard_sign_out",
+                    Some(by),
+                    Some(via),
+                    &json!({"sessions": ended}),
+                )?;
+            }
+            Ok(ended)
+        })
     }
 
     /// Forgets links and sessions that ended more than `keep_ms` ago (the housekeeping
     /// pass); returns how many rows went.
     pub fn forget_sessions(&self, now: i64, keep_ms: i64) -> Result<usize> {
-        let conn = self.lock();
         let before = now - keep_ms;
-        let links = conn
-            .prepare_cached("DELETE FROM dashboard_links WHERE expires_at < ?1 OR used_at < ?1")?
-            .execute([before])?;
-        let sessions = conn
-            .prepare_cached(
-                "DELETE FROM dashboard_sessions WHERE ended_at < ?1 OR expires_at < ?1",
-            )?
-            .execute([before])?;
-        Ok(links + sessions)
+        self.writer(|w| {
+            let links = w.write(|tx| {
+                tx.execute(
+                    "DELETE FROM dashboard_links WHERE expires_at < ?1 OR used_at < ?1",
+                    params![before],
+                )
+            })?;
+            let sessions = w.write(|tx| {
+                tx.execute(
+                    "DELETE FROM dashboard_sessions WHERE ended_at < ?1 OR expires_at < ?1",
+                    params![before],
+                )
+            })?;
+            Ok(links + sessions)
+        })
     }
 }
 
 /// Inserts a session for `person` with an id no session has; returns the id.
 fn start_session(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     person: &str,
     identity: Option<&str>,
     s: &NewSession<'_>,
 ) -> Result<String> {
     loop {
         let id = new_short_id();
-        let inserted = tx
-            .prepare_cached(
-                "INSERT OR IGNORE INTO dashboard_sessions \
-                 (id, token_hash, csrf, person, user_agent, created_at, last_seen_at, expires_at, \
-                 identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)",
-            )?
-            .execute(params![
+        let inserted = tx.execute(
+            "INSERT OR IGNORE INTO dashboard_sessions \
+             (id, token_hash, csrf, person, user_agent, created_at, last_seen_at, expires_at, \
+             identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)",
+            params![
                 id,
                 s.token_hash,
                 s.csrf,
@@ -291,7 +302,8 @@ fn start_session(
                 s.now,
                 s.expires_at,
                 identity
-            ])?;
+            ],
+        )?;
         if inserted == 1 {
             return Ok(id);
         }
