@@ -4,9 +4,8 @@
 -- file in both directories; `tests/it/postgres_schema.rs` checks that the two end up with the same
 -- tables, columns, keys and indexes, and that the triggers behave the same.
 --
--- Not used by the daemon yet: it is the first step of issue 26 (several gatebot nodes on
--- one PostgreSQL). Everything below is the SQLite schema as it is, with these
--- translations:
+-- The store applies it (src/store/pg.rs) when `[store] url` names a PostgreSQL database.
+-- Everything below is the SQLite schema as it is, with these translations:
 --
 -- * Types. SQLite's INTEGER is 64-bit: always `bigint` here (PostgreSQL's `integer` is
 --   32-bit, and times are Unix milliseconds). TEXT is `text`, REAL `double precision`.
@@ -732,3 +731,13 @@ BEGIN
 END $$;
 CREATE TRIGGER evidence_counts_delete AFTER DELETE ON approvals
 FOR EACH ROW EXECUTE FUNCTION evidence_counts_delete();
+
+-- SQLite's json_each over a JSON array of text, as the store's statements use it
+-- (`FROM json_each(?1) j` … `j.value`, a list of ids passed as one parameter): the same
+-- name for a `text` argument, so those statements are written once for both databases.
+-- PostgreSQL's own json_each (the members of an object) takes `json`, and the store binds
+-- its text parameters as `text`, so this one is chosen. `key` is the index, from 0.
+CREATE FUNCTION json_each(list text) RETURNS TABLE (key bigint, value text)
+LANGUAGE sql IMMUTABLE STRICT AS $$
+    SELECT ordinality - 1, value FROM json_array_elements_text(list::json) WITH ORDINALITY
+$$;

@@ -12,7 +12,8 @@
 //!
 //! A card records the subject's revision it was drawn at; when the subject's revision
 //! moves on (the store updates it in the transaction of every change), the card is out
-//! of date. Ids are passed to SQLite as one JSON array (`json_each`), so a digest of
+//! of date. Ids are passed to the database as one JSON array (`json_each`; PostgreSQL's
+//! schema defines one that reads such a list), so a digest of
 //! 100 000 requests takes one statement per [`POST_CHUNK`] of them, not 100 000; each
 //! chunk is its own transaction, with its audit rows.
 
@@ -160,11 +161,21 @@ fn begin_tx(
     now: i64,
 ) -> Result<()> {
     tx.execute(
-        "INSERT INTO cards (subject, platform, chat, message, shown_by, revision, posted_at, thread) \
-         SELECT j.value ->> 0, ?1, ?2, NULL, ?3, j.value ->> 1, ?4, ?6 FROM json_each(?5) j WHERE true \
-         ON CONFLICT (subject, platform, chat) DO UPDATE SET message = NULL, \
-             shown_by = excluded.shown_by, revision = excluded.revision, \
-             posted_at = excluded.posted_at, thread = excluded.thread",
+        // PostgreSQL's json_each takes a list of text (see its migration): the pairs are
+        // read with its own json_array_elements.
+        tx.dialect(
+            "INSERT INTO cards (subject, platform, chat, message, shown_by, revision, posted_at, thread) \
+             SELECT j.value ->> 0, ?1, ?2, NULL, ?3, j.value ->> 1, ?4, ?6 FROM json_each(?5) j WHERE true \
+             ON CONFLICT (subject, platform, chat) DO UPDATE SET message = NULL, \
+                 shown_by = excluded.shown_by, revision = excluded.revision, \
+                 posted_at = excluded.posted_at, thread = excluded.thread",
+            "INSERT INTO cards (subject, platform, chat, message, shown_by, revision, posted_at, thread) \
+             SELECT j.value ->> 0, ?1, ?2, NULL, ?3, j.value ->> 1, ?4, ?6 \
+             FROM json_array_elements(?5::json) j WHERE true \
+             ON CONFLICT (subject, platform, chat) DO UPDATE SET message = NULL, \
+                 shown_by = excluded.shown_by, revision = excluded.revision, \
+                 posted_at = excluded.posted_at, thread = excluded.thread",
+        ),
         params![platform, chat, by.as_str(), now, rows, thread],
     )?;
     Ok(())
@@ -224,8 +235,8 @@ fn recorded_tx(
     }
     if by == ShownBy::Digest && !recorded.is_empty() {
         tx.execute(
-            "INSERT OR IGNORE INTO digests (platform, chat, message, showing, closed, posted_at) \
-             VALUES (?1, ?2, ?3, NULL, 0, ?4)",
+            "INSERT INTO digests (platform, chat, message, showing, closed, posted_at) \
+             VALUES (?1, ?2, ?3, NULL, 0, ?4) ON CONFLICT DO NOTHING",
             params![platform, chat, message, now],
         )?;
     }
@@ -1140,8 +1151,10 @@ impl Store {
     ) -> Result<()> {
         self.write(|tx| {
             tx.execute(
-                "INSERT OR REPLACE INTO questions (platform, chat, message, subject, purpose, asked_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO questions (platform, chat, message, subject, purpose, asked_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+                 ON CONFLICT (platform, chat, message) DO UPDATE SET subject = excluded.subject, \
+                 purpose = excluded.purpose, asked_at = excluded.asked_at",
                 params![platform, chat, message, subject, purpose, now],
             )
         })?;

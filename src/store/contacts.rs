@@ -27,7 +27,8 @@ impl Store {
     pub fn heard(&self, platform: &str, address: &str, message: &str, now: i64) -> Result<bool> {
         self.write(|tx| {
             let first = tx.execute(
-                "INSERT OR IGNORE INTO inbound_seen (platform, message, at) VALUES (?1, ?2, ?3)",
+                "INSERT INTO inbound_seen (platform, message, at) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT DO NOTHING",
                 params![platform, message, now],
             )? == 1;
             tx.execute(

@@ -134,7 +134,7 @@ fn scanned(conn: &Conn<'_>, words: &[String]) -> Result<Option<Vec<i64>>> {
         words: words.to_vec(),
         ..HistoryFilter::default()
     };
-    let w = history_where(&only_words);
+    let w = history_where(conn, &only_words);
     let cap = CANDIDATES + 1;
     let rowids: Vec<i64> = conn.once().query_map(
         &format!(
@@ -246,15 +246,24 @@ fn keyset<T, K>(
     }
 }
 
+/// `LIKE` as SQLite has it, ignoring the case of ASCII letters: PostgreSQL's `LIKE`
+/// heeds case, its `ILIKE` does not (of any letter).
+fn like(conn: &Conn<'_>) -> &'static str {
+    conn.dialect("LIKE", "ILIKE")
+}
+
 /// The WHERE clause of `filter`'s words and filters (its page cursor aside).
-fn history_where(filter: &HistoryFilter) -> Where {
+fn history_where(conn: &Conn<'_>, filter: &HistoryFilter) -> Where {
     let mut w = Where::default();
+    let like = like(conn);
     for word in &filter.words {
         let p = containing(word);
         w.and(
-            "(tool LIKE ? ESCAPE '\\' OR agent LIKE ? ESCAPE '\\' \
-             OR summary LIKE ? ESCAPE '\\' OR args LIKE ? ESCAPE '\\' \
-             OR decision_reason LIKE ? ESCAPE '\\' OR short_id LIKE ? ESCAPE '\\')",
+            &format!(
+                "(tool {like} ? ESCAPE '\\' OR agent {like} ? ESCAPE '\\' \
+                 OR summary {like} ? ESCAPE '\\' OR args {like} ? ESCAPE '\\' \
+                 OR decision_reason {like} ? ESCAPE '\\' OR short_id {like} ? ESCAPE '\\')"
+            ),
             std::iter::repeat_n(text(&p), 6),
         );
     }
@@ -303,8 +312,14 @@ impl Store {
     /// the last pass, in one transaction. Returns how many new requests it indexed (fewer
     /// than `max`: it has caught up). Each step is one statement: FTS5 flushes what it
     /// holds at every statement's end, so one statement per batch keeps it cheap.
+    ///
+    /// PostgreSQL has no such index (SQLite's FTS5): there a search reads the requests
+    /// that hold its words with one pass over the table ([`Store::history_page`]).
     pub fn index_history(&self, max: usize) -> Result<usize> {
         self.writer(|w| {
+            if w.is_postgres() {
+                return Ok(0);
+            }
             let behind: bool = w.query_row(
                 "SELECT EXISTS (SELECT 1 FROM approvals_search_stale) OR EXISTS (SELECT 1 FROM \
                  approvals WHERE rowid > (SELECT indexed_through FROM approvals_search_state))",
@@ -362,11 +377,12 @@ impl Store {
 
     /// One page of requests matching `filter`, newest first.
     pub fn history_page(&self, filter: &HistoryFilter) -> Result<Page<Approval, String>> {
-        let mut w = history_where(filter);
         self.read(|c| {
+            let mut w = history_where(c, filter);
             // Few requests hold the words: read only those (the index found them, or it
             // has not looked at them yet); many do: reading newest first finds a page soon.
-            let found = match search_index_query(&filter.words) {
+            let indexed = search_index_query(&filter.words).filter(|_| !c.is_postgres());
+            let found = match indexed {
                 Some(query) => candidates(c, &query)?,
                 // Only words too short for the index: one pass over the table in its own
                 // order finds the few requests that hold them far sooner than reading it
@@ -409,9 +425,6 @@ impl Store {
         if let Some(s) = &filter.subject {
             w.and("approval_id = ?", [text(s)]);
         }
-        if let Some(a) = &filter.actor {
-            w.and("actor LIKE ? ESCAPE '\\'", [text(&containing(a))]);
-        }
         if let Some(since) = filter.since {
             w.and("at >= ?", [Sql::Int(since)]);
         }
@@ -421,6 +434,13 @@ impl Store {
             of: |r: &AuditRow| r.seq,
         };
         self.read(|c| {
+            if let Some(a) = &filter.actor {
+                let like = like(c);
+                w.and(
+                    &format!("actor {like} ? ESCAPE '\\'"),
+                    [text(&containing(a))],
+                );
+            }
             keyset(w, &filter.cursor, filter.limit, &key, |w, order, limit| {
                 c.once().query_map(
                     &format!(

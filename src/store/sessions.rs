@@ -290,9 +290,9 @@ fn start_session(
     loop {
         let id = new_short_id();
         let inserted = tx.execute(
-            "INSERT OR IGNORE INTO dashboard_sessions \
+            "INSERT INTO dashboard_sessions \
              (id, token_hash, csrf, person, user_agent, created_at, last_seen_at, expires_at, \
-             identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8)",
+             identity) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
             params![
                 id,
                 s.token_hash,
