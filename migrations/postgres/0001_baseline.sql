@@ -732,6 +732,22 @@ END $$;
 CREATE TRIGGER evidence_counts_delete AFTER DELETE ON approvals
 FOR EACH ROW EXECUTE FUNCTION evidence_counts_delete();
 
+-- What SQLite lets the store's statements say, said here too, so each statement is written
+-- once for both databases. SQLite has no boolean type: a comparison is 0 or 1, summed to
+-- count rows (`SUM(status = 'expired')`) and multiplied to count them by a column
+-- (`SUM(n * (asked = 1))`). PostgreSQL's comparisons are `boolean`, which it neither sums
+-- nor multiplies: these take a boolean as 0 or 1, as SQLite does. Only these three forms
+-- are given; nothing else about booleans changes.
+CREATE FUNCTION sqlite_sum_boolean(total bigint, b boolean) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$ SELECT COALESCE(total, 0) + COALESCE(b::int, 0) $$;
+CREATE AGGREGATE sum(boolean) (SFUNC = sqlite_sum_boolean, STYPE = bigint);
+CREATE FUNCTION sqlite_times_boolean(n bigint, b boolean) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$ SELECT n * b::int $$;
+CREATE OPERATOR * (LEFTARG = bigint, RIGHTARG = boolean, FUNCTION = sqlite_times_boolean);
+CREATE FUNCTION sqlite_boolean_times(b boolean, n bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$ SELECT b::int * n $$;
+CREATE OPERATOR * (LEFTARG = boolean, RIGHTARG = bigint, FUNCTION = sqlite_boolean_times);
+
 -- SQLite's json_each over a JSON array of text, as the store's statements use it
 -- (`FROM json_each(?1) j` … `j.value`, a list of ids passed as one parameter): the same
 -- name for a `text` argument, so those statements are written once for both databases.
