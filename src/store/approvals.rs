@@ -296,13 +296,8 @@ impl Store {
         };
         if status == Status::Approved {
             let budgets = self.budgets();
-            let refused = super::budgets::approval_refused_tx(
-                tx.sqlite(),
-                budgets.as_deref(),
-                id,
-                decision,
-                now,
-            )?;
+            let refused =
+                super::budgets::approval_refused_tx(tx, budgets.as_deref(), id, decision, now)?;
             if let Some((approval, why)) = refused {
                 return Ok(TxDecided::OverBudget(approval, why));
             }
@@ -329,7 +324,7 @@ impl Store {
         subject_changed(tx, id, false, status.as_str())?;
         if status == Status::Approved {
             let budgets = self.budgets();
-            super::budgets::reserve_tx(tx.sqlite(), budgets.as_deref(), id, now)?;
+            super::budgets::reserve_tx(tx, budgets.as_deref(), id, now)?;
         }
         let approval = get_tx(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
         let mut detail = json!({
@@ -653,7 +648,7 @@ fn insert_tx(
     super::health::agent_room(watch, tx.sqlite())?;
     // A declared cost that does not fit what is left of a budget blocks the request.
     let over_budget = super::budgets::over_budget_tx(
-        tx.sqlite(),
+        tx,
         budgets,
         &new.asked.agent,
         new.status,
@@ -753,7 +748,7 @@ fn insert_tx(
         }
     }
     super::budgets::record_cost_tx(
-        tx.sqlite(),
+        tx,
         budgets,
         &id,
         &new.asked.agent,
