@@ -645,7 +645,7 @@ fn insert_tx(
     if let Some(repeat) = repeated(tx, new)? {
         return Ok(repeat);
     }
-    super::health::agent_room(watch, tx.sqlite())?;
+    super::health::agent_room(watch, tx)?;
     // A declared cost that does not fit what is left of a budget blocks the request.
     let over_budget = super::budgets::over_budget_tx(
         tx,

@@ -247,7 +247,7 @@ impl Store {
                 });
             }
         }
-        super::health::agent_room(self.watch.as_ref(), &tx)?;
+        super::health::agent_room(self.watch.as_ref(), &super::sql::AsTx::tx(&tx))?;
         let id = super::new_id();
         let short_id = unique_short_id_beside(&tx, "runs")?;
         tx.execute(
@@ -339,7 +339,7 @@ impl Store {
             RunStatus::Stopped | RunStatus::Completed => return Ok(Recorded::Finished(run)),
             RunStatus::Running => {}
         }
-        super::health::agent_room(self.watch.as_ref(), &tx)?;
+        super::health::agent_room(self.watch.as_ref(), &super::sql::AsTx::tx(&tx))?;
         let unreported: i64 = tx
             .prepare_cached(
                 "SELECT COUNT(*) FROM run_issues WHERE run_id = ?1 AND check_in IS NULL",
