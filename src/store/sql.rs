@@ -526,6 +526,17 @@ impl Store {
         let reader = self.reader();
         f(&Conn::sqlite(&reader))
     }
+
+    /// [`Store::read`] with every statement of `f` reading one snapshot: what one
+    /// commit left, whatever is committed meanwhile (a read transaction, ended without
+    /// keeping anything).
+    pub(super) fn read_snapshot<T>(&self, f: impl FnOnce(&Conn<'_>) -> Result<T>) -> Result<T> {
+        let reader = self.reader();
+        let tx = reader.unchecked_transaction()?;
+        let out = f(&Conn::sqlite(&tx))?;
+        tx.rollback()?;
+        Ok(out)
+    }
 }
 
 fn writer<'a>(conn: &'a MutexGuard<'_, Connection>) -> Writer<'a> {
@@ -588,6 +599,36 @@ mod tests {
         s.write(|tx| tx.execute("INSERT INTO t VALUES (?1)", params![3_i64]))
             .unwrap();
         assert_eq!(count(&s), 1);
+    }
+
+    #[test]
+    fn a_snapshot_reads_what_was_committed_when_it_began() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("g.db")).unwrap();
+        let count = |c: &Conn<'_>| {
+            c.query_row("SELECT COUNT(*) FROM budget_state", params![], |r| {
+                r.get::<i64>(0)
+            })
+        };
+        let insert = |key: &str| {
+            s.write(|tx| {
+                tx.execute(
+                    "INSERT INTO budget_state (key, value) VALUES (?1, 'x')",
+                    params![key],
+                )
+            })
+            .unwrap();
+        };
+        insert("a");
+        let (first, second) = s
+            .read_snapshot(|c| {
+                let first = count(c)?;
+                insert("b");
+                Ok((first, count(c)?))
+            })
+            .unwrap();
+        assert_eq!((first, second), (1, 1));
+        assert_eq!(s.read(|c| count(c)).unwrap(), 2);
     }
 
     #[test]
