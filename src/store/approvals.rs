@@ -347,14 +347,7 @@ impl Store {
             &detail,
         )?;
         if let Some(ask) = grant {
-            grant_tx(
-                tx.sqlite(),
-                &approval,
-                ask,
-                &decision.actor,
-                &decision.via,
-                now,
-            )?;
+            grant_tx(tx, &approval, ask, &decision.actor, &decision.via, now)?;
         }
         Ok(TxDecided::Done(approval))
     }
@@ -672,7 +665,7 @@ fn insert_tx(
         .as_ref()
         .filter(|_| new.status == Status::Allowed)
     {
-        if !super::trust::use_grant(tx.sqlite(), grant)? {
+        if !super::trust::use_grant(tx, grant)? {
             return Ok(Inserted::GrantSpent);
         }
     }
@@ -744,7 +737,7 @@ fn insert_tx(
             )?;
         }
         if let Some(offer) = &new.offer {
-            offer_tx(tx.sqlite(), &id, &new.asked.agent, &new.asked.tool, offer)?;
+            offer_tx(tx, &id, &new.asked.agent, &new.asked.tool, offer)?;
         }
     }
     super::budgets::record_cost_tx(
