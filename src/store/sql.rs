@@ -195,8 +195,8 @@ macro_rules! params {
 }
 pub(super) use params;
 
-/// A value a [`Row`] hands back: `i64`, `f64`, `String`, `bool` (stored 0/1) and
-/// their `Option`s (NULL).
+/// A value a [`Row`] hands back: `i64`, `u32` (counts: a value out of its range is an
+/// error), `f64`, `String`, `bool` (stored 0/1) and their `Option`s (NULL).
 pub(super) trait Column: Sized {
     fn from_sqlite(row: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Self>;
 }
@@ -215,7 +215,7 @@ macro_rules! column {
         }
     )+};
 }
-column!(i64, f64, String, bool);
+column!(i64, u32, f64, String, bool);
 
 /// One row of a query's result, read a column at a time.
 pub(super) struct Row<'r> {
@@ -595,6 +595,27 @@ mod tests {
             })
             .unwrap();
         assert_eq!(got, (7, 2.5, "x".into(), true, None, Some("y".into())));
+    }
+
+    #[test]
+    fn counts_bind_and_read_back_as_u32_and_out_of_range_is_an_error() {
+        let s = Store::open_in_memory().unwrap();
+        s.read(|c| {
+            let n = c.query_row("SELECT ?1 + 1", params![u32::MAX - 1], |r| r.get::<u32>(0))?;
+            assert_eq!(n, u32::MAX);
+            assert_eq!(
+                c.query_row("SELECT NULL", params![], |r| r.get::<Option<u32>>(0))?,
+                None
+            );
+            assert!(c
+                .query_row("SELECT -1", params![], |r| r.get::<u32>(0))
+                .is_err());
+            assert!(c
+                .query_row("SELECT ?1 + 1", params![u32::MAX], |r| r.get::<u32>(0))
+                .is_err());
+            Ok(())
+        })
+        .unwrap();
     }
 
     #[test]
