@@ -296,13 +296,8 @@ impl Store {
         };
         if status == Status::Approved {
             let budgets = self.budgets();
-            let refused = super::budgets::approval_refused_tx(
-                tx.sqlite(),
-                budgets.as_deref(),
-                id,
-                decision,
-                now,
-            )?;
+            let refused =
+                super::budgets::approval_refused_tx(tx, budgets.as_deref(), id, decision, now)?;
             if let Some((approval, why)) = refused {
                 return Ok(TxDecided::OverBudget(approval, why));
             }
@@ -329,7 +324,7 @@ impl Store {
         subject_changed(tx, id, false, status.as_str())?;
         if status == Status::Approved {
             let budgets = self.budgets();
-            super::budgets::reserve_tx(tx.sqlite(), budgets.as_deref(), id, now)?;
+            super::budgets::reserve_tx(tx, budgets.as_deref(), id, now)?;
         }
         let approval = get_tx(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
         let mut detail = json!({
@@ -352,14 +347,7 @@ impl Store {
             &detail,
         )?;
         if let Some(ask) = grant {
-            grant_tx(
-                tx.sqlite(),
-                &approval,
-                ask,
-                &decision.actor,
-                &decision.via,
-                now,
-            )?;
+            grant_tx(tx, &approval, ask, &decision.actor, &decision.via, now)?;
         }
         Ok(TxDecided::Done(approval))
     }
@@ -654,10 +642,10 @@ fn insert_tx(
     if let Some(repeat) = repeated(tx, new)? {
         return Ok(repeat);
     }
-    super::health::agent_room(watch, tx.sqlite())?;
+    super::health::agent_room(watch, tx)?;
     // A declared cost that does not fit what is left of a budget blocks the request.
     let over_budget = super::budgets::over_budget_tx(
-        tx.sqlite(),
+        tx,
         budgets,
         &new.asked.agent,
         new.status,
@@ -681,7 +669,7 @@ fn insert_tx(
         .as_ref()
         .filter(|_| new.status == Status::Allowed)
     {
-        if !super::trust::use_grant(tx.sqlite(), grant)? {
+        if !super::trust::use_grant(tx, grant)? {
             return Ok(Inserted::GrantSpent);
         }
     }
@@ -753,11 +741,11 @@ fn insert_tx(
             )?;
         }
         if let Some(offer) = &new.offer {
-            offer_tx(tx.sqlite(), &id, &new.asked.agent, &new.asked.tool, offer)?;
+            offer_tx(tx, &id, &new.asked.agent, &new.asked.tool, offer)?;
         }
     }
     super::budgets::record_cost_tx(
-        tx.sqlite(),
+        tx,
         budgets,
         &id,
         &new.asked.agent,

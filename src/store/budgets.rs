@@ -17,11 +17,11 @@
 
 use std::sync::{Arc, RwLock};
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde_json::json;
 
 use super::approval_row::get_conn;
 use super::audit::audit_tx;
+use super::sql::{params, Conn, Tx};
 use super::{Result, Store};
 use crate::approval::{Approval, Decision, Status, Via};
 use crate::budget::{Budgets, Overdraft, Periods, Spend, Warning};
@@ -37,13 +37,12 @@ impl InForce {
 }
 
 /// What was spent in `periods`, by `agent` and by everyone.
-pub(super) fn spend_conn(conn: &Connection, agent: &str, periods: &Periods) -> Result<Spend> {
+pub(super) fn spend_conn(conn: &Conn<'_>, agent: &str, periods: &Periods) -> Result<Spend> {
     let (day_start, day_end) = periods.day;
     let (month_start, month_end) = periods.month;
     let month_first = format!("{}-01", periods.month_key);
-    let row = conn
-        .prepare_cached(
-            "SELECT \
+    conn.query_row(
+        "SELECT \
                COALESCE(SUM(CASE WHEN agent = ?1 AND today THEN amount END), 0), \
                COALESCE(SUM(CASE WHEN agent = ?1 THEN amount END), 0), \
                COALESCE(SUM(CASE WHEN today THEN amount END), 0), \
@@ -54,33 +53,30 @@ pub(super) fn spend_conn(conn: &Connection, agent: &str, periods: &Periods) -> R
                UNION ALL \
                SELECT finished_at >= ?4 AND finished_at < ?5, agent, cost_usd FROM tasks \
                  WHERE cost_usd IS NOT NULL AND finished_at >= ?6 AND finished_at < ?7)",
-        )?
-        .query_row(
-            params![
-                agent,
-                periods.day_key,
-                month_first,
-                day_start,
-                day_end,
-                month_start,
-                month_end
-            ],
-            |r| {
-                Ok(Spend {
-                    agent_day: r.get(0)?,
-                    agent_month: r.get(1)?,
-                    all_day: r.get(2)?,
-                    all_month: r.get(3)?,
-                })
-            },
-        )?;
-    Ok(row)
+        params![
+            agent,
+            periods.day_key,
+            month_first,
+            day_start,
+            day_end,
+            month_start,
+            month_end
+        ],
+        |r| {
+            Ok(Spend {
+                agent_day: r.get(0)?,
+                agent_month: r.get(1)?,
+                all_day: r.get(2)?,
+                all_month: r.get(3)?,
+            })
+        },
+    )
 }
 
 /// Adds `amount` to what `agent` spent on the day `at` falls in (nothing while no
 /// budgets are in force: the days are counted again when they are turned on).
 fn add_spend_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     budgets: Option<&Budgets>,
     agent: &str,
     at: i64,
@@ -92,33 +88,31 @@ fn add_spend_tx(
     if amount == 0.0 {
         return Ok(());
     }
-    tx.prepare_cached(
+    tx.execute(
         "INSERT INTO spend_days (day, agent, amount) VALUES (?1, ?2, ?3) \
          ON CONFLICT (day, agent) DO UPDATE SET amount = amount + excluded.amount",
-    )?
-    .execute(params![b.day_key(at), agent, amount])?;
+        params![b.day_key(at), agent, amount],
+    )?;
     Ok(())
 }
 
 /// Counts the days of the current month (in `b`'s time zone) again from the requests'
 /// spend, and records the time zone they are in.
-fn recount_tx(tx: &Transaction<'_>, b: &Budgets, now: i64) -> Result<()> {
-    tx.execute("DELETE FROM spend_days", [])?;
+fn recount_tx(tx: &Tx<'_>, b: &Budgets, now: i64) -> Result<()> {
+    tx.execute("DELETE FROM spend_days", params![])?;
     let month_start = b.periods(now).month.0;
-    let rows: Vec<(i64, String, f64)> = {
-        let mut stmt = tx.prepare(
-            "SELECT spent_at, agent, COALESCE(reported_cost, cost, 0) FROM approvals \
-             WHERE spent_at >= ?1",
-        )?;
-        let rows = stmt.query_map([month_start], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        rows.collect::<std::result::Result<_, _>>()?
-    };
+    let rows: Vec<(i64, String, f64)> = tx.query_map(
+        "SELECT spent_at, agent, COALESCE(reported_cost, cost, 0) FROM approvals \
+         WHERE spent_at >= ?1",
+        params![month_start],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
     for (at, agent, amount) in rows {
         add_spend_tx(tx, Some(b), &agent, at, amount)?;
     }
     tx.execute(
         "INSERT OR REPLACE INTO budget_state (key, value) VALUES ('timezone', ?1)",
-        [&b.timezone_name],
+        params![b.timezone_name],
     )?;
     Ok(())
 }
@@ -128,7 +122,7 @@ fn recount_tx(tx: &Transaction<'_>, b: &Budgets, now: i64) -> Result<()> {
 /// what is left (the figures), so it is never queued for a human to approve into
 /// overdraft. `None` when it fits, declares no cost, or no budget applies.
 pub(super) fn over_budget_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     budgets: Option<&Budgets>,
     agent: &str,
     status: Status,
@@ -155,7 +149,7 @@ fn over_budget(over: &Overdraft) -> String {
 /// Keeps the declared `cost` of `agent`'s new request `id`; an allowed one counts
 /// from its creation (`allowed_at`).
 pub(super) fn record_cost_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     budgets: Option<&Budgets>,
     id: &str,
     agent: &str,
@@ -165,8 +159,10 @@ pub(super) fn record_cost_tx(
     let Some(cost) = cost else {
         return Ok(());
     };
-    tx.prepare_cached("UPDATE approvals SET cost = ?2, spent_at = ?3 WHERE id = ?1")?
-        .execute(params![id, cost, allowed_at])?;
+    tx.execute(
+        "UPDATE approvals SET cost = ?2, spent_at = ?3 WHERE id = ?1",
+        params![id, cost, allowed_at],
+    )?;
     if let Some(at) = allowed_at {
         add_spend_tx(tx, budgets, agent, at, cost)?;
     }
@@ -177,7 +173,7 @@ pub(super) fn record_cost_tx(
 /// the approval is refused and audited (`decision_refused`, with the figures), and the
 /// request stays pending. `None`: it fits, it declares no cost, or no budget applies.
 pub(super) fn approval_refused_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     budgets: Option<&Budgets>,
     id: &str,
     decision: &Decision,
@@ -186,13 +182,12 @@ pub(super) fn approval_refused_tx(
     let Some(b) = budgets else {
         return Ok(None);
     };
-    let cost: Option<(String, f64)> = tx
-        .prepare_cached(
-            "SELECT agent, cost FROM approvals WHERE id = ?1 AND status = 'pending' \
-             AND cost IS NOT NULL AND (expires_at IS NULL OR expires_at > ?2)",
-        )?
-        .query_row(params![id, now], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
+    let cost: Option<(String, f64)> = tx.query_opt(
+        "SELECT agent, cost FROM approvals WHERE id = ?1 AND status = 'pending' \
+         AND cost IS NOT NULL AND (expires_at IS NULL OR expires_at > ?2)",
+        params![id, now],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     let Some((agent, cost)) = cost else {
         return Ok(None);
     };
@@ -226,24 +221,20 @@ pub(super) fn approval_refused_tx(
 }
 
 /// An approved request's declared cost counts from now.
-pub(super) fn reserve_tx(
-    tx: &Transaction<'_>,
-    budgets: Option<&Budgets>,
-    id: &str,
-    now: i64,
-) -> Result<()> {
-    let declared: Option<(String, f64)> = tx
-        .prepare_cached(
-            "SELECT agent, cost FROM approvals WHERE id = ?1 AND cost IS NOT NULL \
-             AND spent_at IS NULL",
-        )?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
+pub(super) fn reserve_tx(tx: &Tx<'_>, budgets: Option<&Budgets>, id: &str, now: i64) -> Result<()> {
+    let declared: Option<(String, f64)> = tx.query_opt(
+        "SELECT agent, cost FROM approvals WHERE id = ?1 AND cost IS NOT NULL \
+         AND spent_at IS NULL",
+        params![id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     let Some((agent, cost)) = declared else {
         return Ok(());
     };
-    tx.prepare_cached("UPDATE approvals SET spent_at = ?2 WHERE id = ?1")?
-        .execute(params![id, now])?;
+    tx.execute(
+        "UPDATE approvals SET spent_at = ?2 WHERE id = ?1",
+        params![id, now],
+    )?;
     add_spend_tx(tx, budgets, &agent, now, cost)
 }
 
@@ -255,33 +246,30 @@ impl Store {
     /// They are in force even if counting fails (the error is returned): against the
     /// days as they were last counted.
     pub fn set_budgets(&self, budgets: Option<Arc<Budgets>>, now: i64) -> Result<()> {
-        let mut conn = self.lock();
-        let counted = Self::recount(&mut conn, budgets.as_deref(), now);
-        *self.budgets.0.write().unwrap_or_else(|e| e.into_inner()) = budgets;
-        counted
+        self.writer(|w| {
+            let counted = w.write(|tx| Self::recount(tx, budgets.as_deref(), now));
+            *self.budgets.0.write().unwrap_or_else(|e| e.into_inner()) = budgets;
+            counted
+        })
     }
 
-    /// [`Store::set_budgets`]' counting, in one transaction.
-    fn recount(conn: &mut Connection, budgets: Option<&Budgets>, now: i64) -> Result<()> {
-        let tx = conn.transaction()?;
-        let kept: Option<String> = tx
-            .query_row(
-                "SELECT value FROM budget_state WHERE key = 'timezone'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()?;
+    /// [`Store::set_budgets`]' counting, in its transaction.
+    fn recount(tx: &Tx<'_>, budgets: Option<&Budgets>, now: i64) -> Result<()> {
+        let kept: Option<String> = tx.query_opt(
+            "SELECT value FROM budget_state WHERE key = 'timezone'",
+            params![],
+            |r| r.get(0),
+        )?;
         match budgets {
             Some(b) if kept.as_deref() != Some(b.timezone_name.as_str()) => {
-                recount_tx(&tx, b, now)?;
+                recount_tx(tx, b, now)?;
             }
             Some(_) => {}
             // Not kept while off: counted again when budgets are turned on.
             None => {
-                tx.execute("DELETE FROM budget_state WHERE key = 'timezone'", [])?;
+                tx.execute("DELETE FROM budget_state WHERE key = 'timezone'", params![])?;
             }
         }
-        tx.commit()?;
         Ok(())
     }
 
@@ -293,103 +281,103 @@ impl Store {
     /// What was spent in the day and the month `now` falls in, by `agent` and by
     /// everyone; `None` without budgets.
     pub fn spend(&self, agent: &str, now: i64) -> Result<Option<(Arc<Budgets>, Spend)>> {
-        let conn = self.lock();
-        let Some(b) = self.budgets() else {
-            return Ok(None);
-        };
-        let spend = spend_conn(&conn, agent, &b.periods(now))?;
-        Ok(Some((b, spend)))
+        self.writer(|w| {
+            let Some(b) = self.budgets() else {
+                return Ok(None);
+            };
+            let spend = spend_conn(w, agent, &b.periods(now))?;
+            Ok(Some((b, spend)))
+        })
     }
 
     /// Records the cost a result of request `id` reported: it takes the place of what
     /// the request declared, and counts from now if it did not count already. Audited.
     /// `None` if no allowed or approved request has the id.
     pub fn report_cost(&self, id: &str, cost: f64, now: i64) -> Result<Option<Approval>> {
-        let mut conn = self.lock();
-        let budgets = self.budgets();
-        let tx = conn.transaction()?;
-        // What it counted so far, and since when.
-        let before: Option<(String, Option<i64>, f64)> = tx
-            .prepare_cached(
+        self.write(|tx| {
+            let budgets = self.budgets();
+            // What it counted so far, and since when.
+            let before: Option<(String, Option<i64>, f64)> = tx.query_opt(
                 "SELECT agent, spent_at, CASE WHEN spent_at IS NULL THEN 0 \
                  ELSE COALESCE(reported_cost, cost, 0) END FROM approvals WHERE id = ?1",
-            )?
-            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .optional()?;
-        let changed = tx.execute(
-            "UPDATE approvals SET reported_cost = ?2, spent_at = COALESCE(spent_at, ?3) \
-             WHERE id = ?1 AND status IN ('approved', 'allowed', 'executing', 'succeeded', \
-             'failed')",
-            params![id, cost, now],
-        )?;
-        if changed == 0 {
-            return Ok(None);
-        }
-        if let Some((agent, spent_at, counted)) = before {
-            add_spend_tx(
-                &tx,
-                budgets.as_deref(),
-                &agent,
-                spent_at.unwrap_or(now),
-                cost - counted,
+                params![id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )?;
-        }
-        let a = get_conn(&tx, id)?.ok_or_else(|| super::StoreError::Corrupt(id.to_string()))?;
-        audit_tx(
-            &tx,
-            now,
-            Some(id),
-            "cost_reported",
-            Some(&a.agent),
-            Some(&Via::Api),
-            &json!({ "cost": cost }),
-        )?;
-        tx.commit()?;
-        Ok(Some(a))
+            let changed = tx.execute(
+                "UPDATE approvals SET reported_cost = ?2, spent_at = COALESCE(spent_at, ?3) \
+                 WHERE id = ?1 AND status IN ('approved', 'allowed', 'executing', 'succeeded', \
+                 'failed')",
+                params![id, cost, now],
+            )?;
+            if changed == 0 {
+                tx.discard();
+                return Ok(None);
+            }
+            if let Some((agent, spent_at, counted)) = before {
+                add_spend_tx(
+                    tx,
+                    budgets.as_deref(),
+                    &agent,
+                    spent_at.unwrap_or(now),
+                    cost - counted,
+                )?;
+            }
+            let a = get_conn(tx, id)?.ok_or_else(|| super::StoreError::Corrupt(id.to_string()))?;
+            audit_tx(
+                tx,
+                now,
+                Some(id),
+                "cost_reported",
+                Some(&a.agent),
+                Some(&Via::Api),
+                &json!({ "cost": cost }),
+            )?;
+            Ok(Some(a))
+        })
     }
 
     /// The warnings `agent`'s spend gives now that were not given yet this period:
     /// each recorded (so it is given once) and audited in one transaction.
     pub fn budget_warnings(&self, agent: &str, now: i64) -> Result<Vec<Warning>> {
-        let mut conn = self.lock();
-        let Some(b) = self.budgets() else {
-            return Ok(Vec::new());
-        };
-        if !b.apply_to(agent) {
-            return Ok(Vec::new());
-        }
-        let tx = conn.transaction()?;
-        let periods = b.periods(now);
-        let spend = spend_conn(&tx, agent, &periods)?;
-        let mut given = Vec::new();
-        for w in b.warnings(agent, &spend, &periods) {
-            let new = tx
-                .prepare_cached(
-                    "INSERT OR IGNORE INTO budget_warnings (budget, period, spent, at) \
-                     VALUES (?1, ?2, ?3, ?4)",
-                )?
-                .execute(params![w.budget.key(), w.period, w.budget.spent, now])?;
-            if new == 0 {
-                continue;
+        self.writer(|w| {
+            let Some(b) = self.budgets() else {
+                return Ok(Vec::new());
+            };
+            if !b.apply_to(agent) {
+                return Ok(Vec::new());
             }
-            audit_tx(
-                &tx,
-                now,
-                None,
-                "budget_warning",
-                None,
-                Some(&Via::System),
-                &json!({
-                    "budget": w.budget.key(),
-                    "period": w.period,
-                    "spent": w.budget.spent,
-                    "limit": w.budget.limit,
-                    "warn_at": w.warn_at,
-                }),
-            )?;
-            given.push(w);
-        }
-        tx.commit()?;
-        Ok(given)
+            w.write(|tx| {
+                let periods = b.periods(now);
+                let spend = spend_conn(tx, agent, &periods)?;
+                let mut given = Vec::new();
+                for w in b.warnings(agent, &spend, &periods) {
+                    let new = tx.execute(
+                        "INSERT OR IGNORE INTO budget_warnings (budget, period, spent, at) \
+                         VALUES (?1, ?2, ?3, ?4)",
+                        params![w.budget.key(), w.period, w.budget.spent, now],
+                    )?;
+                    if new == 0 {
+                        continue;
+                    }
+                    audit_tx(
+                        tx,
+                        now,
+                        None,
+                        "budget_warning",
+                        None,
+                        Some(&Via::System),
+                        &json!({
+                            "budget": w.budget.key(),
+                            "period": w.period,
+                            "spent": w.budget.spent,
+                            "limit": w.budget.limit,
+                            "warn_at": w.warn_at,
+                        }),
+                    )?;
+                    given.push(w);
+                }
+                Ok(given)
+            })
+        })
     }
 }

@@ -16,10 +16,10 @@
 
 use std::collections::BTreeSet;
 
-use rusqlite::{params, Connection};
 use serde_json::json;
 
 use super::audit::audit_tx;
+use super::sql::{params, Conn, Row, Tx};
 use super::{Result, Store};
 use crate::approval::Via;
 use crate::trust::evidence::{Counts, Differed, Recount};
@@ -79,18 +79,29 @@ const FROM_ROWS: &str = "SELECT COUNT(*), \
         OR (ttl_ms IS NULL AND grant_id IS NOT NULL AND status = 'succeeded')), 0) \
     FROM approvals WHERE agent = ?1 AND created_at >= ?2";
 
-/// Both summaries counted from the requests: what the build and a repair write.
-const REBUILD: &str = "DELETE FROM evidence_totals;
-    DELETE FROM evidence_hours;
-    INSERT INTO evidence_totals (agent, status, asked, granted, low, n)
+/// Both summaries counted from the requests: what the build and a repair write, one
+/// statement after another in the caller's transaction.
+const REBUILD: [&str; 5] = [
+    "DELETE FROM evidence_totals",
+    "DELETE FROM evidence_hours",
+    "INSERT INTO evidence_totals (agent, status, asked, granted, low, n)
     SELECT agent, status, ttl_ms IS NOT NULL, grant_id IS NOT NULL,
            COALESCE(low_confidence, 0), COUNT(*)
-    FROM approvals GROUP BY 1, 2, 3, 4, 5;
-    INSERT INTO evidence_hours (agent, hour, status, asked, granted, low, n)
+    FROM approvals GROUP BY 1, 2, 3, 4, 5",
+    "INSERT INTO evidence_hours (agent, hour, status, asked, granted, low, n)
     SELECT agent, created_at / 3600000, status, ttl_ms IS NOT NULL, grant_id IS NOT NULL,
            COALESCE(low_confidence, 0), COUNT(*)
-    FROM approvals GROUP BY 1, 2, 3, 4, 5, 6;
-    UPDATE evidence_state SET built = 1 WHERE id = 1;";
+    FROM approvals GROUP BY 1, 2, 3, 4, 5, 6",
+    "UPDATE evidence_state SET built = 1 WHERE id = 1",
+];
+
+/// Writes both summaries again from the requests ([`REBUILD`]).
+fn rebuild(tx: &Tx<'_>) -> Result<()> {
+    for sql in REBUILD {
+        tx.execute(sql, params![])?;
+    }
+    Ok(())
+}
 
 /// The agents whose summary rows differ from their requests' (a key counted with
 /// another `n`, missing, or left over), all time and per hour.
@@ -119,8 +130,8 @@ pub struct Built {
     pub flagged: u64,
 }
 
-fn counts_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Counts> {
-    let n = |i: usize| -> rusqlite::Result<u64> { Ok(r.get::<_, i64>(i)?.max(0) as u64) };
+fn counts_of(r: &Row<'_>) -> Result<Counts> {
+    let n = |i: usize| -> Result<u64> { Ok(r.get::<i64>(i)?.max(0) as u64) };
     Ok(Counts {
         requests: n(0)?,
         allowed: n(1)?,
@@ -145,35 +156,38 @@ fn counts_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Counts> {
 
 /// `agent`'s counts from the summaries: all time when `since` is 0 or less, else from
 /// the start of the hour `since` falls in.
-fn summed(conn: &Connection, agent: &str, since: i64) -> Result<Counts> {
-    let counts = if since <= 0 {
-        conn.prepare_cached(&format!(
-            "SELECT {SUMMED} FROM evidence_totals WHERE agent = ?1"
-        ))?
-        .query_row([agent], counts_of)?
+fn summed(conn: &Conn<'_>, agent: &str, since: i64) -> Result<Counts> {
+    // The same text every call (SUMMED is a constant): kept prepared.
+    if since <= 0 {
+        conn.query_row(
+            &format!("SELECT {SUMMED} FROM evidence_totals WHERE agent = ?1"),
+            params![agent],
+            counts_of,
+        )
     } else {
         // Summed per key first: the figures' conditions then run on a few rows, not on
         // every hour of the window (3x faster over 30 days).
-        conn.prepare_cached(&format!(
-            "SELECT {SUMMED} FROM (SELECT status, asked, granted, low, SUM(n) AS n \
-             FROM evidence_hours WHERE agent = ?1 AND hour >= ?2 \
-             GROUP BY status, asked, granted, low)"
-        ))?
-        .query_row(params![agent, since.div_euclid(HOUR_MS)], counts_of)?
-    };
-    Ok(counts)
+        conn.query_row(
+            &format!(
+                "SELECT {SUMMED} FROM (SELECT status, asked, granted, low, SUM(n) AS n \
+                 FROM evidence_hours WHERE agent = ?1 AND hour >= ?2 \
+                 GROUP BY status, asked, granted, low)"
+            ),
+            params![agent, since.div_euclid(HOUR_MS)],
+            counts_of,
+        )
+    }
 }
 
-fn counted(conn: &Connection, agent: &str, since: i64) -> Result<Counts> {
+fn counted(conn: &Conn<'_>, agent: &str, since: i64) -> Result<Counts> {
+    conn.query_row(FROM_ROWS, params![agent, since], counts_of)
+}
+
+fn agents_of(conn: &Conn<'_>, sql: &str) -> Result<BTreeSet<String>> {
     Ok(conn
-        .prepare_cached(FROM_ROWS)?
-        .query_row(params![agent, since], counts_of)?)
-}
-
-fn agents_of(conn: &Connection, sql: &str) -> Result<BTreeSet<String>> {
-    let mut stmt = conn.prepare(sql)?;
-    let rows = stmt.query_map([], |r| r.get(0))?;
-    Ok(rows.collect::<std::result::Result<_, _>>()?)
+        .query_map(sql, params![], |r| r.get(0))?
+        .into_iter()
+        .collect())
 }
 
 impl Store {
@@ -182,22 +196,25 @@ impl Store {
     /// hour `since` falls in (a rolling window counted in whole hours). Read from the
     /// summaries: a few rows whatever the number of requests.
     pub fn evidence(&self, agent: &str, since: i64) -> Result<Counts> {
-        summed(&self.reader(), agent, since)
+        self.read(|c| summed(c, agent, since))
     }
 
     /// The same counts as [`Store::evidence`], counted from every request of `agent`
     /// created at or after `since` (to the millisecond): what the summaries must equal.
     pub fn evidence_from_requests(&self, agent: &str, since: i64) -> Result<Counts> {
-        counted(&self.reader(), agent, since)
+        self.read(|c| counted(c, agent, since))
     }
 
     /// Whether the summaries hold every request (false only in a database upgraded with
     /// requests in it, until [`Store::build_evidence`]).
     pub fn evidence_built(&self) -> Result<bool> {
-        Ok(self
-            .reader()
-            .prepare_cached("SELECT built FROM evidence_state WHERE id = 1")?
-            .query_row([], |r| r.get(0))?)
+        self.read(|c| {
+            c.query_row(
+                "SELECT built FROM evidence_state WHERE id = 1",
+                params![],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// Builds the summaries of a database upgraded with requests in it, in one
@@ -205,41 +222,43 @@ impl Store {
     /// it from `ask_human` (the agent's threshold in the config now), then both summaries
     /// are counted from the requests. `None` when they were built already.
     pub fn build_evidence(&self, ask_human: &dyn Fn(&str) -> f64) -> Result<Option<Built>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let built: bool = tx
-            .prepare_cached("SELECT built FROM evidence_state WHERE id = 1")?
-            .query_row([], |r| r.get(0))?;
-        if built {
-            return Ok(None);
-        }
-        let agents: Vec<String> = {
-            let mut stmt =
-                tx.prepare("SELECT DISTINCT agent FROM approvals WHERE low_confidence IS NULL")?;
-            let rows = stmt.query_map([], |r| r.get(0))?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
-        let mut flagged = 0;
-        for agent in &agents {
-            // A request without a confidence was never blocked for it.
-            tx.prepare_cached(
-                "UPDATE approvals SET low_confidence = COALESCE(confidence < ?2, 0) \
-                 WHERE agent = ?1 AND low_confidence IS NULL",
-            )?
-            .execute(params![agent, ask_human(agent)])?;
-            flagged += tx
-                .prepare_cached(
+        self.write(|tx| {
+            let built: bool = tx.query_row(
+                "SELECT built FROM evidence_state WHERE id = 1",
+                params![],
+                |r| r.get(0),
+            )?;
+            if built {
+                tx.discard();
+                return Ok(None);
+            }
+            let agents: Vec<String> = tx.query_map(
+                "SELECT DISTINCT agent FROM approvals WHERE low_confidence IS NULL",
+                params![],
+                |r| r.get(0),
+            )?;
+            let mut flagged = 0;
+            for agent in &agents {
+                // A request without a confidence was never blocked for it.
+                tx.execute(
+                    "UPDATE approvals SET low_confidence = COALESCE(confidence < ?2, 0) \
+                     WHERE agent = ?1 AND low_confidence IS NULL",
+                    params![agent, ask_human(agent)],
+                )?;
+                flagged += tx.query_row(
                     "SELECT COUNT(*) FROM approvals WHERE agent = ?1 AND low_confidence = 1",
-                )?
-                .query_row([agent], |r| r.get::<_, i64>(0))?;
-        }
-        tx.execute_batch(REBUILD)?;
-        let requests: i64 = tx.query_row("SELECT COUNT(*) FROM approvals", [], |r| r.get(0))?;
-        tx.commit()?;
-        Ok(Some(Built {
-            requests: requests as u64,
-            flagged: flagged as u64,
-        }))
+                    params![agent],
+                    |r| r.get::<i64>(0),
+                )?;
+            }
+            rebuild(tx)?;
+            let requests: i64 =
+                tx.query_row("SELECT COUNT(*) FROM approvals", params![], |r| r.get(0))?;
+            Ok(Some(Built {
+                requests: requests as u64,
+                flagged: flagged as u64,
+            }))
+        })
     }
 
     /// Counts every agent's evidence from its requests again and compares it with the
@@ -253,58 +272,54 @@ impl Store {
         via: &Via,
         now: i64,
     ) -> Result<Recount> {
-        let mut recount = {
-            let conn = self.reader();
-            // One snapshot: requests and summaries as one commit left them.
-            let tx = conn.unchecked_transaction()?;
-            let mut differing = agents_of(&tx, DIFFERING_TOTALS)?;
-            let hours = agents_of(&tx, DIFFERING_HOURS)?;
+        // One snapshot: requests and summaries as one commit left them.
+        let mut recount = self.read_snapshot(|c| {
+            let mut differing = agents_of(c, DIFFERING_TOTALS)?;
+            let hours = agents_of(c, DIFFERING_HOURS)?;
             differing.extend(hours.iter().cloned());
-            let (requests, agents): (i64, i64) = tx.query_row(
+            let (requests, agents): (i64, i64) = c.query_row(
                 "SELECT COUNT(*), COUNT(DISTINCT agent) FROM approvals",
-                [],
+                params![],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;
             let differed = differing
                 .into_iter()
                 .map(|agent| {
                     Ok(Differed {
-                        kept: summed(&tx, &agent, 0)?,
-                        counted: counted(&tx, &agent, 0)?,
+                        kept: summed(c, &agent, 0)?,
+                        counted: counted(c, &agent, 0)?,
                         hours: hours.contains(&agent),
                         agent,
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            tx.rollback()?;
-            Recount {
+            Ok(Recount {
                 requests: requests as u64,
                 agents: agents as u64,
                 differed,
                 rebuilt: false,
-            }
-        };
+            })
+        })?;
         if check_only || recount.differed.is_empty() {
             return Ok(recount);
         }
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        // Counted from the requests as this transaction sees them: right whatever was
-        // written since the comparison.
-        tx.execute_batch(REBUILD)?;
-        audit_tx(
-            &tx,
-            now,
-            None,
-            "evidence_recounted",
-            Some(actor),
-            Some(via),
-            &json!({
-                "agents": recount.differed.iter().map(|d| &d.agent).collect::<Vec<_>>(),
-                "requests": recount.requests,
-            }),
-        )?;
-        tx.commit()?;
+        self.write(|tx| {
+            // Counted from the requests as this transaction sees them: right whatever was
+            // written since the comparison.
+            rebuild(tx)?;
+            audit_tx(
+                tx,
+                now,
+                None,
+                "evidence_recounted",
+                Some(actor),
+                Some(via),
+                &json!({
+                    "agents": recount.differed.iter().map(|d| &d.agent).collect::<Vec<_>>(),
+                    "requests": recount.requests,
+                }),
+            )
+        })?;
         recount.rebuilt = true;
         Ok(recount)
     }
@@ -348,36 +363,36 @@ mod tests {
 
     /// `agent`'s days from `since` counted from its requests, as the chart counts them.
     fn days_from_requests(s: &Store, agent: &str, since: i64) -> Vec<Day> {
-        let conn = s.lock();
-        let mut stmt = conn
-            .prepare(
+        s.writer(|c| {
+            c.query_map(
                 "SELECT created_at / 86400000, \
                  SUM(ttl_ms IS NOT NULL AND status IN ('approved', 'executing', 'succeeded', 'failed')), \
                  SUM(status = 'rejected'), \
                  SUM(status = 'expired') + SUM(COALESCE(low_confidence, 0)) \
                  FROM approvals WHERE agent = ?1 AND created_at >= ?2 GROUP BY 1 ORDER BY 1",
+                params![agent, since],
+                |r| {
+                    Ok(Day {
+                        day: r.get(0)?,
+                        approved: r.get::<i64>(1)? as u64,
+                        denied: r.get::<i64>(2)? as u64,
+                        escalated: r.get::<i64>(3)? as u64,
+                    })
+                },
             )
-            .unwrap();
-        let rows = stmt
-            .query_map(params![agent, since], |r| {
-                Ok(Day {
-                    day: r.get(0)?,
-                    approved: r.get::<_, i64>(1)? as u64,
-                    denied: r.get::<_, i64>(2)? as u64,
-                    escalated: r.get::<_, i64>(3)? as u64,
-                })
-            })
-            .unwrap();
-        rows.collect::<std::result::Result<_, _>>().unwrap()
+        })
+        .unwrap()
     }
 
     fn statuses(s: &Store) -> BTreeSet<String> {
-        let conn = s.lock();
-        let mut stmt = conn
-            .prepare("SELECT DISTINCT status FROM approvals")
-            .unwrap();
-        let rows = stmt.query_map([], |r| r.get(0)).unwrap();
-        rows.collect::<std::result::Result<_, _>>().unwrap()
+        s.writer(|c| {
+            c.query_map("SELECT DISTINCT status FROM approvals", params![], |r| {
+                r.get(0)
+            })
+        })
+        .unwrap()
+        .into_iter()
+        .collect()
     }
 
     /// Requests of several agents, asked, let through (some by owners' grants) and
@@ -584,12 +599,13 @@ mod tests {
         let again = s.recount_evidence(true, "alice", &Via::Cli, 7).unwrap();
         assert_eq!(again.differed, []);
         let audited: (String, String) = s
-            .lock()
-            .query_row(
-                "SELECT actor, detail FROM audit WHERE event = 'evidence_recounted'",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .read(|c| {
+                c.query_row(
+                    "SELECT actor, detail FROM audit WHERE event = 'evidence_recounted'",
+                    params![],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+            })
             .unwrap();
         assert_eq!(audited.0, "alice");
         assert!(audited.1.contains(r#""agents":["m","n"]"#), "{}", audited.1);
@@ -636,7 +652,7 @@ mod tests {
             ];
             for (i, (id, agent, status, confidence, ttl, grant)) in rows.into_iter().enumerate() {
                 insert
-                    .execute(params![
+                    .execute(rusqlite::params![
                         id,
                         agent,
                         status,
@@ -700,7 +716,6 @@ mod tests {
         let s = Store::open_in_memory().unwrap();
         assert_eq!(s.count_pending_of("m").unwrap(), 0);
         assert!(s.latest_decisions("m", 10).unwrap().is_empty());
-        let conn = s.lock();
         for sql in [
             "SELECT status = 'rejected' FROM approvals WHERE agent = ?1 AND ttl_ms IS NOT NULL \
              AND decided_at IS NOT NULL \
@@ -708,12 +723,13 @@ mod tests {
              ORDER BY decided_at DESC, id DESC LIMIT 10",
             "SELECT COUNT(*) FROM approvals WHERE agent = ?1 AND status = 'pending'",
         ] {
-            let plan: Vec<String> = conn
-                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-                .unwrap()
-                .query_map(["m"], |r| r.get(3))
-                .unwrap()
-                .collect::<std::result::Result<_, _>>()
+            let plan: Vec<String> = s
+                .writer(|c| {
+                    c.once()
+                        .query_map(&format!("EXPLAIN QUERY PLAN {sql}"), params!["m"], |r| {
+                            r.get(3)
+                        })
+                })
                 .unwrap();
             let plan = plan.join("; ");
             assert!(

@@ -30,8 +30,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode};
+use rusqlite::ErrorCode;
 
+use super::sql::{params, Tx};
 use super::{sibling, Result, Store, StoreError};
 
 /// What is wrong with the storage, as clients are told it.
@@ -135,8 +136,8 @@ pub(crate) fn human_bytes(n: u64) -> String {
 }
 
 /// Refuses an agent's write when the database or the disk has no room for it beyond
-/// what is kept for owners (see the module docs). `conn` is the write's transaction.
-pub(super) fn agent_room(watch: Option<&Watch>, conn: &Connection) -> super::Result<()> {
+/// what is kept for owners (see the module docs). `tx` is the write's transaction.
+pub(super) fn agent_room(watch: Option<&Watch>, tx: &Tx<'_>) -> super::Result<()> {
     let Some(watch) = watch else { return Ok(()) };
     let room = *Watch::lock(&watch.room);
     if room.reserve == 0 {
@@ -145,12 +146,12 @@ pub(super) fn agent_room(watch: Option<&Watch>, conn: &Connection) -> super::Res
     let db = watch.path.display();
     let mut refused = None;
     if let Some(max) = room.agents_max {
-        let pages: i64 = conn
-            .prepare_cached(
-                "SELECT p.page_count - f.freelist_count \
-                 FROM pragma_page_count() AS p, pragma_freelist_count() AS f",
-            )?
-            .query_row([], |r| r.get(0))?;
+        let pages: i64 = tx.query_row(
+            "SELECT p.page_count - f.freelist_count \
+             FROM pragma_page_count() AS p, pragma_freelist_count() AS f",
+            params![],
+            |r| r.get(0),
+        )?;
         let used = (pages.max(0) as u64).saturating_mul(room.page_size);
         if used >= max {
             refused = Some(format!(
@@ -419,9 +420,8 @@ impl Store {
         let Some(watch) = &self.watch else {
             return Ok(());
         };
-        let page: i64 = self
-            .lock()
-            .query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let page: i64 =
+            self.writer(|w| w.query_row("PRAGMA page_size", params![], |r| r.get(0)))?;
         *Watch::lock(&watch.room) = Room {
             agents_max: max_size.map(|m| m.saturating_sub(reserve)),
             reserve,
@@ -446,13 +446,15 @@ impl Store {
         ))
     }
 
-    /// The connection's count of changed rows so far (for [`Store::note`]).
+    /// The connection's count of changed rows so far (for [`Store::note`]). (Asked of
+    /// SQLite's connection itself, not in SQL: it stays off the SQL layer.)
     pub(super) fn changes(&self) -> u64 {
         self.lock().total_changes()
     }
 
     /// Caps the database at `bytes` (`store.max_size`): beyond it writes fail as on a
-    /// full disk (`storage_full`).
+    /// full disk (`storage_full`). (A limit of SQLite's connection, set through rusqlite
+    /// with the page size it is counted in: it stays off the SQL layer.)
     pub fn limit_size(&self, bytes: u64) -> Result<()> {
         let conn = self.lock();
         let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;

@@ -10,10 +10,10 @@
 //! the transaction that makes it. As for requests, an answer that arrives after the
 //! deadline loses to it: the check-in is expired then and there.
 
-use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use serde_json::json;
 
 use super::audit::audit_tx;
+use super::sql::{params, Conn, Row, Tx};
 use super::subjects::{subject_changed, subject_created, unique_short_id, unique_short_id_beside};
 use super::{Result, Store, StoreError, EXPIRE_BATCH};
 use crate::approval::Via;
@@ -124,7 +124,7 @@ fn corrupt(what: &str, id: &str) -> StoreError {
     StoreError::Corrupt(format!("{what} of {id}"))
 }
 
-fn row_to_run(r: &Row<'_>) -> rusqlite::Result<Result<Run>> {
+fn row_to_run(r: &Row<'_>) -> Result<Run> {
     let id: String = r.get(0)?;
     let status: String = r.get(6)?;
     let stopped_by: Option<String> = r.get(16)?;
@@ -158,10 +158,10 @@ fn row_to_run(r: &Row<'_>) -> rusqlite::Result<Result<Run>> {
             id: id.clone(),
         })
     };
-    Ok(parse())
+    parse()
 }
 
-fn row_to_check_in(r: &Row<'_>) -> rusqlite::Result<Result<CheckIn>> {
+fn row_to_check_in(r: &Row<'_>) -> Result<CheckIn> {
     let id: String = r.get(0)?;
     let status: String = r.get(3)?;
     let why: Option<String> = r.get(4)?;
@@ -200,24 +200,26 @@ fn row_to_check_in(r: &Row<'_>) -> rusqlite::Result<Result<CheckIn>> {
             id: id.clone(),
         })
     };
-    Ok(parse())
+    parse()
 }
 
-fn run_conn(conn: &Connection, id: &str) -> Result<Option<Run>> {
-    conn.prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"))?
-        .query_row([id], row_to_run)
-        .optional()?
-        .transpose()
+fn run_conn(conn: &Conn<'_>, id: &str) -> Result<Option<Run>> {
+    conn.query_opt(
+        &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+        params![id],
+        row_to_run,
+    )
 }
 
-fn check_in_conn(conn: &Connection, id: &str) -> Result<Option<CheckIn>> {
-    conn.prepare_cached(&format!(
-        "SELECT {CHECK_IN_COLUMNS} FROM check_ins c \
-         JOIN run_events e ON e.run_id = c.run_id AND e.seq = c.seq WHERE c.id = ?1"
-    ))?
-    .query_row([id], row_to_check_in)
-    .optional()?
-    .transpose()
+fn check_in_conn(conn: &Conn<'_>, id: &str) -> Result<Option<CheckIn>> {
+    conn.query_opt(
+        &format!(
+            "SELECT {CHECK_IN_COLUMNS} FROM check_ins c \
+             JOIN run_events e ON e.run_id = c.run_id AND e.seq = c.seq WHERE c.id = ?1"
+        ),
+        params![id],
+        row_to_check_in,
+    )
 }
 
 fn must<T>(found: Option<T>, what: &str, id: &str) -> Result<T> {
@@ -228,58 +230,58 @@ impl Store {
     /// Starts a run (with its `run_started` audit row), or returns the run an earlier
     /// start with the same idempotency key made.
     pub fn start_run(&self, new: &NewRun) -> Result<RunInserted> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        if let Some(key) = &new.idempotency_key {
-            let existing = tx
-                .prepare_cached(&format!(
-                    "SELECT {RUN_COLUMNS} FROM runs WHERE agent = ?1 AND idempotency_key = ?2"
-                ))?
-                .query_row(params![new.agent, key], row_to_run)
-                .optional()?
-                .transpose()?;
-            if let Some(run) = existing {
-                let same = run.title == new.title && run.workflow == new.workflow;
-                return Ok(if same {
-                    RunInserted::Existing(run)
-                } else {
-                    RunInserted::Conflict(run)
-                });
+        self.write(|tx| {
+            if let Some(key) = &new.idempotency_key {
+                let existing = tx.query_opt(
+                    &format!(
+                        "SELECT {RUN_COLUMNS} FROM runs WHERE agent = ?1 AND idempotency_key = ?2"
+                    ),
+                    params![new.agent, key],
+                    row_to_run,
+                )?;
+                if let Some(run) = existing {
+                    let same = run.title == new.title && run.workflow == new.workflow;
+                    tx.discard();
+                    return Ok(if same {
+                        RunInserted::Existing(run)
+                    } else {
+                        RunInserted::Conflict(run)
+                    });
+                }
             }
-        }
-        super::health::agent_room(self.watch.as_ref(), &tx)?;
-        let id = super::new_id();
-        let short_id = unique_short_id_beside(&tx, "runs")?;
-        tx.execute(
-            "INSERT INTO runs (id, short_id, agent, title, workflow, idempotency_key, status, \
-             created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?7)",
-            params![
-                id,
-                short_id,
-                new.agent,
-                new.title,
-                new.workflow,
-                new.idempotency_key,
-                new.created_at
-            ],
-        )?;
-        audit_tx(
-            &tx,
-            new.created_at,
-            Some(&id),
-            "run_started",
-            Some(&new.agent),
-            None,
-            &json!({"short_id": short_id, "title": new.title, "workflow": new.workflow}),
-        )?;
-        let run = must(run_conn(&tx, &id)?, "run", &id)?;
-        tx.commit()?;
-        Ok(RunInserted::New(run))
+            super::health::agent_room(self.watch.as_ref(), tx)?;
+            let id = super::new_id();
+            let short_id = unique_short_id_beside(tx, "runs")?;
+            tx.execute(
+                "INSERT INTO runs (id, short_id, agent, title, workflow, idempotency_key, status, \
+                 created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?7, ?7)",
+                params![
+                    id,
+                    short_id,
+                    new.agent,
+                    new.title,
+                    new.workflow,
+                    new.idempotency_key,
+                    new.created_at
+                ],
+            )?;
+            audit_tx(
+                tx,
+                new.created_at,
+                Some(&id),
+                "run_started",
+                Some(&new.agent),
+                None,
+                &json!({"short_id": short_id, "title": new.title, "workflow": new.workflow}),
+            )?;
+            let run = must(run_conn(tx, &id)?, "run", &id)?;
+            Ok(RunInserted::New(run))
+        })
     }
 
     /// A run by id.
     pub fn run(&self, id: &str) -> Result<Option<Run>> {
-        run_conn(&self.lock(), id)
+        self.writer(|c| run_conn(c, id))
     }
 
     /// Resolves a full id or a short id (any case), and with `prefixes` a unique
@@ -287,26 +289,27 @@ impl Store {
     pub fn lookup_run(&self, typed: &str, prefixes: bool) -> Result<RunLookup> {
         let typed = typed.trim();
         let lower = typed.to_ascii_lowercase();
-        let conn = self.lock();
-        let exact = conn
-            .prepare_cached(&format!(
-                "SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1 OR short_id = ?2"
-            ))?
-            .query_row(params![typed, lower], row_to_run)
-            .optional()?
-            .transpose()?;
-        if let Some(run) = exact {
-            return Ok(RunLookup::Found(Box::new(run)));
-        }
-        if !prefixes || lower.len() < 4 || !lower.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return Ok(RunLookup::NotFound);
-        }
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE short_id LIKE ?1 || '%' ORDER BY id DESC LIMIT 11"
-        ))?;
-        let found: Vec<Run> = stmt
-            .query_map([&lower], row_to_run)?
-            .collect::<std::result::Result<Result<Vec<_>>, _>>()??;
+        let found: Vec<Run> = self.writer(|conn| {
+            let exact = conn.query_opt(
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1 OR short_id = ?2"),
+                params![typed, lower],
+                row_to_run,
+            )?;
+            if let Some(run) = exact {
+                return Ok(vec![run]);
+            }
+            if !prefixes || lower.len() < 4 || !lower.bytes().all(|b| b.is_ascii_alphanumeric())
+            {
+                return Ok(Vec::new());
+            }
+            conn.query_map(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE short_id LIKE ?1 || '%' ORDER BY id DESC LIMIT 11"
+                ),
+                params![lower],
+                row_to_run,
+            )
+        })?;
         Ok(match found.len() {
             0 => RunLookup::NotFound,
             1 => RunLookup::Found(Box::new(found.into_iter().next().expect("one"))),
@@ -324,113 +327,117 @@ impl Store {
         ttl_ms: i64,
         now: i64,
     ) -> Result<Recorded> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let Some(run) = run_conn(&tx, run_id)? else {
-            return Ok(Recorded::NotFound);
-        };
-        if let Some(key) = &new.idempotency_key {
-            if let Some(repeat) = repeated_event(&tx, &run, new, key)? {
-                return Ok(repeat);
+        self.write(|tx| {
+            let Some(run) = run_conn(tx, run_id)? else {
+                tx.discard();
+                return Ok(Recorded::NotFound);
+            };
+            if let Some(key) = &new.idempotency_key {
+                if let Some(repeat) = repeated_event(tx, &run, new, key)? {
+                    tx.discard();
+                    return Ok(repeat);
+                }
             }
-        }
-        match run.status {
-            RunStatus::Waiting => return Ok(Recorded::Waiting(run)),
-            RunStatus::Stopped | RunStatus::Completed => return Ok(Recorded::Finished(run)),
-            RunStatus::Running => {}
-        }
-        super::health::agent_room(self.watch.as_ref(), &tx)?;
-        let unreported: i64 = tx
-            .prepare_cached(
+            match run.status {
+                RunStatus::Waiting => {
+                    tx.discard();
+                    return Ok(Recorded::Waiting(run));
+                }
+                RunStatus::Stopped | RunStatus::Completed => {
+                    tx.discard();
+                    return Ok(Recorded::Finished(run));
+                }
+                RunStatus::Running => {}
+            }
+            super::health::agent_room(self.watch.as_ref(), tx)?;
+            let unreported: i64 = tx.query_row(
                 "SELECT COUNT(*) FROM run_issues WHERE run_id = ?1 AND check_in IS NULL",
-            )?
-            .query_row([run_id], |r| r.get(0))?;
-        let state = RunState {
-            totals: run.totals,
-            unreported: usize::try_from(unreported).unwrap_or(usize::MAX),
-        };
-        let evaluation = evaluate(settings, &state, &new.step);
-        let seq = run.events.saturating_add(1);
-        let outcome = apply(&tx, &run, new, &evaluation, seq, ttl_ms, now)?;
-        tx.commit()?;
-        Ok(Recorded::Evaluated(outcome))
+                params![run_id],
+                |r| r.get(0),
+            )?;
+            let state = RunState {
+                totals: run.totals,
+                unreported: usize::try_from(unreported).unwrap_or(usize::MAX),
+            };
+            let evaluation = evaluate(settings, &state, &new.step);
+            let seq = run.events.saturating_add(1);
+            let outcome = apply(tx, &run, new, &evaluation, seq, ttl_ms, now)?;
+            Ok(Recorded::Evaluated(outcome))
+        })
     }
 
     /// Applies an owner's answer to the check-in `id`, if it still waits and its
     /// deadline has not passed (past it, it is expired instead: [`Answered::Expired`]).
     pub fn answer_check_in(&self, id: &str, answer: &CheckInAnswer, now: i64) -> Result<Answered> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let Some(check_in) = check_in_conn(&tx, id)? else {
-            return Ok(Answered::NotFound);
-        };
-        let run = must(run_conn(&tx, &check_in.run_id)?, "run", &check_in.run_id)?;
-        if check_in.status != CheckInStatus::Waiting {
-            return Ok(Answered::Already(check_in, run));
-        }
-        if check_in.expires_at.is_some_and(|at| at <= now) {
-            let (c, r) = expire_tx(&tx, &check_in, now)?;
-            tx.commit()?;
-            return Ok(Answered::Expired(c, r));
-        }
-        let status = match answer.answer {
-            crate::workflow::run::Answer::Continue => CheckInStatus::Continued,
-            crate::workflow::run::Answer::Stop => CheckInStatus::Stopped,
-        };
-        tx.execute(
-            "UPDATE check_ins SET status = ?2, decided_by = ?3, decided_via = ?4, \
+        self.write(|tx| {
+            let Some(check_in) = check_in_conn(tx, id)? else {
+                tx.discard();
+                return Ok(Answered::NotFound);
+            };
+            let run = must(run_conn(tx, &check_in.run_id)?, "run", &check_in.run_id)?;
+            if check_in.status != CheckInStatus::Waiting {
+                tx.discard();
+                return Ok(Answered::Already(check_in, run));
+            }
+            if check_in.expires_at.is_some_and(|at| at <= now) {
+                let (c, r) = expire_tx(tx, &check_in, now)?;
+                return Ok(Answered::Expired(c, r));
+            }
+            let status = match answer.answer {
+                crate::workflow::run::Answer::Continue => CheckInStatus::Continued,
+                crate::workflow::run::Answer::Stop => CheckInStatus::Stopped,
+            };
+            tx.execute(
+                "UPDATE check_ins SET status = ?2, decided_by = ?3, decided_via = ?4, \
              decision_reason = ?5, decided_at = ?6 WHERE id = ?1 AND status = 'waiting'",
-            params![
-                id,
-                status.as_str(),
-                answer.actor,
-                answer.via.as_str(),
-                answer.reason,
-                now
-            ],
-        )?;
-        let check_in = must(check_in_conn(&tx, id)?, "check-in", id)?;
-        let reason = check_in.run_reason();
-        let run_status = match (status, check_in.event) {
-            (CheckInStatus::Stopped, _) => RunStatus::Stopped,
-            (_, EventType::WorkflowComplete) => RunStatus::Completed,
-            _ => RunStatus::Running,
-        };
-        let stopped_by = (run_status == RunStatus::Stopped).then_some(StopCause::Owner);
-        set_run_status(&tx, &run.id, run_status, &reason, stopped_by, now)?;
-        subject_changed(&tx, id, false, status.as_str())?;
-        audit_tx(
-            &tx,
-            now,
-            Some(id),
-            "check_in_answered",
-            Some(&answer.actor),
-            Some(&answer.via),
-            &json!({"answer": answer.answer.as_str(), "reason": answer.reason, "run": run.id}),
-        )?;
-        audit_run_end(&tx, &run.id, run_status, stopped_by, &reason, now)?;
-        let run = must(run_conn(&tx, &run.id)?, "run", &run.id)?;
-        tx.commit()?;
-        Ok(Answered::Done(check_in, run))
+                params![
+                    id,
+                    status.as_str(),
+                    answer.actor,
+                    answer.via.as_str(),
+                    answer.reason,
+                    now
+                ],
+            )?;
+            let check_in = must(check_in_conn(tx, id)?, "check-in", id)?;
+            let reason = check_in.run_reason();
+            let run_status = match (status, check_in.event) {
+                (CheckInStatus::Stopped, _) => RunStatus::Stopped,
+                (_, EventType::WorkflowComplete) => RunStatus::Completed,
+                _ => RunStatus::Running,
+            };
+            let stopped_by = (run_status == RunStatus::Stopped).then_some(StopCause::Owner);
+            set_run_status(tx, &run.id, run_status, &reason, stopped_by, now)?;
+            subject_changed(tx, id, false, status.as_str())?;
+            audit_tx(
+                tx,
+                now,
+                Some(id),
+                "check_in_answered",
+                Some(&answer.actor),
+                Some(&answer.via),
+                &json!({"answer": answer.answer.as_str(), "reason": answer.reason, "run": run.id}),
+            )?;
+            audit_run_end(tx, &run.id, run_status, stopped_by, &reason, now)?;
+            let run = must(run_conn(tx, &run.id)?, "run", &run.id)?;
+            Ok(Answered::Done(check_in, run))
+        })
     }
 
     /// Expires waiting check-ins whose deadline is at or before `now` (earliest first,
     /// at most [`EXPIRE_BATCH`]); each stops its run.
     pub fn expire_check_ins_due(&self, now: i64) -> Result<Vec<(CheckIn, Run)>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let due: Vec<String> = {
-            let mut stmt = tx.prepare_cached(
-                "SELECT id FROM check_ins WHERE status = 'waiting' AND expires_at <= ?1 \
-                 ORDER BY expires_at LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![now, EXPIRE_BATCH], |r| r.get(0))?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
+        self.write(|tx| {
+        let due: Vec<String> = tx.query_map(
+            "SELECT id FROM check_ins WHERE status = 'waiting' AND expires_at <= ?1 \
+             ORDER BY expires_at LIMIT ?2",
+            params![now, EXPIRE_BATCH],
+            |r| r.get(0),
+        )?;
         let mut expired = Vec::with_capacity(due.len());
         for id in due {
-            match check_in_conn(&tx, &id) {
-                Ok(Some(c)) => expired.push(expire_tx(&tx, &c, now)?),
+            match check_in_conn(tx, &id) {
+                Ok(Some(c)) => expired.push(expire_tx(tx, &c, now)?),
                 Ok(None) => {}
                 // A row that does not read back (a hand-edited database) must not stop
                 // the others expiring; it is expired without its record.
@@ -440,57 +447,60 @@ impl Store {
                         "UPDATE check_ins SET status = 'expired', decided_at = ?2 WHERE id = ?1",
                         params![id, now],
                     )?;
-                    subject_changed(&tx, &id, false, CheckInStatus::Expired.as_str())?;
+                    subject_changed(tx, &id, false, CheckInStatus::Expired.as_str())?;
                 }
                 Err(e) => return Err(e),
             }
         }
-        tx.commit()?;
         Ok(expired)
+        })
     }
 
     /// The earliest deadline among waiting check-ins (past ones included).
     pub fn next_check_in_deadline(&self) -> Result<Option<i64>> {
-        Ok(self.lock().query_row(
-            "SELECT MIN(expires_at) FROM check_ins WHERE status = 'waiting'",
-            [],
-            |r| r.get(0),
-        )?)
+        self.writer(|c| {
+            c.query_row(
+                "SELECT MIN(expires_at) FROM check_ins WHERE status = 'waiting'",
+                params![],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// A check-in by id.
     pub fn check_in(&self, id: &str) -> Result<Option<CheckIn>> {
-        check_in_conn(&self.lock(), id)
+        self.writer(|c| check_in_conn(c, id))
     }
 
     /// The problems a check-in shows, in the order they were reported (at most
     /// [`MAX_ISSUES_READ`]).
     pub fn check_in_issues(&self, id: &str) -> Result<Vec<RunIssue>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT kind, text, severity, detected, phase, step, exceeded FROM run_issues \
-             WHERE check_in = ?1 ORDER BY seq, n LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![id, MAX_ISSUES_READ as i64], |r| {
-            let kind: String = r.get(0)?;
-            let severity: String = r.get(2)?;
-            Ok((
-                kind,
-                severity,
-                RunIssue {
-                    kind: IssueKind::Warning,
-                    text: r.get(1)?,
-                    severity: Severity::Medium,
-                    detected: r.get(3)?,
-                    phase: r.get(4)?,
-                    step: r.get(5)?,
-                    exceeded: r.get(6)?,
+        let rows = self.writer(|conn| {
+            conn.query_map(
+                "SELECT kind, text, severity, detected, phase, step, exceeded FROM run_issues \
+                 WHERE check_in = ?1 ORDER BY seq, n LIMIT ?2",
+                params![id, MAX_ISSUES_READ as i64],
+                |r| {
+                    let kind: String = r.get(0)?;
+                    let severity: String = r.get(2)?;
+                    Ok((
+                        kind,
+                        severity,
+                        RunIssue {
+                            kind: IssueKind::Warning,
+                            text: r.get(1)?,
+                            severity: Severity::Medium,
+                            detected: r.get(3)?,
+                            phase: r.get(4)?,
+                            step: r.get(5)?,
+                            exceeded: r.get(6)?,
+                        },
+                    ))
                 },
-            ))
+            )
         })?;
         let mut out = Vec::new();
-        for row in rows {
-            let (kind, severity, mut issue) = row?;
+        for (kind, severity, mut issue) in rows {
             issue.kind = match kind.as_str() {
                 "warning" => IssueKind::Warning,
                 "error" => IssueKind::Error,
@@ -504,22 +514,22 @@ impl Store {
 
     /// One page of runs, newest first.
     pub fn list_runs(&self, filter: &RunFilter) -> Result<Vec<Run>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE (?1 IS NULL OR agent = ?1) \
-             AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR id < ?3) \
-             ORDER BY id DESC LIMIT ?4"
-        ))?;
-        let rows = stmt.query_map(
-            params![
-                filter.agent,
-                filter.status.map(RunStatus::as_str),
-                filter.after,
-                filter.limit as i64
-            ],
-            row_to_run,
-        )?;
-        rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
+        self.writer(|conn| {
+            conn.query_map(
+                &format!(
+                    "SELECT {RUN_COLUMNS} FROM runs WHERE (?1 IS NULL OR agent = ?1) \
+                     AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR id < ?3) \
+                     ORDER BY id DESC LIMIT ?4"
+                ),
+                params![
+                    filter.agent,
+                    filter.status.map(RunStatus::as_str),
+                    filter.after,
+                    filter.limit as i64
+                ],
+                row_to_run,
+            )
+        })
     }
 
     /// Waiting check-ins with their runs, oldest first, optionally of one agent.
@@ -528,35 +538,36 @@ impl Store {
         agent: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(CheckIn, Run)>> {
-        let ids: Vec<(String, String)> = {
-            let conn = self.lock();
-            let mut stmt = conn.prepare_cached(
+        let ids: Vec<(String, String)> = self.writer(|conn| {
+            conn.query_map(
                 "SELECT c.id, c.run_id FROM check_ins c JOIN runs r ON r.id = c.run_id \
                  WHERE c.status = 'waiting' AND (?1 IS NULL OR r.agent = ?1) \
                  ORDER BY c.id LIMIT ?2",
-            )?;
-            let rows =
-                stmt.query_map(params![agent, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            rows.collect::<std::result::Result<_, _>>()?
-        };
-        let conn = self.lock();
-        ids.into_iter()
-            .map(|(c, r)| {
-                Ok((
-                    must(check_in_conn(&conn, &c)?, "check-in", &c)?,
-                    must(run_conn(&conn, &r)?, "run", &r)?,
-                ))
-            })
-            .collect()
+                params![agent, limit as i64],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })?;
+        self.writer(|conn| {
+            ids.into_iter()
+                .map(|(c, r)| {
+                    Ok((
+                        must(check_in_conn(conn, &c)?, "check-in", &c)?,
+                        must(run_conn(conn, &r)?, "run", &r)?,
+                    ))
+                })
+                .collect()
+        })
     }
 
     /// How many check-ins wait for their owner.
     pub fn count_waiting_check_ins(&self) -> Result<usize> {
-        let n: i64 = self.lock().query_row(
-            "SELECT COUNT(*) FROM check_ins WHERE status = 'waiting'",
-            [],
-            |r| r.get(0),
-        )?;
+        let n: i64 = self.writer(|c| {
+            c.query_row(
+                "SELECT COUNT(*) FROM check_ins WHERE status = 'waiting'",
+                params![],
+                |r| r.get(0),
+            )
+        })?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 }
@@ -565,12 +576,7 @@ impl Store {
 /// [`Recorded::Repeated`] for the same event (the same content hash; for an event
 /// stored before hashes were kept, the same type, phase and step),
 /// [`Recorded::KeyConflict`] for another.
-fn repeated_event(
-    tx: &Transaction<'_>,
-    run: &Run,
-    new: &NewEvent,
-    key: &str,
-) -> Result<Option<Recorded>> {
+fn repeated_event(tx: &Tx<'_>, run: &Run, new: &NewEvent, key: &str) -> Result<Option<Recorded>> {
     type Earlier = (
         u32,
         String,
@@ -581,12 +587,11 @@ fn repeated_event(
         Option<String>,
         Option<String>,
     );
-    let earlier: Option<Earlier> = tx
-        .prepare_cached(
-            "SELECT seq, type, phase, step, action, reason, check_in, content_hash \
-             FROM run_events WHERE run_id = ?1 AND idempotency_key = ?2",
-        )?
-        .query_row(params![run.id, key], |r| {
+    let earlier: Option<Earlier> = tx.query_opt(
+        "SELECT seq, type, phase, step, action, reason, check_in, content_hash \
+         FROM run_events WHERE run_id = ?1 AND idempotency_key = ?2",
+        params![run.id, key],
+        |r| {
             Ok((
                 r.get(0)?,
                 r.get(1)?,
@@ -597,8 +602,8 @@ fn repeated_event(
                 r.get(6)?,
                 r.get(7)?,
             ))
-        })
-        .optional()?;
+        },
+    )?;
     let Some((seq, kind, phase, step_name, action, reason, check_in, hash)) = earlier else {
         return Ok(None);
     };
@@ -628,7 +633,7 @@ fn repeated_event(
 /// Writes an evaluated event: the event row, its problems, the check-in it makes,
 /// the run's new state, and the audit rows.
 fn apply(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     run: &Run,
     new: &NewEvent,
     evaluation: &Evaluation,
@@ -716,7 +721,7 @@ fn event_detail(
 /// reason), and ties the event to its check-in.
 #[allow(clippy::too_many_arguments)]
 fn update_run(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     run: &Run,
     step: &StepResult,
     evaluation: &Evaluation,
@@ -731,28 +736,28 @@ fn update_run(
     } else {
         &run.reason
     };
-    tx.prepare_cached(
+    tx.execute(
         "UPDATE runs SET status = ?2, phase = ?3, step = ?4, events = ?5, warnings = ?6, \
          errors = ?7, dropped_warnings = dropped_warnings + ?8, dropped_errors = dropped_errors + ?9, \
          check_in = COALESCE(?10, check_in), reason = ?11, stopped_by = ?12, updated_at = ?13, \
          finished_at = CASE WHEN ?2 IN ('stopped', 'completed') THEN ?13 ELSE NULL END \
          WHERE id = ?1",
-    )?
-    .execute(params![
-        run.id,
-        settled.status.as_str(),
-        step.phase,
-        step.step,
-        seq,
-        evaluation.totals.warnings,
-        evaluation.totals.errors,
-        evaluation.dropped.warnings,
-        evaluation.dropped.errors,
-        check_in_id,
-        run_reason,
-        settled.stopped_by.map(StopCause::as_str),
-        now
-    ])?;
+        params![
+            run.id,
+            settled.status.as_str(),
+            step.phase,
+            step.step,
+            seq,
+            evaluation.totals.warnings,
+            evaluation.totals.errors,
+            evaluation.dropped.warnings,
+            evaluation.dropped.errors,
+            check_in_id,
+            run_reason,
+            settled.stopped_by.map(StopCause::as_str),
+            now
+        ],
+    )?;
     tx.execute(
         "UPDATE run_events SET check_in = ?3 WHERE run_id = ?1 AND seq = ?2",
         params![run.id, seq, check_in_id],
@@ -821,7 +826,7 @@ fn settle(step: &StepResult, verdict: &Verdict) -> Settled {
 /// run's limits).
 #[allow(clippy::too_many_arguments)]
 fn insert_event(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     run: &str,
     new: &NewEvent,
     evaluation: &Evaluation,
@@ -831,49 +836,49 @@ fn insert_event(
 ) -> Result<()> {
     let step = &new.step;
     let artifacts = serde_json::to_string(&new.artifacts).unwrap_or_else(|_| "[]".into());
-    tx.prepare_cached(
+    tx.execute(
         "INSERT INTO run_events (run_id, seq, type, phase, step, artifacts, handling, autonomy, \
          action, reason, check_in, truncated, idempotency_key, created_at, content_hash) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL, ?11, ?12, ?13, ?14)",
-    )?
-    .execute(params![
-        run,
-        seq,
-        step.event.as_str(),
-        step.phase,
-        step.step,
-        artifacts,
-        serde_json::to_string(&step.handling).unwrap_or_default(),
-        serde_json::to_string(&evaluation.autonomy).unwrap_or_default(),
-        settled.action.as_str(),
-        settled.reason,
-        serde_json::to_string(&evaluation.truncated).unwrap_or_else(|_| "[]".into()),
-        new.idempotency_key,
-        now,
-        new.content_hash
-    ])?;
+        params![
+            run,
+            seq,
+            step.event.as_str(),
+            step.phase,
+            step.step,
+            artifacts,
+            serde_json::to_string(&step.handling).unwrap_or_default(),
+            serde_json::to_string(&evaluation.autonomy).unwrap_or_default(),
+            settled.action.as_str(),
+            settled.reason,
+            serde_json::to_string(&evaluation.truncated).unwrap_or_else(|_| "[]".into()),
+            new.idempotency_key,
+            now,
+            new.content_hash
+        ],
+    )?;
     let issues = evaluation
         .kept
         .iter()
         .map(|i| (i, false))
         .chain(evaluation.exceeded.iter().map(|i| (i, true)));
     for (n, (issue, exceeded)) in issues.enumerate() {
-        tx.prepare_cached(
+        tx.execute(
             "INSERT INTO run_issues (run_id, seq, n, kind, severity, detected, text, phase, \
              step, exceeded, check_in) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, NULL)",
-        )?
-        .execute(params![
-            run,
-            seq,
-            n as i64,
-            issue.kind.as_str(),
-            issue.severity.as_str(),
-            issue.detected,
-            issue.text,
-            step.phase,
-            step.step,
-            exceeded
-        ])?;
+            params![
+                run,
+                seq,
+                n as i64,
+                issue.kind.as_str(),
+                issue.severity.as_str(),
+                issue.detected,
+                issue.text,
+                step.phase,
+                step.step,
+                exceeded
+            ],
+        )?;
     }
     Ok(())
 }
@@ -882,7 +887,7 @@ fn insert_event(
 /// deadline, showing every problem not yet shown), or a report. Returns its id.
 #[allow(clippy::too_many_arguments)]
 fn make_check_in(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     run: &Run,
     seq: u32,
     status: CheckInStatus,
@@ -898,35 +903,35 @@ fn make_check_in(
     } else {
         None
     };
-    let (warnings, errors): (i64, i64) = tx
-        .prepare_cached(
-            "SELECT COALESCE(SUM(kind = 'warning'), 0), COALESCE(SUM(kind = 'error'), 0) \
-             FROM run_issues WHERE run_id = ?1 AND check_in IS NULL",
-        )?
-        .query_row([&run.id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    tx.prepare_cached(
+    let (warnings, errors): (i64, i64) = tx.query_row(
+        "SELECT COALESCE(SUM(kind = 'warning'), 0), COALESCE(SUM(kind = 'error'), 0) \
+         FROM run_issues WHERE run_id = ?1 AND check_in IS NULL",
+        params![run.id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    tx.execute(
         "INSERT INTO check_ins (id, short_id, run_id, seq, status, why, reason, warnings, errors, \
          ttl_ms, created_at, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-    )?
-    .execute(params![
-        id,
-        short_id,
-        run.id,
-        seq,
-        status.as_str(),
-        why.map(Why::as_str),
-        reason,
-        warnings,
-        errors,
-        waiting.then_some(ttl_ms),
-        now,
-        waiting.then_some(now.saturating_add(ttl_ms))
-    ])?;
+        params![
+            id,
+            short_id,
+            run.id,
+            seq,
+            status.as_str(),
+            why.map(Why::as_str),
+            reason,
+            warnings,
+            errors,
+            waiting.then_some(ttl_ms),
+            now,
+            waiting.then_some(now.saturating_add(ttl_ms))
+        ],
+    )?;
     // What it shows is now shown: the next check-in starts after it.
-    tx.prepare_cached(
+    tx.execute(
         "UPDATE run_issues SET check_in = ?2 WHERE run_id = ?1 AND check_in IS NULL",
-    )?
-    .execute(params![run.id, id])?;
+        params![run.id, id],
+    )?;
     if let Some(short) = &short_id {
         subject_created(tx, &id, SubjectKind::CheckIn, short, status.as_str(), now)?;
         audit_tx(
@@ -962,7 +967,7 @@ fn make_check_in(
 
 /// Moves a run to `status` after a check-in's answer or expiry.
 fn set_run_status(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     run_id: &str,
     status: RunStatus,
     reason: &str,
@@ -986,7 +991,7 @@ fn set_run_status(
 
 /// The `run_stopped` / `run_completed` audit row of a run that just ended, if it did.
 fn audit_run_end(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     run_id: &str,
     status: RunStatus,
     stopped_by: Option<StopCause>,
@@ -1010,7 +1015,7 @@ fn audit_run_end(
 }
 
 /// Expires one waiting check-in and stops its run, with the audit rows.
-fn expire_tx(tx: &Transaction<'_>, check_in: &CheckIn, now: i64) -> Result<(CheckIn, Run)> {
+fn expire_tx(tx: &Tx<'_>, check_in: &CheckIn, now: i64) -> Result<(CheckIn, Run)> {
     let reason = crate::workflow::run::expiry_reason(check_in.ttl_ms);
     tx.execute(
         "UPDATE check_ins SET status = 'expired', decided_by = 'gatebot', decided_via = 'system', \

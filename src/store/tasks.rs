@@ -16,10 +16,10 @@
 //! posted under the task's card, open until answered (or dropped when the task is
 //! cancelled).
 
-use rusqlite::{params, OptionalExtension, Row, Transaction};
 use serde_json::json;
 
 use super::audit::audit_tx;
+use super::sql::{params, Conn, Row, Tx};
 use super::subjects::{inherit_home, set_home, subject_changed, subject_created, unique_short_id};
 use super::{Result, Store, StoreError};
 use crate::approval::Via;
@@ -121,7 +121,7 @@ fn finished(t: &mut Task, cost_usd: Option<f64>, session_id: &Option<String>, no
 /// A running task's progress report: its lease extended, its text kept, and its card
 /// redrawn at most once per `progress_every` (sooner progress waits for the timer pass).
 fn progressed(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     t: &mut Task,
     text: Option<&str>,
     timing: Timing,
@@ -152,7 +152,7 @@ fn progressed(
 /// the audit row's detail, `None` for progress, which has no audit row. A question the
 /// report asks is added to `touched`.
 fn apply_report(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     t: &mut Task,
     report: &Report,
     timing: Timing,
@@ -197,41 +197,41 @@ fn apply_report(
 
 /// A new task's row in `tasks`, at revision 0.
 fn insert_task_row(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: &str,
     short_id: &str,
     status: TaskStatus,
     new: &NewTask,
     now: i64,
 ) -> Result<()> {
-    tx.prepare_cached(
+    tx.execute(
         "INSERT INTO tasks (id, short_id, status, intent, summary, prompt, level, classifier, \
          agent, text, created_by, created_via, revision, shown_at, created_at, updated_at, \
          suggestion) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 0, ?13, ?13, ?13, ?14)",
-    )?
-    .execute(params![
-        id,
-        short_id,
-        status.as_str(),
-        new.intent.as_str(),
-        new.summary,
-        new.prompt,
-        new.level.0,
-        new.classifier.as_str(),
-        new.agent,
-        new.text,
-        new.created_by,
-        new.created_via.as_str(),
-        now,
-        new.suggestion,
-    ])?;
+        params![
+            id,
+            short_id,
+            status.as_str(),
+            new.intent.as_str(),
+            new.summary,
+            new.prompt,
+            i64::from(new.level.0),
+            new.classifier.as_str(),
+            new.agent,
+            new.text,
+            new.created_by,
+            new.created_via.as_str(),
+            now,
+            new.suggestion,
+        ],
+    )?;
     Ok(())
 }
 
 /// The audit row of a task's creation: what it was classified as, and the status it starts in.
 fn audit_created(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: &str,
     short_id: &str,
     status: TaskStatus,
@@ -275,95 +275,93 @@ impl Store {
             },
         )
         .map_err(StoreError::Corrupt)?;
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let id = super::new_id();
-        let short_id = unique_short_id(&tx)?;
-        insert_task_row(&tx, &id, &short_id, status, new, now)?;
-        let task = get_task_tx(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
-        subject_created(
-            &tx,
-            &id,
-            SubjectKind::Task,
-            &short_id,
-            &task_revision(&task),
-            now,
-        )?;
-        set_home(&tx, &id, new.home.as_ref(), None)?;
-        audit_created(&tx, &id, &short_id, status, new, now)?;
-        let mut subjects = vec![id.clone()];
-        if let Some(c) = &new.clarify {
-            let q = ask_tx(
-                &tx,
-                &task,
-                QuestionPurpose::Clarify,
-                std::slice::from_ref(&c.question),
-                &c.choices,
+        self.write(|tx| {
+            let id = super::new_id();
+            let short_id = unique_short_id(tx)?;
+            insert_task_row(tx, &id, &short_id, status, new, now)?;
+            let task = get_task_tx(tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+            subject_created(
+                tx,
+                &id,
+                SubjectKind::Task,
+                &short_id,
+                &task_revision(&task),
                 now,
             )?;
-            subjects.push(q);
-        }
-        let task = get_task_tx(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
-        tx.commit()?;
-        Ok(Changed { task, subjects })
+            set_home(tx, &id, new.home.as_ref(), None)?;
+            audit_created(tx, &id, &short_id, status, new, now)?;
+            let mut subjects = vec![id.clone()];
+            if let Some(c) = &new.clarify {
+                let q = ask_tx(
+                    tx,
+                    &task,
+                    QuestionPurpose::Clarify,
+                    std::slice::from_ref(&c.question),
+                    &c.choices,
+                    now,
+                )?;
+                subjects.push(q);
+            }
+            let task = get_task_tx(tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+            Ok(Changed { task, subjects })
+        })
     }
 
     pub fn get_task(&self, id: &str) -> Result<Option<Task>> {
-        let conn = self.lock();
-        get_task_tx(&conn, id)
+        self.writer(|c| get_task_tx(c, id))
     }
 
     /// Resolves a full id, a short id, or a unique prefix (4+ characters) of a short id.
     pub fn lookup_task(&self, typed: &str) -> Result<TaskLookup> {
         let typed = typed.trim();
         let lower = typed.to_ascii_lowercase();
-        let conn = self.lock();
-        let exact: Option<String> = conn
-            .prepare_cached("SELECT id FROM tasks WHERE id = ?1 OR short_id = ?2")?
-            .query_row(params![typed, lower], |r| r.get(0))
-            .optional()?;
-        if let Some(id) = exact {
-            return Ok(match get_task_tx(&conn, &id)? {
-                Some(t) => TaskLookup::Found(Box::new(t)),
-                None => TaskLookup::NotFound,
-            });
-        }
-        if lower.len() < 4 || !lower.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return Ok(TaskLookup::NotFound);
-        }
-        let found: Vec<(String, String)> = conn
-            .prepare_cached(
+        self.writer(|conn| {
+            let exact: Option<String> = conn.query_opt(
+                "SELECT id FROM tasks WHERE id = ?1 OR short_id = ?2",
+                params![typed, lower],
+                |r| r.get(0),
+            )?;
+            if let Some(id) = exact {
+                return Ok(match get_task_tx(conn, &id)? {
+                    Some(t) => TaskLookup::Found(Box::new(t)),
+                    None => TaskLookup::NotFound,
+                });
+            }
+            if lower.len() < 4 || !lower.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                return Ok(TaskLookup::NotFound);
+            }
+            let found: Vec<(String, String)> = conn.query_map(
                 "SELECT id, short_id FROM tasks WHERE short_id LIKE ?1 || '%' ORDER BY id DESC LIMIT 11",
-            )?
-            .query_map([&lower], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<std::result::Result<_, _>>()?;
-        Ok(match found.as_slice() {
-            [] => TaskLookup::NotFound,
-            [(id, _)] => match get_task_tx(&conn, id)? {
-                Some(t) => TaskLookup::Found(Box::new(t)),
-                None => TaskLookup::NotFound,
-            },
-            many => TaskLookup::Ambiguous(many.iter().map(|(_, s)| s.clone()).collect()),
+                params![lower],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            Ok(match found.as_slice() {
+                [] => TaskLookup::NotFound,
+                [(id, _)] => match get_task_tx(conn, id)? {
+                    Some(t) => TaskLookup::Found(Box::new(t)),
+                    None => TaskLookup::NotFound,
+                },
+                many => TaskLookup::Ambiguous(many.iter().map(|(_, s)| s.clone()).collect()),
+            })
         })
     }
 
     /// Open tasks, oldest first; or, with `all`, the latest `limit` of any status,
     /// newest first. `agent` limits them to one agent's.
     pub fn list_tasks(&self, all: bool, agent: Option<&str>, limit: usize) -> Result<Vec<Task>> {
-        let conn = self.lock();
         let sql = if all {
             "SELECT id FROM tasks WHERE (?1 IS NULL OR agent = ?1) ORDER BY rowid DESC LIMIT ?2"
         } else {
             "SELECT id FROM tasks WHERE status IN ('pending', 'queued', 'running', 'waiting') \
              AND (?1 IS NULL OR agent = ?1) ORDER BY rowid LIMIT ?2"
         };
-        let ids: Vec<String> = conn
-            .prepare_cached(sql)?
-            .query_map(params![agent, limit as i64], |r| r.get(0))?
-            .collect::<std::result::Result<_, _>>()?;
-        ids.iter()
-            .filter_map(|id| get_task_tx(&conn, id).transpose())
-            .collect()
+        self.writer(|conn| {
+            let ids: Vec<String> =
+                conn.query_map(sql, params![agent, limit as i64], |r| r.get(0))?;
+            ids.iter()
+                .filter_map(|id| get_task_tx(conn, id).transpose())
+                .collect()
+        })
     }
 
     /// An owner's step on a task: `Queue`, `Reject`, `Cancel` or `Retry`.
@@ -423,49 +421,53 @@ impl Store {
         grace_ms: i64,
         now: i64,
     ) -> Result<Option<Changed>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let running: i64 = tx
-            .prepare_cached("SELECT COUNT(*) FROM tasks WHERE agent = ?1 AND status = 'running'")?
-            .query_row([agent], |r| r.get(0))?;
-        if running as usize >= max_running {
-            return Ok(None);
-        }
-        let next: Option<String> = tx
-            .prepare_cached(
-                "SELECT id FROM tasks WHERE agent = ?1 AND status = 'queued' ORDER BY rowid LIMIT 1",
-            )?
-            .query_row([agent], |r| r.get(0))
-            .optional()?;
-        let Some(id) = next else { return Ok(None) };
-        let mut t = get_task_tx(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
-        let to = lifecycle::next(Some(t.status), Step::Claim).map_err(StoreError::Corrupt)?;
-        t.status = to;
-        t.attempts += 1;
-        t.lease = Some(new_lease());
-        t.lease_until = Some(now.saturating_add(lease_ms));
-        t.started_at = Some(now);
-        t.deadline = Some(
-            now.saturating_add(timeout_ms(t.intent))
-                .saturating_add(grace_ms),
-        );
-        t.updated_at = now;
-        t.revision += 1;
-        write_task(&tx, &t, now)?;
-        audit_tx(
-            &tx,
-            now,
-            Some(&id),
-            Step::Claim.event(),
-            Some(agent),
-            Some(&Via::Api),
-            &json!({"attempt": t.attempts}),
+        self.write(|tx| {
+            let running: i64 = tx.query_row(
+                "SELECT COUNT(*) FROM tasks WHERE agent = ?1 AND status = 'running'",
+                params![agent],
+                |r| r.get(0),
+            )?;
+            if running as usize >= max_running {
+                tx.discard();
+                return Ok(None);
+            }
+            let next: Option<String> = tx.query_opt(
+            "SELECT id FROM tasks WHERE agent = ?1 AND status = 'queued' ORDER BY rowid LIMIT 1",
+            params![agent],
+            |r| r.get(0),
         )?;
-        tx.commit()?;
-        Ok(Some(Changed {
-            subjects: vec![id],
-            task: t,
-        }))
+            let Some(id) = next else {
+                tx.discard();
+                return Ok(None);
+            };
+            let mut t = get_task_tx(tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+            let to = lifecycle::next(Some(t.status), Step::Claim).map_err(StoreError::Corrupt)?;
+            t.status = to;
+            t.attempts += 1;
+            t.lease = Some(new_lease());
+            t.lease_until = Some(now.saturating_add(lease_ms));
+            t.started_at = Some(now);
+            t.deadline = Some(
+                now.saturating_add(timeout_ms(t.intent))
+                    .saturating_add(grace_ms),
+            );
+            t.updated_at = now;
+            t.revision += 1;
+            write_task(tx, &t, now)?;
+            audit_tx(
+                tx,
+                now,
+                Some(&id),
+                Step::Claim.event(),
+                Some(agent),
+                Some(&Via::Api),
+                &json!({"attempt": t.attempts}),
+            )?;
+            Ok(Some(Changed {
+                subjects: vec![id],
+                task: t,
+            }))
+        })
     }
 
     /// A worker's report under `lease`.
@@ -483,60 +485,62 @@ impl Store {
             Report::Fail { .. } => Step::Fail,
             Report::NeedsInput { .. } => Step::NeedsInput,
         };
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let Some(mut t) = get_task_tx(&tx, id)? else {
-            return Ok(TaskStep::NotFound);
-        };
-        if t.status != TaskStatus::Running {
-            let why = lifecycle::next(Some(t.status), step)
-                .err()
-                .unwrap_or_default();
-            return Ok(TaskStep::Refused(Box::new(t), why));
-        }
-        if t.lease.as_deref() != Some(lease) {
-            return Ok(TaskStep::LeaseLost(Box::new(t)));
-        }
-        let to = lifecycle::next(Some(t.status), step).map_err(StoreError::Corrupt)?;
-        t.status = to;
-        t.updated_at = now;
-        let mut touched = vec![id.to_string()];
-        let audit = apply_report(&tx, &mut t, report, timing, now, &mut touched)?;
-        write_task(&tx, &t, now)?;
-        if let Some(detail) = audit {
-            audit_tx(
-                &tx,
-                now,
-                Some(id),
-                step.event(),
-                Some(&t.agent),
-                Some(&Via::Api),
-                &detail,
-            )?;
-        }
-        t = get_task_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
-        tx.commit()?;
-        Ok(TaskStep::Done(Box::new(Changed {
-            task: t,
-            subjects: touched,
-        })))
+        self.write(|tx| {
+            let Some(mut t) = get_task_tx(tx, id)? else {
+                tx.discard();
+                return Ok(TaskStep::NotFound);
+            };
+            if t.status != TaskStatus::Running {
+                let why = lifecycle::next(Some(t.status), step)
+                    .err()
+                    .unwrap_or_default();
+                tx.discard();
+                return Ok(TaskStep::Refused(Box::new(t), why));
+            }
+            if t.lease.as_deref() != Some(lease) {
+                tx.discard();
+                return Ok(TaskStep::LeaseLost(Box::new(t)));
+            }
+            let to = lifecycle::next(Some(t.status), step).map_err(StoreError::Corrupt)?;
+            t.status = to;
+            t.updated_at = now;
+            let mut touched = vec![id.to_string()];
+            let audit = apply_report(tx, &mut t, report, timing, now, &mut touched)?;
+            write_task(tx, &t, now)?;
+            if let Some(detail) = audit {
+                audit_tx(
+                    tx,
+                    now,
+                    Some(id),
+                    step.event(),
+                    Some(&t.agent),
+                    Some(&Via::Api),
+                    &detail,
+                )?;
+            }
+            t = get_task_tx(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+            Ok(TaskStep::Done(Box::new(Changed {
+                task: t,
+                subjects: touched,
+            })))
+        })
     }
 
     /// The open question `question` (a question's id, or a task's, meaning its open
     /// question), as asked.
     pub fn open_question(&self, id: &str) -> Result<Option<TaskQuestion>> {
-        let conn = self.lock();
-        let q = match get_question(&conn, id)? {
-            Some(q) => Some(q),
-            None => open_question_of(&conn, id)?,
-        };
+        let q = self.writer(|conn| {
+            Ok(match get_question(conn, id)? {
+                Some(q) => Some(q),
+                None => open_question_of(conn, id)?,
+            })
+        })?;
         Ok(q.filter(|q| q.state == QuestionState::Open))
     }
 
     /// A question by id, whatever its state.
     pub fn question_by_id(&self, id: &str) -> Result<Option<TaskQuestion>> {
-        let conn = self.lock();
-        get_question(&conn, id)
+        self.writer(|conn| get_question(conn, id))
     }
 
     /// The owner answers question `question_id`; the task moves on as `how` says.
@@ -549,10 +553,7 @@ impl Store {
         how: &Reclassified,
         now: i64,
     ) -> Result<TaskStep> {
-        let q = {
-            let conn = self.lock();
-            get_question(&conn, question_id)?
-        };
+        let q = self.writer(|conn| get_question(conn, question_id))?;
         let Some(q) = q else {
             return Ok(TaskStep::NotFound);
         };
@@ -618,19 +619,17 @@ impl Store {
     /// in a run, failed the second), runs past their deadline (failed), progress due
     /// on cards. Returns every change.
     pub fn task_timers(&self, now: i64) -> Result<Vec<Changed>> {
-        let due: Vec<(String, &'static str)> = {
-            let conn = self.lock();
+        let due: Vec<(String, &'static str)> = self.writer(|conn| {
             let mut out: Vec<(String, &'static str)> = Vec::new();
-            let mut stmt = conn.prepare_cached(
+            let ran_out = conn.query_map(
                 "SELECT id, CASE WHEN deadline IS NOT NULL AND deadline <= ?1 THEN 'timeout' \
                  ELSE 'lapse' END FROM tasks WHERE status = 'running' AND \
                  ((lease_until IS NOT NULL AND lease_until <= ?1) OR (deadline IS NOT NULL AND deadline <= ?1)) \
                  ORDER BY id LIMIT 500",
+                params![now],
+                |r| Ok((r.get::<String>(0)?, r.get::<String>(1)?)),
             )?;
-            for row in stmt.query_map([now], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-            })? {
-                let (id, kind) = row?;
+            for (id, kind) in ran_out {
                 out.push((
                     id,
                     if kind == "timeout" {
@@ -640,15 +639,17 @@ impl Store {
                     },
                 ));
             }
-            let mut stmt = conn.prepare_cached(
+            let progress = conn.query_map(
                 "SELECT id FROM tasks WHERE progress_due IS NOT NULL AND progress_due <= ?1 \
                  ORDER BY progress_due LIMIT 500",
+                params![now],
+                |r| r.get::<String>(0),
             )?;
-            for row in stmt.query_map([now], |r| r.get::<_, String>(0))? {
-                out.push((row?, "progress"));
+            for id in progress {
+                out.push((id, "progress"));
             }
-            out
-        };
+            Ok(out)
+        })?;
         let mut changed = Vec::new();
         for (id, kind) in due {
             let outcome = match kind {
@@ -719,12 +720,13 @@ impl Store {
 
     /// Ids of `agent`'s tasks in `status`, oldest first.
     pub fn task_ids_of(&self, agent: &str, status: TaskStatus) -> Result<Vec<String>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT id FROM tasks WHERE agent = ?1 AND status = ?2 ORDER BY rowid",
-        )?;
-        let rows = stmt.query_map(params![agent, status.as_str()], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        self.writer(|conn| {
+            conn.query_map(
+                "SELECT id FROM tasks WHERE agent = ?1 AND status = ?2 ORDER BY rowid",
+                params![agent, status.as_str()],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// Queues task `id`, still queued, for agent `to` instead of its own (which is
@@ -738,42 +740,44 @@ impl Store {
 
     /// The requests made for task `task` that still wait for a human: (id, agent).
     pub fn pending_requests_of(&self, task: &str) -> Result<Vec<(String, String)>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, agent FROM approvals WHERE task_id = ?1 AND status = 'pending' ORDER BY id",
-        )?;
-        let rows = stmt.query_map([task], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        self.writer(|conn| {
+            conn.query_map(
+                "SELECT id, agent FROM approvals WHERE task_id = ?1 AND status = 'pending' ORDER BY id",
+                params![task],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
     }
 
     /// When [`Store::task_timers`] next has something to do.
     pub fn next_task_timer(&self) -> Result<Option<i64>> {
-        let conn = self.lock();
-        Ok(conn.query_row(
-            "SELECT MIN(t) FROM ( \
-                 SELECT MIN(MIN(COALESCE(lease_until, deadline), COALESCE(deadline, lease_until))) AS t \
-                 FROM tasks WHERE status = 'running' \
-                 UNION ALL SELECT MIN(progress_due) FROM tasks WHERE progress_due IS NOT NULL)",
-            [],
-            |r| r.get(0),
-        )?)
+        self.writer(|conn| {
+            conn.query_row(
+                "SELECT MIN(t) FROM ( \
+                     SELECT MIN(MIN(COALESCE(lease_until, deadline), COALESCE(deadline, lease_until))) AS t \
+                     FROM tasks WHERE status = 'running' \
+                     UNION ALL SELECT MIN(progress_due) FROM tasks WHERE progress_due IS NOT NULL)",
+                params![],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// Moves a task's revision so its cards show the latest progress.
     fn show_progress(&self, id: &str, now: i64) -> Result<TaskStep> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let Some(mut t) = get_task_tx(&tx, id)? else {
-            return Ok(TaskStep::NotFound);
-        };
-        t.revision += 1;
-        write_task(&tx, &t, now)?;
-        set_shown(&tx, id, now, None)?;
-        tx.commit()?;
-        Ok(TaskStep::Done(Box::new(Changed {
-            subjects: vec![id.to_string()],
-            task: t,
-        })))
+        self.write(|tx| {
+            let Some(mut t) = get_task_tx(tx, id)? else {
+                tx.discard();
+                return Ok(TaskStep::NotFound);
+            };
+            t.revision += 1;
+            write_task(tx, &t, now)?;
+            set_shown(tx, id, now, None)?;
+            Ok(TaskStep::Done(Box::new(Changed {
+                subjects: vec![id.to_string()],
+                task: t,
+            })))
+        })
     }
 
     /// The common shape of a step: read, check the transition, let `change` edit the
@@ -785,43 +789,46 @@ impl Store {
         step: Step,
         now: i64,
         change: impl FnOnce(
-            &Transaction<'_>,
+            &Tx<'_>,
             &mut Task,
             TaskStatus,
         ) -> Result<(Option<(String, Via, serde_json::Value)>, Vec<String>)>,
     ) -> Result<TaskStep> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let Some(mut t) = get_task_tx(&tx, id)? else {
-            return Ok(TaskStep::NotFound);
-        };
-        let to = match lifecycle::next(Some(t.status), step) {
-            Ok(to) => to,
-            Err(why) => return Ok(TaskStep::Refused(Box::new(t), why)),
-        };
-        let (audit, mut touched) = change(&tx, &mut t, to)?;
-        t.status = to;
-        t.updated_at = now;
-        t.revision += 1;
-        write_task(&tx, &t, now)?;
-        if let Some((actor, via, detail)) = audit {
-            audit_tx(
-                &tx,
-                now,
-                Some(id),
-                step.event(),
-                Some(&actor),
-                Some(&via),
-                &detail,
-            )?;
-        }
-        let t = get_task_tx(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
-        tx.commit()?;
-        touched.insert(0, id.to_string());
-        Ok(TaskStep::Done(Box::new(Changed {
-            task: t,
-            subjects: touched,
-        })))
+        self.write(|tx| {
+            let Some(mut t) = get_task_tx(tx, id)? else {
+                tx.discard();
+                return Ok(TaskStep::NotFound);
+            };
+            let to = match lifecycle::next(Some(t.status), step) {
+                Ok(to) => to,
+                Err(why) => {
+                    tx.discard();
+                    return Ok(TaskStep::Refused(Box::new(t), why));
+                }
+            };
+            let (audit, mut touched) = change(tx, &mut t, to)?;
+            t.status = to;
+            t.updated_at = now;
+            t.revision += 1;
+            write_task(tx, &t, now)?;
+            if let Some((actor, via, detail)) = audit {
+                audit_tx(
+                    tx,
+                    now,
+                    Some(id),
+                    step.event(),
+                    Some(&actor),
+                    Some(&via),
+                    &detail,
+                )?;
+            }
+            let t = get_task_tx(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+            touched.insert(0, id.to_string());
+            Ok(TaskStep::Done(Box::new(Changed {
+                task: t,
+                subjects: touched,
+            })))
+        })
     }
 }
 
@@ -845,21 +852,25 @@ fn new_lease() -> String {
         .collect()
 }
 
-fn t_shown_at(tx: &Transaction<'_>, id: &str) -> Result<i64> {
-    Ok(tx
-        .prepare_cached("SELECT shown_at FROM tasks WHERE id = ?1")?
-        .query_row([id], |r| r.get(0))?)
+fn t_shown_at(tx: &Tx<'_>, id: &str) -> Result<i64> {
+    tx.query_row(
+        "SELECT shown_at FROM tasks WHERE id = ?1",
+        params![id],
+        |r| r.get(0),
+    )
 }
 
-fn set_shown(tx: &Transaction<'_>, id: &str, at: i64, due: Option<i64>) -> Result<()> {
-    tx.prepare_cached("UPDATE tasks SET shown_at = ?2, progress_due = ?3 WHERE id = ?1")?
-        .execute(params![id, at, due])?;
+fn set_shown(tx: &Tx<'_>, id: &str, at: i64, due: Option<i64>) -> Result<()> {
+    tx.execute(
+        "UPDATE tasks SET shown_at = ?2, progress_due = ?3 WHERE id = ?1",
+        params![id, at, due],
+    )?;
     Ok(())
 }
 
 /// Writes every column a step may change, and the subject row's revision.
-fn write_task(tx: &Transaction<'_>, t: &Task, now: i64) -> Result<()> {
-    tx.prepare_cached(
+fn write_task(tx: &Tx<'_>, t: &Task, now: i64) -> Result<()> {
+    tx.execute(
         "UPDATE tasks SET status = ?2, intent = ?3, summary = ?4, prompt = ?5, level = ?6, \
          classifier = ?7, agent = ?8, clarification = ?9, decided_by = ?10, attempts = ?11, \
          lapses = ?12, lease = ?13, lease_until = ?14, deadline = ?15, progress = ?16, \
@@ -868,38 +879,38 @@ fn write_task(tx: &Transaction<'_>, t: &Task, now: i64) -> Result<()> {
          started_at = ?26, finished_at = ?27, suggestion = ?28, \
          progress_due = CASE WHEN ?2 = 'running' THEN progress_due ELSE NULL END \
          WHERE id = ?1",
-    )?
-    .execute(params![
-        t.id,
-        t.status.as_str(),
-        t.intent.as_str(),
-        t.summary,
-        t.prompt,
-        t.level.0,
-        t.classifier.as_str(),
-        t.agent,
-        t.clarification,
-        t.decided_by,
-        t.attempts,
-        t.lapses,
-        t.lease,
-        t.lease_until,
-        t.deadline,
-        t.progress,
-        t.progress_at,
-        t.revision,
-        t.result,
-        t.error,
-        t.cost_usd,
-        t.session_id,
-        t.input,
-        (!t.input_questions.is_empty())
-            .then(|| serde_json::to_string(&t.input_questions).unwrap_or_default()),
-        now,
-        t.started_at,
-        t.finished_at,
-        t.suggestion,
-    ])?;
+        params![
+            t.id,
+            t.status.as_str(),
+            t.intent.as_str(),
+            t.summary,
+            t.prompt,
+            i64::from(t.level.0),
+            t.classifier.as_str(),
+            t.agent,
+            t.clarification,
+            t.decided_by,
+            t.attempts,
+            t.lapses,
+            t.lease,
+            t.lease_until,
+            t.deadline,
+            t.progress,
+            t.progress_at,
+            t.revision,
+            t.result,
+            t.error,
+            t.cost_usd,
+            t.session_id,
+            t.input,
+            (!t.input_questions.is_empty())
+                .then(|| serde_json::to_string(&t.input_questions).unwrap_or_default()),
+            now,
+            t.started_at,
+            t.finished_at,
+            t.suggestion,
+        ],
+    )?;
     subject_changed(tx, &t.id, t.status.is_open(), &task_revision(t))?;
     Ok(())
 }
@@ -907,7 +918,7 @@ fn write_task(tx: &Transaction<'_>, t: &Task, now: i64) -> Result<()> {
 /// Asks the owner `questions` about task `t`: a question row and its subject, shown
 /// under the task's card wherever the task is shown. Returns its id.
 fn ask_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     t: &Task,
     purpose: QuestionPurpose,
     questions: &[String],
@@ -916,18 +927,18 @@ fn ask_tx(
 ) -> Result<String> {
     let id = super::new_id();
     let short_id = unique_short_id(tx)?;
-    tx.prepare_cached(
+    tx.execute(
         "INSERT INTO task_questions (id, task, purpose, questions, choices, state, asked_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, 'open', ?6)",
-    )?
-    .execute(params![
-        id,
-        t.id,
-        purpose.as_str(),
-        serde_json::to_string(questions).unwrap_or_else(|_| "[]".into()),
-        serde_json::to_string(choices).unwrap_or_else(|_| "[]".into()),
-        now
-    ])?;
+        params![
+            id,
+            t.id,
+            purpose.as_str(),
+            serde_json::to_string(questions).unwrap_or_else(|_| "[]".into()),
+            serde_json::to_string(choices).unwrap_or_else(|_| "[]".into()),
+            now
+        ],
+    )?;
     subject_created(
         tx,
         &id,
@@ -951,27 +962,28 @@ fn ask_tx(
 }
 
 /// Drops the task's open questions (it was cancelled); returns their ids.
-fn drop_questions(tx: &Transaction<'_>, task: &str) -> Result<Vec<String>> {
-    let ids: Vec<String> = tx
-        .prepare_cached("SELECT id FROM task_questions WHERE task = ?1 AND state = 'open'")?
-        .query_map([task], |r| r.get(0))?
-        .collect::<std::result::Result<_, _>>()?;
+fn drop_questions(tx: &Tx<'_>, task: &str) -> Result<Vec<String>> {
+    let ids: Vec<String> = tx.query_map(
+        "SELECT id FROM task_questions WHERE task = ?1 AND state = 'open'",
+        params![task],
+        |r| r.get(0),
+    )?;
     for id in &ids {
         tx.execute(
             "UPDATE task_questions SET state = 'dropped' WHERE id = ?1",
-            [id],
+            params![id],
         )?;
         subject_changed(tx, id, false, QuestionState::Dropped.as_str())?;
     }
     Ok(ids)
 }
 
-fn get_task_tx(conn: &rusqlite::Connection, id: &str) -> Result<Option<Task>> {
-    let task = conn
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"))?
-        .query_row([id], row_to_task)
-        .optional()?
-        .transpose()?;
+fn get_task_tx(conn: &Conn<'_>, id: &str) -> Result<Option<Task>> {
+    let task = conn.query_opt(
+        &format!("SELECT {COLUMNS} FROM tasks WHERE id = ?1"),
+        params![id],
+        row_to_task,
+    )?;
     let Some(mut task) = task else {
         return Ok(None);
     };
@@ -979,31 +991,29 @@ fn get_task_tx(conn: &rusqlite::Connection, id: &str) -> Result<Option<Task>> {
     Ok(Some(task))
 }
 
-fn open_question_of(conn: &rusqlite::Connection, task: &str) -> Result<Option<TaskQuestion>> {
-    let id: Option<String> = conn
-        .prepare_cached(
-            "SELECT id FROM task_questions WHERE task = ?1 AND state = 'open' ORDER BY rowid DESC LIMIT 1",
-        )?
-        .query_row([task], |r| r.get(0))
-        .optional()?;
+fn open_question_of(conn: &Conn<'_>, task: &str) -> Result<Option<TaskQuestion>> {
+    let id: Option<String> = conn.query_opt(
+        "SELECT id FROM task_questions WHERE task = ?1 AND state = 'open' ORDER BY rowid DESC LIMIT 1",
+        params![task],
+        |r| r.get(0),
+    )?;
     match id {
         Some(id) => get_question(conn, &id),
         None => Ok(None),
     }
 }
 
-fn get_question(conn: &rusqlite::Connection, id: &str) -> Result<Option<TaskQuestion>> {
-    conn.prepare_cached(
+fn get_question(conn: &Conn<'_>, id: &str) -> Result<Option<TaskQuestion>> {
+    conn.query_opt(
         "SELECT id, task, purpose, questions, choices, state, answer, answered_by, \
          answered_via, asked_at, answered_at FROM task_questions WHERE id = ?1",
-    )?
-    .query_row([id], |r| {
-        let corrupt = |what: &str| StoreError::Corrupt(format!("question {id}: bad {what}"));
-        let purpose: String = r.get(2)?;
-        let questions: String = r.get(3)?;
-        let choices: String = r.get(4)?;
-        let state: String = r.get(5)?;
-        Ok((|| -> Result<TaskQuestion> {
+        params![id],
+        |r| {
+            let corrupt = |what: &str| StoreError::Corrupt(format!("question {id}: bad {what}"));
+            let purpose: String = r.get(2)?;
+            let questions: String = r.get(3)?;
+            let choices: String = r.get(4)?;
+            let state: String = r.get(5)?;
             Ok(TaskQuestion {
                 id: r.get(0)?,
                 task: r.get(1)?,
@@ -1017,13 +1027,11 @@ fn get_question(conn: &rusqlite::Connection, id: &str) -> Result<Option<TaskQues
                 asked_at: r.get(9)?,
                 answered_at: r.get(10)?,
             })
-        })())
-    })
-    .optional()?
-    .transpose()
+        },
+    )
 }
 
-fn row_to_task(r: &Row<'_>) -> rusqlite::Result<Result<Task>> {
+fn row_to_task(r: &Row<'_>) -> Result<Task> {
     let id: String = r.get(0)?;
     let status: String = r.get(2)?;
     let intent: String = r.get(3)?;
@@ -1076,7 +1084,7 @@ fn row_to_task(r: &Row<'_>) -> rusqlite::Result<Result<Task>> {
             finished_at: r.get(31)?,
         })
     };
-    Ok(parse())
+    parse()
 }
 
 #[cfg(test)]

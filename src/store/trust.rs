@@ -6,11 +6,11 @@
 //! `deny_pending` denies every pending request of the agent in it; a grant made by a
 //! decision is written in the decision's transaction (`approvals.rs`).
 
-use rusqlite::{params, Connection, OptionalExtension, Row, Transaction};
 use serde_json::{json, Value};
 
 use super::approval_row::get_conn;
 use super::audit::audit_tx;
+use super::sql::{params, Conn, Row, Tx};
 use super::subjects::{subject_changed, subject_created, unique_short_id, unique_short_id_beside};
 use super::{Result, Store, StoreError};
 use crate::approval::{Approval, Status, Via};
@@ -117,7 +117,7 @@ fn corrupt(e: String) -> StoreError {
 const GRANT_COLUMNS: &str = "id, short_id, agent, tool, scope, pattern, granted_by, granted_via, \
     reason, approval_id, created_at, expires_at, revoked_at, revoked_by, revoked_via, max_risk, uses_left";
 
-fn row_to_grant(r: &Row<'_>) -> rusqlite::Result<Result<Grant>> {
+fn row_to_grant(r: &Row<'_>) -> Result<Grant> {
     let scope: String = r.get(4)?;
     let pattern: Option<String> = r.get(5)?;
     let via: String = r.get(7)?;
@@ -137,53 +137,43 @@ fn row_to_grant(r: &Row<'_>) -> rusqlite::Result<Result<Grant>> {
         r.get(10)?,
         r.get(11)?,
     );
-    Ok((|| {
-        let revoked = match (revoked_at, revoked_by, revoked_via) {
-            (Some(at), Some(name), Some(via)) => Some((
-                at,
-                Actor {
-                    name,
-                    via: via_of(&via)?,
-                },
-            )),
-            _ => None,
-        };
-        Ok(Grant {
-            id,
-            short_id,
-            agent,
-            tool,
-            scope: Scope::from_parts(&scope, pattern).map_err(corrupt)?,
-            by: Actor {
-                name: by,
+    let revoked = match (revoked_at, revoked_by, revoked_via) {
+        (Some(at), Some(name), Some(via)) => Some((
+            at,
+            Actor {
+                name,
                 via: via_of(&via)?,
             },
-            reason,
-            approval,
-            created_at,
-            expires_at,
-            revoked,
-            max_risk: serde_json::from_value(Value::String(max_risk.clone()))
-                .map_err(|_| corrupt(format!("grant risk {max_risk}")))?,
-            uses_left: uses_left
-                .map(|n| u32::try_from(n).map_err(|_| corrupt(format!("grant uses {n}"))))
-                .transpose()?,
-        })
-    })())
-}
-
-fn collect_grants(
-    stmt: &mut rusqlite::CachedStatement<'_>,
-    p: impl rusqlite::Params,
-) -> Result<Vec<Grant>> {
-    let rows = stmt.query_map(p, row_to_grant)?;
-    rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
+        )),
+        _ => None,
+    };
+    Ok(Grant {
+        id,
+        short_id,
+        agent,
+        tool,
+        scope: Scope::from_parts(&scope, pattern).map_err(corrupt)?,
+        by: Actor {
+            name: by,
+            via: via_of(&via)?,
+        },
+        reason,
+        approval,
+        created_at,
+        expires_at,
+        revoked,
+        max_risk: serde_json::from_value(Value::String(max_risk.clone()))
+            .map_err(|_| corrupt(format!("grant risk {max_risk}")))?,
+        uses_left: uses_left
+            .map(|n| u32::try_from(n).map_err(|_| corrupt(format!("grant uses {n}"))))
+            .transpose()?,
+    })
 }
 
 const PROPOSAL_COLUMNS: &str = "id, short_id, agent, direction, from_tier, to_tier, reason, \
     measures, status, created_at, decided_by, decided_via, decided_at, decision_reason";
 
-fn row_to_proposal(r: &Row<'_>) -> rusqlite::Result<Result<Proposal>> {
+fn row_to_proposal(r: &Row<'_>) -> Result<Proposal> {
     let direction: String = r.get(3)?;
     let from: String = r.get(4)?;
     let to: String = r.get(5)?;
@@ -200,97 +190,88 @@ fn row_to_proposal(r: &Row<'_>) -> rusqlite::Result<Result<Proposal>> {
         r.get(12)?,
         r.get(13)?,
     );
-    Ok((|| {
-        Ok(Proposal {
-            id,
-            short_id,
-            agent,
-            direction: Direction::parse(&direction).map_err(corrupt)?,
-            from: tier_of(&from)?,
-            to: tier_of(&to)?,
-            reason,
-            measures: serde_json::from_str(&measures)
-                .map_err(|_| corrupt("proposal measures".into()))?,
-            status: ProposalStatus::parse(&status).map_err(corrupt)?,
-            created_at,
-            decided_by: match (decided_by, decided_via) {
-                (Some(name), Some(via)) => Some(Actor {
-                    name,
-                    via: via_of(&via)?,
-                }),
-                _ => None,
-            },
-            decided_at,
-            decision_reason,
-        })
-    })())
+    Ok(Proposal {
+        id,
+        short_id,
+        agent,
+        direction: Direction::parse(&direction).map_err(corrupt)?,
+        from: tier_of(&from)?,
+        to: tier_of(&to)?,
+        reason,
+        measures: serde_json::from_str(&measures)
+            .map_err(|_| corrupt("proposal measures".into()))?,
+        status: ProposalStatus::parse(&status).map_err(corrupt)?,
+        created_at,
+        decided_by: match (decided_by, decided_via) {
+            (Some(name), Some(via)) => Some(Actor {
+                name,
+                via: via_of(&via)?,
+            }),
+            _ => None,
+        },
+        decided_at,
+        decision_reason,
+    })
 }
 
-fn get_proposal(conn: &Connection, id: &str) -> Result<Option<Proposal>> {
-    conn.prepare_cached(&format!(
-        "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE id = ?1"
-    ))?
-    .query_row([id], row_to_proposal)
-    .optional()?
-    .transpose()
+fn get_proposal(conn: &Conn<'_>, id: &str) -> Result<Option<Proposal>> {
+    conn.query_opt(
+        &format!("SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE id = ?1"),
+        params![id],
+        row_to_proposal,
+    )
 }
 
 /// Reads an owner's tier from a `tier_overrides` row (the columns of
 /// [`OVERRIDE_COLUMNS`]).
-fn override_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TierOverride>> {
+fn override_row(r: &Row<'_>) -> Result<TierOverride> {
     let (tier, via): (String, String) = (r.get(1)?, r.get(3)?);
-    Ok((|| {
-        Ok(TierOverride {
-            agent: r.get(0)?,
-            tier: tier_of(&tier)?,
-            by: Actor {
-                name: r.get(2)?,
-                via: via_of(&via)?,
-            },
-            reason: r.get(4)?,
-            at: r.get(5)?,
-            proposal: r.get(6)?,
-        })
-    })())
+    Ok(TierOverride {
+        agent: r.get(0)?,
+        tier: tier_of(&tier)?,
+        by: Actor {
+            name: r.get(2)?,
+            via: via_of(&via)?,
+        },
+        reason: r.get(4)?,
+        at: r.get(5)?,
+        proposal: r.get(6)?,
+    })
 }
 
 const OVERRIDE_COLUMNS: &str = "agent, tier, set_by, set_via, reason, set_at, proposal";
 
-fn get_override(conn: &Connection, agent: &str) -> Result<Option<TierOverride>> {
-    conn.prepare_cached(&format!(
-        "SELECT {OVERRIDE_COLUMNS} FROM tier_overrides WHERE agent = ?1"
-    ))?
-    .query_row([agent], override_row)
-    .optional()?
-    .transpose()
+fn get_override(conn: &Conn<'_>, agent: &str) -> Result<Option<TierOverride>> {
+    conn.query_opt(
+        &format!("SELECT {OVERRIDE_COLUMNS} FROM tier_overrides WHERE agent = ?1"),
+        params![agent],
+        override_row,
+    )
 }
 
 /// Reads a pause from a `pauses` row (the columns of [`PAUSE_COLUMNS`]).
-fn pause_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Pause>> {
+fn pause_row(r: &Row<'_>) -> Result<Pause> {
     let via: String = r.get(3)?;
-    Ok((|| {
-        Ok(Pause {
-            id: r.get(1)?,
-            agent: r.get(0)?,
-            by: Actor {
-                name: r.get(2)?,
-                via: via_of(&via)?,
-            },
-            reason: r.get(4)?,
-            at: r.get(5)?,
-        })
-    })())
+    Ok(Pause {
+        id: r.get(1)?,
+        agent: r.get(0)?,
+        by: Actor {
+            name: r.get(2)?,
+            via: via_of(&via)?,
+        },
+        reason: r.get(4)?,
+        at: r.get(5)?,
+    })
 }
 
 const PAUSE_COLUMNS: &str = "agent, id, paused_by, paused_via, reason, paused_at";
 
-fn get_pause(conn: &Connection, agent: &str) -> Result<Option<Pause>> {
-    conn.prepare_cached(&format!(
-        "SELECT {PAUSE_COLUMNS} FROM pauses WHERE agent = ?1"
-    ))?
-    .query_row([agent], pause_row)
-    .optional()?
-    .transpose()
+fn get_pause(conn: &Conn<'_>, agent: &str) -> Result<Option<Pause>> {
+    conn.query_opt(
+        &format!("SELECT {PAUSE_COLUMNS} FROM pauses WHERE agent = ?1"),
+        params![agent],
+        pause_row,
+    )
 }
 
 /// The most risk a grant made on a request of risk `score` covers: the request's own
@@ -302,7 +283,7 @@ fn grant_risk(score: RiskScore) -> RiskScore {
 /// Records a grant an owner's decision on request `approval` made, with its audit row
 /// (in the decision's transaction).
 pub(super) fn grant_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     approval: &Approval,
     ask: &GrantAsk,
     actor: &str,
@@ -316,27 +297,27 @@ pub(super) fn grant_tx(
         _ => format!("Always allow on request {}", approval.short_id),
     };
     let max_risk = grant_risk(ask.max_risk.unwrap_or(approval.risk.score));
-    tx.prepare_cached(
+    tx.execute(
         "INSERT INTO grants (id, short_id, agent, tool, scope, pattern, granted_by, granted_via, \
          reason, approval_id, created_at, expires_at, max_risk, uses_left) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-    )?
-    .execute(params![
-        id,
-        short_id,
-        approval.agent,
-        approval.tool,
-        ask.scope.kind(),
-        ask.scope.pattern(),
-        actor,
-        via.as_str(),
-        reason,
-        approval.id,
-        now,
-        ask.expires_at,
-        max_risk.as_str(),
-        ask.uses,
-    ])?;
+        params![
+            id,
+            short_id,
+            approval.agent,
+            approval.tool,
+            ask.scope.kind(),
+            ask.scope.pattern(),
+            actor,
+            via.as_str(),
+            reason,
+            approval.id,
+            now,
+            ask.expires_at,
+            max_risk.as_str(),
+            ask.uses,
+        ],
+    )?;
     audit_tx(
         tx,
         now,
@@ -361,33 +342,37 @@ pub(super) fn grant_tx(
 
 /// Takes one use of grant `id` for a call it lets through, in the call's transaction:
 /// `false` when it has none left (a grant without a count has any number).
-pub(super) fn use_grant(tx: &Transaction<'_>, id: &str) -> Result<bool> {
-    let left: Option<Option<i64>> = tx
-        .prepare_cached("SELECT uses_left FROM grants WHERE id = ?1")?
-        .query_row([id], |r| r.get(0))
-        .optional()?;
+pub(super) fn use_grant(tx: &Tx<'_>, id: &str) -> Result<bool> {
+    let left: Option<Option<i64>> = tx.query_opt(
+        "SELECT uses_left FROM grants WHERE id = ?1",
+        params![id],
+        |r| r.get(0),
+    )?;
     match left.flatten() {
         None => Ok(true),
         Some(n) if n <= 0 => Ok(false),
         Some(_) => {
-            tx.prepare_cached("UPDATE grants SET uses_left = uses_left - 1 WHERE id = ?1")?
-                .execute([id])?;
+            tx.execute(
+                "UPDATE grants SET uses_left = uses_left - 1 WHERE id = ?1",
+                params![id],
+            )?;
             Ok(true)
         }
     }
 }
 
-fn get_grant(conn: &Connection, id: &str) -> Result<Option<Grant>> {
-    conn.prepare_cached(&format!("SELECT {GRANT_COLUMNS} FROM grants WHERE id = ?1"))?
-        .query_row([id], row_to_grant)
-        .optional()?
-        .transpose()
+fn get_grant(conn: &Conn<'_>, id: &str) -> Result<Option<Grant>> {
+    conn.query_opt(
+        &format!("SELECT {GRANT_COLUMNS} FROM grants WHERE id = ?1"),
+        params![id],
+        row_to_grant,
+    )
 }
 
 /// Records what the prompt of the new pending request `id` offers to grant, with the
 /// learned suggestion counted now (in the request's transaction).
 pub(super) fn offer_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     id: &str,
     agent: &str,
     tool: &str,
@@ -410,24 +395,18 @@ pub(super) fn offer_tx(
         // Nothing to offer beyond the plain buttons.
         return Ok(());
     }
-    tx.prepare_cached(
+    tx.execute(
         "INSERT INTO grant_offers (approval_id, command, prefix, suggest, streak) \
          VALUES (?1, ?2, ?3, ?4, ?5)",
-    )?
-    .execute(params![
-        id,
-        offer.command,
-        offer.prefix,
-        suggested,
-        streak as i64
-    ])?;
+        params![id, offer.command, offer.prefix, suggested, streak as i64],
+    )?;
     Ok(())
 }
 
 /// Human approvals of `agent`'s calls of `tool` (with the same prefix or command, for
 /// `prefix` and `exact`) since its last such denial.
 fn approvals_in_a_row(
-    conn: &Connection,
+    conn: &Conn<'_>,
     agent: &str,
     tool: &str,
     by: &str,
@@ -447,10 +426,14 @@ fn approvals_in_a_row(
          AND a.id > COALESCE((SELECT MAX(a.id) FROM approvals a {join} WHERE a.agent = ?1 \
              AND a.tool = ?2 AND a.status = 'rejected'), '')"
     );
-    let mut stmt = conn.prepare_cached(&sql)?;
     let n: i64 = match key {
-        Some(key) if !join.is_empty() => stmt.query_row(params![agent, tool, key], |r| r.get(0))?,
-        _ => stmt.query_row(params![agent, tool], |r| r.get(0))?,
+        Some(key) if !join.is_empty() => {
+            conn.once()
+                .query_row(&sql, params![agent, tool, key], |r| r.get(0))?
+        }
+        _ => conn
+            .once()
+            .query_row(&sql, params![agent, tool], |r| r.get(0))?,
     };
     Ok(n as u64)
 }
@@ -459,37 +442,30 @@ fn approvals_in_a_row(
 /// (`gatebot check-config`, which may run beside the daemon or without it). `None`
 /// when there is no database yet, or it predates trust.
 pub fn peek_trust(path: &std::path::Path) -> Result<Option<(Vec<TierOverride>, Vec<Pause>)>> {
-    use rusqlite::OpenFlags;
     if !path.exists() {
         return Ok(None);
     }
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))?;
-    let has: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tier_overrides')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has {
-        return Ok(None);
-    }
-    let names = |sql: &str| -> Result<Vec<String>> {
-        let mut stmt = conn.prepare(sql)?;
-        let rows = stmt.query_map([], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
-    };
-    let overrides = names("SELECT agent FROM tier_overrides ORDER BY agent")?
-        .iter()
-        .filter_map(|a| get_override(&conn, a).transpose())
-        .collect::<Result<_>>()?;
-    let pauses = names("SELECT agent FROM pauses ORDER BY agent")?
-        .iter()
-        .filter_map(|a| get_pause(&conn, a).transpose())
-        .collect::<Result<_>>()?;
-    Ok(Some((overrides, pauses)))
+    super::sql::read_file(path, |conn| {
+        let has: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tier_overrides')",
+            params![],
+            |r| r.get(0),
+        )?;
+        if !has {
+            return Ok(None);
+        }
+        let names =
+            |sql: &str| -> Result<Vec<String>> { conn.query_map(sql, params![], |r| r.get(0)) };
+        let overrides = names("SELECT agent FROM tier_overrides ORDER BY agent")?
+            .iter()
+            .filter_map(|a| get_override(conn, a).transpose())
+            .collect::<Result<_>>()?;
+        let pauses = names("SELECT agent FROM pauses ORDER BY agent")?
+            .iter()
+            .filter_map(|a| get_pause(conn, a).transpose())
+            .collect::<Result<_>>()?;
+        Ok(Some((overrides, pauses)))
+    })
 }
 
 impl Store {
@@ -497,58 +473,60 @@ impl Store {
     /// statement answers the common case (no pause, no grant); the pause and the grants
     /// are read only when there are some.
     pub fn submit_facts(&self, agent: &str, tool: &str, now: i64) -> Result<SubmitFacts> {
-        let conn = self.lock();
-        let (run_before, tier, paused, granted): (bool, Option<String>, bool, bool) = conn
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM approvals WHERE agent = ?1 AND tool = ?2 AND status IN \
-                     ('allowed', 'approved', 'executing', 'succeeded', 'failed')), \
-                 (SELECT tier FROM tier_overrides WHERE agent = ?1), \
-                 EXISTS (SELECT 1 FROM pauses WHERE agent = ?1), \
-                 EXISTS (SELECT 1 FROM grants WHERE agent = ?1 AND tool = ?2 AND revoked_at IS NULL \
-                     AND (expires_at IS NULL OR expires_at > ?3) \
-                     AND (uses_left IS NULL OR uses_left > 0))",
-            )?
-            .query_row(params![agent, tool, now], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })?;
-        let pause = if paused {
-            get_pause(&conn, agent)?
-        } else {
-            None
-        };
-        let grants = if granted {
-            collect_grants(
-                &mut conn.prepare_cached(&format!(
-                    "SELECT {GRANT_COLUMNS} FROM grants WHERE agent = ?1 AND tool = ?2 \
-                     AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
-                     AND (uses_left IS NULL OR uses_left > 0) ORDER BY id"
-                ))?,
-                params![agent, tool, now],
-            )?
-        } else {
-            Vec::new()
-        };
-        Ok(SubmitFacts {
-            tier: tier.map(|t| tier_of(&t)).transpose()?,
-            pause,
-            grants,
-            run_before,
+        self.writer(|conn| {
+            let (run_before, tier, paused, granted): (bool, Option<String>, bool, bool) = conn
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM approvals WHERE agent = ?1 AND tool = ?2 AND status IN \
+                         ('allowed', 'approved', 'executing', 'succeeded', 'failed')), \
+                     (SELECT tier FROM tier_overrides WHERE agent = ?1), \
+                     EXISTS (SELECT 1 FROM pauses WHERE agent = ?1), \
+                     EXISTS (SELECT 1 FROM grants WHERE agent = ?1 AND tool = ?2 AND revoked_at IS NULL \
+                         AND (expires_at IS NULL OR expires_at > ?3) \
+                         AND (uses_left IS NULL OR uses_left > 0))",
+                    params![agent, tool, now],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+                )?;
+            let pause = if paused {
+                get_pause(conn, agent)?
+            } else {
+                None
+            };
+            let grants = if granted {
+                conn.query_map(
+                    &format!(
+                        "SELECT {GRANT_COLUMNS} FROM grants WHERE agent = ?1 AND tool = ?2 \
+                         AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
+                         AND (uses_left IS NULL OR uses_left > 0) ORDER BY id"
+                    ),
+                    params![agent, tool, now],
+                    row_to_grant,
+                )?
+            } else {
+                Vec::new()
+            };
+            Ok(SubmitFacts {
+                tier: tier.map(|t| tier_of(&t)).transpose()?,
+                pause,
+                grants,
+                run_before,
+            })
         })
     }
 
     /// The owner's tier for `agent`, if one is set.
     pub fn tier_override(&self, agent: &str) -> Result<Option<TierOverride>> {
-        get_override(&self.reader(), agent)
+        self.read(|c| get_override(c, agent))
     }
 
     /// Every owner's tier, by agent.
     pub fn tier_overrides(&self) -> Result<Vec<TierOverride>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {OVERRIDE_COLUMNS} FROM tier_overrides ORDER BY agent"
-        ))?;
-        let rows = stmt.query_map([], override_row)?;
-        rows.map(|r| r?).collect()
+        self.writer(|c| {
+            c.query_map(
+                &format!("SELECT {OVERRIDE_COLUMNS} FROM tier_overrides ORDER BY agent"),
+                params![],
+                override_row,
+            )
+        })
     }
 
     /// Sets (`Some`) or clears (`None`) the owner's tier for `agent`, audited as
@@ -563,26 +541,23 @@ impl Store {
         reason: Option<&str>,
         now: i64,
     ) -> Result<TierChange> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let change = set_tier_tx(&tx, agent, tier, baseline, actor, reason, None, now)?;
-        tx.commit()?;
-        Ok(change)
+        self.write(|tx| set_tier_tx(tx, agent, tier, baseline, actor, reason, None, now))
     }
 
     /// The pause of `agent`, if it is paused.
     pub fn pause_of(&self, agent: &str) -> Result<Option<Pause>> {
-        get_pause(&self.reader(), agent)
+        self.read(|c| get_pause(c, agent))
     }
 
     /// Every pause.
     pub fn pauses(&self) -> Result<Vec<Pause>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {PAUSE_COLUMNS} FROM pauses ORDER BY agent"
-        ))?;
-        let rows = stmt.query_map([], pause_row)?;
-        rows.map(|r| r?).collect()
+        self.writer(|c| {
+            c.query_map(
+                &format!("SELECT {PAUSE_COLUMNS} FROM pauses ORDER BY agent"),
+                params![],
+                pause_row,
+            )
+        })
     }
 
     /// Pauses `agent` (an agent already paused stays paused as it was) and, with
@@ -595,42 +570,41 @@ impl Store {
         deny_pending: bool,
         now: i64,
     ) -> Result<Paused> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let existing = get_pause(&tx, agent)?;
-        let new = existing.is_none();
-        if new {
-            tx.prepare_cached(
-                "INSERT INTO pauses (agent, id, paused_by, paused_via, reason, paused_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?
-            .execute(params![
-                agent,
-                super::new_id(),
-                actor.name,
-                actor.via.as_str(),
-                reason,
-                now
-            ])?;
-            audit_tx(
-                &tx,
-                now,
-                None,
-                "agent_paused",
-                Some(&actor.name),
-                Some(&actor.via),
-                &json!({"agent": agent, "reason": reason}),
-            )?;
-        }
-        let pause = get_pause(&tx, agent)?
-            .ok_or_else(|| StoreError::Corrupt(format!("pause of {agent}")))?;
-        let denied = if deny_pending {
-            deny_pending_tx(&tx, &pause, actor, now)?
-        } else {
-            Vec::new()
-        };
-        tx.commit()?;
-        Ok(Paused { pause, new, denied })
+        self.write(|tx| {
+            let existing = get_pause(tx, agent)?;
+            let new = existing.is_none();
+            if new {
+                tx.execute(
+                    "INSERT INTO pauses (agent, id, paused_by, paused_via, reason, paused_at) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![
+                        agent,
+                        super::new_id(),
+                        actor.name,
+                        actor.via.as_str(),
+                        reason,
+                        now
+                    ],
+                )?;
+                audit_tx(
+                    tx,
+                    now,
+                    None,
+                    "agent_paused",
+                    Some(&actor.name),
+                    Some(&actor.via),
+                    &json!({"agent": agent, "reason": reason}),
+                )?;
+            }
+            let pause = get_pause(tx, agent)?
+                .ok_or_else(|| StoreError::Corrupt(format!("pause of {agent}")))?;
+            let denied = if deny_pending {
+                deny_pending_tx(tx, &pause, actor, now)?
+            } else {
+                Vec::new()
+            };
+            Ok(Paused { pause, new, denied })
+        })
     }
 
     /// Denies every pending request of the agent `pause` paused, if that pause is still
@@ -641,65 +615,71 @@ impl Store {
         actor: &Actor,
         now: i64,
     ) -> Result<Option<(Pause, Vec<Approval>)>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let agent: Option<String> = tx
-            .prepare_cached("SELECT agent FROM pauses WHERE id = ?1")?
-            .query_row([pause_id], |r| r.get(0))
-            .optional()?;
-        let Some(agent) = agent else {
-            return Ok(None);
-        };
-        let pause =
-            get_pause(&tx, &agent)?.ok_or_else(|| StoreError::Corrupt(format!("pause {agent}")))?;
-        let denied = deny_pending_tx(&tx, &pause, actor, now)?;
-        tx.commit()?;
-        Ok(Some((pause, denied)))
+        self.write(|tx| {
+            let agent: Option<String> = tx.query_opt(
+                "SELECT agent FROM pauses WHERE id = ?1",
+                params![pause_id],
+                |r| r.get(0),
+            )?;
+            let Some(agent) = agent else {
+                tx.discard();
+                return Ok(None);
+            };
+            let pause = get_pause(tx, &agent)?
+                .ok_or_else(|| StoreError::Corrupt(format!("pause {agent}")))?;
+            let denied = deny_pending_tx(tx, &pause, actor, now)?;
+            Ok(Some((pause, denied)))
+        })
     }
 
     /// Resumes `agent`; the pause that was lifted, if it was paused.
     pub fn resume(&self, agent: &str, actor: &Actor, now: i64) -> Result<Option<Pause>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let Some(pause) = get_pause(&tx, agent)? else {
-            return Ok(None);
-        };
-        tx.execute("DELETE FROM pauses WHERE agent = ?1", [agent])?;
-        audit_tx(
-            &tx,
-            now,
-            None,
-            "agent_resumed",
-            Some(&actor.name),
-            Some(&actor.via),
-            &json!({"agent": agent, "paused_by": pause.by.name, "paused_at": pause.at}),
-        )?;
-        tx.commit()?;
-        Ok(Some(pause))
+        self.write(|tx| {
+            let Some(pause) = get_pause(tx, agent)? else {
+                tx.discard();
+                return Ok(None);
+            };
+            tx.execute("DELETE FROM pauses WHERE agent = ?1", params![agent])?;
+            audit_tx(
+                tx,
+                now,
+                None,
+                "agent_resumed",
+                Some(&actor.name),
+                Some(&actor.via),
+                &json!({"agent": agent, "paused_by": pause.by.name, "paused_at": pause.at}),
+            )?;
+            Ok(Some(pause))
+        })
     }
 
     /// Pending requests of `agent`.
     pub fn count_pending_of(&self, agent: &str) -> Result<usize> {
-        let n: i64 = self
-            .reader()
-            .prepare_cached(
+        let n: i64 = self.read(|c| {
+            c.query_row(
                 "SELECT COUNT(*) FROM approvals INDEXED BY approvals_pending_agent \
                  WHERE agent = ?1 AND status = 'pending'",
-            )?
-            .query_row([agent], |r| r.get(0))?;
+                params![agent],
+                |r| r.get(0),
+            )
+        })?;
         Ok(n as usize)
     }
 
     /// Grants, oldest first: of one agent or all; with revoked and expired ones or not.
     pub fn grants(&self, agent: Option<&str>, all: bool, now: i64) -> Result<Vec<Grant>> {
-        let conn = self.reader();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {GRANT_COLUMNS} FROM grants WHERE (?1 IS NULL OR agent = ?1) \
-             AND (?2 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
-                         AND (uses_left IS NULL OR uses_left > 0))) \
-             ORDER BY id"
-        ))?;
-        collect_grants(&mut stmt, params![agent, all, now])
+        self.read(|c| {
+            c.query_map(
+                &format!(
+                    "SELECT {GRANT_COLUMNS} FROM grants WHERE (?1 IS NULL OR agent = ?1) \
+                     AND (?2 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
+                                 AND (uses_left IS NULL OR uses_left > 0))) \
+                     ORDER BY id"
+                ),
+                params![agent, all, now],
+                row_to_grant,
+            )
+        })
     }
 
     /// Whether a whole-tool grant lets `agent` run `tool` without asking now.
@@ -709,27 +689,33 @@ impl Store {
 
     /// The tools `agent` may run without asking by a whole-tool grant in force.
     pub fn always_allowed_tools(&self, agent: &str) -> Result<Vec<String>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(
-            "SELECT DISTINCT tool FROM grants WHERE agent = ?1 AND scope = 'tool' \
-             AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2) ORDER BY tool",
-        )?;
-        let rows = stmt.query_map(params![agent, crate::time::now_ms()], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        self.writer(|c| {
+            c.query_map(
+                "SELECT DISTINCT tool FROM grants WHERE agent = ?1 AND scope = 'tool' \
+                 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2) ORDER BY tool",
+                params![agent, crate::time::now_ms()],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// A grant by id.
     pub fn grant(&self, id: &str) -> Result<Option<Grant>> {
-        get_grant(&self.lock(), id)
+        self.writer(|c| get_grant(c, id))
     }
 
     /// The grant the decision on request `approval` made, if it made one.
     pub fn grant_of_approval(&self, approval: &str) -> Result<Option<Grant>> {
-        let conn = self.lock();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {GRANT_COLUMNS} FROM grants WHERE approval_id = ?1 ORDER BY id DESC LIMIT 1"
-        ))?;
-        Ok(collect_grants(&mut stmt, [approval])?.pop())
+        let mut found = self.writer(|c| {
+            c.query_map(
+                &format!(
+                    "SELECT {GRANT_COLUMNS} FROM grants WHERE approval_id = ?1 ORDER BY id DESC LIMIT 1"
+                ),
+                params![approval],
+                row_to_grant,
+            )
+        })?;
+        Ok(found.pop())
     }
 
     /// Revokes the grant `typed` names (a full id, a short id, or a unique prefix of
@@ -737,68 +723,71 @@ impl Store {
     pub fn revoke_grant(&self, typed: &str, actor: &Actor, now: i64) -> Result<Revoked> {
         let typed = typed.trim();
         let lower = typed.to_ascii_lowercase();
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let found: Vec<Grant> = {
-            let mut stmt = tx.prepare_cached(&format!(
-                "SELECT {GRANT_COLUMNS} FROM grants WHERE id = ?1 OR short_id = ?2 \
-                 OR (?3 AND short_id LIKE ?2 || '%') ORDER BY id DESC LIMIT 11"
-            ))?;
+        self.write(|tx| {
             // A prefix is 4+ letters and digits (no LIKE wildcards).
             let prefix = lower.len() >= 4 && lower.bytes().all(|b| b.is_ascii_alphanumeric());
-            collect_grants(&mut stmt, params![typed, lower, prefix])?
-        };
-        let grant = match exact_or_only(&found, typed, &lower) {
-            Some(g) => g,
-            None if found.is_empty() => return Ok(Revoked::NotFound),
-            None => {
-                return Ok(Revoked::Ambiguous(
-                    found.into_iter().map(|g| g.short_id).collect(),
-                ))
+            let found: Vec<Grant> = tx.query_map(
+                &format!(
+                    "SELECT {GRANT_COLUMNS} FROM grants WHERE id = ?1 OR short_id = ?2 \
+                     OR (?3 AND short_id LIKE ?2 || '%') ORDER BY id DESC LIMIT 11"
+                ),
+                params![typed, lower, prefix],
+                row_to_grant,
+            )?;
+            let grant = match exact_or_only(&found, typed, &lower) {
+                Some(g) => g,
+                None if found.is_empty() => {
+                    tx.discard();
+                    return Ok(Revoked::NotFound);
+                }
+                None => {
+                    tx.discard();
+                    return Ok(Revoked::Ambiguous(
+                        found.into_iter().map(|g| g.short_id).collect(),
+                    ));
+                }
+            };
+            if grant.revoked.is_some() {
+                tx.discard();
+                return Ok(Revoked::Already(grant));
             }
-        };
-        if grant.revoked.is_some() {
-            return Ok(Revoked::Already(grant));
-        }
-        tx.execute(
-            "UPDATE grants SET revoked_at = ?2, revoked_by = ?3, revoked_via = ?4 \
-             WHERE id = ?1 AND revoked_at IS NULL",
-            params![grant.id, now, actor.name, actor.via.as_str()],
-        )?;
-        audit_tx(
-            &tx,
-            now,
-            grant.approval.as_deref(),
-            "grant_revoked",
-            Some(&actor.name),
-            Some(&actor.via),
-            &json!({
-                "grant": grant.id,
-                "short_id": grant.short_id,
-                "agent": grant.agent,
-                "tool": grant.tool,
-                "scope": grant.scope.kind(),
-                "pattern": grant.scope.pattern(),
-            }),
-        )?;
-        let revoked = get_grant(&tx, &grant.id)?
-            .ok_or_else(|| StoreError::Corrupt(format!("grant {}", grant.id)))?;
-        tx.commit()?;
-        Ok(Revoked::Done(revoked))
+            tx.execute(
+                "UPDATE grants SET revoked_at = ?2, revoked_by = ?3, revoked_via = ?4 \
+                 WHERE id = ?1 AND revoked_at IS NULL",
+                params![grant.id, now, actor.name, actor.via.as_str()],
+            )?;
+            audit_tx(
+                tx,
+                now,
+                grant.approval.as_deref(),
+                "grant_revoked",
+                Some(&actor.name),
+                Some(&actor.via),
+                &json!({
+                    "grant": grant.id,
+                    "short_id": grant.short_id,
+                    "agent": grant.agent,
+                    "tool": grant.tool,
+                    "scope": grant.scope.kind(),
+                    "pattern": grant.scope.pattern(),
+                }),
+            )?;
+            let revoked = get_grant(tx, &grant.id)?
+                .ok_or_else(|| StoreError::Corrupt(format!("grant {}", grant.id)))?;
+            Ok(Revoked::Done(revoked))
+        })
     }
 
     /// What the prompt of request `approval` offers to grant.
     pub fn offer(&self, approval: &str) -> Result<Option<OfferRow>> {
-        let conn = self.lock();
-        type Row = (Option<String>, Option<String>, Option<String>, i64);
-        let row: Option<Row> = conn
-            .prepare_cached(
+        type Offered = (Option<String>, Option<String>, Option<String>, i64);
+        let row: Option<Offered> = self.writer(|c| {
+            c.query_opt(
                 "SELECT command, prefix, suggest, streak FROM grant_offers WHERE approval_id = ?1",
-            )?
-            .query_row([approval], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })
-            .optional()?;
+                params![approval],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+        })?;
         row.map(|(command, prefix, suggest, streak)| {
             let suggest = match suggest.as_deref() {
                 None => None,
@@ -819,15 +808,16 @@ impl Store {
 
     /// `agent`'s latest `n` human decisions, newest first: `true` for a denial.
     pub fn latest_decisions(&self, agent: &str, n: usize) -> Result<Vec<bool>> {
-        let conn = self.reader();
-        let mut stmt = conn.prepare_cached(
-            "SELECT status = 'rejected' FROM approvals INDEXED BY approvals_decisions \
-             WHERE agent = ?1 AND ttl_ms IS NOT NULL AND decided_at IS NOT NULL \
-             AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected') \
-             ORDER BY decided_at DESC, id DESC LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![agent, n as i64], |r| r.get(0))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        self.read(|c| {
+            c.query_map(
+                "SELECT status = 'rejected' FROM approvals INDEXED BY approvals_decisions \
+                 WHERE agent = ?1 AND ttl_ms IS NOT NULL AND decided_at IS NOT NULL \
+                 AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected') \
+                 ORDER BY decided_at DESC, id DESC LIMIT ?2",
+                params![agent, n as i64],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// Proposals of `agent` declined at or after `since`: all, or only those that
@@ -841,83 +831,89 @@ impl Store {
         let (direction, to) = only
             .map(|(d, t)| (Some(d.as_str()), Some(t.as_str())))
             .unwrap_or((None, None));
-        let n: i64 = self
-            .reader()
-            .prepare_cached(
+        let n: i64 = self.read(|c| {
+            c.query_row(
                 "SELECT COUNT(*) FROM proposals WHERE agent = ?1 AND status = 'declined' \
                  AND decided_at >= ?2 AND (?3 IS NULL OR direction = ?3) AND (?4 IS NULL OR to_tier = ?4)",
-            )?
-            .query_row(params![agent, since, direction, to], |r| r.get(0))?;
+                params![agent, since, direction, to],
+                |r| r.get(0),
+            )
+        })?;
         Ok(n as u64)
     }
 
     /// Records a proposal, open, with its subject row and audit row; `None` if the
     /// agent already has an open one (that one stands).
     pub fn create_proposal(&self, new: &NewProposal, now: i64) -> Result<Option<Proposal>> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let open: bool = tx
-            .prepare_cached(
+        self.write(|tx| {
+            let open: bool = tx.query_row(
                 "SELECT EXISTS (SELECT 1 FROM proposals WHERE agent = ?1 AND status = 'open')",
-            )?
-            .query_row([&new.agent], |r| r.get(0))?;
-        if open {
-            return Ok(None);
-        }
-        let id = super::new_id();
-        let short_id = unique_short_id(&tx)?;
-        tx.prepare_cached(&format!(
-            "INSERT INTO proposals ({PROPOSAL_COLUMNS}) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, NULL, NULL, NULL, NULL)"
-        ))?
-        .execute(params![
-            id,
-            short_id,
-            new.agent,
-            new.direction.as_str(),
-            new.from.as_str(),
-            new.to.as_str(),
-            new.reason,
-            serde_json::to_string(&new.measures).unwrap_or_else(|_| "{}".into()),
-            now
-        ])?;
-        subject_created(&tx, &id, SubjectKind::Proposal, &short_id, "open", now)?;
-        audit_tx(
-            &tx,
-            now,
-            Some(&id),
-            "proposal_created",
-            Some("gatebot"),
-            Some(&Via::System),
-            &json!({
-                "agent": new.agent,
-                "direction": new.direction.as_str(),
-                "from": new.from.as_str(),
-                "to": new.to.as_str(),
-                "reason": new.reason,
-                "measures": new.measures,
-                "short_id": short_id,
-            }),
-        )?;
-        let p = get_proposal(&tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
-        tx.commit()?;
-        Ok(Some(p))
+                params![new.agent],
+                |r| r.get(0),
+            )?;
+            if open {
+                tx.discard();
+                return Ok(None);
+            }
+            let id = super::new_id();
+            let short_id = unique_short_id(tx)?;
+            tx.execute(
+                &format!(
+                    "INSERT INTO proposals ({PROPOSAL_COLUMNS}) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'open', ?9, NULL, NULL, NULL, NULL)"
+                ),
+                params![
+                    id,
+                    short_id,
+                    new.agent,
+                    new.direction.as_str(),
+                    new.from.as_str(),
+                    new.to.as_str(),
+                    new.reason,
+                    serde_json::to_string(&new.measures).unwrap_or_else(|_| "{}".into()),
+                    now
+                ],
+            )?;
+            subject_created(tx, &id, SubjectKind::Proposal, &short_id, "open", now)?;
+            audit_tx(
+                tx,
+                now,
+                Some(&id),
+                "proposal_created",
+                Some("gatebot"),
+                Some(&Via::System),
+                &json!({
+                    "agent": new.agent,
+                    "direction": new.direction.as_str(),
+                    "from": new.from.as_str(),
+                    "to": new.to.as_str(),
+                    "reason": new.reason,
+                    "measures": new.measures,
+                    "short_id": short_id,
+                }),
+            )?;
+            let p = get_proposal(tx, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+            Ok(Some(p))
+        })
     }
 
     /// A proposal by id.
     pub fn proposal(&self, id: &str) -> Result<Option<Proposal>> {
-        get_proposal(&self.lock(), id)
+        self.writer(|c| get_proposal(c, id))
     }
 
     /// Proposals, oldest first: open ones only, or all of one agent's.
     pub fn proposals(&self, agent: Option<&str>, open_only: bool) -> Result<Vec<Proposal>> {
-        let conn = self.reader();
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE (?1 IS NULL OR agent = ?1) \
-             AND (NOT ?2 OR status = 'open') ORDER BY id LIMIT 1000"
-        ))?;
-        let rows = stmt.query_map(params![agent, open_only], row_to_proposal)?;
-        rows.collect::<std::result::Result<Result<Vec<_>>, _>>()?
+        self.read(|c| {
+            c.query_map(
+                &format!(
+                    "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE (?1 IS NULL OR agent = ?1) \
+                     AND (NOT ?2 OR status = 'open') ORDER BY id LIMIT 1000"
+                ),
+                params![agent, open_only],
+                row_to_proposal,
+            )
+        })
     }
 
     /// Answers the open proposal `id`. Approving moves the agent to the proposed tier,
@@ -932,21 +928,22 @@ impl Store {
         reason: Option<&str>,
         now: i64,
     ) -> Result<ProposalOutcome> {
-        let mut conn = self.lock();
-        let tx = conn.transaction()?;
-        let Some(p) = get_proposal(&tx, id)? else {
-            return Ok(ProposalOutcome::NotFound);
-        };
-        if p.status != ProposalStatus::Open {
-            return Ok(ProposalOutcome::AlreadySettled(p));
-        }
-        let current = get_override(&tx, &p.agent)?.map_or(baseline, |o| o.tier);
-        let status = match (approve, current == p.from) {
-            (true, false) => ProposalStatus::Superseded,
-            (true, true) => ProposalStatus::Approved,
-            (false, _) => ProposalStatus::Declined,
-        };
-        tx.execute(
+        self.write(|tx| {
+            let Some(p) = get_proposal(tx, id)? else {
+                tx.discard();
+                return Ok(ProposalOutcome::NotFound);
+            };
+            if p.status != ProposalStatus::Open {
+                tx.discard();
+                return Ok(ProposalOutcome::AlreadySettled(p));
+            }
+            let current = get_override(tx, &p.agent)?.map_or(baseline, |o| o.tier);
+            let status = match (approve, current == p.from) {
+                (true, false) => ProposalStatus::Superseded,
+                (true, true) => ProposalStatus::Approved,
+                (false, _) => ProposalStatus::Declined,
+            };
+            tx.execute(
             "UPDATE proposals SET status = ?2, decided_by = ?3, decided_via = ?4, decided_at = ?5, \
              decision_reason = ?6 WHERE id = ?1 AND status = 'open'",
             params![
@@ -958,83 +955,94 @@ impl Store {
                 reason
             ],
         )?;
-        subject_changed(&tx, id, false, status.as_str())?;
-        audit_tx(
-            &tx,
-            now,
-            Some(id),
-            match status {
-                ProposalStatus::Approved => "proposal_approved",
-                ProposalStatus::Declined => "proposal_declined",
-                _ => "proposal_superseded",
-            },
-            Some(&actor.name),
-            Some(&actor.via),
-            &json!({
-                "agent": p.agent,
-                "from": p.from.as_str(),
-                "to": p.to.as_str(),
-                "tier_now": current.as_str(),
-                "reason": reason,
-            }),
-        )?;
-        let change = if status == ProposalStatus::Approved {
-            let why = format!("approved proposal {}: {}", p.short_id, p.question());
-            Some(Box::new(set_tier_tx(
-                &tx,
-                &p.agent,
-                Some(p.to),
-                baseline,
-                actor,
-                Some(reason.unwrap_or(&why)),
-                Some(id),
+            subject_changed(tx, id, false, status.as_str())?;
+            audit_tx(
+                tx,
                 now,
-            )?))
-        } else {
-            None
-        };
-        let p = get_proposal(&tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
-        tx.commit()?;
-        Ok(match status {
-            ProposalStatus::Superseded => ProposalOutcome::Superseded(p),
-            _ => ProposalOutcome::Done(p, change),
+                Some(id),
+                match status {
+                    ProposalStatus::Approved => "proposal_approved",
+                    ProposalStatus::Declined => "proposal_declined",
+                    _ => "proposal_superseded",
+                },
+                Some(&actor.name),
+                Some(&actor.via),
+                &json!({
+                    "agent": p.agent,
+                    "from": p.from.as_str(),
+                    "to": p.to.as_str(),
+                    "tier_now": current.as_str(),
+                    "reason": reason,
+                }),
+            )?;
+            let change = if status == ProposalStatus::Approved {
+                let why = format!("approved proposal {}: {}", p.short_id, p.question());
+                Some(Box::new(set_tier_tx(
+                    tx,
+                    &p.agent,
+                    Some(p.to),
+                    baseline,
+                    actor,
+                    Some(reason.unwrap_or(&why)),
+                    Some(id),
+                    now,
+                )?))
+            } else {
+                None
+            };
+            let p = get_proposal(tx, id)?.ok_or_else(|| StoreError::Corrupt(id.to_string()))?;
+            Ok(match status {
+                ProposalStatus::Superseded => ProposalOutcome::Superseded(p),
+                _ => ProposalOutcome::Done(p, change),
+            })
         })
     }
 
     /// The handle chat buttons use to name `agent` (made on first use).
     pub fn agent_handle(&self, agent: &str) -> Result<String> {
-        let conn = self.lock();
-        conn.prepare_cached("INSERT OR IGNORE INTO agent_handles (id, agent) VALUES (?1, ?2)")?
-            .execute(params![super::new_id(), agent])?;
-        let id = conn
-            .prepare_cached("SELECT id FROM agent_handles WHERE agent = ?1")?
-            .query_row([agent], |r| r.get(0))?;
-        Ok(id)
+        self.write(|tx| {
+            tx.execute(
+                "INSERT OR IGNORE INTO agent_handles (id, agent) VALUES (?1, ?2)",
+                params![super::new_id(), agent],
+            )?;
+            tx.query_row(
+                "SELECT id FROM agent_handles WHERE agent = ?1",
+                params![agent],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// The agent a handle names.
     pub fn agent_of_handle(&self, id: &str) -> Result<Option<String>> {
-        Ok(self
-            .lock()
-            .prepare_cached("SELECT agent FROM agent_handles WHERE id = ?1")?
-            .query_row([id], |r| r.get(0))
-            .optional()?)
+        self.writer(|c| {
+            c.query_opt(
+                "SELECT agent FROM agent_handles WHERE id = ?1",
+                params![id],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// A small durable fact (`trust_state`).
     pub fn trust_state(&self, key: &str) -> Result<Option<String>> {
-        Ok(self
-            .lock()
-            .prepare_cached("SELECT value FROM trust_state WHERE key = ?1")?
-            .query_row([key], |r| r.get(0))
-            .optional()?)
+        self.writer(|c| {
+            c.query_opt(
+                "SELECT value FROM trust_state WHERE key = ?1",
+                params![key],
+                |r| r.get(0),
+            )
+        })
     }
 
     /// Sets a small durable fact.
     pub fn set_trust_state(&self, key: &str, value: &str) -> Result<()> {
-        self.lock()
-            .prepare_cached("INSERT OR REPLACE INTO trust_state (key, value) VALUES (?1, ?2)")?
-            .execute(params![key, value])?;
+        self.write(|tx| {
+            tx.execute(
+                "INSERT OR REPLACE INTO trust_state (key, value) VALUES (?1, ?2)",
+                params![key, value],
+            )
+        })?;
         Ok(())
     }
 }
@@ -1052,7 +1060,7 @@ fn exact_or_only(found: &[Grant], typed: &str, lower: &str) -> Option<Grant> {
 /// The body of a tier change, in the caller's transaction.
 #[allow(clippy::too_many_arguments)]
 fn set_tier_tx(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     agent: &str,
     tier: Option<Tier>,
     baseline: Tier,
@@ -1092,7 +1100,7 @@ fn set_tier_tx(
 
 /// Sets `agent`'s tier override to `tier`, or removes it (`None`).
 fn write_override(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     agent: &str,
     tier: Option<Tier>,
     actor: &Actor,
@@ -1102,22 +1110,25 @@ fn write_override(
 ) -> Result<()> {
     match tier {
         Some(t) => {
-            tx.prepare_cached(
+            tx.execute(
                 "INSERT OR REPLACE INTO tier_overrides (agent, tier, set_by, set_via, reason, \
                  set_at, proposal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                agent,
-                t.as_str(),
-                actor.name,
-                actor.via.as_str(),
-                reason,
-                now,
-                proposal
-            ])?;
+                params![
+                    agent,
+                    t.as_str(),
+                    actor.name,
+                    actor.via.as_str(),
+                    reason,
+                    now,
+                    proposal
+                ],
+            )?;
         }
         None => {
-            tx.execute("DELETE FROM tier_overrides WHERE agent = ?1", [agent])?;
+            tx.execute(
+                "DELETE FROM tier_overrides WHERE agent = ?1",
+                params![agent],
+            )?;
         }
     }
     Ok(())
@@ -1127,20 +1138,18 @@ fn write_override(
 /// of `agent`'s open proposals but `proposal` (the one that made the change, if any) is
 /// superseded, with its subject change and audit row. Returns their ids.
 fn supersede_open_proposals(
-    tx: &Transaction<'_>,
+    tx: &Tx<'_>,
     agent: &str,
     proposal: Option<&str>,
     tier_now: Tier,
     actor: &Actor,
     now: i64,
 ) -> Result<Vec<String>> {
-    let superseded: Vec<String> = {
-        let mut stmt = tx.prepare_cached(
-            "SELECT id FROM proposals WHERE agent = ?1 AND status = 'open' AND (?2 IS NULL OR id != ?2)",
-        )?;
-        let rows = stmt.query_map(params![agent, proposal], |r| r.get(0))?;
-        rows.collect::<std::result::Result<_, _>>()?
-    };
+    let superseded: Vec<String> = tx.query_map(
+        "SELECT id FROM proposals WHERE agent = ?1 AND status = 'open' AND (?2 IS NULL OR id != ?2)",
+        params![agent, proposal],
+        |r| r.get(0),
+    )?;
     for id in &superseded {
         tx.execute(
             "UPDATE proposals SET status = 'superseded', decided_by = ?2, decided_via = ?3, \
@@ -1163,29 +1172,19 @@ fn supersede_open_proposals(
 
 /// Denies every pending request of `pause`'s agent whose deadline has not passed,
 /// each with its `decided` audit row and subject change, in the caller's transaction.
-fn deny_pending_tx(
-    tx: &Transaction<'_>,
-    pause: &Pause,
-    actor: &Actor,
-    now: i64,
-) -> Result<Vec<Approval>> {
+fn deny_pending_tx(tx: &Tx<'_>, pause: &Pause, actor: &Actor, now: i64) -> Result<Vec<Approval>> {
     let reason = format!(
         "denied with every pending request: the agent is {}",
         pause.describe()
     );
-    let ids: Vec<String> = {
-        let mut stmt = tx.prepare_cached(
-            "UPDATE approvals SET status = 'rejected', decided_by = ?2, decided_via = ?3, \
-             decision_reason = ?4, decided_at = ?5, finished_at = ?5 \
-             WHERE agent = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?5) \
-             RETURNING id",
-        )?;
-        let rows = stmt.query_map(
-            params![pause.agent, actor.name, actor.via.as_str(), reason, now],
-            |r| r.get(0),
-        )?;
-        rows.collect::<std::result::Result<_, _>>()?
-    };
+    let ids: Vec<String> = tx.query_map(
+        "UPDATE approvals SET status = 'rejected', decided_by = ?2, decided_via = ?3, \
+         decision_reason = ?4, decided_at = ?5, finished_at = ?5 \
+         WHERE agent = ?1 AND status = 'pending' AND (expires_at IS NULL OR expires_at > ?5) \
+         RETURNING id",
+        params![pause.agent, actor.name, actor.via.as_str(), reason, now],
+        |r| r.get(0),
+    )?;
     let mut denied = Vec::with_capacity(ids.len());
     for id in &ids {
         subject_changed(tx, id, false, Status::Rejected.as_str())?;
@@ -1210,6 +1209,8 @@ fn deny_pending_tx(
 
 #[cfg(test)]
 mod tests {
+    use rusqlite::Connection;
+
     use super::*;
     use crate::approval::Verb;
     use crate::store::tests::{decision, inserted, new};
@@ -1684,7 +1685,9 @@ mod tests {
                 ),
                 ("a4", "m", "succeeded", by_grant("gr8mwxyz")),
             ] {
-                insert.execute(params![id, agent, status, reason]).unwrap();
+                insert
+                    .execute(rusqlite::params![id, agent, status, reason])
+                    .unwrap();
             }
         }
         let s = Store::open(&path).unwrap();
