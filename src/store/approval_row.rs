@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::sql::{params, AsConn, Row};
+use super::sql::{params, Conn, Row};
 use super::{Result, StoreError};
 use crate::approval::Approval;
 use crate::policy::{Risk, RiskScore, ToolClass};
@@ -18,22 +18,13 @@ pub(super) const COLUMNS: &str =
 /// How many columns [`COLUMNS`] names: a query selecting more reads them from here on.
 pub(super) const COLUMN_COUNT: usize = 31;
 
-/// Request `id`, if there is one. (`AsConn`, not `Conn`, while files not yet moved to
-/// the SQL layer call it: see `sql`.)
-pub(super) fn get_conn(conn: &impl AsConn, id: &str) -> Result<Option<Approval>> {
-    conn.conn().query_opt(
+/// Request `id`, if there is one.
+pub(super) fn get_conn(conn: &Conn<'_>, id: &str) -> Result<Option<Approval>> {
+    conn.query_opt(
         &format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1"),
         params![id],
         row_to_approval,
     )
-}
-
-/// [`row_to_approval`] for a file not yet moved to the SQL layer, in its own rusqlite
-/// query (transition: see `sql`). The outer `rusqlite::Result` is always `Ok`.
-// Its users (`activity`, `drafts`, `history`) are moved: unused until the bridges go.
-#[allow(dead_code)]
-pub(super) fn row_to_approval_sqlite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Approval>> {
-    Ok(row_to_approval(&Row::sqlite(r)))
 }
 
 /// Reads one row; an error for a value that does not parse (a corrupt or hand-edited

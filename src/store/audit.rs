@@ -21,7 +21,7 @@
 
 use serde_json::Value;
 
-use super::sql::{params, AsTx, Conn, Row};
+use super::sql::{params, Conn, Row, Tx};
 use super::{Result, Store};
 use crate::approval::Via;
 
@@ -563,10 +563,9 @@ fn head_conn(conn: &Conn<'_>) -> Result<Option<AuditHead>> {
 }
 
 /// Appends an audit row inside the caller's transaction, so the row commits or rolls
-/// back with the state change it records. (`AsTx`, not `&Tx`, while files not yet moved
-/// to the SQL layer call it: see `sql`.)
+/// back with the state change it records.
 pub(super) fn audit_tx(
-    tx: &impl AsTx,
+    tx: &Tx<'_>,
     now: i64,
     approval_id: Option<&str>,
     event: &str,
@@ -575,7 +574,7 @@ pub(super) fn audit_tx(
     detail: &Value,
 ) -> Result<()> {
     audit_conn(
-        &tx.tx(),
+        tx,
         now,
         approval_id,
         event,
@@ -588,7 +587,7 @@ pub(super) fn audit_tx(
 
 /// Appends an audit row in the caller's transaction; returns its seq.
 pub(super) fn audit_conn(
-    tx: &impl AsTx,
+    tx: &Tx<'_>,
     now: i64,
     approval_id: Option<&str>,
     event: &str,
@@ -600,7 +599,7 @@ pub(super) fn audit_conn(
     // cut off the end, the next row then shows the cut too. Callers hold the
     // connection's mutex (one writer), so the head cannot move between this read and
     // the insert; the insert moves it (trigger `audit_head_follows`).
-    let tx = tx.tx();
+
     let prev: Option<String> = tx
         .query_opt("SELECT hash FROM audit_head WHERE id = 1", params![], |r| {
             r.get::<Option<String>>(0)

@@ -604,6 +604,7 @@ mod properties;
 /// The tests' throwaway PostgreSQL cluster (shared with the integration tests).
 #[cfg(test)]
 #[path = "../../tests/it/pg_cluster.rs"]
+#[allow(dead_code)] // what only the integration tests use
 mod pg_cluster;
 
 #[cfg(test)]

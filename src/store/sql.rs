@@ -5,51 +5,38 @@
 //! SQL text written with `?N` parameters, binds [`Value`]s built by [`params!`], and
 //! hands rows back as [`Row`]s with typed getters ([`Column`]).
 //!
-//! Why: issue 26 puts the store on PostgreSQL too, with the same store body (design
-//! study §2.2, option D). Everything that differs between the two databases sits here
-//! (and in a few `dialect!` statements later); the table files are written once.
+//! Why: the store runs on SQLite (a file, the default) or on PostgreSQL (several nodes
+//! sharing one database: docs/scale-out.md) with the same store body. What differs
+//! between the two sits here and in `pg`; the table files are written once. Where the
+//! databases spell a statement differently, the file says both ([`Conn::dialect`]),
+//! which is rare: PostgreSQL's schema also takes a few of SQLite's idioms (see the top
+//! of `migrations/postgres/0001_baseline.sql`).
 //!
 //! On SQLite each handle is a borrowed rusqlite connection or transaction: nothing is
 //! copied, every statement goes through `prepare_cached` (unless [`Conn::once`] says
 //! its text is built per call), and [`Store::write`] is the writer's mutex, `BEGIN`
-//! and `COMMIT`, as the table files did by hand before.
+//! and `COMMIT`.
 //!
-//! How the PostgreSQL backend slots in (design step 5): [`Db`] and the row's inner
-//! enum get a second arm (a pooled tokio-postgres connection driven from the store's
-//! blocking threads with `Handle::block_on`); [`Store::write`] takes a pooled
-//! connection, `BEGIN`s and takes the cluster's writer lock
-//! (`pg_advisory_xact_lock`) first; `?N` is rewritten to `$N` once per statement text;
-//! [`Value`] gives each parameter its type; [`Column`] gets a `from_pg` beside
-//! `from_sqlite` (a `bool` read from a `bigint` 0/1, as the baseline schema keeps
-//! yes/no columns). The table files do not change.
+//! On PostgreSQL each handle is one of the node's connections (`pg::PgConn`); a
+//! statement is prepared once per connection and text, with `?N` sent as `$N`; each
+//! [`Value`] gives its parameter's type; [`Column::from_pg`] reads what PostgreSQL
+//! gives as SQLite would (a sum is `numeric`, a comparison `boolean`, a yes/no column
+//! `bigint`). [`Store::write`] takes the node's writer lock, then `BEGIN`s and takes
+//! the cluster's writer lock ([`WRITER_LOCK`]) before anything else: one writer across
+//! all nodes, so every transaction is as correct as it is on SQLite, with no
+//! per-method analysis of what two nodes could interleave.
 //!
-//! Transition (step 4 moves the store over in three parts; this is the first): files
-//! not yet moved still use rusqlite. Two temporary bridges let both kinds meet, and go
-//! when the last part lands:
-//! - [`Tx::sqlite`] hands a moved file's transaction to a helper not yet moved. Its
-//!   users: `approvals` (`budgets::{over_budget_tx, record_cost_tx,
-//!   approval_refused_tx, reserve_tx}`, `trust::{use_grant, grant_tx, offer_tx}`,
-//!   `health::agent_room`).
-//! - [`AsTx`] and [`AsConn`] let files not yet moved hand their rusqlite transaction
-//!   or connection to the moved helpers they share (`audit_tx`, `audit_conn`,
-//!   `subject_*`, `unique_short_id*`, `set_home`, `inherit_home`, `get_conn`: users
-//!   `budgets`, `chat`, `contacts`, `drafts`, `evidence`, `factors`, `refusals`,
-//!   `runs`, `sessions`, `tasks`, `trust`), and [`Row::sqlite`] (through
-//!   `approval_row::row_to_approval_sqlite`) lets them read an approval row in their
-//!   own rusqlite queries (`activity`, `drafts`, `history`).
-//!
-//! Reads a method made under the writer's lock stay there for now ([`Store::writer`]);
-//! moving those that need not to [`Store::read`] is a change of its own (design §2.2).
+//! Reads a method makes under the writer's lock stay there ([`Store::writer`]): they
+//! see what the writes before them in the same pass wrote.
 
 use std::borrow::Cow;
 use std::cell::Cell;
 
-use parking_lot::MutexGuard;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
 
 use super::pg::{self, PgConn};
-use super::{Backend, Reader, Result, Store, StoreError};
+use super::{Backend, Result, Store, StoreError};
 
 /// One parameter of a statement. Yes/no values are `Int` 0/1 (the columns are
 /// integers on both databases).
@@ -215,6 +202,17 @@ impl FromPg for i64 {
     }
 }
 
+impl FromPg for u32 {
+    fn from_pg_opt(row: &tokio_postgres::Row, i: usize) -> Result<Option<u32>> {
+        i64::from_pg_opt(row, i)?
+            .map(|n| {
+                u32::try_from(n)
+                    .map_err(|_| StoreError::Corrupt(format!("column {i} holds {n}, not a count")))
+            })
+            .transpose()
+    }
+}
+
 impl FromPg for f64 {
     fn from_pg_opt(row: &tokio_postgres::Row, i: usize) -> Result<Option<f64>> {
         Ok(row.try_get::<_, Option<pg::Real>>(i)?.map(|x| x.0))
@@ -272,8 +270,7 @@ enum RowOf<'r> {
 }
 
 impl<'r> Row<'r> {
-    /// A rusqlite row as the layer's (transition: see the module docs).
-    pub(super) fn sqlite(row: &'r rusqlite::Row<'r>) -> Row<'r> {
+    fn sqlite(row: &'r rusqlite::Row<'r>) -> Row<'r> {
         Row {
             inner: RowOf::Sqlite(row),
         }
@@ -464,10 +461,8 @@ impl<'a> Conn<'a> {
 #[derive(Clone, Copy)]
 pub(super) struct Tx<'a> {
     conn: Conn<'a>,
-    /// The rusqlite transaction, on SQLite (transition: see [`Tx::sqlite`]).
-    sqlite: Option<&'a rusqlite::Transaction<'a>>,
-    /// Set by [`Tx::discard`]; `None` for a transaction a file not yet moved began.
-    discard: Option<&'a Cell<bool>>,
+    /// Set by [`Tx::discard`].
+    discard: &'a Cell<bool>,
 }
 
 impl<'a> std::ops::Deref for Tx<'a> {
@@ -502,81 +497,7 @@ impl<'a> Tx<'a> {
     /// Nothing this transaction did is kept: [`Store::write`] rolls it back though the
     /// closure returns `Ok` (what dropping an uncommitted rusqlite transaction did).
     pub(super) fn discard(&self) {
-        self.discard
-            .expect("only a transaction Store::write began is discarded")
-            .set(true);
-    }
-
-    /// The rusqlite transaction underneath, for a helper not yet moved to this layer.
-    /// Temporary: see the module docs for its users.
-    #[allow(dead_code)] // no user left: goes with the other bridges
-    pub(super) fn sqlite(&self) -> &'a rusqlite::Transaction<'a> {
-        self.sqlite
-            .expect("a helper not yet moved to the SQL layer runs on SQLite only")
-    }
-}
-
-/// What a shared helper takes as its transaction: a [`Tx`], or (transition: see the
-/// module docs) a rusqlite transaction of a file not yet moved.
-pub(super) trait AsTx {
-    fn tx(&self) -> Tx<'_>;
-}
-
-impl AsTx for Tx<'_> {
-    fn tx(&self) -> Tx<'_> {
-        *self
-    }
-}
-
-impl AsTx for rusqlite::Transaction<'_> {
-    fn tx(&self) -> Tx<'_> {
-        Tx {
-            conn: Conn::sqlite(self),
-            sqlite: Some(self),
-            discard: None,
-        }
-    }
-}
-
-/// What a shared helper that only reads takes: a [`Conn`] or [`Tx`], or (transition:
-/// see the module docs) a rusqlite connection of a file not yet moved.
-pub(super) trait AsConn {
-    fn conn(&self) -> Conn<'_>;
-}
-
-impl AsConn for Conn<'_> {
-    fn conn(&self) -> Conn<'_> {
-        *self
-    }
-}
-
-impl AsConn for Tx<'_> {
-    fn conn(&self) -> Conn<'_> {
-        self.conn
-    }
-}
-
-impl AsConn for Connection {
-    fn conn(&self) -> Conn<'_> {
-        Conn::sqlite(self)
-    }
-}
-
-impl AsConn for rusqlite::Transaction<'_> {
-    fn conn(&self) -> Conn<'_> {
-        Conn::sqlite(self)
-    }
-}
-
-impl AsConn for MutexGuard<'_, Connection> {
-    fn conn(&self) -> Conn<'_> {
-        Conn::sqlite(self)
-    }
-}
-
-impl AsConn for Reader<'_> {
-    fn conn(&self) -> Conn<'_> {
-        Conn::sqlite(self)
+        self.discard.set(true);
     }
 }
 
@@ -611,8 +532,7 @@ impl Writer<'_> {
                 let tx = c.unchecked_transaction()?;
                 let out = f(&Tx {
                     conn: Conn::sqlite(&tx),
-                    sqlite: Some(&tx),
-                    discard: Some(&discard),
+                    discard: &discard,
                 })?;
                 if !discard.get() {
                     tx.commit()?;
@@ -625,8 +545,7 @@ impl Writer<'_> {
                 ))?;
                 let out = f(&Tx {
                     conn: self.conn,
-                    sqlite: None,
-                    discard: Some(&discard),
+                    discard: &discard,
                 });
                 match out {
                     Ok(out) => {
@@ -705,11 +624,25 @@ impl Store {
     /// commit left, whatever is committed meanwhile (a read transaction, ended without
     /// keeping anything).
     pub(super) fn read_snapshot<T>(&self, f: impl FnOnce(&Conn<'_>) -> Result<T>) -> Result<T> {
-        let reader = self.reader();
-        let tx = reader.unchecked_transaction()?;
-        let out = f(&Conn::sqlite(&tx))?;
-        tx.rollback()?;
-        Ok(out)
+        match &self.backend {
+            Backend::Sqlite { .. } => {
+                let reader = self.reader();
+                let tx = reader.unchecked_transaction()?;
+                let out = f(&Conn::sqlite(&tx))?;
+                tx.rollback()?;
+                Ok(out)
+            }
+            Backend::Postgres(pg) => {
+                let conn = pg.reader()?;
+                conn.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+                let out = f(&Conn::pg(&conn));
+                let ended = conn.batch("ROLLBACK");
+                pg.put_back(conn);
+                let out = out?;
+                ended?;
+                Ok(out)
+            }
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! [`Store::open_subjects`](super::Store::open_subjects) lists the open ones for
 //! owners. A leaf: it uses no other table's file.
 
-use super::sql::{params, AsTx, Tx};
+use super::sql::{params, Tx};
 use super::{Result, StoreError};
 use crate::approval::new_short_id;
 use crate::policy::RiskScore;
@@ -13,11 +13,7 @@ use crate::subject::{Home, OpenFilter, OpenPage, Subject, SubjectKind};
 
 /// A short id no request and no subject has: a request's short id names it in
 /// `gatebot status`, a subject's in `gatebot decide` and chat commands.
-///
-/// The helpers here take `impl AsTx`, not `&Tx`, while files not yet moved to the SQL
-/// layer call them with their rusqlite transactions (see `sql`).
-pub(super) fn unique_short_id(tx: &impl AsTx) -> Result<String> {
-    let tx = tx.tx();
+pub(super) fn unique_short_id(tx: &Tx<'_>) -> Result<String> {
     loop {
         let candidate = new_short_id();
         let taken: bool = tx.query_row(
@@ -35,8 +31,7 @@ pub(super) fn unique_short_id(tx: &impl AsTx) -> Result<String> {
 /// A short id [`unique_short_id`] would give that no row of `table` has either: for
 /// things with short ids of their own that are no subjects (runs, grants), so an owner's
 /// `k7m2` never names two things at once.
-pub(super) fn unique_short_id_beside(tx: &impl AsTx, table: &'static str) -> Result<String> {
-    let tx = tx.tx();
+pub(super) fn unique_short_id_beside(tx: &Tx<'_>, table: &'static str) -> Result<String> {
     loop {
         let candidate = unique_short_id(&tx)?;
         let taken: bool = tx.query_row(
@@ -52,14 +47,14 @@ pub(super) fn unique_short_id_beside(tx: &impl AsTx, table: &'static str) -> Res
 
 /// Records a new subject (in the transaction that creates it), open.
 pub(super) fn subject_created(
-    tx: &impl AsTx,
+    tx: &Tx<'_>,
     id: &str,
     kind: SubjectKind,
     short_id: &str,
     revision: &str,
     now: i64,
 ) -> Result<()> {
-    tx.tx().execute(
+    tx.execute(
         "INSERT INTO subjects (id, kind, short_id, open, revision, created_at) \
          VALUES (?1, ?2, ?3, 1, ?4, ?5)",
         params![id, kind.as_str(), short_id, revision, now],
@@ -69,8 +64,8 @@ pub(super) fn subject_created(
 
 /// Moves a subject to `revision`, open or not (in the transaction of the change). A
 /// request that never asked a human has no subject row, and nothing happens.
-pub(super) fn subject_changed(tx: &impl AsTx, id: &str, open: bool, revision: &str) -> Result<()> {
-    tx.tx().execute(
+pub(super) fn subject_changed(tx: &Tx<'_>, id: &str, open: bool, revision: &str) -> Result<()> {
+    tx.execute(
         "UPDATE subjects SET open = ?2, revision = ?3 WHERE id = ?1",
         params![id, open, revision],
     )?;
@@ -79,7 +74,7 @@ pub(super) fn subject_changed(tx: &impl AsTx, id: &str, open: bool, revision: &s
 
 /// Gives a new subject its home and its parent (in the transaction that creates it).
 pub(super) fn set_home(
-    tx: &impl AsTx,
+    tx: &Tx<'_>,
     id: &str,
     home: Option<&Home>,
     parent: Option<&str>,
@@ -88,7 +83,7 @@ pub(super) fn set_home(
         return Ok(());
     }
     let thread = home.and_then(|h| h.thread.as_ref());
-    tx.tx().execute(
+    tx.execute(
         "UPDATE subjects SET home_platform = ?2, home_chat = ?3, home_reply_to = ?4, \
          home_root = ?5, parent = ?6 WHERE id = ?1",
         params![
@@ -105,8 +100,8 @@ pub(super) fn set_home(
 
 /// Gives a new subject the home of `parent` (without its thread: it goes under the
 /// parent's card instead), and `parent` as parent.
-pub(super) fn inherit_home(tx: &impl AsTx, id: &str, parent: &str) -> Result<()> {
-    tx.tx().execute(
+pub(super) fn inherit_home(tx: &Tx<'_>, id: &str, parent: &str) -> Result<()> {
+    tx.execute(
         "UPDATE subjects SET home_platform = p.home_platform, home_chat = p.home_chat, parent = ?2 \
          FROM (SELECT home_platform, home_chat FROM subjects WHERE id = ?2) AS p \
          WHERE subjects.id = ?1",
