@@ -105,7 +105,7 @@ impl Store {
                 "SELECT hour / 24 AS d, \
                  COALESCE(SUM(n * (asked = 1 AND status IN ('approved', 'executing', 'succeeded', 'failed'))), 0), \
                  COALESCE(SUM(n * (status = 'rejected')), 0), \
-                 COALESCE(SUM(n * ((status = 'expired') + low)), 0) \
+                 COALESCE(SUM(n * (status = 'expired') + n * low), 0) \
                  FROM evidence_hours WHERE agent = ?1 AND hour >= ?2 GROUP BY d HAVING SUM(n) > 0 ORDER BY d",
                 params![agent, since.div_euclid(super::HOUR_MS)],
                 |r| {

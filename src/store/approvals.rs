@@ -991,18 +991,12 @@ mod tests {
         ));
         // Force two short ids with a common prefix.
         let b = inserted(&s, &new("m", "t", None, None));
-        s.lock()
-            .execute(
-                "UPDATE approvals SET short_id = 'abcd2345' WHERE id = ?1",
-                [&a.id],
-            )
-            .unwrap();
-        s.lock()
-            .execute(
-                "UPDATE approvals SET short_id = 'abcd6789' WHERE id = ?1",
-                [&b.id],
-            )
-            .unwrap();
+        s.raw(&format!(
+            "UPDATE approvals SET short_id = 'abcd2345' WHERE id = '{}'; \
+             UPDATE approvals SET short_id = 'abcd6789' WHERE id = '{}'",
+            a.id, b.id
+        ))
+        .unwrap();
         match s.lookup("abcd", false).unwrap() {
             Lookup::Ambiguous(ids) => assert_eq!(ids.len(), 2),
             other => panic!("{other:?}"),
@@ -1039,22 +1033,22 @@ mod tests {
         let s = Store::open_in_memory().unwrap();
         let bad = inserted(&s, &new("m", "t", None, Some(100)));
         let good = inserted(&s, &new("m", "t", None, Some(100)));
-        s.lock()
-            .execute(
-                "UPDATE approvals SET args = 'not json' WHERE id = ?1",
-                [&bad.id],
-            )
-            .unwrap();
+        s.raw(&format!(
+            "UPDATE approvals SET args = 'not json' WHERE id = '{}'",
+            bad.id
+        ))
+        .unwrap();
         let expired = s.expire_due(200).unwrap();
         assert_eq!(expired.len(), 1);
         assert_eq!(expired[0].id, good.id);
         let status: String = s
-            .lock()
-            .query_row(
-                "SELECT status FROM approvals WHERE id = ?1",
-                [&bad.id],
-                |r| r.get(0),
-            )
+            .read(|c| {
+                c.query_row(
+                    "SELECT status FROM approvals WHERE id = ?1",
+                    params![bad.id],
+                    |r| r.get(0),
+                )
+            })
             .unwrap();
         assert_eq!(status, "expired");
         assert!(

@@ -111,7 +111,8 @@ fn recount_tx(tx: &Tx<'_>, b: &Budgets, now: i64) -> Result<()> {
         add_spend_tx(tx, Some(b), &agent, at, amount)?;
     }
     tx.execute(
-        "INSERT OR REPLACE INTO budget_state (key, value) VALUES ('timezone', ?1)",
+        "INSERT INTO budget_state (key, value) VALUES ('timezone', ?1) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         params![b.timezone_name],
     )?;
     Ok(())
@@ -352,8 +353,8 @@ impl Store {
                 let mut given = Vec::new();
                 for w in b.warnings(agent, &spend, &periods) {
                     let new = tx.execute(
-                        "INSERT OR IGNORE INTO budget_warnings (budget, period, spent, at) \
-                         VALUES (?1, ?2, ?3, ?4)",
+                        "INSERT INTO budget_warnings (budget, period, spent, at) \
+                         VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
                         params![w.budget.key(), w.period, w.budget.spent, now],
                     )?;
                     if new == 0 {

@@ -201,13 +201,15 @@ fn record_post(
     now: i64,
     adopted: bool,
 ) -> Result<Vec<String>> {
-    let recorded: Vec<String> = tx.query_map(
+    let mut recorded: Vec<String> = tx.query_map(
         "UPDATE cards SET message = ?3, posted_at = ?4 WHERE platform = ?1 AND chat = ?2 \
          AND message IS NULL AND subject IN (SELECT value FROM json_each(?5)) \
          RETURNING subject",
         params![platform, chat, message, now, ids_json(ids)],
         |r| r.get(0),
     )?;
+    // In the order the ids were made, whichever order the database updated them in.
+    recorded.sort();
     recorded_tx(tx, platform, chat, &recorded, by, message, now, adopted)?;
     Ok(recorded)
 }
@@ -261,7 +263,7 @@ fn belongs(destination_param: usize) -> String {
         "(CASE WHEN EXISTS (SELECT 1 FROM subject_audience a WHERE a.subject = s.id) \
               THEN EXISTS (SELECT 1 FROM subject_audience a WHERE a.subject = s.id \
                            AND a.platform = ?1 AND a.chat = ?2) \
-         WHEN s.home_platform IS NULL THEN ?{destination_param} \
+         WHEN s.home_platform IS NULL THEN ?{destination_param} = 1 \
          ELSE (s.home_platform = ?1 AND s.home_chat = ?2) END)"
     )
 }
@@ -362,7 +364,7 @@ impl Store {
                     "{unposted} SELECT id, kind, revision, unknown FROM ( \
                          SELECT r, id, kind, revision, unknown FROM u WHERE kind != 'approval' \
                          UNION ALL SELECT * FROM (SELECT r, id, kind, revision, unknown FROM u \
-                             WHERE kind = 'approval' ORDER BY r LIMIT ?5)) \
+                             WHERE kind = 'approval' ORDER BY r LIMIT ?5) AS requests) AS due \
                      ORDER BY r"
                 ),
                 params![platform, chat, ids, destination, cap],
@@ -1110,7 +1112,7 @@ impl Store {
                 None => None,
             };
             let Some(id) = found else { return Ok(None) };
-            let approval = get_conn(&**c, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
+            let approval = get_conn(c, &id)?.ok_or_else(|| StoreError::Corrupt(id.clone()))?;
             Ok(Some((id, approval)))
         })?;
         let Some((id, approval)) = found else {

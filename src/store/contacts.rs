@@ -32,9 +32,14 @@ impl Store {
                 params![platform, message, now],
             )? == 1;
             tx.execute(
-                "INSERT INTO contacts (platform, address, last_inbound_at) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (platform, address) DO UPDATE SET last_inbound_at = \
-                 max(coalesce(last_inbound_at, 0), excluded.last_inbound_at)",
+                tx.dialect(
+                    "INSERT INTO contacts (platform, address, last_inbound_at) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (platform, address) DO UPDATE SET last_inbound_at = \
+                     max(coalesce(last_inbound_at, 0), excluded.last_inbound_at)",
+                    "INSERT INTO contacts (platform, address, last_inbound_at) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (platform, address) DO UPDATE SET last_inbound_at = \
+                     greatest(coalesce(contacts.last_inbound_at, 0), excluded.last_inbound_at)",
+                ),
                 params![platform, address, now],
             )?;
             Ok(first)
@@ -68,7 +73,7 @@ impl Store {
                 tx.execute(
                     "INSERT INTO contacts (platform, address, stopped_at) VALUES (?1, ?2, ?3) \
                      ON CONFLICT (platform, address) DO UPDATE SET stopped_at = excluded.stopped_at \
-                     WHERE stopped_at IS NULL",
+                     WHERE contacts.stopped_at IS NULL",
                     params![platform, address, now],
                 )?
             } else {

@@ -56,7 +56,7 @@ impl Store {
                 },
                 _ => return Ok(None),
             };
-            Ok(get_conn(&**c, id)?.map(|a| (a, state)))
+            Ok(get_conn(c, id)?.map(|a| (a, state)))
         })
     }
 

@@ -11,9 +11,9 @@
 //!
 //! What differs from SQLite, and is handled here so the table files stay one:
 //! - parameters are written `?N` in the table files and sent as `$N` ([`numbered`]);
-//! - each non-NULL parameter's type is sent with the statement (a number is `bigint`,
-//!   text is `text`, a real is `double precision`), so `?1 IS NULL` and friends
-//!   parse; a NULL's type is left to the server;
+//! - each parameter's type is sent with the statement (a number is `bigint`, text is
+//!   `text`, a real is `double precision`, a `None` what its `Some` would be), so
+//!   `?1 IS NULL` and friends parse; only a NULL written as such is left to the server;
 //! - results are read as SQLite would give them: a count or sum (`bigint`,
 //!   `numeric`), a comparison (`boolean`) and a yes/no column (`bigint` 0/1) all read
 //!   as numbers or yes/no ([`Column`](super::sql::Column)'s `from_pg`);
@@ -31,7 +31,7 @@ use bytes::BytesMut;
 use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
 use tokio_postgres::{Client, NoTls, Statement};
 
-use super::sql::Value;
+use super::sql::{Kind, Value};
 use super::{Result, StoreError};
 
 /// How long a connection attempt may take before the call fails (the node then
@@ -168,10 +168,7 @@ impl PgConn {
     fn statement(&self, sql: &str, params: &[Value<'_>], cached: bool) -> Result<Statement> {
         let types: Vec<Type> = params.iter().map(param_type).collect();
         if !cached {
-            let text = numbered(sql);
-            return Ok(futures_executor::block_on(
-                self.client.prepare_typed(&text, &types),
-            )?);
+            return self.prepare(sql, &types);
         }
         let mut key = String::with_capacity(types.len() + 1 + sql.len());
         key.extend(types.iter().map(|t| match *t {
@@ -185,10 +182,26 @@ impl PgConn {
         if let Some(s) = self.statements.borrow().get(&key) {
             return Ok(s.clone());
         }
-        let text = numbered(sql);
-        let s = futures_executor::block_on(self.client.prepare_typed(&text, &types))?;
+        let s = self.prepare(sql, &types)?;
         self.statements.borrow_mut().insert(key, s.clone());
         Ok(s)
+    }
+
+    /// Prepares `sql` for parameters of these types. A statement the server refuses
+    /// is a mistake in gatebot: the log names it (its text holds no values).
+    fn prepare(&self, sql: &str, types: &[Type]) -> Result<Statement> {
+        let text = numbered(sql);
+        futures_executor::block_on(self.client.prepare_typed(&text, types)).map_err(|e| {
+            if e.as_db_error().is_some() {
+                tracing::error!(error = %e, statement = %text, "PostgreSQL refused a statement");
+                #[cfg(test)]
+                eprintln!(
+                    "PostgreSQL refused a statement: {:?}\n{text}",
+                    e.as_db_error().map(|d| d.message())
+                );
+            }
+            e.into()
+        })
     }
 
     /// The rows of a query.
@@ -240,7 +253,10 @@ pub(super) fn unreachable(e: &tokio_postgres::Error) -> bool {
 /// The type a parameter is sent as; a NULL's is left to the server.
 fn param_type(v: &Value<'_>) -> Type {
     match v {
-        Value::Null => Type::UNKNOWN,
+        Value::Null(Kind::Int) => Type::INT8,
+        Value::Null(Kind::Real) => Type::FLOAT8,
+        Value::Null(Kind::Text) => Type::TEXT,
+        Value::Null(Kind::Unknown) => Type::UNKNOWN,
         Value::Int(_) => Type::INT8,
         Value::Real(_) => Type::FLOAT8,
         Value::Text(_) => Type::TEXT,
@@ -293,7 +309,7 @@ type BoxError = Box<dyn StdError + Sync + Send>;
 impl ToSql for Value<'_> {
     fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> std::result::Result<IsNull, BoxError> {
         match self {
-            Value::Null => Ok(IsNull::Yes),
+            Value::Null(_) => Ok(IsNull::Yes),
             Value::Int(n) => match *ty {
                 Type::INT4 => i32::try_from(*n)?.to_sql(ty, out),
                 Type::INT2 => i16::try_from(*n)?.to_sql(ty, out),
@@ -312,6 +328,38 @@ impl ToSql for Value<'_> {
     }
 
     tokio_postgres::types::to_sql_checked!();
+}
+
+/// Column `i` of `row` as a `T`, or `None` for a NULL of any type (SQLite's NULL has
+/// none; PostgreSQL's `SELECT NULL` is text, which a number's reader would refuse).
+pub(super) fn column<T>(row: &tokio_postgres::Row, i: usize) -> Result<Option<T>>
+where
+    for<'a> T: FromSql<'a>,
+{
+    match row.try_get::<_, Option<T>>(i) {
+        Ok(v) => Ok(v),
+        Err(e) => match row.try_get::<_, Null>(i) {
+            Ok(Null(true)) => Ok(None),
+            _ => Err(e.into()),
+        },
+    }
+}
+
+/// Whether a value is NULL, whatever its type.
+struct Null(bool);
+
+impl<'a> FromSql<'a> for Null {
+    fn from_sql(_: &Type, _: &'a [u8]) -> std::result::Result<Null, BoxError> {
+        Ok(Null(false))
+    }
+
+    fn from_sql_null(_: &Type) -> std::result::Result<Null, BoxError> {
+        Ok(Null(true))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
 }
 
 /// A whole number as SQLite hands it back, from whichever type PostgreSQL gives: an

@@ -39,10 +39,12 @@ use super::pg::{self, PgConn};
 use super::{Backend, Result, Store, StoreError};
 
 /// One parameter of a statement. Yes/no values are `Int` 0/1 (the columns are
-/// integers on both databases).
+/// integers on both databases). A NULL keeps the type its value would have had, when
+/// it is known (a `None` of an `Option<i64>`): PostgreSQL is told it, so a statement
+/// like `?1 IS NULL OR agent = ?1` parses there.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Value<'a> {
-    Null,
+    Null(Kind),
     Int(i64),
     Real(f64),
     Text(Cow<'a, str>),
@@ -51,7 +53,7 @@ pub(super) enum Value<'a> {
 impl rusqlite::ToSql for Value<'_> {
     fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
         Ok(ToSqlOutput::Borrowed(match self {
-            Value::Null => ValueRef::Null,
+            Value::Null(_) => ValueRef::Null,
             Value::Int(n) => ValueRef::Integer(*n),
             Value::Real(x) => ValueRef::Real(*x),
             Value::Text(s) => ValueRef::Text(s.as_bytes()),
@@ -59,16 +61,29 @@ impl rusqlite::ToSql for Value<'_> {
     }
 }
 
+/// The type of a parameter's value: what a NULL would have been.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Int,
+    Real,
+    Text,
+    /// A NULL written as such: its type is the statement's to say.
+    Unknown,
+}
+
 /// What can be a statement's parameter: borrowed as a [`Value`] for the call.
 pub(super) trait Param {
+    /// The type of its values.
+    const KIND: Kind;
     fn value(&self) -> Value<'_>;
 }
 
 impl Param for Value<'_> {
+    const KIND: Kind = Kind::Unknown;
     fn value(&self) -> Value<'_> {
         match self {
             Value::Text(s) => Value::Text(Cow::Borrowed(s)),
-            Value::Null => Value::Null,
+            Value::Null(k) => Value::Null(*k),
             Value::Int(n) => Value::Int(*n),
             Value::Real(x) => Value::Real(*x),
         }
@@ -76,60 +91,70 @@ impl Param for Value<'_> {
 }
 
 impl Param for i64 {
+    const KIND: Kind = Kind::Int;
     fn value(&self) -> Value<'_> {
         Value::Int(*self)
     }
 }
 
 impl Param for i32 {
+    const KIND: Kind = Kind::Int;
     fn value(&self) -> Value<'_> {
         Value::Int(i64::from(*self))
     }
 }
 
 impl Param for u32 {
+    const KIND: Kind = Kind::Int;
     fn value(&self) -> Value<'_> {
         Value::Int(i64::from(*self))
     }
 }
 
 impl Param for f64 {
+    const KIND: Kind = Kind::Real;
     fn value(&self) -> Value<'_> {
         Value::Real(*self)
     }
 }
 
 impl Param for bool {
+    const KIND: Kind = Kind::Int;
     fn value(&self) -> Value<'_> {
         Value::Int(i64::from(*self))
     }
 }
 
 impl Param for str {
+    const KIND: Kind = Kind::Text;
     fn value(&self) -> Value<'_> {
         Value::Text(Cow::Borrowed(self))
     }
 }
 
 impl Param for String {
+    const KIND: Kind = Kind::Text;
     fn value(&self) -> Value<'_> {
         Value::Text(Cow::Borrowed(self))
     }
 }
 
 impl Param for Cow<'_, str> {
+    const KIND: Kind = Kind::Text;
     fn value(&self) -> Value<'_> {
         Value::Text(Cow::Borrowed(self))
     }
 }
 
 impl<T: Param> Param for Option<T> {
+    const KIND: Kind = T::KIND;
     fn value(&self) -> Value<'_> {
-        self.as_ref().map_or(Value::Null, Param::value)
+        self.as_ref().map_or(Value::Null(T::KIND), Param::value)
     }
 }
 
 impl<T: Param + ?Sized> Param for &T {
+    const KIND: Kind = T::KIND;
     fn value(&self) -> Value<'_> {
         (**self).value()
     }
@@ -167,7 +192,7 @@ impl From<String> for Value<'_> {
 
 impl<'a, T: Into<Value<'a>>> From<Option<T>> for Value<'a> {
     fn from(v: Option<T>) -> Self {
-        v.map_or(Value::Null, Into::into)
+        v.map_or(Value::Null(Kind::Unknown), Into::into)
     }
 }
 
@@ -198,7 +223,7 @@ trait FromPg: Sized {
 
 impl FromPg for i64 {
     fn from_pg_opt(row: &tokio_postgres::Row, i: usize) -> Result<Option<i64>> {
-        Ok(row.try_get::<_, Option<pg::Int>>(i)?.map(|n| n.0))
+        Ok(pg::column::<pg::Int>(row, i)?.map(|n| n.0))
     }
 }
 
@@ -215,19 +240,19 @@ impl FromPg for u32 {
 
 impl FromPg for f64 {
     fn from_pg_opt(row: &tokio_postgres::Row, i: usize) -> Result<Option<f64>> {
-        Ok(row.try_get::<_, Option<pg::Real>>(i)?.map(|x| x.0))
+        Ok(pg::column::<pg::Real>(row, i)?.map(|x| x.0))
     }
 }
 
 impl FromPg for bool {
     fn from_pg_opt(row: &tokio_postgres::Row, i: usize) -> Result<Option<bool>> {
-        Ok(row.try_get::<_, Option<pg::Int>>(i)?.map(|n| n.0 != 0))
+        Ok(pg::column::<pg::Int>(row, i)?.map(|n| n.0 != 0))
     }
 }
 
 impl FromPg for String {
     fn from_pg_opt(row: &tokio_postgres::Row, i: usize) -> Result<Option<String>> {
-        Ok(row.try_get::<_, Option<String>>(i)?)
+        pg::column::<String>(row, i)
     }
 }
 

@@ -33,7 +33,7 @@ pub(super) fn unique_short_id(tx: &Tx<'_>) -> Result<String> {
 /// `k7m2` never names two things at once.
 pub(super) fn unique_short_id_beside(tx: &Tx<'_>, table: &'static str) -> Result<String> {
     loop {
-        let candidate = unique_short_id(&tx)?;
+        let candidate = unique_short_id(tx)?;
         let taken: bool = tx.query_row(
             &format!("SELECT EXISTS (SELECT 1 FROM {table} WHERE short_id = ?1)"),
             params![candidate],

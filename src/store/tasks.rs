@@ -753,10 +753,16 @@ impl Store {
     pub fn next_task_timer(&self) -> Result<Option<i64>> {
         self.writer(|conn| {
             conn.query_row(
-                "SELECT MIN(t) FROM ( \
-                     SELECT MIN(MIN(COALESCE(lease_until, deadline), COALESCE(deadline, lease_until))) AS t \
-                     FROM tasks WHERE status = 'running' \
-                     UNION ALL SELECT MIN(progress_due) FROM tasks WHERE progress_due IS NOT NULL)",
+                conn.dialect(
+                    "SELECT MIN(t) FROM ( \
+                         SELECT MIN(MIN(COALESCE(lease_until, deadline), COALESCE(deadline, lease_until))) AS t \
+                         FROM tasks WHERE status = 'running' \
+                         UNION ALL SELECT MIN(progress_due) FROM tasks WHERE progress_due IS NOT NULL) AS due",
+                    "SELECT MIN(t) FROM ( \
+                         SELECT MIN(LEAST(COALESCE(lease_until, deadline), COALESCE(deadline, lease_until))) AS t \
+                         FROM tasks WHERE status = 'running' \
+                         UNION ALL SELECT MIN(progress_due) FROM tasks WHERE progress_due IS NOT NULL) AS due",
+                ),
                 params![],
                 |r| r.get(0),
             )

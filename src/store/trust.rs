@@ -657,8 +657,11 @@ impl Store {
     pub fn count_pending_of(&self, agent: &str) -> Result<usize> {
         let n: i64 = self.read(|c| {
             c.query_row(
-                "SELECT COUNT(*) FROM approvals INDEXED BY approvals_pending_agent \
-                 WHERE agent = ?1 AND status = 'pending'",
+                c.dialect(
+                    "SELECT COUNT(*) FROM approvals INDEXED BY approvals_pending_agent \
+                     WHERE agent = ?1 AND status = 'pending'",
+                    "SELECT COUNT(*) FROM approvals WHERE agent = ?1 AND status = 'pending'",
+                ),
                 params![agent],
                 |r| r.get(0),
             )
@@ -672,7 +675,7 @@ impl Store {
             c.query_map(
                 &format!(
                     "SELECT {GRANT_COLUMNS} FROM grants WHERE (?1 IS NULL OR agent = ?1) \
-                     AND (?2 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
+                     AND (?2 = 1 OR (revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?3) \
                                  AND (uses_left IS NULL OR uses_left > 0))) \
                      ORDER BY id"
                 ),
@@ -729,7 +732,7 @@ impl Store {
             let found: Vec<Grant> = tx.query_map(
                 &format!(
                     "SELECT {GRANT_COLUMNS} FROM grants WHERE id = ?1 OR short_id = ?2 \
-                     OR (?3 AND short_id LIKE ?2 || '%') ORDER BY id DESC LIMIT 11"
+                     OR (?3 = 1 AND short_id LIKE ?2 || '%') ORDER BY id DESC LIMIT 11"
                 ),
                 params![typed, lower, prefix],
                 row_to_grant,
@@ -810,10 +813,16 @@ impl Store {
     pub fn latest_decisions(&self, agent: &str, n: usize) -> Result<Vec<bool>> {
         self.read(|c| {
             c.query_map(
-                "SELECT status = 'rejected' FROM approvals INDEXED BY approvals_decisions \
-                 WHERE agent = ?1 AND ttl_ms IS NOT NULL AND decided_at IS NOT NULL \
-                 AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected') \
-                 ORDER BY decided_at DESC, id DESC LIMIT ?2",
+                c.dialect(
+                    "SELECT status = 'rejected' FROM approvals INDEXED BY approvals_decisions \
+                     WHERE agent = ?1 AND ttl_ms IS NOT NULL AND decided_at IS NOT NULL \
+                     AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected') \
+                     ORDER BY decided_at DESC, id DESC LIMIT ?2",
+                    "SELECT status = 'rejected' FROM approvals \
+                     WHERE agent = ?1 AND ttl_ms IS NOT NULL AND decided_at IS NOT NULL \
+                     AND status IN ('approved', 'executing', 'succeeded', 'failed', 'rejected') \
+                     ORDER BY decided_at DESC, id DESC LIMIT ?2",
+                ),
                 params![agent, n as i64],
                 |r| r.get(0),
             )
@@ -1002,7 +1011,7 @@ impl Store {
     pub fn agent_handle(&self, agent: &str) -> Result<String> {
         self.write(|tx| {
             tx.execute(
-                "INSERT OR IGNORE INTO agent_handles (id, agent) VALUES (?1, ?2)",
+                "INSERT INTO agent_handles (id, agent) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
                 params![super::new_id(), agent],
             )?;
             tx.query_row(
@@ -1039,7 +1048,8 @@ impl Store {
     pub fn set_trust_state(&self, key: &str, value: &str) -> Result<()> {
         self.write(|tx| {
             tx.execute(
-                "INSERT OR REPLACE INTO trust_state (key, value) VALUES (?1, ?2)",
+                "INSERT INTO trust_state (key, value) VALUES (?1, ?2) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 params![key, value],
             )
         })?;
@@ -1111,8 +1121,12 @@ fn write_override(
     match tier {
         Some(t) => {
             tx.execute(
-                "INSERT OR REPLACE INTO tier_overrides (agent, tier, set_by, set_via, reason, \
-                 set_at, proposal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO tier_overrides (agent, tier, set_by, set_via, reason, \
+                 set_at, proposal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                 ON CONFLICT (agent) DO UPDATE SET tier = excluded.tier, \
+                 set_by = excluded.set_by, set_via = excluded.set_via, \
+                 reason = excluded.reason, set_at = excluded.set_at, \
+                 proposal = excluded.proposal",
                 params![
                     agent,
                     t.as_str(),
