@@ -34,12 +34,12 @@
 //! - [`settings`]: what reading any table of `bot.toml` takes (the error naming a key
 //!   and its line, secrets, paths, ranges), shared by `config`'s sections and the
 //!   platforms' tables; it uses neither.
-//! - `store` (private to the crate): SQLite (WAL): approvals, the audit chain, chat
-//!   bookkeeping, workflow runs, tasks, trust, and the evidence's running counts per
-//!   agent and hour. Only [`engine`] uses it. Its schema is `migrations/sqlite/`;
-//!   `migrations/postgres/` is the same for PostgreSQL (not used yet). Its table files
-//!   speak SQL through `store::sql`, a layer that does not name the database (moving
-//!   onto it file by file: issue 26).
+//! - `store` (private to the crate): SQLite (WAL), or PostgreSQL with `[store] url`:
+//!   approvals, the audit chain, chat bookkeeping, workflow runs, tasks, trust, and the
+//!   evidence's running counts per agent and hour. Only [`engine`] uses it. Its schema
+//!   is `migrations/sqlite/` and `migrations/postgres/`. Its table files speak SQL
+//!   through `store::sql`, a layer that does not name the database; `store::pg` holds
+//!   PostgreSQL's connections and migrations.
 //! - [`subject`]: what chats show and owners act on, of every kind: subject kinds,
 //!   homes and threads, which message shows what, digests, the questions asked.
 //! - [`engine`]: the only code that changes state: submit, decide, expire; workflow runs

@@ -52,7 +52,7 @@ pub(super) fn spend_conn(conn: &Conn<'_>, agent: &str, periods: &Periods) -> Res
                  WHERE day >= ?3 AND day <= ?2 \
                UNION ALL \
                SELECT finished_at >= ?4 AND finished_at < ?5, agent, cost_usd FROM tasks \
-                 WHERE cost_usd IS NOT NULL AND finished_at >= ?6 AND finished_at < ?7)",
+                 WHERE cost_usd IS NOT NULL AND finished_at >= ?6 AND finished_at < ?7) AS spent",
         params![
             agent,
             periods.day_key,
@@ -90,7 +90,7 @@ fn add_spend_tx(
     }
     tx.execute(
         "INSERT INTO spend_days (day, agent, amount) VALUES (?1, ?2, ?3) \
-         ON CONFLICT (day, agent) DO UPDATE SET amount = amount + excluded.amount",
+         ON CONFLICT (day, agent) DO UPDATE SET amount = spend_days.amount + excluded.amount",
         params![b.day_key(at), agent, amount],
     )?;
     Ok(())

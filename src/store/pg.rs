@@ -27,11 +27,9 @@ use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::time::Duration;
 
-use bytes::BytesMut;
-use tokio_postgres::types::{FromSql, IsNull, ToSql, Type};
+use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, NoTls, Statement};
 
-use super::sql::{Kind, Value};
 use super::{Result, StoreError};
 
 /// How long a connection attempt may take before the call fails (the node then
@@ -47,7 +45,9 @@ const IDLE_IN_TRANSACTION: &str = "30s";
 /// drives the connections.
 pub(super) struct Postgres {
     config: tokio_postgres::Config,
-    runtime: tokio::runtime::Runtime,
+    /// Always `Some` until dropped (then shut down without waiting: a store may be
+    /// dropped on an async thread, where waiting for a runtime is refused).
+    runtime: Option<tokio::runtime::Runtime>,
     /// The database named for people: user, host, port and database, never the
     /// password.
     shown: String,
@@ -91,7 +91,7 @@ impl Postgres {
             .map_err(|e| StoreError::File(format!("cannot start PostgreSQL's runtime: {e}")))?;
         Ok(Postgres {
             config,
-            runtime,
+            runtime: Some(runtime),
             shown,
         })
     }
@@ -105,7 +105,8 @@ impl Postgres {
     pub(super) fn connect(&self) -> Result<PgConn> {
         let config = self.config.clone();
         let shown = self.shown.clone();
-        let connecting = self.runtime.spawn(async move {
+        let runtime = self.runtime.as_ref().expect("kept until dropped");
+        let connecting = runtime.spawn(async move {
             let (client, connection) = config.connect(NoTls).await?;
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
@@ -125,6 +126,14 @@ impl Postgres {
              SET TIME ZONE 'UTC'"
         ))?;
         Ok(conn)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 
@@ -165,8 +174,8 @@ impl PgConn {
 
     /// The statement for `sql` with these parameters' types: kept from an earlier call
     /// when `cached`.
-    fn statement(&self, sql: &str, params: &[Value<'_>], cached: bool) -> Result<Statement> {
-        let types: Vec<Type> = params.iter().map(param_type).collect();
+    fn statement(&self, sql: &str, params: &[impl Bind], cached: bool) -> Result<Statement> {
+        let types: Vec<Type> = params.iter().map(Bind::sent_as).collect();
         if !cached {
             return self.prepare(sql, &types);
         }
@@ -192,8 +201,8 @@ impl PgConn {
     fn prepare(&self, sql: &str, types: &[Type]) -> Result<Statement> {
         let text = numbered(sql);
         futures_executor::block_on(self.client.prepare_typed(&text, types)).map_err(|e| {
-            if e.as_db_error().is_some() {
-                tracing::error!(error = %e, statement = %text, "PostgreSQL refused a statement");
+            if let Some(db) = e.as_db_error() {
+                tracing::error!(error = db.message(), statement = %text, "PostgreSQL refused a statement");
                 #[cfg(test)]
                 eprintln!(
                     "PostgreSQL refused a statement: {:?}\n{text}",
@@ -208,7 +217,7 @@ impl PgConn {
     pub(super) fn query(
         &self,
         sql: &str,
-        params: &[Value<'_>],
+        params: &[impl Bind],
         cached: bool,
     ) -> Result<Vec<tokio_postgres::Row>> {
         let statement = self.statement(sql, params, cached)?;
@@ -220,7 +229,7 @@ impl PgConn {
     }
 
     /// Runs a statement; how many rows it changed.
-    pub(super) fn execute(&self, sql: &str, params: &[Value<'_>], cached: bool) -> Result<usize> {
+    pub(super) fn execute(&self, sql: &str, params: &[impl Bind], cached: bool) -> Result<usize> {
         let statement = self.statement(sql, params, cached)?;
         let params: Vec<&(dyn ToSql + Sync)> =
             params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
@@ -250,16 +259,15 @@ pub(super) fn unreachable(e: &tokio_postgres::Error) -> bool {
     }
 }
 
-/// The type a parameter is sent as; a NULL's is left to the server.
-fn param_type(v: &Value<'_>) -> Type {
-    match v {
-        Value::Null(Kind::Int) => Type::INT8,
-        Value::Null(Kind::Real) => Type::FLOAT8,
-        Value::Null(Kind::Text) => Type::TEXT,
-        Value::Null(Kind::Unknown) => Type::UNKNOWN,
-        Value::Int(_) => Type::INT8,
-        Value::Real(_) => Type::FLOAT8,
-        Value::Text(_) => Type::TEXT,
+/// A parameter as PostgreSQL takes it: its value, and the type it is sent as (the
+/// store's `Value`s, in `sql`).
+pub(super) trait Bind: ToSql + Sync {
+    fn sent_as(&self) -> Type;
+}
+
+impl Bind for i64 {
+    fn sent_as(&self) -> Type {
+        Type::INT8
     }
 }
 
@@ -304,31 +312,7 @@ pub(super) fn numbered(sql: &str) -> String {
     out
 }
 
-type BoxError = Box<dyn StdError + Sync + Send>;
-
-impl ToSql for Value<'_> {
-    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> std::result::Result<IsNull, BoxError> {
-        match self {
-            Value::Null(_) => Ok(IsNull::Yes),
-            Value::Int(n) => match *ty {
-                Type::INT4 => i32::try_from(*n)?.to_sql(ty, out),
-                Type::INT2 => i16::try_from(*n)?.to_sql(ty, out),
-                Type::BOOL => (*n != 0).to_sql(ty, out),
-                #[allow(clippy::cast_precision_loss)]
-                Type::FLOAT8 => (*n as f64).to_sql(ty, out),
-                _ => n.to_sql(ty, out),
-            },
-            Value::Real(x) => x.to_sql(ty, out),
-            Value::Text(s) => s.as_ref().to_sql(ty, out),
-        }
-    }
-
-    fn accepts(_: &Type) -> bool {
-        true
-    }
-
-    tokio_postgres::types::to_sql_checked!();
-}
+pub(super) type BoxError = Box<dyn StdError + Sync + Send>;
 
 /// Column `i` of `row` as a `T`, or `None` for a NULL of any type (SQLite's NULL has
 /// none; PostgreSQL's `SELECT NULL` is text, which a number's reader would refuse).
@@ -467,6 +451,9 @@ const MIGRATIONS: &[(i64, &str)] = &[(
     )),
 )];
 
+/// A statement's parameters when it has none.
+const NO_PARAMS: &[i64] = &[];
+
 /// The session lock nodes take to bring the schema up to date one at a time (the
 /// writer's transaction lock is another number: see `sql`).
 const MIGRATING: i64 = 0x6761_7465_626f_7401;
@@ -476,7 +463,7 @@ const MIGRATING: i64 = 0x6761_7465_626f_7401;
 pub(super) fn migrate(conn: &PgConn, shown: &str) -> Result<()> {
     let collation = conn.query(
         "SELECT datcollate FROM pg_database WHERE datname = current_database()",
-        &[],
+        NO_PARAMS,
         false,
     )?;
     let collation: String = collation
@@ -503,7 +490,7 @@ fn apply(conn: &PgConn) -> Result<()> {
            version bigint NOT NULL PRIMARY KEY, \
            applied_at bigint NOT NULL)",
     )?;
-    let rows = conn.query("SELECT MAX(version) FROM gatebot_schema", &[], false)?;
+    let rows = conn.query("SELECT MAX(version) FROM gatebot_schema", NO_PARAMS, false)?;
     let at: i64 = rows
         .first()
         .and_then(|r| r.try_get::<_, Option<i64>>(0).transpose())
@@ -522,7 +509,7 @@ fn apply(conn: &PgConn) -> Result<()> {
             conn.execute(
                 "INSERT INTO gatebot_schema (version, applied_at) \
                  VALUES (?1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
-                &[Value::Int(*version)],
+                &[*version],
                 false,
             )
             .map(drop)

@@ -32,8 +32,10 @@
 use std::borrow::Cow;
 use std::cell::Cell;
 
+use bytes::BytesMut;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
+use tokio_postgres::types::{IsNull, ToSql, Type};
 
 use super::pg::{self, PgConn};
 use super::{Backend, Result, Store, StoreError};
@@ -59,6 +61,43 @@ impl rusqlite::ToSql for Value<'_> {
             Value::Text(s) => ValueRef::Text(s.as_bytes()),
         }))
     }
+}
+
+impl pg::Bind for Value<'_> {
+    /// A NULL is sent as the type its value would have had; only a NULL written as
+    /// such is left to the server.
+    fn sent_as(&self) -> Type {
+        match self {
+            Value::Null(Kind::Int) | Value::Int(_) => Type::INT8,
+            Value::Null(Kind::Real) | Value::Real(_) => Type::FLOAT8,
+            Value::Null(Kind::Text) | Value::Text(_) => Type::TEXT,
+            Value::Null(Kind::Unknown) => Type::UNKNOWN,
+        }
+    }
+}
+
+impl ToSql for Value<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> std::result::Result<IsNull, pg::BoxError> {
+        match self {
+            Value::Null(_) => Ok(IsNull::Yes),
+            Value::Int(n) => match *ty {
+                Type::INT4 => i32::try_from(*n)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*n)?.to_sql(ty, out),
+                Type::BOOL => (*n != 0).to_sql(ty, out),
+                #[allow(clippy::cast_precision_loss)]
+                Type::FLOAT8 => (*n as f64).to_sql(ty, out),
+                _ => n.to_sql(ty, out),
+            },
+            Value::Real(x) => x.to_sql(ty, out),
+            Value::Text(s) => s.as_ref().to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    tokio_postgres::types::to_sql_checked!();
 }
 
 /// The type of a parameter's value: what a NULL would have been.

@@ -156,7 +156,8 @@ impl super::Store {
                 &format!(
                     "SELECT s.id, s.kind, {RANK} AS rank FROM subjects s \
                      LEFT JOIN approvals a ON a.id = s.id \
-                     WHERE {filters} AND (?5 IS NULL OR rank < ?5 OR (rank = ?5 AND s.id < ?6)) \
+                     WHERE {filters} \
+                     AND (?5 IS NULL OR {RANK} < ?5 OR ({RANK} = ?5 AND s.id < ?6)) \
                      ORDER BY rank DESC, s.id DESC LIMIT ?7"
                 ),
                 params![

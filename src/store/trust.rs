@@ -917,7 +917,7 @@ impl Store {
             c.query_map(
                 &format!(
                     "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE (?1 IS NULL OR agent = ?1) \
-                     AND (NOT ?2 OR status = 'open') ORDER BY id LIMIT 1000"
+                     AND (?2 = 0 OR status = 'open') ORDER BY id LIMIT 1000"
                 ),
                 params![agent, open_only],
                 row_to_proposal,

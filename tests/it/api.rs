@@ -470,6 +470,9 @@ async fn concurrent_decisions_yield_exactly_one_outcome() {
 
 #[tokio::test]
 async fn an_ambiguous_prefix_lists_the_candidates() {
+    if !crate::helpers::sqlite_only("an_ambiguous_prefix_lists_the_candidates") {
+        return;
+    }
     let app = spawn_app("").await;
     let a = app.submit_ok("mailer", "send_email", json!({})).await;
     let b = app.submit_ok("mailer", "send_email", json!({"n": 2})).await;

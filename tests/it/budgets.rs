@@ -387,6 +387,9 @@ fn spent_days_ago(db: &std::path::Path, days: i64) {
 
 #[tokio::test]
 async fn spend_survives_a_restart_and_the_month_rolls_over() {
+    if !crate::helpers::sqlite_only("spend_survives_a_restart_and_the_month_rolls_over") {
+        return;
+    }
     let app = spawn_app(BUDGETS).await;
     let db = Config::load(&app.config_path).unwrap().store.path;
     allowed_call(&app, 4.0).await;

@@ -56,6 +56,9 @@ async fn a_running_chat_platform_shows_with_its_counters() {
 
 #[tokio::test]
 async fn a_deleted_database_is_said_on_every_page_with_what_to_do() {
+    if !crate::helpers::sqlite_only("a_deleted_database_is_said_on_every_page_with_what_to_do") {
+        return;
+    }
     let app = start().await;
     let b = signed_in(&app).await;
     let db = app.path().join("gatebot.db");

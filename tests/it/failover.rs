@@ -184,6 +184,11 @@ async fn a_call_whose_first_endpoint_refuses_lands_on_the_second() {
 
 #[tokio::test]
 async fn a_node_answering_503_is_passed_over_and_when_none_takes_the_call_each_is_named() {
+    if !crate::helpers::sqlite_only(
+        "a_node_answering_503_is_passed_over_and_when_none_takes_the_call_each_is_named",
+    ) {
+        return;
+    }
     let (a, b) = (node().await, node().await);
     // A database deleted under a running daemon: every submit is refused with 503.
     std::fs::remove_file(a.path().join("gatebot.db")).unwrap();

@@ -123,9 +123,8 @@ pub async fn spawn_app_with(
 ) -> TestApp {
     capture_logs();
     let config_path = dir.path().join("bot.toml");
-    std::fs::write(&config_path, config).unwrap();
-    let mut config = Config::load(&config_path).unwrap();
-    on_the_store_under_test(&mut config, dir.path());
+    std::fs::write(&config_path, on_the_store_under_test(config, dir.path())).unwrap();
+    let config = Config::load(&config_path).unwrap();
     let (agent_sock, owner_sock) = (
         config.queue.socket.clone(),
         config.queue.control_socket.clone(),
@@ -154,13 +153,14 @@ pub async fn spawn_app_with(
     }
 }
 
-/// `GATEBOT_STORE_TESTS=postgres` (`.ci/run` runs the suite both ways): the daemon's
-/// store is a database of the throwaway PostgreSQL cluster instead of `store.path`,
-/// one per test directory (a restart in the same directory finds the same database).
-/// Tests that open the SQLite file themselves call [`sqlite_only`] first.
-pub fn on_the_store_under_test(config: &mut Config, dir: &Path) {
-    if !postgres_under_test() || config.store.postgres.is_some() {
-        return;
+/// `config` as the test's daemon runs it. With `GATEBOT_STORE_TESTS=postgres` (`.ci/run`
+/// runs the suite both ways) its store is a database of the throwaway PostgreSQL cluster
+/// (`[store] url`, written into the file so a reload reads it too), one per test
+/// directory: a restart in the same directory finds the same database. Tests that
+/// open the SQLite file themselves return early on PostgreSQL ([`sqlite_only`]).
+pub fn on_the_store_under_test(config: &str, dir: &Path) -> String {
+    if !postgres_under_test() || config.contains("\nurl = \"postgres") {
+        return config.to_string();
     }
     let marker = dir.join("postgres-url");
     let url = match std::fs::read_to_string(&marker) {
@@ -172,10 +172,14 @@ pub fn on_the_store_under_test(config: &mut Config, dir: &Path) {
             db.url()
         }
     };
-    config.store.postgres = Some(gatebot::config::PostgresConfig {
-        url,
-        password: None,
-    });
+    let line = format!("url = \"{url}\"\n");
+    match config.find("[store]\n") {
+        Some(at) => {
+            let after = at + "[store]\n".len();
+            format!("{}{line}{}", &config[..after], &config[after..])
+        }
+        None => format!("{config}\n[store]\n{line}"),
+    }
 }
 
 /// Whether this run's in-process daemons keep their store on PostgreSQL.

@@ -40,6 +40,11 @@ async fn an_unanswered_request_expires_and_the_agent_is_told_it_expired() {
 
 #[tokio::test]
 async fn a_decision_after_the_deadline_loses_to_it_before_the_expiry_pass_runs() {
+    if !crate::helpers::sqlite_only(
+        "a_decision_after_the_deadline_loses_to_it_before_the_expiry_pass_runs",
+    ) {
+        return;
+    }
     let app = spawn_app("[queue]\nlisten = \"127.0.0.1:0\"\nmetrics = true\n").await;
     let body = app.submit_ok("mailer", "send_email", json!({})).await;
     let id = body["id"].as_str().unwrap().to_string();

@@ -193,6 +193,11 @@ async fn runs_events_task_calls_and_bytes_have_limits_of_their_own() {
 
 #[tokio::test]
 async fn owners_decide_and_requests_expire_after_agents_have_filled_their_share() {
+    if !crate::helpers::sqlite_only(
+        "owners_decide_and_requests_expire_after_agents_have_filled_their_share",
+    ) {
+        return;
+    }
     let app = spawn_app(
         "[store]\nmax_size = \"2MiB\"\nreserve = \"512KiB\"\n\n\
          [limits]\nrequests = \"100000/min\"\nbytes = \"1GiB/h\"\n",

@@ -13,7 +13,12 @@ const TOKEN: &str = "515151:AAE-reload-test-token";
 
 /// Writes `BASE_CONFIG` plus `extra` over the app's config file and reloads it.
 async fn reload(app: &TestApp, extra: &str) -> Vec<&'static str> {
-    std::fs::write(&app.config_path, format!("{BASE_CONFIG}\n{extra}")).unwrap();
+    let config = format!("{BASE_CONFIG}\n{extra}");
+    std::fs::write(
+        &app.config_path,
+        crate::helpers::on_the_store_under_test(&config, app.path()),
+    )
+    .unwrap();
     app.engine
         .reload(Config::load(&app.config_path).unwrap())
         .await

@@ -317,6 +317,11 @@ async fn non_approvers_are_refused_privately_and_audited() {
 
 #[tokio::test]
 async fn slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids() {
+    if !crate::helpers::sqlite_only(
+        "slash_commands_take_prefixes_and_explain_ambiguous_or_unknown_ids",
+    ) {
+        return;
+    }
     let (app, fake) = setup().await;
     let a = prompted(
         &app,

@@ -12,6 +12,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
 
 #[tokio::test]
 async fn the_start_counts_every_pending_request() {
+    if !crate::helpers::sqlite_only("the_start_counts_every_pending_request") {
+        return;
+    }
     let app = spawn_app("").await;
     let dir = app.stop().await;
     // 10 000 pending requests, written straight into the database.

@@ -25,6 +25,9 @@ fn send_email(n: usize) -> Value {
 
 #[tokio::test]
 async fn a_deleted_database_refuses_submits_instead_of_losing_them() {
+    if !crate::helpers::sqlite_only("a_deleted_database_refuses_submits_instead_of_losing_them") {
+        return;
+    }
     let app = spawn_app("").await;
     assert_eq!(health(&app.agent).await.0, StatusCode::OK);
     app.submit_pending(send_email(0)).await;
@@ -70,6 +73,9 @@ async fn a_deleted_database_refuses_submits_instead_of_losing_them() {
 
 #[tokio::test]
 async fn a_replaced_database_refuses_submits() {
+    if !crate::helpers::sqlite_only("a_replaced_database_refuses_submits") {
+        return;
+    }
     let app = spawn_app("").await;
     app.submit_pending(send_email(0)).await;
     let db = app.path().join("gatebot.db");
@@ -100,6 +106,11 @@ async fn a_replaced_database_refuses_submits() {
 
 #[tokio::test]
 async fn a_full_database_refuses_submits_and_keeps_what_it_acknowledged() {
+    if !crate::helpers::sqlite_only(
+        "a_full_database_refuses_submits_and_keeps_what_it_acknowledged",
+    ) {
+        return;
+    }
     // No room kept back for owners (tests/it/quotas.rs has that): the hard cap.
     let app = spawn_app("[store]\nmax_size = \"1MiB\"\nreserve = \"0\"\n").await;
     let big = "x".repeat(50_000);

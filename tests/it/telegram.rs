@@ -313,6 +313,9 @@ async fn a_non_approver_is_refused_audited_and_the_request_stays_pending() {
 
 #[tokio::test]
 async fn text_commands_decide_by_prefix_mention_and_reply() {
+    if !crate::helpers::sqlite_only("text_commands_decide_by_prefix_mention_and_reply") {
+        return;
+    }
     let (app, fake) = start().await;
     let body = |n: u32| json!({"agent": "intern", "tool": "create_contact", "args": {"n": n}});
     let (id1, s1) = app.submit_pending(body(1)).await;
