@@ -52,6 +52,7 @@ mod memory;
 mod packaging;
 mod pause;
 mod pg_cluster;
+mod postgres_faults;
 mod postgres_schema;
 mod prefix_grants;
 mod properties;

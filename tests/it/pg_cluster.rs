@@ -97,17 +97,7 @@ pub fn database() -> Option<Database> {
         Some(started)
     });
     let Some(cluster) = cluster else {
-        if std::env::var(REQUIRE_VAR).is_ok_and(|v| v == "require") {
-            panic!(
-                "{REQUIRE_VAR}=require, but PostgreSQL is missing (no initdb and pg_ctl \
-                 under {INSTALL_ROOT}/*/bin; apt-get install postgresql)"
-            );
-        }
-        // Straight to stderr: the test harness captures `eprintln!` in tests.
-        static SAY_ONCE: Once = Once::new();
-        SAY_ONCE.call_once(|| {
-            let _ = writeln!(std::io::stderr(), "{SKIPPED}");
-        });
+        missing();
         return None;
     };
     // Installed but not starting is a failure, whatever the variable says.
@@ -115,15 +105,72 @@ pub fn database() -> Option<Database> {
         Ok(cluster) => cluster,
         Err(e) => panic!("the throwaway PostgreSQL cluster did not start: {e}"),
     };
-    let name = format!("t{}", cluster.made.fetch_add(1, Ordering::Relaxed) + 1);
-    cluster
-        .psql(
-            "postgres",
-            ["-c", &format!("CREATE DATABASE {name}")],
-            false,
-        )
-        .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
-    Some(Database { cluster, name })
+    Some(cluster.create_database())
+}
+
+/// PostgreSQL is not installed: a failure with `GATEBOT_PG_TESTS=require`, else one line
+/// (once) saying the tests were skipped.
+fn missing() {
+    if std::env::var(REQUIRE_VAR).is_ok_and(|v| v == "require") {
+        panic!(
+            "{REQUIRE_VAR}=require, but PostgreSQL is missing (no initdb and pg_ctl \
+             under {INSTALL_ROOT}/*/bin; apt-get install postgresql)"
+        );
+    }
+    // Straight to stderr: the test harness captures `eprintln!` in tests.
+    static SAY_ONCE: Once = Once::new();
+    SAY_ONCE.call_once(|| {
+        let _ = writeln!(std::io::stderr(), "{SKIPPED}");
+    });
+}
+
+/// A cluster of one test's own, which it may stop and start again (the fault tests);
+/// stopped and removed when dropped. `None` (with the skip line) without PostgreSQL.
+pub fn own_cluster() -> Option<OwnCluster> {
+    let Some(bin) = newest_bin(Path::new(INSTALL_ROOT)) else {
+        missing();
+        return None;
+    };
+    let cluster = Cluster::start(bin)
+        .unwrap_or_else(|e| panic!("a throwaway PostgreSQL cluster did not start: {e}"));
+    // Its databases borrow it for the test's length; dropping the handle stops it.
+    Some(OwnCluster(Box::leak(Box::new(cluster))))
+}
+
+/// See [`own_cluster`].
+pub struct OwnCluster(&'static Cluster);
+
+impl OwnCluster {
+    /// A fresh, empty database on it.
+    pub fn database(&self) -> Database {
+        self.0.create_database()
+    }
+
+    /// Stops the server as an operator would (`pg_ctl stop -m fast`: connections are
+    /// ended), keeping its data.
+    pub fn halt(&self) {
+        let out = self
+            .0
+            .tool("pg_ctl")
+            .arg("-D")
+            .arg(self.0.dir.join("data"))
+            .args(["-w", "stop", "-m", "fast"])
+            .output();
+        check(out, "pg_ctl stop", "").unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Starts the server again on the same port, with the same data.
+    pub fn resume(&self) {
+        self.0
+            .run_server()
+            .unwrap_or_else(|e| panic!("{e}\n{}", self.0.log()));
+    }
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 impl Cluster {
@@ -169,26 +216,46 @@ impl Cluster {
         let mut last = String::new();
         for _ in 0..5 {
             cluster.port = free_port()?;
-            let options = format!(
-                "-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off",
-                cluster.dir.display(),
-                cluster.port
-            );
-            let started = cluster
-                .tool("pg_ctl")
-                .arg("-D")
-                .arg(&data)
-                .arg("-l")
-                .arg(cluster.dir.join("log"))
-                .args(["-w", "-t", "60", "-o", &options, "start"])
-                .output();
-            match check(started, "pg_ctl start", "") {
+            match cluster.run_server() {
                 Ok(()) => return Ok(cluster),
                 Err(e) => last = format!("{e}\n{}", cluster.log()),
             }
         }
         cluster.stop();
         Err(last)
+    }
+
+    /// Starts the server on `port`, waiting until it takes connections.
+    fn run_server(&self) -> Result<(), String> {
+        let options = format!(
+            "-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.dir.display(),
+            self.port
+        );
+        let started = self
+            .tool("pg_ctl")
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .arg("-l")
+            .arg(self.dir.join("log"))
+            .args(["-w", "-t", "60", "-o", &options, "start"])
+            .output();
+        check(started, "pg_ctl start", "")
+    }
+
+    /// A fresh, empty database.
+    fn create_database(&'static self) -> Database {
+        let name = format!("t{}", self.made.fetch_add(1, Ordering::Relaxed) + 1);
+        self.psql(
+            "postgres",
+            ["-c", &format!("CREATE DATABASE {name}")],
+            false,
+        )
+        .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
+        Database {
+            cluster: self,
+            name,
+        }
     }
 
     /// One of the version's binaries, run as the account the cluster belongs to.
