@@ -39,7 +39,8 @@
 //!   evidence's running counts per agent and hour. Only [`engine`] uses it. Its schema
 //!   is `migrations/sqlite/` and `migrations/postgres/`. Its table files speak SQL
 //!   through `store::sql`, a layer that does not name the database; `store::pg` holds
-//!   PostgreSQL's connections and migrations.
+//!   PostgreSQL's connections and migrations; `engine::cluster` follows what other nodes
+//!   on the same PostgreSQL database change.
 //! - [`subject`]: what chats show and owners act on, of every kind: subject kinds,
 //!   homes and threads, which message shows what, digests, the questions asked.
 //! - [`engine`]: the only code that changes state: submit, decide, expire; workflow runs

@@ -32,6 +32,7 @@ mod activity;
 mod batches;
 mod budgets;
 mod chat;
+mod cluster;
 mod drafts;
 mod error;
 mod factors;
@@ -251,7 +252,8 @@ impl Engine {
         }
         let (inserts, rx) = mpsc::channel(4 * requests::MAX_BATCH);
         tokio::spawn(requests::write_batches(store.clone(), rx));
-        Arc::new(Engine {
+        let shared = store.is_shared();
+        let engine = Arc::new(Engine {
             metrics: Arc::default(),
             inserts,
             chat: ChatState::new(store.clone()),
@@ -263,7 +265,12 @@ impl Engine {
             tasks: tasks::TaskState::default(),
             gate: gate::Gate::default(),
             quotas: crate::limits::Quotas::default(),
-        })
+        });
+        // Several nodes may share the database: follow what the others change.
+        if shared {
+            tokio::spawn(cluster::follow(Arc::downgrade(&engine)));
+        }
+        engine
     }
 
     /// Lets `agent` (authenticated) make one call of kind `quota` with a body of

@@ -58,6 +58,11 @@ impl Waiters {
         }
     }
 
+    /// Whether some poll waits on request `id` now.
+    pub(super) fn is_watched(&self, id: &str) -> bool {
+        self.slots().contains_key(id)
+    }
+
     /// Requests some poll waits on now.
     #[cfg(test)]
     pub(super) fn watched(&self) -> usize {

@@ -617,6 +617,7 @@ pub(super) fn audit_conn(
     );
     let row = params![now, approval_id, event, actor, channel, detail, prev, hash];
     if tx.is_postgres() {
+        tx.note_change();
         // No sequence there (a rolled-back append would leave a gap): the next number
         // is the head's plus one, and the cluster's writer lock, which this
         // transaction holds, keeps anyone else from taking it meanwhile.

@@ -49,6 +49,8 @@ use parking_lot::{Mutex as WriterLock, MutexGuard};
 use rusqlite::Connection;
 use rusqlite_migration::{Migrations, M};
 
+use sql::params;
+
 /// The SQL of one file of `migrations/sqlite/` (the schema, a file per change), built in.
 macro_rules! sqlite_migration {
     ($file:literal) => {
@@ -563,6 +565,38 @@ impl Postgres {
         if idle.len() < IDLE_READERS {
             idle.push(conn);
         }
+    }
+}
+
+pub use pg::Listening;
+
+impl Store {
+    /// Whether other nodes may share this database (PostgreSQL): what they change
+    /// reaches this node through [`Store::listen_for_changes`] and the trail.
+    #[must_use]
+    pub fn is_shared(&self) -> bool {
+        matches!(self.backend, Backend::Postgres(_))
+    }
+
+    /// A connection told of every commit that grows the audit trail, on any node
+    /// (`NOTIFY` at commit, see `sql`); `None` on SQLite, which one node has to itself.
+    pub fn listen_for_changes(&self) -> Result<Option<Listening>> {
+        match &self.backend {
+            Backend::Postgres(pg) => pg.db.listen(sql::CHANGES).map(Some),
+            Backend::Sqlite { .. } => Ok(None),
+        }
+    }
+
+    /// The audit rows after `seq`, oldest first, at most `limit`: each one's seq and
+    /// the subject it is about (what changed, on whichever node).
+    pub fn trail_after(&self, seq: i64, limit: i64) -> Result<Vec<(i64, Option<String>)>> {
+        self.read(|c| {
+            c.query_map(
+                "SELECT seq, approval_id FROM audit WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                params![seq, limit],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
     }
 }
 

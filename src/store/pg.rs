@@ -137,6 +137,48 @@ impl Drop for Postgres {
     }
 }
 
+impl Postgres {
+    /// A connection of its own that `LISTEN`s on `channel`: the receiver gets a `()` for
+    /// notifications (several arriving at once may come as one) and ends when the
+    /// connection does. Keep the [`Listening`] for as long as you listen.
+    pub(super) fn listen(&self, channel: &str) -> Result<Listening> {
+        use futures_util::StreamExt;
+        let config = self.config.clone();
+        let listen = format!("LISTEN {channel}");
+        let (heard, rx) = tokio::sync::mpsc::channel(1);
+        let runtime = self.runtime.as_ref().expect("kept until dropped");
+        let connecting = runtime.spawn(async move {
+            let (client, mut connection) = config.connect(NoTls).await?;
+            tokio::spawn(async move {
+                let mut messages =
+                    futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+                while let Some(Ok(message)) = messages.next().await {
+                    if let tokio_postgres::AsyncMessage::Notification(_) = message {
+                        // Full: a wake-up is already waiting, which covers this one.
+                        let _ = heard.try_send(());
+                    }
+                }
+            });
+            client.batch_execute(&listen).await?;
+            Ok::<_, tokio_postgres::Error>(client)
+        });
+        let client = futures_executor::block_on(connecting)
+            .map_err(|e| StoreError::File(format!("connecting to PostgreSQL: {e}")))??;
+        Ok(Listening {
+            _client: client,
+            heard: rx,
+        })
+    }
+}
+
+/// A connection listening for notifications ([`Postgres::listen`]).
+pub struct Listening {
+    /// Dropping it ends the connection.
+    _client: Client,
+    /// A `()` per wake-up; `None` once the connection is gone.
+    pub heard: tokio::sync::mpsc::Receiver<()>,
+}
+
 /// `user@host:port/db` of a config, for logs and errors.
 fn shown(config: &tokio_postgres::Config) -> String {
     use tokio_postgres::config::Host;

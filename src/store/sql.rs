@@ -527,6 +527,9 @@ pub(super) struct Tx<'a> {
     conn: Conn<'a>,
     /// Set by [`Tx::discard`].
     discard: &'a Cell<bool>,
+    /// Set when the transaction appended to the audit trail: on PostgreSQL its commit
+    /// then tells the other nodes ([`CHANGES`]).
+    changed: &'a Cell<bool>,
 }
 
 impl<'a> std::ops::Deref for Tx<'a> {
@@ -563,6 +566,11 @@ impl<'a> Tx<'a> {
     pub(super) fn discard(&self) {
         self.discard.set(true);
     }
+
+    /// This transaction changed something the trail records (see `changed`).
+    pub(super) fn note_change(&self) {
+        self.changed.set(true);
+    }
 }
 
 /// The writer's connection, held for several statements and transactions
@@ -571,6 +579,13 @@ impl<'a> Tx<'a> {
 pub(super) struct Writer<'a> {
     conn: Conn<'a>,
 }
+
+/// The channel on which a PostgreSQL node's commit tells the others that the trail grew
+/// (`NOTIFY`, no payload: they read the trail from where they were).
+pub(super) const CHANGES: &str = "gatebot_changes";
+
+/// A commit that tells the other nodes, in one round trip (see [`CHANGES`]).
+const COMMIT_CHANGES: &str = "NOTIFY gatebot_changes; COMMIT";
 
 /// The lock every node's write transaction takes first on PostgreSQL
 /// (`pg_advisory_xact_lock`, let go at its commit or rollback): one writer across the
@@ -597,6 +612,7 @@ impl Writer<'_> {
                 let out = f(&Tx {
                     conn: Conn::sqlite(&tx),
                     discard: &discard,
+                    changed: &Cell::new(false),
                 })?;
                 if !discard.get() {
                     tx.commit()?;
@@ -607,13 +623,22 @@ impl Writer<'_> {
                 c.batch(&format!(
                     "BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK})"
                 ))?;
+                let changed = Cell::new(false);
                 let out = f(&Tx {
                     conn: self.conn,
                     discard: &discard,
+                    changed: &changed,
                 });
                 match out {
                     Ok(out) => {
-                        c.batch(if discard.get() { "ROLLBACK" } else { "COMMIT" })?;
+                        c.batch(if discard.get() {
+                            "ROLLBACK"
+                        } else if changed.get() {
+                            // Delivered to the listening nodes only once this commits.
+                            COMMIT_CHANGES
+                        } else {
+                            "COMMIT"
+                        })?;
                         Ok(out)
                     }
                     Err(e) => {

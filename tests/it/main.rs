@@ -49,6 +49,7 @@ mod integrations;
 mod layout;
 mod lifecycle;
 mod memory;
+mod nodes;
 mod packaging;
 mod pause;
 mod pg_cluster;
