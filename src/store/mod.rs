@@ -109,7 +109,7 @@ pub use votes::Voted;
 pub enum StoreError {
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
-    #[error("database error: {0}")]
+    #[error("database error: {}", pg::words(.0))]
     Postgres(#[from] tokio_postgres::Error),
     #[error("database migration failed: {0}")]
     Migration(#[from] rusqlite_migration::Error),

@@ -280,6 +280,15 @@ impl PgConn {
     }
 }
 
+/// What went wrong, in PostgreSQL's own words when it said something ("db error" alone
+/// names nothing).
+pub(super) fn words(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
+}
+
 /// Whether `e` means the server cannot be reached or is going away (as opposed to a
 /// statement it refused): the connection is gone, it could not be made, or the server
 /// is shutting down or not yet accepting connections.

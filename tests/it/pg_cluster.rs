@@ -228,7 +228,8 @@ impl Cluster {
     /// Starts the server on `port`, waiting until it takes connections.
     fn run_server(&self) -> Result<(), String> {
         let options = format!(
-            "-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            // Hundreds of test daemons share it, each with a few connections.
+            "-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=1000",
             self.dir.display(),
             self.port
         );
