@@ -42,6 +42,8 @@ mod fake_whatsapp;
 #[allow(dead_code)]
 #[path = "../tests/it/wait.rs"]
 mod helpers;
+#[path = "../tests/it/ports.rs"]
+mod ports;
 
 fn main() {
     let filter: Vec<String> = std::env::args()

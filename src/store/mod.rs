@@ -640,6 +640,10 @@ mod properties;
 #[path = "../../tests/it/pg_cluster.rs"]
 #[allow(dead_code)] // what only the integration tests use
 mod pg_cluster;
+/// Free loopback ports outside the ephemeral range (the cluster's).
+#[cfg(test)]
+#[path = "../../tests/it/ports.rs"]
+mod ports;
 
 #[cfg(test)]
 mod tests {
