@@ -73,8 +73,10 @@ mod contacts;
 mod drafts;
 mod evidence;
 mod factors;
+mod fence;
 mod health;
 mod history;
+mod nodes;
 mod pg;
 mod refusals;
 mod runs;
@@ -94,8 +96,10 @@ pub use contacts::Contact;
 pub use drafts::DraftState;
 pub use evidence::HOUR_MS;
 pub use factors::{CodeCheck, FactorRow, LOCKED_FOR_MS};
+pub use fence::Fence;
 pub use health::{FaultKind, StorageFault};
 pub use history::{AuditFilter, Cursor, HistoryFilter, Page};
+pub use nodes::NodeRow;
 pub use refusals::{Closed, RefusalRow, Refused};
 pub use runs::{EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup};
 pub use sessions::{LinkUse, NewLink, NewSession, Session, SessionEnd};
@@ -120,6 +124,9 @@ pub enum StoreError {
     /// The database cannot keep what is written (see `health`).
     #[error("{}", .0.message)]
     Storage(StorageFault),
+    /// A write made for work under a lease this node no longer holds (see `nodes`).
+    #[error("this node no longer holds the {0} lease: another node does that work now")]
+    Fenced(String),
 }
 
 impl StoreError {
@@ -200,6 +207,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(sqlite_migration!("0026_contacts.sql")),
         M::up(sqlite_migration!("0027_card_outcomes.sql")),
         M::up(sqlite_migration!("0028_evidence_summaries.sql")),
+        M::up(sqlite_migration!("0029_nodes.sql")),
     ])
 }
 
@@ -311,6 +319,8 @@ struct Postgres {
     /// Why the last call failed, while the server cannot be reached (for
     /// `/v1/health`); cleared by the next call that works.
     failed: Mutex<Option<StorageFault>>,
+    /// The audit rows this node's commits appended, not yet read back by its follower.
+    own: fence::OwnAppends,
 }
 
 impl std::fmt::Debug for Store {
@@ -372,6 +382,7 @@ impl Store {
                 writer: WriterLock::new(Some(conn)),
                 idle: Mutex::default(),
                 failed: Mutex::default(),
+                own: fence::OwnAppends::default(),
             })),
             None,
         ))
