@@ -138,36 +138,11 @@ async fn nodes() {
                 .await,
             );
         }
-        // 8 agents, spread over the nodes as agents naming every node would be.
-        let per_agent = 250;
-        let start = Instant::now();
-        let mut tasks = Vec::new();
-        for a in 0..8usize {
-            let client = Client::new(&nodes[a % count].agent);
-            tasks.push(tokio::spawn(async move {
-                let mut lat = Vec::with_capacity(per_agent);
-                for i in 0..per_agent {
-                    let body = json!({"agent": "bench", "tool": "query_org_data",
-                        "args": {"q": format!("contacts in Berlin {a}-{i}")}});
-                    let t = Instant::now();
-                    let res = client.post("/v1/requests", &body).await.unwrap();
-                    assert!(res.status.is_success(), "{:?}", res.body);
-                    lat.push(t.elapsed());
-                }
-                lat
-            }));
-        }
-        let mut lat = Vec::new();
-        for t in tasks {
-            lat.extend(t.await.unwrap());
-        }
-        let rate = lat.len() as f64 / start.elapsed().as_secs_f64();
-        lat.sort();
+        let running: Vec<&Running> = nodes.iter().collect();
+        let (rate, p50, p99) = submit_load(&running, 8, 250, None).await;
         println!(
-            "{count} node(s), 8 agents: {rate:>8.0} submits/s (ratio to raw {:.2})  p50 {:>9.2?}  p99 {:>9.2?}",
+            "{count} node(s), 8 agents: {rate:>8.0} submits/s (ratio to raw {:.2})  p50 {p50:>9.2?}  p99 {p99:>9.2?}",
             rate / raw,
-            percentile(&lat, 0.50),
-            percentile(&lat, 0.99)
         );
         if count == 3 {
             decision_to_waiter_elsewhere(&nodes[0], &nodes[2]).await;
@@ -852,9 +827,9 @@ fn store_inserts(dir: &Path, n: usize) -> f64 {
 }
 
 /// `agents` agents submitting `per_agent` allowed calls each (declaring `cost`, if
-/// given) to `run`: the rate, p50 and p99.
+/// given), spread over `runs`: the rate, p50 and p99.
 async fn submit_load(
-    run: &Running,
+    runs: &[&Running],
     agents: usize,
     per_agent: usize,
     cost: Option<f64>,
@@ -862,7 +837,8 @@ async fn submit_load(
     let start = Instant::now();
     let mut tasks = Vec::new();
     for a in 0..agents {
-        let client = Client::new(&run.agent);
+        // Spread over the daemons, as agents naming several nodes would be.
+        let client = Client::new(&runs[a % runs.len()].agent);
         tasks.push(tokio::spawn(async move {
             let mut lat = Vec::with_capacity(per_agent);
             for i in 0..per_agent {
@@ -915,10 +891,10 @@ async fn budgets() {
         ] {
             let run = spawn(&config).await;
             if seed > 0 {
-                submit_load(&run, 8, seed / 8, cost).await;
+                submit_load(&[&run], 8, seed / 8, cost).await;
             }
             for agents in [1usize, 8] {
-                let (rate, p50, p99) = submit_load(&run, agents, 1_000 / agents, cost).await;
+                let (rate, p50, p99) = submit_load(&[&run], agents, 1_000 / agents, cost).await;
                 println!(
                     "round {round}, budgets {name:<45} {agents} agent(s): {rate:>7.0} submits/s  \
                      p50 {p50:>9.2?}  p99 {p99:>9.2?}"

@@ -333,21 +333,11 @@ impl Store {
     /// Runs a store call unless the database was deleted or replaced, and notes a
     /// storage fault it fails on (or that it wrote, clearing an earlier one).
     pub fn guarded<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
-        let Some(watch) = &self.watch else {
-            let result = f(self);
-            if let super::Backend::Postgres(pg) = &self.backend {
-                pg.note(result.as_ref().err());
-            }
-            return result;
-        };
-        if let Some(fault) = watch.moved() {
-            watch.report(Some(&fault));
-            return Err(StoreError::Storage(fault));
-        }
-        let before = self.changes_if_failed(watch);
-        let result = f(self);
-        self.note(&result, before);
-        result
+        self.guard(
+            || f(self),
+            |result| result.as_ref().err(),
+            |fault| Err(StoreError::Storage(fault)),
+        )
     }
 
     /// [`Store::insert_batch`] under the same guard as [`Store::guarded`]: the group-commit
@@ -356,27 +346,41 @@ impl Store {
         &self,
         news: &[super::NewApproval],
     ) -> Vec<Result<super::Inserted>> {
+        self.guard(
+            || self.insert_batch(news),
+            |results| results.iter().find_map(|r| r.as_ref().err()),
+            |fault| {
+                news.iter()
+                    .map(|_| Err(StoreError::Storage(fault.clone())))
+                    .collect()
+            },
+        )
+    }
+
+    /// Makes `call`, unless the database was deleted or replaced (then `refused` says so
+    /// for the fault), and notes how it ended (`failure`: its error, if it failed): a
+    /// storage fault for `/v1/health` and the watchdog, or a write that ends one.
+    fn guard<R>(
+        &self,
+        call: impl FnOnce() -> R,
+        failure: impl Fn(&R) -> Option<&StoreError>,
+        refused: impl FnOnce(StorageFault) -> R,
+    ) -> R {
         let Some(watch) = &self.watch else {
-            let results = self.insert_batch(news);
+            let result = call();
             if let super::Backend::Postgres(pg) = &self.backend {
-                pg.note(results.iter().find_map(|r| r.as_ref().err()));
+                pg.note(failure(&result));
             }
-            return results;
+            return result;
         };
         if let Some(fault) = watch.moved() {
             watch.report(Some(&fault));
-            return news
-                .iter()
-                .map(|_| Err(StoreError::Storage(fault.clone())))
-                .collect();
+            return refused(fault);
         }
         let before = self.changes_if_failed(watch);
-        let results = self.insert_batch(news);
-        match results.iter().find(|r| r.is_err()) {
-            Some(failed) => self.note(failed, before),
-            None => self.note(&Ok(()), before),
-        }
-        results
+        let result = call();
+        self.note(failure(&result), before);
+        result
     }
 
     /// The writer's change count, only while a storage fault is recorded: what tells
@@ -388,16 +392,16 @@ impl Store {
 
     /// Notes how a call that began at `before` changes went (see [`Store::guarded`]);
     /// `before` is `None` when no fault was recorded as it began.
-    pub(super) fn note<T>(&self, result: &Result<T>, before: Option<u64>) {
+    fn note(&self, failure: Option<&StoreError>, before: Option<u64>) {
         let Some(watch) = &self.watch else { return };
-        match result {
-            Err(e) => {
+        match failure {
+            Some(e) => {
                 if let Some(fault) = watch.classify(e) {
                     *Watch::lock(&watch.failed) = Some(fault.clone());
                     watch.report(Some(&fault));
                 }
             }
-            Ok(_) => {
+            None => {
                 let Some(before) = before else { return };
                 let wrote = self.changes() > before;
                 let mut failed = Watch::lock(&watch.failed);

@@ -105,18 +105,15 @@ impl Postgres {
     pub(super) fn connect(&self) -> Result<PgConn> {
         let config = self.config.clone();
         let shown = self.shown.clone();
-        let runtime = self.runtime.as_ref().expect("kept until dropped");
-        let connecting = runtime.spawn(async move {
+        let client = self.connecting(async move {
             let (client, connection) = config.connect(NoTls).await?;
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
                     tracing::warn!(database = %shown, error = %e, "PostgreSQL connection ended");
                 }
             });
-            Ok::<_, tokio_postgres::Error>(client)
-        });
-        let client = futures_executor::block_on(connecting)
-            .map_err(|e| StoreError::File(format!("connecting to PostgreSQL: {e}")))??;
+            Ok(client)
+        })?;
         let conn = PgConn {
             client,
             statements: RefCell::default(),
@@ -146,8 +143,7 @@ impl Postgres {
         let config = self.config.clone();
         let listen = format!("LISTEN {channel}");
         let (heard, rx) = tokio::sync::mpsc::channel(1);
-        let runtime = self.runtime.as_ref().expect("kept until dropped");
-        let connecting = runtime.spawn(async move {
+        let client = self.connecting(async move {
             let (client, mut connection) = config.connect(NoTls).await?;
             tokio::spawn(async move {
                 let mut messages =
@@ -160,14 +156,28 @@ impl Postgres {
                 }
             });
             client.batch_execute(&listen).await?;
-            Ok::<_, tokio_postgres::Error>(client)
-        });
-        let client = futures_executor::block_on(connecting)
-            .map_err(|e| StoreError::File(format!("connecting to PostgreSQL: {e}")))??;
+            Ok(client)
+        })?;
         Ok(Listening {
             _client: client,
             heard: rx,
         })
+    }
+}
+
+impl Postgres {
+    /// Runs `connect` (which connects, and spawns what drives the connection) on the
+    /// store's runtime, and waits for the client it makes.
+    fn connecting(
+        &self,
+        connect: impl std::future::Future<Output = std::result::Result<Client, tokio_postgres::Error>>
+            + Send
+            + 'static,
+    ) -> Result<Client> {
+        let runtime = self.runtime.as_ref().expect("kept until dropped");
+        futures_executor::block_on(runtime.spawn(connect))
+            .map_err(|e| StoreError::File(format!("connecting to PostgreSQL: {e}")))?
+            .map_err(StoreError::from)
     }
 }
 

@@ -153,6 +153,17 @@ pub async fn spawn_app_with(
     }
 }
 
+/// What `GET /v1/health` answers `client`: its status and body.
+pub async fn health(client: &Client) -> (hyper::StatusCode, Value) {
+    let res = client.get("/v1/health").await.unwrap();
+    (res.status, res.body)
+}
+
+/// A `send_email` call of mailer's (pending: a destructive tool), the `n`th.
+pub fn send_email(n: usize) -> Value {
+    json!({"agent": "mailer", "tool": "send_email", "args": {"n": n}})
+}
+
 /// `config` as the test's daemon runs it. With `GATEBOT_STORE_TESTS=postgres` (`.ci/run`
 /// runs the suite both ways) its store is a database of the throwaway PostgreSQL cluster
 /// (`[store] url`, written into the file so a reload reads it too), one per test

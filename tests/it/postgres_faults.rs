@@ -6,21 +6,11 @@
 
 use std::time::Duration;
 
-use gatebot::client::Client;
 use hyper::StatusCode;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::helpers::{eventually_within, spawn_app};
+use crate::helpers::{eventually_within, health, send_email, spawn_app};
 use crate::pg_cluster;
-
-async fn health(client: &Client) -> (StatusCode, Value) {
-    let res = client.get("/v1/health").await.unwrap();
-    (res.status, res.body)
-}
-
-fn send_email(n: usize) -> Value {
-    json!({"agent": "mailer", "tool": "send_email", "args": {"n": n}})
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_out_of_reach_answers_503_and_the_node_recovers_without_a_restart() {

@@ -9,19 +9,10 @@ use std::time::{Duration, Instant};
 
 use gatebot::client::Client;
 use hyper::StatusCode;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::files::stop;
-use crate::helpers::{log_text, spawn_app, BASE_CONFIG};
-
-async fn health(client: &Client) -> (StatusCode, Value) {
-    let res = client.get("/v1/health").await.unwrap();
-    (res.status, res.body)
-}
-
-fn send_email(n: usize) -> Value {
-    json!({"agent": "mailer", "tool": "send_email", "args": {"n": n}})
-}
+use crate::helpers::{health, log_text, send_email, spawn_app, BASE_CONFIG};
 
 #[tokio::test]
 async fn a_deleted_database_refuses_submits_instead_of_losing_them() {
