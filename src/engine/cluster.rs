@@ -206,37 +206,42 @@ impl Engine {
                 }
             }
         }
-        // Until a renewal says otherwise, this node acts as leader until then.
+        // While this node leads: when its lease would end, by its own clock counted from
+        // when the last renewal that held was sent, less the margin. Checked while a
+        // renewal is under way too: a renewal stuck (a slow or unreachable database)
+        // must not keep the node acting past its lease.
         let mut valid_until: Option<tokio::time::Instant> = None;
-        loop {
+        'renewing: loop {
             let sent = tokio::time::Instant::now();
             let row = me.clone();
-            let held = self
-                .blocking(move |s| {
-                    s.heartbeat(&row)?;
-                    s.hold_lease(LEADER, &row, LEASE_TTL.as_millis() as i64)
-                })
-                .await;
+            let renewal = self.blocking(move |s| {
+                s.heartbeat(&row)?;
+                s.hold_lease(LEADER, &row, LEASE_TTL.as_millis() as i64)
+            });
+            tokio::pin!(renewal);
+            let held = loop {
+                tokio::select! {
+                    () = stop.cancelled() => break 'renewing,
+                    held = &mut renewal => break held,
+                    () = sleep_until_some(valid_until) => {
+                        valid_until = None;
+                        self.step_down("its lease could not be renewed in time");
+                    }
+                }
+            };
             match held {
                 Ok(Some(held)) => {
                     let left =
                         Duration::from_millis(held.left_ms.max(0).unsigned_abs()).min(LEASE_TTL);
-                    valid_until = Some(sent + left.saturating_sub(MARGIN));
-                    let lead = Lead {
-                        fence: Some(Fence {
-                            lease: LEADER,
-                            holder: me.run.clone(),
-                            fence: held.fence,
-                        }),
-                    };
-                    self.node.leading.send_if_modified(|now| {
-                        if now.as_ref() == Some(&lead) {
-                            return false;
-                        }
-                        info!(node = %me.name, fence = held.fence, "this node leads: it runs the chat platforms and the timers");
-                        *now = Some(lead.clone());
-                        true
-                    });
+                    let until = sent + left.saturating_sub(MARGIN);
+                    if until > tokio::time::Instant::now() {
+                        valid_until = Some(until);
+                        self.lead(held.fence);
+                    } else {
+                        // Answered too late to act on: the next renewal may.
+                        valid_until = None;
+                        self.step_down("its lease could not be renewed in time");
+                    }
                 }
                 Ok(None) => {
                     valid_until = None;
@@ -246,13 +251,14 @@ impl Engine {
                 Err(e) => debug!(error = %e, "cannot renew the leader's lease"),
             }
             let renew = sent + RENEW;
-            tokio::select! {
-                () = stop.cancelled() => break,
-                () = tokio::time::sleep_until(renew) => {}
-                () = sleep_until_some(valid_until), if valid_until.is_some_and(|v| v < renew) => {
-                    valid_until = None;
-                    self.step_down("its lease could not be renewed in time");
-                    tokio::time::sleep_until(renew).await;
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => break 'renewing,
+                    () = tokio::time::sleep_until(renew) => break,
+                    () = sleep_until_some(valid_until) => {
+                        valid_until = None;
+                        self.step_down("its lease could not be renewed in time");
+                    }
                 }
             }
         }
@@ -263,6 +269,26 @@ impl Engine {
                 debug!(error = %e, "cannot let the leader's lease go; it runs out by itself");
             }
         }
+    }
+
+    /// This node leads, under `fence` (said once, when it starts to).
+    fn lead(&self, fence: i64) {
+        let me = &self.node.me;
+        let lead = Lead {
+            fence: Some(Fence {
+                lease: LEADER,
+                holder: me.run.clone(),
+                fence,
+            }),
+        };
+        self.node.leading.send_if_modified(|now| {
+            if now.as_ref() == Some(&lead) {
+                return false;
+            }
+            info!(node = %me.name, fence, "this node leads: it runs the chat platforms and the timers");
+            *now = Some(lead);
+            true
+        });
     }
 
     /// This node no longer leads, because `why`.

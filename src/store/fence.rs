@@ -23,7 +23,17 @@ thread_local! {
 
 /// Runs `f` with `fence` set for this thread's write transactions (`Store::fenced`).
 pub(super) fn within<T>(fence: &Fence, f: impl FnOnce() -> T) -> T {
-    let before = FENCE.with(|slot| slot.replace(Some(fence.clone())));
+    set(Some(fence.clone()), f)
+}
+
+/// Runs `f` with no fence set (what is written beside the writer: `sql`).
+pub(super) fn outside<T>(f: impl FnOnce() -> T) -> T {
+    set(None, f)
+}
+
+/// Runs `f` with this thread's fence `fence`, then puts the one before back.
+fn set<T>(fence: Option<Fence>, f: impl FnOnce() -> T) -> T {
+    let before = FENCE.with(|slot| slot.replace(fence));
     // Put back even if `f` panics: the thread is the blocking pool's and runs other
     // calls after this one.
     struct Restore(Option<Fence>);

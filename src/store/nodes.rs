@@ -82,7 +82,7 @@ impl Store {
     /// Writes this node's row (a new run replaces the last one's) and reads the
     /// database's clock back.
     pub fn heartbeat(&self, me: &NodeRow) -> Result<()> {
-        self.write(|tx| {
+        self.beside_writer(|tx| {
             tx.execute(
                 concat!(
                     "INSERT INTO nodes (name, run, version, config_hash, started_at, seen_at) \
@@ -103,7 +103,7 @@ impl Store {
     /// database's clock: `Some` while `me` holds it, `None` while another run does (of
     /// another node, or an earlier run of this one, whose lease runs out by itself).
     pub fn hold_lease(&self, name: &str, me: &NodeRow, ttl_ms: i64) -> Result<Option<Held>> {
-        self.write(|tx| {
+        self.beside_writer(|tx| {
             tx.query_opt(
                 concat!(
                     "INSERT INTO leases (name, holder, node, fence, expires_at) \
@@ -136,7 +136,7 @@ impl Store {
     /// Ends `me`'s hold on lease `name` now (a node stopping), so another node takes it
     /// at its next try rather than when it would have run out.
     pub fn release_lease(&self, name: &str, me: &NodeRow) -> Result<()> {
-        self.write(|tx| {
+        self.beside_writer(|tx| {
             tx.execute(
                 concat!(
                     "UPDATE leases SET expires_at = ",
@@ -258,20 +258,24 @@ mod tests {
             holder: a.run.clone(),
             fence: held.fence,
         };
-        // While a holds it, its fenced writes go through.
-        s.fenced(Some(&fence), |s| s.heartbeat(&a)).unwrap();
+        // While a holds it, its fenced writes go through (any write transaction: here
+        // a number asking for no more texts).
+        let stop = |s: &Store, number: &str| s.set_stopped("sms", number, true, 1);
+        assert!(s.fenced(Some(&fence), |s| stop(s, "+100")).unwrap());
         s.release_lease("leader", &a).unwrap();
         s.hold_lease("leader", &b, 60_000).unwrap().unwrap();
-        let stale = s.fenced(Some(&fence), |s| s.heartbeat(&node("stale", "a-1")));
+        let stale = s.fenced(Some(&fence), |s| stop(s, "+200"));
         assert!(
             matches!(stale, Err(StoreError::Fenced(ref l)) if l == "leader"),
             "{stale:?}"
         );
-        assert!(s.nodes().unwrap().iter().all(|n| n.name != "stale"));
+        assert!(!s.contact("sms", "+200").unwrap().stopped);
         // Without the fence (an API call on that node) writes go through.
-        s.heartbeat(&node("c", "c-1")).unwrap();
+        assert!(stop(&s, "+300").unwrap());
         // The fence is the call's only: the thread's next call writes unfenced.
-        s.heartbeat(&node("d", "d-1")).unwrap();
+        assert!(stop(&s, "+200").unwrap());
+        // Heartbeats and leases are written beside the writer, never fenced.
+        s.fenced(Some(&fence), |s| s.heartbeat(&a)).unwrap();
     }
 
     #[test]

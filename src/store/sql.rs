@@ -703,6 +703,27 @@ impl Store {
         self.writer(|w| w.write(f))
     }
 
+    /// Runs `f`'s statements beside the writer rather than in line with it, each
+    /// committed alone (no transaction, no writer lock, no fence): for the nodes'
+    /// heartbeats and leases (`nodes`), which must not wait behind the node's queue of
+    /// writes, since a lease renewed late is a lease lost. On SQLite, where one node runs
+    /// and has no lease to lose, a transaction on the writer.
+    pub(super) fn beside_writer<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {
+        match &self.backend {
+            Backend::Sqlite { .. } => fence::outside(|| self.write(f)),
+            Backend::Postgres(pg) => {
+                let conn = pg.reader()?;
+                let out = f(&Tx {
+                    conn: Conn::pg(&conn),
+                    discard: &Cell::new(false),
+                    appended: &Cell::new(None),
+                });
+                pg.put_back(conn);
+                out
+            }
+        }
+    }
+
     /// [`Store::write`], then hands the writer straight to a caller waiting for it, if
     /// there is one ([`Store::expire_due`]: see `give_way`).
     pub(super) fn write_giving_way<T>(&self, f: impl FnOnce(&Tx<'_>) -> Result<T>) -> Result<T> {

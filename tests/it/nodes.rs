@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::fake_telegram::{FakeTelegram, User};
-use crate::helpers::{eventually, gatebot_at, health, spawn_app, TestApp};
+use crate::helpers::{eventually, eventually_within, gatebot_at, health, spawn_app, TestApp};
 use crate::pg_cluster;
 
 const TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
@@ -425,4 +425,59 @@ async fn a_node_killed_during_a_burst_over_three_loses_and_duplicates_nothing() 
     // One chain, intact, the same on both nodes left.
     let check = c.owner.get("/v1/audit/verify").await.unwrap();
     assert_eq!(check.body["problems"], json!([]), "{:?}", check.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_over_three_nodes_keeps_telegrams_limits_and_posts_each_card_once() {
+    let Some(db) = pg_cluster::database() else {
+        return;
+    };
+    let fake = FakeTelegram::start(TOKEN).await;
+    fake.enforce_limits();
+    let a = spawn_app(&node_config(&db, "a", &fake)).await;
+    eventually("node a to lead", async || leads(&a).await.then_some(())).await;
+    let b = spawn_app(&node_config(&db, "b", &fake)).await;
+    let c = spawn_app(&node_config(&db, "c", &fake)).await;
+    let nodes = [&a, &b, &c];
+    // 1 000 requests that wait for an owner, from 8 agents' connections spread over the
+    // three nodes.
+    let mut shorts = Vec::new();
+    for round in 0..125 {
+        let submits = (0..8).map(|k| {
+            let node = nodes[(round * 8 + k) % 3];
+            node.submit_pending(json!({"agent": "mailer", "tool": "send_email",
+                "args": {"to": format!("p{round}-{k}")}}))
+        });
+        for (_, short) in futures_util::future::join_all(submits).await {
+            shorts.push(short);
+        }
+    }
+    // Until the chat is quiet: nothing sent or edited for three seconds.
+    let sent = || fake.calls("sendMessage").len() + fake.calls("editMessageText").len();
+    let mut last = (sent(), Instant::now());
+    eventually_within(
+        "the chat to go quiet",
+        Duration::from_secs(120),
+        async || {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = sent();
+            if now != last.0 {
+                last = (now, Instant::now());
+            }
+            (last.1.elapsed() > Duration::from_secs(3)).then_some(())
+        },
+    )
+    .await;
+    assert!(!fake.posted().is_empty(), "nothing was posted");
+    assert_eq!(fake.rate_limited(), 0, "a chat limit was exceeded");
+    assert_eq!(
+        fake.terminated_polls(),
+        0,
+        "two nodes polled Telegram at once"
+    );
+    let twice: Vec<&String> = shorts
+        .iter()
+        .filter(|s| fake.prompt_calls(Some(CHAT), s).len() > 1)
+        .collect();
+    assert!(twice.is_empty(), "cards posted twice: {twice:?}");
 }
