@@ -30,6 +30,7 @@ mod ordered_json;
 mod out;
 mod pending;
 mod status;
+mod store;
 mod task;
 mod worker;
 mod workflow;
@@ -243,6 +244,12 @@ pub enum Command {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
+    },
+    /// Copy this installation's data into a new PostgreSQL database (gatebot stopped):
+    /// `store copy --to postgres://USER@HOST/DB`.
+    Store {
+        #[command(subcommand)]
+        action: store::StoreAction,
     },
     /// Validate the config file and explain every error in one run (each with its key
     /// path and line, in file order, then how many).
@@ -591,6 +598,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
         Command::CheckConfig { telegram } => {
             check_config::run(&config_file(config)?, telegram).await
         }
+        Command::Store { action } => store::run(action, &config_file(config)?).await,
         Command::Hook { agent } => hook::run(agent, &at).await,
         Command::Init(args) => init::run(args, config),
         Command::Completions { shell } => complete::script(shell),
