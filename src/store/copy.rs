@@ -109,6 +109,17 @@ pub fn copy_to_postgres(sqlite: &Path, url: &str, password: Option<&str>) -> Res
     let snapshot = source.conn.unchecked_transaction()?;
     let plan = source.tables()?;
     let source_head = source.head()?;
+    if source_head.legacy_rows > 0 || source_head.legacy_through > 0 {
+        // PostgreSQL's head starts with none, and its triggers keep it so.
+        return Err(StoreError::File(format!(
+            "the audit trail in {} began before gatebot chained it (its first {} rows have \
+             no hash), and PostgreSQL's trail cannot hold such rows: this installation \
+             cannot be copied yet. Keep it on SQLite, and please report it. Nothing was \
+             copied",
+            sqlite.display(),
+            source_head.legacy_rows
+        )));
+    }
     let store = Store::open_postgres(url, password)?;
     let database = match &store.backend {
         Backend::Postgres(pg) => pg.db.shown().to_string(),
@@ -765,6 +776,27 @@ mod tests {
             assert!(!names.contains(&left), "{left} is SQLite's own");
         }
         assert_eq!(source.head().unwrap().head.seq, 0);
+    }
+
+    /// A trail older than its chain: refused before PostgreSQL is reached.
+    #[test]
+    fn a_trail_that_began_unchained_is_refused_before_anything_is_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.db");
+        drop(Store::open(&path).unwrap());
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP TRIGGER audit_head_counts_every_row; \
+             UPDATE audit_head SET legacy_rows = 2, legacy_through = 2",
+        )
+        .unwrap();
+        drop(c);
+        // Nothing listens on port 1: the refusal comes first.
+        let err = copy_to_postgres(&path, "postgres://gatebot@127.0.0.1:1/gatebot", None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("began before gatebot chained it"), "{err}");
+        assert!(err.contains("first 2 rows"), "{err}");
     }
 
     #[test]

@@ -15,8 +15,9 @@ use crate::store::{copy_to_postgres, Copied};
 #[derive(Debug, Subcommand)]
 pub enum StoreAction {
     /// Copy everything this installation keeps (requests, grants, tiers, tasks, runs,
-    /// the audit trail…) from its SQLite file into a new, empty PostgreSQL database,
-    /// to run gatebot there (docs/scale-out.md, "Moving from SQLite").
+    /// the audit trail…) from its SQLite file (the config's [store] path) into a new,
+    /// empty PostgreSQL database, to run gatebot there (docs/scale-out.md, "Moving from
+    /// SQLite").
     ///
     /// Stop gatebot first: the file is read as it is when the copy starts, and what
     /// gatebot writes afterwards is not copied. The file is only read, never changed;
