@@ -120,7 +120,14 @@ pub fn copy_to_postgres(sqlite: &Path, url: &str, password: Option<&str>) -> Res
             source_head.legacy_rows
         )));
     }
-    let store = Store::open_postgres(url, password)?;
+    let store = Store::open_postgres(url, password).map_err(|e| {
+        StoreError::File(format!(
+            "cannot open the PostgreSQL database {url}: {}. Make it as docs/scale-out.md \
+             says (\"Setting it up\"), and check that this machine reaches it. Nothing was \
+             copied",
+            with_causes(&e)
+        ))
+    })?;
     let database = match &store.backend {
         Backend::Postgres(pg) => pg.db.shown().to_string(),
         Backend::Sqlite { .. } => unreachable!("opened on PostgreSQL"),
@@ -164,6 +171,26 @@ pub fn copy_to_postgres(sqlite: &Path, url: &str, password: Option<&str>) -> Res
         check,
         took,
     })
+}
+
+/// `e` and what caused it, each said once ("error connecting to server" alone names
+/// nothing).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut words = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let said = c.to_string();
+        // PostgreSQL's own report is in `words` already, in fewer words.
+        let reported = c.is::<tokio_postgres::error::DbError>()
+            || c.downcast_ref::<tokio_postgres::Error>()
+                .is_some_and(|e| e.as_db_error().is_some());
+        if !words.contains(&said) && !reported {
+            words.push_str(": ");
+            words.push_str(&said);
+        }
+        cause = c.source();
+    }
+    words
 }
 
 /// The SQLite file being copied.
@@ -327,10 +354,14 @@ fn refuse_unless_empty(pg: &PgConn, database: &str) -> Result<()> {
         .ok_or_else(|| StoreError::Corrupt("no count".into()))?;
     let (requests, audit): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
     if requests > 0 || audit > 0 {
+        let some =
+            |n: i64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         return Err(StoreError::File(format!(
-            "the PostgreSQL database {database} already holds an installation \
-             ({requests} requests, {audit} audit rows): copy into a new, empty database, \
-             made as docs/scale-out.md says (\"Setting it up\"). Nothing was copied"
+            "the PostgreSQL database {database} already holds an installation ({}, {}): \
+             copy into a new, empty database, made as docs/scale-out.md says (\"Setting it \
+             up\"). Nothing was copied",
+            some(requests, "request", "requests"),
+            some(audit, "audit row", "audit rows")
         )));
     }
     Ok(())

@@ -235,7 +235,19 @@ async fn an_installation_moves_to_postgresql_with_the_same_audit_head() {
     // A second copy into the same database is refused, and changes nothing.
     let dir = app.stop().await;
     let rows = db.run("SELECT count(*) FROM audit");
-    let out = copy(&dir.path().join("bot.toml"), &["--to", &db.url()]).await;
+    // (The cluster trusts loopback; the password is read, and PostgreSQL does not ask.)
+    let password = dir.path().join("postgres-password");
+    std::fs::write(&password, "not-asked\n").unwrap();
+    let out = copy(
+        &dir.path().join("bot.toml"),
+        &[
+            "--to",
+            &db.url(),
+            "--password-file",
+            password.to_str().unwrap(),
+        ],
+    )
+    .await;
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
     assert!(stderr.contains("already holds an installation"), "{stderr}");
@@ -295,6 +307,19 @@ async fn a_password_in_the_url_or_a_missing_file_is_refused_with_what_to_do() {
         ),
         "{stderr}"
     );
+    // A database that cannot be reached: said with PostgreSQL's cause and what to check.
+    drop(gatebot::bench_internals::Store::open(&dir.path().join("gatebot.db")).unwrap());
+    let port = crate::helpers::free_port();
+    let url = format!("postgres://gatebot@127.0.0.1:{}/gatebot", port.port());
+    let out = copy(&config, &["--to", &url]).await;
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot open the PostgreSQL database {url}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Connection refused"), "{stderr}");
+    assert!(stderr.contains("Nothing was copied"), "{stderr}");
 }
 
 /// A value PostgreSQL's column cannot take stops the copy, naming where it is, and the

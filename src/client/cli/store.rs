@@ -134,8 +134,9 @@ fn report(file: &Path, url: &str, c: &Copied) {
     outln!("  audit head, PostgreSQL: {}", head(&c.copy_head));
     if c.check.problems.is_empty() {
         outln!(
-            "  the copy's audit trail verifies: {} rows checked.",
-            count(c.check.rows as u64)
+            "  the copy's audit trail verifies: {} {} checked.",
+            count(c.check.rows as u64),
+            if c.check.rows == 1 { "row" } else { "rows" }
         );
     } else {
         outln!("  the copy's audit trail does not verify:");
