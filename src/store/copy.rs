@@ -2,9 +2,11 @@
 //! fresh PostgreSQL database, so it carries on there (docs/scale-out.md, "Moving from
 //! SQLite"). Offline: the daemon is stopped, so nothing changes the file meanwhile.
 //!
-//! 1. The SQLite file is opened only to read, and everything is read in one read
-//!    transaction: one snapshot, whatever happens to the file meanwhile. Its schema
-//!    must be this gatebot's (the newest migration applied, no newer one).
+//! 1. The SQLite file is taken for the copy alone (SQLite's exclusive locking mode and
+//!    a transaction that writes nothing): a gatebot that has it open is told apart
+//!    and refused, nothing changes it meanwhile, and everything is read in that one
+//!    transaction, one snapshot. Its schema must be this gatebot's (the newest
+//!    migration applied, no newer one).
 //! 2. PostgreSQL's schema is brought up as a node's start does ([`Store::open_postgres`]).
 //! 3. One PostgreSQL transaction, taking the cluster's writer lock as every write does
 //!    ([`Store::write`]), so a node started too early waits for it rather than writing
@@ -106,7 +108,6 @@ impl Copied {
 /// (signing in with `password`), in one transaction: see the module's docs.
 pub fn copy_to_postgres(sqlite: &Path, url: &str, password: Option<&str>) -> Result<Copied> {
     let source = Source::open(sqlite)?;
-    let snapshot = source.conn.unchecked_transaction()?;
     let plan = source.tables()?;
     let source_head = source.head()?;
     if source_head.legacy_rows > 0 || source_head.legacy_through > 0 {
@@ -158,7 +159,8 @@ pub fn copy_to_postgres(sqlite: &Path, url: &str, password: Option<&str>) -> Res
         Ok(copied)
     })?;
     let took = started.elapsed();
-    snapshot.rollback()?;
+    // Nothing was written: this lets go of the file.
+    source.conn.execute_batch("ROLLBACK")?;
     let check = store.verify_audit()?;
     let copy_head = store
         .audit_head()?
@@ -239,11 +241,36 @@ impl Source {
                 path.display()
             )));
         }
+        // Taken for itself (`locking_mode = EXCLUSIVE`, a write transaction that
+        // writes nothing), which a gatebot that has the file open refuses at once:
+        // nothing can change the file during the copy, and a running gatebot is said,
+        // without connecting to its socket (which would start it under systemd).
         let conn = Connection::open_with_flags(
             path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(Duration::from_secs(5))?;
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| {
+            StoreError::File(format!(
+                "cannot open {}: {e} (run the copy as the account gatebot runs as)",
+                path.display()
+            ))
+        })?;
+        // A gatebot holds the file open all the time: no use waiting for it.
+        conn.busy_timeout(Duration::ZERO)?;
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+            return Err(match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                    StoreError::File(format!(
+                        "{} is in use: gatebot is running. Stop it, with its sockets so that \
+                         an agent's call does not start it again (sudo systemctl stop \
+                         gatebot.socket gatebot-control.socket gatebot.service), then copy",
+                        path.display()
+                    ))
+                }
+                _ => e.into(),
+            });
+        }
         let behind = super::migrations()
             .pending_migrations(&conn)
             .map_err(|e| StoreError::File(format!("{} cannot be read: {e}", path.display())))?;

@@ -127,11 +127,27 @@ async fn an_installation_moves_to_postgresql_with_the_same_audit_head() {
         .await
         .unwrap();
     assert_eq!(run.status, 201, "{:?}", run.body);
+    // While gatebot runs, the copy is refused, and says what to stop.
+    let config = app.path().join("bot.toml");
+    let out = copy(&config, &["--to", &db.url()]).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("is in use: gatebot is running"), "{stderr}");
+    assert!(stderr.contains("systemctl stop"), "{stderr}");
+    assert_eq!(
+        db.run("SELECT to_regclass('audit') IS NULL").trim(),
+        "t",
+        "not even the schema"
+    );
+    // ...and gatebot carries on (boss is supervised now: its request waits).
+    let (id, _) = app
+        .submit_pending(json!({"agent": "boss", "tool": "query_org_data", "args": {"q": 2}}))
+        .await;
+    ids.push(id);
     let before = seen(&app, &ids).await;
     let head = app.owner.get("/v1/audit/head").await.unwrap().body;
     assert!(head["seq"].as_i64().unwrap() > 5, "{head}");
     let dir = app.stop().await;
-    let config = dir.path().join("bot.toml");
 
     // Act: the copy, by the binary.
     let started = std::time::Instant::now();
@@ -141,7 +157,7 @@ async fn an_installation_moves_to_postgresql_with_the_same_audit_head() {
     assert!(out.status.success(), "{stdout}\n{stderr}");
     eprintln!("store copy took {took:?}:\n{stdout}");
     assert!(
-        stdout.contains("5 requests, 1 grant, 1 tier change"),
+        stdout.contains("6 requests, 1 grant, 1 tier change"),
         "{stdout}"
     );
     assert!(stdout.contains("1 task, 1 workflow run"), "{stdout}");
@@ -156,6 +172,11 @@ async fn an_installation_moves_to_postgresql_with_the_same_audit_head() {
         stdout.contains("the copy's audit trail verifies"),
         "{stdout}"
     );
+    let anchor = format!(
+        "gatebot audit verify --head {}",
+        head["hash"].as_str().unwrap()
+    );
+    assert!(stdout.contains(&anchor), "{stdout}");
     assert!(
         stdout.contains(&format!("url = \"{}\"", db.url())),
         "{stdout}"

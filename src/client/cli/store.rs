@@ -19,8 +19,8 @@ pub enum StoreAction {
     /// empty PostgreSQL database, to run gatebot there (docs/scale-out.md, "Moving from
     /// SQLite").
     ///
-    /// Stop gatebot first: the file is read as it is when the copy starts, and what
-    /// gatebot writes afterwards is not copied. The file is only read, never changed;
+    /// Stop gatebot first (with its sockets): a gatebot that has the file open is
+    /// refused, and the file is kept to the copy while it runs. The file is only read;
     /// the copy is one transaction, so a copy that fails leaves the database empty.
     /// Then set `url` in bot.toml's [store] (with its password_file or password_env)
     /// and start gatebot. Exits 1 when the copy's audit trail does not verify (nor did
@@ -145,7 +145,11 @@ fn report(file: &Path, url: &str, c: &Copied) {
         }
     }
     outln!("Next: set `url = \"{url}\"` in bot.toml's [store] (with password_file or");
-    outln!("password_env for the password), start gatebot, and run `gatebot audit verify`.");
+    outln!("password_env for the password), start gatebot, and check the trail still holds");
+    match &c.copy_head.hash {
+        Some(hash) => outln!("this head: gatebot audit verify --head {hash}"),
+        None => outln!("what was copied: gatebot audit verify"),
+    }
     outln!("Keep {} until you are content.", file.display());
 }
 
