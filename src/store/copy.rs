@@ -157,14 +157,31 @@ pub fn copy_to_postgres(sqlite: &Path, url: &str, password: Option<&str>) -> Res
         // Tells nodes listening on the database (none should be) that the trail grew.
         tx.note_change();
         Ok(copied)
+    });
+    let tables = tables.map_err(|e| match e {
+        // Ours, which say it.
+        StoreError::File(_) => e,
+        e => StoreError::File(format!(
+            "the copy stopped: {}. Nothing was copied",
+            with_causes(&e)
+        )),
     })?;
     let took = started.elapsed();
-    // Nothing was written: this lets go of the file.
-    source.conn.execute_batch("ROLLBACK")?;
-    let check = store.verify_audit()?;
-    let copy_head = store
-        .audit_head()?
-        .ok_or_else(|| StoreError::Corrupt("the copy's audit head is missing".into()))?;
+    // Nothing was written to the file: this lets go of it (as dropping it would).
+    let _ = source.conn.execute_batch("ROLLBACK");
+    let checked = store.verify_audit().and_then(|check| {
+        let head = store
+            .audit_head()?
+            .ok_or_else(|| StoreError::Corrupt("the copy's audit head is missing".into()))?;
+        Ok((check, head))
+    });
+    let (check, copy_head) = checked.map_err(|e| {
+        StoreError::File(format!(
+            "the copy was made, but its audit trail could not be checked ({}): start \
+             gatebot on it and run `gatebot audit verify`",
+            with_causes(&e)
+        ))
+    })?;
     Ok(Copied {
         database,
         tables,
@@ -516,7 +533,8 @@ fn order(pg: &PgConn, tables: Vec<Table>) -> Result<Vec<Target>> {
             .ok_or_else(|| {
                 StoreError::File(format!(
                     "the tables {} reference each other in a loop: they cannot be copied \
-                     one after the other (a mistake in gatebot, please report it)",
+                     one after the other (a mistake in gatebot, please report it). Nothing \
+                     was copied",
                     targets.keys().cloned().collect::<Vec<_>>().join(", ")
                 ))
             })?;

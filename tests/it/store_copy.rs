@@ -371,9 +371,27 @@ async fn a_copy_that_fails_leaves_the_database_empty() {
         ),
         "{stderr}"
     );
-    assert_eq!(db.run("SELECT count(*) FROM approvals").trim(), "0");
-    assert_eq!(db.run("SELECT count(*) FROM audit").trim(), "0");
-    assert_eq!(db.run("SELECT seq FROM audit_head").trim(), "0");
+    let empty = || {
+        assert_eq!(db.run("SELECT count(*) FROM approvals").trim(), "0");
+        assert_eq!(db.run("SELECT count(*) FROM audit").trim(), "0");
+        assert_eq!(db.run("SELECT seq FROM audit_head").trim(), "0");
+    };
+    empty();
+    // A row PostgreSQL refuses (SQLite lets a text key be NULL): its own words.
+    let file = rusqlite::Connection::open(dir.path().join("gatebot.db")).unwrap();
+    file.execute_batch(
+        "UPDATE approvals SET checkpoint = 0; \
+         INSERT INTO agent_handles (id, agent) VALUES (NULL, 'nobody')",
+    )
+    .unwrap();
+    drop(file);
+    let out = copy(&dir.path().join("bot.toml"), &["--to", &db.url()]).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(stderr.contains("the copy stopped: "), "{stderr}");
+    assert!(stderr.contains("agent_handles"), "{stderr}");
+    assert!(stderr.contains("Nothing was copied"), "{stderr}");
+    empty();
 }
 
 /// How fast a copy goes: 10 000 requests (and their audit rows) made on SQLite, copied
