@@ -2,7 +2,8 @@
 //! docs/performance.md explains each figure and records the latest run.
 //!
 //! Sections (run one with `cargo bench -- NAME`): policy, workflow, submit, budgets, chat,
-//! email, platforms, views, daemon, longpolls, expiry, inbox, quotas, dashboard, teams.
+//! email, platforms, views, daemon, longpolls, expiry, inbox, quotas, dashboard, teams,
+//! nodes.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -42,6 +43,12 @@ mod fake_whatsapp;
 #[allow(dead_code)]
 #[path = "../tests/it/wait.rs"]
 mod helpers;
+#[path = "../tests/it/ports.rs"]
+mod ports;
+// The tests' throwaway PostgreSQL cluster (the `nodes` section).
+#[allow(dead_code)]
+#[path = "../tests/it/pg_cluster.rs"]
+mod pg_cluster;
 
 fn main() {
     let filter: Vec<String> = std::env::args()
@@ -100,6 +107,143 @@ fn main() {
     if wants("teams") {
         teams();
     }
+    if wants("nodes") {
+        rt.block_on(nodes());
+    }
+}
+
+/// Several nodes on one PostgreSQL database (the tests' throwaway cluster, fsync off,
+/// loopback): submits with 1, 2 and 3 nodes as a ratio to a raw PostgreSQL insert in the
+/// same cluster, and how long after an owner's decision on one node an agent's poll on
+/// another is answered.
+async fn nodes() {
+    println!("\n## several nodes on one PostgreSQL database (throwaway cluster, fsync off)");
+    let Some(raw_db) = pg_cluster::database() else {
+        println!("skipped: no PostgreSQL installed (apt-get install postgresql)");
+        return;
+    };
+    let raw = raw_postgres_inserts(&raw_db.url(), 2_000).await;
+    println!("raw PostgreSQL, one INSERT per commit, one connection: {raw:>8.0} inserts/s");
+    const AGENT: &str = "[tools]\nquery_org_data = \"read-only\"\nsend_email = \"destructive\"\n\
+        [limits]\nrequests = \"1000000/min\"\n[agents.bench]\ntier = \"semi_autonomous\"\n";
+    for count in 1..=3usize {
+        let db = pg_cluster::database().unwrap();
+        let mut nodes = Vec::new();
+        for n in 0..count {
+            nodes.push(
+                spawn(&format!(
+                    "{AGENT}[store]\nurl = \"{}\"\nnode = \"n{n}\"\n",
+                    db.url()
+                ))
+                .await,
+            );
+        }
+        // 8 agents, spread over the nodes as agents naming every node would be.
+        let per_agent = 250;
+        let start = Instant::now();
+        let mut tasks = Vec::new();
+        for a in 0..8usize {
+            let client = Client::new(&nodes[a % count].agent);
+            tasks.push(tokio::spawn(async move {
+                let mut lat = Vec::with_capacity(per_agent);
+                for i in 0..per_agent {
+                    let body = json!({"agent": "bench", "tool": "query_org_data",
+                        "args": {"q": format!("contacts in Berlin {a}-{i}")}});
+                    let t = Instant::now();
+                    let res = client.post("/v1/requests", &body).await.unwrap();
+                    assert!(res.status.is_success(), "{:?}", res.body);
+                    lat.push(t.elapsed());
+                }
+                lat
+            }));
+        }
+        let mut lat = Vec::new();
+        for t in tasks {
+            lat.extend(t.await.unwrap());
+        }
+        let rate = lat.len() as f64 / start.elapsed().as_secs_f64();
+        lat.sort();
+        println!(
+            "{count} node(s), 8 agents: {rate:>8.0} submits/s (ratio to raw {:.2})  p50 {:>9.2?}  p99 {:>9.2?}",
+            rate / raw,
+            percentile(&lat, 0.50),
+            percentile(&lat, 0.99)
+        );
+        if count == 3 {
+            decision_to_waiter_elsewhere(&nodes[0], &nodes[2]).await;
+        }
+        for node in nodes {
+            node.stop.send(()).unwrap();
+            node.task.await.unwrap().unwrap();
+        }
+    }
+}
+
+/// 50 rounds of: an agent polls node `a` for a pending request, an owner decides it on
+/// node `c`; the time from the decision's answer to the poll's.
+async fn decision_to_waiter_elsewhere(a: &Running, c: &Running) {
+    let (agent, owner) = (Client::new(&a.agent), Client::new(&c.control));
+    let mut lat = Vec::new();
+    for i in 0..50 {
+        let body = json!({"agent": "bench", "tool": "send_email", "args": {"to": format!("p{i}")}});
+        let res = agent.post("/v1/requests", &body).await.unwrap();
+        let id = res.body["id"].as_str().unwrap().to_string();
+        let poll = {
+            let agent = agent.clone();
+            let id = id.clone();
+            tokio::spawn(async move {
+                agent
+                    .get(&format!("/v1/requests/{id}?wait=30"))
+                    .await
+                    .unwrap();
+                Instant::now()
+            })
+        };
+        // The poll is waiting by now.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let decided = owner
+            .post(
+                &format!("/v1/requests/{id}/decision"),
+                &json!({"decision": "approve"}),
+            )
+            .await
+            .unwrap();
+        assert!(decided.status.is_success(), "{:?}", decided.body);
+        let at = Instant::now();
+        lat.push(poll.await.unwrap().saturating_duration_since(at));
+    }
+    lat.sort();
+    println!(
+        "decision on node 3 -> poll on node 1 answered: p50 {:>9.2?}  p99 {:>9.2?}  (50 rounds)",
+        percentile(&lat, 0.50),
+        percentile(&lat, 0.99)
+    );
+}
+
+/// Raw PostgreSQL: one INSERT per transaction from one connection, as the store's
+/// writer commits a lone agent's submit: inserts per second.
+async fn raw_postgres_inserts(url: &str, n: usize) -> f64 {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute("CREATE TABLE t (id text PRIMARY KEY, body text NOT NULL)")
+        .await
+        .unwrap();
+    let insert = client
+        .prepare("INSERT INTO t VALUES ($1, $2)")
+        .await
+        .unwrap();
+    let body = "x".repeat(400);
+    let start = Instant::now();
+    for i in 0..n {
+        client
+            .execute(&insert, &[&format!("{i:026}"), &body])
+            .await
+            .unwrap();
+    }
+    n as f64 / start.elapsed().as_secs_f64()
 }
 
 /// Team approvals: finding a request's approval rule (a typical three-rule file, and 200
@@ -643,6 +787,7 @@ fn workflow() {
 struct Running {
     _dir: tempfile::TempDir,
     agent: std::path::PathBuf,
+    control: std::path::PathBuf,
     stop: tokio::sync::oneshot::Sender<()>,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -654,6 +799,7 @@ async fn spawn(config: &str) -> Running {
     std::fs::write(&cfg, config).unwrap();
     let config = Config::load(&cfg).unwrap();
     let agent = config.queue.socket.clone();
+    let control = config.queue.control_socket.clone();
     let app = App::build(config).await.unwrap();
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(app.run_until(async {
@@ -662,6 +808,7 @@ async fn spawn(config: &str) -> Running {
     Running {
         _dir: dir,
         agent,
+        control,
         stop,
         task,
     }

@@ -170,14 +170,26 @@ impl App {
         let stop = CancellationToken::new();
         let tasks = TaskTracker::new();
         listeners.serve(&engine, &stop, &tasks);
+        // This node's row, and the leader's lease when nodes share the database: the
+        // timers and the chat platforms run on the node that leads (docs/scale-out.md).
+        tasks.spawn(engine.clone().run_node(stop.clone()));
         spawn_background(&engine, &stop, &tasks);
-        for (id, run) in crate::platforms::configured(&engine.config(), &engine, &stop) {
-            engine.metrics.chat_platform(&id);
-            tasks.spawn(run);
-        }
-        for platform in extra_platforms {
-            tasks.spawn(platform(engine.clone(), stop.clone()));
-        }
+        let platforms = Arc::new(extra_platforms);
+        tasks.spawn(engine.clone().while_leading(stop.clone(), false, {
+            let engine = engine.clone();
+            move |term| {
+                let runs = TaskTracker::new();
+                for (id, run) in crate::platforms::configured(&engine.config(), &engine, &term) {
+                    engine.metrics.chat_platform(&id);
+                    runs.spawn(run);
+                }
+                for platform in platforms.iter() {
+                    runs.spawn(platform(engine.clone(), term.clone()));
+                }
+                runs.close();
+                async move { runs.wait().await }
+            }
+        }));
         if let Some(d) = &engine.config().dashboard {
             info!(url = %d.public_url, "the web dashboard is served; sign in with a link from `gatebot dashboard login`");
         }
@@ -277,40 +289,27 @@ impl Listeners {
     }
 }
 
-/// The engine's timers: expiry, housekeeping, the tasks' timers, the promotion
-/// assessment's schedule, and systemd's watchdog when it asks for one.
+/// The engine's timers: expiry, housekeeping, the tasks' timers and the promotion
+/// assessment's schedule, on the leading node with its lease's fence (one node runs
+/// them, and a node that no longer leads cannot write what they do); and systemd's
+/// watchdog when it asks for one, on every node.
 fn spawn_background(engine: &Arc<Engine>, stop: &CancellationToken, tasks: &TaskTracker) {
-    tasks.spawn({
+    tasks.spawn(engine.clone().while_leading(stop.clone(), true, {
         let engine = engine.clone();
-        let stop = stop.clone();
-        async move {
-            engine.run_expiry(stop).await;
+        move |term: CancellationToken| {
+            let engine = engine.clone();
+            // In the one task `while_leading` runs, which its fence is set for.
+            async move {
+                tokio::join!(
+                    engine.clone().run_expiry(term.clone()),
+                    engine.clone().run_housekeeping(term.clone()),
+                    engine.clone().run_task_timers(term.clone()),
+                    // The promotion assessment's schedule (`[promotion] every`).
+                    engine.clone().run_promotion(term),
+                );
+            }
         }
-    });
-    tasks.spawn({
-        let engine = engine.clone();
-        let stop = stop.clone();
-        async move {
-            engine.run_housekeeping(stop).await;
-        }
-    });
-    tasks.spawn({
-        let engine = engine.clone();
-        let stop = stop.clone();
-        async move {
-            engine.run_task_timers(stop).await;
-            Ok::<(), std::io::Error>(())
-        }
-    });
-    // The promotion assessment's schedule (`[promotion] every`).
-    tasks.spawn({
-        let engine = engine.clone();
-        let stop = stop.clone();
-        async move {
-            engine.run_promotion(stop).await;
-            Ok::<(), std::io::Error>(())
-        }
-    });
+    }));
     if let Some(every) = crate::systemd::watchdog_interval() {
         tasks.spawn(watchdog(engine.clone(), every, stop.clone()));
     }

@@ -40,8 +40,10 @@
 //!   `gatebot store copy` (`store::copy`, offline: a SQLite file into PostgreSQL). Its schema
 //!   is `migrations/sqlite/` and `migrations/postgres/`. Its table files speak SQL
 //!   through `store::sql`, a layer that does not name the database; `store::pg` holds
-//!   PostgreSQL's connections and migrations; `engine::cluster` follows what other nodes
-//!   on the same PostgreSQL database change.
+//!   PostgreSQL's connections and migrations; `store::nodes` the nodes' rows and leases,
+//!   `store::fence` what a write carries from its work. `engine::cluster` is the node
+//!   among others on one PostgreSQL database: it follows what they change, and leads
+//!   (the chat platforms and the timers) while it holds the lease.
 //! - [`subject`]: what chats show and owners act on, of every kind: subject kinds,
 //!   homes and threads, which message shows what, digests, the questions asked.
 //! - [`engine`]: the only code that changes state: submit, decide, expire; workflow runs

@@ -118,6 +118,7 @@ pub fn owner_router(state: ApiState) -> Router {
         .route("/v1/audit", get(audit::audit))
         .route("/v1/audit/verify", get(audit::audit_verify))
         .route("/v1/audit/head", get(audit::audit_head))
+        .route("/v1/nodes", get(health::nodes))
         .route("/v1/tasks", post(tasks::create).get(tasks::list))
         .route("/v1/tasks/{id}/answer", post(tasks::answer))
         .route("/v1/tasks/{id}/cancel", post(tasks::cancel))

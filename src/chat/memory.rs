@@ -108,6 +108,7 @@ impl Memory {
     pub fn runner(self: &Arc<Self>) -> PlatformRun {
         let memory = self.clone();
         Box::new(move |engine, stop| {
+            let memory = memory.clone();
             Box::pin(async move {
                 let inbound = {
                     let memory = memory.clone();

@@ -136,7 +136,7 @@ impl<P: Platform> ReadBack for P {
 /// Starts a chat platform: given the engine and the shutdown token, the future that
 /// runs it until shutdown.
 pub type PlatformRun =
-    Box<dyn FnOnce(Arc<Engine>, CancellationToken) -> BoxFuture<'static, ()> + Send>;
+    Box<dyn Fn(Arc<Engine>, CancellationToken) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// The listener for a platform's webhooks (Slack's HTTP mode, SMS gateways) on
 /// `listen`: bound, or tried again with backoff while the address is taken, until

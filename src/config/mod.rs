@@ -122,6 +122,9 @@ pub struct StoreConfig {
     pub reserve: u64,
     /// `store.url`: the store is on this PostgreSQL database instead of `path`.
     pub postgres: Option<PostgresConfig>,
+    /// `store.node`: this node's name among those using the database (default: the
+    /// host's name).
+    pub node: String,
 }
 
 impl StoreConfig {

@@ -28,6 +28,7 @@ pub(super) struct FileStore {
     pub(super) url: Option<String>,
     pub(super) password_env: Option<String>,
     pub(super) password_file: Option<PathBuf>,
+    pub(super) node: Option<String>,
 }
 
 impl Default for FileStore {
@@ -39,6 +40,7 @@ impl Default for FileStore {
             url: None,
             password_env: None,
             password_file: None,
+            node: None,
         }
     }
 }
@@ -176,11 +178,25 @@ impl Resolve<'_> {
                 }
             }
         }
+        let node = match &store.node {
+            Some(name) if valid_node_name(name) => name.clone(),
+            Some(_) => {
+                errors.push(self.error(
+                    "store",
+                    "node",
+                    "must be 1 to 64 letters, digits, '.', '_' or '-' (a name for this node \
+                     that no other node sharing the database has)",
+                ));
+                host_name()
+            }
+            None => host_name(),
+        };
         StoreConfig {
             path: self.anchor(&store.path),
             max_size,
             reserve,
             postgres,
+            node,
         }
     }
 
@@ -417,6 +433,25 @@ pub(super) fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("`{s}` is not a size like 500MB, 2GB or 1GiB"))
 }
 
+/// Whether `name` may be a node's name (`[store] node`): it is shown in `gatebot nodes`
+/// and logs, and must tell nodes apart.
+fn valid_node_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// This machine's name, the node's name when `[store] node` is not set; "gatebot" when
+/// it cannot be read or is no valid name.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| valid_node_name(h))
+        .unwrap_or_else(|| "gatebot".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -487,6 +522,15 @@ mod tests {
         assert_eq!(c.store.shown(), "postgres://gatebot@db.example:5433/gate");
         assert!(!format!("{c:?}").contains("s3cret-pw"));
         assert!(parse("").unwrap().store.postgres.is_none());
+        // The node's name: its own, or the host's.
+        assert_eq!(
+            parse("[store]\nnode = \"gate-1.b_2\"\n")
+                .unwrap()
+                .store
+                .node,
+            "gate-1.b_2"
+        );
+        assert!(super::valid_node_name(&parse("").unwrap().store.node));
         for (raw, key, words) in [
             (
                 "url = \"postgres://gatebot:hunter2@db/gate\"",
@@ -509,6 +553,9 @@ mod tests {
                 "store.password_env",
                 "is not set",
             ),
+            ("node = \"gate 1\"", "store.node", "letters, digits"),
+            ("node = \"\"", "store.node", "1 to 64"),
+            ("node = \"<b>x</b>\"", "store.node", "letters, digits"),
         ] {
             let errors = Config::check_text(
                 &format!("[store]\n{raw}\n"),

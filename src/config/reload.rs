@@ -43,6 +43,7 @@ impl Config {
             new.store.postgres.as_ref().map(|p| &p.password)
                 != self.store.postgres.as_ref().map(|p| &p.password),
         );
+        keep("store.node", new.store.node != self.store.node);
         keep("queue.socket", new.queue.socket != self.queue.socket);
         keep(
             "queue.control_socket",

@@ -1,7 +1,8 @@
 //! The system page: whether the daemon can keep what it is sent (its storage, as
 //! `/v1/health` reports it), the chat platforms it runs and how their calls went since
-//! it started (the `gatebot_chat_*` counters of `/metrics`), its version, how long it
-//! has run, the config file it read, and the dashboard's signed-in browsers.
+//! it started (the `gatebot_chat_*` counters of `/metrics`), the nodes using the
+//! database and which one leads (`gatebot nodes`), its version, how long it has run,
+//! the config file it read, and the dashboard's signed-in browsers.
 //!
 //! gatebot keeps no list of delivery errors, only counts (each error is in its log, with
 //! the platform, the chat and when it will retry); the page shows the counts.
@@ -18,10 +19,11 @@ use super::signin::Signed;
 use super::DashState;
 use crate::approval::PlatformId;
 use crate::config::Config;
+use crate::engine::cluster::NodesView;
 use crate::metrics::ChatCountsNow;
 use crate::names::visible;
 use crate::store::StorageFault;
-use crate::words::span;
+use crate::words::{relative, span};
 
 static STARTED: OnceLock<Instant> = OnceLock::new();
 
@@ -49,10 +51,12 @@ pub(super) async fn page(State(state): State<DashState>, Signed(session): Signed
         (s.len(), people.join(", "))
     });
     let platforms = platforms(&config, engine.metrics.chat_counts());
+    let nodes = engine.nodes().await.ok();
     let body = html! {
         h1 { "System" }
         (storage(fault.as_ref(), held_back.as_deref(), pending))
         (chats(&platforms))
+        (nodes_section(nodes.as_ref()))
         (about(&config, signed_in.as_ref()))
     };
     shell("System", Some(&session), Menu::System, body).into_response()
@@ -120,6 +124,49 @@ fn chats(platforms: &[(String, String, ChatCountsNow)]) -> Markup {
     }
 }
 
+/// The nodes using the database (several share a PostgreSQL one), which one leads, and
+/// what owners should look at; as `gatebot nodes` shows them.
+fn nodes_section(view: Option<&NodesView>) -> Markup {
+    html! {
+        section {
+            h2 { "Nodes" }
+            @match view {
+                None => p { "Unknown: the database did not answer." },
+                Some(view) => {
+                    div.scroll {
+                        table.rows.nodes {
+                            thead { tr {
+                                th { "Node" } th { "Role" } th { "Version" }
+                                th { "Configuration" } th { "Last heard" }
+                            } }
+                            tbody {
+                                @for n in &view.nodes {
+                                    tr {
+                                        td data-label="Node" { (visible(&n.name)) @if n.this { " (this one)" } }
+                                        td data-label="Role" { (match (n.running, n.leader) {
+                                            (false, _) => "silent",
+                                            (true, true) => "leads",
+                                            (true, false) => "stands by",
+                                        }) }
+                                        td data-label="Version" { (visible(&n.version)) }
+                                        td data-label="Configuration" { code { (visible(&n.config)) } }
+                                        td data-label="Last heard" { (relative(-n.silent_for_ms, 0)) }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    @for w in &view.warnings {
+                        p.error { strong { "Look at this: " } (visible(w)) }
+                    }
+                    p.count { "The leading node runs the chat platforms and the timers; the "
+                        "others take every other call and take the lead when it stops." }
+                }
+            }
+        }
+    }
+}
+
 /// gatebot itself: version, uptime, files, the dashboard's address and sessions.
 fn about(config: &Config, signed_in: Option<&(usize, String)>) -> Markup {
     let up = STARTED.get().map(Instant::elapsed);
@@ -132,7 +179,7 @@ fn about(config: &Config, signed_in: Option<&(usize, String)>) -> Markup {
                     @match up { Some(d) => (span(Duration::from_secs(d.as_secs()))), None => "unknown" }
                 } }
                 div { dt { "Config file" } dd { code { (visible(&config.source.display().to_string())) } } }
-                div { dt { "Database" } dd { code { (visible(&config.store.path.display().to_string())) } } }
+                div { dt { "Database" } dd { code { (visible(&config.store.shown())) } } }
                 @if let Some(d) = &config.dashboard {
                     div { dt { "Dashboard address" } dd { code { (visible(&d.public_url)) } } }
                 }

@@ -32,7 +32,7 @@ mod activity;
 mod batches;
 mod budgets;
 mod chat;
-mod cluster;
+pub mod cluster;
 mod drafts;
 mod error;
 mod factors;
@@ -102,9 +102,11 @@ where
     F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
 {
     let store = store.clone();
+    // Work only the leading node does carries its lease's fence (`cluster`).
+    let fence = cluster::FENCE.try_with(Clone::clone).ok().flatten();
     // Guarded: refused if the database was deleted or replaced, and a disk-full or I/O
     // failure is noted for /v1/health and the watchdog.
-    tokio::task::spawn_blocking(move || store.guarded(f))
+    tokio::task::spawn_blocking(move || store.fenced(fence.as_ref(), |s| s.guarded(f)))
         .await
         .map_err(|e| EngineError::internal("running a store call", e))?
         .map_err(EngineError::from)
@@ -117,8 +119,8 @@ pub enum Event {
     Submitted(Arc<Approval>),
     /// A request changed state after submission (decided, expired, cancelled, result).
     Settled(Arc<Approval>),
-    /// A subject of another kind (not a request) was created or changed: its cards in
-    /// chats need a look.
+    /// A subject of another kind (not a request) was created or changed, or a subject
+    /// of any kind by another node sharing the database: its cards in chats need a look.
     Subject(String),
     /// Words for the owners, posted once in every destination chat (a budget's
     /// warning); not a subject: nothing to decide, no card to keep up to date.
@@ -196,6 +198,8 @@ pub struct Engine {
     gate: gate::Gate,
     /// Every agent's token buckets ([`Engine::admit`]).
     quotas: crate::limits::Quotas,
+    /// This node among those using the database, and whether it leads.
+    pub node: cluster::Node,
 }
 
 impl std::fmt::Debug for Engine {
@@ -258,6 +262,7 @@ impl Engine {
             inserts,
             chat: ChatState::new(store.clone()),
             store,
+            node: cluster::Node::new(&config),
             config: watch::Sender::new(Arc::new(config)),
             events,
             waiters: waiters::Waiters::default(),

@@ -49,9 +49,9 @@ use crate::trust::Actor;
 #[derive(Debug, Default)]
 pub(super) struct TaskState {
     /// Claims waiting for work look again when any task changes.
-    changed: Notify,
+    pub(super) changed: Notify,
     /// The timer task recomputes its next wake-up.
-    timers: Notify,
+    pub(super) timers: Notify,
 }
 
 /// An owner hands over a task.

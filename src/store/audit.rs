@@ -617,11 +617,10 @@ pub(super) fn audit_conn(
     );
     let row = params![now, approval_id, event, actor, channel, detail, prev, hash];
     if tx.is_postgres() {
-        tx.note_change();
         // No sequence there (a rolled-back append would leave a gap): the next number
         // is the head's plus one, and the cluster's writer lock, which this
         // transaction holds, keeps anyone else from taking it meanwhile.
-        return tx.query_row(
+        let seq = tx.query_row(
             "INSERT INTO audit (seq, at, approval_id, event, actor, channel, detail, \
                                 prev_hash, hash) \
              VALUES ((SELECT seq + 1 FROM audit_head WHERE id = 1), \
@@ -629,7 +628,9 @@ pub(super) fn audit_conn(
              RETURNING seq",
             row,
             |r| r.get(0),
-        );
+        )?;
+        tx.note_appended(seq);
+        return Ok(seq);
     }
     tx.execute(
         "INSERT INTO audit (at, approval_id, event, actor, channel, detail, prev_hash, hash) \

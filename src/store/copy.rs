@@ -154,8 +154,13 @@ pub fn copy_to_postgres(sqlite: &Path, url: &str, password: Option<&str>) -> Res
                 head_words(&source_head)
             )));
         }
-        // Tells nodes listening on the database (none should be) that the trail grew.
-        tx.note_change();
+        // The trail grew: nodes listening on the database (none should be) are told.
+        if head.head.seq > 0 {
+            let first = pg.query("SELECT min(seq) FROM audit", NONE, false)?;
+            let first: Option<i64> = first.first().map(|r| r.try_get(0)).transpose()?;
+            tx.note_appended(first.unwrap_or(head.head.seq));
+            tx.note_appended(head.head.seq);
+        }
         Ok(copied)
     });
     let tables = tables.map_err(|e| match e {

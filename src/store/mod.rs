@@ -74,8 +74,10 @@ mod copy;
 mod drafts;
 mod evidence;
 mod factors;
+mod fence;
 mod health;
 mod history;
+mod nodes;
 mod pg;
 mod refusals;
 mod runs;
@@ -96,8 +98,10 @@ pub use copy::{copy_to_postgres, Copied};
 pub use drafts::DraftState;
 pub use evidence::HOUR_MS;
 pub use factors::{CodeCheck, FactorRow, LOCKED_FOR_MS};
+pub use fence::Fence;
 pub use health::{FaultKind, StorageFault};
 pub use history::{AuditFilter, Cursor, HistoryFilter, Page};
+pub use nodes::NodeRow;
 pub use refusals::{Closed, RefusalRow, Refused};
 pub use runs::{EventOutcome, NewEvent, NewRun, Recorded, RunFilter, RunInserted, RunLookup};
 pub use sessions::{LinkUse, NewLink, NewSession, Session, SessionEnd};
@@ -122,6 +126,9 @@ pub enum StoreError {
     /// The database cannot keep what is written (see `health`).
     #[error("{}", .0.message)]
     Storage(StorageFault),
+    /// A write made for work under a lease this node no longer holds (see `nodes`).
+    #[error("this node no longer holds the {0} lease: another node does that work now")]
+    Fenced(String),
 }
 
 impl StoreError {
@@ -202,6 +209,7 @@ pub(crate) fn migrations() -> Migrations<'static> {
         M::up(sqlite_migration!("0026_contacts.sql")),
         M::up(sqlite_migration!("0027_card_outcomes.sql")),
         M::up(sqlite_migration!("0028_evidence_summaries.sql")),
+        M::up(sqlite_migration!("0029_nodes.sql")),
     ])
 }
 
@@ -313,6 +321,8 @@ struct Postgres {
     /// Why the last call failed, while the server cannot be reached (for
     /// `/v1/health`); cleared by the next call that works.
     failed: Mutex<Option<StorageFault>>,
+    /// The audit rows this node's commits appended, not yet read back by its follower.
+    own: fence::OwnAppends,
 }
 
 impl std::fmt::Debug for Store {
@@ -374,6 +384,7 @@ impl Store {
                 writer: WriterLock::new(Some(conn)),
                 idle: Mutex::default(),
                 failed: Mutex::default(),
+                own: fence::OwnAppends::default(),
             })),
             None,
         ))
@@ -642,6 +653,10 @@ mod properties;
 #[path = "../../tests/it/pg_cluster.rs"]
 #[allow(dead_code)] // what only the integration tests use
 mod pg_cluster;
+/// Free loopback ports outside the ephemeral range (the cluster's).
+#[cfg(test)]
+#[path = "../../tests/it/ports.rs"]
+mod ports;
 
 #[cfg(test)]
 mod tests {

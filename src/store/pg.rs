@@ -494,13 +494,22 @@ fn numeric_real(raw: &[u8]) -> std::result::Result<f64, BoxError> {
 }
 
 /// The migrations of `migrations/postgres/`, in order (the schema, a file per change).
-const MIGRATIONS: &[(i64, &str)] = &[(
-    1,
-    include_str!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/migrations/postgres/0001_baseline.sql"
-    )),
-)];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        1,
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/migrations/postgres/0001_baseline.sql"
+        )),
+    ),
+    (
+        2,
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/migrations/postgres/0002_nodes.sql"
+        )),
+    ),
+];
 
 /// A statement's parameters when it has none.
 const NO_PARAMS: &[i64] = &[];

@@ -37,6 +37,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::Connection;
 use tokio_postgres::types::{IsNull, ToSql, Type};
 
+use super::fence::{self, OwnAppends};
 use super::pg::{self, PgConn};
 use super::{Backend, Result, Store, StoreError};
 
@@ -536,9 +537,10 @@ pub(super) struct Tx<'a> {
     conn: Conn<'a>,
     /// Set by [`Tx::discard`].
     discard: &'a Cell<bool>,
-    /// Set when the transaction appended to the audit trail: on PostgreSQL its commit
-    /// then tells the other nodes ([`CHANGES`]).
-    changed: &'a Cell<bool>,
+    /// The first and last seq of the audit rows the transaction appended: on PostgreSQL
+    /// its commit then tells the other nodes ([`CHANGES`]), and this node notes them as
+    /// its own ([`Writer::own`]).
+    appended: &'a Cell<Option<(i64, i64)>>,
 }
 
 impl<'a> std::ops::Deref for Tx<'a> {
@@ -576,9 +578,10 @@ impl<'a> Tx<'a> {
         self.discard.set(true);
     }
 
-    /// This transaction changed something the trail records (see `changed`).
-    pub(super) fn note_change(&self) {
-        self.changed.set(true);
+    /// This transaction appended audit row `seq` (see `appended`).
+    pub(super) fn note_appended(&self, seq: i64) {
+        let first = self.appended.get().map_or(seq, |(first, _)| first);
+        self.appended.set(Some((first, seq)));
     }
 }
 
@@ -587,6 +590,9 @@ impl<'a> Tx<'a> {
 /// writes, and [`Writer::write`]s transactions.
 pub(super) struct Writer<'a> {
     conn: Conn<'a>,
+    /// Where a PostgreSQL node notes the audit rows its commits appended, so that what
+    /// it learns of other nodes' changes leaves out its own.
+    own: Option<&'a OwnAppends>,
 }
 
 /// The channel on which a PostgreSQL node's commit tells the others that the trail grew
@@ -601,6 +607,37 @@ const COMMIT_CHANGES: &str = "NOTIFY gatebot_changes; COMMIT";
 /// cluster, as SQLite has one per file, so what each transaction reads before it writes
 /// is still true when it commits, on any node. The number is "gatebot\0".
 const WRITER_LOCK: i64 = 0x6761_7465_626f_7400;
+
+/// The database's clock, ms since the epoch, in a statement (the `db_clock` view): what
+/// nodes whose own clocks differ agree on.
+macro_rules! now {
+    () => {
+        "(SELECT now_ms FROM db_clock)"
+    };
+}
+pub(super) use now;
+
+/// Refuses the transaction `tx` if this thread writes for work under a lease that no
+/// longer holds it ([`fence::current`]; `nodes`). Called first in every write
+/// transaction, under the writer lock.
+fn check_fence(tx: &Tx<'_>) -> Result<()> {
+    let Some(fence) = fence::current() else {
+        return Ok(());
+    };
+    let holds = tx.exists(
+        concat!(
+            "SELECT 1 FROM leases WHERE name = ?1 AND holder = ?2 AND fence = ?3 \
+             AND expires_at > ",
+            now!()
+        ),
+        params![fence.lease, fence.holder, fence.fence],
+    )?;
+    if holds {
+        Ok(())
+    } else {
+        Err(StoreError::Fenced(fence.lease.to_string()))
+    }
+}
 
 impl<'a> std::ops::Deref for Writer<'a> {
     type Target = Conn<'a>;
@@ -618,11 +655,14 @@ impl Writer<'_> {
         match self.conn.db {
             Db::Sqlite(c) => {
                 let tx = c.unchecked_transaction()?;
-                let out = f(&Tx {
+                let appended = Cell::new(None);
+                let write = Tx {
                     conn: Conn::sqlite(&tx),
                     discard: &discard,
-                    changed: &Cell::new(false),
-                })?;
+                    appended: &appended,
+                };
+                check_fence(&write)?;
+                let out = f(&write)?;
                 if !discard.get() {
                     tx.commit()?;
                 }
@@ -632,22 +672,27 @@ impl Writer<'_> {
                 c.batch(&format!(
                     "BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK})"
                 ))?;
-                let changed = Cell::new(false);
-                let out = f(&Tx {
+                let appended = Cell::new(None);
+                let write = Tx {
                     conn: self.conn,
                     discard: &discard,
-                    changed: &changed,
-                });
+                    appended: &appended,
+                };
+                let out = check_fence(&write).and_then(|()| f(&write));
                 match out {
                     Ok(out) => {
+                        let appended = appended.get().filter(|_| !discard.get());
                         c.batch(if discard.get() {
                             "ROLLBACK"
-                        } else if changed.get() {
+                        } else if appended.is_some() {
                             // Delivered to the listening nodes only once this commits.
                             COMMIT_CHANGES
                         } else {
                             "COMMIT"
                         })?;
+                        if let (Some(own), Some(seqs)) = (self.own, appended) {
+                            own.note(seqs);
+                        }
                         Ok(out)
                     }
                     Err(e) => {
@@ -673,13 +718,14 @@ impl Store {
         match &self.backend {
             Backend::Sqlite { writer, .. } => {
                 let guard = self.hold(writer);
-                let out = Writer::on(Conn::sqlite(&guard)).write(f)?;
+                let out = Writer::on(Conn::sqlite(&guard), None).write(f)?;
                 self.give_way(guard);
                 Ok(out)
             }
             Backend::Postgres(pg) => {
                 let mut guard = self.hold(&pg.writer);
-                let out = Writer::on(Conn::pg(pg.connected(&mut guard)?)).write(f)?;
+                let out =
+                    Writer::on(Conn::pg(pg.connected(&mut guard)?), Some(&pg.own)).write(f)?;
                 self.give_way(guard);
                 Ok(out)
             }
@@ -692,11 +738,14 @@ impl Store {
         match &self.backend {
             Backend::Sqlite { writer, .. } => {
                 let guard = self.hold(writer);
-                f(&Writer::on(Conn::sqlite(&guard)))
+                f(&Writer::on(Conn::sqlite(&guard), None))
             }
             Backend::Postgres(pg) => {
                 let mut guard = self.hold(&pg.writer);
-                f(&Writer::on(Conn::pg(pg.connected(&mut guard)?)))
+                f(&Writer::on(
+                    Conn::pg(pg.connected(&mut guard)?),
+                    Some(&pg.own),
+                ))
             }
         }
     }
@@ -761,8 +810,8 @@ pub(super) fn read_file<T>(
 }
 
 impl<'a> Writer<'a> {
-    fn on(conn: Conn<'a>) -> Writer<'a> {
-        Writer { conn }
+    fn on(conn: Conn<'a>, own: Option<&'a OwnAppends>) -> Writer<'a> {
+        Writer { conn, own }
     }
 }
 

@@ -28,11 +28,7 @@ impl Daemon {
     /// A daemon on the config [`Daemon::start`] uses, with `extra` TOML after it.
     pub(crate) async fn start_with(extra: &str) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::ports::free_port().port();
         let config = format!(
             r#"
 [policy]

@@ -119,7 +119,7 @@ impl Browser {
             .prefix("gatebot-browser-")
             .tempdir()
             .unwrap();
-        let port = free_port();
+        let port = crate::ports::free_port().port();
         let log = std::fs::File::create(dir.path().join("chromedriver.log")).unwrap();
         let driver = Command::new(&chromedriver)
             .arg(format!("--port={port}"))
@@ -678,12 +678,4 @@ fn become_reaper() {
             std::io::Error::last_os_error()
         );
     });
-}
-
-/// A port nobody listens on now: bound on 127.0.0.1 and released for chromedriver.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("bind a loopback port")
 }

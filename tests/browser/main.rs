@@ -15,6 +15,8 @@ mod factors;
 mod fake_telegram;
 mod harness;
 mod history;
+#[path = "../it/ports.rs"]
+mod ports;
 mod runs;
 mod selftest;
 mod tasks;

@@ -16,6 +16,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_gatebot");
 pub(crate) struct Daemon {
     dir: tempfile::TempDir,
     child: Child,
+    /// Everything it wrote to stderr so far, read as it comes (a full pipe would stall
+    /// the daemon), and the task reading it (done at its end).
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+    reading: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Daemon {
@@ -49,7 +53,27 @@ impl Daemon {
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let d = Daemon { dir, child };
+        let mut child = child;
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let reading = tokio::spawn({
+            let log = log.clone();
+            let stderr = child.stderr.take().unwrap();
+            async move {
+                use tokio::io::AsyncBufReadExt;
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let mut log = log.lock().unwrap();
+                    log.push_str(&line);
+                    log.push('\n');
+                }
+            }
+        });
+        let d = Daemon {
+            dir,
+            child,
+            log,
+            reading: Some(reading),
+        };
         for _ in 0..200 {
             if d.path().join("gatebot-control.sock").exists() {
                 return d;
@@ -76,6 +100,41 @@ impl Daemon {
             .env_remove("GATEBOT_URL")
             .env_remove("GATEBOT_TOKEN");
         c
+    }
+
+    /// Kills the daemon as `kill -9` would: no shutdown, nothing let go.
+    pub(crate) fn kill(&mut self) {
+        self.child.start_kill().unwrap();
+    }
+
+    /// Sends the daemon `signal` ("TERM", "HUP", "STOP", "CONT") with kill(1), which
+    /// keeps the tests free of unsafe libc calls.
+    pub(crate) fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("running").to_string();
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{signal} {pid}");
+    }
+
+    /// Waits (up to 10 s) for the daemon to exit; its exit status and everything it
+    /// wrote to stderr.
+    pub(crate) async fn exit_and_log(&mut self) -> (std::process::ExitStatus, String) {
+        let exit = tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+            .await
+            .expect("exits within 10s")
+            .unwrap();
+        if let Some(reading) = self.reading.take() {
+            reading.await.unwrap();
+        }
+        (exit, self.log.lock().unwrap().clone())
+    }
+
+    /// Sends SIGTERM and returns everything the daemon wrote to stderr.
+    pub(crate) async fn stop_and_log(&mut self) -> String {
+        self.signal("TERM");
+        self.exit_and_log().await.1
     }
 
     /// Runs `gatebot ARGS` against this daemon's config.
@@ -354,7 +413,6 @@ async fn check_config_accepts_the_example_and_explains_errors() {
 #[tokio::test]
 async fn sigterm_stops_the_daemon_cleanly_with_exit_0() {
     let mut d = Daemon::start().await;
-    let pid = d.child.id().unwrap() as i32;
     // A request with a token, so the log has had a chance to leak it.
     let out = ask("secure", "query_org_data")
         .token("secure-token-123")
@@ -366,22 +424,9 @@ async fn sigterm_stops_the_daemon_cleanly_with_exit_0() {
         .run(&d)
         .await;
     assert_eq!(bad.status.code(), Some(2));
-    // kill(1) keeps this test free of unsafe libc calls.
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let mut stderr = d.child.stderr.take().unwrap();
-    let exit = tokio::time::timeout(Duration::from_secs(10), d.child.wait())
-        .await
-        .expect("exits within 10s")
-        .unwrap();
+    d.signal("TERM");
+    let (exit, log) = d.exit_and_log().await;
     assert_eq!(exit.code(), Some(0));
-    let mut log = String::new();
-    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut log)
-        .await
-        .unwrap();
     assert!(log.contains("shutting down"), "{log}");
     assert!(
         !log.contains("secure-token"),
@@ -531,14 +576,7 @@ async fn agents_recount_checks_and_rebuilds_the_evidence_summaries() {
 #[tokio::test]
 async fn sighup_reloads_the_config_and_refuses_an_invalid_one() {
     let d = Daemon::start().await;
-    let pid = d.child.id().unwrap().to_string();
-    let hup = || {
-        assert!(std::process::Command::new("kill")
-            .args(["-HUP", &pid])
-            .status()
-            .unwrap()
-            .success());
-    };
+    let hup = || d.signal("HUP");
     // A pending request from before the reload.
     let out = ask("intern", "create_contact").wait("1s").run(&d).await;
     assert_eq!(out.status.code(), Some(3));
@@ -581,23 +619,6 @@ async fn sighup_reloads_the_config_and_refuses_an_invalid_one() {
     );
 }
 
-/// Sends SIGTERM and returns everything the daemon wrote to stderr.
-async fn stop_and_read_log(d: &mut Daemon) -> String {
-    let pid = d.child.id().unwrap().to_string();
-    assert!(std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let mut stderr = d.child.stderr.take().unwrap();
-    let mut log = String::new();
-    tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut log)
-        .await
-        .unwrap();
-    d.child.wait().await.unwrap();
-    log
-}
-
 #[tokio::test]
 async fn json_logs_carry_the_request_in_each_line_and_its_span() {
     let mut d = Daemon::start_with("[log]\nformat = \"json\"\n").await;
@@ -617,7 +638,7 @@ async fn json_logs_carry_the_request_in_each_line_and_its_span() {
         .run(&d)
         .await;
     assert_eq!(out.status.code(), Some(2));
-    let log = stop_and_read_log(&mut d).await;
+    let log = d.stop_and_log().await;
 
     let lines: Vec<serde_json::Value> = log
         .lines()

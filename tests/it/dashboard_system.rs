@@ -24,6 +24,9 @@ async fn the_system_page_says_storage_version_config_and_who_is_signed_in() {
         "Running for",
         "2 browsers (alice)",
         "gatebot dashboard sessions",
+        "Nodes",
+        "(this one)",
+        "leads",
     ] {
         assert!(body.contains(said), "{said} in {body}");
     }

@@ -4,7 +4,9 @@
 //!   sends `SendMessage`); a wrong token gets 401 Unauthorized, like Telegram.
 //! - Every call is recorded (method in lower case, JSON params, whether it succeeded).
 //! - `getUpdates` long-polls: it honours `offset` (older updates are dropped) and
-//!   `timeout`, returning as soon as a test injects an update.
+//!   `timeout`, returning as soon as a test injects an update. As Telegram allows one
+//!   consumer per token, a call still waiting when a newer one comes is ended with 409
+//!   ("terminated by other getUpdates request"), and counted.
 //! - Tests inject button presses and messages from chosen users (a reply carries the
 //!   message replied to as Telegram sends it: plain text, no HTML), and make the next
 //!   sends or edits fail (429 + retry_after, 500, a dropped connection, a slow answer,
@@ -90,6 +92,11 @@ struct Inner {
     send_failures: VecDeque<Failure>,
     edit_failures: VecDeque<Failure>,
     conflicts: u32,
+    /// getUpdates calls so far: a call still waiting when a newer one comes is ended
+    /// with 409, as Telegram ends it (one consumer per token).
+    polls: u64,
+    /// getUpdates calls ended so by a newer one.
+    terminated: u64,
     /// Enforce the documented send limits with 429s.
     limits: bool,
     /// Sends that took effect: (chat, when), for the limits.
@@ -298,6 +305,11 @@ impl FakeTelegram {
             i.releases += 1;
         });
         self.shared.released.notify_waiters();
+    }
+
+    /// How many getUpdates calls a newer one ended with 409 (two consumers of the token).
+    pub fn terminated_polls(&self) -> u64 {
+        self.with(|i| i.terminated)
     }
 
     /// The next `n` getUpdates calls answer 409 Conflict.
@@ -678,12 +690,28 @@ async fn get_updates(s: &Shared, params: &Value, record: impl Fn(bool)) -> Respo
     let offset = params["offset"].as_i64().unwrap_or(0);
     let timeout = Duration::from_secs(params["timeout"].as_u64().unwrap_or(0));
     let deadline = tokio::time::Instant::now() + timeout;
+    let poll = {
+        let mut inner = s.inner.lock().unwrap();
+        inner.polls += 1;
+        inner.polls
+    };
+    // A call still waiting learns of this one and ends.
+    s.news.notify_waiters();
     loop {
         let news = s.news.notified();
         tokio::pin!(news);
         news.as_mut().enable();
         {
             let mut inner = s.inner.lock().unwrap();
+            if inner.polls != poll {
+                inner.terminated += 1;
+                drop(inner);
+                return fail(
+                    StatusCode::CONFLICT,
+                    "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+                    json!({}),
+                );
+            }
             // Like Telegram: an offset confirms (and forgets) every earlier update.
             inner
                 .updates

@@ -53,6 +53,7 @@ mod nodes;
 mod packaging;
 mod pause;
 mod pg_cluster;
+mod ports;
 mod postgres_faults;
 mod postgres_schema;
 mod prefix_grants;

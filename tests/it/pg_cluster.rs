@@ -215,7 +215,7 @@ impl Cluster {
         // A free port is only free until someone takes it: try a few.
         let mut last = String::new();
         for _ in 0..5 {
-            cluster.port = free_port()?;
+            cluster.port = super::ports::free_port().port();
             match cluster.run_server() {
                 Ok(()) => return Ok(cluster),
                 Err(e) => last = format!("{e}\n{}", cluster.log()),
@@ -399,14 +399,6 @@ impl Database {
             .psql(&self.name, ["-f", path], true)
             .unwrap_or_else(|e| panic!("{} does not apply: {e}", file.display()));
     }
-}
-
-/// A port nobody listens on now.
-fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free port: {e}"))
 }
 
 /// Ok when the command ran and succeeded; else what it printed.

@@ -1009,11 +1009,7 @@ async fn hostile_tool_names_summaries_and_results_cannot_mention_or_link() {
 /// HTTP mode: a daemon listening for Slack's signed requests.
 async fn http_setup() -> (TestApp, FakeSlack, String) {
     let fake = FakeSlack::start().await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::helpers::free_port().port();
     let config = format!(
         "[slack]\nmode = \"http\"\nbot_token = \"xoxb-test-bot\"\nsigning_secret = \"shh-secret\"\n\
          events_listen = \"127.0.0.1:{port}\"\napi_url = \"{}\"\nchannels = [\"C1\"]\napprovers = [\"U1\"]\n",

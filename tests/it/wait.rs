@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+pub use crate::ports::free_port;
+
 /// How long [`eventually`] waits.
 const EVENTUALLY: Duration = Duration::from_secs(30);
 
@@ -30,12 +32,4 @@ pub async fn eventually_within<T>(
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-}
-
-/// A port of loopback no one listens on now (for a listener a config names).
-pub fn free_port() -> std::net::SocketAddr {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
 }

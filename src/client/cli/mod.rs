@@ -26,6 +26,7 @@ mod hooks_install;
 mod init;
 mod man;
 mod mcp;
+mod nodes;
 mod ordered_json;
 mod out;
 mod pending;
@@ -250,6 +251,13 @@ pub enum Command {
     Store {
         #[command(subcommand)]
         action: store::StoreAction,
+    },
+    /// List the gatebot nodes using the database (several share a PostgreSQL one), which
+    /// one leads (runs the chat platforms and timers), and what differs between them.
+    Nodes {
+        /// Print the data as JSON (what the API answers) instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Validate the config file and explain every error in one run (each with its key
     /// path and line, in file order, then how many).
@@ -707,6 +715,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
             since,
             json,
         } => audit_command(&owner()?, action, request, since, json).await,
+        Command::Nodes { json } => nodes::list(&owner()?, json).await,
     }
 }
 
