@@ -36,7 +36,8 @@
 //!   platforms' tables; it uses neither.
 //! - `store` (private to the crate): SQLite (WAL), or PostgreSQL with `[store] url`:
 //!   approvals, the audit chain, chat bookkeeping, workflow runs, tasks, trust, and the
-//!   evidence's running counts per agent and hour. Only [`engine`] uses it. Its schema
+//!   evidence's running counts per agent and hour. Only [`engine`] uses it, and
+//!   `gatebot store copy` (`store::copy`, offline: a SQLite file into PostgreSQL). Its schema
 //!   is `migrations/sqlite/` and `migrations/postgres/`. Its table files speak SQL
 //!   through `store::sql`, a layer that does not name the database; `store::pg` holds
 //!   PostgreSQL's connections and migrations; `store::nodes` the nodes' rows and leases,

@@ -67,6 +67,7 @@ use crate::settings::Resolve;
 use crate::settings::{AnySettings, PlatformSettings};
 pub use crate::settings::{ChatSettings, ConfigError};
 use file::read_file;
+pub use queue::postgres_target;
 pub use resolve::Sockets;
 
 /// The resolved configuration the daemon runs with.

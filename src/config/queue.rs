@@ -98,6 +98,33 @@ impl Default for FileLog {
     }
 }
 
+/// `gatebot store copy --to URL`'s database: the URL and its password as `[store] url`,
+/// `password_env` and `password_file` give them, refused for the same reasons (a
+/// password in the URL, an unset variable, an unreadable file), with a relative
+/// `password_file` read from the current directory. Each error names its key as
+/// `bot.toml` spells it.
+pub fn postgres_target(
+    url: &str,
+    password_env: Option<String>,
+    password_file: Option<PathBuf>,
+) -> Result<PostgresConfig, Vec<ConfigError>> {
+    let here = std::env::current_dir()
+        .unwrap_or_else(|_| PathBuf::from("."))
+        .join("command line");
+    let resolve = Resolve::new("", &here);
+    let store = FileStore {
+        url: Some(url.to_string()),
+        password_env,
+        password_file,
+        ..FileStore::default()
+    };
+    let mut errors = Vec::new();
+    match resolve.postgres(&store, &mut errors) {
+        Some(target) if errors.is_empty() => Ok(target),
+        _ => Err(errors),
+    }
+}
+
 impl Resolve<'_> {
     /// `[store]`; a bad size is recorded, and the value is always there.
     pub(super) fn store(&self, store: FileStore, errors: &mut Vec<ConfigError>) -> StoreConfig {

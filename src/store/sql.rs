@@ -424,6 +424,15 @@ impl<'a> Conn<'a> {
         matches!(self.db, Db::Pg(_))
     }
 
+    /// The PostgreSQL connection under this handle, if it is one: for `copy`, which
+    /// binds each value as its column's type, beyond what [`Value`] says.
+    pub(super) fn postgres(&self) -> Option<&'a PgConn> {
+        match self.db {
+            Db::Pg(c) => Some(c),
+            Db::Sqlite(_) => None,
+        }
+    }
+
     /// `sqlite` or `postgres`, the same statement for each database, whichever this
     /// connection is: for what the two spell differently (functions, upserts of a
     /// row's own value).

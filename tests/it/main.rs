@@ -68,6 +68,7 @@ mod sms;
 mod startup;
 mod step_up;
 mod storage;
+mod store_copy;
 mod systemd;
 mod teams;
 mod telegram;

@@ -31,6 +31,7 @@ mod ordered_json;
 mod out;
 mod pending;
 mod status;
+mod store;
 mod task;
 mod worker;
 mod workflow;
@@ -244,6 +245,12 @@ pub enum Command {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
+    },
+    /// Copy this installation's data into a new PostgreSQL database (gatebot stopped):
+    /// `store copy --to postgres://USER@HOST/DB`.
+    Store {
+        #[command(subcommand)]
+        action: store::StoreAction,
     },
     /// List the gatebot nodes using the database (several share a PostgreSQL one), which
     /// one leads (runs the chat platforms and timers), and what differs between them.
@@ -599,6 +606,7 @@ async fn client_command(cli: Cli) -> Result<u8, String> {
         Command::CheckConfig { telegram } => {
             check_config::run(&config_file(config)?, telegram).await
         }
+        Command::Store { action } => store::run(action, &config_file(config)?).await,
         Command::Hook { agent } => hook::run(agent, &at).await,
         Command::Init(args) => init::run(args, config),
         Command::Completions { shell } => complete::script(shell),
