@@ -148,8 +148,11 @@ const SOLE_HEARTBEAT: Duration = Duration::from_secs(60);
 /// This node among those using the database, and whether it leads.
 #[derive(Debug)]
 pub struct Node {
-    /// Its row in `nodes`.
+    /// Its row in `nodes`, as it started (its configuration's hash follows reloads:
+    /// [`Node::row`]).
     pub me: NodeRow,
+    /// The hash of the configuration in force, renewed at each reload.
+    config_hash: std::sync::Mutex<String>,
     /// `Some` while this node leads: with the fence its timers' writes carry (none on
     /// SQLite, where the only node always leads).
     leading: watch::Sender<Option<Lead>>,
@@ -168,16 +171,40 @@ tokio::task_local! {
 
 impl Node {
     pub(super) fn new(config: &crate::config::Config) -> Node {
+        let hash = config_hash(&config.source);
         Node {
             me: NodeRow {
                 name: config.store.node.clone(),
                 run: crate::store::new_id(),
                 version: env!("CARGO_PKG_VERSION").to_string(),
-                config_hash: config_hash(&config.source),
+                config_hash: hash.clone(),
                 started_at: crate::time::now_ms(),
             },
+            config_hash: std::sync::Mutex::new(hash),
             leading: watch::Sender::new(None),
         }
+    }
+
+    /// Its row as it is now: with the hash of the configuration in force.
+    fn row(&self) -> NodeRow {
+        let hash = self
+            .config_hash
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        NodeRow {
+            config_hash: hash,
+            ..self.me.clone()
+        }
+    }
+
+    /// The configuration was reloaded from `source`: its hash is the one the next
+    /// heartbeat writes.
+    pub(super) fn reloaded(&self, source: &std::path::Path) {
+        *self
+            .config_hash
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = config_hash(source);
     }
 
     /// Whether this node leads now.
@@ -196,7 +223,7 @@ impl Engine {
         if !self.store.is_shared() {
             self.node.leading.send_replace(Some(Lead { fence: None }));
             loop {
-                let row = me.clone();
+                let row = self.node.row();
                 if let Err(e) = self.blocking(move |s| s.heartbeat(&row)).await {
                     debug!(error = %e, "cannot renew this node's row");
                 }
@@ -213,7 +240,7 @@ impl Engine {
         let mut valid_until: Option<tokio::time::Instant> = None;
         'renewing: loop {
             let sent = tokio::time::Instant::now();
-            let row = me.clone();
+            let row = self.node.row();
             let renewal = self.blocking(move |s| {
                 s.heartbeat(&row)?;
                 s.hold_lease(LEADER, &row, LEASE_TTL.as_millis() as i64)
@@ -391,6 +418,10 @@ fn config_hash(path: &std::path::Path) -> String {
     for (section, key) in NODE_KEYS {
         if let Some(toml::Value::Table(t)) = table.get_mut(*section) {
             t.remove(*key);
+            // A table that held only a node's own keys is as good as absent.
+            if t.is_empty() {
+                table.remove(*section);
+            }
         }
     }
     let canonical = toml::to_string(&table).unwrap_or_default();
@@ -453,7 +484,12 @@ impl Engine {
                     this,
                     name: n.name,
                     version: n.version,
-                    config: n.config_hash,
+                    // This node's own as it is now (its row follows at the next heartbeat).
+                    config: if this {
+                        self.node.row().config_hash
+                    } else {
+                        n.config_hash
+                    },
                     started_at: n.started_at,
                     silent_for_ms: n.silent_for.max(0),
                 }

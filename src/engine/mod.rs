@@ -352,6 +352,8 @@ impl Engine {
             *current = Arc::new(applied);
             restart = keys;
         });
+        // `gatebot nodes` compares the configuration in force.
+        self.node.reloaded(&self.config().source);
         let budgets = self.config().budgets.clone();
         self.blocking(move |s| s.set_budgets(budgets, now_ms()))
             .await?;

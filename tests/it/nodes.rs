@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::fake_telegram::{FakeTelegram, User};
-use crate::helpers::{eventually, eventually_within, gatebot_at, health, spawn_app, TestApp};
+use crate::helpers::{
+    eventually, eventually_within, gatebot_at, health, spawn_app, TestApp, BASE_CONFIG,
+};
 use crate::pg_cluster;
 
 const TOKEN: &str = "424242:AAE-fake-secret-token-for-tests_0123456789";
@@ -225,6 +227,31 @@ async fn gatebot_nodes_lists_this_node_leading_in_words() {
     let view: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(view["nodes"][0]["name"], "gate-1", "{view}");
     assert_eq!(view["nodes"][0]["leader"], true, "{view}");
+    // A reload changes the configuration this node shows; what each node sets for itself
+    // (here its name's table's neighbour, the agents' TCP address) does not count.
+    let hash = |view: &serde_json::Value| view["nodes"][0]["config"].as_str().unwrap().to_string();
+    let before = hash(&view);
+    let reload = |extra: &str| {
+        let text = format!("{BASE_CONFIG}\n[store]\nnode = \"gate-1\"\n{extra}");
+        std::fs::write(
+            &app.config_path,
+            crate::helpers::on_the_store_under_test(&text, app.path()),
+        )
+        .unwrap();
+        app.engine
+            .reload(gatebot::config::Config::load(&app.config_path).unwrap())
+    };
+    let now = async || hash(&app.owner.get("/v1/nodes").await.unwrap().body);
+    reload("[queue]\nlisten = \"127.0.0.1:0\"\n").await.unwrap();
+    assert_eq!(now().await, before, "a node's own address counted");
+    reload("[agents.extra]\ntier = \"supervised\"\n")
+        .await
+        .unwrap();
+    assert_ne!(
+        now().await,
+        before,
+        "the reloaded configuration is not shown"
+    );
     // Agents cannot list the nodes.
     let agents = app.agent.get("/v1/nodes").await.unwrap();
     assert_eq!(agents.status.as_u16(), 404, "{:?}", agents.body);
