@@ -174,13 +174,18 @@ impl App {
         // timers and the chat platforms run on the node that leads (docs/scale-out.md).
         tasks.spawn(engine.clone().run_node(stop.clone()));
         spawn_background(&engine, &stop, &tasks);
+        // Each platform's counters from the start, zero on a node that stands by.
+        for settings in &engine.config().platforms {
+            engine
+                .metrics
+                .chat_platform(&crate::approval::PlatformId::new(settings.key()));
+        }
         let platforms = Arc::new(extra_platforms);
         tasks.spawn(engine.clone().while_leading(stop.clone(), false, {
             let engine = engine.clone();
             move |term| {
                 let runs = TaskTracker::new();
-                for (id, run) in crate::platforms::configured(&engine.config(), &engine, &term) {
-                    engine.metrics.chat_platform(&id);
+                for (_, run) in crate::platforms::configured(&engine.config(), &engine, &term) {
                     runs.spawn(run);
                 }
                 for platform in platforms.iter() {
