@@ -349,6 +349,31 @@ impl Metrics {
     }
 }
 
+/// This node among those sharing a database (docs/scale-out.md), appended to the
+/// exposition: its name (`[store] node`, validated as a name, so it needs no escaping)
+/// and version, and whether it leads. Prometheus scrapes each node, so every other
+/// series is this node's own; these say which node a scrape came from.
+pub fn render_node(o: &mut String, name: &str, leader: bool) {
+    family(
+        o,
+        "gatebot_node_info",
+        "gauge",
+        "This node: its name and gatebot's version (always 1).",
+    );
+    let version = env!("CARGO_PKG_VERSION");
+    let _ = writeln!(
+        o,
+        "gatebot_node_info{{node=\"{name}\",version=\"{version}\"}} 1"
+    );
+    single(
+        o,
+        "gatebot_node_leader",
+        "gauge",
+        "1 while this node leads (it sends the chats' messages and runs the timers), else 0.",
+        u8::from(leader),
+    );
+}
+
 /// A counter's value now.
 fn get(a: &AtomicU64) -> u64 {
     a.load(Ordering::Relaxed)
@@ -666,7 +691,13 @@ mod tests {
     fn every_series_follows_its_family_s_help_and_type_once() {
         let m = Metrics::default();
         m.chat_platform(&crate::approval::PlatformId::new("telegram"));
-        let text = m.render(0);
+        let mut text = m.render(0);
+        render_node(&mut text, "gate-1", true);
+        assert!(
+            text.contains("gatebot_node_info{node=\"gate-1\",version=\""),
+            "{text}"
+        );
+        assert!(text.contains("\ngatebot_node_leader 1\n"), "{text}");
         let mut typed: Vec<&str> = Vec::new();
         let mut helped: Vec<&str> = Vec::new();
         for line in text.lines() {

@@ -10,9 +10,8 @@ use super::ApiState;
 
 pub(super) async fn metrics(State(state): State<ApiState>) -> ApiResult<Response> {
     let pending = state.engine.count_pending().await?;
-    Ok((
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        state.engine.metrics.render(pending),
-    )
-        .into_response())
+    let mut text = state.engine.metrics.render(pending);
+    let node = &state.engine.node;
+    crate::metrics::render_node(&mut text, &node.name, node.leads());
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response())
 }
