@@ -8,8 +8,8 @@
 //!    raises the open-file limit and sizes each listener's connection cap to it
 //!    ([`crate::serve::fit_connections`]).
 //! 2. [`App::run_until`] serves the APIs ([`crate::serve::serve`] on each listener),
-//!    runs the expiry and housekeeping tasks, the promotion assessment's
-//!    schedule and the chat platforms (those `bot.toml`
+//!    runs the expiry and housekeeping tasks and the promotion assessment's
+//!    schedule (on the node that leads) and the chat platforms (those `bot.toml`
 //!    turns on, from [`crate::platforms::configured`], and any added with
 //!    [`App::add_platform`]) until the shutdown future completes; then it stops
 //!    accepting, lets in-flight requests finish (long-polls return at once), waits for
@@ -171,7 +171,8 @@ impl App {
         let tasks = TaskTracker::new();
         listeners.serve(&engine, &stop, &tasks);
         // This node's row, and the leader's lease when nodes share the database: the
-        // timers and the chat platforms run on the node that leads (docs/scale-out.md).
+        // timers run on the node that leads, and it sends the chats' messages
+        // (docs/scale-out.md).
         tasks.spawn(engine.clone().run_node(stop.clone()));
         spawn_background(&engine, &stop, &tasks);
         // Each platform's counters from the start, zero on a node that stands by.
@@ -180,21 +181,15 @@ impl App {
                 .metrics
                 .chat_platform(&crate::approval::PlatformId::new(settings.key()));
         }
-        let platforms = Arc::new(extra_platforms);
-        tasks.spawn(engine.clone().while_leading(stop.clone(), false, {
-            let engine = engine.clone();
-            move |term| {
-                let runs = TaskTracker::new();
-                for (_, run) in crate::platforms::configured(&engine.config(), &engine, &term) {
-                    runs.spawn(run);
-                }
-                for platform in platforms.iter() {
-                    runs.spawn(platform(engine.clone(), term.clone()));
-                }
-                runs.close();
-                async move { runs.wait().await }
-            }
-        }));
+        // The platforms run on every node: each hears what comes to it (webhooks, a
+        // Slack connection); what only one consumer may read (Telegram's updates,
+        // Discord's Gateway) and their delivery follow the lead (`chat::run`).
+        for (_, run) in crate::platforms::configured(&engine.config(), &engine, &stop) {
+            tasks.spawn(run);
+        }
+        for platform in extra_platforms {
+            tasks.spawn(platform(engine.clone(), stop.clone()));
+        }
         if let Some(d) = &engine.config().dashboard {
             info!(url = %d.public_url, "the web dashboard is served; sign in with a link from `gatebot dashboard login`");
         }

@@ -43,7 +43,8 @@
 //!   PostgreSQL's connections and migrations; `store::nodes` the nodes' rows and leases,
 //!   `store::fence` what a write carries from its work. `engine::cluster` is the node
 //!   among others on one PostgreSQL database: it follows what they change, and leads
-//!   (the chat platforms and the timers) while it holds the lease.
+//!   (chat delivery, Telegram's poller, Discord's Gateway, the timers) while it holds
+//!   the lease; every node hears the chats' webhooks and Slack's connections.
 //! - [`subject`]: what chats show and owners act on, of every kind: subject kinds,
 //!   homes and threads, which message shows what, digests, the questions asked.
 //! - [`engine`]: the only code that changes state: submit, decide, expire; workflow runs

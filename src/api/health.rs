@@ -21,7 +21,7 @@ use crate::engine::cluster::NodesView;
 pub(super) async fn health(State(state): State<ApiState>) -> (StatusCode, Json<serde_json::Value>) {
     let version = env!("CARGO_PKG_VERSION");
     let node = json!({
-        "name": state.engine.node.me.name,
+        "name": state.engine.node.name,
         "leader": state.engine.node.leads(),
     });
     match state.engine.storage_fault().await {

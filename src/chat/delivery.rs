@@ -46,7 +46,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -57,6 +57,7 @@ use crate::approval::Approval;
 use crate::chat::conversation::{self, approval, digest, Rendered};
 use crate::chat::platform::{Platform, SendError};
 use crate::chat::Context;
+use crate::engine::cluster::Lead;
 use crate::engine::{ChatWork, Engine, EngineError, Event};
 use crate::retry::backoff;
 use crate::subject::{ShownBy, SubjectKind, Unposted};
@@ -162,6 +163,69 @@ async fn run<P: Platform>(
     mut redraws: mpsc::UnboundedReceiver<(String, String)>,
     stop: CancellationToken,
 ) {
+    let mut lead = cx.engine.node.watch_lead();
+    loop {
+        if lead.borrow_and_update().is_none() {
+            stand_by(&cx, &platform, &mut redraws, &mut lead, &stop).await;
+        }
+        if stop.is_cancelled() {
+            return;
+        }
+        deliver(&cx, &platform, &mut redraws, &mut lead, stop.child_token()).await;
+        if stop.is_cancelled() {
+            return;
+        }
+    }
+}
+
+/// While another node leads (it delivers): draws again only what this node's
+/// conversations ask for (a digest whose page an approver turned with a press that came
+/// to this node), paced per chat like delivery's calls. Returns when this node leads,
+/// or at `stop`.
+async fn stand_by<P: Platform>(
+    cx: &Context,
+    platform: &Arc<P>,
+    redraws: &mut mpsc::UnboundedReceiver<(String, String)>,
+    lead: &mut watch::Receiver<Option<Lead>>,
+    stop: &CancellationToken,
+) {
+    let mut chats: HashMap<String, ChatWorker<P>> = HashMap::new();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            changed = lead.changed() => {
+                if changed.is_err() {
+                    stop.cancelled().await;
+                    return;
+                }
+                if lead.borrow_and_update().is_some() {
+                    return;
+                }
+            }
+            Some((chat, message)) = redraws.recv() => {
+                let worker = chats.entry(chat.clone()).or_insert_with(|| {
+                    ChatWorker::new(cx.clone(), platform.clone(), chat.clone())
+                });
+                if let Err(e) = worker.redraw(stop, &message).await {
+                    warn!(
+                        platform = %cx.platform, chat = %chat, message, error = %e,
+                        "cannot draw a message again from this node; the next change to it will"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// While this node leads: makes every chat match the database, until `term` or until
+/// this node no longer leads.
+async fn deliver<P: Platform>(
+    cx: &Context,
+    platform: &Arc<P>,
+    redraws: &mut mpsc::UnboundedReceiver<(String, String)>,
+    lead: &mut watch::Receiver<Option<Lead>>,
+    stop: CancellationToken,
+) {
     // Subscribe before the workers scan, so nothing falls between scan and events.
     let mut events = cx.engine.subscribe();
     let mut config = cx.engine.watch_config();
@@ -188,6 +252,11 @@ async fn run<P: Platform>(
     loop {
         tokio::select! {
             _ = stop.cancelled() => break,
+            changed = lead.changed() => {
+                if changed.is_err() || lead.borrow_and_update().is_none() {
+                    break;
+                }
+            }
             Some((chat, message)) = redraws.recv() => {
                 if let Some(tx) = workers.chats.get(&chat) {
                     let _ = tx.send(Work::Redraw(message));
@@ -235,6 +304,8 @@ async fn run<P: Platform>(
             },
         }
     }
+    // The workers stop (a call under way gets its grace) before another term starts.
+    stop.cancel();
     let tasks = workers.tasks.clone();
     drop(workers);
     tasks.close();

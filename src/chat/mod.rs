@@ -118,6 +118,11 @@ impl std::fmt::Debug for Context {
 /// Runs a platform until `stop` fires: its delivery, and `inbound` (the adapter's
 /// receiving loop), given the context conversations need. `bot_username` is the
 /// platform's name for the bot, where commands may be addressed to it (`/cmd@bot`).
+///
+/// It runs on every node. Delivery delivers while this node leads
+/// ([`delivery`]); `inbound` runs throughout, so a webhook or connection on any node is
+/// heard: an adapter whose updates only one reader may take (Telegram's poller)
+/// reads them within [`Engine::while_leading`].
 pub async fn run<P, F, Fut>(
     engine: Arc<Engine>,
     platform: Arc<P>,

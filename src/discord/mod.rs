@@ -85,8 +85,14 @@ pub async fn run(engine: Arc<Engine>, config: DiscordConfig, stop: CancellationT
         None,
         stop.clone(),
         |cx| async move {
+            // One Gateway session per bot: the node that leads holds it.
+            let engine = cx.engine.clone();
             let events = Arc::new(Events::new(cx, platform));
-            gateway::run(events.clone(), &config, stop).await;
+            engine
+                .while_leading(stop, false, |term| {
+                    gateway::run(events.clone(), &config, term)
+                })
+                .await;
             events.finish().await;
         },
     )

@@ -148,11 +148,11 @@ const SOLE_HEARTBEAT: Duration = Duration::from_secs(60);
 /// This node among those using the database, and whether it leads.
 #[derive(Debug)]
 pub struct Node {
-    /// Its row in `nodes`, as it started (its configuration's hash follows reloads:
-    /// [`Node::row`]).
-    pub me: NodeRow,
-    /// The hash of the configuration in force, renewed at each reload.
-    config_hash: std::sync::Mutex<String>,
+    /// Its name among the nodes (`[store] node`).
+    pub name: String,
+    /// Its row in `nodes`, with the hash of the configuration in force (renewed at
+    /// each reload): [`Node::row`].
+    row: std::sync::Mutex<NodeRow>,
     /// `Some` while this node leads: with the fence its timers' writes carry (none on
     /// SQLite, where the only node always leads).
     leading: watch::Sender<Option<Lead>>,
@@ -171,46 +171,46 @@ tokio::task_local! {
 
 impl Node {
     pub(super) fn new(config: &crate::config::Config) -> Node {
-        let hash = config_hash(&config.source);
         Node {
-            me: NodeRow {
+            name: config.store.node.clone(),
+            row: std::sync::Mutex::new(NodeRow {
                 name: config.store.node.clone(),
                 run: crate::store::new_id(),
                 version: env!("CARGO_PKG_VERSION").to_string(),
-                config_hash: hash.clone(),
+                config_hash: config_hash(&config.source),
                 started_at: crate::time::now_ms(),
-            },
-            config_hash: std::sync::Mutex::new(hash),
+            }),
             leading: watch::Sender::new(None),
         }
     }
 
     /// Its row as it is now: with the hash of the configuration in force.
     fn row(&self) -> NodeRow {
-        let hash = self
-            .config_hash
+        self.row
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        NodeRow {
-            config_hash: hash,
-            ..self.me.clone()
-        }
+            .clone()
     }
 
     /// The configuration was reloaded from `source`: its hash is the one the next
     /// heartbeat writes.
     pub(super) fn reloaded(&self, source: &std::path::Path) {
-        *self
-            .config_hash
+        self.row
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = config_hash(source);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .config_hash = config_hash(source);
     }
 
     /// Whether this node leads now.
     #[must_use]
     pub fn leads(&self) -> bool {
         self.leading.borrow().is_some()
+    }
+
+    /// Follows whether this node leads (`Some` while it does).
+    #[must_use]
+    pub fn watch_lead(&self) -> watch::Receiver<Option<Lead>> {
+        self.leading.subscribe()
     }
 }
 
@@ -219,7 +219,6 @@ impl Engine {
     /// the leader's lease, until `stop`; then lets the lease go, so another node takes it
     /// at once. On SQLite the node leads from the start.
     pub async fn run_node(self: Arc<Self>, stop: CancellationToken) {
-        let me = self.node.me.clone();
         if !self.store.is_shared() {
             self.node.leading.send_replace(Some(Lead { fence: None }));
             loop {
@@ -291,7 +290,7 @@ impl Engine {
         }
         if self.node.leads() {
             self.step_down("it is stopping");
-            let row = me.clone();
+            let row = self.node.row();
             if let Err(e) = self.blocking(move |s| s.release_lease(LEADER, &row)).await {
                 debug!(error = %e, "cannot let the leader's lease go; it runs out by itself");
             }
@@ -300,7 +299,7 @@ impl Engine {
 
     /// This node leads, under `fence` (said once, when it starts to).
     fn lead(&self, fence: i64) {
-        let me = &self.node.me;
+        let me = self.node.row();
         let lead = Lead {
             fence: Some(Fence {
                 lease: LEADER,
@@ -324,7 +323,7 @@ impl Engine {
             if now.is_none() {
                 return false;
             }
-            info!(node = %self.node.me.name, "this node no longer leads: {why}");
+            info!(node = %self.node.name, "this node no longer leads: {why}");
             *now = None;
             true
         });
@@ -467,7 +466,7 @@ impl Engine {
     /// act on.
     pub async fn nodes(&self) -> Result<NodesView, super::EngineError> {
         let rows = self.blocking(|s| s.nodes()).await?;
-        let me = &self.node.me;
+        let me = &self.node;
         // On SQLite there is no lease: the one node leads while it runs.
         let sole = !self.store.is_shared();
         let mut nodes: Vec<NodeView> = rows

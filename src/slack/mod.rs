@@ -8,7 +8,9 @@
 //!    ([`events_http`]).
 //! 2. Inbound traffic is acknowledged first and handled after, on a task of its own
 //!    ([`Slack::spawn`]; tracked, so shutdown lets it finish), so Slack gets its ack
-//!    within 3 s; envelopes and events are de-duplicated by id ([`Dedup`]).
+//!    within 3 s; envelopes and events are de-duplicated by id in the database
+//!    ([`Slack::first_time`]), so one Slack retries on another node's connection is
+//!    handled once across the nodes.
 //! 3. [`Slack::handle`] reads each payload ([`payload`]) into a
 //!    [`crate::chat::inbound::Inbound`] and answers the user privately: a slash
 //!    command through its `response_url` (which works in any conversation), anything
@@ -25,8 +27,7 @@ pub mod platform;
 pub mod render;
 pub mod socket;
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -58,9 +59,6 @@ const TRIGGER_WAIT: Duration = Duration::from_secs(2);
 const ANSWER_WAIT: Duration = Duration::from_secs(10);
 /// How long inbound work under way may finish at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-/// How many envelope / event ids are remembered for de-duplication.
-const DEDUP_CAPACITY: usize = 4096;
 
 /// Runs the adapter until `stop` fires. Never fails: problems reaching Slack are
 /// logged (without tokens) and retried with backoff.
@@ -111,35 +109,10 @@ pub enum Received {
     Event(serde_json::Value),
 }
 
-/// A bounded set of recently seen ids: the oldest are forgotten first.
-#[derive(Debug, Default)]
-pub struct Dedup {
-    set: HashSet<String>,
-    order: VecDeque<String>,
-}
-
-impl Dedup {
-    /// Records `id`; `true` the first time it is seen (while remembered).
-    pub fn first_time(&mut self, id: &str) -> bool {
-        if self.set.contains(id) {
-            return false;
-        }
-        if self.order.len() >= DEDUP_CAPACITY {
-            if let Some(old) = self.order.pop_front() {
-                self.set.remove(&old);
-            }
-        }
-        self.set.insert(id.to_string());
-        self.order.push_back(id.to_string());
-        true
-    }
-}
-
 /// The inbound side, shared by Socket Mode and HTTP mode.
 pub struct Slack {
     cx: Context,
     api: Arc<SlackApi>,
-    seen: Mutex<Dedup>,
     tasks: TaskTracker,
 }
 
@@ -149,17 +122,22 @@ impl Slack {
         Slack {
             cx,
             api,
-            seen: Mutex::new(Dedup::default()),
             tasks: TaskTracker::new(),
         }
     }
 
-    /// `true` the first time `id` (an envelope or event id) is seen.
-    pub fn first_time(&self, id: &str) -> bool {
-        self.seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .first_time(id)
+    /// `true` the first time Slack's `id` of `kind` (`envelope`, `event`) is seen by
+    /// any node (the database remembers a week of ids, across restarts). When the
+    /// database cannot tell, it is handled: what it asks for is settled by the engine
+    /// once either way.
+    pub async fn first_time(&self, kind: &str, id: &str) -> bool {
+        match self.cx.engine.chat().heard(&PLATFORM, kind, id).await {
+            Ok(first) => first,
+            Err(e) => {
+                warn!(kind, id, error = %e, "slack: cannot tell whether this was seen before");
+                true
+            }
+        }
     }
 
     /// Handles `received` on a task of its own, tracked for shutdown.
@@ -197,7 +175,7 @@ impl Slack {
             Received::Event(v) => match serde_json::from_value::<payload::EventCallback>(v) {
                 Ok(cb) => {
                     if let Some(id) = &cb.event_id {
-                        if !self.first_time(&format!("event:{id}")) {
+                        if !self.first_time("event", id).await {
                             debug!(event_id = %id, "slack: duplicate event ignored");
                             return;
                         }
@@ -427,22 +405,5 @@ impl Slack {
         {
             warn!(channel, user, error = %e, "slack: cannot answer the user");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dedup_remembers_a_bounded_number_of_ids() {
-        let mut d = Dedup::default();
-        assert!(d.first_time("a"));
-        assert!(!d.first_time("a"));
-        for i in 0..DEDUP_CAPACITY {
-            d.first_time(&i.to_string());
-        }
-        assert!(d.order.len() <= DEDUP_CAPACITY && d.set.len() == d.order.len());
-        assert!(d.first_time("a"), "the oldest id was forgotten");
     }
 }

@@ -170,7 +170,7 @@ async fn connect_once(slack: &Arc<Slack>, stop: &CancellationToken) -> Ended {
                 if let Err(e) = ws.send(Message::text(ack)).await {
                     return Ended::Failed(format!("cannot acknowledge: {e}"), greeted);
                 }
-                if !slack.first_time(&format!("envelope:{envelope}")) {
+                if !slack.first_time("envelope", envelope).await {
                     debug!(envelope, "slack: duplicate envelope acknowledged, not handled");
                     continue;
                 }

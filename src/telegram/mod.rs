@@ -110,10 +110,16 @@ pub async fn run(engine: Arc<Engine>, config: TelegramConfig, stop: Cancellation
         token,
         id: me.user.id,
     });
+    // Telegram gives updates to one consumer per token: the node that leads polls.
     let inbound = {
         let telegram = telegram.clone();
         let stop = stop.clone();
-        move |cx| updates::poll(telegram, cx, stop)
+        move |cx: crate::chat::Context| {
+            let engine = cx.engine.clone();
+            engine.while_leading(stop, false, move |term| {
+                updates::poll(telegram.clone(), cx.clone(), term)
+            })
+        }
     };
     crate::chat::run(engine, telegram, Some(username), stop, inbound).await;
     let _ = commands.await;

@@ -49,6 +49,7 @@ mod integrations;
 mod layout;
 mod lifecycle;
 mod memory;
+mod node_chat;
 mod nodes;
 mod packaging;
 mod pause;

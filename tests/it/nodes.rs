@@ -79,7 +79,7 @@ fn node_config(db: &pg_cluster::Database, name: &str, fake: &FakeTelegram) -> St
 }
 
 /// What `/v1/health` says of the node that answers: whether it leads.
-async fn leads(app: &TestApp) -> bool {
+pub(crate) async fn leads(app: &TestApp) -> bool {
     health(&app.owner).await.1["node"]["leader"] == true
 }
 

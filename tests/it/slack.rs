@@ -10,7 +10,7 @@ use crate::fake_slack::{click, message, submit_modal, FakeSlack, Via};
 use crate::fake_telegram::FakeTelegram;
 use crate::helpers::{eventually, eventually_within, log_text, spawn_app, spawn_app_in, TestApp};
 
-const APPROVER: &str = "U1";
+pub(crate) const APPROVER: &str = "U1";
 const STRANGER: &str = "U999";
 
 async fn setup() -> (TestApp, FakeSlack) {
@@ -20,15 +20,15 @@ async fn setup() -> (TestApp, FakeSlack) {
 }
 
 /// A pending request and its Slack prompt.
-struct Prompted {
-    id: String,
-    short_id: String,
-    ts: String,
+pub(crate) struct Prompted {
+    pub(crate) id: String,
+    pub(crate) short_id: String,
+    pub(crate) ts: String,
     /// The `chat.postMessage` params.
-    params: Value,
+    pub(crate) params: Value,
 }
 
-async fn prompted(
+pub(crate) async fn prompted(
     app: &TestApp,
     fake: &FakeSlack,
     agent: &str,
@@ -53,7 +53,7 @@ async fn prompted(
 }
 
 /// What `user` was told privately (ephemeral messages and response_url answers).
-fn ephemerals(fake: &FakeSlack, user: &str) -> Vec<String> {
+pub(crate) fn ephemerals(fake: &FakeSlack, user: &str) -> Vec<String> {
     fake.answers(user).iter().map(|a| a.text()).collect()
 }
 
@@ -67,7 +67,7 @@ async fn ephemeral_containing(fake: &FakeSlack, user: &str, needle: &str) -> Str
 }
 
 /// The `chat.update` that shows `ts` in its final form for `status_word`.
-async fn update_of(fake: &FakeSlack, ts: &str, status_word: &str) -> Value {
+pub(crate) async fn update_of(fake: &FakeSlack, ts: &str, status_word: &str) -> Value {
     eventually(
         &format!("a chat.update of {ts} saying {status_word}"),
         async || {
@@ -1019,14 +1019,14 @@ async fn http_setup() -> (TestApp, FakeSlack, String) {
     (app, fake, format!("http://127.0.0.1:{port}/slack/events"))
 }
 
-fn sign(secret: &str, ts: &str, body: &str) -> String {
+pub(crate) fn sign(secret: &str, ts: &str, body: &str) -> String {
     use hmac::Mac;
     let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(format!("v0:{ts}:{body}").as_bytes());
     format!("v0={}", hex::encode(mac.finalize().into_bytes()))
 }
 
-fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -1034,7 +1034,7 @@ fn now_secs() -> u64 {
 }
 
 /// POSTs a form body (as Slack sends interactions) with the given signature headers.
-async fn post_form(url: &str, body: &str, ts: &str, signature: &str) -> u16 {
+pub(crate) async fn post_form(url: &str, body: &str, ts: &str, signature: &str) -> u16 {
     // The listener starts with the daemon's tasks: retry until it is up.
     eventually("the events listener", async || {
         raw_post(url, body, ts, signature).await.ok()
@@ -1064,7 +1064,7 @@ async fn raw_post(url: &str, body: &str, ts: &str, signature: &str) -> std::io::
     Ok(status)
 }
 
-fn form_click(p: &Prompted) -> String {
+pub(crate) fn form_click(p: &Prompted) -> String {
     let payload = click(APPROVER, &p.ts, &encode_button(Button::Approve, &p.id)).to_string();
     serde_urlencoded::to_string([("payload", payload)]).unwrap()
 }
@@ -1170,7 +1170,7 @@ async fn tokens_never_reach_the_logs_even_when_slack_echoes_them() {
 }
 
 /// Every mrkdwn and plain text a message shows, joined.
-fn shown_text(params: &Value) -> String {
+pub(crate) fn shown_text(params: &Value) -> String {
     let mut all = Vec::new();
     mrkdwn_objects(params, &mut all);
     all.iter()
