@@ -9,9 +9,12 @@
 //! In "chaos" mode a share of `chat.postMessage` and `chat.update` calls fail before
 //! they take effect (429, 500, a dropped connection) or answer slowly, so a test can
 //! count exactly how often each message really reached "Slack".
+//!
+//! Optionally ([`FakeSlack::enforce_limits`]) it enforces Slack's documented limits on
+//! `chat.postMessage` and `chat.update` with 429s, and counts them.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -111,6 +114,82 @@ struct Inner {
     messages: Mutex<HashMap<String, Value>>,
     /// Posts that take effect but whose answer is lost (the connection breaks).
     lose_posts: AtomicUsize,
+    /// Enforce Slack's documented limits with 429s.
+    limits: AtomicBool,
+    /// What the limits remember of the calls that took effect.
+    usage: Mutex<Usage>,
+    /// 429s answered because a limit was exceeded.
+    rate_limited: AtomicU64,
+}
+
+/// Slack's documented limits ("Rate limits", docs.slack.dev/apis/web-api/rate-limits),
+/// as this fake enforces them:
+///
+/// - `chat.postMessage`: "1 message per second per channel, short bursts allowed"
+///   (Slack: "Short bursts >1 allowed. If you attempt bursts, there is no guarantee
+///   that messages will" all be posted). Taken at its least: a token bucket per channel
+///   of [`POST_BURST`] messages, refilled at one a second: after a quiet spell two may
+///   come back to back, then one a second; over any `T` seconds at most `T + 2`. The
+///   bucket's second token also absorbs the network's jitter between calls paced 1 s
+///   apart or more. (Slack's workspace-wide limit on posts is not published; not
+///   enforced.)
+/// - `chat.update`: Tier 3, "50+ per minute", applied "per API method per workspace/team
+///   per app": taken at its floor, at most [`UPDATES_PER_MINUTE`] calls that took effect
+///   in any 60 s window (half-open: a call exactly 60 s after the 50th-last is allowed),
+///   whatever the channel.
+///
+/// A call over a limit gets 429, `Retry-After` (whole seconds, at least 1) and
+/// `{"ok": false, "error": "ratelimited"}`, takes no effect and is not counted against
+/// the limits.
+const POST_BURST: f64 = 2.0;
+const UPDATES_PER_MINUTE: usize = 50;
+const MINUTE: Duration = Duration::from_secs(60);
+
+#[derive(Default)]
+struct Usage {
+    /// Channel → (tokens left in its post bucket, when they were counted).
+    posts: HashMap<String, (f64, Instant)>,
+    /// When each chat.update that took effect in the last minute arrived, oldest first.
+    updates: VecDeque<Instant>,
+}
+
+impl Usage {
+    /// Seconds until a call to `method` in `channel` would be within the limits, if it
+    /// is not now; else the call is counted.
+    fn over(&mut self, method: &str, channel: &str, now: Instant) -> Option<u64> {
+        match method {
+            "chat.postMessage" => {
+                let (tokens, at) = self
+                    .posts
+                    .entry(channel.to_string())
+                    .or_insert((POST_BURST, now));
+                *tokens = (*tokens + now.duration_since(*at).as_secs_f64()).min(POST_BURST);
+                *at = now;
+                if *tokens >= 1.0 {
+                    *tokens -= 1.0;
+                    return None;
+                }
+                Some(((1.0 - *tokens).ceil() as u64).max(1))
+            }
+            "chat.update" => {
+                while self
+                    .updates
+                    .front()
+                    .is_some_and(|t| now.duration_since(*t) >= MINUTE)
+                {
+                    self.updates.pop_front();
+                }
+                if self.updates.len() < UPDATES_PER_MINUTE {
+                    self.updates.push_back(now);
+                    return None;
+                }
+                let oldest = *self.updates.front()?;
+                let left = MINUTE.saturating_sub(now.duration_since(oldest));
+                Some(left.as_secs_f64().ceil().max(1.0) as u64)
+            }
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -195,6 +274,17 @@ impl FakeSlack {
     pub fn rate_limit(&self, method: &str, times: u32, retry_after: u64) {
         let mut limited = self.inner.limited.lock().unwrap();
         limited.insert(method.to_string(), (times, retry_after));
+    }
+
+    /// Answer `chat.postMessage` and `chat.update` calls beyond Slack's documented limits
+    /// (see [`POST_BURST`]) with 429: they take no effect.
+    pub fn enforce_limits(&self) {
+        self.inner.limits.store(true, Ordering::SeqCst);
+    }
+
+    /// How many 429s the limits caused.
+    pub fn rate_limited(&self) -> u64 {
+        self.inner.rate_limited.load(Ordering::SeqCst)
     }
 
     /// Fail `share` (0.0–1.0) of chat.postMessage and chat.update calls at random: 429,
@@ -390,6 +480,20 @@ async fn web(
     if let Some((3, ms)) = chaos {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
+    // Only a call that would otherwise take effect is weighed against the limits.
+    let over = (st.limits.load(Ordering::SeqCst)
+        && chaos.is_none_or(|(kind, _)| kind == 3)
+        && limited.is_none()
+        && invalid.is_none()
+        && failing.is_none())
+    .then(|| {
+        let channel = params["channel"].as_str().unwrap_or_default();
+        st.usage
+            .lock()
+            .unwrap()
+            .over(&method, channel, Instant::now())
+    })
+    .flatten();
     let response = if let Some((kind @ 0..=2, _)) = chaos {
         match kind {
             0 => (
@@ -406,7 +510,10 @@ async fn web(
                 axum::body::Body::from_stream(broken).into_response()
             }
         }
-    } else if let Some(secs) = limited {
+    } else if let Some(secs) = limited.or(over) {
+        if over.is_some() {
+            st.rate_limited.fetch_add(1, Ordering::SeqCst);
+        }
         (
             StatusCode::TOO_MANY_REQUESTS,
             [(header::RETRY_AFTER, secs.to_string())],
@@ -681,4 +788,28 @@ pub fn click_in(user: &str, channel: &str, ts: &str, value: &str) -> Value {
     v["container"]["channel_id"] = json!(channel);
     v["channel"]["id"] = json!(channel);
     v
+}
+
+#[test]
+fn the_limits_allow_two_posts_at_once_then_one_a_second_and_50_updates_a_minute() {
+    let mut usage = Usage::default();
+    let t0 = Instant::now();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    // Two back to back in a channel, then one a second; another channel is apart.
+    assert_eq!(usage.over("chat.postMessage", "C1", at(0)), None);
+    assert_eq!(usage.over("chat.postMessage", "C1", at(10)), None);
+    assert_eq!(usage.over("chat.postMessage", "C1", at(20)), Some(1));
+    assert_eq!(usage.over("chat.postMessage", "C2", at(20)), None);
+    assert_eq!(usage.over("chat.postMessage", "C1", at(1010)), None);
+    assert_eq!(usage.over("chat.postMessage", "C1", at(1500)), Some(1));
+    assert_eq!(usage.over("chat.postMessage", "C1", at(2010)), None);
+    // chat.update at gatebot's pace (1.2 s) is 50 a minute: within the limit, the
+    // 51st exactly 60 s after the first too; one sooner is not, and one just after
+    // waits for the second to leave the window (1.2 s, rounded up).
+    for n in 0..50 {
+        assert_eq!(usage.over("chat.update", "C1", at(n * 1200)), None, "{n}");
+    }
+    assert_eq!(usage.over("chat.update", "C2", at(59_999)), Some(1));
+    assert_eq!(usage.over("chat.update", "C1", at(60_000)), None);
+    assert_eq!(usage.over("chat.update", "C1", at(60_001)), Some(2));
 }

@@ -70,12 +70,16 @@ async fn a_poll_on_one_node_is_answered_when_an_owner_decides_on_another() {
 /// Node `name`'s config on `db`, with Telegram on `fake` (the same token for every node).
 fn node_config(db: &pg_cluster::Database, name: &str, fake: &FakeTelegram) -> String {
     format!(
-        "[store]\nurl = \"{}\"\nnode = \"{name}\"\n\
-         [telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [{CHAT}]\napprovers = [{}]\n",
-        db.url(),
+        "{}[telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\nchats = [{CHAT}]\napprovers = [{}]\n",
+        node_store(db, name),
         fake.url,
         ALICE.0
     )
+}
+
+/// The `[store]` section of node `name` on `db`.
+fn node_store(db: &pg_cluster::Database, name: &str) -> String {
+    format!("[store]\nurl = \"{}\"\nnode = \"{name}\"\n", db.url())
 }
 
 /// What `/v1/health` says of the node that answers: whether it leads.
@@ -507,4 +511,133 @@ async fn a_burst_over_three_nodes_keeps_telegrams_limits_and_posts_each_card_onc
         .filter(|s| fake.prompt_calls(Some(CHAT), s).len() > 1)
         .collect();
     assert!(twice.is_empty(), "cards posted twice: {twice:?}");
+}
+
+/// Node `name`'s config on `db`, with Slack on `fake` in Socket Mode (the same tokens for
+/// every node, channel C1) and no Telegram.
+fn slack_node_config(
+    db: &pg_cluster::Database,
+    name: &str,
+    fake: &crate::fake_slack::FakeSlack,
+) -> String {
+    format!("{}{}", node_store(db, name), fake.config())
+}
+
+/// 1 000 requests that wait for an owner, from 8 agents' connections spread over
+/// `nodes`: (id, short id) of each.
+async fn submit_burst(nodes: &[&TestApp]) -> Vec<(String, String)> {
+    let mut requests = Vec::new();
+    for round in 0..125 {
+        let submits = (0..8).map(|k| {
+            let node = nodes[(round * 8 + k) % nodes.len()];
+            node.submit_pending(json!({"agent": "mailer", "tool": "send_email",
+                "args": {"to": format!("p{round}-{k}")}}))
+        });
+        requests.extend(futures_util::future::join_all(submits).await);
+    }
+    requests
+}
+
+/// Waits (up to two minutes) until `calls`, a count of the calls made to a chat, has not
+/// changed for three seconds.
+async fn until_quiet(what: &str, calls: impl Fn() -> usize) {
+    let mut last = (calls(), Instant::now());
+    eventually_within(
+        &format!("{what} to go quiet"),
+        Duration::from_secs(120),
+        async || {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let now = calls();
+            if now != last.0 {
+                last = (now, Instant::now());
+            }
+            (last.1.elapsed() > Duration::from_secs(3)).then_some(())
+        },
+    )
+    .await;
+}
+
+/// Whether a Slack message's fallback text names request `short` (`request <short>`,
+/// not a longer id it begins).
+fn names_request(params: &serde_json::Value, short: &str) -> bool {
+    let text = params["text"].as_str().unwrap_or_default();
+    let needle = format!("request {short}");
+    text.match_indices(&needle).any(|(at, _)| {
+        !text[at + needle.len()..]
+            .chars()
+            .next()
+            .is_some_and(char::is_alphanumeric)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_over_three_nodes_keeps_slacks_limits_and_posts_each_card_once() {
+    let Some(db) = pg_cluster::database() else {
+        return;
+    };
+    let fake = crate::fake_slack::FakeSlack::start().await;
+    fake.enforce_limits();
+    let a = spawn_app(&slack_node_config(&db, "a", &fake)).await;
+    eventually("node a to lead", async || leads(&a).await.then_some(())).await;
+    let b = spawn_app(&slack_node_config(&db, "b", &fake)).await;
+    let c = spawn_app(&slack_node_config(&db, "c", &fake)).await;
+    let nodes = [&a, &b, &c];
+    let requests = submit_burst(&nodes).await;
+    let calls = || fake.calls("chat.postMessage").len() + fake.calls("chat.update").len();
+    until_quiet("the channel", calls).await;
+    let posted: Vec<_> = fake
+        .calls("chat.postMessage")
+        .into_iter()
+        .filter(|c| c.ok)
+        .collect();
+    assert!(!posted.is_empty(), "nothing was posted");
+    assert_eq!(fake.rate_limited(), 0, "a Slack limit was exceeded");
+    let twice: Vec<&String> = requests
+        .iter()
+        .map(|(_, short)| short)
+        .filter(|s| {
+            posted
+                .iter()
+                .filter(|c| c.params["channel"] == "C1" && names_request(&c.params, s))
+                .count()
+                > 1
+        })
+        .collect();
+    assert!(twice.is_empty(), "cards posted twice: {twice:?}");
+
+    // Then the owners decide them all, over the three nodes: what was posted is edited
+    // as fast as gatebot's pace allows, within chat.update's limit too.
+    for (round, chunk) in requests.chunks(8).enumerate() {
+        let decisions = chunk
+            .iter()
+            .enumerate()
+            .map(|(k, (id, _))| nodes[(round * 8 + k) % 3].decide_ok(id, "approve", None));
+        futures_util::future::join_all(decisions).await;
+    }
+    until_quiet("the channel", calls).await;
+    let updated: Vec<Instant> = fake
+        .calls("chat.update")
+        .iter()
+        .filter(|c| c.ok)
+        .map(|c| c.at)
+        .collect();
+    let busiest_minute = updated
+        .iter()
+        .map(|t| {
+            updated
+                .iter()
+                .filter(|u| **u >= *t && u.duration_since(*t) < Duration::from_secs(60))
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    eprintln!(
+        "a burst over three nodes on Slack: {} posts, {} updates ({busiest_minute} in the \
+         busiest minute), {} rate limited",
+        posted.len(),
+        updated.len(),
+        fake.rate_limited()
+    );
+    assert!(!updated.is_empty(), "nothing was edited");
+    assert_eq!(fake.rate_limited(), 0, "a Slack limit was exceeded");
 }
