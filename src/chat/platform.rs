@@ -25,6 +25,32 @@ use crate::chat::card::Card;
 use crate::config::{ChatSettings, Config};
 use crate::engine::Engine;
 
+/// Spaces calls that share one limit beyond a chat's own pace (a phone number's
+/// sends, a Slack app's edits across its channels): each call waits its turn, at least
+/// `interval` after the one before, in the order they asked.
+#[derive(Debug)]
+pub struct Pacer {
+    interval: Duration,
+    next: tokio::sync::Mutex<tokio::time::Instant>,
+}
+
+impl Pacer {
+    #[must_use]
+    pub fn new(interval: Duration) -> Pacer {
+        Pacer {
+            interval,
+            next: tokio::sync::Mutex::new(tokio::time::Instant::now()),
+        }
+    }
+
+    /// Waits for this call's turn.
+    pub async fn turn(&self) {
+        let mut next = self.next.lock().await;
+        tokio::time::sleep_until(*next).await;
+        *next = tokio::time::Instant::now() + self.interval;
+    }
+}
+
 /// Where in a chat a card goes: as a reply to a message on Telegram, in the thread a
 /// message starts on Slack. Delivery decides it per subject (its home message, or its
 /// parent's card); a platform without threads may ignore it.
@@ -166,5 +192,40 @@ pub async fn webhook_listener(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::Pacer;
+
+    /// Calls from several chats at once take their turns one interval apart, in the
+    /// order they asked; the first at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_pacer_spaces_calls_from_every_caller_by_its_interval() {
+        let pacer = Arc::new(Pacer::new(Duration::from_millis(1250)));
+        let start = tokio::time::Instant::now();
+        let turns = (0..4).map(|_| {
+            let pacer = pacer.clone();
+            tokio::spawn(async move {
+                pacer.turn().await;
+                start.elapsed()
+            })
+        });
+        let mut at: Vec<Duration> = Vec::new();
+        for t in turns {
+            at.push(t.await.unwrap());
+        }
+        at.sort();
+        let ms: Vec<u128> = at.iter().map(Duration::as_millis).collect();
+        assert_eq!(ms, [0, 1250, 2500, 3750]);
+        // After a quiet spell, the next call goes at once.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let before = tokio::time::Instant::now();
+        pacer.turn().await;
+        assert_eq!(before.elapsed(), Duration::ZERO);
     }
 }

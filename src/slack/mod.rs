@@ -42,6 +42,7 @@ use crate::chat::card::Card;
 use crate::chat::conversation;
 use crate::chat::exchange::{Actor, Answer, At};
 use crate::chat::inbound::{self, Inbound, Replied, Seen};
+use crate::chat::platform::Pacer;
 use crate::chat::Context;
 use crate::engine::Engine;
 use crate::settings::PlatformSettings;
@@ -71,7 +72,10 @@ pub async fn run(engine: Arc<Engine>, config: SlackConfig, stop: CancellationTok
         }
     };
     let check = tokio::spawn(check_token(api.clone()));
-    let platform = Arc::new(platform::Slack { api: api.clone() });
+    let platform = Arc::new(platform::Slack {
+        api: api.clone(),
+        edits: Pacer::new(platform::EDIT_INTERVAL),
+    });
     info!(mode = config.mode.as_str(), channels = ?config.chat.destinations, "slack: starting");
     crate::chat::run(engine, platform, None, stop.clone(), |cx| async move {
         let slack = Arc::new(Slack::new(cx, api));

@@ -10,20 +10,26 @@ use super::api::SlackApi;
 use super::{render, PLATFORM};
 use crate::approval::PlatformId;
 use crate::chat::card::Card;
-use crate::chat::platform::{Platform, SendError};
+use crate::chat::platform::{Pacer, Platform, SendError};
 use crate::subject::Thread;
 
 pub struct Slack {
     pub api: Arc<SlackApi>,
+    /// `chat.update` across every channel: Slack counts it per app and workspace.
+    pub edits: Pacer,
 }
+
+/// `chat.update` is a Tier 3 method: "50+ per minute" for the app in a workspace,
+/// whatever the channel.
+pub const EDIT_INTERVAL: Duration = Duration::from_millis(1250);
 
 impl Platform for Slack {
     fn id(&self) -> PlatformId {
         PLATFORM
     }
 
-    /// chat.postMessage allows about one message a second per channel, chat.update
-    /// about 50 a minute.
+    /// chat.postMessage allows about one message a second per channel; chat.update
+    /// about 50 a minute in all, which [`EDIT_INTERVAL`] keeps across channels.
     fn pace(&self, _chat: &str) -> Duration {
         Duration::from_millis(1200)
     }
@@ -81,6 +87,7 @@ impl Platform for Slack {
 
     async fn edit(&self, chat: &str, message: &str, card: &Card) -> Result<(), SendError> {
         let (text, blocks) = render::render(card);
+        self.edits.turn().await;
         self.api
             .call(
                 "chat.update",

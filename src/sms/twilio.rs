@@ -13,7 +13,7 @@
 //! - Answers to an inbound text are TwiML: `<Response><Message>…</Message></Response>`.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::http::HeaderMap;
 use base64::Engine as _;
@@ -31,7 +31,7 @@ use sha1::Sha1;
 use super::provider::{Gateway, Params, Webhook};
 use super::SmsConfig;
 use crate::approval::PlatformId;
-use crate::chat::platform::SendError;
+use crate::chat::platform::{Pacer, SendError};
 use crate::metrics::Metrics;
 
 /// When Twilio says 429 without a `Retry-After`, wait this long.
@@ -55,8 +55,8 @@ pub struct Twilio {
     public_url: Option<String>,
     metrics: Arc<Metrics>,
     platform: PlatformId,
-    /// When the number may send next.
-    next_send: tokio::sync::Mutex<Instant>,
+    /// The number's sends, one per [`SEND_INTERVAL`].
+    sends: Pacer,
 }
 
 impl Twilio {
@@ -76,18 +76,8 @@ impl Twilio {
             public_url: config.public_url.clone(),
             metrics,
             platform: super::PLATFORM,
-            next_send: tokio::sync::Mutex::new(Instant::now()),
+            sends: Pacer::new(SEND_INTERVAL),
         })
-    }
-
-    /// Waits for the number's turn to send.
-    async fn pace(&self) {
-        let mut next = self.next_send.lock().await;
-        let now = Instant::now();
-        if *next > now {
-            tokio::time::sleep(*next - now).await;
-        }
-        *next = Instant::now() + SEND_INTERVAL;
     }
 
     async fn call(&self, form: String) -> Result<String, SendError> {
@@ -167,7 +157,7 @@ impl Gateway for Twilio {
         }
         let form =
             serde_urlencoded::to_string(&form).map_err(|e| SendError::Permanent(e.to_string()))?;
-        self.pace().await;
+        self.sends.turn().await;
         self.call(form).await
     }
 

@@ -16,7 +16,7 @@
 //!   over the `sha2` the crate has, RFC 4231's vectors in the tests).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Bytes;
@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 
 use super::WhatsAppConfig;
 use crate::approval::PlatformId;
-use crate::chat::platform::SendError;
+use crate::chat::platform::{Pacer, SendError};
 use crate::metrics::Metrics;
 
 /// The least time between two sends from the number: 80 a second.
@@ -72,8 +72,8 @@ pub struct Graph {
     token: crate::secret::Secret,
     metrics: Arc<Metrics>,
     platform: PlatformId,
-    /// When the number may send next.
-    next_send: tokio::sync::Mutex<Instant>,
+    /// The number's sends, one per [`SEND_INTERVAL`].
+    sends: Pacer,
 }
 
 impl Graph {
@@ -89,18 +89,8 @@ impl Graph {
             token: config.access_token.clone(),
             metrics,
             platform: super::PLATFORM,
-            next_send: tokio::sync::Mutex::new(Instant::now()),
+            sends: Pacer::new(SEND_INTERVAL),
         })
-    }
-
-    /// Waits for the number's turn to send.
-    async fn pace(&self) {
-        let mut next = self.next_send.lock().await;
-        let now = Instant::now();
-        if *next > now {
-            tokio::time::sleep(*next - now).await;
-        }
-        *next = Instant::now() + SEND_INTERVAL;
     }
 
     /// Sends `message` (the Messages API's JSON without `messaging_product`); the new
@@ -108,7 +98,7 @@ impl Graph {
     pub async fn send(&self, mut message: Value) -> Result<String, Refused> {
         message["messaging_product"] = "whatsapp".into();
         message["recipient_type"] = "individual".into();
-        self.pace().await;
+        self.sends.turn().await;
         let req = Request::builder()
             .method(Method::POST)
             .uri(&self.url)

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::fake_slack::{click, message, FakeSlack};
 use crate::helpers::{eventually, spawn_app};
-use crate::nodes::leads;
+use crate::nodes::{leads, node_store};
 use crate::pg_cluster;
 use crate::slack::{
     ephemerals, form_click, now_secs, post_form, prompted, shown_text, sign, update_of, APPROVER,
@@ -29,11 +29,10 @@ fn slack_node(
 ) -> (String, String) {
     let port = crate::helpers::free_port().port();
     let config = format!(
-        "[store]\nurl = \"{}\"\nnode = \"{name}\"\n\
-         [slack]\nmode = \"http\"\nbot_token = \"xoxb-test-bot\"\nsigning_secret = \"{SECRET}\"\n\
+        "{}[slack]\nmode = \"http\"\nbot_token = \"xoxb-test-bot\"\nsigning_secret = \"{SECRET}\"\n\
          events_listen = \"127.0.0.1:{port}\"\napi_url = \"{}\"\nchannels = [\"C1\"]\n\
          approvers = [\"{APPROVER}\"]\n{extra}",
-        db.url(),
+        node_store(db, name),
         fake.api_url
     );
     (config, format!("http://127.0.0.1:{port}/slack/events"))
@@ -127,7 +126,7 @@ async fn only_the_leader_posts_and_a_digest_turned_on_a_standby_is_drawn_there()
     };
     let fake = FakeSlack::start().await;
     // Node a leads with no chat of its own; b, with Slack, stands by.
-    let a = spawn_app(&format!("[store]\nurl = \"{}\"\nnode = \"a\"\n", db.url())).await;
+    let a = spawn_app(&node_store(&db, "a")).await;
     eventually("node a to lead", async || leads(&a).await.then_some(())).await;
     let (b_config, _) = slack_node(&db, "b", &fake, "digest_after = 5\n");
     let b = spawn_app(&b_config).await;

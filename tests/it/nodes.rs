@@ -78,7 +78,7 @@ fn node_config(db: &pg_cluster::Database, name: &str, fake: &FakeTelegram) -> St
 }
 
 /// The `[store]` section of node `name` on `db`.
-fn node_store(db: &pg_cluster::Database, name: &str) -> String {
+pub(crate) fn node_store(db: &pg_cluster::Database, name: &str) -> String {
     format!("[store]\nurl = \"{}\"\nnode = \"{name}\"\n", db.url())
 }
 
@@ -469,35 +469,10 @@ async fn a_burst_over_three_nodes_keeps_telegrams_limits_and_posts_each_card_onc
     eventually("node a to lead", async || leads(&a).await.then_some(())).await;
     let b = spawn_app(&node_config(&db, "b", &fake)).await;
     let c = spawn_app(&node_config(&db, "c", &fake)).await;
-    let nodes = [&a, &b, &c];
-    // 1 000 requests that wait for an owner, from 8 agents' connections spread over the
-    // three nodes.
-    let mut shorts = Vec::new();
-    for round in 0..125 {
-        let submits = (0..8).map(|k| {
-            let node = nodes[(round * 8 + k) % 3];
-            node.submit_pending(json!({"agent": "mailer", "tool": "send_email",
-                "args": {"to": format!("p{round}-{k}")}}))
-        });
-        for (_, short) in futures_util::future::join_all(submits).await {
-            shorts.push(short);
-        }
-    }
-    // Until the chat is quiet: nothing sent or edited for three seconds.
-    let sent = || fake.calls("sendMessage").len() + fake.calls("editMessageText").len();
-    let mut last = (sent(), Instant::now());
-    eventually_within(
-        "the chat to go quiet",
-        Duration::from_secs(120),
-        async || {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            let now = sent();
-            if now != last.0 {
-                last = (now, Instant::now());
-            }
-            (last.1.elapsed() > Duration::from_secs(3)).then_some(())
-        },
-    )
+    let requests = submit_burst(&[&a, &b, &c]).await;
+    until_quiet("the chat", || {
+        fake.calls("sendMessage").len() + fake.calls("editMessageText").len()
+    })
     .await;
     assert!(!fake.posted().is_empty(), "nothing was posted");
     assert_eq!(fake.rate_limited(), 0, "a chat limit was exceeded");
@@ -506,8 +481,9 @@ async fn a_burst_over_three_nodes_keeps_telegrams_limits_and_posts_each_card_onc
         0,
         "two nodes polled Telegram at once"
     );
-    let twice: Vec<&String> = shorts
+    let twice: Vec<&String> = requests
         .iter()
+        .map(|(_, short)| short)
         .filter(|s| fake.prompt_calls(Some(CHAT), s).len() > 1)
         .collect();
     assert!(twice.is_empty(), "cards posted twice: {twice:?}");

@@ -642,6 +642,50 @@ async fn a_dropped_socket_reconnects_and_the_next_click_works() {
     app.stop().await;
 }
 
+/// Slack counts `chat.update` per app, whatever the channel ("50+ per minute"): with
+/// cards in two channels edited at once, gatebot's edits together stay within it, not
+/// each channel's. (Each channel's own pace, 1.2 s, would make 100 a minute.)
+#[tokio::test]
+async fn edits_in_two_channels_together_keep_chat_updates_limit() {
+    let fake = FakeSlack::start().await;
+    fake.enforce_limits();
+    let config = fake
+        .config()
+        .replace("channels = [\"C1\"]", "channels = [\"C1\", \"C2\"]");
+    let app = spawn_app(&format!("{config}digest_after = 100\n")).await;
+    // 26 cards in each channel, then all 26 decided: 52 edits, more than 50 a minute
+    // if each channel were paced alone.
+    let mut ids = Vec::new();
+    for n in 0..26 {
+        let (id, _) = app
+            .submit_pending(json!({"agent": "mailer", "tool": "send_email", "args": {"n": n}}))
+            .await;
+        ids.push(id);
+    }
+    eventually_within(
+        "every card in both channels",
+        Duration::from_secs(90),
+        async || {
+            (fake
+                .calls("chat.postMessage")
+                .iter()
+                .filter(|c| c.ok)
+                .count()
+                == 52)
+                .then_some(())
+        },
+    )
+    .await;
+    for id in &ids {
+        app.decide_ok(id, "approve", None).await;
+    }
+    eventually_within("every card edited", Duration::from_secs(120), async || {
+        (fake.calls("chat.update").iter().filter(|c| c.ok).count() >= 52).then_some(())
+    })
+    .await;
+    assert_eq!(fake.rate_limited(), 0, "a Slack limit was exceeded");
+}
+
 #[tokio::test]
 async fn a_rate_limited_post_waits_for_retry_after() {
     let fake = FakeSlack::start().await;
