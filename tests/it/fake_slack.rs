@@ -1,7 +1,9 @@
 //! A fake Slack on loopback: the Web API (every call recorded with its params and
 //! arrival time), the `response_url`s of slash commands (what is posted to them is
 //! recorded too), and a Socket Mode WebSocket server that says `hello`, sends the
-//! envelopes a test injects and records the acks. It keeps the bot's messages, so
+//! envelopes a test injects and records the acks. Like Slack it keeps several
+//! connections of one app open at once (up to ten) and hands each envelope to one of
+//! them, in turn. It keeps the bot's messages, so
 //! `conversations.replies` (a GET, arguments in the query string, as Slack takes
 //! them) reads a thread's parent back, and thread replies say who wrote their parent
 //! (`parent_user_id`); a post can take effect and lose its answer.
@@ -90,6 +92,13 @@ enum ToClient {
     Drop,
 }
 
+/// The open Socket Mode connections, oldest first, and the next to send to.
+#[derive(Default)]
+struct Sockets {
+    open: Vec<(usize, mpsc::UnboundedSender<ToClient>)>,
+    next: usize,
+}
+
 #[derive(Default)]
 struct Inner {
     ws_port: u16,
@@ -105,7 +114,7 @@ struct Inner {
     responses_fail: std::sync::atomic::AtomicBool,
     /// Method → an `error` code to answer with (`ok: false`).
     failing: Mutex<HashMap<String, String>>,
-    conn: Mutex<Option<(usize, mpsc::UnboundedSender<ToClient>)>>,
+    conns: Mutex<Sockets>,
     connections: AtomicUsize,
     acks: Mutex<Vec<String>>,
     /// Fail this share of posts and updates at random.
@@ -386,17 +395,23 @@ impl FakeSlack {
         failing.insert(method.to_string(), code.to_string());
     }
 
+    /// Socket Mode connections made since start.
     pub fn connections(&self) -> usize {
         self.inner.connections.load(Ordering::SeqCst)
+    }
+
+    /// Socket Mode connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.inner.conns.lock().unwrap().open.len()
     }
 
     pub fn acks(&self) -> Vec<String> {
         self.inner.acks.lock().unwrap().clone()
     }
 
-    /// Drops the current WebSocket connection abruptly.
+    /// Drops the newest WebSocket connection abruptly.
     pub fn drop_connection(&self) {
-        if let Some((_, tx)) = self.inner.conn.lock().unwrap().take() {
+        if let Some((_, tx)) = self.inner.conns.lock().unwrap().open.pop() {
             let _ = tx.send(ToClient::Drop);
         }
     }
@@ -415,11 +430,16 @@ impl FakeSlack {
         id
     }
 
-    /// Sends a raw frame once a client is connected.
+    /// Sends a raw frame once a client is connected: to the open connections in turn.
     pub async fn send_frame(&self, frame: Value) {
         eventually("a Socket Mode client to send to", async || {
-            let conn = self.inner.conn.lock().unwrap();
-            let (_, tx) = conn.as_ref()?;
+            let mut conns = self.inner.conns.lock().unwrap();
+            if conns.open.is_empty() {
+                return None;
+            }
+            let turn = conns.next % conns.open.len();
+            conns.next = conns.next.wrapping_add(1);
+            let (_, tx) = &conns.open[turn];
             tx.send(ToClient::Text(frame.to_string())).ok()
         })
         .await
@@ -657,9 +677,17 @@ async fn accept(listener: TcpListener, st: Arc<Inner>) {
             };
             let n = st.connections.fetch_add(1, Ordering::SeqCst) + 1;
             let (tx, mut rx) = mpsc::unbounded_channel();
-            *st.conn.lock().unwrap() = Some((n, tx));
-            let hello =
-                json!({"type": "hello", "num_connections": 1, "connection_info": {"app_id": "A1"}});
+            let open = {
+                let mut conns = st.conns.lock().unwrap();
+                // Slack allows an app ten connections at once; an eleventh is refused.
+                if conns.open.len() >= 10 {
+                    return;
+                }
+                conns.open.push((n, tx));
+                conns.open.len()
+            };
+            let hello = json!({"type": "hello", "num_connections": open,
+                               "connection_info": {"app_id": "A1"}});
             if ws.send(Message::text(hello.to_string())).await.is_err() {
                 return;
             }
@@ -686,10 +714,7 @@ async fn accept(listener: TcpListener, st: Arc<Inner>) {
                     },
                 }
             }
-            let mut conn = st.conn.lock().unwrap();
-            if conn.as_ref().is_some_and(|(id, _)| *id == n) {
-                *conn = None;
-            }
+            st.conns.lock().unwrap().open.retain(|(id, _)| *id != n);
         });
     }
 }

@@ -2,11 +2,13 @@
 //! node hears what comes to it (a webhook a load balancer sent there), while the node
 //! that leads posts and edits the cards. A press on any node decides and the leader's
 //! card shows it; an event Slack retries on another node is handled once; a digest's
-//! page turned on a node that stands by is drawn there. Skipped, with one line, without
+//! page turned on a node that stands by is drawn there; in Socket Mode every node holds
+//! one of the app's connections. Skipped, with one line, without
 //! PostgreSQL.
 
 use std::time::Duration;
 
+use gatebot::chat::conversation::approval::{button_data, ButtonKind};
 use serde_json::json;
 
 use crate::fake_slack::{click, message, FakeSlack};
@@ -175,4 +177,46 @@ async fn only_the_leader_posts_and_a_digest_turned_on_a_standby_is_drawn_there()
     })
     .await;
     assert_eq!(fake.calls("chat.postMessage").len(), 1, "posted again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_node_holds_a_socket_mode_connection_and_a_press_on_each_decides() {
+    let Some(db) = pg_cluster::database() else {
+        return;
+    };
+    let fake = FakeSlack::start().await;
+    let a = spawn_app(&format!("{}{}", node_store(&db, "a"), fake.config())).await;
+    eventually("node a to lead", async || leads(&a).await.then_some(())).await;
+    let b = spawn_app(&format!("{}{}", node_store(&db, "b"), fake.config())).await;
+    eventually("a connection from each node", async || {
+        (fake.open_connections() == 2).then_some(())
+    })
+    .await;
+    let p1 = prompted(
+        &a,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["a@example.com"]}),
+    )
+    .await;
+    let p2 = prompted(
+        &b,
+        &fake,
+        "mailer",
+        "send_email",
+        json!({"to": ["b@example.com"]}),
+    )
+    .await;
+    // Slack hands each envelope to one of the app's connections: here one to each node.
+    for p in [&p1, &p2] {
+        let press = click(APPROVER, &p.ts, &button_data(ButtonKind::Approve, &p.id));
+        fake.send("interactive", press).await;
+    }
+    a.wait_for_status(&p1.id, "approved").await;
+    a.wait_for_status(&p2.id, "approved").await;
+    update_of(&fake, &p2.ts, "Approved").await;
+    // Neither node pushed the other off: the same two connections throughout.
+    assert_eq!(fake.connections(), 2, "a node connected again");
+    assert_eq!(fake.open_connections(), 2);
 }
