@@ -156,6 +156,9 @@ pub struct Node {
     /// `Some` while this node leads: with the fence its timers' writes carry (none on
     /// SQLite, where the only node always leads).
     leading: watch::Sender<Option<Lead>>,
+    /// Another run wrote this node's row after this run first did: another node runs
+    /// under the same name.
+    name_shared: std::sync::atomic::AtomicBool,
 }
 
 /// This node leads, under `fence`.
@@ -181,6 +184,20 @@ impl Node {
                 started_at: crate::time::now_ms(),
             }),
             leading: watch::Sender::new(None),
+            name_shared: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Heartbeat number `beat` (0: this run's first) found the row last written by
+    /// `other`, when another run: after the first, another node has this name.
+    fn heard_row(&self, beat: u64, other: Option<String>) {
+        use std::sync::atomic::Ordering;
+        if beat > 0 && other.is_some() && !self.name_shared.swap(true, Ordering::Relaxed) {
+            warn!(
+                node = %self.name,
+                "another gatebot node runs under this node's name, so the two show as one in \
+                 `gatebot nodes`: give each node its own name ([store] node in its bot.toml)"
+            );
         }
     }
 
@@ -221,10 +238,11 @@ impl Engine {
     pub async fn run_node(self: Arc<Self>, stop: CancellationToken) {
         if !self.store.is_shared() {
             self.node.leading.send_replace(Some(Lead { fence: None }));
-            loop {
+            for beat in 0.. {
                 let row = self.node.row();
-                if let Err(e) = self.blocking(move |s| s.heartbeat(&row)).await {
-                    debug!(error = %e, "cannot renew this node's row");
+                match self.blocking(move |s| s.heartbeat(&row)).await {
+                    Ok(other) => self.node.heard_row(beat, other),
+                    Err(e) => debug!(error = %e, "cannot renew this node's row"),
                 }
                 tokio::select! {
                     () = stop.cancelled() => return,
@@ -237,13 +255,16 @@ impl Engine {
         // renewal is under way too: a renewal stuck (a slow or unreachable database)
         // must not keep the node acting past its lease.
         let mut valid_until: Option<tokio::time::Instant> = None;
+        let mut beat = 0;
         'renewing: loop {
             let sent = tokio::time::Instant::now();
             let row = self.node.row();
+            let node = self.clone();
             let renewal = self.blocking(move |s| {
-                s.heartbeat(&row)?;
+                node.node.heard_row(beat, s.heartbeat(&row)?);
                 s.hold_lease(LEADER, &row, LEASE_TTL.as_millis() as i64)
             });
+            beat += 1;
             tokio::pin!(renewal);
             let held = loop {
                 tokio::select! {
@@ -495,7 +516,14 @@ impl Engine {
             })
             .collect();
         nodes.sort_by_key(|n| !n.this);
-        let warnings = warnings(&nodes);
+        let mut warnings = warnings(&nodes);
+        if me.name_shared.load(std::sync::atomic::Ordering::Relaxed) {
+            warnings.push(format!(
+                "another node runs under this node's name ({}), so the two show as one here: \
+                 give each node its own name (`[store] node` in its bot.toml)",
+                me.name
+            ));
+        }
         Ok(NodesView { nodes, warnings })
     }
 }

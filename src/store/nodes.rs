@@ -79,10 +79,16 @@ impl Store {
             .collect()
     }
 
-    /// Writes this node's row (a new run replaces the last one's) and reads the
-    /// database's clock back.
-    pub fn heartbeat(&self, me: &NodeRow) -> Result<()> {
+    /// Writes this node's row (a new run replaces the last one's); the run that wrote it
+    /// last, when another than `me`'s (an earlier run of this node, or another node
+    /// given the same name).
+    pub fn heartbeat(&self, me: &NodeRow) -> Result<Option<String>> {
         self.beside_writer(|tx| {
+            let before: Option<String> = tx.query_opt(
+                "SELECT run FROM nodes WHERE name = ?1",
+                params![me.name],
+                |r| r.get(0),
+            )?;
             tx.execute(
                 concat!(
                     "INSERT INTO nodes (name, run, version, config_hash, started_at, seen_at) \
@@ -95,7 +101,7 @@ impl Store {
                 ),
                 params![me.name, me.run, me.version, me.config_hash, me.started_at],
             )?;
-            Ok(())
+            Ok(before.filter(|run| *run != me.run))
         })
     }
 
@@ -291,8 +297,12 @@ mod tests {
         assert_eq!(got("a").leases, vec!["leader".to_string()]);
         assert!(got("b").leases.is_empty());
         assert!((0..5_000).contains(&got("a").silent_for), "{:?}", got("a"));
+        assert_eq!(s.heartbeat(&a).unwrap(), None, "its own run wrote it last");
         // A restart of a is a new run: the old run's lease is not the new one's.
-        s.heartbeat(&node("a", "a-2")).unwrap();
+        assert_eq!(
+            s.heartbeat(&node("a", "a-2")).unwrap().as_deref(),
+            Some("a-1")
+        );
         let nodes = s.nodes().unwrap();
         assert!(nodes
             .iter()

@@ -617,3 +617,30 @@ async fn a_burst_over_three_nodes_keeps_slacks_limits_and_posts_each_card_once()
     assert!(!updated.is_empty(), "nothing was edited");
     assert_eq!(fake.rate_limited(), 0, "a Slack limit was exceeded");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_given_one_name_are_told_to_rename_one() {
+    let Some(db) = pg_cluster::database() else {
+        return;
+    };
+    let a = spawn_app(&node_store(&db, "twin")).await;
+    let b = spawn_app(&node_store(&db, "twin")).await;
+    // Each writes the one row every two seconds: the one that finds the other's run
+    // there after its own first write says so.
+    let warned = eventually("a warning about the shared name", async || {
+        for node in [&a, &b] {
+            let view = node.owner.get("/v1/nodes").await.unwrap().body;
+            let said = view["warnings"].as_array()?.iter().find_map(|w| {
+                let w = w.as_str()?;
+                w.contains("another node runs under this node's name (twin)")
+                    .then(|| w.to_string())
+            });
+            if said.is_some() {
+                return said;
+            }
+        }
+        None
+    })
+    .await;
+    assert!(warned.contains("`[store] node`"), "{warned}");
+}
