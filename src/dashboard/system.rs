@@ -159,8 +159,9 @@ fn nodes_section(view: Option<&NodesView>) -> Markup {
                     @for w in &view.warnings {
                         p.error { strong { "Look at this: " } (visible(w)) }
                     }
-                    p.count { "The leading node runs the chat platforms and the timers; the "
-                        "others take every other call and take the lead when it stops." }
+                    p.count { "The leading node sends the chats' messages and runs the timers; "
+                        "every node takes agents' calls and owners' answers, and another "
+                        "takes the lead when it stops." }
                 }
             }
         }

@@ -8,12 +8,12 @@
 //! never loses it.
 //!
 //! What other nodes changed is published on this node's bus as a subject's change
-//! ([`super::Event::Subject`]), so the chat platforms (which run on the leading node),
+//! ([`super::Event::Subject`]), so chat delivery (on the leading node),
 //! the dashboard's live view and `--wait` commands follow every node's changes.
 //!
 //! One node at a time **leads** ([`Engine::run_node`]): it holds the leader's lease, a
 //! row with a fence number that lasts [`LEASE_TTL`] by the database's clock unless
-//! renewed, and runs the chat platforms and the timers ([`Engine::while_leading`]). A
+//! renewed, and sends the chats' messages and runs the timers ([`Engine::while_leading`]). A
 //! node that cannot renew in time stops acting before the lease would end; another takes
 //! it once it has; the timers' writes carry the fence and are refused once it is stale.
 
@@ -128,7 +128,7 @@ async fn catch_up(engine: &Arc<Engine>, mut last: i64) -> i64 {
     }
 }
 
-/// The lease one node at a time holds to run the chat platforms and the timers.
+/// The lease one node at a time holds to send the chats' messages and run the timers.
 pub const LEADER: &str = "leader";
 
 /// How long the lease lasts unless renewed, by the database's clock.
@@ -332,7 +332,7 @@ impl Engine {
             if now.as_ref() == Some(&lead) {
                 return false;
             }
-            info!(node = %me.name, fence, "this node leads: it runs the chat platforms and the timers");
+            info!(node = %me.name, fence, "this node leads: it sends the chats' messages and runs the timers");
             *now = Some(lead);
             true
         });
@@ -466,7 +466,7 @@ pub struct NodeView {
     pub started_at: i64,
     /// How long ago it last renewed its row (ms, the database's clock).
     pub silent_for_ms: i64,
-    /// It holds the leader's lease: it runs the chat platforms and the timers.
+    /// It holds the leader's lease: it sends the chats' messages and runs the timers.
     pub leader: bool,
     /// It is the node that answered.
     pub this: bool,

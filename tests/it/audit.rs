@@ -325,9 +325,7 @@ async fn different_refusals_are_kept_apart_and_counts_survive_a_crash() {
     );
 
     // kill -9: the counts of the open windows are in the database, not in memory.
-    let pid = daemon.id().unwrap() as libc::pid_t;
-    // SAFETY: kill with a pid we spawned and have not waited for.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    crate::helpers::signal(daemon.id().unwrap(), libc::SIGKILL);
     daemon.wait_with_output().await.unwrap();
     let daemon = run_daemon(dir.path(), 0o022);
     eventually("the daemon serves again", async || {

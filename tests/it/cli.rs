@@ -107,15 +107,9 @@ impl Daemon {
         self.child.start_kill().unwrap();
     }
 
-    /// Sends the daemon `signal` ("TERM", "HUP", "STOP", "CONT") with kill(1), which
-    /// keeps the tests free of unsafe libc calls.
-    pub(crate) fn signal(&self, signal: &str) {
-        let pid = self.child.id().expect("running").to_string();
-        let sent = std::process::Command::new("kill")
-            .args([&format!("-{signal}"), &pid])
-            .status()
-            .unwrap();
-        assert!(sent.success(), "kill -{signal} {pid}");
+    /// Sends the daemon `signal` (`libc::SIGTERM`, `SIGHUP`, `SIGSTOP`, `SIGCONT`).
+    pub(crate) fn signal(&self, signal: libc::c_int) {
+        crate::helpers::signal(self.child.id().expect("running"), signal);
     }
 
     /// Waits (up to 10 s) for the daemon to exit; its exit status and everything it
@@ -133,7 +127,7 @@ impl Daemon {
 
     /// Sends SIGTERM and returns everything the daemon wrote to stderr.
     pub(crate) async fn stop_and_log(&mut self) -> String {
-        self.signal("TERM");
+        self.signal(libc::SIGTERM);
         self.exit_and_log().await.1
     }
 
@@ -424,7 +418,7 @@ async fn sigterm_stops_the_daemon_cleanly_with_exit_0() {
         .run(&d)
         .await;
     assert_eq!(bad.status.code(), Some(2));
-    d.signal("TERM");
+    d.signal(libc::SIGTERM);
     let (exit, log) = d.exit_and_log().await;
     assert_eq!(exit.code(), Some(0));
     assert!(log.contains("shutting down"), "{log}");
@@ -576,7 +570,7 @@ async fn agents_recount_checks_and_rebuilds_the_evidence_summaries() {
 #[tokio::test]
 async fn sighup_reloads_the_config_and_refuses_an_invalid_one() {
     let d = Daemon::start().await;
-    let hup = || d.signal("HUP");
+    let hup = || d.signal(libc::SIGHUP);
     // A pending request from before the reload.
     let out = ask("intern", "create_contact").wait("1s").run(&d).await;
     assert_eq!(out.status.code(), Some(3));

@@ -142,12 +142,7 @@ async fn a_reload_refused_says_every_mistake() {
     let (child, log) = start_daemon(dir.path()).await;
     let file = dir.path().join("bot.toml");
     std::fs::write(&file, THREE_MISTAKES).unwrap();
-    let pid = child.id().unwrap().to_string();
-    let hup = std::process::Command::new("kill")
-        .args(["-HUP", &pid])
-        .status()
-        .unwrap();
-    assert!(hup.success());
+    crate::helpers::signal(child.id().unwrap(), libc::SIGHUP);
     let log = eventually("the reload to be refused", async || {
         let l = log.lock().unwrap().clone();
         l.contains("new configuration refused").then_some(l)

@@ -38,9 +38,7 @@ pub(crate) fn run_daemon(dir: &Path, umask: u32) -> Child {
 
 /// Stops the daemon with SIGTERM and returns its output.
 pub(crate) async fn stop(child: Child) -> Output {
-    let pid = child.id().unwrap() as libc::pid_t;
-    // SAFETY: kill with a pid we spawned and still own (not yet waited for).
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    crate::helpers::signal(child.id().unwrap(), libc::SIGTERM);
     tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
         .await
         .expect("the daemon stops")

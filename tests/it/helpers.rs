@@ -443,3 +443,17 @@ pub fn example_config_at(to: &std::path::Path) -> std::net::SocketAddr {
     std::fs::write(to, example.replace(listen, &format!("listen = \"{addr}\""))).unwrap();
     addr
 }
+
+/// Sends signal `sig` (`libc::SIGTERM`, …) to process `pid`, a child the test started
+/// and has not waited for (with libc, not kill(1): a minimal machine may lack procps).
+pub fn signal(pid: u32, sig: libc::c_int) {
+    let pid = libc::pid_t::try_from(pid).expect("a pid");
+    // SAFETY: kill has no memory-safety preconditions; the pid is the test's own child.
+    let sent = unsafe { libc::kill(pid, sig) };
+    assert_eq!(
+        sent,
+        0,
+        "signal {sig} to {pid}: {}",
+        std::io::Error::last_os_error()
+    );
+}

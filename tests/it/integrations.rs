@@ -1018,12 +1018,6 @@ fn stderr_of(mut child: Child) -> (Child, std::sync::Arc<std::sync::Mutex<String
 }
 
 /// Sends `sig` to `child`.
-fn signal(child: &Child, sig: i32) {
-    let pid = i32::try_from(child.id().expect("still running")).unwrap();
-    // SAFETY: kill has no memory-safety preconditions; the pid is our own child's.
-    assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
-}
-
 /// Claude Code SIGTERMs a hook whose timeout ran out, Gemini CLI SIGTERMs then
 /// SIGKILLs it, Ctrl-C reaches both: the hook withdraws its request and denies
 /// instead of leaving it pending for an owner to approve later.
@@ -1048,7 +1042,7 @@ async fn a_killed_hook_withdraws_its_request_and_denies() {
         .await;
         let req = pending_one(&app).await;
         let id = req["id"].as_str().unwrap();
-        signal(&child, sig);
+        crate::helpers::signal(child.id().expect("still running"), sig);
         let (out, answer) = finish(child).await;
         assert_eq!(out.status.code(), Some(0), "{kind}: {out:?}");
         let message = match kind {
@@ -1088,7 +1082,7 @@ async fn a_killed_hook_withdraws_its_request_and_denies() {
         (mask & (1 << (libc::SIGTERM - 1)) != 0).then_some(())
     })
     .await;
-    signal(&waiting, libc::SIGTERM);
+    crate::helpers::signal(waiting.id().expect("still running"), libc::SIGTERM);
     let out = tokio::time::timeout(Duration::from_secs(30), waiting.wait_with_output())
         .await
         .expect("the hook exited")
@@ -1111,7 +1105,7 @@ async fn a_killed_mcp_server_withdraws_its_waiting_calls() {
     )
     .await;
     let req = pending_one(&app).await;
-    signal(&mcp._child, libc::SIGINT);
+    crate::helpers::signal(mcp._child.id().expect("still running"), libc::SIGINT);
     let done = mcp.recv().await;
     assert_eq!(done["id"], 9, "{done}");
     let r = tool_result(&done);

@@ -331,7 +331,7 @@ async fn a_leader_frozen_past_its_lease_does_not_lead_when_it_wakes() {
         )
         .await;
 
-    a.signal("STOP");
+    a.signal(libc::SIGSTOP);
     let frozen = Instant::now();
     eventually("node b to lead", async || leads(&b).await.then_some(())).await;
     eprintln!(
@@ -339,7 +339,7 @@ async fn a_leader_frozen_past_its_lease_does_not_lead_when_it_wakes() {
         frozen.elapsed()
     );
     b.wait_for_status(&doomed, "expired").await;
-    a.signal("CONT");
+    a.signal(libc::SIGCONT);
     // Awake, a finds it no longer leads, and says so.
     eventually("node a to stand by", async || {
         (!process_leads(&a).await?).then_some(())

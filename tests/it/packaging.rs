@@ -636,7 +636,7 @@ impl Overlay {
 
     fn stop_daemon(&mut self) {
         if let Some(mut child) = self.daemon.take() {
-            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            crate::helpers::signal(child.id(), libc::SIGTERM);
             let status = child.wait().unwrap();
             assert_eq!(status.code(), Some(0), "{}", self.log());
         }

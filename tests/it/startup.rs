@@ -70,12 +70,7 @@ async fn plain_logs_carry_no_colour_codes_into_a_file() {
         written.contains("gatebot is ready").then_some(())
     })
     .await;
-    let pid = child.id().unwrap().to_string();
-    assert!(std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
+    crate::helpers::signal(child.id().unwrap(), libc::SIGTERM);
     let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
         .await
         .expect("exits")
@@ -103,7 +98,7 @@ async fn signals_arriving_as_the_daemon_starts_are_handled() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let pid = child.id().unwrap() as libc::pid_t;
+    let pid = child.id().unwrap();
     // Signal as soon as the socket file exists (checked every millisecond): the daemon
     // is still building then, before it serves.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -114,9 +109,8 @@ async fn signals_arriving_as_the_daemon_starts_are_handled() {
         );
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    // SAFETY: signals to a child we spawned and have not waited for.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    crate::helpers::signal(pid, libc::SIGHUP);
+    crate::helpers::signal(pid, libc::SIGTERM);
     let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
         .await
         .expect("the daemon stops")

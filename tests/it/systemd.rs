@@ -64,12 +64,7 @@ async fn the_daemon_notifies_ready_pings_the_watchdog_and_says_stopping() {
     let seen = read_states(&notify, "WATCHDOG=1", Duration::from_secs(10));
     assert!(seen.iter().any(|s| s == "WATCHDOG=1"), "{seen:?}");
 
-    let pid = child.id().unwrap().to_string();
-    assert!(std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
+    crate::helpers::signal(child.id().unwrap(), libc::SIGTERM);
     let seen = read_states(&notify, "STOPPING=1", Duration::from_secs(10));
     assert!(seen.iter().any(|s| s == "STOPPING=1"), "{seen:?}");
     assert_eq!(child.wait().await.unwrap().code(), Some(0));
@@ -111,12 +106,7 @@ async fn an_activated_socket_is_used_and_left_in_place() {
     // The control socket is still the daemon's own.
     assert!(dir.path().join("gatebot-control.sock").exists());
 
-    let pid = child.id().unwrap().to_string();
-    assert!(std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
+    crate::helpers::signal(child.id().unwrap(), libc::SIGTERM);
     let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
         .await
         .expect("exits")

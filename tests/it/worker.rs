@@ -551,10 +551,7 @@ async fn a_worker_runs_tasks_side_by_side_and_stops_on_sigterm_without_reporting
     let c = add_ok(&app, "say hello to team C").await;
     let c_id = c["id"].as_str().unwrap();
     wait_status(&app, c_id, "running").await;
-    // SAFETY: sends SIGTERM to the worker this test started.
-    unsafe {
-        libc::kill(i32::try_from(worker.id().unwrap()).unwrap(), libc::SIGTERM);
-    }
+    crate::helpers::signal(worker.id().unwrap(), libc::SIGTERM);
     let status = tokio::time::timeout(Duration::from_secs(60), worker.wait())
         .await
         .expect("the worker stops")

@@ -253,7 +253,7 @@ pub enum Command {
         action: store::StoreAction,
     },
     /// List the gatebot nodes using the database (several share a PostgreSQL one), which
-    /// one leads (runs the chat platforms and timers), and what differs between them.
+    /// one leads (sends the chat messages and runs the timers), and what differs between them.
     Nodes {
         /// Print the data as JSON (what the API answers) instead of text.
         #[arg(long)]
