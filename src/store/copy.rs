@@ -25,8 +25,11 @@
 //!    triggers fill. Rows PostgreSQL already holds when a table's turn comes (the rows
 //!    its schema starts with, and what those triggers wrote) are kept: they were made from
 //!    the same rows by the same rules. The audit trail goes in seq order with its seqs
-//!    and hashes as they are; its append-only triggers stay on, and move the head row by
-//!    row, so the head ends where SQLite's is, which is checked before committing.
+//!    and hashes as they are; its append-only triggers stay on. The triggers that keep
+//!    a summary row by row (the audit head, the evidence counts) are off in the copy's
+//!    transaction and what they keep is set once from the copied rows
+//!    ([`ROW_TRIGGERS`]: row by row, a long trail took quadratic time); the head must
+//!    end where SQLite's is, which is checked before committing.
 //! 6. Each value is bound as its PostgreSQL column's type (`bigint`, `text`, `double
 //!    precision`, a `boolean` from 0/1, `bytea`…); a value that does not fit is refused
 //!    with its table and column, and nothing is kept.
@@ -143,6 +146,7 @@ pub fn copy_to_postgres(sqlite: &Path, url: &str, password: Option<&str>) -> Res
         let pg = tx.postgres().expect("a PostgreSQL store's transaction");
         refuse_unless_empty(pg, &database)?;
         let tables = order(pg, plan)?;
+        set_row_triggers(pg, "DISABLE")?;
         let mut copied = Vec::with_capacity(tables.len());
         for table in &tables {
             copied.push(copy_table(&source.conn, pg, table)?);
@@ -150,6 +154,8 @@ pub fn copy_to_postgres(sqlite: &Path, url: &str, password: Option<&str>) -> Res
         for table in &tables {
             move_sequences(pg, table)?;
         }
+        follow_copied_rows(tx, pg)?;
+        set_row_triggers(pg, "ENABLE")?;
         let head = pg_head(pg)?;
         if head != source_head {
             return Err(StoreError::File(format!(
@@ -654,6 +660,40 @@ fn insert(pg: &PgConn, t: &Target, names: &[String], cells: &[Cell], held: bool)
     // The same text for every full batch of a table: prepared once.
     let written = pg.execute(&sql, &params, true)?;
     Ok((rows - written) as u64)
+}
+
+/// The row triggers that keep a summary of the rows inserted, one update of the same
+/// row per insert: the audit head (and the check that it moves one row at a time) and
+/// the evidence summaries. In one transaction that copies a whole trail they are
+/// quadratic (each update of the head row walks past the versions the earlier ones
+/// left), so the copy turns them off in its transaction, sets what they keep once from
+/// the copied rows ([`follow_copied_rows`]), and turns them on again before it
+/// commits. Nothing else sees them off: `ALTER TABLE` locks each table until the commit.
+const ROW_TRIGGERS: [(&str, &str); 3] = [
+    ("audit", "audit_head_follows"),
+    ("audit_head", "audit_head_counts_every_row"),
+    ("approvals", "evidence_counts_insert"),
+];
+
+/// `DISABLE` or `ENABLE` [`ROW_TRIGGERS`] (the database's owner may: gatebot's role,
+/// which made the schema).
+fn set_row_triggers(pg: &PgConn, how: &str) -> Result<()> {
+    for (table, trigger) in ROW_TRIGGERS {
+        pg.batch(&format!("ALTER TABLE {table} {how} TRIGGER {trigger}"))?;
+    }
+    Ok(())
+}
+
+/// What [`ROW_TRIGGERS`] would have kept, from the copied rows: the audit head at the
+/// trail's last row, counting every row, and the evidence summaries counted from the
+/// requests (as the summaries' build and repair count them).
+fn follow_copied_rows(tx: &super::sql::Tx<'_>, pg: &PgConn) -> Result<()> {
+    pg.batch(
+        "UPDATE audit_head SET (seq, hash, rows) = \
+           (SELECT seq, hash, (SELECT count(*) FROM audit) FROM audit ORDER BY seq DESC LIMIT 1) \
+         WHERE id = 1 AND EXISTS (SELECT 1 FROM audit)",
+    )?;
+    super::evidence::rebuild(tx)
 }
 
 /// Moves the sequences of `t`'s identity columns past the highest value copied.

@@ -98,7 +98,7 @@ const REBUILD: [&str; 5] = [
 ];
 
 /// Writes both summaries again from the requests ([`REBUILD`]).
-fn rebuild(tx: &Tx<'_>) -> Result<()> {
+pub(super) fn rebuild(tx: &Tx<'_>) -> Result<()> {
     for sql in REBUILD {
         tx.execute(sql, params![])?;
     }
