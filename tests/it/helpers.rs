@@ -159,6 +159,39 @@ pub async fn health(client: &Client) -> (hyper::StatusCode, Value) {
     (res.status, res.body)
 }
 
+/// `res` is a 503 `storage_unavailable` whose message says `says`: its message.
+pub fn assert_unavailable(res: &Response, says: &str) -> String {
+    assert_eq!(
+        res.status,
+        hyper::StatusCode::SERVICE_UNAVAILABLE,
+        "{:?}",
+        res.body
+    );
+    assert_eq!(
+        res.error_code(),
+        Some("storage_unavailable"),
+        "{:?}",
+        res.body
+    );
+    let message = res.error_message();
+    assert!(message.contains(says), "{message}");
+    message
+}
+
+/// `/v1/health` answers `client` that the store is out of reach, saying `says`.
+pub async fn assert_health_unavailable(client: &Client, says: &str) {
+    let (status, body) = health(client).await;
+    assert_eq!(status, hyper::StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["ok"], false, "{body}");
+    assert_eq!(body["storage"], "storage_unavailable", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(says)),
+        "{body}"
+    );
+}
+
 /// A `send_email` call of mailer's (pending: a destructive tool), the `n`th.
 pub fn send_email(n: usize) -> Value {
     json!({"agent": "mailer", "tool": "send_email", "args": {"n": n}})

@@ -9,7 +9,9 @@ use std::time::Duration;
 use hyper::StatusCode;
 use serde_json::json;
 
-use crate::helpers::{eventually_within, health, send_email, spawn_app};
+use crate::helpers::{
+    assert_health_unavailable, assert_unavailable, eventually_within, health, send_email, spawn_app,
+};
 use crate::pg_cluster;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -31,18 +33,7 @@ async fn postgres_out_of_reach_answers_503_and_the_node_recovers_without_a_resta
         json!({"agent": "boss", "tool": "query_org_data", "args": {"q": "during"}}),
     ] {
         let res = app.submit(body).await;
-        assert_eq!(
-            res.status,
-            StatusCode::SERVICE_UNAVAILABLE,
-            "{:?}",
-            res.body
-        );
-        assert_eq!(res.error_code(), Some("storage_unavailable"));
-        let message = res.error_message();
-        assert!(
-            message.contains("PostgreSQL database cannot be reached"),
-            "{message}"
-        );
+        assert_unavailable(&res, "PostgreSQL database cannot be reached");
     }
     // Owners' calls too: a decision is refused, not taken for done.
     let decided = app.decide(&kept, "approve", None).await;
@@ -53,15 +44,7 @@ async fn postgres_out_of_reach_answers_503_and_the_node_recovers_without_a_resta
         decided.body
     );
     for client in [&app.agent, &app.owner] {
-        let (status, body) = health(client).await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
-        assert_eq!(body["storage"], "storage_unavailable");
-        assert!(
-            body["error"]["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("PostgreSQL")),
-            "{body}"
-        );
+        assert_health_unavailable(client, "PostgreSQL").await;
     }
 
     cluster.resume();

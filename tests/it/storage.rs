@@ -12,7 +12,10 @@ use hyper::StatusCode;
 use serde_json::json;
 
 use crate::files::stop;
-use crate::helpers::{health, log_text, send_email, spawn_app, BASE_CONFIG};
+use crate::helpers::{
+    assert_health_unavailable, assert_unavailable, health, log_text, send_email, spawn_app,
+    BASE_CONFIG,
+};
 
 #[tokio::test]
 async fn a_deleted_database_refuses_submits_instead_of_losing_them() {
@@ -26,31 +29,14 @@ async fn a_deleted_database_refuses_submits_instead_of_losing_them() {
     std::fs::remove_file(&db).unwrap();
 
     let res = app.submit(send_email(1)).await;
-    assert_eq!(
-        res.status,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "{:?}",
-        res.body
-    );
-    assert_eq!(res.error_code(), Some("storage_unavailable"));
-    let message = res.error_message();
-    assert!(
-        message.contains(&db.display().to_string()) && message.contains("was deleted"),
-        "{message}"
-    );
+    let message = assert_unavailable(&res, "was deleted");
+    assert!(message.contains(&db.display().to_string()), "{message}");
     assert!(message.contains("restart gatebot"), "{message}");
     // Owners see it too, on every route that reads the store, and in /v1/health.
     let listed = app.owner.get("/v1/requests").await.unwrap();
     assert_eq!(listed.status, StatusCode::SERVICE_UNAVAILABLE);
     for client in [&app.agent, &app.owner] {
-        let (status, body) = health(client).await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
-        assert_eq!(body["ok"], false);
-        assert_eq!(body["storage"], "storage_unavailable");
-        assert!(body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("was deleted"));
+        assert_health_unavailable(client, "was deleted").await;
     }
     let log = log_text();
     assert!(
@@ -75,18 +61,7 @@ async fn a_replaced_database_refuses_submits() {
     std::fs::copy(&db, &copy).unwrap();
     std::fs::rename(&copy, &db).unwrap();
     let res = app.submit(send_email(1)).await;
-    assert_eq!(
-        res.status,
-        StatusCode::SERVICE_UNAVAILABLE,
-        "{:?}",
-        res.body
-    );
-    assert_eq!(res.error_code(), Some("storage_unavailable"));
-    assert!(
-        res.error_message().contains("was replaced"),
-        "{:?}",
-        res.body
-    );
+    assert_unavailable(&res, "was replaced");
     let (status, body) = health(&app.owner).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(body["error"]["message"]
