@@ -40,7 +40,7 @@
 //!   `gatebot store copy` (`store::copy`, offline: a SQLite file into PostgreSQL). Its schema
 //!   is `migrations/sqlite/` and `migrations/postgres/`. Its table files speak SQL
 //!   through `store::sql`, a layer that does not name the database; `store::pg` holds
-//!   PostgreSQL's connections and migrations; `store::nodes` the nodes' rows and leases,
+//!   PostgreSQL's connections and migrations, `store::pg_tls` TLS to it; `store::nodes` the nodes' rows and leases,
 //!   `store::fence` what a write carries from its work. `engine::cluster` is the node
 //!   among others on one PostgreSQL database: it follows what they change, and leads
 //!   (chat delivery, Telegram's poller, Discord's Gateway, the timers) while it holds

@@ -79,6 +79,7 @@ mod health;
 mod history;
 mod nodes;
 mod pg;
+mod pg_tls;
 mod refusals;
 mod runs;
 mod sessions;

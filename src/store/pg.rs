@@ -27,8 +27,9 @@ use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::time::Duration;
 
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::{FromSql, ToSql, Type};
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, NoTls, Socket, Statement};
 
 use super::{Result, StoreError};
 
@@ -45,6 +46,9 @@ const IDLE_IN_TRANSACTION: &str = "30s";
 /// drives the connections.
 pub(super) struct Postgres {
     config: tokio_postgres::Config,
+    /// With `sslmode=require`: every connection encrypted, the server's certificate
+    /// verified.
+    tls: Option<super::pg_tls::Tls>,
     /// Always `Some` until dropped (then shut down without waiting: a store may be
     /// dropped on an async thread, where waiting for a runtime is refused).
     runtime: Option<tokio::runtime::Runtime>,
@@ -64,9 +68,25 @@ impl Postgres {
     /// given (a password in the URL itself is refused: it would end up in logs and
     /// `ps`).
     pub(super) fn new(url: &str, password: Option<&str>) -> Result<Postgres> {
+        let (url, root) = without_root_cert(url);
         let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| StoreError::File(format!("store.url is not a PostgreSQL URL: {e}")))?;
+        let tls = match config.get_ssl_mode() {
+            tokio_postgres::config::SslMode::Require => Some(
+                super::pg_tls::Tls::new(root.as_deref().map(std::path::Path::new))
+                    .map_err(|e| StoreError::File(format!("store.url: {e}")))?,
+            ),
+            _ if root.is_some() => {
+                return Err(StoreError::File(
+                    "store.url names an sslrootcert but not sslmode=require: add \
+                     sslmode=require to encrypt the connection and check the server's \
+                     certificate against it"
+                        .into(),
+                ))
+            }
+            _ => None,
+        };
         if config.get_password().is_some() {
             return Err(StoreError::File(
                 "store.url must not hold the password: put it in the file store.password_file \
@@ -91,6 +111,7 @@ impl Postgres {
             .map_err(|e| StoreError::File(format!("cannot start PostgreSQL's runtime: {e}")))?;
         Ok(Postgres {
             config,
+            tls,
             runtime: Some(runtime),
             shown,
         })
@@ -103,17 +124,11 @@ impl Postgres {
 
     /// A new connection, set up for the store.
     pub(super) fn connect(&self) -> Result<PgConn> {
-        let config = self.config.clone();
-        let shown = self.shown.clone();
-        let client = self.connecting(async move {
-            let (client, connection) = config.connect(NoTls).await?;
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::warn!(database = %shown, error = %e, "PostgreSQL connection ended");
-                }
-            });
-            Ok(client)
-        })?;
+        let (config, shown) = (self.config.clone(), self.shown.clone());
+        let client = match self.tls.clone() {
+            None => self.connecting(connected(config, NoTls, shown)),
+            Some(tls) => self.connecting(connected(config, tls, shown)),
+        }?;
         let conn = PgConn {
             client,
             statements: RefCell::default(),
@@ -139,30 +154,98 @@ impl Postgres {
     /// notifications (several arriving at once may come as one) and ends when the
     /// connection does. Keep the [`Listening`] for as long as you listen.
     pub(super) fn listen(&self, channel: &str) -> Result<Listening> {
-        use futures_util::StreamExt;
         let config = self.config.clone();
         let listen = format!("LISTEN {channel}");
         let (heard, rx) = tokio::sync::mpsc::channel(1);
-        let client = self.connecting(async move {
-            let (client, mut connection) = config.connect(NoTls).await?;
-            tokio::spawn(async move {
-                let mut messages =
-                    futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
-                while let Some(Ok(message)) = messages.next().await {
-                    if let tokio_postgres::AsyncMessage::Notification(_) = message {
-                        // Full: a wake-up is already waiting, which covers this one.
-                        let _ = heard.try_send(());
-                    }
-                }
-            });
-            client.batch_execute(&listen).await?;
-            Ok(client)
-        })?;
+        let client = match self.tls.clone() {
+            None => self.connecting(listening(config, NoTls, listen, heard)),
+            Some(tls) => self.connecting(listening(config, tls, listen, heard)),
+        }?;
         Ok(Listening {
             _client: client,
             heard: rx,
         })
     }
+}
+
+/// A connection made with `tls` (plain, or [`super::pg_tls::Tls`]), driven on a task of
+/// its own that says when it ends (`shown`: the database, for the log).
+async fn connected<T>(
+    config: tokio_postgres::Config,
+    tls: T,
+    shown: String,
+) -> std::result::Result<Client, tokio_postgres::Error>
+where
+    T: MakeTlsConnect<Socket>,
+    T::Stream: Send + 'static,
+    T::TlsConnect: Send,
+    <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+{
+    let (client, connection) = config.connect(tls).await?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::warn!(database = %shown, error = %e, "PostgreSQL connection ended");
+        }
+    });
+    Ok(client)
+}
+
+/// A connection made with `tls` that has run `listen`: each notification it gets is a
+/// `()` on `heard`.
+async fn listening<T>(
+    config: tokio_postgres::Config,
+    tls: T,
+    listen: String,
+    heard: tokio::sync::mpsc::Sender<()>,
+) -> std::result::Result<Client, tokio_postgres::Error>
+where
+    T: MakeTlsConnect<Socket>,
+    T::Stream: Send + 'static,
+    T::TlsConnect: Send,
+    <T::TlsConnect as TlsConnect<Socket>>::Future: Send,
+{
+    use futures_util::StreamExt;
+    let (client, mut connection) = config.connect(tls).await?;
+    tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let tokio_postgres::AsyncMessage::Notification(_) = message {
+                // Full: a wake-up is already waiting, which covers this one.
+                let _ = heard.try_send(());
+            }
+        }
+    });
+    client.batch_execute(&listen).await?;
+    Ok(client)
+}
+
+/// `url` without its `sslrootcert` parameter (which tokio-postgres does not take), and
+/// that parameter's value: the certificate authority's PEM file.
+fn without_root_cert(url: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_string(), None);
+    };
+    let mut root = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.split_once('=') {
+            Some(("sslrootcert", value)) => {
+                root = Some(
+                    url::form_urlencoded::parse(format!("v={value}").as_bytes())
+                        .next()
+                        .map_or_else(|| value.to_string(), |(_, v)| v.into_owned()),
+                );
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    let url = if kept.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    (url, root)
 }
 
 impl Postgres {
@@ -293,10 +376,24 @@ impl PgConn {
 /// What went wrong, in PostgreSQL's own words when it said something ("db error" alone
 /// names nothing).
 pub(super) fn words(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+    if let Some(db) = e.as_db_error() {
+        return format!("{} ({})", db.message(), db.code().code());
     }
+    // Its causes too: "error performing TLS handshake" alone does not say which.
+    let mut said = e.to_string();
+    let mut cause = StdError::source(e);
+    while let Some(c) = cause {
+        said = format!("{said}: {c}");
+        cause = c.source();
+    }
+    if said.contains("TLS handshake") {
+        said.push_str(
+            ". The server's certificate must be for the host store.url names and signed by an \
+             authority this machine trusts, or by the one store.url names with \
+             sslrootcert=/path/to/ca.pem",
+        );
+    }
+    said
 }
 
 /// Whether `e` means the server cannot be reached or is going away (as opposed to a
@@ -598,6 +695,37 @@ fn apply(conn: &PgConn) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sslrootcert_is_taken_out_of_the_url_and_asks_for_sslmode_require() {
+        let (url, root) =
+            without_root_cert("postgres://g@db/g?sslmode=require&sslrootcert=%2Fetc%2Fca.pem");
+        assert_eq!(url, "postgres://g@db/g?sslmode=require");
+        assert_eq!(root.as_deref(), Some("/etc/ca.pem"));
+        let (url, root) = without_root_cert("postgres://g@db/g?sslrootcert=/ca.pem");
+        assert_eq!(
+            (url.as_str(), root.as_deref()),
+            ("postgres://g@db/g", Some("/ca.pem"))
+        );
+        assert_eq!(
+            without_root_cert("postgres://g@db/g"),
+            ("postgres://g@db/g".to_string(), None)
+        );
+        let refused = Postgres::new("postgres://g@db/g?sslrootcert=/ca.pem", None).unwrap_err();
+        assert!(refused.to_string().contains("sslmode=require"), "{refused}");
+        let missing = Postgres::new(
+            "postgres://g@db/g?sslmode=require&sslrootcert=/nonexistent.pem",
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            missing.to_string().contains("sslrootcert /nonexistent.pem"),
+            "{missing}"
+        );
+        // Plain unless asked: no certificate needed.
+        assert!(Postgres::new("postgres://g@db/g?sslmode=prefer", None).is_ok());
+        assert!(Postgres::new("postgres://g@db/g?sslmode=require", None).is_ok());
+    }
 
     #[test]
     fn parameters_are_numbered_outside_quotes() {

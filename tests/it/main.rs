@@ -57,6 +57,7 @@ mod pg_cluster;
 mod ports;
 mod postgres_faults;
 mod postgres_schema;
+mod postgres_tls;
 mod prefix_grants;
 mod properties;
 mod quotas;

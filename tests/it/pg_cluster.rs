@@ -211,6 +211,7 @@ impl Cluster {
             .arg(&data)
             .output();
         check(initdb, "initdb", "")?;
+        cluster.make_certificates();
         cluster.reaper()?;
         // A free port is only free until someone takes it: try a few.
         let mut last = String::new();
@@ -225,14 +226,124 @@ impl Cluster {
         Err(last)
     }
 
+    /// A certificate authority of the cluster's own (`tls/ca.pem`) and the server's
+    /// certificate it signed for 127.0.0.1, made with `openssl` (which Debian's PostgreSQL
+    /// packages bring): the server then offers TLS ([`Database::tls_ca`]). Without
+    /// `openssl`, or should it fail, the server is plain and the TLS tests say they are
+    /// skipped.
+    fn make_certificates(&self) {
+        let tls = self.dir.join("tls");
+        let made = (|| -> Result<(), String> {
+            std::fs::create_dir(&tls).map_err(|e| e.to_string())?;
+            std::fs::write(
+                tls.join("server.ext"),
+                "subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n\
+                 keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+            )
+            .map_err(|e| e.to_string())?;
+            let ec = [
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+            ];
+            let steps: [Vec<&str>; 3] = [
+                [
+                    &["req", "-x509", "-new"][..],
+                    &ec,
+                    &[
+                        "-keyout",
+                        "ca.key",
+                        "-out",
+                        "ca.pem",
+                        "-days",
+                        "7",
+                        "-subj",
+                        "/CN=gatebot test CA",
+                        "-addext",
+                        "basicConstraints=critical,CA:TRUE",
+                        "-addext",
+                        "keyUsage=critical,keyCertSign,cRLSign",
+                    ],
+                ]
+                .concat(),
+                [
+                    &["req", "-new"][..],
+                    &ec,
+                    &[
+                        "-keyout",
+                        "server.key",
+                        "-out",
+                        "server.csr",
+                        "-subj",
+                        "/CN=127.0.0.1",
+                    ],
+                ]
+                .concat(),
+                vec![
+                    "x509",
+                    "-req",
+                    "-in",
+                    "server.csr",
+                    "-CA",
+                    "ca.pem",
+                    "-CAkey",
+                    "ca.key",
+                    "-CAcreateserial",
+                    "-out",
+                    "server.pem",
+                    "-days",
+                    "7",
+                    "-extfile",
+                    "server.ext",
+                ],
+            ];
+            for args in steps {
+                let out = Command::new("openssl")
+                    .args(&args)
+                    .current_dir(&tls)
+                    .stdin(Stdio::null())
+                    .output();
+                check(out, "openssl", "making the test cluster's certificates")?;
+            }
+            // PostgreSQL refuses a key others may read.
+            std::fs::set_permissions(
+                tls.join("server.key"),
+                std::os::unix::fs::PermissionsExt::from_mode(0o600),
+            )
+            .map_err(|e| e.to_string())?;
+            if self.as_account {
+                let out = Command::new("chown")
+                    .args(["-R", &format!("{ACCOUNT}:{ACCOUNT}")])
+                    .arg(&tls)
+                    .output();
+                check(out, "chown", "")?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = made {
+            eprintln!("the test PostgreSQL cluster offers no TLS: {e}");
+            let _ = std::fs::remove_file(tls.join("server.pem"));
+        }
+    }
+
     /// Starts the server on `port`, waiting until it takes connections.
     fn run_server(&self) -> Result<(), String> {
-        let options = format!(
+        let mut options = format!(
             // Hundreds of test daemons share it, each with a few connections.
             "-k {} -p {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=1000",
             self.dir.display(),
             self.port
         );
+        let tls = self.dir.join("tls");
+        if tls.join("server.pem").is_file() {
+            options.push_str(&format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                tls.join("server.pem").display(),
+                tls.join("server.key").display()
+            ));
+        }
         let started = self
             .tool("pg_ctl")
             .arg("-D")
@@ -368,6 +479,13 @@ impl Database {
             "postgres://postgres@127.0.0.1:{}/{}",
             self.cluster.port, self.name
         )
+    }
+
+    /// The certificate authority that signed the server's certificate, when the cluster
+    /// offers TLS ([`Cluster::make_certificates`]).
+    pub fn tls_ca(&self) -> Option<PathBuf> {
+        let tls = self.cluster.dir.join("tls");
+        tls.join("server.pem").is_file().then(|| tls.join("ca.pem"))
     }
 
     /// Runs `sql` (one or more statements, in one transaction): its output, unaligned
