@@ -259,12 +259,13 @@ impl Engine {
         'renewing: loop {
             let sent = tokio::time::Instant::now();
             let row = self.node.row();
-            let node = self.clone();
             let renewal = self.blocking(move |s| {
-                node.node.heard_row(beat, s.heartbeat(&row)?);
-                s.hold_lease(LEADER, &row, LEASE_TTL.as_millis() as i64)
+                let other = s.heartbeat(&row)?;
+                Ok((
+                    other,
+                    s.hold_lease(LEADER, &row, LEASE_TTL.as_millis() as i64),
+                ))
             });
-            beat += 1;
             tokio::pin!(renewal);
             let held = loop {
                 tokio::select! {
@@ -276,6 +277,11 @@ impl Engine {
                     }
                 }
             };
+            let held = held.and_then(|(other, held)| {
+                self.node.heard_row(beat, other);
+                Ok(held?)
+            });
+            beat += 1;
             match held {
                 Ok(Some(held)) => {
                     let left =
